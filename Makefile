@@ -1,0 +1,85 @@
+# Remote Agents — build, test and run locally. `make help` lists the targets.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+# Every folder under functions/ with a main.go is a Lambda function: no list to keep.
+FUNCTIONS := $(patsubst functions/%/main.go,%,$(wildcard functions/*/main.go))
+ZIPS      := $(FUNCTIONS:%=dist/%.zip)
+
+LAMBDA_ENV   := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
+LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w"
+
+NODE_MODULES := localstack/node_modules/.package-lock.json
+EMULATORS    := $(GO) run ./localstack/cmd/emulators
+ENV_FILE     := .cache/emulators.env
+GO_FILES      = $(shell find . -name '*.go' -not -path './.cache/*' -not -path '*/node_modules/*' -not -path './dist/*')
+
+.PHONY: help build test fmt-check vet lint test-go dev emulators localstack-up localstack-down clean FORCE
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+
+build: $(ZIPS) dist/agent ## cross-compile every function into dist/<name>.zip and the agent into dist/agent
+	@ls -l $(ZIPS) dist/agent | awk '{printf "  %-28s %7.2f MB\n", $$NF, $$5/1048576}'
+
+dist/%.zip: FORCE
+	@mkdir -p dist/$*
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o dist/$*/bootstrap ./functions/$*
+	@rm -f $@ && (cd dist/$* && zip -q -X $(CURDIR)/$@ bootstrap)
+
+dist/agent: FORCE
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $@ ./sandbox/cmd/agent
+
+# The bootstrap the LocalStack init hook runs, for the container's architecture.
+dist/localstack/bootstrap: FORCE
+	GOOS=linux GOARCH=$$($(GO) env GOARCH) CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ ./localstack/cmd/bootstrap
+
+test: fmt-check vet lint test-go ## format check, vet, lint, unit + integration tests (-race) on the local AWS
+
+fmt-check:
+	@out=$$(gofmt -l $(GO_FILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+lint:
+	$(GOLANGCI_LINT) run ./...
+
+# Tests reuse AWS endpoints already in the environment (LocalStack, running
+# emulators); otherwise the emulators run for the duration of `go test`.
+test-go: $(NODE_MODULES)
+	@if [ -n "$${AWS_ENDPOINT_URL:-}$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then \
+		$(GO) test -race -count=1 ./...; \
+	else \
+		$(EMULATORS) -- $(GO) test -race -count=1 ./...; \
+	fi
+
+dev: $(NODE_MODULES) ## start the emulators, bootstrap the dev environment, print the endpoints
+	@mkdir -p .cache
+	$(EMULATORS) -bootstrap -env $${RA_ENV:-dev} -env-file $(ENV_FILE)
+
+emulators: $(NODE_MODULES) ## run the bundled emulators until Ctrl-C (exports in .cache/emulators.env)
+	@mkdir -p .cache
+	$(EMULATORS) -env-file $(ENV_FILE)
+
+localstack-up: dist/localstack/bootstrap ## start LocalStack in Docker; its init hook bootstraps the resources
+	docker compose -f localstack/docker-compose.yml up -d --wait
+
+localstack-down: ## stop LocalStack
+	docker compose -f localstack/docker-compose.yml down
+
+$(NODE_MODULES): localstack/package.json localstack/package-lock.json
+	cd localstack && npm ci --ignore-scripts --no-audit --no-fund
+
+clean: ## remove build output
+	rm -rf dist
+
+FORCE:

@@ -1,0 +1,3 @@
+module github.com/remote-agents/remote-agents/infra
+
+go 1.26.0

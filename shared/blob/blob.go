@@ -1,0 +1,51 @@
+// Package blob defines the object store that holds outputs, logs, snapshots and
+// artifacts: objects under keys, listed by prefix, and short-lived presigned URLs a
+// sandbox or browser can use without credentials. s3blob implements it on Amazon S3.
+package blob
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Limits on listing and presigning.
+const (
+	DefaultListSize = 100
+	MaxListSize     = 1000
+	MaxPresignTTL   = 7 * 24 * time.Hour
+)
+
+// ErrNotFound: no object has that key.
+var ErrNotFound = errors.New("object not found")
+
+// Object describes a stored object.
+type Object struct {
+	Key         string
+	Size        int64
+	ContentType string
+	ETag        string
+	Modified    time.Time
+}
+
+// Page is one page of a listing; Next is "" when there is nothing more.
+type Page struct {
+	Objects []Object
+	Next    string
+}
+
+// Store is a bucket of objects.
+type Store interface {
+	// Put stores size bytes from r under key.
+	Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error
+	// Get opens the object under key; the caller closes it. ErrNotFound if absent.
+	Get(ctx context.Context, key string) (io.ReadCloser, Object, error)
+	// List returns up to limit (1..MaxListSize, 0 for DefaultListSize) objects whose
+	// keys start with prefix, in key order, from the position after returned.
+	List(ctx context.Context, prefix, after string, limit int) (Page, error)
+	// PresignGet returns a URL that reads key for ttl (at most MaxPresignTTL).
+	PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error)
+	// PresignPut returns a URL that writes key with contentType for ttl.
+	PresignPut(ctx context.Context, key, contentType string, ttl time.Duration) (string, error)
+}

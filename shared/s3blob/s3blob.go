@@ -1,0 +1,205 @@
+// Package s3blob implements blob.Store on one Amazon S3 bucket.
+package s3blob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/remote-agents/remote-agents/shared/blob"
+)
+
+// API is the part of the S3 client the adapter calls; *s3.Client has it.
+type API interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+}
+
+// Presigner is the part of s3.PresignClient the adapter calls.
+type Presigner interface {
+	PresignGetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.PresignOptions)) (*v4.PresignedHTTPRequest, error)
+	PresignPutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.PresignOptions)) (*v4.PresignedHTTPRequest, error)
+}
+
+var (
+	_ API        = (*s3.Client)(nil)
+	_ Presigner  = (*s3.PresignClient)(nil)
+	_ blob.Store = (*Store)(nil)
+)
+
+// maxKeyBytes is S3's limit on a key.
+const maxKeyBytes = 1024
+
+// Store is one bucket.
+type Store struct {
+	api     API
+	presign Presigner
+	bucket  string
+}
+
+// New returns the bucket called bucket, reached through client.
+func New(client *s3.Client, bucket string) *Store {
+	return NewWith(client, s3.NewPresignClient(client), bucket)
+}
+
+// NewWith returns the bucket reached through api and presigner (for tests).
+func NewWith(api API, presigner Presigner, bucket string) *Store {
+	return &Store{api: api, presign: presigner, bucket: bucket}
+}
+
+// Put stores an object.
+func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, contentType string) error {
+	if err := ValidKey(key); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	if size < 0 {
+		return fmt.Errorf("put %s: negative size %d", key, size)
+	}
+	in := &s3.PutObjectInput{
+		Bucket:        &s.bucket,
+		Key:           &key,
+		Body:          r,
+		ContentLength: aws.Int64(size),
+	}
+	if contentType != "" {
+		in.ContentType = &contentType
+	}
+	if _, err := s.api.PutObject(ctx, in); err != nil {
+		return fmt.Errorf("put %s in %s: %w", key, s.bucket, err)
+	}
+	return nil
+}
+
+// Get opens an object.
+func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, blob.Object, error) {
+	if err := ValidKey(key); err != nil {
+		return nil, blob.Object{}, fmt.Errorf("get %s: %w", key, err)
+	}
+	res, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key})
+	if err != nil {
+		if isNotFound(err) {
+			return nil, blob.Object{}, fmt.Errorf("get %s from %s: %w", key, s.bucket, blob.ErrNotFound)
+		}
+		return nil, blob.Object{}, fmt.Errorf("get %s from %s: %w", key, s.bucket, err)
+	}
+	return res.Body, blob.Object{
+		Key:         key,
+		Size:        aws.ToInt64(res.ContentLength),
+		ContentType: aws.ToString(res.ContentType),
+		ETag:        aws.ToString(res.ETag),
+		Modified:    aws.ToTime(res.LastModified),
+	}, nil
+}
+
+// List lists objects by prefix, one page at a time.
+func (s *Store) List(ctx context.Context, prefix, after string, limit int) (blob.Page, error) {
+	switch {
+	case limit == 0:
+		limit = blob.DefaultListSize
+	case limit < 0 || limit > blob.MaxListSize:
+		return blob.Page{}, fmt.Errorf("list %s: limit %d outside 1..%d", prefix, limit, blob.MaxListSize)
+	}
+	in := &s3.ListObjectsV2Input{
+		Bucket:  &s.bucket,
+		Prefix:  &prefix,
+		MaxKeys: aws.Int32(int32(limit)),
+	}
+	if after != "" {
+		in.ContinuationToken = &after
+	}
+	res, err := s.api.ListObjectsV2(ctx, in)
+	if err != nil {
+		return blob.Page{}, fmt.Errorf("list %s in %s: %w", prefix, s.bucket, err)
+	}
+	page := blob.Page{Objects: make([]blob.Object, 0, len(res.Contents))}
+	for _, o := range res.Contents {
+		page.Objects = append(page.Objects, blob.Object{
+			Key:      aws.ToString(o.Key),
+			Size:     aws.ToInt64(o.Size),
+			ETag:     aws.ToString(o.ETag),
+			Modified: aws.ToTime(o.LastModified),
+		})
+	}
+	if aws.ToBool(res.IsTruncated) {
+		page.Next = aws.ToString(res.NextContinuationToken)
+	}
+	return page, nil
+}
+
+// PresignGet returns a URL that downloads key until ttl passes.
+func (s *Store) PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error) {
+	if err := checkPresign(key, ttl); err != nil {
+		return "", fmt.Errorf("presign get %s: %w", key, err)
+	}
+	req, err := s.presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &key},
+		s3.WithPresignExpires(ttl))
+	if err != nil {
+		return "", fmt.Errorf("presign get %s in %s: %w", key, s.bucket, err)
+	}
+	return req.URL, nil
+}
+
+// PresignPut returns a URL that uploads key, with contentType, until ttl passes.
+func (s *Store) PresignPut(ctx context.Context, key, contentType string, ttl time.Duration) (string, error) {
+	if err := checkPresign(key, ttl); err != nil {
+		return "", fmt.Errorf("presign put %s: %w", key, err)
+	}
+	in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key}
+	if contentType != "" {
+		in.ContentType = &contentType
+	}
+	req, err := s.presign.PresignPutObject(ctx, in, s3.WithPresignExpires(ttl))
+	if err != nil {
+		return "", fmt.Errorf("presign put %s in %s: %w", key, s.bucket, err)
+	}
+	return req.URL, nil
+}
+
+func checkPresign(key string, ttl time.Duration) error {
+	if err := ValidKey(key); err != nil {
+		return err
+	}
+	if ttl <= 0 || ttl > blob.MaxPresignTTL {
+		return fmt.Errorf("ttl %s outside (0, %s]", ttl, blob.MaxPresignTTL)
+	}
+	return nil
+}
+
+// ValidKey accepts keys the system builds: UTF-8, 1..1024 bytes, relative, no empty,
+// "." or ".." segments and no control characters.
+func ValidKey(key string) error {
+	if key == "" || len(key) > maxKeyBytes || !utf8.ValidString(key) {
+		return fmt.Errorf("invalid key %q: want 1..%d bytes of UTF-8", key, maxKeyBytes)
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("invalid key %q: empty, '.' or '..' segment", key)
+		}
+	}
+	for _, r := range key {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("invalid key %q: control character", key)
+		}
+	}
+	return nil
+}
+
+func isNotFound(err error) bool {
+	var nsk *types.NoSuchKey
+	if errors.As(err, &nsk) {
+		return true
+	}
+	var api smithy.APIError
+	return errors.As(err, &api) && (api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NotFound")
+}

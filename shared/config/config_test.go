@@ -1,0 +1,101 @@
+package config_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/config"
+)
+
+func env(kv ...string) func(string) (string, bool) {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestDefaultsWithoutFileOrEnv(t *testing.T) {
+	t.Parallel()
+	c, err := config.Parse("config.yaml", nil, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.RemoteAgents{AllowedOrigins: []string{}, CreationTimeout: 15 * time.Second, GuardrailsPath: "data/platform-guardrails.md"}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("defaults = %+v, want %+v", c, want)
+	}
+}
+
+func TestFileThenEnvironment(t *testing.T) {
+	t.Parallel()
+	file := []byte(`
+server:
+  port: 9000
+remote_agents:
+  allowed_origins: ["https://app.example.com/", "http://localhost:3000"]
+  embed_features:
+    file_upload: true
+    voice_mic: false
+  creation_timeout_seconds: 20
+  public_base_url: https://agents.example.com
+`)
+	c, err := config.Parse("config.yaml", file, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.AllowedOrigins, []string{"https://app.example.com", "http://localhost:3000"}) ||
+		c.EmbedFeatures != (config.Features{FileUpload: true}) || c.CreationTimeout != 20*time.Second ||
+		c.PublicBaseURL != "https://agents.example.com" {
+		t.Errorf("from file: %+v", c)
+	}
+	c, err = config.Parse("config.yaml", file, env(
+		"RA_ALLOWED_ORIGINS", "https://a.example, https://b.example",
+		"RA_EMBED_FEATURES", "context_usage,voice_mic",
+		"RA_CREATION_TIMEOUT_SECONDS", "5",
+		"RA_PUBLIC_BASE_URL", "http://127.0.0.1:8080",
+		"RA_GUARDRAILS_PATH", "s3://bucket/guardrails.md",
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.AllowedOrigins, []string{"https://a.example", "https://b.example"}) ||
+		c.EmbedFeatures != (config.Features{ContextUsage: true, VoiceMic: true}) || c.CreationTimeout != 5*time.Second ||
+		c.PublicBaseURL != "http://127.0.0.1:8080" || c.GuardrailsPath != "s3://bucket/guardrails.md" {
+		t.Errorf("with environment: %+v", c)
+	}
+}
+
+func TestBadConfigNamesTheKey(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		file string
+		env  []string
+		want string
+	}{
+		{"unknown key", "remote_agents:\n  creation_timeout: 15\n", nil, "remote_agents.creation_timeout: unknown key"},
+		{"wrong type", "remote_agents:\n  creation_timeout_seconds: soon\n", nil, "remote_agents.creation_timeout_seconds: want a whole number"},
+		{"negative timeout", "remote_agents:\n  creation_timeout_seconds: -1\n", nil, "remote_agents.creation_timeout_seconds: -1 seconds is outside"},
+		{"timeout past API Gateway", "remote_agents:\n  creation_timeout_seconds: 60\n", nil, "outside 1..29"},
+		{"origins not a list", "remote_agents:\n  allowed_origins: https://x\n", nil, "remote_agents.allowed_origins: want a list"},
+		{"origin with path", "remote_agents:\n  allowed_origins: [\"https://x/app\"]\n", nil, "remote_agents.allowed_origins[0]"},
+		{"unknown feature", "remote_agents:\n  embed_features:\n    camera: true\n", nil, "remote_agents.embed_features.camera: unknown feature"},
+		{"feature not bool", "remote_agents:\n  embed_features:\n    voice_mic: yes please\n", nil, "remote_agents.embed_features.voice_mic: want true or false"},
+		{"base URL", "remote_agents:\n  public_base_url: agents.example.com\n", nil, "remote_agents.public_base_url"},
+		{"section not mapping", "remote_agents: 3\n", nil, "remote_agents: want a mapping"},
+		{"bad yaml", "remote_agents: [\n", nil, "not valid YAML"},
+		{"env timeout", "", []string{"RA_CREATION_TIMEOUT_SECONDS", "abc"}, "RA_CREATION_TIMEOUT_SECONDS"},
+		{"env negative", "", []string{"RA_CREATION_TIMEOUT_SECONDS", "-5"}, "RA_CREATION_TIMEOUT_SECONDS: -5 seconds"},
+		{"env feature", "", []string{"RA_EMBED_FEATURES", "file_upload,camera"}, `RA_EMBED_FEATURES: unknown feature "camera"`},
+		{"env origin", "", []string{"RA_ALLOWED_ORIGINS", "ftp://x"}, "RA_ALLOWED_ORIGINS[0]"},
+	}
+	for _, tt := range tests {
+		_, err := config.Parse("config.yaml", []byte(tt.file), env(tt.env...))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want it to contain %q", tt.name, err, tt.want)
+		}
+	}
+}

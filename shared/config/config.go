@@ -45,15 +45,6 @@ type Features struct {
 	VoiceMic     bool `json:"voice_mic"`
 }
 
-// Or returns the features enabled in f or g.
-func (f Features) Or(g Features) Features {
-	return Features{
-		FileUpload:   f.FileUpload || g.FileUpload,
-		ContextUsage: f.ContextUsage || g.ContextUsage,
-		VoiceMic:     f.VoiceMic || g.VoiceMic,
-	}
-}
-
 // featureNames maps each feature's configuration name to its field.
 var featureNames = map[string]func(*Features) *bool{
 	"file_upload":   func(f *Features) *bool { return &f.FileUpload },

@@ -1,0 +1,112 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/remote-agents/remote-agents/shared/registry"
+)
+
+var _ registry.Store = (*Registry)(nil)
+
+// Registry stores registry items in the registry table: one item per thing, keyed
+// "<KIND>#<id>", listed by kind through the by_kind index.
+type Registry struct {
+	t *Table
+}
+
+// NewRegistry returns the registry stored in table.
+func NewRegistry(api API, table string) *Registry {
+	return &Registry{t: NewTable(api, table)}
+}
+
+// Item kinds, as stored in the kind attribute.
+const (
+	kindProject = "project"
+	kindPersona = "persona"
+	kindAppKey  = "app_key"
+)
+
+type registryKey struct {
+	PK string `json:"pk"`
+	SK string `json:"sk"`
+}
+
+func regKey(kind, id string) registryKey {
+	return registryKey{PK: kind + "#" + id, SK: kind}
+}
+
+type projectItem struct {
+	registryKey
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	registry.Project
+}
+
+type personaItem struct {
+	registryKey
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	registry.Persona
+}
+
+type appKeyItem struct {
+	registryKey
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	registry.AppKey
+}
+
+// Project returns a project.
+func (r *Registry) Project(ctx context.Context, name string) (registry.Project, error) {
+	var it projectItem
+	if err := r.get(ctx, regKey(kindProject, name), &it); err != nil {
+		return registry.Project{}, fmt.Errorf("project %q: %w", name, err)
+	}
+	return it.Project, nil
+}
+
+// Persona returns a persona.
+func (r *Registry) Persona(ctx context.Context, slug string) (registry.Persona, error) {
+	var it personaItem
+	if err := r.get(ctx, regKey(kindPersona, slug), &it); err != nil {
+		return registry.Persona{}, fmt.Errorf("persona %q: %w", slug, err)
+	}
+	return it.Persona, nil
+}
+
+// AppKeyByHash returns an app key by the hash of its secret.
+func (r *Registry) AppKeyByHash(ctx context.Context, hash string) (registry.AppKey, error) {
+	var it appKeyItem
+	if err := r.get(ctx, regKey(kindAppKey, hash), &it); err != nil {
+		return registry.AppKey{}, fmt.Errorf("app key: %w", err)
+	}
+	return it.AppKey, nil
+}
+
+// PutProject stores a project.
+func (r *Registry) PutProject(ctx context.Context, p registry.Project) error {
+	return r.t.Put(ctx, projectItem{registryKey: regKey(kindProject, p.Name), Kind: kindProject, Name: p.Name, Project: p})
+}
+
+// PutPersona stores a persona.
+func (r *Registry) PutPersona(ctx context.Context, p registry.Persona) error {
+	return r.t.Put(ctx, personaItem{registryKey: regKey(kindPersona, p.Slug), Kind: kindPersona, Name: p.Slug, Persona: p})
+}
+
+// PutAppKey stores an app key under its hash.
+func (r *Registry) PutAppKey(ctx context.Context, k registry.AppKey) error {
+	if k.Hash == "" {
+		return errors.New("app key without hash")
+	}
+	return r.t.Put(ctx, appKeyItem{registryKey: regKey(kindAppKey, k.Hash), Kind: kindAppKey, Name: k.ID, AppKey: k})
+}
+
+func (r *Registry) get(ctx context.Context, key registryKey, out any) error {
+	err := r.t.Get(ctx, key, out)
+	if errors.Is(err, ErrNotFound) {
+		return registry.ErrNotFound
+	}
+	return err
+}

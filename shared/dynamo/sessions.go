@@ -1,0 +1,141 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+var _ session.Store = (*Sessions)(nil)
+
+// Sessions stores sessions in the sessions table and their create idempotency
+// records in the idempotency table.
+type Sessions struct {
+	api         API
+	sessions    *Table
+	idempotency *Table
+	now         func() time.Time
+}
+
+// NewSessions returns the session store over the two tables.
+func NewSessions(api API, sessionsTable, idempotencyTable string) *Sessions {
+	return &Sessions{
+		api:         api,
+		sessions:    NewTable(api, sessionsTable),
+		idempotency: NewTable(api, idempotencyTable),
+		now:         time.Now,
+	}
+}
+
+type sessionKey struct {
+	ID string `json:"session_id"`
+}
+
+// Create writes the session and, if rec is set, its idempotency record, atomically.
+func (s *Sessions) Create(ctx context.Context, sess session.Session, rec *session.IdempotencyRecord) error {
+	ops := []TxOp{s.sessions.PutOp(sess, expression.AttributeNotExists(expression.Name("session_id")))}
+	if rec != nil {
+		ops = append(ops, s.idempotency.PutOp(rec, expression.AttributeNotExists(expression.Name("key"))))
+	}
+	err := Transact(ctx, s.api, "", ops...)
+	var canceled *TxCanceledError
+	if errors.As(err, &canceled) && len(canceled.Reasons) == 2 && canceled.Reasons[1] == "ConditionalCheckFailed" {
+		return fmt.Errorf("create session %s: %w", sess.ID, session.ErrIdempotencyTaken)
+	}
+	if err != nil {
+		return fmt.Errorf("create session %s: %w", sess.ID, err)
+	}
+	return nil
+}
+
+// Get reads a session.
+func (s *Sessions) Get(ctx context.Context, id string) (session.Session, error) {
+	var out session.Session
+	err := s.sessions.Get(ctx, sessionKey{id}, &out)
+	if errors.Is(err, ErrNotFound) {
+		return out, fmt.Errorf("session %s: %w", id, session.ErrNotFound)
+	}
+	return out, err
+}
+
+// Idempotency reads an idempotency record.
+func (s *Sessions) Idempotency(ctx context.Context, key string) (session.IdempotencyRecord, error) {
+	var out session.IdempotencyRecord
+	err := s.idempotency.Get(ctx, map[string]string{"key": key}, &out)
+	if errors.Is(err, ErrNotFound) {
+		return out, fmt.Errorf("idempotency record: %w", session.ErrNotFound)
+	}
+	return out, err
+}
+
+// Transition moves a session from one of c.From to c.To.
+func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) (session.Session, error) {
+	now := s.now().UTC()
+	up := expression.Set(expression.Name("state"), expression.Value(c.To)).
+		Set(expression.Name("updated_at"), expression.Value(now.Format(time.RFC3339Nano)))
+	if c.Reason != "" {
+		up = up.Set(expression.Name("reason"), expression.Value(c.Reason))
+	}
+	if c.To.Terminal() {
+		up = up.Set(expression.Name("ended_at"), expression.Value(now.Format(time.RFC3339Nano))).
+			Set(expression.Name("expires_at"), expression.Value(now.Add(session.Retention).Unix()))
+	}
+	for k, v := range c.Set {
+		up = up.Set(expression.Name(k), expression.Value(v))
+	}
+	cond := inStates(c.From)
+	if c.Generation != 0 {
+		cond = cond.And(expression.Name("generation").Equal(expression.Value(c.Generation)))
+	}
+	return s.update(ctx, id, up, cond)
+}
+
+// AddToken appends a token hash to a live session holding fewer than MaxTokens.
+func (s *Sessions) AddToken(ctx context.Context, id, tokenHash string) error {
+	up := expression.Set(expression.Name("token_hashes"),
+		expression.ListAppend(expression.IfNotExists(expression.Name("token_hashes"), expression.Value([]string{})),
+			expression.Value([]string{tokenHash})))
+	cond := inStates(session.Live).And(expression.Size(expression.Name("token_hashes")).LessThan(expression.Value(session.MaxTokens)))
+	_, err := s.update(ctx, id, up, cond)
+	return err
+}
+
+// Touch sets fields on a live session of the given generation.
+func (s *Sessions) Touch(ctx context.Context, id string, generation int, set map[string]any) (session.Session, error) {
+	up := expression.Set(expression.Name("updated_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano)))
+	for k, v := range set {
+		up = up.Set(expression.Name(k), expression.Value(v))
+	}
+	cond := inStates(session.Live).And(expression.Name("generation").Equal(expression.Value(generation)))
+	return s.update(ctx, id, up, cond)
+}
+
+func (s *Sessions) update(ctx context.Context, id string, up expression.UpdateBuilder, cond expression.ConditionBuilder) (session.Session, error) {
+	var out session.Session
+	cond = expression.AttributeExists(expression.Name("session_id")).And(cond)
+	err := s.sessions.Update(ctx, sessionKey{id}, up, &out, cond)
+	var cf *ConditionFailedError
+	if errors.As(err, &cf) {
+		if len(cf.Item) == 0 {
+			return out, fmt.Errorf("session %s: %w", id, session.ErrNotFound)
+		}
+		return out, fmt.Errorf("session %s: %w", id, session.ErrConflict)
+	}
+	return out, err
+}
+
+func inStates(states []session.State) expression.ConditionBuilder {
+	operands := make([]expression.OperandBuilder, 0, len(states))
+	for _, st := range states {
+		operands = append(operands, expression.Value(st))
+	}
+	if len(operands) == 1 {
+		return expression.Name("state").Equal(operands[0])
+	}
+	return expression.Name("state").In(operands[0], operands[1:]...)
+}

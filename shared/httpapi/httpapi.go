@@ -1,0 +1,169 @@
+// Package httpapi holds what every HTTP route shares: the API Gateway (HTTP API,
+// payload 2.0) request and response types, strict JSON decoding with a size bound,
+// bearer tokens, error envelopes and CORS. Route handlers stay thin on top of it.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/remote-agents/remote-agents/shared/apierror"
+)
+
+// Request and Response are API Gateway's HTTP API events.
+type (
+	Request  = events.APIGatewayV2HTTPRequest
+	Response = events.APIGatewayV2HTTPResponse
+)
+
+// Handler serves one route.
+type Handler func(ctx context.Context, req Request) (Response, error)
+
+// MaxBodyBytes bounds a JSON request body unless a route sets its own limit.
+const MaxBodyBytes = 64 * 1024
+
+// JSON returns a response with v as its JSON body.
+func JSON(status int, v any) Response {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return Error(context.Background(), nil, fmt.Errorf("encode response: %w", err))
+	}
+	return Response{
+		StatusCode: status,
+		Headers: map[string]string{
+			"Content-Type":           "application/json",
+			"Cache-Control":          "no-store",
+			"X-Content-Type-Options": "nosniff",
+		},
+		Body: string(body),
+	}
+}
+
+// Error returns the error envelope for err. Internal errors are logged (when log is
+// not nil) and shown to the client only as server_error.
+func Error(ctx context.Context, log *slog.Logger, err error) Response {
+	env := apierror.EnvelopeOf(err)
+	if log != nil && apierror.Internal(err) {
+		log.ErrorContext(ctx, "request failed", slog.String("error", err.Error()))
+	}
+	res := JSON(env.Status, env)
+	if env.RetryAfterSeconds > 0 {
+		res.Headers["Retry-After"] = fmt.Sprint(env.RetryAfterSeconds)
+	}
+	return res
+}
+
+// Header returns a request header by name, whatever its case.
+func Header(req Request, name string) string {
+	if v, ok := req.Headers[strings.ToLower(name)]; ok {
+		return v
+	}
+	for k, v := range req.Headers {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
+}
+
+// BearerToken returns the token of an "Authorization: Bearer …" header, or "".
+func BearerToken(req Request) string {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(Header(req, "Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// Body returns the request body, decoded from base64 if API Gateway encoded it,
+// refusing more than limit bytes.
+func Body(req Request, limit int) ([]byte, error) {
+	raw := req.Body
+	if len(raw) > base64.StdEncoding.EncodedLen(limit)+4 {
+		return nil, tooLarge(limit)
+	}
+	if !req.IsBase64Encoded {
+		if len(raw) > limit {
+			return nil, tooLarge(limit)
+		}
+		return []byte(raw), nil
+	}
+	b, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil {
+		return nil, apierror.New(apierror.InvalidRequest, "The request body is not valid base64.")
+	}
+	if len(b) > limit {
+		return nil, tooLarge(limit)
+	}
+	return b, nil
+}
+
+func tooLarge(limit int) error {
+	return apierror.New(apierror.PayloadTooLarge, "The request body is larger than %d bytes.", limit)
+}
+
+// DecodeJSON decodes the body into v strictly: one JSON object, no unknown fields,
+// at most limit bytes. Errors are invalid_request with a message that says what
+// is wrong, never echoing the input.
+func DecodeJSON(req Request, limit int, v any) error {
+	body, err := Body(req, limit)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return apierror.New(apierror.InvalidRequest, "The request body must be a JSON object.")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return apierror.New(apierror.InvalidRequest, "%s", describeJSONError(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return apierror.New(apierror.InvalidRequest, "The request body must hold a single JSON object.")
+	}
+	return nil
+}
+
+func describeJSONError(err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("The request body is not valid JSON (at byte %d).", syntax.Offset)
+	case errors.As(err, &typ):
+		if typ.Field != "" {
+			return fmt.Sprintf("Field %q must be of type %s.", typ.Field, jsonType(typ.Type.Kind().String()))
+		}
+		return "The request body must be a JSON object."
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "Unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ") + "."
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "The request body is truncated JSON."
+	default:
+		return "The request body is not valid JSON."
+	}
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "struct", "map":
+		return "object"
+	case "slice", "array":
+		return "array"
+	default:
+		return "number"
+	}
+}

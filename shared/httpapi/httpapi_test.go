@@ -1,0 +1,115 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/httpapi"
+)
+
+type createBody struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+}
+
+func TestDecodeJSON(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		body     string
+		base64   bool
+		wantCode apierror.Code
+		wantMsg  string
+	}{
+		{"ok", `{"name":"a","count":2}`, false, "", ""},
+		{"ok base64", base64.StdEncoding.EncodeToString([]byte(`{"name":"a"}`)), true, "", ""},
+		{"empty", ``, false, apierror.InvalidRequest, "must be a JSON object"},
+		{"malformed", `{"name":`, false, apierror.InvalidRequest, "truncated"},
+		{"syntax", `{"name" "a"}`, false, apierror.InvalidRequest, "not valid JSON"},
+		{"unknown field", `{"name":"a","admin":true}`, false, apierror.InvalidRequest, `Unknown field "admin"`},
+		{"wrong type", `{"count":"two"}`, false, apierror.InvalidRequest, `Field "count" must be of type number`},
+		{"array", `[1]`, false, apierror.InvalidRequest, "must be a JSON object"},
+		{"two objects", `{"name":"a"}{"name":"b"}`, false, apierror.InvalidRequest, "single JSON object"},
+		{"too large", `{"name":"` + strings.Repeat("x", 200) + `"}`, false, apierror.PayloadTooLarge, "larger than 128"},
+		{"bad base64", `%%%`, true, apierror.InvalidRequest, "base64"},
+	}
+	for _, tt := range tests {
+		var v createBody
+		err := httpapi.DecodeJSON(httpapi.Request{Body: tt.body, IsBase64Encoded: tt.base64}, 128, &v)
+		if tt.wantCode == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tt.name, err)
+			}
+			continue
+		}
+		var e *apierror.Error
+		if !errors.As(err, &e) || e.Code != tt.wantCode || !strings.Contains(e.Message, tt.wantMsg) {
+			t.Errorf("%s: got %v, want %s containing %q", tt.name, err, tt.wantCode, tt.wantMsg)
+		}
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	t.Parallel()
+	for header, want := range map[string]string{
+		"Bearer abc":   "abc",
+		"bearer  abc ": "abc",
+		"Basic abc":    "",
+		"abc":          "",
+		"":             "",
+	} {
+		req := httpapi.Request{Headers: map[string]string{"authorization": header}}
+		if got := httpapi.BearerToken(req); got != want {
+			t.Errorf("BearerToken(%q) = %q, want %q", header, got, want)
+		}
+	}
+}
+
+func TestErrorHidesInternalDetail(t *testing.T) {
+	t.Parallel()
+	res := httpapi.Error(context.Background(), nil, errors.New("dial tcp 10.0.0.7:443: refused"))
+	var env apierror.Envelope
+	if err := json.Unmarshal([]byte(res.Body), &env); err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != 500 || env.ErrorCode != apierror.ServerError || strings.Contains(res.Body, "10.0.0.7") {
+		t.Errorf("response %d %s", res.StatusCode, res.Body)
+	}
+}
+
+func TestCORS(t *testing.T) {
+	t.Parallel()
+	inner := func(context.Context, httpapi.Request) (httpapi.Response, error) {
+		return httpapi.JSON(200, map[string]bool{"ok": true}), nil
+	}
+	h := httpapi.CORS([]string{"https://app.example.com"}, "GET, POST", inner)
+	call := func(method, origin string) httpapi.Response {
+		req := httpapi.Request{Headers: map[string]string{"origin": origin}}
+		req.RequestContext.HTTP.Method = method
+		res, err := h(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := call("GET", "https://app.example.com"); res.Headers["Access-Control-Allow-Origin"] != "https://app.example.com" {
+		t.Errorf("allowed origin: headers %v", res.Headers)
+	}
+	if res := call("OPTIONS", "https://app.example.com"); res.StatusCode != 204 || !strings.Contains(res.Headers["Access-Control-Allow-Methods"], "POST") ||
+		!strings.Contains(res.Headers["Access-Control-Allow-Headers"], "Authorization") {
+		t.Errorf("allowed preflight: %d %v", res.StatusCode, res.Headers)
+	}
+	for _, method := range []string{"GET", "OPTIONS"} {
+		res := call(method, "https://evil.example.com")
+		for k := range res.Headers {
+			if strings.HasPrefix(k, "Access-Control-") {
+				t.Errorf("%s from refused origin got %s", method, k)
+			}
+		}
+	}
+}

@@ -1,0 +1,484 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/guardrails"
+	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/report"
+	"github.com/remote-agents/remote-agents/shared/token"
+)
+
+// Limits on create's input.
+const (
+	MaxNameLen           = 128
+	MaxPromptBytes       = 32 * 1024
+	MaxIdempotencyKeyLen = 255
+	// IdempotencyRetention is how long a create's Idempotency-Key maps to its session.
+	IdempotencyRetention = 24 * time.Hour
+	// StopGrace is how long a sandbox has to stop by itself after a shutdown
+	// before session.stop stops it for good.
+	StopGrace = 10 * time.Second
+)
+
+var (
+	slugPattern    = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+	idempotencyKey = regexp.MustCompile(`^[\x21-\x7e]+$`)
+	sessionID      = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+)
+
+// Publisher sends jobs-queue messages.
+type Publisher interface {
+	Publish(ctx context.Context, m jobs.Message, delay time.Duration) error
+}
+
+// Reporter records exceptions.
+type Reporter interface {
+	Report(ctx context.Context, e report.Exception)
+}
+
+// Options configure a Service.
+type Options struct {
+	Store      Store
+	Registry   registry.Store
+	Guardrails guardrails.Source
+	Jobs       Publisher
+	Reporter   Reporter
+	Log        *slog.Logger
+	// CreationTimeout bounds how long Create waits for ready.
+	CreationTimeout time.Duration
+	// PublicBaseURL prefixes embed URLs, e.g. https://agents.example.com.
+	PublicBaseURL string
+	// DefaultFeatures are enabled for every session, on top of the request's.
+	DefaultFeatures Features
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Service runs the session operations.
+type Service struct {
+	o Options
+}
+
+// NewService returns a service with options o.
+func NewService(o Options) *Service {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Service{o: o}
+}
+
+// CreateRequest is what an app asks for.
+type CreateRequest struct {
+	ProjectName    string    `json:"project_name"`
+	PersonaSlug    string    `json:"persona_slug"`
+	InitialPrompt  string    `json:"initial_prompt"`
+	FeatureFlags   *Features `json:"feature_flags,omitempty"`
+	IdempotencyKey string    `json:"-"`
+}
+
+// Created is a ready session and a token for it.
+type Created struct {
+	AgentID           string   `json:"agent_id"`
+	EmbedURL          string   `json:"embed_url"`
+	SessionToken      string   `json:"session_token"`
+	ProjectName       string   `json:"project_name"`
+	PersonaSlug       string   `json:"persona_slug"`
+	TmuxSessionName   string   `json:"tmux_session_name"`
+	Status            State    `json:"status"`
+	GuardrailsVersion string   `json:"guardrails_version"`
+	FeatureFlags      Features `json:"feature_flags"`
+}
+
+// Authenticate returns the app key a bearer secret belongs to.
+func (s *Service) Authenticate(ctx context.Context, secret string) (registry.AppKey, error) {
+	if secret == "" {
+		return registry.AppKey{}, apierror.New(apierror.MissingToken, "An app key is required: Authorization: Bearer <app key>.")
+	}
+	if token.Check(token.AppKey, secret) != nil {
+		return registry.AppKey{}, apierror.New(apierror.InvalidToken, "The app key is not valid.")
+	}
+	key, err := s.o.Registry.AppKeyByHash(ctx, token.Hash(secret))
+	if errors.Is(err, registry.ErrNotFound) || (err == nil && key.Disabled) {
+		return registry.AppKey{}, apierror.New(apierror.InvalidToken, "The app key is not valid.")
+	}
+	if err != nil {
+		return registry.AppKey{}, fmt.Errorf("authenticate app key: %w", err)
+	}
+	return key, nil
+}
+
+// Create makes a session and waits until it is ready or the creation timeout passes.
+func (s *Service) Create(ctx context.Context, app registry.AppKey, req CreateRequest) (Created, error) {
+	if err := validateCreate(req); err != nil {
+		return Created{}, err
+	}
+	// Fail closed on guardrails before anything else exists.
+	doc, err := guardrails.Load(ctx, s.o.Guardrails)
+	if err != nil {
+		s.reportGuardrails(ctx, report.Critical, err, map[string]string{"agent_id": "", "persona_slug": req.PersonaSlug, "project_name": req.ProjectName})
+		return Created{}, apierror.New(apierror.GuardrailsMissing, "Agents cannot be created: the platform guardrails are unavailable.")
+	}
+	if _, err := s.o.Registry.Project(ctx, req.ProjectName); err != nil {
+		if errors.Is(err, registry.ErrNotFound) {
+			return Created{}, apierror.New(apierror.ProjectNotFound, "No project is registered as %q.", req.ProjectName)
+		}
+		return Created{}, err
+	}
+	persona, err := s.o.Registry.Persona(ctx, req.PersonaSlug)
+	if errors.Is(err, registry.ErrNotFound) || (err == nil && !persona.Active) {
+		return Created{}, apierror.New(apierror.PersonaNotFound, "No active persona has the slug %q.", req.PersonaSlug)
+	}
+	if err != nil {
+		return Created{}, err
+	}
+
+	sess, plain, err := s.startOrResume(ctx, app, req, doc)
+	if err != nil {
+		return Created{}, err
+	}
+	ready, err := s.waitReady(ctx, sess.ID)
+	if err != nil {
+		return Created{}, err
+	}
+	return Created{
+		AgentID:           ready.ID,
+		EmbedURL:          s.embedURL(ready.ID, plain),
+		SessionToken:      plain,
+		ProjectName:       ready.ProjectName,
+		PersonaSlug:       ready.PersonaSlug,
+		TmuxSessionName:   ready.TmuxSessionName,
+		Status:            Ready,
+		GuardrailsVersion: ready.GuardrailsHash,
+		FeatureFlags:      ready.Features,
+	}, nil
+}
+
+// startOrResume writes a new session and enqueues its start, or, for a repeated
+// Idempotency-Key, returns the session that key created with a new token for it.
+func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req CreateRequest, doc guardrails.Doc) (Session, string, error) {
+	now := s.o.Now().UTC()
+	var rec *IdempotencyRecord
+	if req.IdempotencyKey != "" {
+		rec = &IdempotencyRecord{
+			Key:         idempotencyRecordKey(app.ID, req.IdempotencyKey),
+			RequestHash: requestHash(req),
+			CreatedAt:   now.Format(time.RFC3339Nano),
+			ExpiresAt:   now.Add(IdempotencyRetention).Unix(),
+		}
+		if sess, plain, found, err := s.resume(ctx, rec); found || err != nil {
+			return sess, plain, err
+		}
+	}
+	id := newID()
+	plain, hash := token.New(token.Session)
+	features := s.o.DefaultFeatures
+	if req.FeatureFlags != nil {
+		features = or(features, *req.FeatureFlags)
+	}
+	sess := Session{
+		ID:              id,
+		ProjectName:     req.ProjectName,
+		PersonaSlug:     req.PersonaSlug,
+		InitialPrompt:   req.InitialPrompt,
+		Features:        features,
+		AppKeyID:        app.ID,
+		State:           Provisioning,
+		Generation:      1,
+		TokenHashes:     []string{hash},
+		GuardrailsHash:  doc.Hash,
+		TmuxSessionName: "ra-" + id[:8],
+		CreatedAt:       now.Format(time.RFC3339Nano),
+		UpdatedAt:       now.Format(time.RFC3339Nano),
+	}
+	if rec != nil {
+		rec.SessionID = id
+	}
+	err := s.o.Store.Create(ctx, sess, rec)
+	if errors.Is(err, ErrIdempotencyTaken) {
+		// A concurrent create with the same key won: wait on its session.
+		sess, plain, _, err := s.resume(ctx, rec)
+		return sess, plain, err
+	}
+	if err != nil {
+		return Session{}, "", err
+	}
+	if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.SessionStart, SessionID: id, Generation: 1}, 0); err != nil {
+		s.fail(ctx, id, 1, ReasonError)
+		return Session{}, "", apierror.New(apierror.ServiceUnavailable, "The agent could not be started; try again.")
+	}
+	return sess, plain, nil
+}
+
+// resume returns the session an idempotency record points at, with a new token.
+func (s *Service) resume(ctx context.Context, rec *IdempotencyRecord) (Session, string, bool, error) {
+	prev, err := s.o.Store.Idempotency(ctx, rec.Key)
+	if errors.Is(err, ErrNotFound) {
+		return Session{}, "", false, nil
+	}
+	if err != nil {
+		return Session{}, "", false, err
+	}
+	if prev.RequestHash != rec.RequestHash {
+		return Session{}, "", true, apierror.New(apierror.IdempotencyKeyReused, "This Idempotency-Key was used for a different request.")
+	}
+	sess, err := s.o.Store.Get(ctx, prev.SessionID)
+	if err != nil {
+		return Session{}, "", true, err
+	}
+	if sess.State.Terminal() || sess.State == Ending {
+		return Session{}, "", true, apierror.New(apierror.ServiceUnavailable, "The agent created with this Idempotency-Key has ended; use a new key.")
+	}
+	plain, hash := token.New(token.Session)
+	if err := s.o.Store.AddToken(ctx, sess.ID, hash); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return Session{}, "", true, apierror.New(apierror.ServiceUnavailable, "The agent created with this Idempotency-Key cannot be resumed; use a new key.")
+		}
+		return Session{}, "", true, err
+	}
+	if sess.State == Provisioning {
+		// The first attempt may have died before its start was queued; start is
+		// idempotent per session and generation, so asking again is safe.
+		if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.SessionStart, SessionID: sess.ID, Generation: sess.Generation}, 0); err != nil {
+			s.o.Log.WarnContext(ctx, "re-publish session.start", slog.String("session_id", sess.ID), slog.String("error", err.Error()))
+		}
+	}
+	return sess, plain, true, nil
+}
+
+// waitReady polls the session until it is running, has failed, or the creation
+// timeout passes.
+func (s *Service) waitReady(ctx context.Context, id string) (Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.o.CreationTimeout)
+	defer cancel()
+	delay := 20 * time.Millisecond
+	for {
+		sess, err := s.o.Store.Get(ctx, id)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			return Session{}, err
+		case err == nil && slices.Contains(Running, sess.State):
+			return sess, nil
+		case err == nil && (sess.State.Terminal() || sess.State == Ending):
+			return Session{}, apierror.New(apierror.ServiceUnavailable, "The agent failed to start; try again.")
+		}
+		select {
+		case <-ctx.Done():
+			return Session{}, &apierror.Error{
+				Code:       apierror.AgentCreationTimeout,
+				Message:    fmt.Sprintf("The agent was not ready within %s; retry with the same Idempotency-Key to keep waiting for it.", s.o.CreationTimeout),
+				RetryAfter: 1,
+			}
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 200*time.Millisecond)
+	}
+}
+
+// AliveStatus answers the alive route.
+type AliveStatus struct {
+	AgentID           string `json:"agent_id"`
+	Alive             bool   `json:"alive"`
+	State             string `json:"state"`
+	GuardrailsVersion string `json:"guardrails_version"`
+	GuardrailsStale   bool   `json:"guardrails_stale"`
+}
+
+// Alive reports whether a session is still usable.
+func (s *Service) Alive(ctx context.Context, id, tok string) (AliveStatus, error) {
+	if tok == "" {
+		return AliveStatus{}, apierror.New(apierror.MissingToken, "A session token is required.")
+	}
+	unknown := AliveStatus{AgentID: id, Alive: false, State: "unknown"}
+	if !sessionID.MatchString(id) {
+		return unknown, nil
+	}
+	sess, err := s.o.Store.Get(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return unknown, nil
+	}
+	if err != nil {
+		return AliveStatus{}, err
+	}
+	if !tokenMatches(sess, tok) {
+		return AliveStatus{}, apierror.New(apierror.InvalidToken, "The session token is not valid for this agent.")
+	}
+	if sess.Lost(s.o.Now()) {
+		if lost, err := s.Transition(ctx, id, Change{From: Running, To: Ended, Reason: ReasonLost}); err == nil {
+			sess = lost
+		} else if !errors.Is(err, ErrConflict) {
+			return AliveStatus{}, err
+		}
+	}
+	current := ""
+	if doc, err := guardrails.Load(ctx, s.o.Guardrails); err == nil {
+		current = doc.Hash
+	}
+	return AliveStatus{
+		AgentID:           id,
+		Alive:             slices.Contains(Running, sess.State) && !sess.Lost(s.o.Now()),
+		State:             string(sess.State),
+		GuardrailsVersion: sess.GuardrailsHash,
+		GuardrailsStale:   sess.GuardrailsHash != "" && sess.GuardrailsHash != current,
+	}, nil
+}
+
+// ShutdownStatus answers the shutdown route.
+type ShutdownStatus struct {
+	AgentID string `json:"agent_id"`
+	Status  string `json:"status"`
+}
+
+// Shutdown statuses.
+const (
+	ShutdownInitiated  = "shutdown_initiated"
+	AlreadyTerminated  = "already_terminated"
+	maxShutdownRetries = 3
+)
+
+// Shutdown asks a session's sandbox to stop: the session moves to ending (which its
+// inbox reports as stop), and session.stop, after StopGrace, stops it for good.
+func (s *Service) Shutdown(ctx context.Context, id, tok string) (ShutdownStatus, error) {
+	if tok == "" {
+		return ShutdownStatus{}, apierror.New(apierror.MissingToken, "A session token is required.")
+	}
+	notFound := apierror.New(apierror.AgentNotFound, "No agent has the id %q.", id)
+	if !sessionID.MatchString(id) {
+		return ShutdownStatus{}, notFound
+	}
+	for range maxShutdownRetries {
+		sess, err := s.o.Store.Get(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			return ShutdownStatus{}, notFound
+		}
+		if err != nil {
+			return ShutdownStatus{}, err
+		}
+		if !tokenMatches(sess, tok) {
+			return ShutdownStatus{}, apierror.New(apierror.InvalidToken, "The session token is not valid for this agent.")
+		}
+		switch {
+		case sess.State.Terminal():
+			return ShutdownStatus{AgentID: id, Status: AlreadyTerminated}, nil
+		case sess.State == Ending:
+			return ShutdownStatus{AgentID: id, Status: ShutdownInitiated}, nil
+		}
+		_, err = s.o.Store.Transition(ctx, id, Change{From: []State{Provisioning, Ready, Working, Idle}, To: Ending, Reason: ReasonShutdown})
+		if errors.Is(err, ErrConflict) {
+			continue // it moved meanwhile: look again
+		}
+		if err != nil {
+			return ShutdownStatus{}, err
+		}
+		if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.SessionStop, SessionID: id, Generation: sess.Generation}, StopGrace); err != nil {
+			return ShutdownStatus{}, err
+		}
+		return ShutdownStatus{AgentID: id, Status: ShutdownInitiated}, nil
+	}
+	return ShutdownStatus{}, apierror.New(apierror.ServiceUnavailable, "The agent is changing state; try again.")
+}
+
+// Transition applies a change to a session (for the worker and sandbox channel).
+func (s *Service) Transition(ctx context.Context, id string, c Change) (Session, error) {
+	return s.o.Store.Transition(ctx, id, c)
+}
+
+func (s *Service) fail(ctx context.Context, id string, gen int, reason Reason) {
+	if _, err := s.o.Store.Transition(ctx, id, Change{From: Live, To: Failed, Generation: gen, Reason: reason}); err != nil {
+		s.o.Log.WarnContext(ctx, "mark session failed", slog.String("session_id", id), slog.String("error", err.Error()))
+	}
+}
+
+func (s *Service) reportGuardrails(ctx context.Context, sev report.Severity, err error, context map[string]string) {
+	s.o.Reporter.Report(ctx, report.Exception{
+		Source:   "guardrail_injection",
+		Severity: sev,
+		Message:  err.Error(),
+		Context:  context,
+	})
+}
+
+func (s *Service) embedURL(id, tok string) string {
+	return strings.TrimRight(s.o.PublicBaseURL, "/") + "/embed/" + id + "?token=" + url.QueryEscape(tok)
+}
+
+func validateCreate(req CreateRequest) error {
+	invalid := func(format string, args ...any) error {
+		return apierror.New(apierror.InvalidRequest, format, args...)
+	}
+	switch {
+	case req.ProjectName == "":
+		return invalid("project_name is required.")
+	case len(req.ProjectName) > MaxNameLen || !utf8.ValidString(req.ProjectName):
+		return invalid("project_name must be at most %d bytes of UTF-8.", MaxNameLen)
+	case req.PersonaSlug == "":
+		return invalid("persona_slug is required.")
+	case len(req.PersonaSlug) > MaxNameLen || !slugPattern.MatchString(req.PersonaSlug):
+		return invalid("persona_slug must be at most %d lower-case letters, digits, '-' or '_'.", MaxNameLen)
+	case strings.TrimSpace(req.InitialPrompt) == "":
+		return invalid("initial_prompt is required.")
+	case len(req.InitialPrompt) > MaxPromptBytes || !utf8.ValidString(req.InitialPrompt):
+		return invalid("initial_prompt must be at most %d bytes of UTF-8.", MaxPromptBytes)
+	case len(req.IdempotencyKey) > MaxIdempotencyKeyLen || (req.IdempotencyKey != "" && !idempotencyKey.MatchString(req.IdempotencyKey)):
+		return invalid("Idempotency-Key must be 1 to %d printable ASCII characters.", MaxIdempotencyKeyLen)
+	}
+	return nil
+}
+
+func tokenMatches(sess Session, tok string) bool {
+	ok := false
+	for _, h := range sess.TokenHashes {
+		if token.Match(token.Session, tok, h) { // every hash is compared: no early exit
+			ok = true
+		}
+	}
+	return ok
+}
+
+// idempotencyRecordKey scopes a client key to its app key and hides it.
+func idempotencyRecordKey(appKeyID, key string) string {
+	sum := sha256.Sum256([]byte(appKeyID + "\x00" + key))
+	return "create#" + hex.EncodeToString(sum[:])
+}
+
+func requestHash(req CreateRequest) string {
+	b, _ := json.Marshal(req) // plain struct: cannot fail
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// newID returns a random version 4 UUID.
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+func or(a, b Features) Features {
+	return Features{
+		FileUpload:   a.FileUpload || b.FileUpload,
+		ContextUsage: a.ContextUsage || b.ContextUsage,
+		VoiceMic:     a.VoiceMic || b.VoiceMic,
+	}
+}

@@ -1,0 +1,166 @@
+// Package session owns remote agent sessions: their state machine, their tokens,
+// and the create / alive / shutdown operations apps call.
+//
+//	provisioning → ready → working ⇄ idle → ending → ended
+//	        └───────────────┴──────────┴──────→ failed
+//
+// ended and failed are terminal and carry a reason. The Store persists sessions
+// with conditional writes, so every transition is checked against the state it
+// leaves; dynamo.Sessions implements it.
+package session
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+)
+
+// State is where a session is in its life.
+type State string
+
+// The states.
+const (
+	Provisioning State = "provisioning"
+	Ready        State = "ready"
+	Working      State = "working"
+	Idle         State = "idle"
+	Ending       State = "ending"
+	Ended        State = "ended"
+	Failed       State = "failed"
+)
+
+// Running lists the states in which the agent is up and usable.
+var Running = []State{Ready, Working, Idle}
+
+// Live lists the states that are not terminal.
+var Live = []State{Provisioning, Ready, Working, Idle, Ending}
+
+// Terminal reports whether s is ended or failed.
+func (s State) Terminal() bool { return s == Ended || s == Failed }
+
+// Reason says why a session ended or failed.
+type Reason string
+
+// The reasons.
+const (
+	ReasonShutdown Reason = "shutdown"
+	ReasonTimeout  Reason = "timeout"
+	ReasonCrashed  Reason = "crashed"
+	ReasonLost     Reason = "lost"
+	ReasonIdle     Reason = "idle"
+	ReasonError    Reason = "error"
+)
+
+// HeartbeatTimeout is how long a running sandbox may go without a heartbeat before
+// its session counts as lost.
+const HeartbeatTimeout = 60 * time.Second
+
+// Retention is how long an ended session's record stays before TTL removes it.
+const Retention = 7 * 24 * time.Hour
+
+// MaxTokens bounds the session tokens one session holds (each idempotent replay
+// of its create adds one).
+const MaxTokens = 10
+
+// Features are the embed view's optional parts for this session.
+type Features struct {
+	FileUpload   bool `json:"file_upload"`
+	ContextUsage bool `json:"context_usage"`
+	VoiceMic     bool `json:"voice_mic"`
+}
+
+// Session is one remote agent.
+type Session struct {
+	ID            string   `json:"session_id"`
+	ProjectName   string   `json:"project_name"`
+	PersonaSlug   string   `json:"persona_slug"`
+	InitialPrompt string   `json:"initial_prompt"`
+	Features      Features `json:"feature_flags"`
+	AppKeyID      string   `json:"app_key_id,omitempty"`
+	State         State    `json:"state"`
+	Reason        Reason   `json:"reason,omitempty"`
+	// Generation counts launches; a sandbox acts only for its own generation.
+	Generation int `json:"generation"`
+	// TokenHashes are the hashes of the session's tokens (never the tokens).
+	TokenHashes []string `json:"token_hashes,omitempty"`
+	// SandboxTokenHash is the hash of the current sandbox's token.
+	SandboxTokenHash string `json:"sandbox_token_hash,omitempty"`
+	// SandboxRef identifies the running sandbox to its launcher (task ARN, pid).
+	SandboxRef string `json:"sandbox_ref,omitempty"`
+	// GuardrailsHash is the SHA-256 of the guardrails the agent was primed with.
+	GuardrailsHash   string `json:"guardrails_version_hash,omitempty"`
+	PromptInjectedAt string `json:"prompt_injected_at,omitempty"`
+	TmuxSessionName  string `json:"tmux_session_name"`
+	CreatedAt        string `json:"created_at"`
+	UpdatedAt        string `json:"updated_at"`
+	ReadyAt          string `json:"ready_at,omitempty"`
+	EndedAt          string `json:"ended_at,omitempty"`
+	HeartbeatAt      string `json:"heartbeat_at,omitempty"`
+	// ExpiresAt (epoch seconds) is set when the session ends; TTL removes it later.
+	ExpiresAt int64 `json:"expires_at,omitempty"`
+}
+
+// Lost reports whether a running session's sandbox has stopped heart-beating.
+func (s Session) Lost(now time.Time) bool {
+	if !slices.Contains(Running, s.State) {
+		return false
+	}
+	last := s.HeartbeatAt
+	if last == "" {
+		last = s.ReadyAt
+	}
+	t, err := time.Parse(time.RFC3339Nano, last)
+	return err == nil && now.Sub(t) > HeartbeatTimeout
+}
+
+// Errors of the Store.
+var (
+	// ErrNotFound: no session with that id.
+	ErrNotFound = errors.New("session not found")
+	// ErrConflict: the session was not in a state the change allows, or the
+	// generation was not the current one. Nothing was written.
+	ErrConflict = errors.New("session state conflict")
+	// ErrIdempotencyTaken: a create with this idempotency key already exists.
+	ErrIdempotencyTaken = errors.New("idempotency key already used")
+)
+
+// IdempotencyRecord ties a client's Idempotency-Key to the session it created.
+type IdempotencyRecord struct {
+	Key         string `json:"key"`
+	SessionID   string `json:"session_id"`
+	RequestHash string `json:"request_hash"`
+	CreatedAt   string `json:"created_at"`
+	ExpiresAt   int64  `json:"expires_at"`
+}
+
+// Change is a transition: the states it may leave, the state it enters, and the
+// fields it sets alongside.
+type Change struct {
+	From []State
+	To   State
+	// Generation, if not zero, must be the session's current generation.
+	Generation int
+	Reason     Reason
+	Set        map[string]any
+}
+
+// Store persists sessions.
+type Store interface {
+	// Create writes a new session, and its idempotency record if rec is not nil, all
+	// or nothing. It returns ErrIdempotencyTaken (and writes nothing) if rec's key
+	// is already used.
+	Create(ctx context.Context, s Session, rec *IdempotencyRecord) error
+	// Get reads a session, strongly consistent. ErrNotFound if absent.
+	Get(ctx context.Context, id string) (Session, error)
+	// Idempotency reads the record of a key. ErrNotFound if absent.
+	Idempotency(ctx context.Context, key string) (IdempotencyRecord, error)
+	// Transition applies c and returns the session as changed, or ErrConflict.
+	Transition(ctx context.Context, id string, c Change) (Session, error)
+	// AddToken adds a session token hash if the session holds fewer than MaxTokens
+	// and is not terminal; ErrConflict otherwise.
+	AddToken(ctx context.Context, id, tokenHash string) error
+	// Touch sets fields (heartbeat, sandbox details) on a live session of the given
+	// generation without changing its state; ErrConflict otherwise.
+	Touch(ctx context.Context, id string, generation int, set map[string]any) (Session, error)
+}

@@ -1,0 +1,59 @@
+// Package sessionapi serves the remote agent routes apps call: create, alive and
+// shutdown. Each handler decodes, makes one call to the session service, encodes.
+package sessionapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+// Handlers serve the routes over a session service.
+type Handlers struct {
+	svc *session.Service
+	log *slog.Logger
+}
+
+// New returns the handlers.
+func New(svc *session.Service, log *slog.Logger) *Handlers {
+	return &Handlers{svc: svc, log: log}
+}
+
+// Create serves POST /api/remote_agents/create.
+func (h *Handlers) Create(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	app, err := h.svc.Authenticate(ctx, httpapi.BearerToken(req))
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	var in session.CreateRequest
+	if err := httpapi.DecodeJSON(req, httpapi.MaxBodyBytes, &in); err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	in.IdempotencyKey = httpapi.Header(req, "Idempotency-Key")
+	out, err := h.svc.Create(ctx, app, in)
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, out), nil
+}
+
+// Alive serves GET /api/remote_agents/{id}/alive.
+func (h *Handlers) Alive(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	out, err := h.svc.Alive(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, out), nil
+}
+
+// Shutdown serves POST /api/remote_agents/{id}/shutdown.
+func (h *Handlers) Shutdown(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	out, err := h.svc.Shutdown(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, out), nil
+}

@@ -62,9 +62,8 @@ test-go: $(NODE_MODULES)
 		$(EMULATORS) -- $(GO) test -race -count=1 ./...; \
 	fi
 
-dev: $(NODE_MODULES) ## start the emulators, bootstrap the dev environment, print the endpoints
-	@mkdir -p .cache
-	$(EMULATORS) -bootstrap -env $${RA_ENV:-dev} -env-file $(ENV_FILE)
+dev: $(NODE_MODULES) dist/agent ## run the system locally: emulators, resources, seed data, the API on 127.0.0.1:$RA_PORT (8080)
+	$(GO) run ./localstack/cmd/devserver
 
 emulators: $(NODE_MODULES) ## run the bundled emulators until Ctrl-C (exports in .cache/emulators.env)
 	@mkdir -p .cache

@@ -105,6 +105,22 @@ func (s *Sessions) AddToken(ctx context.Context, id, tokenHash string) error {
 	return err
 }
 
+// ClaimLaunch takes the launch lease of a provisioning session's generation.
+func (s *Sessions) ClaimLaunch(ctx context.Context, id string, generation int, sandboxTokenHash string, leaseUntil time.Time) error {
+	now := s.now()
+	up := expression.Set(expression.Name("sandbox_token_hash"), expression.Value(sandboxTokenHash)).
+		Set(expression.Name("launch_lease"), expression.Value(leaseUntil.UnixMilli())).
+		Set(expression.Name("updated_at"), expression.Value(now.UTC().Format(time.RFC3339Nano)))
+	free := expression.AttributeNotExists(expression.Name("launch_lease")).
+		Or(expression.Name("launch_lease").LessThan(expression.Value(now.UnixMilli())))
+	cond := inStates([]session.State{session.Provisioning}).
+		And(expression.Name("generation").Equal(expression.Value(generation))).
+		And(expression.AttributeNotExists(expression.Name("sandbox_ref"))).
+		And(free)
+	_, err := s.update(ctx, id, up, cond)
+	return err
+}
+
 // Touch sets fields on a live session of the given generation.
 func (s *Sessions) Touch(ctx context.Context, id string, generation int, set map[string]any) (session.Session, error) {
 	up := expression.Set(expression.Name("updated_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano)))

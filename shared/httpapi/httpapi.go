@@ -167,3 +167,15 @@ func jsonType(kind string) string {
 		return "number"
 	}
 }
+
+// Router dispatches by API Gateway route key ("GET /sandbox/{sessionId}/spec"), for
+// a function that serves several routes.
+type Router map[string]Handler
+
+// Handle serves req with the handler of its route key, or answers not_found.
+func (r Router) Handle(ctx context.Context, req Request) (Response, error) {
+	if h, ok := r[req.RouteKey]; ok {
+		return h(ctx, req)
+	}
+	return Error(ctx, nil, apierror.New(apierror.NotFound, "No such route.")), nil
+}

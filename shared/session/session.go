@@ -88,6 +88,8 @@ type Session struct {
 	SandboxTokenHash string `json:"sandbox_token_hash,omitempty"`
 	// SandboxRef identifies the running sandbox to its launcher (task ARN, pid).
 	SandboxRef string `json:"sandbox_ref,omitempty"`
+	// LaunchLease (epoch ms) is when a claimed but unfinished launch may be retried.
+	LaunchLease int64 `json:"launch_lease,omitempty"`
 	// GuardrailsHash is the SHA-256 of the guardrails the agent was primed with.
 	GuardrailsHash   string `json:"guardrails_version_hash,omitempty"`
 	PromptInjectedAt string `json:"prompt_injected_at,omitempty"`
@@ -160,6 +162,10 @@ type Store interface {
 	// AddToken adds a session token hash if the session holds fewer than MaxTokens
 	// and is not terminal; ErrConflict otherwise.
 	AddToken(ctx context.Context, id, tokenHash string) error
+	// ClaimLaunch claims the launch of a provisioning session's generation: it sets
+	// the sandbox token hash and a lease until leaseUntil, if no sandbox was launched
+	// for it yet and no other lease is running. ErrConflict otherwise.
+	ClaimLaunch(ctx context.Context, id string, generation int, sandboxTokenHash string, leaseUntil time.Time) error
 	// Touch sets fields (heartbeat, sandbox details) on a live session of the given
 	// generation without changing its state; ErrConflict otherwise.
 	Touch(ctx context.Context, id string, generation int, set map[string]any) (Session, error)

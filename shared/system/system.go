@@ -50,6 +50,8 @@ type Options struct {
 	Config *config.RemoteAgents
 	// Log, if set, replaces the JSON logger on stdout.
 	Log *slog.Logger
+	// Env, if set, is used instead of RA_ENV.
+	Env string
 }
 
 // New builds the system from RA_ENV (default "dev"), the remote_agents
@@ -68,7 +70,10 @@ func New(ctx context.Context, o Options) (*System, error) {
 		}
 		s.Config = c
 	}
-	env := os.Getenv("RA_ENV")
+	env := o.Env
+	if env == "" {
+		env = os.Getenv("RA_ENV")
+	}
 	if env == "" {
 		env = "dev"
 	}

@@ -1,17 +1,24 @@
 // Command agent is the headless agent that runs inside every sandbox.
 //
+//	agent sandbox    run as a remote agent inside a sandbox (identity from RA_* variables)
 //	agent version    print the build version
 //	agent help       list the commands
 //
-// The workflow commands (run, validate, inspect) and the sandbox mode arrive with
-// the agent runtime; until then the binary answers for what it has and refuses the
-// rest with exit status 2.
+// The workflow commands (run, validate, inspect) arrive with the agent runtime;
+// until then the binary answers for what it has and refuses the rest with exit
+// status 2.
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/remote-agents/remote-agents/sandbox/remote"
 )
 
 // version is set at build time: -ldflags "-X main.version=…".
@@ -24,6 +31,7 @@ func main() {
 const usage = `usage: agent <command>
 
 commands:
+  sandbox   run as a remote agent inside a sandbox
   version   print the build version
   help      show this help
 `
@@ -34,6 +42,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case "sandbox":
+		return sandbox(stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "agent", version)
 		return 0
@@ -44,4 +54,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agent: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
+}
+
+func sandbox(stderr io.Writer) int {
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	cfg, err := remote.ConfigFromEnv()
+	if err != nil {
+		log.Error(err.Error())
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := remote.Run(ctx, cfg, log); err != nil {
+		log.Error("sandbox failed", slog.String("error", err.Error()))
+		return 1
+	}
+	return 0
 }

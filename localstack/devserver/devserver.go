@@ -1,0 +1,219 @@
+// Package devserver runs the whole system on one machine: it serves the route
+// table over HTTP by turning each request into the API Gateway event the Lambda
+// function would get and calling the same handler in-process, and it polls the jobs
+// queue and hands jobworker SQS batches, honouring partial batch failures, like an
+// event source mapping. Sandboxes are local processes.
+package devserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/remote-agents/remote-agents/shared/awsconfig"
+	"github.com/remote-agents/remote-agents/shared/bootstrap"
+	"github.com/remote-agents/remote-agents/shared/config"
+	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/jobworker"
+	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/launch/process"
+	"github.com/remote-agents/remote-agents/shared/queue"
+	"github.com/remote-agents/remote-agents/shared/resources"
+	"github.com/remote-agents/remote-agents/shared/sandboxapi"
+	"github.com/remote-agents/remote-agents/shared/sessionapi"
+	"github.com/remote-agents/remote-agents/shared/system"
+)
+
+// Options configure a dev server.
+type Options struct {
+	// Addr to listen on; "127.0.0.1:0" picks a free port.
+	Addr string
+	// Env names the resources (RA_ENV); "" means dev.
+	Env string
+	// Config is the remote_agents configuration; PublicBaseURL defaults to the
+	// server's own URL.
+	Config config.RemoteAgents
+	// SandboxCommand runs a sandbox (see process.CommandFromEnv).
+	SandboxCommand []string
+	// WorkDir holds sandbox working directories and logs.
+	WorkDir string
+	// SeedDir holds the fixtures loaded at start; "" loads none.
+	SeedDir string
+	// AppKey is the development app key seeded into the registry; "" seeds none.
+	AppKey string
+	// Pollers is how many jobs-queue consumers run at once (default 4).
+	Pollers int
+	Log     *slog.Logger
+}
+
+// Server is a running dev server.
+type Server struct {
+	URL      string
+	Sys      *system.System
+	Launcher *process.Launcher
+
+	http   *http.Server
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Start bootstraps the environment, seeds it, and serves.
+func Start(ctx context.Context, o Options) (*Server, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	if o.Pollers <= 0 {
+		o.Pollers = 4
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("devserver: listen: %w", err)
+	}
+	s := &Server{URL: "http://" + ln.Addr().String()}
+	if err := s.setup(ctx, o); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	g := &gateway{routes: s.routes()}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	})
+	mux.Handle("/", g)
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	pollCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+	worker := &jobworker.Worker{Store: s.Sys.Store, Launcher: s.Launcher, DLQ: s.Sys.JobsDLQ, GatewayURL: s.URL, Log: o.Log}
+	for range o.Pollers {
+		s.wg.Go(func() { poll(pollCtx, s.Sys.JobsQueue, worker, o.Log) })
+	}
+	s.wg.Go(func() {
+		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			o.Log.Error("devserver: serve", slog.String("error", err.Error()))
+		}
+	})
+	return s, nil
+}
+
+func (s *Server) setup(ctx context.Context, o Options) error {
+	cfg := o.Config
+	if cfg.PublicBaseURL == "" {
+		cfg.PublicBaseURL = s.URL
+	}
+	env := o.Env
+	if env == "" {
+		env = "dev"
+	}
+	set, err := resources.For(env)
+	if err != nil {
+		return fmt.Errorf("devserver: %w", err)
+	}
+	awsCfg, err := awsconfig.Load(ctx)
+	if err != nil {
+		return fmt.Errorf("devserver: %w", err)
+	}
+	if _, err := bootstrap.Run(ctx, bootstrap.ClientsFor(awsCfg), set); err != nil {
+		return fmt.Errorf("devserver: bootstrap %s: %w", env, err)
+	}
+	sys, err := system.New(ctx, system.Options{Config: &cfg, Log: o.Log, Env: env})
+	if err != nil {
+		return fmt.Errorf("devserver: %w", err)
+	}
+	s.Sys = sys
+	if o.SeedDir != "" || o.AppKey != "" {
+		if err := Seed(ctx, sys.Registry, o.SeedDir, o.AppKey); err != nil {
+			return err
+		}
+	}
+	sandboxes := filepath.Join(o.WorkDir, "sandboxes")
+	s.Launcher, err = process.New(process.Options{
+		Command: o.SandboxCommand,
+		Dir:     sandboxes,
+		LogDir:  sandboxes,
+		OnExit: func(e launch.Exit) {
+			// What EventBridge does for a stopped ECS task.
+			code := e.ExitCode
+			m := jobs.Message{Type: jobs.TaskState, SessionID: e.SessionID, Generation: e.Generation, SandboxRef: e.Ref, ExitCode: &code, Detail: e.Detail}
+			if err := sys.Jobs.Publish(context.Background(), m, 0); err != nil {
+				o.Log.Error("publish task.state", slog.String("session_id", e.SessionID), slog.String("error", err.Error()))
+			}
+		},
+	})
+	return err
+}
+
+// routes is the route table of ARCHITECTURE.md, served by the same handlers as
+// the Lambda functions.
+func (s *Server) routes() []Route {
+	sess := sessionapi.New(s.Sys.Sessions, s.Sys.Log)
+	sb := &sandboxapi.Handlers{Store: s.Sys.Store, Registry: s.Sys.Registry, Guardrails: s.Sys.Guardrails, Reporter: s.Sys.Reporter, Log: s.Sys.Log}
+	origins := s.Sys.Config.AllowedOrigins
+	return []Route{
+		{Method: http.MethodPost, Pattern: "/api/remote_agents/create", Handler: httpapi.CORS(origins, "POST", sess.Create), CORS: true},
+		{Method: http.MethodGet, Pattern: "/api/remote_agents/{id}/alive", Handler: httpapi.CORS(origins, "GET", sess.Alive), CORS: true},
+		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/shutdown", Handler: httpapi.CORS(origins, "POST", sess.Shutdown), CORS: true},
+		{Method: http.MethodGet, Pattern: "/sandbox/{sessionId}/spec", Handler: sb.Spec},
+		{Method: http.MethodPost, Pattern: "/sandbox/{sessionId}/status", Handler: sb.Status},
+		{Method: http.MethodPost, Pattern: "/sandbox/{sessionId}/heartbeat", Handler: sb.Heartbeat},
+		{Method: http.MethodGet, Pattern: "/sandbox/{sessionId}/inbox", Handler: sb.Inbox},
+	}
+}
+
+// poll consumes the jobs queue like a Lambda event source mapping: batches of up
+// to ten, records reported as failed stay on the queue for redelivery.
+func poll(ctx context.Context, q queue.Queue, w *jobworker.Worker, log *slog.Logger) {
+	for ctx.Err() == nil {
+		msgs, err := q.Receive(ctx, queue.MaxReceive, time.Second)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("devserver: receive jobs", slog.String("error", err.Error()))
+				time.Sleep(time.Second)
+			}
+			continue
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		ev := events.SQSEvent{Records: make([]events.SQSMessage, len(msgs))}
+		for i, m := range msgs {
+			ev.Records[i] = events.SQSMessage{MessageId: m.ID, ReceiptHandle: m.ReceiptHandle, Body: m.Body, EventSource: "aws:sqs"}
+		}
+		res, err := w.Handle(ctx, ev)
+		if err != nil {
+			continue // the whole batch is retried, as Lambda would
+		}
+		failed := make([]string, 0, len(res.BatchItemFailures))
+		for _, f := range res.BatchItemFailures {
+			failed = append(failed, f.ItemIdentifier)
+		}
+		for _, m := range msgs {
+			if slices.Contains(failed, m.ID) {
+				continue
+			}
+			if err := q.Delete(context.WithoutCancel(ctx), m.ReceiptHandle); err != nil {
+				log.Warn("devserver: delete job", slog.String("message_id", m.ID), slog.String("error", err.Error()))
+			}
+		}
+	}
+}
+
+// Close stops serving, stops the pollers and every sandbox.
+func (s *Server) Close(ctx context.Context) error {
+	err := s.http.Shutdown(ctx)
+	s.cancel()
+	s.Launcher.StopAll(5 * time.Second)
+	s.wg.Wait()
+	return err
+}

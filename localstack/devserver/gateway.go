@@ -1,0 +1,178 @@
+package devserver
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/httpapi"
+)
+
+// maxRequestBytes is API Gateway's payload limit (10 MB); handlers bound further.
+const maxRequestBytes = 10 << 20
+
+// Route is one entry of the route table: "METHOD /path/{param}".
+type Route struct {
+	Method  string
+	Pattern string
+	Handler httpapi.Handler
+	// CORS routes also answer OPTIONS preflights through their handler.
+	CORS bool
+}
+
+// gateway turns HTTP requests into API Gateway HTTP API events and back, like API
+// Gateway in front of the Lambda functions.
+type gateway struct {
+	routes []Route
+}
+
+func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	route, params, methodOK := g.match(r.Method, r.URL.Path)
+	switch {
+	case route == nil && methodOK:
+		writeResponse(w, httpapi.Error(r.Context(), nil, apierror.New(apierror.MethodNotAllowed, "Method %s is not allowed here.", r.Method)))
+		return
+	case route == nil:
+		writeResponse(w, httpapi.Error(r.Context(), nil, apierror.New(apierror.NotFound, "No such route.")))
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+	if err != nil {
+		writeResponse(w, httpapi.Error(r.Context(), nil, apierror.New(apierror.InvalidRequest, "The request body could not be read.")))
+		return
+	}
+	if len(body) > maxRequestBytes {
+		writeResponse(w, httpapi.Error(r.Context(), nil, apierror.New(apierror.PayloadTooLarge, "The request body is too large.")))
+		return
+	}
+	res, err := route.Handler(r.Context(), toEvent(r, route, params, body))
+	if err != nil {
+		res = httpapi.Error(r.Context(), nil, err)
+	}
+	writeResponse(w, res)
+}
+
+// match finds the route for method and path. methodOK reports that the path
+// matched some route, for 405 against 404.
+func (g *gateway) match(method, path string) (*Route, map[string]string, bool) {
+	pathMatched := false
+	for i := range g.routes {
+		rt := &g.routes[i]
+		params, ok := matchPattern(rt.Pattern, path)
+		if !ok {
+			continue
+		}
+		pathMatched = true
+		if rt.Method == method || (method == http.MethodOptions && rt.CORS) {
+			return rt, params, true
+		}
+	}
+	return nil, nil, pathMatched
+}
+
+func matchPattern(pattern, path string) (map[string]string, bool) {
+	ps := strings.Split(strings.Trim(pattern, "/"), "/")
+	xs := strings.Split(strings.Trim(path, "/"), "/")
+	if len(ps) != len(xs) {
+		return nil, false
+	}
+	params := map[string]string{}
+	for i, p := range ps {
+		if strings.HasPrefix(p, "{") && strings.HasSuffix(p, "}") {
+			if xs[i] == "" {
+				return nil, false
+			}
+			params[p[1:len(p)-1]] = xs[i]
+			continue
+		}
+		if p != xs[i] {
+			return nil, false
+		}
+	}
+	return params, true
+}
+
+func toEvent(r *http.Request, rt *Route, params map[string]string, body []byte) httpapi.Request {
+	headers := make(map[string]string, len(r.Header)+1)
+	for k, v := range r.Header {
+		headers[strings.ToLower(k)] = strings.Join(v, ",")
+	}
+	headers["host"] = r.Host
+	query := map[string]string{}
+	for k, v := range r.URL.Query() {
+		query[k] = strings.Join(v, ",")
+	}
+	host, _, _ := net.SplitHostPort(r.RemoteAddr)
+	ev := httpapi.Request{
+		Version:               "2.0",
+		RouteKey:              rt.Method + " " + rt.Pattern,
+		RawPath:               r.URL.Path,
+		RawQueryString:        r.URL.RawQuery,
+		Headers:               headers,
+		QueryStringParameters: query,
+		PathParameters:        params,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RouteKey:  rt.Method + " " + rt.Pattern,
+			Stage:     "$default",
+			RequestID: newRequestID(),
+			Time:      time.Now().UTC().Format("02/Jan/2006:15:04:05 -0700"),
+			TimeEpoch: time.Now().UnixMilli(),
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
+				Method:    r.Method,
+				Path:      r.URL.Path,
+				Protocol:  r.Proto,
+				SourceIP:  host,
+				UserAgent: r.UserAgent(),
+			},
+		},
+	}
+	if len(body) > 0 {
+		if utf8.Valid(body) {
+			ev.Body = string(body)
+		} else {
+			ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
+		}
+	}
+	return ev
+}
+
+func writeResponse(w http.ResponseWriter, res httpapi.Response) {
+	for k, v := range res.Headers {
+		w.Header().Set(k, v)
+	}
+	for k, vs := range res.MultiValueHeaders {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	for _, c := range res.Cookies {
+		w.Header().Add("Set-Cookie", c)
+	}
+	body := []byte(res.Body)
+	if res.IsBase64Encoded {
+		if b, err := base64.StdEncoding.DecodeString(res.Body); err == nil {
+			body = b
+		}
+	}
+	status := res.StatusCode
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func newRequestID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

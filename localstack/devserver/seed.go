@@ -1,0 +1,61 @@
+package devserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/token"
+)
+
+// DefaultAppKey is the development app key unless RA_DEV_APP_KEY says otherwise.
+const DefaultAppKey = "ra_dev_app_key"
+
+// Seed loads the fixtures of dir (projects.json, personas.json; either may be
+// missing) into the registry and registers appKey, by its hash, as "dev".
+func Seed(ctx context.Context, reg registry.Store, dir, appKey string) error {
+	if dir != "" {
+		var projects []registry.Project
+		if err := readFixture(filepath.Join(dir, "projects.json"), &projects); err != nil {
+			return err
+		}
+		for _, p := range projects {
+			if err := reg.PutProject(ctx, p); err != nil {
+				return fmt.Errorf("seed project %s: %w", p.Name, err)
+			}
+		}
+		var personas []registry.Persona
+		if err := readFixture(filepath.Join(dir, "personas.json"), &personas); err != nil {
+			return err
+		}
+		for _, p := range personas {
+			if err := reg.PutPersona(ctx, p); err != nil {
+				return fmt.Errorf("seed persona %s: %w", p.Slug, err)
+			}
+		}
+	}
+	if appKey != "" {
+		if err := reg.PutAppKey(ctx, registry.AppKey{ID: "dev", Label: "development app key", Hash: token.Hash(appKey)}); err != nil {
+			return fmt.Errorf("seed app key: %w", err)
+		}
+	}
+	return nil
+}
+
+func readFixture(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("seed: %s: %w", path, err)
+	}
+	return nil
+}

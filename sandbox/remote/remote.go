@@ -1,0 +1,203 @@
+// Package remote is the agent's remote mode (`agent sandbox`): inside a sandbox it
+// fetches its spec from the gateway, primes the conversation (platform guardrails
+// first, then the persona's skill and experience, then the initial prompt as the
+// first user turn), reports ready with the guardrails hash it used, heartbeats, and
+// stops gracefully when its inbox says so.
+package remote
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/sandboxapi"
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+// Config is the sandbox's identity and pacing, from its environment.
+type Config struct {
+	SessionID string
+	Gateway   string
+	Token     string
+	Workspace string
+	Heartbeat time.Duration
+	Poll      time.Duration
+}
+
+// ConfigFromEnv reads RA_SESSION_ID, RA_GATEWAY_URL, RA_SANDBOX_TOKEN, RA_WORKSPACE
+// (default: the working directory) and RA_HEARTBEAT_SECONDS (default 10).
+func ConfigFromEnv() (Config, error) {
+	c := Config{
+		SessionID: os.Getenv("RA_SESSION_ID"),
+		Gateway:   strings.TrimRight(os.Getenv("RA_GATEWAY_URL"), "/"),
+		Token:     os.Getenv("RA_SANDBOX_TOKEN"),
+		Workspace: os.Getenv("RA_WORKSPACE"),
+		Heartbeat: 10 * time.Second,
+		Poll:      500 * time.Millisecond,
+	}
+	if c.SessionID == "" || c.Gateway == "" || c.Token == "" {
+		return c, errors.New("sandbox: RA_SESSION_ID, RA_GATEWAY_URL and RA_SANDBOX_TOKEN are required")
+	}
+	if c.Workspace == "" {
+		c.Workspace = "."
+	}
+	if v := os.Getenv("RA_HEARTBEAT_SECONDS"); v != "" {
+		d, err := time.ParseDuration(v + "s")
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("sandbox: RA_HEARTBEAT_SECONDS=%q is not a positive number", v)
+		}
+		c.Heartbeat = d
+	}
+	return c, nil
+}
+
+// Message is one turn of the conversation.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Prime builds the conversation a spec starts with: the priming message
+// (guardrails first, then persona skill and experience), then the initial prompt
+// as the first user turn. It refuses a spec without guardrails (fail closed).
+func Prime(spec sandboxapi.Spec) ([]Message, error) {
+	if strings.TrimSpace(spec.Guardrails.Content) == "" {
+		return nil, errors.New("spec has no guardrails: refusing to prime")
+	}
+	var b strings.Builder
+	b.WriteString(spec.Guardrails.Content)
+	if s := strings.TrimSpace(spec.Persona.Skill); s != "" {
+		b.WriteString("\n\n# Persona skill\n\n" + s)
+	}
+	if e := strings.TrimSpace(spec.Persona.Experience); e != "" {
+		b.WriteString("\n\n# Persona experience\n\n" + e)
+	}
+	return []Message{
+		{Role: "system", Content: b.String()},
+		{Role: "user", Content: spec.InitialPrompt},
+	}, nil
+}
+
+// ConversationFile is where the primed conversation is written in the workspace.
+const ConversationFile = "conversation.json"
+
+// Run is the sandbox's life: prime, report ready, then heartbeat and poll until
+// told to stop or ctx ends (SIGTERM). It reports ended before returning.
+func Run(ctx context.Context, c Config, log *slog.Logger) error {
+	cl := &client{c: c, http: &http.Client{Timeout: 30 * time.Second}}
+	var spec sandboxapi.Spec
+	if err := cl.do(ctx, http.MethodGet, "spec", nil, &spec); err != nil {
+		return err
+	}
+	conv, err := Prime(spec)
+	if err != nil {
+		_ = cl.status(context.WithoutCancel(ctx), session.Failed, "", session.ReasonError)
+		return err
+	}
+	raw, err := json.MarshalIndent(conv, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode conversation: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(c.Workspace, ConversationFile), raw, 0o600); err != nil {
+		return fmt.Errorf("write conversation: %w", err)
+	}
+	if err := cl.status(ctx, session.Ready, spec.Guardrails.Hash, ""); err != nil {
+		return err
+	}
+	log.Info("sandbox ready", slog.String("session_id", c.SessionID), slog.String("guardrails_hash", spec.Guardrails.Hash))
+
+	beat := time.NewTicker(c.Heartbeat)
+	defer beat.Stop()
+	poll := time.NewTicker(c.Poll)
+	defer poll.Stop()
+	for {
+		var orders sandboxapi.Orders
+		select {
+		case <-ctx.Done():
+			log.Info("sandbox stopping: signal")
+			return cl.status(context.WithoutCancel(ctx), session.Ended, "", session.ReasonShutdown)
+		case <-beat.C:
+			err = cl.do(ctx, http.MethodPost, "heartbeat", struct{}{}, &orders)
+		case <-poll.C:
+			err = cl.do(ctx, http.MethodGet, "inbox", nil, &orders)
+		}
+		var unauthorized *authError
+		switch {
+		case errors.As(err, &unauthorized):
+			return err // replaced or ended: this sandbox may no longer act
+		case err != nil:
+			log.Warn("gateway call failed", slog.String("error", err.Error()))
+		case orders.Stop:
+			log.Info("sandbox stopping: inbox")
+			if orders.State.Terminal() {
+				return nil
+			}
+			return cl.status(ctx, session.Ended, "", session.ReasonShutdown)
+		}
+	}
+}
+
+type client struct {
+	c    Config
+	http *http.Client
+}
+
+type authError struct{ status int }
+
+func (e *authError) Error() string {
+	return fmt.Sprintf("gateway refused the sandbox token (%d)", e.status)
+}
+
+func (cl *client) status(ctx context.Context, state session.State, hash string, reason session.Reason) error {
+	var orders sandboxapi.Orders
+	return cl.do(ctx, http.MethodPost, "status", sandboxapi.StatusReport{State: state, GuardrailsHash: hash, Reason: reason}, &orders)
+}
+
+func (cl *client) do(ctx context.Context, method, route string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", route, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	u := cl.c.Gateway + "/sandbox/" + url.PathEscape(cl.c.SessionID) + "/" + route
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return fmt.Errorf("%s: %w", route, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+cl.c.Token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := cl.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", route, err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("%s: %w", route, err)
+	}
+	if res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden {
+		return &authError{status: res.StatusCode}
+	}
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: gateway answered %d: %s", route, res.StatusCode, raw)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("%s: decode: %w", route, err)
+	}
+	return nil
+}

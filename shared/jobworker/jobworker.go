@@ -1,0 +1,180 @@
+// Package jobworker consumes the jobs queue: session.start launches a session's
+// sandbox (once per session and generation, however often the message arrives),
+// session.stop stops a sandbox that did not end by itself, and task.state ends the
+// session of a sandbox that stopped. It answers SQS batches with partial batch
+// failures; a malformed message is poison and goes straight to the DLQ.
+package jobworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/token"
+)
+
+// LaunchLease is how long a launch claim holds before another delivery may retry it.
+const LaunchLease = 2 * time.Minute
+
+// stopGrace is what session.stop gives a sandbox between SIGTERM (or StopTask) and
+// the kill: the session already had session.StopGrace to end by itself.
+const stopGrace = 5 * time.Second
+
+// Sender sends a message body to a queue (the DLQ).
+type Sender interface {
+	Send(ctx context.Context, body string, delay time.Duration) (string, error)
+}
+
+// Worker handles jobs-queue messages.
+type Worker struct {
+	Store      session.Store
+	Launcher   launch.Launcher
+	DLQ        Sender
+	GatewayURL string
+	Log        *slog.Logger
+}
+
+// Handle processes an SQS batch and reports the records to retry.
+func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var res events.SQSEventResponse
+	for _, rec := range ev.Records {
+		if err := w.handleRecord(ctx, rec); err != nil {
+			w.Log.ErrorContext(ctx, "job failed", slog.String("message_id", rec.MessageId), slog.String("error", err.Error()))
+			res.BatchItemFailures = append(res.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+		}
+	}
+	return res, nil
+}
+
+func (w *Worker) handleRecord(ctx context.Context, rec events.SQSMessage) error {
+	m, err := jobs.Parse(rec.Body)
+	if errors.Is(err, jobs.ErrMalformed) {
+		w.Log.ErrorContext(ctx, "poison job message sent to the DLQ", slog.String("message_id", rec.MessageId), slog.String("error", err.Error()))
+		if _, err := w.DLQ.Send(ctx, rec.Body, 0); err != nil {
+			return fmt.Errorf("dead-letter %s: %w", rec.MessageId, err)
+		}
+		return nil
+	}
+	return w.Do(ctx, m)
+}
+
+// Do handles one message. A nil error means it is done (or needs nothing).
+func (w *Worker) Do(ctx context.Context, m jobs.Message) error {
+	switch m.Type {
+	case jobs.SessionStart:
+		return w.start(ctx, m)
+	case jobs.SessionStop:
+		return w.stop(ctx, m)
+	case jobs.TaskState:
+		return w.taskStopped(ctx, m)
+	default:
+		return fmt.Errorf("%w: type %q", jobs.ErrMalformed, m.Type)
+	}
+}
+
+func (w *Worker) start(ctx context.Context, m jobs.Message) error {
+	sess, err := w.Store.Get(ctx, m.SessionID)
+	if errors.Is(err, session.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if sess.State != session.Provisioning || sess.Generation != m.Generation || sess.SandboxRef != "" {
+		return nil // launched already, replaced, or over
+	}
+	plain, hash := token.New(token.Sandbox)
+	err = w.Store.ClaimLaunch(ctx, sess.ID, sess.Generation, hash, time.Now().Add(LaunchLease))
+	if errors.Is(err, session.ErrConflict) {
+		return nil // another delivery holds the launch
+	}
+	if err != nil {
+		return err
+	}
+	ref, err := w.Launcher.Launch(ctx, launch.Spec{
+		SessionID:       sess.ID,
+		Generation:      sess.Generation,
+		GatewayURL:      w.GatewayURL,
+		SandboxToken:    plain,
+		TmuxSessionName: sess.TmuxSessionName,
+	})
+	if err != nil {
+		return fmt.Errorf("launch %s: %w", sess.ID, err)
+	}
+	if _, err := w.Store.Touch(ctx, sess.ID, sess.Generation, map[string]any{"sandbox_ref": ref}); err != nil && !errors.Is(err, session.ErrConflict) {
+		return fmt.Errorf("record sandbox of %s: %w", sess.ID, err)
+	}
+	w.Log.InfoContext(ctx, "sandbox launched", slog.String("session_id", sess.ID), slog.Int("generation", sess.Generation), slog.String("sandbox_ref", ref))
+	return nil
+}
+
+func (w *Worker) stop(ctx context.Context, m jobs.Message) error {
+	sess, err := w.Store.Get(ctx, m.SessionID)
+	if errors.Is(err, session.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if sess.State.Terminal() || sess.Generation != m.Generation {
+		return nil
+	}
+	if sess.SandboxRef != "" {
+		if err := w.Launcher.Stop(ctx, sess.SandboxRef, stopGrace); err != nil {
+			return fmt.Errorf("stop sandbox of %s: %w", sess.ID, err)
+		}
+	}
+	reason := sess.Reason
+	if reason == "" {
+		reason = session.ReasonShutdown
+	}
+	return w.end(ctx, sess, reason)
+}
+
+func (w *Worker) taskStopped(ctx context.Context, m jobs.Message) error {
+	sess, err := w.Store.Get(ctx, m.SessionID)
+	if errors.Is(err, session.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if sess.State.Terminal() || sess.Generation != m.Generation {
+		return nil
+	}
+	reason := session.ReasonCrashed
+	if sess.State == session.Ending {
+		reason = session.ReasonShutdown
+	}
+	if sess.State == session.Provisioning {
+		_, err := w.Store.Transition(ctx, sess.ID, session.Change{From: []session.State{session.Provisioning}, To: session.Failed, Generation: sess.Generation, Reason: session.ReasonError})
+		return ignoreConflict(err)
+	}
+	return w.end(ctx, sess, reason)
+}
+
+func (w *Worker) end(ctx context.Context, sess session.Session, reason session.Reason) error {
+	from := slices.DeleteFunc(slices.Clone(session.Live), func(s session.State) bool { return s == session.Provisioning })
+	to := session.Ended
+	if sess.State == session.Provisioning {
+		from, to = []session.State{session.Provisioning}, session.Failed
+	}
+	_, err := w.Store.Transition(ctx, sess.ID, session.Change{From: from, To: to, Generation: sess.Generation, Reason: reason})
+	return ignoreConflict(err)
+}
+
+// ignoreConflict: a session that moved on meanwhile needs nothing more from us.
+func ignoreConflict(err error) error {
+	if errors.Is(err, session.ErrConflict) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,53 @@
+// Package launch defines how sandboxes are started and stopped. One interface,
+// several backends: process (local: a child process per sandbox) and fargate (an
+// ECS task per sandbox). Launching is idempotent per session and generation.
+package launch
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// Spec is one sandbox to start.
+type Spec struct {
+	SessionID  string
+	Generation int
+	// GatewayURL is where the sandbox reaches the platform (its channel routes).
+	GatewayURL string
+	// SandboxToken authenticates the sandbox to the gateway, for this session only.
+	SandboxToken string
+	// TmuxSessionName names the terminal session the agent runs in, if tmux is there.
+	TmuxSessionName string
+}
+
+// Env returns the environment the sandbox reads its identity from.
+func (s Spec) Env() map[string]string {
+	return map[string]string{
+		"RA_SESSION_ID":        s.SessionID,
+		"RA_GENERATION":        strconv.Itoa(s.Generation),
+		"RA_GATEWAY_URL":       s.GatewayURL,
+		"RA_SANDBOX_TOKEN":     s.SandboxToken,
+		"RA_TMUX_SESSION_NAME": s.TmuxSessionName,
+	}
+}
+
+// Exit reports a sandbox that stopped, as ECS task-state events do.
+type Exit struct {
+	SessionID  string
+	Generation int
+	Ref        string
+	ExitCode   int
+	Detail     string
+}
+
+// Launcher starts and stops sandboxes.
+type Launcher interface {
+	// Launch starts the sandbox of spec and returns its reference. Launching the
+	// same session and generation again returns the first reference and starts
+	// nothing.
+	Launch(ctx context.Context, spec Spec) (ref string, err error)
+	// Stop asks the sandbox ref to stop, and stops it for good after grace. Stopping
+	// a sandbox that has already stopped is no error.
+	Stop(ctx context.Context, ref string, grace time.Duration) error
+}

@@ -1,0 +1,204 @@
+// Package sandboxapi serves the sandbox channel, /sandbox/{sessionId}/…: the only
+// way a sandbox touches platform state. Every route takes the sandbox token of that
+// session's current launch, and nothing else.
+//
+//	GET  spec       what to run: guardrails, persona, initial prompt, flags
+//	POST status     ready (with the guardrails hash used), working, idle, ended, failed
+//	POST heartbeat  still alive; answers whether to stop
+//	GET  inbox      what the sandbox must act on; stop once the session is ending
+package sandboxapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/guardrails"
+	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/report"
+	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/token"
+)
+
+// Handlers serve the sandbox channel.
+type Handlers struct {
+	Store      session.Store
+	Registry   registry.Store
+	Guardrails guardrails.Source
+	Reporter   session.Reporter
+	Log        *slog.Logger
+}
+
+// Spec is what a sandbox runs.
+type Spec struct {
+	SessionID       string           `json:"session_id"`
+	Generation      int              `json:"generation"`
+	Guardrails      Guardrails       `json:"guardrails"`
+	Persona         registry.Persona `json:"persona"`
+	InitialPrompt   string           `json:"initial_prompt"`
+	FeatureFlags    session.Features `json:"feature_flags"`
+	TmuxSessionName string           `json:"tmux_session_name"`
+}
+
+// Guardrails is the platform guardrails document and its version.
+type Guardrails struct {
+	Content string `json:"content"`
+	Hash    string `json:"hash"`
+}
+
+// StatusReport is what a sandbox reports.
+type StatusReport struct {
+	State          session.State  `json:"state"`
+	GuardrailsHash string         `json:"guardrails_hash,omitempty"`
+	Reason         session.Reason `json:"reason,omitempty"`
+}
+
+// Orders answers heartbeats and inbox reads.
+type Orders struct {
+	Stop  bool          `json:"stop"`
+	State session.State `json:"state"`
+}
+
+// Spec serves GET /sandbox/{sessionId}/spec.
+func (h *Handlers) Spec(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authenticate(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	doc, err := guardrails.Load(ctx, h.Guardrails)
+	if err != nil {
+		h.Reporter.Report(ctx, report.Exception{
+			Source: "guardrail_injection", Severity: report.Critical, Message: err.Error(),
+			Context: map[string]string{"agent_id": sess.ID, "persona_slug": sess.PersonaSlug},
+		})
+		return httpapi.Error(ctx, h.Log, apierror.New(apierror.GuardrailsMissing, "The platform guardrails are unavailable.")), nil
+	}
+	persona, err := h.Registry.Persona(ctx, sess.PersonaSlug)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, Spec{
+		SessionID:       sess.ID,
+		Generation:      sess.Generation,
+		Guardrails:      Guardrails{Content: doc.Content, Hash: doc.Hash},
+		Persona:         persona,
+		InitialPrompt:   sess.InitialPrompt,
+		FeatureFlags:    sess.Features,
+		TmuxSessionName: sess.TmuxSessionName,
+	}), nil
+}
+
+// Status serves POST /sandbox/{sessionId}/status.
+func (h *Handlers) Status(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authenticate(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	var in StatusReport
+	if err := httpapi.DecodeJSON(req, 4096, &in); err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	change, err := changeFor(sess, in)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	after, err := h.Store.Transition(ctx, sess.ID, change)
+	if errors.Is(err, session.ErrConflict) {
+		return httpapi.Error(ctx, h.Log, apierror.New(apierror.InvalidRequest, "The session cannot move from %s to %s.", sess.State, in.State)), nil
+	}
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, orders(after)), nil
+}
+
+func changeFor(sess session.Session, in StatusReport) (session.Change, error) {
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	c := session.Change{To: in.State, Generation: sess.Generation}
+	switch in.State {
+	case session.Ready:
+		if len(in.GuardrailsHash) != 64 {
+			return c, apierror.New(apierror.InvalidRequest, "ready needs the guardrails_hash the agent was primed with.")
+		}
+		c.From = []session.State{session.Provisioning}
+		c.Set = map[string]any{
+			"guardrails_version_hash": in.GuardrailsHash,
+			"prompt_injected_at":      now,
+			"ready_at":                now,
+			"heartbeat_at":            now,
+		}
+	case session.Working, session.Idle:
+		c.From = session.Running
+	case session.Ended, session.Failed:
+		c.From = session.Live
+		c.Reason = in.Reason
+		switch {
+		case sess.State == session.Ending:
+			c.Reason = session.ReasonShutdown
+		case c.Reason == "" && in.State == session.Failed:
+			c.Reason = session.ReasonError
+		case c.Reason == "":
+			c.Reason = session.ReasonIdle
+		}
+		if !slices.Contains([]session.Reason{session.ReasonShutdown, session.ReasonIdle, session.ReasonError, session.ReasonTimeout, session.ReasonCrashed}, c.Reason) {
+			return c, apierror.New(apierror.InvalidRequest, "Unknown reason %q.", in.Reason)
+		}
+	default:
+		return c, apierror.New(apierror.InvalidRequest, "A sandbox cannot report state %q.", in.State)
+	}
+	return c, nil
+}
+
+// Heartbeat serves POST /sandbox/{sessionId}/heartbeat.
+func (h *Handlers) Heartbeat(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authenticate(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	after, err := h.Store.Touch(ctx, sess.ID, sess.Generation, map[string]any{"heartbeat_at": time.Now().UTC().Format(time.RFC3339Nano)})
+	if errors.Is(err, session.ErrConflict) {
+		return httpapi.JSON(http.StatusOK, Orders{Stop: true, State: sess.State}), nil
+	}
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, orders(after)), nil
+}
+
+// Inbox serves GET /sandbox/{sessionId}/inbox.
+func (h *Handlers) Inbox(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authenticate(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, orders(sess)), nil
+}
+
+func orders(s session.Session) Orders {
+	return Orders{Stop: s.State == session.Ending || s.State.Terminal(), State: s.State}
+}
+
+// authenticate returns the session whose current sandbox holds the request's token.
+func (h *Handlers) authenticate(ctx context.Context, req httpapi.Request) (session.Session, error) {
+	tok := httpapi.BearerToken(req)
+	if tok == "" {
+		return session.Session{}, apierror.New(apierror.MissingToken, "A sandbox token is required.")
+	}
+	if token.Check(token.Sandbox, tok) != nil {
+		if token.Check(token.Session, tok) == nil || token.Check(token.AppKey, tok) == nil {
+			return session.Session{}, apierror.New(apierror.Forbidden, "Only a sandbox token is accepted here.")
+		}
+		return session.Session{}, apierror.New(apierror.InvalidToken, "The sandbox token is not valid.")
+	}
+	id := req.PathParameters["sessionId"]
+	sess, err := h.Store.Get(ctx, id)
+	if errors.Is(err, session.ErrNotFound) || (err == nil && !token.Match(token.Sandbox, tok, sess.SandboxTokenHash)) {
+		return session.Session{}, apierror.New(apierror.InvalidToken, "The sandbox token is not valid for this session.")
+	}
+	return sess, err
+}

@@ -22,7 +22,7 @@ EMULATORS    := $(GO) run ./localstack/cmd/emulators
 ENV_FILE     := .cache/emulators.env
 GO_FILES      = $(shell find . -name '*.go' -not -path './.cache/*' -not -path '*/node_modules/*' -not -path './dist/*')
 
-.PHONY: help build test fmt-check vet lint test-go dev emulators localstack-up localstack-down clean FORCE
+.PHONY: help build test fmt-check vet lint test-go bench dev emulators localstack-up localstack-down clean FORCE
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -61,6 +61,9 @@ test-go: $(NODE_MODULES)
 	else \
 		$(EMULATORS) -- $(GO) test -race -count=1 ./...; \
 	fi
+
+bench: $(NODE_MODULES) ## benchmarks on the local stack: create → ready p50/p95 over 50 creates
+	$(EMULATORS) -- $(GO) test -run '^$$' -bench . -benchtime 50x ./localstack/devserver/
 
 dev: $(NODE_MODULES) dist/agent ## run the system locally: emulators, resources, seed data, the API on 127.0.0.1:$RA_PORT (8080)
 	$(GO) run ./localstack/cmd/devserver

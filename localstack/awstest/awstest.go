@@ -29,10 +29,12 @@ import (
 
 // Main runs m against a local AWS and exits with its result.
 func Main(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(Run(m))
 }
 
-func run(m *testing.M) int {
+// Run runs m against a local AWS and returns its exit code, for a TestMain that
+// has more to set up and tear down around it.
+func Run(m *testing.M) int {
 	if !awsconfig.Overridden() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		emu, err := emulators.Start(ctx, emulators.Options{})

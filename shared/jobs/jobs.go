@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/queue"
@@ -35,11 +37,46 @@ type Message struct {
 	Detail     string `json:"detail,omitempty"`
 }
 
-// ErrMalformed: a message that can never be handled (poison).
-var ErrMalformed = errors.New("malformed job message")
+// Errors of Parse.
+var (
+	// ErrMalformed: a message that can never be handled (poison).
+	ErrMalformed = errors.New("malformed job message")
+	// ErrIgnored: a well-formed message that needs nothing (an ECS task event of
+	// a state other than STOPPED, or of a task that is not a sandbox).
+	ErrIgnored = errors.New("job message needs no handling")
+)
 
-// Parse decodes and checks a message body.
+// ecsEvent is the EventBridge "ECS Task State Change" event, which the jobs queue
+// receives as is.
+type ecsEvent struct {
+	DetailType string `json:"detail-type"`
+	Source     string `json:"source"`
+	Detail     struct {
+		TaskArn       string `json:"taskArn"`
+		LastStatus    string `json:"lastStatus"`
+		StartedBy     string `json:"startedBy"`
+		Group         string `json:"group"`
+		StoppedReason string `json:"stoppedReason"`
+		Containers    []struct {
+			ExitCode *int `json:"exitCode"`
+		} `json:"containers"`
+	} `json:"detail"`
+}
+
+// ECSTaskStateChange is the detail-type of ECS task events.
+const ECSTaskStateChange = "ECS Task State Change"
+
+// ECSGroupPrefix starts the task group of a sandbox task: "ra-gen-<generation>".
+const ECSGroupPrefix = "ra-gen-"
+
+// Parse decodes and checks a message body: one of ours, or an ECS task event.
 func Parse(body string) (Message, error) {
+	var probe struct {
+		DetailType string `json:"detail-type"`
+	}
+	if err := json.Unmarshal([]byte(body), &probe); err == nil && probe.DetailType != "" {
+		return parseECS(body)
+	}
 	var m Message
 	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
 	dec.DisallowUnknownFields()
@@ -53,6 +90,26 @@ func Parse(body string) (Message, error) {
 	}
 	if m.SessionID == "" || len(m.SessionID) > 128 || m.Generation < 1 {
 		return m, fmt.Errorf("%w: %s without session id and generation", ErrMalformed, m.Type)
+	}
+	return m, nil
+}
+
+func parseECS(body string) (Message, error) {
+	var ev ecsEvent
+	if err := json.Unmarshal([]byte(body), &ev); err != nil || ev.DetailType != ECSTaskStateChange || ev.Source != "aws.ecs" {
+		return Message{}, fmt.Errorf("%w: unexpected event %q", ErrMalformed, ev.DetailType)
+	}
+	d := ev.Detail
+	gen, err := strconv.Atoi(strings.TrimPrefix(d.Group, ECSGroupPrefix))
+	if !strings.HasPrefix(d.Group, ECSGroupPrefix) || err != nil || gen < 1 || d.StartedBy == "" {
+		return Message{}, fmt.Errorf("%w: task %s is not a sandbox", ErrIgnored, d.TaskArn)
+	}
+	if d.LastStatus != "STOPPED" {
+		return Message{}, fmt.Errorf("%w: task %s is %s", ErrIgnored, d.TaskArn, d.LastStatus)
+	}
+	m := Message{Type: TaskState, SessionID: d.StartedBy, Generation: gen, SandboxRef: d.TaskArn, Detail: d.StoppedReason}
+	if len(d.Containers) > 0 {
+		m.ExitCode = d.Containers[0].ExitCode
 	}
 	return m, nil
 }

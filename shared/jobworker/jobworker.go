@@ -56,7 +56,10 @@ func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 
 func (w *Worker) handleRecord(ctx context.Context, rec events.SQSMessage) error {
 	m, err := jobs.Parse(rec.Body)
-	if errors.Is(err, jobs.ErrMalformed) {
+	if errors.Is(err, jobs.ErrIgnored) {
+		return nil
+	}
+	if err != nil {
 		w.Log.ErrorContext(ctx, "poison job message sent to the DLQ", slog.String("message_id", rec.MessageId), slog.String("error", err.Error()))
 		if _, err := w.DLQ.Send(ctx, rec.Body, 0); err != nil {
 			return fmt.Errorf("dead-letter %s: %w", rec.MessageId, err)

@@ -1,0 +1,167 @@
+// Package fargate launches sandboxes as ECS tasks on Fargate: RunTask with the
+// session's identity in the container's environment and a client token of session
+// id and generation (so a repeated launch starts nothing new), StopTask to stop.
+//
+// Tasks carry the session id as startedBy and "ra-gen-<generation>" as their group,
+// which is how ECS task-state events are traced back to their session.
+package fargate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ecs"
+	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
+
+	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/launch"
+)
+
+// API is the part of the ECS client the launcher calls; *ecs.Client has it.
+type API interface {
+	RunTask(ctx context.Context, in *ecs.RunTaskInput, opts ...func(*ecs.Options)) (*ecs.RunTaskOutput, error)
+	StopTask(ctx context.Context, in *ecs.StopTaskInput, opts ...func(*ecs.Options)) (*ecs.StopTaskOutput, error)
+}
+
+var (
+	_ API             = (*ecs.Client)(nil)
+	_ launch.Launcher = (*Launcher)(nil)
+)
+
+// GroupPrefix starts the task group that carries the generation.
+const GroupPrefix = jobs.ECSGroupPrefix
+
+// Options say where and how tasks run.
+type Options struct {
+	Cluster        string
+	TaskDefinition string
+	// Container is the name of the agent container in the task definition.
+	Container      string
+	Subnets        []string
+	SecurityGroups []string
+	// AssignPublicIP gives tasks a public IP (subnets without a NAT gateway).
+	AssignPublicIP bool
+	// CPU and Memory override the task definition's size ("1024", "2048"); "" keeps it.
+	CPU    string
+	Memory string
+}
+
+// OptionsFromEnv reads RA_ECS_CLUSTER, RA_ECS_TASK_DEFINITION, RA_ECS_CONTAINER
+// (default "agent"), RA_ECS_SUBNETS and RA_ECS_SECURITY_GROUPS (comma-separated),
+// RA_ECS_ASSIGN_PUBLIC_IP ("true"), RA_ECS_CPU and RA_ECS_MEMORY.
+func OptionsFromEnv() Options {
+	list := func(key string) []string {
+		var out []string
+		for _, s := range strings.Split(os.Getenv(key), ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	container := os.Getenv("RA_ECS_CONTAINER")
+	if container == "" {
+		container = "agent"
+	}
+	return Options{
+		Cluster:        os.Getenv("RA_ECS_CLUSTER"),
+		TaskDefinition: os.Getenv("RA_ECS_TASK_DEFINITION"),
+		Container:      container,
+		Subnets:        list("RA_ECS_SUBNETS"),
+		SecurityGroups: list("RA_ECS_SECURITY_GROUPS"),
+		AssignPublicIP: os.Getenv("RA_ECS_ASSIGN_PUBLIC_IP") == "true",
+		CPU:            os.Getenv("RA_ECS_CPU"),
+		Memory:         os.Getenv("RA_ECS_MEMORY"),
+	}
+}
+
+// Launcher runs sandboxes as Fargate tasks.
+type Launcher struct {
+	api API
+	o   Options
+}
+
+// New returns a Fargate launcher.
+func New(api API, o Options) (*Launcher, error) {
+	if o.Cluster == "" || o.TaskDefinition == "" || o.Container == "" || len(o.Subnets) == 0 {
+		return nil, errors.New("fargate launcher: cluster, task definition, container and subnets are required")
+	}
+	return &Launcher{api: api, o: o}, nil
+}
+
+// Launch runs the sandbox task of spec.
+func (l *Launcher) Launch(ctx context.Context, spec launch.Spec) (string, error) {
+	env := make([]types.KeyValuePair, 0, len(spec.Env()))
+	for k, v := range spec.Env() {
+		env = append(env, types.KeyValuePair{Name: aws.String(k), Value: aws.String(v)})
+	}
+	assign := types.AssignPublicIpDisabled
+	if l.o.AssignPublicIP {
+		assign = types.AssignPublicIpEnabled
+	}
+	in := &ecs.RunTaskInput{
+		Cluster:        &l.o.Cluster,
+		TaskDefinition: &l.o.TaskDefinition,
+		LaunchType:     types.LaunchTypeFargate,
+		Count:          aws.Int32(1),
+		ClientToken:    aws.String(spec.SessionID + "-" + strconv.Itoa(spec.Generation)),
+		StartedBy:      aws.String(spec.SessionID),
+		Group:          aws.String(GroupPrefix + strconv.Itoa(spec.Generation)),
+		NetworkConfiguration: &types.NetworkConfiguration{AwsvpcConfiguration: &types.AwsVpcConfiguration{
+			Subnets:        l.o.Subnets,
+			SecurityGroups: l.o.SecurityGroups,
+			AssignPublicIp: assign,
+		}},
+		Overrides: &types.TaskOverride{ContainerOverrides: []types.ContainerOverride{{
+			Name:        &l.o.Container,
+			Environment: env,
+		}}},
+		Tags: []types.Tag{
+			{Key: aws.String("ra:session-id"), Value: aws.String(spec.SessionID)},
+			{Key: aws.String("ra:generation"), Value: aws.String(strconv.Itoa(spec.Generation))},
+		},
+		EnableECSManagedTags: true,
+	}
+	if l.o.CPU != "" {
+		in.Overrides.Cpu = &l.o.CPU
+	}
+	if l.o.Memory != "" {
+		in.Overrides.Memory = &l.o.Memory
+	}
+	out, err := l.api.RunTask(ctx, in)
+	if err != nil {
+		return "", fmt.Errorf("run task for %s: %w", spec.SessionID, err)
+	}
+	if len(out.Tasks) == 0 {
+		reasons := make([]string, 0, len(out.Failures))
+		for _, f := range out.Failures {
+			reasons = append(reasons, aws.ToString(f.Reason)+" "+aws.ToString(f.Detail))
+		}
+		return "", fmt.Errorf("run task for %s: no task started: %s", spec.SessionID, strings.Join(reasons, "; "))
+	}
+	return aws.ToString(out.Tasks[0].TaskArn), nil
+}
+
+// Stop stops a task. ECS sends SIGTERM and, after the container's stopTimeout
+// (set in the task definition; grace is the local launcher's), SIGKILL.
+func (l *Launcher) Stop(ctx context.Context, ref string, _ time.Duration) error {
+	_, err := l.api.StopTask(ctx, &ecs.StopTaskInput{
+		Cluster: &l.o.Cluster,
+		Task:    &ref,
+		Reason:  aws.String("Remote Agents session stopped"),
+	})
+	var invalid *types.InvalidParameterException
+	if errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.ErrorMessage()), "task") {
+		return nil // already gone
+	}
+	if err != nil {
+		return fmt.Errorf("stop task %s: %w", ref, err)
+	}
+	return nil
+}

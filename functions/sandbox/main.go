@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/remote-agents/remote-agents/shared/httpapi"
-	"github.com/remote-agents/remote-agents/shared/sandboxapi"
 	"github.com/remote-agents/remote-agents/shared/system"
 )
 
@@ -18,11 +17,5 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	h := &sandboxapi.Handlers{Store: sys.Store, Registry: sys.Registry, Guardrails: sys.Guardrails, Reporter: sys.Reporter, Log: sys.Log}
-	lambda.Start(httpapi.Router{
-		"GET /sandbox/{sessionId}/spec":       h.Spec,
-		"POST /sandbox/{sessionId}/status":    h.Status,
-		"POST /sandbox/{sessionId}/heartbeat": h.Heartbeat,
-		"GET /sandbox/{sessionId}/inbox":      h.Inbox,
-	}.Handle)
+	lambda.Start(httpapi.Router(system.SandboxHandlers(sys).Routes()))
 }

@@ -30,7 +30,6 @@ import (
 	"github.com/remote-agents/remote-agents/shared/launch/process"
 	"github.com/remote-agents/remote-agents/shared/queue"
 	"github.com/remote-agents/remote-agents/shared/resources"
-	"github.com/remote-agents/remote-agents/shared/sandboxapi"
 	"github.com/remote-agents/remote-agents/shared/sessionapi"
 	"github.com/remote-agents/remote-agents/shared/system"
 )
@@ -156,19 +155,10 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 
 // routes is the route table of ARCHITECTURE.md, served by the same handlers as
 // the Lambda functions.
-func (s *Server) routes() []Route {
+func (s *Server) routes() []httpapi.Route {
 	sess := sessionapi.New(s.Sys.Sessions, s.Sys.Log)
-	sb := &sandboxapi.Handlers{Store: s.Sys.Store, Registry: s.Sys.Registry, Guardrails: s.Sys.Guardrails, Reporter: s.Sys.Reporter, Log: s.Sys.Log}
-	origins := s.Sys.Config.AllowedOrigins
-	return []Route{
-		{Method: http.MethodPost, Pattern: "/api/remote_agents/create", Handler: httpapi.CORS(origins, "POST", sess.Create), CORS: true},
-		{Method: http.MethodGet, Pattern: "/api/remote_agents/{id}/alive", Handler: httpapi.CORS(origins, "GET", sess.Alive), CORS: true},
-		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/shutdown", Handler: httpapi.CORS(origins, "POST", sess.Shutdown), CORS: true},
-		{Method: http.MethodGet, Pattern: "/sandbox/{sessionId}/spec", Handler: sb.Spec},
-		{Method: http.MethodPost, Pattern: "/sandbox/{sessionId}/status", Handler: sb.Status},
-		{Method: http.MethodPost, Pattern: "/sandbox/{sessionId}/heartbeat", Handler: sb.Heartbeat},
-		{Method: http.MethodGet, Pattern: "/sandbox/{sessionId}/inbox", Handler: sb.Inbox},
-	}
+	sb := system.SandboxHandlers(s.Sys)
+	return slices.Concat(sess.Routes(s.Sys.Config.AllowedOrigins), sb.Routes())
 }
 
 // poll consumes the jobs queue like a Lambda event source mapping: batches of up

@@ -20,19 +20,10 @@ import (
 // maxRequestBytes is API Gateway's payload limit (10 MB); handlers bound further.
 const maxRequestBytes = 10 << 20
 
-// Route is one entry of the route table: "METHOD /path/{param}".
-type Route struct {
-	Method  string
-	Pattern string
-	Handler httpapi.Handler
-	// CORS routes also answer OPTIONS preflights through their handler.
-	CORS bool
-}
-
 // gateway turns HTTP requests into API Gateway HTTP API events and back, like API
 // Gateway in front of the Lambda functions.
 type gateway struct {
-	routes []Route
+	routes []httpapi.Route
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -63,7 +54,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // match finds the route for method and path. methodOK reports that the path
 // matched some route, for 405 against 404.
-func (g *gateway) match(method, path string) (*Route, map[string]string, bool) {
+func (g *gateway) match(method, path string) (*httpapi.Route, map[string]string, bool) {
 	pathMatched := false
 	for i := range g.routes {
 		rt := &g.routes[i]
@@ -101,7 +92,7 @@ func matchPattern(pattern, path string) (map[string]string, bool) {
 	return params, true
 }
 
-func toEvent(r *http.Request, rt *Route, params map[string]string, body []byte) httpapi.Request {
+func toEvent(r *http.Request, rt *httpapi.Route, params map[string]string, body []byte) httpapi.Request {
 	headers := make(map[string]string, len(r.Header)+1)
 	for k, v := range r.Header {
 		headers[strings.ToLower(k)] = strings.Join(v, ",")
@@ -114,14 +105,14 @@ func toEvent(r *http.Request, rt *Route, params map[string]string, body []byte) 
 	host, _, _ := net.SplitHostPort(r.RemoteAddr)
 	ev := httpapi.Request{
 		Version:               "2.0",
-		RouteKey:              rt.Method + " " + rt.Pattern,
+		RouteKey:              rt.Key(),
 		RawPath:               r.URL.Path,
 		RawQueryString:        r.URL.RawQuery,
 		Headers:               headers,
 		QueryStringParameters: query,
 		PathParameters:        params,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			RouteKey:  rt.Method + " " + rt.Pattern,
+			RouteKey:  rt.Key(),
 			Stage:     "$default",
 			RequestID: newRequestID(),
 			Time:      time.Now().UTC().Format("02/Jan/2006:15:04:05 -0700"),

@@ -19,15 +19,17 @@ type Sessions struct {
 	api         API
 	sessions    *Table
 	idempotency *Table
+	events      *Table
 	now         func() time.Time
 }
 
-// NewSessions returns the session store over the two tables.
-func NewSessions(api API, sessionsTable, idempotencyTable string) *Sessions {
+// NewSessions returns the session store over its three tables.
+func NewSessions(api API, sessionsTable, idempotencyTable, eventsTable string) *Sessions {
 	return &Sessions{
 		api:         api,
 		sessions:    NewTable(api, sessionsTable),
 		idempotency: NewTable(api, idempotencyTable),
+		events:      NewTable(api, eventsTable),
 		now:         time.Now,
 	}
 }
@@ -129,6 +131,57 @@ func (s *Sessions) Touch(ctx context.Context, id string, generation int, set map
 	}
 	cond := inStates(session.Live).And(expression.Name("generation").Equal(expression.Value(generation)))
 	return s.update(ctx, id, up, cond)
+}
+
+// AppendEvents reserves sequence numbers on the session item (an atomic counter),
+// then writes the events in one transaction.
+func (s *Sessions) AppendEvents(ctx context.Context, id string, generation int, events []session.Event) ([]session.Event, error) {
+	n := len(events)
+	if n == 0 || n > session.MaxEventsPerAppend {
+		return nil, fmt.Errorf("append %d events: want 1..%d", n, session.MaxEventsPerAppend)
+	}
+	up := expression.Add(expression.Name("event_seq"), expression.Value(n)).
+		Set(expression.Name("updated_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano)))
+	cond := inStates(session.Live).And(expression.Name("generation").Equal(expression.Value(generation)))
+	var counter struct {
+		Seq int64 `json:"event_seq"`
+	}
+	if err := s.sessions.Update(ctx, sessionKey{id}, up, &counter, expression.AttributeExists(expression.Name("session_id")).And(cond)); err != nil {
+		var cf *ConditionFailedError
+		if errors.As(err, &cf) {
+			return nil, fmt.Errorf("session %s: %w", id, session.ErrConflict)
+		}
+		return nil, err
+	}
+	now := s.now().UTC()
+	out := make([]session.Event, n)
+	ops := make([]TxOp, n)
+	for i, e := range events {
+		e.SessionID = id
+		e.Seq = counter.Seq - int64(n) + int64(i) + 1
+		if e.At == "" {
+			e.At = now.Format(time.RFC3339Nano)
+		}
+		e.ExpiresAt = now.Add(session.Retention + 24*time.Hour).Unix()
+		out[i] = e
+		ops[i] = s.events.PutOp(e, expression.AttributeNotExists(expression.Name("seq")))
+	}
+	if err := Transact(ctx, s.api, "", ops...); err != nil {
+		return nil, fmt.Errorf("store events of %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// Events reads a page of a session's events after a sequence number.
+func (s *Sessions) Events(ctx context.Context, id string, after int64, limit int) ([]session.Event, error) {
+	var out []session.Event
+	_, err := s.events.Query(ctx, Query{
+		Key: expression.Key("session_id").Equal(expression.Value(id)).
+			And(expression.Key("seq").GreaterThan(expression.Value(after))),
+		Limit:      limit,
+		Consistent: true,
+	}, &out)
+	return out, err
 }
 
 func (s *Sessions) update(ctx context.Context, id string, up expression.UpdateBuilder, cond expression.ConditionBuilder) (session.Session, error) {

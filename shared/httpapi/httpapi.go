@@ -168,14 +168,29 @@ func jsonType(kind string) string {
 	}
 }
 
-// Router dispatches by API Gateway route key ("GET /sandbox/{sessionId}/spec"), for
-// a function that serves several routes.
-type Router map[string]Handler
+// Route is one entry of a route table: "METHOD /path/{param}" and its handler.
+type Route struct {
+	Method  string
+	Pattern string
+	Handler Handler
+	// CORS routes also answer OPTIONS preflights through their handler.
+	CORS bool
+}
 
-// Handle serves req with the handler of its route key, or answers not_found.
-func (r Router) Handle(ctx context.Context, req Request) (Response, error) {
-	if h, ok := r[req.RouteKey]; ok {
-		return h(ctx, req)
+// Key is the route's API Gateway route key, e.g. "GET /sandbox/{sessionId}/spec".
+func (r Route) Key() string { return r.Method + " " + r.Pattern }
+
+// Router returns one handler for a function serving several routes: it dispatches
+// on the request's route key and answers not_found for any other.
+func Router(routes []Route) Handler {
+	byKey := make(map[string]Handler, len(routes))
+	for _, r := range routes {
+		byKey[r.Key()] = r.Handler
 	}
-	return Error(ctx, nil, apierror.New(apierror.NotFound, "No such route.")), nil
+	return func(ctx context.Context, req Request) (Response, error) {
+		if h, ok := byKey[req.RouteKey]; ok {
+			return h(ctx, req)
+		}
+		return Error(ctx, nil, apierror.New(apierror.NotFound, "No such route.")), nil
+	}
 }

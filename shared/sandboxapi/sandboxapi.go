@@ -10,9 +10,11 @@ package sandboxapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"slices"
 	"time"
 
@@ -64,6 +66,17 @@ type Orders struct {
 	State session.State `json:"state"`
 }
 
+// Routes is the sandbox channel's route table.
+func (h *Handlers) Routes() []httpapi.Route {
+	return []httpapi.Route{
+		{Method: http.MethodGet, Pattern: "/sandbox/{sessionId}/spec", Handler: h.Spec},
+		{Method: http.MethodPost, Pattern: "/sandbox/{sessionId}/status", Handler: h.Status},
+		{Method: http.MethodPost, Pattern: "/sandbox/{sessionId}/heartbeat", Handler: h.Heartbeat},
+		{Method: http.MethodGet, Pattern: "/sandbox/{sessionId}/inbox", Handler: h.Inbox},
+		{Method: http.MethodPost, Pattern: "/sandbox/{sessionId}/events", Handler: h.Events},
+	}
+}
+
 // Spec serves GET /sandbox/{sessionId}/spec.
 func (h *Handlers) Spec(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	sess, err := h.authenticate(ctx, req)
@@ -106,6 +119,13 @@ func (h *Handlers) Status(ctx context.Context, req httpapi.Request) (httpapi.Res
 	change, err := changeFor(sess, in)
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	if in.State == session.Failed && sess.State == session.Provisioning {
+		// The sandbox could not deliver the priming message (guardrails first).
+		h.Reporter.Report(ctx, report.Exception{
+			Source: "guardrail_injection", Severity: report.Error, Message: "sandbox failed to deliver the priming message",
+			Context: map[string]string{"agent_id": sess.ID, "pane_id": sess.TmuxSessionName, "persona_slug": sess.PersonaSlug},
+		})
 	}
 	after, err := h.Store.Transition(ctx, sess.ID, change)
 	if errors.Is(err, session.ErrConflict) {
@@ -177,6 +197,58 @@ func (h *Handlers) Inbox(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	return httpapi.JSON(http.StatusOK, orders(sess)), nil
+}
+
+// EventsIn is what a sandbox appends.
+type EventsIn struct {
+	Events []EventIn `json:"events"`
+}
+
+// EventIn is one event a sandbox reports.
+type EventIn struct {
+	Type string         `json:"type"`
+	Data map[string]any `json:"data,omitempty"`
+}
+
+// EventsOut numbers the appended events.
+type EventsOut struct {
+	FirstSeq int64 `json:"first_seq"`
+	LastSeq  int64 `json:"last_seq"`
+}
+
+var eventType = regexp.MustCompile(`^[a-z][a-z0-9_.]*$`)
+
+// Events serves POST /sandbox/{sessionId}/events.
+func (h *Handlers) Events(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authenticate(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	var in EventsIn
+	if err := httpapi.DecodeJSON(req, session.MaxEventsPerAppend*session.MaxEventBytes, &in); err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	if len(in.Events) == 0 || len(in.Events) > session.MaxEventsPerAppend {
+		return httpapi.Error(ctx, h.Log, apierror.New(apierror.InvalidRequest, "Send 1 to %d events.", session.MaxEventsPerAppend)), nil
+	}
+	events := make([]session.Event, len(in.Events))
+	for i, e := range in.Events {
+		if len(e.Type) > session.MaxEventTypeLen || !eventType.MatchString(e.Type) {
+			return httpapi.Error(ctx, h.Log, apierror.New(apierror.InvalidRequest, "events[%d].type must be lower-case words joined by '.' or '_'.", i)), nil
+		}
+		if raw, _ := json.Marshal(e.Data); len(raw) > session.MaxEventBytes {
+			return httpapi.Error(ctx, h.Log, apierror.New(apierror.InvalidRequest, "events[%d].data is larger than %d bytes.", i, session.MaxEventBytes)), nil
+		}
+		events[i] = session.Event{Type: e.Type, Data: e.Data}
+	}
+	stored, err := h.Store.AppendEvents(ctx, sess.ID, sess.Generation, events)
+	if errors.Is(err, session.ErrConflict) {
+		return httpapi.Error(ctx, h.Log, apierror.New(apierror.InvalidRequest, "The session has ended.")), nil
+	}
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, EventsOut{FirstSeq: stored[0].Seq, LastSeq: stored[len(stored)-1].Seq}), nil
 }
 
 func orders(s session.Session) Orders {

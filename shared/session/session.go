@@ -73,7 +73,7 @@ type Features struct {
 // Session is one remote agent.
 type Session struct {
 	ID            string   `json:"session_id"`
-	ProjectName   string   `json:"project_name"`
+	ProjectName   string   `json:"project_name,omitempty"` // omitted when empty: a GSI key cannot be ""
 	PersonaSlug   string   `json:"persona_slug"`
 	InitialPrompt string   `json:"initial_prompt"`
 	Features      Features `json:"feature_flags"`
@@ -147,6 +147,24 @@ type Change struct {
 	Set        map[string]any
 }
 
+// Event is one thing that happened in a session (agent output, state changes,
+// questions), in the order of its sequence number.
+type Event struct {
+	SessionID string         `json:"session_id"`
+	Seq       int64          `json:"seq"`
+	Type      string         `json:"type"`
+	Data      map[string]any `json:"data,omitempty"`
+	At        string         `json:"at"`
+	ExpiresAt int64          `json:"expires_at,omitempty"`
+}
+
+// Limits on events.
+const (
+	MaxEventsPerAppend = 25
+	MaxEventBytes      = 32 * 1024
+	MaxEventTypeLen    = 64
+)
+
 // Store persists sessions.
 type Store interface {
 	// Create writes a new session, and its idempotency record if rec is not nil, all
@@ -166,6 +184,11 @@ type Store interface {
 	// the sandbox token hash and a lease until leaseUntil, if no sandbox was launched
 	// for it yet and no other lease is running. ErrConflict otherwise.
 	ClaimLaunch(ctx context.Context, id string, generation int, sandboxTokenHash string, leaseUntil time.Time) error
+	// AppendEvents gives events the next sequence numbers of a live session of the
+	// given generation and stores them, all or nothing. It returns them numbered.
+	AppendEvents(ctx context.Context, id string, generation int, events []Event) ([]Event, error)
+	// Events returns up to limit events after sequence number after, in order.
+	Events(ctx context.Context, id string, after int64, limit int) ([]Event, error)
 	// Touch sets fields (heartbeat, sandbox details) on a live session of the given
 	// generation without changing its state; ErrConflict otherwise.
 	Touch(ctx context.Context, id string, generation int, set map[string]any) (Session, error)

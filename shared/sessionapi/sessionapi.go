@@ -22,6 +22,16 @@ func New(svc *session.Service, log *slog.Logger) *Handlers {
 	return &Handlers{svc: svc, log: log}
 }
 
+// Routes is the route table of the app-facing session routes, each answering CORS
+// for allowedOrigins.
+func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
+	return []httpapi.Route{
+		{Method: http.MethodPost, Pattern: "/api/remote_agents/create", Handler: httpapi.CORS(allowedOrigins, "POST", h.Create), CORS: true},
+		{Method: http.MethodGet, Pattern: "/api/remote_agents/{id}/alive", Handler: httpapi.CORS(allowedOrigins, "GET", h.Alive), CORS: true},
+		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/shutdown", Handler: httpapi.CORS(allowedOrigins, "POST", h.Shutdown), CORS: true},
+	}
+}
+
 // Create serves POST /api/remote_agents/create.
 func (h *Handlers) Create(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	app, err := h.svc.Authenticate(ctx, httpapi.BearerToken(req))

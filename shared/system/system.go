@@ -21,6 +21,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/report"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/s3blob"
+	"github.com/remote-agents/remote-agents/shared/sandboxapi"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sqsqueue"
 )
@@ -90,7 +91,7 @@ func New(ctx context.Context, o Options) (*System, error) {
 	s3Client := awsconfig.NewS3(s.AWS)
 
 	s.Registry = dynamo.NewRegistry(ddb, set.Registry.Name)
-	s.Store = dynamo.NewSessions(ddb, set.Sessions.Name, set.Idempotency.Name)
+	s.Store = dynamo.NewSessions(ddb, set.Sessions.Name, set.Idempotency.Name, set.Events.Name)
 	s.Bucket = s3blob.New(s3Client, set.Bucket.Name)
 	jobsURL, err := queueURL(ctx, sqsClient, "RA_JOBS_QUEUE_URL", set.JobsQueue.Name)
 	if err != nil {
@@ -134,4 +135,9 @@ func queueURL(ctx context.Context, api *sqs.Client, envVar, name string) (string
 		return "", fmt.Errorf("find queue %s (or set %s): %w", name, envVar, err)
 	}
 	return aws.ToString(out.QueueUrl), nil
+}
+
+// SandboxHandlers returns the sandbox channel's handlers over the system.
+func SandboxHandlers(s *System) *sandboxapi.Handlers {
+	return &sandboxapi.Handlers{Store: s.Store, Registry: s.Registry, Guardrails: s.Guardrails, Reporter: s.Reporter, Log: s.Log}
 }

@@ -1,0 +1,123 @@
+package session_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/guardrails"
+	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/token"
+)
+
+func TestLost(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	ago := func(d time.Duration) string { return now.Add(-d).Format(time.RFC3339Nano) }
+	tests := []struct {
+		name string
+		s    session.Session
+		lost bool
+	}{
+		{"fresh heartbeat", session.Session{State: session.Ready, HeartbeatAt: ago(10 * time.Second)}, false},
+		{"stale heartbeat", session.Session{State: session.Working, HeartbeatAt: ago(61 * time.Second)}, true},
+		{"ready, never beat, long ago", session.Session{State: session.Idle, ReadyAt: ago(5 * time.Minute)}, true},
+		{"provisioning is never lost", session.Session{State: session.Provisioning, HeartbeatAt: ago(time.Hour)}, false},
+		{"ended is not lost", session.Session{State: session.Ended, HeartbeatAt: ago(time.Hour)}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.s.Lost(now); got != tt.lost {
+			t.Errorf("%s: Lost = %v", tt.name, got)
+		}
+	}
+}
+
+// memStore is an in-memory session.Store for the service's logic.
+type memStore struct {
+	mu sync.Mutex
+	m  map[string]session.Session
+}
+
+func (s *memStore) Create(_ context.Context, sess session.Session, _ *session.IdempotencyRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[sess.ID] = sess
+	return nil
+}
+
+func (s *memStore) Get(_ context.Context, id string) (session.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, ok := s.m[id]
+	if !ok {
+		return sess, session.ErrNotFound
+	}
+	return sess, nil
+}
+
+func (s *memStore) Idempotency(context.Context, string) (session.IdempotencyRecord, error) {
+	return session.IdempotencyRecord{}, session.ErrNotFound
+}
+
+func (s *memStore) Transition(_ context.Context, id string, c session.Change) (session.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, ok := s.m[id]
+	if !ok {
+		return sess, session.ErrNotFound
+	}
+	if !slices.Contains(c.From, sess.State) {
+		return sess, session.ErrConflict
+	}
+	sess.State, sess.Reason = c.To, c.Reason
+	s.m[id] = sess
+	return sess, nil
+}
+
+func (s *memStore) AddToken(context.Context, string, string) error { return nil }
+
+func (s *memStore) ClaimLaunch(context.Context, string, int, string, time.Time) error { return nil }
+
+func (s *memStore) AppendEvents(context.Context, string, int, []session.Event) ([]session.Event, error) {
+	return nil, nil
+}
+
+func (s *memStore) Events(context.Context, string, int64, int) ([]session.Event, error) {
+	return nil, nil
+}
+
+func (s *memStore) Touch(_ context.Context, id string, _ int, _ map[string]any) (session.Session, error) {
+	return s.Get(context.Background(), id)
+}
+
+func TestAliveMarksSilentSandboxLost(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	dir := t.TempDir()
+	g := guardrails.File(dir + "/g.md")
+	if err := os.WriteFile(string(g), []byte("# rules\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tok, hash := token.New(token.Session)
+	id := "0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5b6a"
+	store := &memStore{m: map[string]session.Session{id: {
+		ID: id, State: session.Ready, Generation: 1, TokenHashes: []string{hash},
+		HeartbeatAt: now.Add(-2 * time.Minute).Format(time.RFC3339Nano), GuardrailsHash: guardrails.Hash([]byte("# rules\n")),
+	}}}
+	svc := session.NewService(session.Options{Store: store, Guardrails: g, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	st, err := svc.Alive(t.Context(), id, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Alive || st.State != "ended" || st.GuardrailsStale {
+		t.Errorf("alive of a silent sandbox: %+v", st)
+	}
+	if got, _ := store.Get(t.Context(), id); got.Reason != session.ReasonLost {
+		t.Errorf("session after: %+v", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -371,4 +372,32 @@ func TestCORS(t *testing.T) {
 			}
 		}
 	}
+}
+
+// With tmux installed (CI installs it), the agent runs in the tmux session the
+// create reply names, and the session is gone once the agent is shut down.
+func TestAgentRunsInNamedTmuxSession(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is not installed: .ci/run installs it")
+	}
+	s := start(t)
+	r := s.create(createBody("Hello"))
+	if r.status != 200 {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	name := r.str("tmux_session_name")
+	has := func() bool { return exec.Command("tmux", "-L", name, "has-session", "-t", "="+name).Run() == nil }
+	if !has() {
+		t.Fatalf("no tmux session %q while the agent runs", name)
+	}
+	out, err := exec.Command("tmux", "-L", name, "list-panes", "-t", name, "-F", "#{pane_current_command}").Output()
+	if err != nil || !strings.Contains(string(out), "agent") {
+		t.Errorf("tmux pane runs %q (%v), want the agent", out, err)
+	}
+	if sd := s.shutdown(r.str("agent_id"), r.str("session_token")); sd.str("status") != "shutdown_initiated" {
+		t.Fatalf("shutdown: %s", sd.raw)
+	}
+	eventually(t, 15*time.Second, "tmux session gone", func() bool { return !has() })
+	eventually(t, 15*time.Second, "sandbox process gone", func() bool { return len(s.srv.Launcher.Running()) == 0 })
 }

@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/remote-agents/remote-agents/sandbox/remote"
+	"github.com/remote-agents/remote-agents/sandbox/tmux"
 )
 
 // version is set at build time: -ldflags "-X main.version=…".
@@ -56,6 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
+// sandbox runs the remote mode, inside the tmux session the platform named when
+// tmux is installed.
 func sandbox(stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	cfg, err := remote.ConfigFromEnv()
@@ -65,9 +68,26 @@ func sandbox(stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	name := os.Getenv("RA_TMUX_SESSION_NAME")
+	if tmux.Usable(name) {
+		self, err := os.Executable()
+		if err == nil {
+			code, err := tmux.Supervise(ctx, name, cfg.Workspace, []string{self, "sandbox"})
+			if err != nil {
+				log.Error("tmux", slog.String("error", err.Error()))
+			}
+			return code
+		}
+	}
+	done := func(int) {}
+	if os.Getenv(tmux.InsideVar) != "" {
+		ctx, done = tmux.Inside(ctx, cfg.Workspace)
+	}
+	code := 0
 	if err := remote.Run(ctx, cfg, log); err != nil {
 		log.Error("sandbox failed", slog.String("error", err.Error()))
-		return 1
+		code = 1
 	}
-	return 0
+	done(code)
+	return code
 }

@@ -27,13 +27,9 @@ func (s *stack) sandboxToken(t *testing.T, id string) string {
 	return tok
 }
 
-func TestSandboxChannel(t *testing.T) {
-	t.Parallel()
-	s := start(t, fakeSandbox(), withConfig(func(c *config.RemoteAgents) { c.CreationTimeout = 20 * time.Second }))
-	created := make(chan reply, 1)
-	go func() { created <- s.create(createBody("Hello"), "Idempotency-Key", "sandbox-channel") }()
-
-	// Find the session the create is waiting on: its sandbox writes the token.
+// firstSandbox waits for the first sandbox to start and returns its session id.
+func (s *stack) firstSandbox(t *testing.T) string {
+	t.Helper()
 	var id string
 	eventually(t, 10*time.Second, "sandbox started", func() bool {
 		entries, _ := os.ReadDir(filepath.Join(s.work, "sandboxes"))
@@ -45,6 +41,17 @@ func TestSandboxChannel(t *testing.T) {
 		}
 		return false
 	})
+	return id
+}
+
+func TestSandboxChannel(t *testing.T) {
+	t.Parallel()
+	s := start(t, fakeSandbox(), withConfig(func(c *config.RemoteAgents) { c.CreationTimeout = 20 * time.Second }))
+	created := make(chan reply, 1)
+	go func() { created <- s.create(createBody("Hello"), "Idempotency-Key", "sandbox-channel") }()
+
+	// The session the create is waiting on: its sandbox writes the token.
+	id := s.firstSandbox(t)
 	sb := s.sandboxToken(t, id)
 	base := "/sandbox/" + id
 
@@ -108,17 +115,7 @@ func TestSandboxPrimingFailureIsReported(t *testing.T) {
 	s := start(t, fakeSandbox())
 	created := make(chan reply, 1)
 	go func() { created <- s.create(createBody("Hello")) }()
-	var id string
-	eventually(t, 10*time.Second, "sandbox started", func() bool {
-		entries, _ := os.ReadDir(filepath.Join(s.work, "sandboxes"))
-		for _, e := range entries {
-			if e.IsDir() {
-				id = strings.TrimSuffix(e.Name(), "-1")
-				return true
-			}
-		}
-		return false
-	})
+	id := s.firstSandbox(t)
 	sb := s.sandboxToken(t, id)
 	if r := s.call(http.MethodPost, "/sandbox/"+id+"/status", sb, map[string]any{"state": "failed", "reason": "error"}); r.status != 200 {
 		t.Fatalf("failed: %d %s", r.status, r.raw)

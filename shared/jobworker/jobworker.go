@@ -119,21 +119,32 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 	return nil
 }
 
-func (w *Worker) stop(ctx context.Context, m jobs.Message) error {
+// live returns the session m is about, if it is still live in m's generation.
+func (w *Worker) live(ctx context.Context, m jobs.Message) (session.Session, bool, error) {
 	sess, err := w.Store.Get(ctx, m.SessionID)
 	if errors.Is(err, session.ErrNotFound) {
-		return nil
+		return sess, false, nil
 	}
 	if err != nil {
-		return err
+		return sess, false, err
 	}
-	if sess.State.Terminal() || sess.Generation != m.Generation {
-		return nil
+	return sess, !sess.State.Terminal() && sess.Generation == m.Generation, nil
+}
+
+// stop stops the sandbox of m's generation for good, even when its session has
+// already ended (a lost sandbox may still be running), and ends a live session.
+func (w *Worker) stop(ctx context.Context, m jobs.Message) error {
+	sess, live, err := w.live(ctx, m)
+	if err != nil || sess.Generation != m.Generation {
+		return err
 	}
 	if sess.SandboxRef != "" {
 		if err := w.Launcher.Stop(ctx, sess.SandboxRef, stopGrace); err != nil {
 			return fmt.Errorf("stop sandbox of %s: %w", sess.ID, err)
 		}
+	}
+	if !live {
+		return nil
 	}
 	reason := sess.Reason
 	if reason == "" {
@@ -143,15 +154,9 @@ func (w *Worker) stop(ctx context.Context, m jobs.Message) error {
 }
 
 func (w *Worker) taskStopped(ctx context.Context, m jobs.Message) error {
-	sess, err := w.Store.Get(ctx, m.SessionID)
-	if errors.Is(err, session.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
+	sess, live, err := w.live(ctx, m)
+	if !live || err != nil {
 		return err
-	}
-	if sess.State.Terminal() || sess.Generation != m.Generation {
-		return nil
 	}
 	reason := session.ReasonCrashed
 	if sess.State == session.Ending {

@@ -169,4 +169,11 @@ func TestStopAfterGraceStopsSandbox(t *testing.T) {
 	if got.State != session.Ended || got.Reason != session.ReasonShutdown || len(l.stops) != 1 || l.stops[0] != "pid:1" {
 		t.Errorf("after stop: %+v, stops %v", got, l.stops)
 	}
+	// A session that already ended (lost) still gets its sandbox stopped.
+	if _, err := w.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{record("c", `{"type":"session.stop","session_id":"s3","generation":1}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.stops) != 2 {
+		t.Errorf("stops %v, want the sandbox stopped again", l.stops)
+	}
 }

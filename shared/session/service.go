@@ -323,9 +323,15 @@ func (s *Service) Alive(ctx context.Context, id, tok string) (AliveStatus, error
 		return AliveStatus{}, apierror.New(apierror.InvalidToken, "The session token is not valid for this agent.")
 	}
 	if sess.Lost(s.o.Now()) {
-		if lost, err := s.Transition(ctx, id, Change{From: Running, To: Ended, Reason: ReasonLost}); err == nil {
+		lost, err := s.Transition(ctx, id, Change{From: Running, To: Ended, Reason: ReasonLost})
+		switch {
+		case err == nil:
 			sess = lost
-		} else if !errors.Is(err, ErrConflict) {
+			// Whatever is left of the silent sandbox is stopped for good.
+			if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.SessionStop, SessionID: id, Generation: sess.Generation}, 0); err != nil {
+				s.o.Log.WarnContext(ctx, "publish session.stop for lost session", slog.String("session_id", id), slog.String("error", err.Error()))
+			}
+		case !errors.Is(err, ErrConflict):
 			return AliveStatus{}, err
 		}
 	}

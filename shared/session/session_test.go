@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/guardrails"
+	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/token"
 )
@@ -95,6 +96,13 @@ func (s *memStore) Touch(_ context.Context, id string, _ int, _ map[string]any) 
 	return s.Get(context.Background(), id)
 }
 
+type publisher struct{ sent []jobs.Message }
+
+func (p *publisher) Publish(_ context.Context, m jobs.Message, _ time.Duration) error {
+	p.sent = append(p.sent, m)
+	return nil
+}
+
 func TestAliveMarksSilentSandboxLost(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
@@ -109,7 +117,8 @@ func TestAliveMarksSilentSandboxLost(t *testing.T) {
 		ID: id, State: session.Ready, Generation: 1, TokenHashes: []string{hash},
 		HeartbeatAt: now.Add(-2 * time.Minute).Format(time.RFC3339Nano), GuardrailsHash: guardrails.Hash([]byte("# rules\n")),
 	}}}
-	svc := session.NewService(session.Options{Store: store, Guardrails: g, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	pub := &publisher{}
+	svc := session.NewService(session.Options{Store: store, Guardrails: g, Jobs: pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	st, err := svc.Alive(t.Context(), id, tok)
 	if err != nil {
 		t.Fatal(err)
@@ -119,5 +128,8 @@ func TestAliveMarksSilentSandboxLost(t *testing.T) {
 	}
 	if got, _ := store.Get(t.Context(), id); got.Reason != session.ReasonLost {
 		t.Errorf("session after: %+v", got)
+	}
+	if len(pub.sent) != 1 || pub.sent[0].Type != jobs.SessionStop || pub.sent[0].SessionID != id {
+		t.Errorf("published %+v, want one session.stop for the lost sandbox", pub.sent)
 	}
 }

@@ -83,7 +83,7 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 	}
 	cmd := exec.Command(l.o.Command[0], l.o.Command[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), l.o.Env...)
+	cmd.Env = append(sandboxEnv(os.Environ()), l.o.Env...)
 	for k, v := range spec.Env() {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -127,6 +127,20 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 		}
 	}()
 	return ref, nil
+}
+
+// sandboxEnv is the parent's environment without what a sandbox must not hold:
+// AWS credentials and endpoints (a sandbox reaches platform state only through the
+// gateway) and the platform's own RA_ settings.
+func sandboxEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "AWS_") || strings.HasPrefix(kv, "RA_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // Stop terminates a sandbox process group: SIGTERM, then SIGKILL after grace.

@@ -38,8 +38,9 @@ func newLauncher(t *testing.T, script string) (*process.Launcher, *exits, string
 }
 
 func TestLaunchPassesIdentityAndIsIdempotent(t *testing.T) {
-	t.Parallel()
-	l, ex, dir := newLauncher(t, `echo "$RA_SESSION_ID $RA_GENERATION $RA_GATEWAY_URL $RA_SANDBOX_TOKEN" > identity; pwd > where; exit 3`)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "platform-secret")
+	t.Setenv("RA_DEV_APP_KEY", "platform-app-key")
+	l, ex, dir := newLauncher(t, `echo "$RA_SESSION_ID $RA_GENERATION $RA_GATEWAY_URL $RA_SANDBOX_TOKEN" > identity; pwd > where; echo "$AWS_SECRET_ACCESS_KEY$RA_DEV_APP_KEY" > secrets; exit 3`)
 	spec := launch.Spec{SessionID: "s1", Generation: 2, GatewayURL: "http://127.0.0.1:1", SandboxToken: "rsb_t"}
 	ref, err := l.Launch(t.Context(), spec)
 	if err != nil {
@@ -57,6 +58,9 @@ func TestLaunchPassesIdentityAndIsIdempotent(t *testing.T) {
 	id, err := os.ReadFile(filepath.Join(work, "identity"))
 	if err != nil || strings.TrimSpace(string(id)) != "s1 2 http://127.0.0.1:1 rsb_t" {
 		t.Errorf("identity %q, %v", id, err)
+	}
+	if secrets, _ := os.ReadFile(filepath.Join(work, "secrets")); strings.TrimSpace(string(secrets)) != "" {
+		t.Errorf("sandbox inherited the platform's secrets: %q", secrets)
 	}
 	if where, _ := os.ReadFile(filepath.Join(work, "where")); strings.TrimSpace(string(where)) != work {
 		t.Errorf("ran in %q, want %q", where, work)

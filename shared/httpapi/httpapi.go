@@ -108,7 +108,7 @@ func Body(req Request, limit int) ([]byte, error) {
 }
 
 func tooLarge(limit int) error {
-	return apierror.New(apierror.PayloadTooLarge, "The request body is larger than %d bytes.", limit)
+	return apierror.New(apierror.InvalidRequest, "The request body is larger than %d bytes.", limit)
 }
 
 // DecodeJSON decodes the body into v strictly: one JSON object, no unknown fields,

@@ -35,7 +35,7 @@ func TestDecodeJSON(t *testing.T) {
 		{"wrong type", `{"count":"two"}`, false, apierror.InvalidRequest, `Field "count" must be of type number`},
 		{"array", `[1]`, false, apierror.InvalidRequest, "must be a JSON object"},
 		{"two objects", `{"name":"a"}{"name":"b"}`, false, apierror.InvalidRequest, "single JSON object"},
-		{"too large", `{"name":"` + strings.Repeat("x", 200) + `"}`, false, apierror.PayloadTooLarge, "larger than 128"},
+		{"too large", `{"name":"` + strings.Repeat("x", 200) + `"}`, false, apierror.InvalidRequest, "larger than 128"},
 		{"bad base64", `%%%`, true, apierror.InvalidRequest, "base64"},
 	}
 	for _, tt := range tests {

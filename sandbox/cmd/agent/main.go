@@ -1,12 +1,6 @@
-// Command agent is the headless agent that runs inside every sandbox.
-//
-//	agent sandbox    run as a remote agent inside a sandbox (identity from RA_* variables)
-//	agent version    print the build version
-//	agent help       list the commands
-//
-// The workflow commands (run, validate, inspect) arrive with the agent runtime;
-// until then the binary answers for what it has and refuses the rest with exit
-// status 2.
+// Command agent is the headless agent that runs inside every sandbox: it runs,
+// validates and inspects Agentfile workflows, and in a sandbox (`agent sandbox`)
+// it is the remote agent apps talk to. `agent help` lists the commands.
 package main
 
 import (
@@ -18,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/remote-agents/remote-agents/sandbox/cli"
 	"github.com/remote-agents/remote-agents/sandbox/remote"
 	"github.com/remote-agents/remote-agents/sandbox/tmux"
 )
@@ -29,18 +24,17 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = `usage: agent <command>
-
-commands:
-  sandbox   run as a remote agent inside a sandbox
-  version   print the build version
-  help      show this help
-`
+const usage = cli.Usage
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if code, ok := cli.Main(ctx, args, stdout, stderr); ok {
+		return code
 	}
 	switch args[0] {
 	case "sandbox":

@@ -16,8 +16,8 @@ func TestRun(t *testing.T) {
 		wantStderr string
 	}{
 		{"version", []string{"version"}, 0, "agent dev\n", ""},
-		{"help", []string{"help"}, 0, "usage: agent", ""},
-		{"no command", nil, 2, "", "usage: agent"},
+		{"help", []string{"help"}, 0, "agent run <Agentfile>", ""},
+		{"no command", nil, 2, "", "agent run <Agentfile>"},
 		{"unknown", []string{"fly"}, 2, "", `unknown command "fly"`},
 	}
 	for _, tt := range tests {

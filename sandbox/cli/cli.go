@@ -1,0 +1,274 @@
+// Package cli is the agent's command line: run, validate and inspect Agentfiles.
+// Events go to stderr, the result to stdout; the exit status is 0 on success, 1
+// when a run fails and 2 for a usage or Agentfile error.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
+	"github.com/remote-agents/remote-agents/sandbox/agentfile"
+	"github.com/remote-agents/remote-agents/sandbox/providers"
+	"github.com/remote-agents/remote-agents/sandbox/workflow"
+)
+
+// Exit statuses.
+const (
+	ExitOK      = 0
+	ExitFailed  = 1
+	ExitUsage   = 2
+	usageHeader = `agent runs Agentfile workflows with a language model and tools.
+
+usage:
+  agent run <Agentfile> [--input key=value]... [--config agent.json] [--policy policy.toml] [--workspace dir]
+  agent validate <Agentfile>
+  agent inspect <Agentfile> [--json]
+  agent sandbox              run as a remote agent inside a sandbox (identity from RA_* variables)
+  agent version
+`
+)
+
+// Usage is the help text.
+const Usage = usageHeader + `
+Events are printed to stderr and the final result to stdout. Exit status: 0 done,
+1 the run failed, 2 bad usage or an invalid Agentfile.
+`
+
+// inputs collects repeated --input key=value flags.
+type inputs map[string]string
+
+func (in inputs) String() string { return fmt.Sprint(map[string]string(in)) }
+
+func (in inputs) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || !agentfile.IsIdent(k) {
+		return fmt.Errorf("want key=value with key an input name, got %q", v)
+	}
+	if _, dup := in[k]; dup {
+		return fmt.Errorf("input %s given twice", k)
+	}
+	in[k] = val
+	return nil
+}
+
+// parse parses flags wherever they stand among the arguments and returns the
+// positional ones.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// Validate runs `agent validate`.
+func Validate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pos, err := parse(fs, args)
+	if err != nil || len(pos) != 1 {
+		fmt.Fprint(stderr, "usage: agent validate <Agentfile>\n")
+		return ExitUsage
+	}
+	wf, err := agentfile.Load(pos[0])
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitUsage
+	}
+	fmt.Fprintf(stdout, "%s: workflow %s is valid (%d inputs, %d agents, %d goals, %d steps)\n",
+		pos[0], wf.Name, len(wf.Inputs), len(wf.Agents), len(wf.Goals), len(wf.Steps))
+	return ExitOK
+}
+
+// Inspect runs `agent inspect`.
+func Inspect(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the structure as JSON")
+	pos, err := parse(fs, args)
+	if err != nil || len(pos) != 1 {
+		fmt.Fprint(stderr, "usage: agent inspect <Agentfile> [--json]\n")
+		return ExitUsage
+	}
+	wf, err := agentfile.Load(pos[0])
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitUsage
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(wf); err != nil {
+			fmt.Fprintln(stderr, err)
+			return ExitFailed
+		}
+		return ExitOK
+	}
+	fmt.Fprintf(stdout, "workflow %s\n", wf.Name)
+	if len(wf.Inputs) > 0 {
+		fmt.Fprintln(stdout, "\ninputs:")
+		for _, in := range wf.Inputs {
+			d := "required"
+			if in.Default != nil {
+				d = "default " + in.Default.Text
+				if !in.Default.IsNumber {
+					d = fmt.Sprintf("default %q", in.Default.Text)
+				}
+			}
+			fmt.Fprintf(stdout, "  %-16s %s\n", in.Name, d)
+		}
+	}
+	if len(wf.Agents) > 0 {
+		fmt.Fprintln(stdout, "\nagents:")
+		for _, a := range wf.Agents {
+			fmt.Fprintf(stdout, "  %-16s from %s\n", a.Name, a.From)
+		}
+	}
+	fmt.Fprintln(stdout, "\ngoals:")
+	for _, g := range wf.Goals {
+		src := fmt.Sprintf("%q", excerpt(g.Prompt, 60))
+		if g.From != "" {
+			src = "from " + g.From
+		}
+		using := ""
+		if len(g.Using) > 0 {
+			using = "  using " + strings.Join(g.Using, ", ")
+		}
+		fmt.Fprintf(stdout, "  %-16s %s%s\n", g.Name, src, using)
+	}
+	fmt.Fprintln(stdout, "\nsteps:")
+	for i, s := range wf.Steps {
+		limit := ""
+		switch {
+		case s.WithinVar != "":
+			limit = " within $" + s.WithinVar
+		case s.Kind == agentfile.LoopStep:
+			limit = fmt.Sprintf(" within %d", s.Within)
+		}
+		fmt.Fprintf(stdout, "  %d. %-4s %-12s %s%s\n", i+1, s.Kind, s.Name, strings.Join(s.Using, " → "), limit)
+	}
+	return ExitOK
+}
+
+// Run runs `agent run`.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	given := inputs{}
+	fs.Var(given, "input", "an input as key=value (repeatable)")
+	configPath := fs.String("config", "", "config file (default ./agent.json if present)")
+	policyPath := fs.String("policy", "", "policy file (default policy.toml beside the Agentfile)")
+	workspace := fs.String("workspace", "", "workspace folder (overrides the config)")
+	pos, err := parse(fs, args)
+	if err != nil || len(pos) != 1 {
+		fmt.Fprint(stderr, "usage: agent run <Agentfile> [--input key=value]... [--config agent.json] [--policy policy.toml] [--workspace dir]\n")
+		return ExitUsage
+	}
+	_ = policyPath // the policy guards tools, which arrive with the tool registry
+	cfg, cfgDir, err := agentconfig.Load(*configPath)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitUsage
+	}
+	if *workspace != "" {
+		cfg.Agent.Workspace = *workspace
+	}
+	wf, err := agentfile.Load(pos[0])
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitUsage
+	}
+	bound, err := workflow.BindInputs(wf, given)
+	if err != nil {
+		fmt.Fprintln(stderr, "agent:", err)
+		return ExitUsage
+	}
+	provider, err := providers.New(cfg.LLM, cfgDir)
+	if err != nil {
+		fmt.Fprintln(stderr, "agent:", err)
+		return ExitUsage
+	}
+	if provider.Name() == "scripted" {
+		fmt.Fprintln(stderr, "agent: using the scripted provider: no LLM is configured (set llm.provider in agent.json)")
+	}
+	res, err := workflow.Run(ctx, wf, bound, workflow.Options{
+		Provider:  provider,
+		Model:     cfg.LLM.Model,
+		MaxTokens: cfg.LLM.MaxTokens,
+		OnEvent:   printEvent(stderr),
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "agent: run failed:", err)
+		return ExitFailed
+	}
+	fmt.Fprintln(stdout, res.Output)
+	return ExitOK
+}
+
+func printEvent(w io.Writer) func(workflow.Event) {
+	return func(e workflow.Event) {
+		var line string
+		switch e.Type {
+		case workflow.WorkflowStarted:
+			line = "workflow started"
+		case workflow.StepStarted:
+			line = "step " + e.Step
+		case workflow.LoopIteration:
+			line = fmt.Sprintf("  loop %s, iteration %d", e.Step, e.Iteration)
+		case workflow.GoalStarted:
+			line = "  goal " + e.Goal + " started"
+		case workflow.ToolCallEvent:
+			status := "ok"
+			if e.IsError {
+				status = "failed"
+			}
+			line = fmt.Sprintf("    tool %s %s (%s)", e.Tool, excerpt(e.Args, 80), status)
+		case workflow.GoalComplete:
+			line = fmt.Sprintf("  goal %s complete: %s", e.Goal, excerpt(e.Output, 80))
+		case workflow.StepComplete:
+			line = "step " + e.Step + " complete"
+		case workflow.WorkflowComplete:
+			line = fmt.Sprintf("workflow complete (%d tokens in, %d out)", e.Usage.InputTokens, e.Usage.OutputTokens)
+		case workflow.ErrorEvent:
+			line = "error: " + e.Message
+		default:
+			return
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+func excerpt(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
+
+// Main dispatches the workflow commands; it returns false for other commands.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) (int, bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	switch args[0] {
+	case "run":
+		return Run(ctx, args[1:], stdout, stderr), true
+	case "validate":
+		return Validate(args[1:], stdout, stderr), true
+	case "inspect":
+		return Inspect(args[1:], stdout, stderr), true
+	}
+	return 0, false
+}

@@ -9,11 +9,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/agentfile"
+	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/providers"
+	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/sandbox/workflow"
 )
 
@@ -175,7 +178,6 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "usage: agent run <Agentfile> [--input key=value]... [--config agent.json] [--policy policy.toml] [--workspace dir]\n")
 		return ExitUsage
 	}
-	_ = policyPath // the policy guards tools, which arrive with the tool registry
 	cfg, cfgDir, err := agentconfig.Load(*configPath)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -202,10 +204,34 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if provider.Name() == "scripted" {
 		fmt.Fprintln(stderr, "agent: using the scripted provider: no LLM is configured (set llm.provider in agent.json)")
 	}
+	ws := cfg.Agent.Workspace
+	if *workspace == "" && !filepath.IsAbs(ws) {
+		ws = filepath.Join(cfgDir, ws)
+	}
+	polFile := *policyPath
+	if polFile == "" {
+		polFile = filepath.Join(filepath.Dir(pos[0]), policy.FileName)
+	}
+	var pol *policy.Policy
+	if *policyPath != "" {
+		pol, err = policy.Load(polFile, ws)
+	} else {
+		pol, err = policy.LoadOrDefault(polFile, ws)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "agent:", err)
+		return ExitUsage
+	}
+	registry, err := tools.New(pol, tools.Options{MemoryPath: filepath.Join(pol.Workspace(), ".agent", "memory.json")})
+	if err != nil {
+		fmt.Fprintln(stderr, "agent:", err)
+		return ExitFailed
+	}
 	res, err := workflow.Run(ctx, wf, bound, workflow.Options{
 		Provider:  provider,
 		Model:     cfg.LLM.Model,
 		MaxTokens: cfg.LLM.MaxTokens,
+		Tools:     registry,
 		OnEvent:   printEvent(stderr),
 	})
 	if err != nil {

@@ -1,0 +1,111 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/remote-agents/remote-agents/sandbox/policy"
+)
+
+// Limits of bash.
+const (
+	defaultBashTimeout = 120 * time.Second
+	maxBashTimeout     = 600 * time.Second
+	maxOutputBytes     = 64 * 1024
+)
+
+func bashTool(p *policy.Policy) Tool {
+	return Tool{
+		Name:        "bash",
+		Description: "Run a shell command in the workspace. Returns the exit code, stdout and stderr (each capped at 64 KiB).",
+		Schema: `{"type":"object","additionalProperties":false,"required":["command"],"properties":{
+			"command":{"type":"string","minLength":1,"maxLength":16384},
+			"timeout_seconds":{"type":"integer","minimum":1,"maximum":600,"description":"default 120"}}}`,
+		Run: func(ctx context.Context, raw json.RawMessage) (string, error) {
+			a, err := decode[struct {
+				Command string
+				Timeout int `json:"timeout_seconds"`
+			}](raw)
+			if err != nil {
+				return "", err
+			}
+			if err := p.CheckCommand(a.Command); err != nil {
+				return "", err
+			}
+			timeout := defaultBashTimeout
+			if a.Timeout > 0 {
+				timeout = min(time.Duration(a.Timeout)*time.Second, maxBashTimeout)
+			}
+			return runShell(ctx, p.Workspace(), a.Command, timeout)
+		},
+	}
+}
+
+// capped keeps the first max bytes written and counts the rest.
+type capped struct {
+	buf     bytes.Buffer
+	max     int
+	dropped int
+}
+
+func (c *capped) Write(b []byte) (int, error) {
+	room := c.max - c.buf.Len()
+	if room >= len(b) {
+		return c.buf.Write(b)
+	}
+	if room > 0 {
+		c.buf.Write(b[:room])
+	}
+	c.dropped += len(b) - max(room, 0)
+	return len(b), nil
+}
+
+func (c *capped) String() string {
+	if c.dropped > 0 {
+		return c.buf.String() + fmt.Sprintf("\n… (%d more bytes cut)", c.dropped)
+	}
+	return c.buf.String()
+}
+
+func runShell(ctx context.Context, dir, command string, timeout time.Duration) (string, error) {
+	shell := "bash"
+	if _, err := exec.LookPath(shell); err != nil {
+		shell = "sh"
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, shell, "-c", command)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// On timeout, kill the whole process group, not just the shell.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	stdout, stderr := &capped{max: maxOutputBytes}, &capped{max: maxOutputBytes}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return "", fmt.Errorf("command timed out after %s\nstdout:\n%s\nstderr:\n%s", timeout, stdout, stderr)
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		return "", fmt.Errorf("command could not run: %w", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "exit code: %d\n", code)
+	fmt.Fprintf(&b, "stdout:\n%s\n", stdout)
+	fmt.Fprintf(&b, "stderr:\n%s", stderr)
+	if code != 0 {
+		return "", errors.New(b.String())
+	}
+	return b.String(), nil
+}

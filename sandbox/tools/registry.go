@@ -1,0 +1,180 @@
+// Package tools is the agent's tool registry and its built-in tools: read, write,
+// edit, glob, grep, ls, bash, memory_read and memory_write. Every call's arguments
+// are validated against the JSON Schema the model is shown, and every tool goes
+// through the security policy. A tool that fails answers the model with what went
+// wrong; only a cancelled run is an error.
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/remote-agents/remote-agents/sandbox/llm"
+	"github.com/remote-agents/remote-agents/sandbox/policy"
+	"github.com/remote-agents/remote-agents/sandbox/workflow"
+)
+
+// Tool is one tool.
+type Tool struct {
+	Name        string
+	Description string
+	// Schema is the JSON Schema of the arguments, as the model sees it.
+	Schema string
+	// Run does the work; a returned error is reported to the model as a failure.
+	Run func(ctx context.Context, args json.RawMessage) (string, error)
+}
+
+// Registry holds the tools a run may use.
+type Registry struct {
+	tools   map[string]Tool
+	schemas map[string]*jsonschema.Schema
+	order   []string
+}
+
+var _ workflow.Tools = (*Registry)(nil)
+
+// Options configure the built-in tools.
+type Options struct {
+	// MemoryPath is the JSON file memory_read and memory_write keep.
+	MemoryPath string
+}
+
+// New registers the built-in tools the policy enables.
+func New(p *policy.Policy, o Options) (*Registry, error) {
+	r := &Registry{tools: map[string]Tool{}, schemas: map[string]*jsonschema.Schema{}}
+	builtins := append(fileTools(p), bashTool(p))
+	builtins = append(builtins, memoryTools(o.MemoryPath)...)
+	for _, t := range builtins {
+		if !p.Enabled(t.Name) {
+			continue
+		}
+		if err := r.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Register adds a tool; its schema must compile.
+func (r *Registry) Register(t Tool) error {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(t.Schema))
+	if err != nil {
+		return fmt.Errorf("tool %s: schema: %w", t.Name, err)
+	}
+	c := jsonschema.NewCompiler()
+	url := "tool://" + t.Name
+	if err := c.AddResource(url, doc); err != nil {
+		return fmt.Errorf("tool %s: schema: %w", t.Name, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return fmt.Errorf("tool %s: schema: %w", t.Name, err)
+	}
+	if _, dup := r.tools[t.Name]; !dup {
+		r.order = append(r.order, t.Name)
+	}
+	r.tools[t.Name] = t
+	r.schemas[t.Name] = sch
+	return nil
+}
+
+// Names lists the registered tools in registration order.
+func (r *Registry) Names() []string { return append([]string(nil), r.order...) }
+
+// Definitions are the tools as the model sees them.
+func (r *Registry) Definitions() []llm.Tool {
+	defs := make([]llm.Tool, 0, len(r.order))
+	for _, name := range r.order {
+		t := r.tools[name]
+		defs = append(defs, llm.Tool{Name: t.Name, Description: t.Description, Schema: json.RawMessage(t.Schema)})
+	}
+	return defs
+}
+
+// Run validates and runs one call.
+func (r *Registry) Run(ctx context.Context, call llm.ToolCall) (workflow.ToolResult, error) {
+	if err := ctx.Err(); err != nil {
+		return workflow.ToolResult{}, err
+	}
+	t, ok := r.tools[call.Name]
+	if !ok {
+		names := append([]string(nil), r.order...)
+		sort.Strings(names)
+		return failed("unknown tool %q; available tools: %s", call.Name, strings.Join(names, ", ")), nil
+	}
+	args := call.Args
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return failed("the arguments of %s are not valid JSON", call.Name), nil
+	}
+	if err := r.schemas[call.Name].Validate(inst); err != nil {
+		return failed("invalid arguments for %s: %s", call.Name, schemaError(err)), nil
+	}
+	out, err := t.Run(ctx, args)
+	if ctx.Err() != nil {
+		return workflow.ToolResult{}, ctx.Err()
+	}
+	if err != nil {
+		return workflow.ToolResult{Content: err.Error(), IsError: true}, nil
+	}
+	return workflow.ToolResult{Content: out}, nil
+}
+
+func failed(format string, args ...any) workflow.ToolResult {
+	return workflow.ToolResult{Content: fmt.Sprintf(format, args...), IsError: true}
+}
+
+var english = message.NewPrinter(language.English)
+
+// schemaError flattens a validation error into one line the model can act on.
+func schemaError(err error) string {
+	var ve *jsonschema.ValidationError
+	if ok := asValidation(err, &ve); ok {
+		var msgs []string
+		for _, c := range leaves(ve) {
+			loc := "/" + strings.Join(c.InstanceLocation, "/")
+			msgs = append(msgs, fmt.Sprintf("at %s: %s", loc, c.ErrorKind.LocalizedString(english)))
+		}
+		return strings.Join(msgs, "; ")
+	}
+	return err.Error()
+}
+
+func asValidation(err error, target **jsonschema.ValidationError) bool {
+	ve, ok := err.(*jsonschema.ValidationError) //nolint:errorlint // Validate returns it unwrapped
+	if ok {
+		*target = ve
+	}
+	return ok
+}
+
+func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return []*jsonschema.ValidationError{ve}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range ve.Causes {
+		out = append(out, leaves(c)...)
+	}
+	return out
+}
+
+// decode unmarshals validated arguments.
+func decode[T any](args json.RawMessage) (T, error) {
+	var v T
+	if err := json.Unmarshal(args, &v); err != nil {
+		return v, fmt.Errorf("arguments: %w", err)
+	}
+	return v, nil
+}

@@ -3,7 +3,9 @@ package providers
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
@@ -26,7 +28,27 @@ func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
 			return nil, err
 		}
 		return llm.NewScripted(steps), nil
+	case "anthropic", "openai":
+		keyEnv := cfg.APIKeyEnv
+		if keyEnv == "" {
+			keyEnv = map[string]string{"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}[cfg.Provider]
+		}
+		key := os.Getenv(keyEnv)
+		if key == "" {
+			return nil, fmt.Errorf("llm.provider %s needs an API key in $%s", cfg.Provider, keyEnv)
+		}
+		timeout := time.Duration(cfg.TimeoutSeconds) * time.Second
+		if timeout <= 0 {
+			timeout = 5 * time.Minute
+		}
+		if cfg.Provider == "anthropic" {
+			return NewAnthropic(key, cfg.BaseURL, cfg.Model, timeout, MaxRetries), nil
+		}
+		return NewOpenAI(key, cfg.BaseURL, cfg.Model, timeout, MaxRetries), nil
 	default:
-		return nil, fmt.Errorf("llm.provider %q is not available in this build of the agent (available: scripted)", cfg.Provider)
+		return nil, fmt.Errorf("llm.provider %q is not available in this build of the agent (available: scripted, anthropic, openai)", cfg.Provider)
 	}
 }
+
+// MaxRetries is how often a model call is retried on 429 and 5xx.
+const MaxRetries = 4

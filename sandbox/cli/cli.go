@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/agentfile"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/providers"
+	"github.com/remote-agents/remote-agents/sandbox/rpc"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/sandbox/workflow"
 )
@@ -31,6 +33,7 @@ usage:
   agent run <Agentfile> [--input key=value]... [--config agent.json] [--policy policy.toml] [--workspace dir]
   agent validate <Agentfile>
   agent inspect <Agentfile> [--json]
+  agent rpc [--config agent.json]   JSON-RPC 2.0 on stdin/stdout: method "run" {file, inputs}
   agent sandbox              run as a remote agent inside a sandbox (identity from RA_* variables)
   agent version
 `
@@ -164,6 +167,83 @@ func Inspect(args []string, stdout, stderr io.Writer) int {
 	return ExitOK
 }
 
+// setup is what run and rpc share: configuration, policy and workspace flags.
+type setup struct {
+	cfg        agentconfig.Config
+	cfgDir     string
+	policyPath string
+	workspace  string
+}
+
+func newSetup(configPath, policyPath, workspace string) (*setup, error) {
+	cfg, cfgDir, err := agentconfig.Load(configPath)
+	if err != nil {
+		return nil, err
+	}
+	ws := cfg.Agent.Workspace
+	switch {
+	case workspace != "":
+		ws = workspace
+	case !filepath.IsAbs(ws):
+		ws = filepath.Join(cfgDir, ws)
+	}
+	return &setup{cfg: cfg, cfgDir: cfgDir, policyPath: policyPath, workspace: ws}, nil
+}
+
+// options builds the provider and the tools for a run of the Agentfile at file:
+// its policy is --policy, else policy.toml beside the Agentfile, else the defaults.
+func (s *setup) options(file string) (workflow.Options, error) {
+	provider, err := providers.New(s.cfg.LLM, s.cfgDir)
+	if err != nil {
+		return workflow.Options{}, err
+	}
+	var pol *policy.Policy
+	if s.policyPath != "" {
+		pol, err = policy.Load(s.policyPath, s.workspace)
+	} else {
+		pol, err = policy.LoadOrDefault(filepath.Join(filepath.Dir(file), policy.FileName), s.workspace)
+	}
+	if err != nil {
+		return workflow.Options{}, err
+	}
+	registry, err := tools.New(pol, tools.Options{MemoryPath: filepath.Join(pol.Workspace(), ".agent", "memory.json")})
+	if err != nil {
+		return workflow.Options{}, err
+	}
+	return workflow.Options{Provider: provider, Model: s.cfg.LLM.Model, MaxTokens: s.cfg.LLM.MaxTokens, Tools: registry}, nil
+}
+
+// RPC runs `agent rpc`: JSON-RPC 2.0 over stdin and stdout.
+func RPC(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("rpc", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "config file (default ./agent.json if present)")
+	policyPath := fs.String("policy", "", "policy file (default policy.toml beside each Agentfile)")
+	workspace := fs.String("workspace", "", "workspace folder (overrides the config)")
+	if pos, err := parse(fs, args); err != nil || len(pos) != 0 {
+		fmt.Fprint(stderr, "usage: agent rpc [--config agent.json] [--policy policy.toml] [--workspace dir]\n")
+		return ExitUsage
+	}
+	setup, err := newSetup(*configPath, *policyPath, *workspace)
+	if err != nil {
+		fmt.Fprintln(stderr, "agent:", err)
+		return ExitUsage
+	}
+	runner := func(ctx context.Context, wf *agentfile.Workflow, inputs map[string]string, onEvent func(workflow.Event)) (workflow.Result, error) {
+		opts, err := setup.options(wf.File)
+		if err != nil {
+			return workflow.Result{}, err
+		}
+		opts.OnEvent = onEvent
+		return workflow.Run(ctx, wf, inputs, opts)
+	}
+	if err := rpc.Serve(ctx, stdin, stdout, runner); err != nil {
+		fmt.Fprintln(stderr, "agent:", err)
+		return ExitFailed
+	}
+	return ExitOK
+}
+
 // Run runs `agent run`.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -178,13 +258,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "usage: agent run <Agentfile> [--input key=value]... [--config agent.json] [--policy policy.toml] [--workspace dir]\n")
 		return ExitUsage
 	}
-	cfg, cfgDir, err := agentconfig.Load(*configPath)
+	setup, err := newSetup(*configPath, *policyPath, *workspace)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(stderr, "agent:", err)
 		return ExitUsage
-	}
-	if *workspace != "" {
-		cfg.Agent.Workspace = *workspace
 	}
 	wf, err := agentfile.Load(pos[0])
 	if err != nil {
@@ -196,44 +273,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agent:", err)
 		return ExitUsage
 	}
-	provider, err := providers.New(cfg.LLM, cfgDir)
+	opts, err := setup.options(wf.File)
 	if err != nil {
 		fmt.Fprintln(stderr, "agent:", err)
 		return ExitUsage
 	}
-	if provider.Name() == "scripted" {
+	if opts.Provider.Name() == "scripted" {
 		fmt.Fprintln(stderr, "agent: using the scripted provider: no LLM is configured (set llm.provider in agent.json)")
 	}
-	ws := cfg.Agent.Workspace
-	if *workspace == "" && !filepath.IsAbs(ws) {
-		ws = filepath.Join(cfgDir, ws)
-	}
-	polFile := *policyPath
-	if polFile == "" {
-		polFile = filepath.Join(filepath.Dir(pos[0]), policy.FileName)
-	}
-	var pol *policy.Policy
-	if *policyPath != "" {
-		pol, err = policy.Load(polFile, ws)
-	} else {
-		pol, err = policy.LoadOrDefault(polFile, ws)
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "agent:", err)
-		return ExitUsage
-	}
-	registry, err := tools.New(pol, tools.Options{MemoryPath: filepath.Join(pol.Workspace(), ".agent", "memory.json")})
-	if err != nil {
-		fmt.Fprintln(stderr, "agent:", err)
-		return ExitFailed
-	}
-	res, err := workflow.Run(ctx, wf, bound, workflow.Options{
-		Provider:  provider,
-		Model:     cfg.LLM.Model,
-		MaxTokens: cfg.LLM.MaxTokens,
-		Tools:     registry,
-		OnEvent:   printEvent(stderr),
-	})
+	opts.OnEvent = printEvent(stderr)
+	res, err := workflow.Run(ctx, wf, bound, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "agent: run failed:", err)
 		return ExitFailed
@@ -295,6 +344,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) (int, bo
 		return Validate(args[1:], stdout, stderr), true
 	case "inspect":
 		return Inspect(args[1:], stdout, stderr), true
+	case "rpc":
+		return RPC(ctx, args[1:], os.Stdin, stdout, stderr), true
 	}
 	return 0, false
 }

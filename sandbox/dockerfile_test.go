@@ -1,0 +1,55 @@
+// Package sandbox_test checks the agent image definition. No Docker engine runs
+// here, so the Dockerfile is checked by reading it against go.mod and the agent's
+// real dependencies.
+package sandbox_test
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestDockerfile(t *testing.T) {
+	t.Parallel()
+	df, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(string(mod))
+	if goVersion == nil {
+		t.Fatal("go.mod has no go directive")
+	}
+	text := string(df)
+	for _, want := range []string{
+		"FROM golang:" + goVersion[1] + "-alpine AS build", // R12.1.1-2, Go version from go.mod
+		"FROM alpine:3.21",                    // R12.1.3
+		"apk add --no-cache git tmux",         // R12.1.4 (+ tmux for the named session)
+		"/usr/local/bin/agent",                // R12.1.5
+		"WORKDIR /workspace",                  // R12.1.6
+		`ENTRYPOINT ["/usr/local/bin/agent"]`, // R12.1.7
+		`VOLUME ["/workspace", "/data"]`,      // R12.2.1-2
+		"USER agent",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	// The build stage copies only shared/ and sandbox/: the agent must need nothing else.
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../sandbox/cmd/agent").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const module = "github.com/remote-agents/remote-agents/"
+	for _, pkg := range strings.Fields(string(out)) {
+		rest, ok := strings.CutPrefix(pkg, module)
+		if ok && !strings.HasPrefix(rest, "shared/") && !strings.HasPrefix(rest, "sandbox/") {
+			t.Errorf("the agent imports %s, which the Dockerfile does not copy", pkg)
+		}
+	}
+}

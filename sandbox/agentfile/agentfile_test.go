@@ -1,6 +1,7 @@
 package agentfile_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -311,4 +312,28 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkParse1000Lines measures parse + validate throughput of a 1,000-line
+// Agentfile (MB/s is reported from the source size).
+func BenchmarkParse1000Lines(b *testing.B) {
+	var src strings.Builder
+	src.WriteString("NAME bench\nINPUT topic DEFAULT \"go\"\n")
+	for i := 0; src.Len() == 0 || strings.Count(src.String(), "\n") < 998; i++ {
+		fmt.Fprintf(&src, "GOAL g%d \"Study $topic, part %d, with \\\"quotes\\\" and $topic again\"\n", i, i)
+		if i%2 == 1 {
+			fmt.Fprintf(&src, "RUN r%d USING g%d, g%d\n", i, i-1, i)
+		}
+	}
+	text := src.String()
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		wf, err := agentfile.Parse("A", text)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := agentfile.Validate(wf); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -12,12 +12,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/agentfile"
+	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/providers"
 	"github.com/remote-agents/remote-agents/sandbox/rpc"
+	"github.com/remote-agents/remote-agents/sandbox/sessions"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/sandbox/workflow"
 )
@@ -213,6 +216,47 @@ func (s *setup) options(file string) (workflow.Options, error) {
 	return workflow.Options{Provider: provider, Model: s.cfg.LLM.Model, MaxTokens: s.cfg.LLM.MaxTokens, Tools: registry}, nil
 }
 
+// sessions opens the configured session store (its path is relative to the config).
+func (s *setup) sessions() (sessions.Store, error) {
+	path := s.cfg.Session.Path
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(s.cfgDir, path)
+	}
+	if s.cfg.Session.Store == "sqlite" && filepath.Ext(path) == "" {
+		path = filepath.Join(path, "sessions.db")
+	}
+	return sessions.Open(s.cfg.Session.Store, path)
+}
+
+// persist records the run in the session: the outputs after each goal (the state
+// a resume starts from), every message and every tool call.
+func persist(ctx context.Context, store sessions.Store, ses *sessions.Session, opts *workflow.Options, stderr io.Writer) {
+	ctx = context.WithoutCancel(ctx)
+	opts.Done = ses.Outputs
+	warn := func(err error) {
+		if err != nil {
+			fmt.Fprintln(stderr, "agent: save session:", err)
+		}
+	}
+	opts.OnGoal = func(_ string, outputs map[string]string) error {
+		ses.Outputs = outputs
+		return store.Update(ctx, *ses)
+	}
+	opts.OnMessage = func(goal, agent string, m llm.Message) {
+		warn(store.AddMessage(ctx, ses.ID, sessions.Message{Goal: goal, Agent: agent, Role: string(m.Role), Content: m.Content, At: time.Now().UTC()}))
+	}
+	events := opts.OnEvent
+	opts.OnEvent = func(e workflow.Event) {
+		if e.Type == workflow.ToolCallEvent {
+			warn(store.AddToolCall(ctx, ses.ID, sessions.ToolCall{Goal: e.Goal, Agent: e.Agent, Tool: e.Tool, Args: e.Args,
+				Result: e.Output, IsError: e.IsError, At: e.Time, Duration: time.Duration(e.Latency * float64(time.Millisecond))}))
+		}
+		if events != nil {
+			events(e)
+		}
+	}
+}
+
 // RPC runs `agent rpc`: JSON-RPC 2.0 over stdin and stdout.
 func RPC(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rpc", flag.ContinueOnError)
@@ -253,9 +297,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	configPath := fs.String("config", "", "config file (default ./agent.json if present)")
 	policyPath := fs.String("policy", "", "policy file (default policy.toml beside the Agentfile)")
 	workspace := fs.String("workspace", "", "workspace folder (overrides the config)")
+	resume := fs.String("resume", "", "resume the session with this id from its last completed goal")
 	pos, err := parse(fs, args)
 	if err != nil || len(pos) != 1 {
-		fmt.Fprint(stderr, "usage: agent run <Agentfile> [--input key=value]... [--config agent.json] [--policy policy.toml] [--workspace dir]\n")
+		fmt.Fprint(stderr, "usage: agent run <Agentfile> [--input key=value]... [--config agent.json] [--policy policy.toml] [--workspace dir] [--resume session-id]\n")
 		return ExitUsage
 	}
 	setup, err := newSetup(*configPath, *policyPath, *workspace)
@@ -268,11 +313,41 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return ExitUsage
 	}
+	store, err := setup.sessions()
+	if err != nil {
+		fmt.Fprintln(stderr, "agent:", err)
+		return ExitUsage
+	}
+	defer func() { _ = store.Close() }()
+	var ses sessions.Session
+	if *resume != "" {
+		if ses, err = store.Get(ctx, *resume); err != nil {
+			fmt.Fprintln(stderr, "agent:", err)
+			return ExitUsage
+		}
+		if ses.Workflow != wf.Name {
+			fmt.Fprintf(stderr, "agent: session %s ran workflow %s, not %s\n", ses.ID, ses.Workflow, wf.Name)
+			return ExitUsage
+		}
+		for k, v := range ses.Inputs {
+			if _, set := given[k]; !set {
+				given[k] = v
+			}
+		}
+	}
 	bound, err := workflow.BindInputs(wf, given)
 	if err != nil {
 		fmt.Fprintln(stderr, "agent:", err)
 		return ExitUsage
 	}
+	if *resume == "" {
+		ses = sessions.Session{ID: sessions.NewID(), Workflow: wf.Name, File: wf.File, Inputs: bound, Status: sessions.Running, Outputs: map[string]string{}}
+		if err := store.Create(ctx, ses); err != nil {
+			fmt.Fprintln(stderr, "agent:", err)
+			return ExitFailed
+		}
+	}
+	fmt.Fprintf(stderr, "session %s\n", ses.ID)
 	opts, err := setup.options(wf.File)
 	if err != nil {
 		fmt.Fprintln(stderr, "agent:", err)
@@ -282,9 +357,17 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agent: using the scripted provider: no LLM is configured (set llm.provider in agent.json)")
 	}
 	opts.OnEvent = printEvent(stderr)
+	persist(ctx, store, &ses, &opts, stderr)
 	res, err := workflow.Run(ctx, wf, bound, opts)
+	ses.Status, ses.Outputs = sessions.Completed, res.Outputs
 	if err != nil {
-		fmt.Fprintln(stderr, "agent: run failed:", err)
+		ses.Status, ses.Error = sessions.Failed, err.Error()
+	}
+	if uerr := store.Update(context.WithoutCancel(ctx), ses); uerr != nil {
+		fmt.Fprintln(stderr, "agent: save session:", uerr)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "agent: run failed: %v\nresume with: agent run %s --resume %s\n", err, pos[0], ses.ID)
 		return ExitFailed
 	}
 	fmt.Fprintln(stdout, res.Output)

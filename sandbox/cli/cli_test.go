@@ -2,9 +2,13 @@ package cli_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/remote-agents/remote-agents/sandbox/cli"
@@ -26,10 +30,16 @@ func TestExamples(t *testing.T) {
 	if err != nil || len(dirs) < 4 {
 		t.Fatalf("examples: %v, %v", dirs, err)
 	}
-	for _, af := range dirs {
-		dir := filepath.Dir(af)
-		t.Run(filepath.Base(dir), func(t *testing.T) {
+	for _, src := range dirs {
+		name := filepath.Base(filepath.Dir(src))
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			// Run a copy: runs write their sessions beside the config.
+			dir := filepath.Join(t.TempDir(), name)
+			if err := os.CopyFS(dir, os.DirFS(filepath.Dir(src))); err != nil {
+				t.Fatal(err)
+			}
+			af := filepath.Join(dir, "Agentfile")
 			if code, out, errOut := call(t, "validate", af); code != cli.ExitOK || !strings.Contains(out, "is valid") {
 				t.Errorf("validate: %d %q %q", code, out, errOut)
 			}
@@ -105,9 +115,88 @@ func TestRunErrors(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want %d with %q", tt.name, code, errOut, tt.code, tt.want)
 		}
 	}
-	// Without a config, the scripted provider says plainly that no LLM is set.
-	code, out, _ := call(t, "run", af, "--input", "topic=Go")
+	// Without a provider, the scripted one says plainly that no LLM is set.
+	plain := filepath.Join(dir, "plain.json")
+	if err := os.WriteFile(plain, []byte(`{"session":{"store":"sqlite","path":"state"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := call(t, "run", af, "--config", plain, "--input", "topic=Go")
 	if code != cli.ExitOK || !strings.Contains(out, "no LLM is configured") {
-		t.Errorf("run without config: %d %q", code, out)
+		t.Errorf("run without a provider: %d %q", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "sessions.db")); err != nil {
+		t.Errorf("sqlite session store not written: %v (%s)", err, errOut)
+	}
+}
+
+// A run that fails at its second goal resumes from there: the first goal is not
+// asked again, its output is reused, and the session ends completed.
+func TestResumeAfterFailure(t *testing.T) {
+	dir := t.TempDir()
+	af := filepath.Join(dir, "Agentfile")
+	if err := os.WriteFile(af, []byte("NAME two-steps\nINPUT topic\nGOAL first \"research $topic\"\nGOAL second \"write using $first\"\nRUN r USING first, second\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var prompts []string
+	failing := true
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Messages []struct {
+				Content []struct{ Text string } `json:"content"`
+			} `json:"messages"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		prompt := body.Messages[0].Content[0].Text
+		mu.Lock()
+		prompts = append(prompts, prompt)
+		fail := failing && strings.Contains(prompt, "Goal second")
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if fail {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"type":"error","error":{"type":"invalid_request_error","message":"boom"}}`))
+			return
+		}
+		text := "facts about Go"
+		if strings.Contains(prompt, "Goal second") {
+			text = "essay from " + prompt[strings.Index(prompt, "using ")+6:]
+		}
+		resp, _ := json.Marshal(map[string]any{"id": "m", "type": "message", "role": "assistant", "model": "x",
+			"content": []map[string]any{{"type": "text", "text": text}}, "stop_reason": "end_turn",
+			"usage": map[string]int{"input_tokens": 1, "output_tokens": 1}})
+		_, _ = w.Write(resp)
+	}))
+	defer srv.Close()
+	t.Setenv("RA_TEST_KEY", "k")
+	cfg := filepath.Join(dir, "agent.json")
+	if err := os.WriteFile(cfg, []byte(`{"llm":{"provider":"anthropic","model":"m","api_key_env":"RA_TEST_KEY","base_url":"`+srv.URL+`"},"session":{"store":"file","path":"sessions"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := call(t, "run", af, "--config", cfg, "--input", "topic=Go")
+	if code != cli.ExitFailed || !strings.Contains(errOut, "--resume ") {
+		t.Fatalf("first run: %d\n%s", code, errOut)
+	}
+	id := errOut[strings.Index(errOut, "--resume ")+9:]
+	id = strings.TrimSpace(id)
+
+	mu.Lock()
+	failing = false
+	asked := len(prompts)
+	mu.Unlock()
+	code, out, errOut := call(t, "run", af, "--config", cfg, "--resume", id)
+	if code != cli.ExitOK || strings.TrimSpace(out) != "essay from facts about Go" {
+		t.Fatalf("resume: %d %q\n%s", code, out, errOut)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range prompts[asked:] {
+		if strings.Contains(p, "Goal first") {
+			t.Errorf("resume asked the completed goal again: %q", p)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "sessions", id+".json"))
+	if err != nil || !strings.Contains(string(raw), `"status": "completed"`) {
+		t.Errorf("session after resume: %s, %v", raw, err)
 	}
 }

@@ -47,6 +47,7 @@ const (
 	GoalStarted      = "goal_started"
 	GoalComplete     = "goal_complete"
 	ToolCallEvent    = "tool_call"
+	ModelReply       = "model_reply"
 	LoopIteration    = "loop_iteration"
 	StepComplete     = "step_complete"
 	WorkflowComplete = "workflow_complete"
@@ -68,6 +69,7 @@ type Event struct {
 	Reason    string    `json:"reason,omitempty"`
 	Message   string    `json:"message,omitempty"`
 	Usage     llm.Usage `json:"usage,omitzero"`
+	Model     string    `json:"model,omitempty"`
 	Latency   float64   `json:"latency_ms,omitempty"`
 }
 
@@ -87,6 +89,10 @@ type Options struct {
 	// OnGoal is called after each completed goal with the outputs so far (to
 	// persist state); an error stops the run.
 	OnGoal func(goal string, outputs map[string]string) error
+	// OnMessage receives every message of every goal conversation (user prompts,
+	// model replies, tool results), for persistence and telemetry. It must be safe
+	// for concurrent calls (multi-agent goals run in parallel).
+	OnMessage func(goal, agent string, m llm.Message)
 }
 
 // Result is a finished run.
@@ -372,6 +378,7 @@ func (r *run) multiAgent(ctx context.Context, g *agentfile.Goal, user string, it
 // converse runs the model with the tools until it answers without tool calls.
 func (r *run) converse(ctx context.Context, g *agentfile.Goal, agent, system, user string, iteration int) (string, bool, error) {
 	msgs := []llm.Message{{Role: llm.User, Content: user}}
+	r.message(g.Name, agent, msgs[0])
 	var tools []llm.Tool
 	if r.o.Tools != nil {
 		tools = r.o.Tools.Definitions()
@@ -386,6 +393,10 @@ func (r *run) converse(ctx context.Context, g *agentfile.Goal, agent, system, us
 		r.mu.Lock()
 		r.res.Usage = r.res.Usage.Add(res.Usage)
 		r.mu.Unlock()
+		reply := llm.Message{Role: llm.Assistant, Content: res.Content, ToolCalls: res.ToolCalls}
+		r.message(g.Name, agent, reply)
+		r.emit(Event{Type: ModelReply, Goal: g.Name, Agent: agent, Iteration: iteration, Usage: res.Usage,
+			Latency: float64(time.Since(began).Microseconds()) / 1000, Model: res.Model})
 		if len(res.ToolCalls) == 0 {
 			return res.Content, used, nil
 		}
@@ -393,18 +404,27 @@ func (r *run) converse(ctx context.Context, g *agentfile.Goal, agent, system, us
 			return "", used, errors.New("the model called a tool, but no tools are available")
 		}
 		used = true
-		msgs = append(msgs, llm.Message{Role: llm.Assistant, Content: res.Content, ToolCalls: res.ToolCalls})
+		msgs = append(msgs, reply)
 		for _, call := range res.ToolCalls {
+			started := time.Now()
 			out, err := r.o.Tools.Run(ctx, call)
 			if err != nil {
 				return "", used, fmt.Errorf("tool %s: %w", call.Name, err)
 			}
 			r.emit(Event{Type: ToolCallEvent, Goal: g.Name, Agent: agent, Iteration: iteration, Tool: call.Name,
-				Args: compact(call.Args), IsError: out.IsError, Latency: float64(time.Since(began).Microseconds()) / 1000})
-			msgs = append(msgs, llm.Message{Role: llm.ToolRole, ToolCallID: call.ID, Content: out.Content, IsError: out.IsError})
+				Args: compact(call.Args), Output: out.Content, IsError: out.IsError, Latency: float64(time.Since(started).Microseconds()) / 1000})
+			result := llm.Message{Role: llm.ToolRole, ToolCallID: call.ID, Content: out.Content, IsError: out.IsError}
+			r.message(g.Name, agent, result)
+			msgs = append(msgs, result)
 		}
 	}
 	return "", used, fmt.Errorf("no answer after %d model calls", r.o.MaxToolTurns)
+}
+
+func (r *run) message(goal, agent string, m llm.Message) {
+	if r.o.OnMessage != nil {
+		r.o.OnMessage(goal, agent, m)
+	}
 }
 
 func compact(raw json.RawMessage) string {

@@ -108,7 +108,7 @@ func TestRunPassesStateAndInterpolates(t *testing.T) {
 	if !strings.Contains(p.reqs[0].System, workflow.ConvergedMarker) {
 		t.Errorf("system prompt lacks the convergence instruction: %q", p.reqs[0].System)
 	}
-	want := "workflow_started: step_started: goal_started:research goal_complete:research goal_started:write goal_complete:write step_complete: workflow_complete:"
+	want := "workflow_started: step_started: goal_started:research model_reply:research goal_complete:research goal_started:write model_reply:write goal_complete:write step_complete: workflow_complete:"
 	if strings.Join(events, " ") != want {
 		t.Errorf("events %v", events)
 	}
@@ -128,9 +128,18 @@ func TestToolLoopFeedsResultsBackIncludingFailures(t *testing.T) {
 		}
 	}}
 	tools := &echoTools{}
-	res, err := workflow.Run(t.Context(), wf, nil, workflow.Options{Provider: p, Tools: tools})
+	var roles []string
+	var mu sync.Mutex
+	res, err := workflow.Run(t.Context(), wf, nil, workflow.Options{Provider: p, Tools: tools, OnMessage: func(goal, agent string, m llm.Message) {
+		mu.Lock()
+		roles = append(roles, goal+":"+string(m.Role))
+		mu.Unlock()
+	}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.Join(roles, " ") != "g:user g:assistant g:tool g:assistant g:tool g:assistant" {
+		t.Errorf("messages seen: %v", roles)
 	}
 	if res.Output != "done" || len(tools.calls) != 2 {
 		t.Fatalf("result %+v, calls %v", res, tools.calls)

@@ -1,0 +1,138 @@
+package sessions_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/remote-agents/remote-agents/sandbox/sessions"
+)
+
+// contract is the suite every Store passes.
+func contract(t *testing.T, open func(t *testing.T) sessions.Store) {
+	t.Run("lifecycle", func(t *testing.T) {
+		t.Parallel()
+		st := open(t)
+		id := sessions.NewID()
+		s := sessions.Session{ID: id, Workflow: "w", File: "Agentfile", Inputs: map[string]string{"topic": "Go"}, Status: sessions.Running, Outputs: map[string]string{}}
+		if err := st.Create(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+		s.Outputs = map[string]string{"research": "facts"}
+		if err := st.Update(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+		s.Status, s.Error = sessions.Failed, "model unreachable"
+		if err := st.Update(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.Get(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Workflow != "w" || got.Inputs["topic"] != "Go" || got.Outputs["research"] != "facts" || got.Status != sessions.Failed ||
+			got.Error != "model unreachable" || got.CreatedAt.IsZero() || got.UpdatedAt.Before(got.CreatedAt) {
+			t.Errorf("session %+v", got)
+		}
+		if _, err := st.Get(t.Context(), sessions.NewID()); !errors.Is(err, sessions.ErrNotFound) {
+			t.Errorf("unknown id: %v", err)
+		}
+		if _, err := st.Get(t.Context(), "../../etc/passwd"); !errors.Is(err, sessions.ErrNotFound) {
+			t.Errorf("path as id: %v", err)
+		}
+		if err := st.Update(t.Context(), sessions.Session{ID: sessions.NewID()}); !errors.Is(err, sessions.ErrNotFound) {
+			t.Errorf("update of unknown: %v", err)
+		}
+	})
+	t.Run("messages and tool calls in order", func(t *testing.T) {
+		t.Parallel()
+		st := open(t)
+		id := sessions.NewID()
+		if err := st.Create(t.Context(), sessions.Session{ID: id, Workflow: "w", Status: sessions.Running}); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Go(func() {
+				if err := st.AddMessage(t.Context(), id, sessions.Message{Goal: "g", Role: "user", Content: strings.Repeat("x", i), At: time.Now()}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if err := st.AddToolCall(t.Context(), id, sessions.ToolCall{Goal: "g", Tool: "read", Args: `{"path":"a"}`, Result: "text", At: time.Now(), Duration: 3 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.AddToolCall(t.Context(), id, sessions.ToolCall{Goal: "g", Agent: "critic", Tool: "bash", IsError: true, Result: "exit 1"}); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := st.Messages(t.Context(), id)
+		if err != nil || len(msgs) != 20 {
+			t.Fatalf("%d messages, %v", len(msgs), err)
+		}
+		calls, err := st.ToolCalls(t.Context(), id)
+		if err != nil || len(calls) != 2 || calls[0].Tool != "read" || calls[0].Duration != 3*time.Millisecond || !calls[1].IsError || calls[1].Agent != "critic" {
+			t.Errorf("tool calls %+v, %v", calls, err)
+		}
+	})
+}
+
+func TestFiles(t *testing.T) {
+	t.Parallel()
+	contract(t, func(t *testing.T) sessions.Store {
+		st, err := sessions.OpenFiles(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	})
+}
+
+func TestSQLite(t *testing.T) {
+	t.Parallel()
+	contract(t, func(t *testing.T) sessions.Store {
+		st, err := sessions.OpenSQLite(filepath.Join(t.TempDir(), "sessions.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	})
+}
+
+func TestFilesAreAtomicAndSurviveReopen(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st, _ := sessions.OpenFiles(dir)
+	id := sessions.NewID()
+	if err := st.Create(t.Context(), sessions.Session{ID: id, Workflow: "w", Status: sessions.Running}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		_ = st.AddMessage(t.Context(), id, sessions.Message{Role: "user", Content: strings.Repeat("y", i)})
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != id+".json" {
+		t.Errorf("folder holds %v, want one file and no temporaries", entries)
+	}
+	again, _ := sessions.OpenFiles(dir)
+	if msgs, err := again.Messages(t.Context(), id); err != nil || len(msgs) != 10 {
+		t.Errorf("after reopen: %d messages, %v", len(msgs), err)
+	}
+	db := filepath.Join(t.TempDir(), "s.db")
+	sq, _ := sessions.OpenSQLite(db)
+	_ = sq.Create(t.Context(), sessions.Session{ID: id, Workflow: "w", Status: sessions.Completed})
+	_ = sq.Close()
+	sq2, err := sessions.OpenSQLite(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sq2.Close() }()
+	if got, err := sq2.Get(t.Context(), id); err != nil || got.Status != sessions.Completed {
+		t.Errorf("sqlite after reopen: %+v, %v", got, err)
+	}
+}

@@ -45,6 +45,9 @@ type Options struct {
 	Config config.RemoteAgents
 	// SandboxCommand runs a sandbox (see process.CommandFromEnv).
 	SandboxCommand []string
+	// SandboxEnv is added to every sandbox's environment (model settings, keys);
+	// a sandbox inherits no AWS_ or RA_ variable otherwise.
+	SandboxEnv []string
 	// WorkDir holds sandbox working directories and logs.
 	WorkDir string
 	// SeedDir holds the fixtures loaded at start; "" loads none.
@@ -139,6 +142,7 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	sandboxes := filepath.Join(o.WorkDir, "sandboxes")
 	s.Launcher, err = process.New(process.Options{
 		Command: o.SandboxCommand,
+		Env:     o.SandboxEnv,
 		Dir:     sandboxes,
 		LogDir:  sandboxes,
 		OnExit: func(e launch.Exit) {

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/shared/sandboxapi"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
@@ -99,12 +100,12 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	if err := cl.do(ctx, http.MethodGet, "spec", nil, &spec); err != nil {
 		return err
 	}
-	conv, err := Prime(spec)
+	prompts, err := Prime(spec)
 	if err != nil {
 		_ = cl.status(context.WithoutCancel(ctx), session.Failed, "", session.ReasonError)
 		return err
 	}
-	raw, err := json.MarshalIndent(conv, "", "  ")
+	raw, err := json.MarshalIndent(prompts, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode conversation: %w", err)
 	}
@@ -115,6 +116,21 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 		return err
 	}
 	log.Info("sandbox ready", slog.String("session_id", c.SessionID), slog.String("guardrails_hash", spec.Guardrails.Hash))
+
+	// The first turn answers the initial prompt while heartbeats go on.
+	turnCtx, cancelTurn := context.WithCancel(ctx)
+	defer cancelTurn()
+	turnDone := make(chan error, 1)
+	if brain, err := BrainFromEnv(c.Workspace); err != nil {
+		log.Error("no model: the agent cannot answer", slog.String("error", err.Error()))
+		turnDone <- nil
+	} else {
+		if brain.Provider.Name() == "scripted" {
+			log.Warn("no LLM is configured (RA_LLM_PROVIDER): replies come from the scripted provider")
+		}
+		conv := &conversation{brain: brain, cl: cl, system: prompts[0].Content, msgs: []llm.Message{{Role: llm.User, Content: prompts[1].Content}}, log: log}
+		go func() { turnDone <- conv.turn(turnCtx) }()
+	}
 
 	beat := time.NewTicker(c.Heartbeat)
 	defer beat.Stop()
@@ -130,6 +146,15 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 			err = cl.do(ctx, http.MethodPost, "heartbeat", struct{}{}, &orders)
 		case <-poll.C:
 			err = cl.do(ctx, http.MethodGet, "inbox", nil, &orders)
+		case terr := <-turnDone:
+			switch {
+			case errors.Is(terr, errTokenLimit):
+				log.Info("sandbox stopping: token limit")
+				return cl.status(context.WithoutCancel(ctx), session.Ended, "", session.ReasonTokenLimit)
+			case terr != nil && ctx.Err() == nil:
+				log.Warn("conversation turn failed", slog.String("error", terr.Error()))
+			}
+			continue
 		}
 		var unauthorized *authError
 		switch {

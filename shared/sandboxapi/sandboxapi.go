@@ -165,7 +165,7 @@ func changeFor(sess session.Session, in StatusReport) (session.Change, error) {
 		case c.Reason == "":
 			c.Reason = session.ReasonIdle
 		}
-		if !slices.Contains([]session.Reason{session.ReasonShutdown, session.ReasonIdle, session.ReasonError, session.ReasonTimeout, session.ReasonCrashed}, c.Reason) {
+		if !slices.Contains([]session.Reason{session.ReasonShutdown, session.ReasonIdle, session.ReasonError, session.ReasonTimeout, session.ReasonCrashed, session.ReasonTokenLimit}, c.Reason) {
 			return c, apierror.New(apierror.InvalidRequest, "Unknown reason %q.", in.Reason)
 		}
 	default:

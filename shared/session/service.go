@@ -276,7 +276,8 @@ func (s *Service) waitReady(ctx context.Context, id string) (Session, error) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			return Session{}, err
-		case err == nil && slices.Contains(Running, sess.State):
+		case err == nil && (slices.Contains(Running, sess.State) || sess.ReadyAt != ""):
+			// Ready, or ready once and already moved on (a one-turn agent ending).
 			return sess, nil
 		case err == nil && (sess.State.Terminal() || sess.State == Ending):
 			return Session{}, apierror.New(apierror.ServiceUnavailable, "The agent failed to start; try again.")

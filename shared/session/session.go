@@ -50,6 +50,8 @@ const (
 	ReasonLost     Reason = "lost"
 	ReasonIdle     Reason = "idle"
 	ReasonError    Reason = "error"
+	// ReasonTokenLimit: the session used up its token budget.
+	ReasonTokenLimit Reason = "token_limit"
 )
 
 // HeartbeatTimeout is how long a running sandbox may go without a heartbeat before

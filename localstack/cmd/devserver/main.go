@@ -68,6 +68,7 @@ func run() error {
 		Env:            os.Getenv("RA_ENV"),
 		Config:         cfg,
 		SandboxCommand: process.CommandFromEnv(agent),
+		SandboxEnv:     modelEnv(),
 		WorkDir:        work,
 		SeedDir:        filepath.Join("localstack", "seed"),
 		AppKey:         appKey,
@@ -92,6 +93,23 @@ Ctrl-C stops the server, its sandboxes and the emulators.
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return srv.Close(shutdown)
+}
+
+// modelEnv passes the model settings, and the key variable they name, on to
+// sandboxes (which inherit no RA_ or AWS_ variable otherwise).
+func modelEnv() []string {
+	var env []string
+	for _, k := range []string{"RA_LLM_PROVIDER", "RA_LLM_MODEL", "RA_LLM_BASE_URL", "RA_LLM_API_KEY_ENV", "RA_LLM_SCRIPT", "RA_TOKEN_LIMIT", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	if k := os.Getenv("RA_LLM_API_KEY_ENV"); k != "" {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
 }
 
 func envOr(key, def string) string {

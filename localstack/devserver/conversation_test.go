@@ -1,0 +1,83 @@
+package devserver_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/remote-agents/remote-agents/localstack/devserver"
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+func withSandboxEnv(env ...string) option {
+	return func(o *devserver.Options) { o.SandboxEnv = append(o.SandboxEnv, env...) }
+}
+
+// events waits until the session has at least n events and returns them.
+func (s *stack) events(t *testing.T, id string, n int) []session.Event {
+	t.Helper()
+	var evs []session.Event
+	eventually(t, 15*time.Second, "agent events", func() bool {
+		var err error
+		evs, err = s.srv.Sys.Store.Events(t.Context(), id, 0, 100)
+		return err == nil && len(evs) >= n
+	})
+	return evs
+}
+
+// Without a configured model, the agent still answers the initial prompt, with
+// the scripted provider, and says plainly that no LLM is configured.
+func TestAgentAnswersInitialPrompt(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	id, tok := s.mustCreate()
+	evs := s.events(t, id, 1)
+	msg := evs[0]
+	if msg.Type != "agent.message" || !strings.Contains(msg.Data["text"].(string), "no LLM is configured") || !strings.Contains(msg.Data["text"].(string), "Hello") {
+		t.Errorf("first event %+v", msg)
+	}
+	eventually(t, 10*time.Second, "agent idle", func() bool { return s.alive(id, tok).str("state") == "idle" })
+}
+
+// FR2: a failing tool's output reaches the events (and the model) sanitised.
+func TestToolErrorsAreSanitised(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(t.TempDir(), "script.jsonl")
+	if err := os.WriteFile(script, []byte(`{"text":"Let me look.","tool_calls":[{"name":"bash","args":{"command":"cat /home/nobody/secret/config.yaml"}}]}`+"\n"+`{"text":"I could not read it."}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, withSandboxEnv("RA_LLM_SCRIPT="+script))
+	id, _ := s.mustCreate()
+	evs := s.events(t, id, 3)
+	var call *session.Event
+	for i := range evs {
+		if evs[i].Type == "tool.call" {
+			call = &evs[i]
+		}
+	}
+	if call == nil {
+		t.Fatalf("no tool.call event in %+v", evs)
+	}
+	out, _ := call.Data["output"].(string)
+	if call.Data["is_error"] != true || !strings.HasPrefix(out, "The operation encountered an error.") ||
+		strings.Contains(out, "/home/nobody") || strings.Contains(out, "config.yaml") {
+		t.Errorf("tool error not sanitised: %+v", call.Data)
+	}
+	if last := evs[len(evs)-1]; last.Type != "agent.message" || last.Data["text"] != "I could not read it." {
+		t.Errorf("the agent did not go on after the failure: %+v", last)
+	}
+}
+
+// A session that spends its token budget is stopped with a clear reason.
+func TestTokenLimitStopsSession(t *testing.T) {
+	t.Parallel()
+	s := start(t, withSandboxEnv("RA_TOKEN_LIMIT=5"))
+	id, tok := s.mustCreate()
+	eventually(t, 15*time.Second, "session ended", func() bool { return s.alive(id, tok).str("state") == "ended" })
+	got, err := s.srv.Sys.Store.Get(t.Context(), id)
+	if err != nil || got.Reason != session.ReasonTokenLimit {
+		t.Errorf("session %+v, %v", got, err)
+	}
+}

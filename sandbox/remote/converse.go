@@ -1,0 +1,159 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
+	"github.com/remote-agents/remote-agents/sandbox/llm"
+	"github.com/remote-agents/remote-agents/sandbox/policy"
+	"github.com/remote-agents/remote-agents/sandbox/providers"
+	"github.com/remote-agents/remote-agents/sandbox/sanitize"
+	"github.com/remote-agents/remote-agents/sandbox/tools"
+	"github.com/remote-agents/remote-agents/sandbox/workflow"
+	"github.com/remote-agents/remote-agents/shared/sandboxapi"
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+// Limits of one conversation turn.
+const (
+	maxTurnCalls  = 25
+	maxEventChars = 4000
+)
+
+// Brain is what answers in a sandbox: the model, its tools and the token budget.
+type Brain struct {
+	Provider llm.Provider
+	Model    string
+	Tools    workflow.Tools
+	// TokenLimit stops the session once input+output tokens exceed it; 0: none.
+	TokenLimit int
+	MaxTokens  int
+}
+
+// BrainFromEnv builds the brain from RA_LLM_PROVIDER (default scripted),
+// RA_LLM_MODEL, RA_LLM_API_KEY_ENV, RA_LLM_BASE_URL, RA_LLM_SCRIPT and
+// RA_TOKEN_LIMIT. Its tools work in the workspace under the default policy, and
+// their failures are sanitised before the model or anyone else sees them.
+func BrainFromEnv(workspace string) (*Brain, error) {
+	cfg := agentconfig.Defaults().LLM
+	if v := os.Getenv("RA_LLM_PROVIDER"); v != "" {
+		cfg.Provider = v
+	}
+	cfg.Model = os.Getenv("RA_LLM_MODEL")
+	cfg.APIKeyEnv = os.Getenv("RA_LLM_API_KEY_ENV")
+	cfg.BaseURL = os.Getenv("RA_LLM_BASE_URL")
+	cfg.Script = os.Getenv("RA_LLM_SCRIPT")
+	provider, err := providers.New(cfg, workspace)
+	if err != nil {
+		return nil, err
+	}
+	limit := 0
+	if v := os.Getenv("RA_TOKEN_LIMIT"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 0 {
+			return nil, fmt.Errorf("RA_TOKEN_LIMIT=%q is not a token count", v)
+		}
+	}
+	pol, err := policy.New(policy.Defaults(), workspace)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := tools.New(pol, tools.Options{MemoryPath: filepath.Join(pol.Workspace(), ".agent", "memory.json")})
+	if err != nil {
+		return nil, err
+	}
+	return &Brain{Provider: provider, Model: cfg.Model, Tools: Sanitised{reg}, TokenLimit: limit, MaxTokens: cfg.MaxTokens}, nil
+}
+
+// Sanitised wraps tools so that failures reach the model and the events only as
+// sanitised text (FR2): no paths, tracebacks, module names or pids.
+type Sanitised struct{ workflow.Tools }
+
+// Run runs a call and sanitises a failure.
+func (s Sanitised) Run(ctx context.Context, call llm.ToolCall) (workflow.ToolResult, error) {
+	res, err := s.Tools.Run(ctx, call)
+	if err == nil && res.IsError {
+		res.Content = sanitize.Error(res.Content)
+	}
+	return res, err
+}
+
+// conversation is the agent's running conversation in a sandbox.
+type conversation struct {
+	brain  *Brain
+	cl     *client
+	system string
+	msgs   []llm.Message
+	used   llm.Usage
+	log    *slog.Logger
+}
+
+// errTokenLimit stops the session when its budget is spent.
+var errTokenLimit = fmt.Errorf("token limit reached")
+
+// turn answers the last user message: model calls and tool calls until the model
+// replies without tools, reporting working, every message and tool call, and idle.
+func (c *conversation) turn(ctx context.Context) error {
+	if err := c.cl.status(ctx, session.Working, "", ""); err != nil {
+		return err
+	}
+	var defs []llm.Tool
+	if c.brain.Tools != nil {
+		defs = c.brain.Tools.Definitions()
+	}
+	for range maxTurnCalls {
+		res, err := c.brain.Provider.Chat(ctx, llm.Request{Model: c.brain.Model, System: c.system, Messages: c.msgs, Tools: defs, MaxTokens: c.brain.MaxTokens})
+		if err != nil {
+			_ = c.emit(ctx, "agent.error", map[string]any{"text": "The model could not be reached; try again."})
+			c.log.Warn("model call failed", slog.String("error", err.Error()))
+			return c.cl.status(ctx, session.Idle, "", "")
+		}
+		c.used = c.used.Add(res.Usage)
+		reply := llm.Message{Role: llm.Assistant, Content: res.Content, ToolCalls: res.ToolCalls}
+		c.msgs = append(c.msgs, reply)
+		if err := c.emit(ctx, "agent.message", map[string]any{
+			"text": res.Content, "tool_calls": len(res.ToolCalls),
+			"usage": map[string]int{"input_tokens": c.used.InputTokens, "output_tokens": c.used.OutputTokens},
+		}); err != nil {
+			return err
+		}
+		if c.brain.TokenLimit > 0 && c.used.InputTokens+c.used.OutputTokens > c.brain.TokenLimit {
+			_ = c.emit(ctx, "session.token_limit", map[string]any{"limit": c.brain.TokenLimit, "used": c.used.InputTokens + c.used.OutputTokens})
+			return errTokenLimit
+		}
+		if len(res.ToolCalls) == 0 {
+			return c.cl.status(ctx, session.Idle, "", "")
+		}
+		for _, call := range res.ToolCalls {
+			out, err := c.brain.Tools.Run(ctx, call)
+			if err != nil {
+				return err
+			}
+			if err := c.emit(ctx, "tool.call", map[string]any{
+				"tool": call.Name, "args": clip(string(call.Args)), "is_error": out.IsError, "output": clip(out.Content),
+			}); err != nil {
+				return err
+			}
+			c.msgs = append(c.msgs, llm.Message{Role: llm.ToolRole, ToolCallID: call.ID, Content: out.Content, IsError: out.IsError})
+		}
+	}
+	_ = c.emit(ctx, "agent.error", map[string]any{"text": "The agent stopped after too many steps for one message."})
+	return c.cl.status(ctx, session.Idle, "", "")
+}
+
+func (c *conversation) emit(ctx context.Context, typ string, data map[string]any) error {
+	var out sandboxapi.EventsOut
+	return c.cl.do(ctx, "POST", "events", sandboxapi.EventsIn{Events: []sandboxapi.EventIn{{Type: typ, Data: data}}}, &out)
+}
+
+func clip(s string) string {
+	r := []rune(s)
+	if len(r) <= maxEventChars {
+		return s
+	}
+	return string(r[:maxEventChars]) + "…"
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/providers"
 	"github.com/remote-agents/remote-agents/sandbox/rpc"
 	"github.com/remote-agents/remote-agents/sandbox/sessions"
+	"github.com/remote-agents/remote-agents/sandbox/telemetry"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/sandbox/workflow"
 )
@@ -257,6 +258,46 @@ func persist(ctx context.Context, store sessions.Store, ses *sessions.Session, o
 	}
 }
 
+// telemetry returns the configured exporter (noop unless telemetry.enabled).
+func (s *setup) telemetry(sessionID string) (telemetry.Exporter, error) {
+	if !s.cfg.Telemetry.Enabled {
+		return telemetry.Noop{}, nil
+	}
+	endpoint := s.cfg.Telemetry.Endpoint
+	if s.cfg.Telemetry.Protocol == "file" && !filepath.IsAbs(endpoint) {
+		endpoint = filepath.Join(s.cfgDir, endpoint)
+	}
+	return telemetry.New(s.cfg.Telemetry.Protocol, endpoint, sessionID)
+}
+
+// observe exports every message, and every model reply's tokens, latency and
+// model, with the session, workflow, goal, agent and loop iteration.
+func observe(x telemetry.Exporter, sessionID, workflowName string, opts *workflow.Options) {
+	messages := opts.OnMessage
+	opts.OnMessage = func(goal, agent string, m llm.Message) {
+		x.Export(telemetry.Record{Kind: "message", Time: time.Now().UTC(), SessionID: sessionID, Workflow: workflowName,
+			Goal: goal, Agent: agent, Role: string(m.Role), Content: m.Content})
+		if messages != nil {
+			messages(goal, agent, m)
+		}
+	}
+	events := opts.OnEvent
+	opts.OnEvent = func(e workflow.Event) {
+		switch e.Type {
+		case workflow.ModelReply:
+			x.Export(telemetry.Record{Kind: "message", Time: e.Time, SessionID: sessionID, Workflow: workflowName, Goal: e.Goal,
+				Agent: e.Agent, Role: "assistant", InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens,
+				LatencyMS: e.Latency, Model: e.Model, Iteration: e.Iteration})
+		case workflow.ErrorEvent:
+			x.Export(telemetry.Record{Kind: "log", Time: e.Time, SessionID: sessionID, Workflow: workflowName, Level: "error",
+				Content: e.Message, Fields: map[string]any{"step": e.Step}})
+		}
+		if events != nil {
+			events(e)
+		}
+	}
+}
+
 // RPC runs `agent rpc`: JSON-RPC 2.0 over stdin and stdout.
 func RPC(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rpc", flag.ContinueOnError)
@@ -358,6 +399,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	opts.OnEvent = printEvent(stderr)
 	persist(ctx, store, &ses, &opts, stderr)
+	exporter, err := setup.telemetry(ses.ID)
+	if err != nil {
+		fmt.Fprintln(stderr, "agent:", err)
+		return ExitUsage
+	}
+	defer func() { _ = exporter.Close(context.WithoutCancel(ctx)) }()
+	observe(exporter, ses.ID, wf.Name, &opts)
 	res, err := workflow.Run(ctx, wf, bound, opts)
 	ses.Status, ses.Outputs = sessions.Completed, res.Outputs
 	if err != nil {

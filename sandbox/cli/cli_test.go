@@ -117,7 +117,7 @@ func TestRunErrors(t *testing.T) {
 	}
 	// Without a provider, the scripted one says plainly that no LLM is set.
 	plain := filepath.Join(dir, "plain.json")
-	if err := os.WriteFile(plain, []byte(`{"session":{"store":"sqlite","path":"state"}}`), 0o644); err != nil {
+	if err := os.WriteFile(plain, []byte(`{"session":{"store":"sqlite","path":"state"},"telemetry":{"enabled":true,"protocol":"file","endpoint":"telemetry"}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := call(t, "run", af, "--config", plain, "--input", "topic=Go")
@@ -126,6 +126,14 @@ func TestRunErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "state", "sessions.db")); err != nil {
 		t.Errorf("sqlite session store not written: %v (%s)", err, errOut)
+	}
+	lines, _ := filepath.Glob(filepath.Join(dir, "telemetry", "*.jsonl"))
+	if len(lines) != 1 {
+		t.Fatalf("telemetry files %v", lines)
+	}
+	raw, _ := os.ReadFile(lines[0])
+	if !strings.Contains(string(raw), `"workflow_name":"w"`) || !strings.Contains(string(raw), `"input_tokens"`) || !strings.Contains(string(raw), `"role":"user"`) {
+		t.Errorf("telemetry file:\n%s", raw)
 	}
 }
 

@@ -2,10 +2,13 @@
 package providers
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
@@ -37,17 +40,31 @@ func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
 		if key == "" {
 			return nil, fmt.Errorf("llm.provider %s needs an API key in $%s", cfg.Provider, keyEnv)
 		}
-		timeout := time.Duration(cfg.TimeoutSeconds) * time.Second
-		if timeout <= 0 {
-			timeout = 5 * time.Minute
-		}
+		timeout := timeoutOf(cfg)
 		if cfg.Provider == "anthropic" {
 			return NewAnthropic(key, cfg.BaseURL, cfg.Model, timeout, MaxRetries), nil
 		}
 		return NewOpenAI(key, cfg.BaseURL, cfg.Model, timeout, MaxRetries), nil
+	case "bedrock":
+		// Credentials come from the environment: the task role inside AWS.
+		awsCfg, err := config.LoadDefaultConfig(context.Background())
+		if err != nil {
+			return nil, fmt.Errorf("llm.provider bedrock: %w", err)
+		}
+		if cfg.BaseURL != "" {
+			awsCfg.BaseEndpoint = &cfg.BaseURL
+		}
+		return NewBedrock(awsCfg, cfg.Model, timeoutOf(cfg), MaxRetries), nil
 	default:
-		return nil, fmt.Errorf("llm.provider %q is not available in this build of the agent (available: scripted, anthropic, openai)", cfg.Provider)
+		return nil, fmt.Errorf("llm.provider %q is not available in this build of the agent (available: scripted, anthropic, openai, bedrock)", cfg.Provider)
 	}
+}
+
+func timeoutOf(cfg agentconfig.LLM) time.Duration {
+	if cfg.TimeoutSeconds <= 0 {
+		return 5 * time.Minute
+	}
+	return time.Duration(cfg.TimeoutSeconds) * time.Second
 }
 
 // MaxRetries is how often a model call is retried on 429 and 5xx.

@@ -20,6 +20,7 @@ func TestNew(t *testing.T) {
 		{agentconfig.LLM{Provider: "anthropic", APIKeyEnv: "RA_TEST_ANTHROPIC_KEY", TimeoutSeconds: 10}, "anthropic", ""},
 		{agentconfig.LLM{Provider: "openai"}, "", "needs an API key in $OPENAI_API_KEY"},
 		{agentconfig.LLM{Provider: "gemini"}, "", "not available"},
+		{agentconfig.LLM{Provider: "bedrock", Model: "claude-sonnet-4.5"}, "bedrock", ""},
 		{agentconfig.LLM{Provider: "scripted", Script: "missing.jsonl"}, "", "load script"},
 	}
 	for _, tt := range tests {

@@ -210,7 +210,11 @@ func (s *setup) options(file string) (workflow.Options, error) {
 	if err != nil {
 		return workflow.Options{}, err
 	}
-	registry, err := tools.New(pol, tools.Options{MemoryPath: filepath.Join(pol.Workspace(), ".agent", "memory.json")})
+	registry, err := tools.New(pol, tools.Options{
+		MemoryPath: filepath.Join(pol.Workspace(), ".agent", "memory.json"),
+		WebGateway: s.cfg.Web.GatewayURL,
+		WebToken:   os.Getenv(s.cfg.Web.GatewayTokenEnv),
+	})
 	if err != nil {
 		return workflow.Options{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 
@@ -45,6 +46,11 @@ var _ workflow.Tools = (*Registry)(nil)
 type Options struct {
 	// MemoryPath is the JSON file memory_read and memory_write keep.
 	MemoryPath string
+	// WebGateway is the Internet Gateway's URL; WebToken its bearer token.
+	WebGateway string
+	WebToken   string
+	// HTTPClient replaces the web tools' client (tests).
+	HTTPClient *http.Client
 }
 
 // New registers the built-in tools the policy enables.
@@ -52,6 +58,7 @@ func New(p *policy.Policy, o Options) (*Registry, error) {
 	r := &Registry{tools: map[string]Tool{}, schemas: map[string]*jsonschema.Schema{}}
 	builtins := append(fileTools(p), bashTool(p))
 	builtins = append(builtins, memoryTools(o.MemoryPath)...)
+	builtins = append(builtins, webTools(p, o)...)
 	for _, t := range builtins {
 		if !p.Enabled(t.Name) {
 			continue

@@ -86,4 +86,3 @@ func TestWebThroughGateway(t *testing.T) {
 	noGateway := webRegistry(t, "", tools.Options{})
 	fails(t, call(t, noGateway, "web_search", `{"query":"x"}`), "needs the Internet Gateway")
 }
-

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/localstack/devserver"
+	"github.com/remote-agents/remote-agents/shared/sandboxapi"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -79,5 +80,31 @@ func TestTokenLimitStopsSession(t *testing.T) {
 	got, err := s.srv.Sys.Store.Get(t.Context(), id)
 	if err != nil || got.Reason != session.ReasonTokenLimit {
 		t.Errorf("session %+v, %v", got, err)
+	}
+}
+
+// A user's message (an inbox event) gets its own answer, after the first one.
+func TestAgentAnswersUserMessages(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	id, tok := s.mustCreate()
+	s.events(t, id, 1)
+	eventually(t, 10*time.Second, "agent idle", func() bool { return s.alive(id, tok).str("state") == "idle" })
+	if _, err := s.srv.Sys.Store.AppendEvents(t.Context(), id, 1, []session.Event{{Type: sandboxapi.UserMessage, Data: map[string]any{"text": "how are you today"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var reply *session.Event
+	eventually(t, 15*time.Second, "answer to the user message", func() bool {
+		evs, _ := s.srv.Sys.Store.Events(t.Context(), id, 0, 100)
+		for i := range evs {
+			if text, _ := evs[i].Data["text"].(string); evs[i].Type == "agent.message" && strings.Contains(text, "how are you today") {
+				reply = &evs[i]
+				return true
+			}
+		}
+		return false
+	})
+	if reply.Seq < 3 {
+		t.Errorf("reply at seq %d, before the user message", reply.Seq)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -121,16 +122,29 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	turnCtx, cancelTurn := context.WithCancel(ctx)
 	defer cancelTurn()
 	turnDone := make(chan error, 1)
+	var conv *conversation
+	turning := false
+	var pending []string // user messages that arrived during a turn
 	if brain, err := BrainFromEnv(c.Workspace); err != nil {
 		log.Error("no model: the agent cannot answer", slog.String("error", err.Error()))
-		turnDone <- nil
 	} else {
 		if brain.Provider.Name() == "scripted" {
 			log.Warn("no LLM is configured (RA_LLM_PROVIDER): replies come from the scripted provider")
 		}
-		conv := &conversation{brain: brain, cl: cl, system: prompts[0].Content, msgs: []llm.Message{{Role: llm.User, Content: prompts[1].Content}}, log: log}
+		conv = &conversation{brain: brain, cl: cl, system: prompts[0].Content, msgs: []llm.Message{{Role: llm.User, Content: prompts[1].Content}}, log: log}
+		turning = true
 		go func() { turnDone <- conv.turn(turnCtx) }()
 	}
+	// startTurn answers the pending user messages, one turn for all of them.
+	startTurn := func() {
+		if conv == nil || turning || len(pending) == 0 {
+			return
+		}
+		conv.msgs = append(conv.msgs, llm.Message{Role: llm.User, Content: strings.Join(pending, "\n\n")})
+		pending, turning = nil, true
+		go func() { turnDone <- conv.turn(turnCtx) }()
+	}
+	var after int64
 
 	beat := time.NewTicker(c.Heartbeat)
 	defer beat.Stop()
@@ -145,8 +159,16 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 		case <-beat.C:
 			err = cl.do(ctx, http.MethodPost, "heartbeat", struct{}{}, &orders)
 		case <-poll.C:
-			err = cl.do(ctx, http.MethodGet, "inbox", nil, &orders)
+			err = cl.do(ctx, http.MethodGet, "inbox?after="+strconv.FormatInt(after, 10), nil, &orders)
+			if err == nil {
+				after = max(after, orders.Next)
+				for _, m := range orders.Messages {
+					pending = append(pending, m.Text)
+				}
+				startTurn()
+			}
 		case terr := <-turnDone:
+			turning = false
 			switch {
 			case errors.Is(terr, errTokenLimit):
 				log.Info("sandbox stopping: token limit")
@@ -154,6 +176,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 			case terr != nil && ctx.Err() == nil:
 				log.Warn("conversation turn failed", slog.String("error", terr.Error()))
 			}
+			startTurn()
 			continue
 		}
 		var unauthorized *authError

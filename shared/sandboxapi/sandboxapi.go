@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
@@ -64,7 +65,24 @@ type StatusReport struct {
 type Orders struct {
 	Stop  bool          `json:"stop"`
 	State session.State `json:"state"`
+	// Messages are the user messages after the inbox cursor (inbox only);
+	// Next is the cursor to ask with next time.
+	Messages []InboxMessage `json:"messages,omitempty"`
+	Next     int64          `json:"next,omitempty"`
 }
+
+// InboxMessage is a message a user sent the agent.
+type InboxMessage struct {
+	Seq  int64  `json:"seq"`
+	Text string `json:"text"`
+	At   string `json:"at"`
+}
+
+// UserMessage is the event type of a user's message to the agent.
+const UserMessage = "user.message"
+
+// inboxPage bounds the events one inbox read looks at.
+const inboxPage = 100
 
 // Routes is the sandbox channel's route table.
 func (h *Handlers) Routes() []httpapi.Route {
@@ -196,7 +214,25 @@ func (h *Handlers) Inbox(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
-	return httpapi.JSON(http.StatusOK, orders(sess)), nil
+	after, err := strconv.ParseInt(req.QueryStringParameters["after"], 10, 64)
+	if err != nil || after < 0 {
+		after = 0
+	}
+	out := orders(sess)
+	out.Next = after
+	evs, err := h.Store.Events(ctx, sess.ID, after, inboxPage)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	for _, e := range evs {
+		out.Next = e.Seq
+		if e.Type != UserMessage {
+			continue
+		}
+		text, _ := e.Data["text"].(string)
+		out.Messages = append(out.Messages, InboxMessage{Seq: e.Seq, Text: text, At: e.At})
+	}
+	return httpapi.JSON(http.StatusOK, out), nil
 }
 
 // EventsIn is what a sandbox appends.

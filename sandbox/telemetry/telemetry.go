@@ -42,8 +42,8 @@ type Exporter interface {
 	Close(ctx context.Context) error
 }
 
-// New returns the exporter of protocol: http (endpoint is the URL), file (endpoint
-// is the folder), or noop.
+// New returns the exporter of protocol: http (endpoint is the URL), otlp (the
+// collector's OTLP/HTTP logs URL), file (endpoint is the folder), or noop.
 func New(protocol, endpoint, sessionID string) (Exporter, error) {
 	switch protocol {
 	case "", "noop":
@@ -55,8 +55,13 @@ func New(protocol, endpoint, sessionID string) (Exporter, error) {
 		return NewHTTP(endpoint, HTTPOptions{}), nil
 	case "file":
 		return NewFile(endpoint, sessionID)
+	case "otlp":
+		if endpoint == "" {
+			return nil, errors.New("telemetry: otlp needs an endpoint")
+		}
+		return NewOTLP(context.Background(), endpoint)
 	default:
-		return nil, fmt.Errorf("telemetry: protocol %q is not available (http, file, noop)", protocol)
+		return nil, fmt.Errorf("telemetry: protocol %q is not available (http, otlp, file, noop)", protocol)
 	}
 }
 

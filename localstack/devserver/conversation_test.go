@@ -1,6 +1,7 @@
 package devserver_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,10 +35,17 @@ func TestAgentAnswersInitialPrompt(t *testing.T) {
 	t.Parallel()
 	s := start(t)
 	id, tok := s.mustCreate()
-	evs := s.events(t, id, 1)
-	msg := evs[0]
-	if msg.Type != "agent.message" || !strings.Contains(msg.Data["text"].(string), "no LLM is configured") || !strings.Contains(msg.Data["text"].(string), "Hello") {
-		t.Errorf("first event %+v", msg)
+	evs := s.events(t, id, 3)
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type+":"+fmt.Sprint(e.Data["state"]))
+	}
+	if strings.Join(types, " ") != "state.changed:working agent.message:<nil> state.changed:idle" {
+		t.Errorf("events %v", types)
+	}
+	msg := evs[1]
+	if !strings.Contains(msg.Data["text"].(string), "no LLM is configured") || !strings.Contains(msg.Data["text"].(string), "Hello") {
+		t.Errorf("reply %+v", msg)
 	}
 	eventually(t, 10*time.Second, "agent idle", func() bool { return s.alive(id, tok).str("state") == "idle" })
 }
@@ -51,11 +59,14 @@ func TestToolErrorsAreSanitised(t *testing.T) {
 	}
 	s := start(t, withSandboxEnv("RA_LLM_SCRIPT="+script))
 	id, _ := s.mustCreate()
-	evs := s.events(t, id, 3)
-	var call *session.Event
+	evs := s.events(t, id, 5) // working, message, tool call, message, idle
+	var call, last *session.Event
 	for i := range evs {
-		if evs[i].Type == "tool.call" {
+		switch evs[i].Type {
+		case "tool.call":
 			call = &evs[i]
+		case "agent.message":
+			last = &evs[i]
 		}
 	}
 	if call == nil {
@@ -66,7 +77,7 @@ func TestToolErrorsAreSanitised(t *testing.T) {
 		strings.Contains(out, "/home/nobody") || strings.Contains(out, "config.yaml") {
 		t.Errorf("tool error not sanitised: %+v", call.Data)
 	}
-	if last := evs[len(evs)-1]; last.Type != "agent.message" || last.Data["text"] != "I could not read it." {
+	if last == nil || last.Data["text"] != "I could not read it." {
 		t.Errorf("the agent did not go on after the failure: %+v", last)
 	}
 }

@@ -318,13 +318,32 @@ func RPC(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "agent:", err)
 		return ExitUsage
 	}
-	runner := func(ctx context.Context, wf *agentfile.Workflow, inputs map[string]string, onEvent func(workflow.Event)) (workflow.Result, error) {
+	store, err := setup.sessions()
+	if err != nil {
+		fmt.Fprintln(stderr, "agent:", err)
+		return ExitUsage
+	}
+	defer func() { _ = store.Close() }()
+	runner := func(ctx context.Context, wf *agentfile.Workflow, inputs map[string]string, onEvent func(workflow.Event)) (workflow.Result, string, error) {
 		opts, err := setup.options(wf.File)
 		if err != nil {
-			return workflow.Result{}, err
+			return workflow.Result{}, "", err
+		}
+		ses := sessions.Session{ID: sessions.NewID(), Workflow: wf.Name, File: wf.File, Inputs: inputs, Status: sessions.Running, Outputs: map[string]string{}}
+		if err := store.Create(ctx, ses); err != nil {
+			return workflow.Result{}, "", err
 		}
 		opts.OnEvent = onEvent
-		return workflow.Run(ctx, wf, inputs, opts)
+		persist(ctx, store, &ses, &opts, stderr)
+		res, err := workflow.Run(ctx, wf, inputs, opts)
+		ses.Status, ses.Outputs = sessions.Completed, res.Outputs
+		if err != nil {
+			ses.Status, ses.Error = sessions.Failed, err.Error()
+		}
+		if uerr := store.Update(context.WithoutCancel(ctx), ses); uerr != nil {
+			fmt.Fprintln(stderr, "agent: save session:", uerr)
+		}
+		return res, ses.ID, err
 	}
 	if err := rpc.Serve(ctx, stdin, stdout, runner); err != nil {
 		fmt.Fprintln(stderr, "agent:", err)

@@ -208,3 +208,35 @@ func TestResumeAfterFailure(t *testing.T) {
 		t.Errorf("session after resume: %s, %v", raw, err)
 	}
 }
+
+// agent rpc runs a workflow per request and persists it as a session.
+func TestRPCPersistsSessions(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	af := filepath.Join(dir, "Agentfile")
+	if err := os.WriteFile(af, []byte("NAME w\nGOAL g \"hi\"\nRUN r USING g\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "agent.json")
+	if err := os.WriteFile(cfg, []byte(`{"session":{"store":"file","path":"sessions"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "run", "params": map[string]any{"file": af}})
+	var out, errOut bytes.Buffer
+	if code := cli.RPC(t.Context(), []string{"--config", cfg}, bytes.NewReader(append(req, '\n')), &out, &errOut); code != cli.ExitOK {
+		t.Fatalf("rpc: %d %s", code, errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var resp struct {
+		Result struct {
+			Status    string `json:"status"`
+			SessionID string `json:"session_id"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &resp); err != nil || resp.Result.Status != "completed" {
+		t.Fatalf("response %q: %v", lines[len(lines)-1], err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sessions", resp.Result.SessionID+".json")); err != nil {
+		t.Errorf("session %s not persisted: %v", resp.Result.SessionID, err)
+	}
+}

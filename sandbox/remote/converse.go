@@ -98,7 +98,7 @@ var errTokenLimit = fmt.Errorf("token limit reached")
 // turn answers the last user message: model calls and tool calls until the model
 // replies without tools, reporting working, every message and tool call, and idle.
 func (c *conversation) turn(ctx context.Context) error {
-	if err := c.cl.status(ctx, session.Working, "", ""); err != nil {
+	if err := c.state(ctx, session.Working); err != nil {
 		return err
 	}
 	var defs []llm.Tool
@@ -110,7 +110,7 @@ func (c *conversation) turn(ctx context.Context) error {
 		if err != nil {
 			_ = c.emit(ctx, "agent.error", map[string]any{"text": "The model could not be reached; try again."})
 			c.log.Warn("model call failed", slog.String("error", err.Error()))
-			return c.cl.status(ctx, session.Idle, "", "")
+			return c.state(ctx, session.Idle)
 		}
 		c.used = c.used.Add(res.Usage)
 		reply := llm.Message{Role: llm.Assistant, Content: res.Content, ToolCalls: res.ToolCalls}
@@ -126,7 +126,7 @@ func (c *conversation) turn(ctx context.Context) error {
 			return errTokenLimit
 		}
 		if len(res.ToolCalls) == 0 {
-			return c.cl.status(ctx, session.Idle, "", "")
+			return c.state(ctx, session.Idle)
 		}
 		for _, call := range res.ToolCalls {
 			out, err := c.brain.Tools.Run(ctx, call)
@@ -142,7 +142,15 @@ func (c *conversation) turn(ctx context.Context) error {
 		}
 	}
 	_ = c.emit(ctx, "agent.error", map[string]any{"text": "The agent stopped after too many steps for one message."})
-	return c.cl.status(ctx, session.Idle, "", "")
+	return c.state(ctx, session.Idle)
+}
+
+// state reports a state change to the session and appends it to its events.
+func (c *conversation) state(ctx context.Context, st session.State) error {
+	if err := c.cl.status(ctx, st, "", ""); err != nil {
+		return err
+	}
+	return c.emit(ctx, "state.changed", map[string]any{"state": string(st)})
 }
 
 func (c *conversation) emit(ctx context.Context, typ string, data map[string]any) error {

@@ -11,8 +11,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,6 +47,7 @@ type Request struct {
 type Error struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
 }
 
 type response struct {
@@ -78,8 +77,9 @@ type RunResult struct {
 	Outputs   map[string]string `json:"outputs,omitempty"`
 }
 
-// Runner runs a loaded workflow; the CLI supplies one built from its configuration.
-type Runner func(ctx context.Context, wf *agentfile.Workflow, inputs map[string]string, onEvent func(workflow.Event)) (workflow.Result, error)
+// Runner runs a loaded workflow in a new session and returns the session's id;
+// the CLI supplies one built from its configuration.
+type Runner func(ctx context.Context, wf *agentfile.Workflow, inputs map[string]string, onEvent func(workflow.Event)) (workflow.Result, string, error)
 
 // notified are the events sent as notifications.
 var notified = map[string]bool{
@@ -155,22 +155,16 @@ func handle(ctx context.Context, req Request, run Runner, onEvent func(workflow.
 		if err != nil {
 			return nil, &Error{Code: InvalidParams, Message: err.Error()}
 		}
-		res, err := run(ctx, wf, inputs, onEvent)
-		session := newSessionID()
+		res, session, err := run(ctx, wf, inputs, onEvent)
 		if err != nil {
+			data := map[string]string{"session_id": session, "status": "failed"}
 			if errors.Is(err, context.Canceled) {
-				return nil, &Error{Code: RunFailed, Message: "run cancelled"}
+				return nil, &Error{Code: RunFailed, Message: "run cancelled", Data: data}
 			}
-			return nil, &Error{Code: RunFailed, Message: err.Error()}
+			return nil, &Error{Code: RunFailed, Message: err.Error(), Data: data}
 		}
 		return RunResult{Status: "completed", SessionID: session, Output: res.Output, Outputs: res.Outputs}, nil
 	default:
 		return nil, &Error{Code: MethodNotFound, Message: fmt.Sprintf("method %q not found (methods: run)", req.Method)}
 	}
-}
-
-func newSessionID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -37,9 +37,10 @@ func serve(t *testing.T, input string, run rpc.Runner) []map[string]any {
 	return msgs
 }
 
-func scripted(ctx context.Context, wf *agentfile.Workflow, inputs map[string]string, onEvent func(workflow.Event)) (workflow.Result, error) {
+func scripted(ctx context.Context, wf *agentfile.Workflow, inputs map[string]string, onEvent func(workflow.Event)) (workflow.Result, string, error) {
 	steps, _ := llm.ParseScript([]byte(`{"text":"first"}` + "\n" + `{"text":"second"}`))
-	return workflow.Run(ctx, wf, inputs, workflow.Options{Provider: llm.NewScripted(steps), OnEvent: onEvent})
+	res, err := workflow.Run(ctx, wf, inputs, workflow.Options{Provider: llm.NewScripted(steps), OnEvent: onEvent})
+	return res, "0123456789abcdef0123456789abcdef", err
 }
 
 func TestRunStreamsEventsThenResult(t *testing.T) {
@@ -67,8 +68,8 @@ func TestRunStreamsEventsThenResult(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	t.Parallel()
-	failing := func(context.Context, *agentfile.Workflow, map[string]string, func(workflow.Event)) (workflow.Result, error) {
-		return workflow.Result{}, errors.New("model unreachable")
+	failing := func(context.Context, *agentfile.Workflow, map[string]string, func(workflow.Event)) (workflow.Result, string, error) {
+		return workflow.Result{}, "s-failed", errors.New("model unreachable")
 	}
 	dir := t.TempDir()
 	af := filepath.Join(dir, "Agentfile")

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/remote-agents/remote-agents/sandbox/safefile"
 )
 
 // Files keeps one JSON file per session in a folder, each write atomic
@@ -60,23 +62,7 @@ func (f *Files) save(r record) error {
 	if err != nil {
 		return fmt.Errorf("sessions: %w", err)
 	}
-	tmp, err := os.CreateTemp(f.dir, ".session-*")
-	if err != nil {
-		return fmt.Errorf("sessions: %w", err)
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	if _, err := tmp.Write(raw); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("sessions: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("sessions: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("sessions: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), f.path(r.Session.ID)); err != nil {
+	if err := safefile.Write(f.path(r.Session.ID), raw, 0o600); err != nil {
 		return fmt.Errorf("sessions: %w", err)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/remote-agents/remote-agents/sandbox/policy"
+	"github.com/remote-agents/remote-agents/sandbox/safefile"
 )
 
 // Limits of the file tools.
@@ -333,35 +334,12 @@ func readLines(p *policy.Policy, path string, offset, limit int) (string, error)
 	return b.String(), nil
 }
 
-// writeFile writes atomically: a temporary file in the same folder, then rename.
+// writeFile writes a tool's file atomically, within the size limit.
 func writeFile(path string, data []byte) error {
 	if len(data) > maxWriteBytes {
 		return fmt.Errorf("content larger than %d bytes", maxWriteBytes)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create folder: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".write-*")
-	if err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("write: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	mode := os.FileMode(0o644)
-	if info, err := os.Stat(path); err == nil {
-		mode = info.Mode().Perm()
-	}
-	_ = os.Chmod(tmp.Name(), mode)
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	return nil
+	return safefile.Write(path, data, 0o644)
 }
 
 func isText(data []byte) bool {

@@ -240,3 +240,48 @@ func TestRPCPersistsSessions(t *testing.T) {
 		t.Errorf("session %s not persisted: %v", resp.Result.SessionID, err)
 	}
 }
+
+// The policy beside the Agentfile (or --policy) governs the tools; --workspace
+// says where they work; agent.json in the working directory is the default config.
+func TestPolicyWorkspaceAndDefaultConfig(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	files := map[string]string{
+		"Agentfile":    "NAME w\nGOAL g \"write a note\"\nRUN r USING g\n",
+		"script.jsonl": `{"tool_calls":[{"name":"write","args":{"path":"note.txt","content":"hello"}}]}` + "\n" + `{"text":"done"}` + "\n",
+		"agent.json":   `{"llm":{"provider":"scripted","script":"script.jsonl"},"session":{"path":"s"}}`,
+		"deny.toml":    "[tools.write]\nenabled = false\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir) // agent.json is found in the working directory
+	af := filepath.Join(dir, "Agentfile")
+
+	code, out, errOut := call(t, "run", af, "--workspace", ws)
+	if code != cli.ExitOK || strings.TrimSpace(out) != "done" {
+		t.Fatalf("run: %d %q\n%s", code, out, errOut)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "note.txt")); err != nil || string(b) != "hello" {
+		t.Errorf("the write tool did not work in --workspace: %q, %v", b, err)
+	}
+	_ = os.Remove(filepath.Join(ws, "note.txt"))
+
+	code, _, errOut = call(t, "run", af, "--workspace", ws, "--policy", filepath.Join(dir, "deny.toml"))
+	if code != cli.ExitOK || !strings.Contains(errOut, "tool write") || !strings.Contains(errOut, "(failed)") {
+		t.Errorf("write with a policy that disables it: %d\n%s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "note.txt")); err == nil {
+		t.Error("a disabled tool wrote a file")
+	}
+
+	// policy.toml beside the Agentfile applies without --policy.
+	if err := os.WriteFile(filepath.Join(dir, "policy.toml"), []byte(files["deny.toml"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, errOut = call(t, "run", af, "--workspace", ws); !strings.Contains(errOut, "(failed)") {
+		t.Errorf("policy.toml beside the Agentfile ignored:\n%s", errOut)
+	}
+}

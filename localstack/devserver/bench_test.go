@@ -2,6 +2,7 @@ package devserver_test
 
 import (
 	"net/http"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -9,9 +10,15 @@ import (
 
 // BenchmarkCreateReady measures create → ready on the local stack with process
 // sandboxes, one create per iteration; run with -benchtime=50x (make bench) for
-// percentiles over 50 creates.
+// percentiles over 50 creates. Each agent is shut down once measured, so the
+// figure is create → ready, not the load of many idle agents polling.
+// RA_BENCH_NO_TMUX=1 measures sandboxes started without their tmux session.
 func BenchmarkCreateReady(b *testing.B) {
-	s := start(b)
+	var opts []option
+	if os.Getenv("RA_BENCH_NO_TMUX") != "" {
+		opts = append(opts, withSandboxEnv("RA_NO_TMUX=1")) // measure without the tmux session
+	}
+	s := start(b, opts...)
 	var took []time.Duration
 	for b.Loop() {
 		began := time.Now()
@@ -20,6 +27,9 @@ func BenchmarkCreateReady(b *testing.B) {
 		if r.status != http.StatusOK {
 			b.Fatalf("create: %d %s", r.status, r.raw)
 		}
+		b.StopTimer()
+		s.shutdown(r.str("agent_id"), r.str("session_token"))
+		b.StartTimer()
 	}
 	slices.Sort(took)
 	pct := func(p float64) float64 {

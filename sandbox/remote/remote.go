@@ -45,7 +45,7 @@ func ConfigFromEnv() (Config, error) {
 		Token:     os.Getenv("RA_SANDBOX_TOKEN"),
 		Workspace: os.Getenv("RA_WORKSPACE"),
 		Heartbeat: 10 * time.Second,
-		Poll:      500 * time.Millisecond,
+		Poll:      time.Second,
 	}
 	if c.SessionID == "" || c.Gateway == "" || c.Token == "" {
 		return c, errors.New("sandbox: RA_SESSION_ID, RA_GATEWAY_URL and RA_SANDBOX_TOKEN are required")

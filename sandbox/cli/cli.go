@@ -82,38 +82,40 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// Validate runs `agent validate`.
-func Validate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+// loadArg parses fs over args, which must name one Agentfile, and loads it.
+func loadArg(fs *flag.FlagSet, args []string, usage string, stderr io.Writer) (*agentfile.Workflow, string, bool) {
 	fs.SetOutput(stderr)
 	pos, err := parse(fs, args)
 	if err != nil || len(pos) != 1 {
-		fmt.Fprint(stderr, "usage: agent validate <Agentfile>\n")
-		return ExitUsage
+		fmt.Fprintln(stderr, usage)
+		return nil, "", false
 	}
 	wf, err := agentfile.Load(pos[0])
 	if err != nil {
 		fmt.Fprintln(stderr, err)
+		return nil, "", false
+	}
+	return wf, pos[0], true
+}
+
+// Validate runs `agent validate`.
+func Validate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	wf, path, ok := loadArg(fs, args, "usage: agent validate <Agentfile>", stderr)
+	if !ok {
 		return ExitUsage
 	}
 	fmt.Fprintf(stdout, "%s: workflow %s is valid (%d inputs, %d agents, %d goals, %d steps)\n",
-		pos[0], wf.Name, len(wf.Inputs), len(wf.Agents), len(wf.Goals), len(wf.Steps))
+		path, wf.Name, len(wf.Inputs), len(wf.Agents), len(wf.Goals), len(wf.Steps))
 	return ExitOK
 }
 
 // Inspect runs `agent inspect`.
 func Inspect(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the structure as JSON")
-	pos, err := parse(fs, args)
-	if err != nil || len(pos) != 1 {
-		fmt.Fprint(stderr, "usage: agent inspect <Agentfile> [--json]\n")
-		return ExitUsage
-	}
-	wf, err := agentfile.Load(pos[0])
-	if err != nil {
-		fmt.Fprintln(stderr, err)
+	wf, _, ok := loadArg(fs, args, "usage: agent inspect <Agentfile> [--json]", stderr)
+	if !ok {
 		return ExitUsage
 	}
 	if *asJSON {

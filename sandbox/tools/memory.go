@@ -36,6 +36,32 @@ func (m *memory) load() (map[string]string, error) {
 	return data, nil
 }
 
+// with runs fn on the stored data under the lock, and saves the data when fn
+// says it changed it.
+func (m *memory) with(fn func(data map[string]string) (string, bool, error)) (string, error) {
+	if m.path == "" {
+		return "", errors.New("memory is not configured")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	data, err := m.load()
+	if err != nil {
+		return "", err
+	}
+	out, changed, err := fn(data)
+	if err != nil || !changed {
+		return out, err
+	}
+	raw, err := json.MarshalIndent(data, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("memory: %w", err)
+	}
+	if err := writeFile(m.path, raw); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
 func memoryTools(path string) []Tool {
 	m := &memory{path: path}
 	return []Tool{
@@ -49,20 +75,13 @@ func memoryTools(path string) []Tool {
 				if err != nil {
 					return "", err
 				}
-				if m.path == "" {
-					return "", errors.New("memory is not configured")
-				}
-				m.mu.Lock()
-				defer m.mu.Unlock()
-				data, err := m.load()
-				if err != nil {
-					return "", err
-				}
-				v, ok := data[a.Key]
-				if !ok {
-					return "", fmt.Errorf("nothing stored under %q", a.Key)
-				}
-				return v, nil
+				return m.with(func(data map[string]string) (string, bool, error) {
+					v, ok := data[a.Key]
+					if !ok {
+						return "", false, fmt.Errorf("nothing stored under %q", a.Key)
+					}
+					return v, false, nil
+				})
 			},
 		},
 		{
@@ -76,27 +95,13 @@ func memoryTools(path string) []Tool {
 				if err != nil {
 					return "", err
 				}
-				if m.path == "" {
-					return "", errors.New("memory is not configured")
-				}
-				m.mu.Lock()
-				defer m.mu.Unlock()
-				data, err := m.load()
-				if err != nil {
-					return "", err
-				}
-				if _, exists := data[a.Key]; !exists && len(data) >= maxMemoryKeys {
-					return "", fmt.Errorf("memory holds %d keys already", maxMemoryKeys)
-				}
-				data[a.Key] = a.Value
-				out, err := json.MarshalIndent(data, "", "  ")
-				if err != nil {
-					return "", fmt.Errorf("memory: %w", err)
-				}
-				if err := writeFile(m.path, out); err != nil {
-					return "", err
-				}
-				return fmt.Sprintf("stored %q", a.Key), nil
+				return m.with(func(data map[string]string) (string, bool, error) {
+					if _, exists := data[a.Key]; !exists && len(data) >= maxMemoryKeys {
+						return "", false, fmt.Errorf("memory holds %d keys already", maxMemoryKeys)
+					}
+					data[a.Key] = a.Value
+					return fmt.Sprintf("stored %q", a.Key), true, nil
+				})
 			},
 		},
 	}

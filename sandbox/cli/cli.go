@@ -173,6 +173,15 @@ func Inspect(args []string, stdout, stderr io.Writer) int {
 	return ExitOK
 }
 
+// setupFlags declares the flags run and rpc share; the returned function builds
+// the setup from them once the flags are parsed.
+func setupFlags(fs *flag.FlagSet, policyDefault string) func() (*setup, error) {
+	configPath := fs.String("config", "", "config file (default ./agent.json if present)")
+	policyPath := fs.String("policy", "", "policy file (default "+policyDefault+")")
+	workspace := fs.String("workspace", "", "workspace folder (overrides the config)")
+	return func() (*setup, error) { return newSetup(*configPath, *policyPath, *workspace) }
+}
+
 // setup is what run and rpc share: configuration, policy and workspace flags.
 type setup struct {
 	cfg        agentconfig.Config
@@ -264,6 +273,32 @@ func persist(ctx context.Context, store sessions.Store, ses *sessions.Session, o
 	}
 }
 
+// newSession is a fresh running session of wf with inputs.
+func newSession(wf *agentfile.Workflow, inputs map[string]string) sessions.Session {
+	return sessions.Session{ID: sessions.NewID(), Workflow: wf.Name, File: wf.File, Inputs: inputs, Status: sessions.Running, Outputs: map[string]string{}}
+}
+
+// runSession runs wf in the stored session ses: it persists every goal, message
+// and tool call, exports telemetry, and records how the run ended.
+func (s *setup) runSession(ctx context.Context, store sessions.Store, ses *sessions.Session, wf *agentfile.Workflow, inputs map[string]string, opts workflow.Options, stderr io.Writer) (workflow.Result, error) {
+	persist(ctx, store, ses, &opts, stderr)
+	exporter, err := s.telemetry(ses.ID)
+	if err != nil {
+		return workflow.Result{}, err
+	}
+	defer func() { _ = exporter.Close(context.WithoutCancel(ctx)) }()
+	observe(exporter, ses.ID, wf.Name, &opts)
+	res, err := workflow.Run(ctx, wf, inputs, opts)
+	ses.Status, ses.Outputs = sessions.Completed, res.Outputs
+	if err != nil {
+		ses.Status, ses.Error = sessions.Failed, err.Error()
+	}
+	if uerr := store.Update(context.WithoutCancel(ctx), *ses); uerr != nil {
+		fmt.Fprintln(stderr, "agent: save session:", uerr)
+	}
+	return res, err
+}
+
 // telemetry returns the configured exporter (noop unless telemetry.enabled).
 func (s *setup) telemetry(sessionID string) (telemetry.Exporter, error) {
 	if !s.cfg.Telemetry.Enabled {
@@ -308,14 +343,12 @@ func observe(x telemetry.Exporter, sessionID, workflowName string, opts *workflo
 func RPC(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rpc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file (default ./agent.json if present)")
-	policyPath := fs.String("policy", "", "policy file (default policy.toml beside each Agentfile)")
-	workspace := fs.String("workspace", "", "workspace folder (overrides the config)")
+	newSetup := setupFlags(fs, "policy.toml beside each Agentfile")
 	if pos, err := parse(fs, args); err != nil || len(pos) != 0 {
 		fmt.Fprint(stderr, "usage: agent rpc [--config agent.json] [--policy policy.toml] [--workspace dir]\n")
 		return ExitUsage
 	}
-	setup, err := newSetup(*configPath, *policyPath, *workspace)
+	setup, err := newSetup()
 	if err != nil {
 		fmt.Fprintln(stderr, "agent:", err)
 		return ExitUsage
@@ -331,20 +364,12 @@ func RPC(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if err != nil {
 			return workflow.Result{}, "", err
 		}
-		ses := sessions.Session{ID: sessions.NewID(), Workflow: wf.Name, File: wf.File, Inputs: inputs, Status: sessions.Running, Outputs: map[string]string{}}
+		ses := newSession(wf, inputs)
 		if err := store.Create(ctx, ses); err != nil {
 			return workflow.Result{}, "", err
 		}
 		opts.OnEvent = onEvent
-		persist(ctx, store, &ses, &opts, stderr)
-		res, err := workflow.Run(ctx, wf, inputs, opts)
-		ses.Status, ses.Outputs = sessions.Completed, res.Outputs
-		if err != nil {
-			ses.Status, ses.Error = sessions.Failed, err.Error()
-		}
-		if uerr := store.Update(context.WithoutCancel(ctx), ses); uerr != nil {
-			fmt.Fprintln(stderr, "agent: save session:", uerr)
-		}
+		res, err := setup.runSession(ctx, store, &ses, wf, inputs, opts, stderr)
 		return res, ses.ID, err
 	}
 	if err := rpc.Serve(ctx, stdin, stdout, runner); err != nil {
@@ -360,16 +385,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	given := inputs{}
 	fs.Var(given, "input", "an input as key=value (repeatable)")
-	configPath := fs.String("config", "", "config file (default ./agent.json if present)")
-	policyPath := fs.String("policy", "", "policy file (default policy.toml beside the Agentfile)")
-	workspace := fs.String("workspace", "", "workspace folder (overrides the config)")
+	newSetup := setupFlags(fs, "policy.toml beside the Agentfile")
 	resume := fs.String("resume", "", "resume the session with this id from its last completed goal")
 	pos, err := parse(fs, args)
 	if err != nil || len(pos) != 1 {
 		fmt.Fprint(stderr, "usage: agent run <Agentfile> [--input key=value]... [--config agent.json] [--policy policy.toml] [--workspace dir] [--resume session-id]\n")
 		return ExitUsage
 	}
-	setup, err := newSetup(*configPath, *policyPath, *workspace)
+	setup, err := newSetup()
 	if err != nil {
 		fmt.Fprintln(stderr, "agent:", err)
 		return ExitUsage
@@ -407,7 +430,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	if *resume == "" {
-		ses = sessions.Session{ID: sessions.NewID(), Workflow: wf.Name, File: wf.File, Inputs: bound, Status: sessions.Running, Outputs: map[string]string{}}
+		ses = newSession(wf, bound)
 		if err := store.Create(ctx, ses); err != nil {
 			fmt.Fprintln(stderr, "agent:", err)
 			return ExitFailed
@@ -423,22 +446,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agent: using the scripted provider: no LLM is configured (set llm.provider in agent.json)")
 	}
 	opts.OnEvent = printEvent(stderr)
-	persist(ctx, store, &ses, &opts, stderr)
-	exporter, err := setup.telemetry(ses.ID)
-	if err != nil {
-		fmt.Fprintln(stderr, "agent:", err)
-		return ExitUsage
-	}
-	defer func() { _ = exporter.Close(context.WithoutCancel(ctx)) }()
-	observe(exporter, ses.ID, wf.Name, &opts)
-	res, err := workflow.Run(ctx, wf, bound, opts)
-	ses.Status, ses.Outputs = sessions.Completed, res.Outputs
-	if err != nil {
-		ses.Status, ses.Error = sessions.Failed, err.Error()
-	}
-	if uerr := store.Update(context.WithoutCancel(ctx), ses); uerr != nil {
-		fmt.Fprintln(stderr, "agent: save session:", uerr)
-	}
+	res, err := setup.runSession(ctx, store, &ses, wf, bound, opts, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "agent: run failed: %v\nresume with: agent run %s --resume %s\n", err, pos[0], ses.ID)
 		return ExitFailed

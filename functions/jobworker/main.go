@@ -1,5 +1,6 @@
 // Command jobworker is the Lambda function that consumes the jobs queue (session
-// starts and stops, ECS task-state events) and launches sandboxes on Fargate.
+// starts and stops, ECS task-state events), launching sandboxes on Fargate, and
+// the tools queue (long gateway tool calls).
 package main
 
 import (
@@ -28,6 +29,6 @@ func main() {
 	if gateway == "" {
 		gateway = sys.Config.PublicBaseURL
 	}
-	w := &jobworker.Worker{Store: sys.Store, Launcher: launcher, DLQ: sys.JobsDLQ, GatewayURL: gateway, Log: sys.Log}
+	w := &jobworker.Worker{Store: sys.Store, Launcher: launcher, DLQ: sys.JobsDLQ, GatewayURL: gateway, Tools: sys.Tools, ToolsDLQ: sys.ToolsDLQ, Log: sys.Log}
 	lambda.Start(w.Handle)
 }

@@ -97,9 +97,10 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	pollCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
-	worker := &jobworker.Worker{Store: s.Sys.Store, Launcher: s.Launcher, DLQ: s.Sys.JobsDLQ, GatewayURL: s.URL, Log: o.Log}
+	worker := &jobworker.Worker{Store: s.Sys.Store, Launcher: s.Launcher, DLQ: s.Sys.JobsDLQ, GatewayURL: s.URL, Tools: s.Sys.Tools, ToolsDLQ: s.Sys.ToolsDLQ, Log: o.Log}
 	for range o.Pollers {
 		s.wg.Go(func() { poll(pollCtx, s.Sys.JobsQueue, worker, o.Log) })
+		s.wg.Go(func() { poll(pollCtx, s.Sys.ToolsQueue, worker, o.Log) })
 	}
 	s.wg.Go(func() {
 		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -162,10 +163,11 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 func (s *Server) routes() []httpapi.Route {
 	sess := sessionapi.New(s.Sys.Sessions, s.Sys.Log)
 	sb := system.SandboxHandlers(s.Sys)
-	return slices.Concat(sess.Routes(s.Sys.Config.AllowedOrigins), sb.Routes())
+	tools := system.ToolHandlers(s.Sys)
+	return slices.Concat(sess.Routes(s.Sys.Config.AllowedOrigins), sb.Routes(), tools.Routes())
 }
 
-// poll consumes the jobs queue like a Lambda event source mapping: batches of up
+// poll consumes a queue like a Lambda event source mapping: batches of up
 // to ten, records reported as failed stay on the queue for redelivery.
 func poll(ctx context.Context, q queue.Queue, w *jobworker.Worker, log *slog.Logger) {
 	for ctx.Err() == nil {

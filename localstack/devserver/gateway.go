@@ -1,6 +1,7 @@
 package devserver
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -19,6 +20,10 @@ import (
 
 // maxRequestBytes is API Gateway's payload limit (10 MB); handlers bound further.
 const maxRequestBytes = 10 << 20
+
+// handlerTimeout is the deadline a handler's context gets, as a Lambda function
+// behind API Gateway (30 s at most) would.
+const handlerTimeout = 29 * time.Second
 
 // gateway turns HTTP requests into API Gateway HTTP API events and back, like API
 // Gateway in front of the Lambda functions.
@@ -45,7 +50,10 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeResponse(w, httpapi.Error(r.Context(), nil, apierror.New(apierror.PayloadTooLarge, "The request body is too large.")))
 		return
 	}
-	res, err := route.Handler(r.Context(), toEvent(r, route, params, body))
+	// A Lambda function's context ends at its timeout; API Gateway gives up at 30 s.
+	ctx, cancel := context.WithTimeout(r.Context(), handlerTimeout)
+	defer cancel()
+	res, err := route.Handler(ctx, toEvent(r, route, params, body))
 	if err != nil {
 		res = httpapi.Error(r.Context(), nil, err)
 	}

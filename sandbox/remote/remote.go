@@ -70,14 +70,18 @@ type Message struct {
 }
 
 // Prime builds the conversation a spec starts with: the priming message
-// (guardrails first, then persona skill and experience), then the initial prompt
-// as the first user turn. It refuses a spec without guardrails (fail closed).
+// (guardrails first, then the mode's system prompt, then persona skill and
+// experience), then the initial prompt as the first user turn. It refuses a spec
+// without guardrails (fail closed).
 func Prime(spec sandboxapi.Spec) ([]Message, error) {
 	if strings.TrimSpace(spec.Guardrails.Content) == "" {
 		return nil, errors.New("spec has no guardrails: refusing to prime")
 	}
 	var b strings.Builder
 	b.WriteString(spec.Guardrails.Content)
+	if p := strings.TrimSpace(spec.SystemPrompt); p != "" {
+		b.WriteString("\n\n# Your task mode\n\n" + p)
+	}
 	if s := strings.TrimSpace(spec.Persona.Skill); s != "" {
 		b.WriteString("\n\n# Persona skill\n\n" + s)
 	}

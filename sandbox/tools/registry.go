@@ -15,12 +15,11 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/workflow"
+	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
 
 // Tool is one tool.
@@ -72,18 +71,9 @@ func New(p *policy.Policy, o Options) (*Registry, error) {
 
 // Register adds a tool; its schema must compile.
 func (r *Registry) Register(t Tool) error {
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(t.Schema))
+	sch, err := toolspec.Compile(t.Name, t.Schema)
 	if err != nil {
-		return fmt.Errorf("tool %s: schema: %w", t.Name, err)
-	}
-	c := jsonschema.NewCompiler()
-	url := "tool://" + t.Name
-	if err := c.AddResource(url, doc); err != nil {
-		return fmt.Errorf("tool %s: schema: %w", t.Name, err)
-	}
-	sch, err := c.Compile(url)
-	if err != nil {
-		return fmt.Errorf("tool %s: schema: %w", t.Name, err)
+		return err
 	}
 	if _, dup := r.tools[t.Name]; !dup {
 		r.order = append(r.order, t.Name)
@@ -126,9 +116,9 @@ func (r *Registry) Run(ctx context.Context, call llm.ToolCall) (workflow.ToolRes
 		return failed("the arguments of %s are not valid JSON", call.Name), nil
 	}
 	if err := r.schemas[call.Name].Validate(inst); err != nil {
-		return failed("invalid arguments for %s: %s", call.Name, schemaError(err)), nil
+		return failed("invalid arguments for %s: %s", call.Name, toolspec.SchemaError(err)), nil
 	}
-	out, err := t.Run(ctx, args)
+	out, err := t.Run(context.WithValue(ctx, callIDKey{}, call.ID), args)
 	if ctx.Err() != nil {
 		return workflow.ToolResult{}, ctx.Err()
 	}
@@ -138,43 +128,17 @@ func (r *Registry) Run(ctx context.Context, call llm.ToolCall) (workflow.ToolRes
 	return workflow.ToolResult{Content: out}, nil
 }
 
+type callIDKey struct{}
+
+// CallID is the id the model gave the tool call being run, for tools that need a
+// stable key for it (the gateway-mediated tools' idempotency).
+func CallID(ctx context.Context) string {
+	id, _ := ctx.Value(callIDKey{}).(string)
+	return id
+}
+
 func failed(format string, args ...any) workflow.ToolResult {
 	return workflow.ToolResult{Content: fmt.Sprintf(format, args...), IsError: true}
-}
-
-var english = message.NewPrinter(language.English)
-
-// schemaError flattens a validation error into one line the model can act on.
-func schemaError(err error) string {
-	var ve *jsonschema.ValidationError
-	if ok := asValidation(err, &ve); ok {
-		var msgs []string
-		for _, c := range leaves(ve) {
-			loc := "/" + strings.Join(c.InstanceLocation, "/")
-			msgs = append(msgs, fmt.Sprintf("at %s: %s", loc, c.ErrorKind.LocalizedString(english)))
-		}
-		return strings.Join(msgs, "; ")
-	}
-	return err.Error()
-}
-
-func asValidation(err error, target **jsonschema.ValidationError) bool {
-	ve, ok := err.(*jsonschema.ValidationError) //nolint:errorlint // Validate returns it unwrapped
-	if ok {
-		*target = ve
-	}
-	return ok
-}
-
-func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
-	if len(ve.Causes) == 0 {
-		return []*jsonschema.ValidationError{ve}
-	}
-	var out []*jsonschema.ValidationError
-	for _, c := range ve.Causes {
-		out = append(out, leaves(c)...)
-	}
-	return out
 }
 
 // decode unmarshals validated arguments.

@@ -48,4 +48,6 @@ type Store interface {
 	PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error)
 	// PresignPut returns a URL that writes key with contentType for ttl.
 	PresignPut(ctx context.Context, key, contentType string, ttl time.Duration) (string, error)
+	// Copy copies the object under src to dst; ErrNotFound if src is absent.
+	Copy(ctx context.Context, src, dst string) error
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+
 	"github.com/remote-agents/remote-agents/shared/registry"
 )
 
@@ -26,6 +28,7 @@ const (
 	kindProject = "project"
 	kindPersona = "persona"
 	kindAppKey  = "app_key"
+	kindConfig  = "configuration"
 )
 
 type registryKey struct {
@@ -101,6 +104,49 @@ func (r *Registry) PutAppKey(ctx context.Context, k registry.AppKey) error {
 		return errors.New("app key without hash")
 	}
 	return r.t.Put(ctx, appKeyItem{registryKey: regKey(kindAppKey, k.Hash), Kind: kindAppKey, Name: k.ID, AppKey: k})
+}
+
+type configItem struct {
+	registryKey
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	registry.Configuration
+}
+
+// Configuration returns a configuration.
+func (r *Registry) Configuration(ctx context.Context, id string) (registry.Configuration, error) {
+	var it configItem
+	if err := r.get(ctx, regKey(kindConfig, id), &it); err != nil {
+		return registry.Configuration{}, fmt.Errorf("configuration %q: %w", id, err)
+	}
+	return it.Configuration, nil
+}
+
+// PutConfiguration stores a configuration.
+func (r *Registry) PutConfiguration(ctx context.Context, c registry.Configuration) error {
+	return r.t.Put(ctx, configItem{registryKey: regKey(kindConfig, c.ID), Kind: kindConfig, Name: c.ID, Configuration: c})
+}
+
+// UpdateConfiguration sets fields of an existing configuration.
+func (r *Registry) UpdateConfiguration(ctx context.Context, id string, set map[string]any) error {
+	if len(set) == 0 {
+		return errors.New("update configuration: nothing to set")
+	}
+	var upd expression.UpdateBuilder
+	first := true
+	for name, v := range set {
+		if first {
+			upd = expression.Set(expression.Name(name), Value(v))
+			first = false
+			continue
+		}
+		upd = upd.Set(expression.Name(name), Value(v))
+	}
+	err := r.t.Update(ctx, regKey(kindConfig, id), upd, nil, expression.AttributeExists(expression.Name("pk")))
+	if errors.Is(err, ErrConditionFailed) {
+		return fmt.Errorf("configuration %q: %w", id, registry.ErrNotFound)
+	}
+	return err
 }
 
 func (r *Registry) get(ctx context.Context, key registryKey, out any) error {

@@ -88,7 +88,7 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 			Set(expression.Name("expires_at"), expression.Value(now.Add(session.Retention).Unix()))
 	}
 	for k, v := range c.Set {
-		up = up.Set(expression.Name(k), expression.Value(v))
+		up = up.Set(expression.Name(k), Value(v))
 	}
 	cond := inStates(c.From)
 	if c.Generation != 0 {
@@ -127,7 +127,7 @@ func (s *Sessions) ClaimLaunch(ctx context.Context, id string, generation int, s
 func (s *Sessions) Touch(ctx context.Context, id string, generation int, set map[string]any) (session.Session, error) {
 	up := expression.Set(expression.Name("updated_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano)))
 	for k, v := range set {
-		up = up.Set(expression.Name(k), expression.Value(v))
+		up = up.Set(expression.Name(k), Value(v))
 	}
 	cond := inStates(session.Live).And(expression.Name("generation").Equal(expression.Value(generation)))
 	return s.update(ctx, id, up, cond)

@@ -232,3 +232,11 @@ func unmarshal(item map[string]types.AttributeValue, out any) error {
 	}
 	return nil
 }
+
+// Value is expression.Value for a Go value encoded with its `json` tags, as items
+// are; use it for struct and slice values in updates and conditions.
+func Value(v any) expression.ValueBuilder {
+	return expression.ValueWithOptions(v, func(o *expression.ValueBuilderOptions) {
+		o.EncoderOptions = append(o.EncoderOptions, func(e *attributevalue.EncoderOptions) { e.TagKey = "json" })
+	})
+}

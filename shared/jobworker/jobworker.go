@@ -1,8 +1,10 @@
 // Package jobworker consumes the jobs queue: session.start launches a session's
 // sandbox (once per session and generation, however often the message arrives),
 // session.stop stops a sandbox that did not end by itself, and task.state ends the
-// session of a sandbox that stopped. It answers SQS batches with partial batch
-// failures; a malformed message is poison and goes straight to the DLQ.
+// session of a sandbox that stopped. It also consumes the tools queue: tool.run
+// runs a long gateway tool call (package toolgate). It answers SQS batches with
+// partial batch failures; a malformed message is poison and goes straight to the
+// DLQ of its queue.
 package jobworker
 
 import (
@@ -19,6 +21,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/token"
+	"github.com/remote-agents/remote-agents/shared/toolgate"
 )
 
 // LaunchLease is how long a launch claim holds before another delivery may retry it.
@@ -39,7 +42,15 @@ type Worker struct {
 	Launcher   launch.Launcher
 	DLQ        Sender
 	GatewayURL string
-	Log        *slog.Logger
+	// Tools runs tools-queue jobs; ToolsDLQ takes the poison ones.
+	Tools    ToolRunner
+	ToolsDLQ Sender
+	Log      *slog.Logger
+}
+
+// ToolRunner runs a tools-queue message (toolgate.Service).
+type ToolRunner interface {
+	RunQueued(ctx context.Context, body string) error
 }
 
 // Handle processes an SQS batch and reports the records to retry.
@@ -55,6 +66,9 @@ func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 }
 
 func (w *Worker) handleRecord(ctx context.Context, rec events.SQSMessage) error {
+	if toolgate.IsJob(rec.Body) {
+		return w.runTool(ctx, rec)
+	}
 	m, err := jobs.Parse(rec.Body)
 	if errors.Is(err, jobs.ErrIgnored) {
 		return nil
@@ -67,6 +81,21 @@ func (w *Worker) handleRecord(ctx context.Context, rec events.SQSMessage) error 
 		return nil
 	}
 	return w.Do(ctx, m)
+}
+
+func (w *Worker) runTool(ctx context.Context, rec events.SQSMessage) error {
+	if w.Tools == nil {
+		return errors.New("tool job on a worker without tools")
+	}
+	err := w.Tools.RunQueued(ctx, rec.Body)
+	if errors.Is(err, toolgate.ErrMalformed) {
+		w.Log.ErrorContext(ctx, "poison tool message sent to the DLQ", slog.String("message_id", rec.MessageId), slog.String("error", err.Error()))
+		if _, err := w.ToolsDLQ.Send(ctx, rec.Body, 0); err != nil {
+			return fmt.Errorf("dead-letter %s: %w", rec.MessageId, err)
+		}
+		return nil
+	}
+	return err
 }
 
 // Do handles one message. A nil error means it is done (or needs nothing).

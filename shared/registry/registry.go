@@ -6,6 +6,8 @@ package registry
 import (
 	"context"
 	"errors"
+
+	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
 
 // ErrNotFound: no such project, persona or app key.
@@ -35,6 +37,27 @@ type AppKey struct {
 	Disabled bool   `json:"disabled"`
 }
 
+// Configuration is a repository's reusable workspace setup: what setup sessions
+// record (the snapshot, service commands, env file specs) for later sessions.
+type Configuration struct {
+	ID              string                    `json:"configuration_id"`
+	RepoName        string                    `json:"repo_name"`
+	Snapshot        *Snapshot                 `json:"snapshot,omitempty"`
+	ServiceCommands []toolspec.ServiceCommand `json:"service_commands,omitempty"`
+	// EnvFiles say which keys go into which env file; never their values.
+	EnvFiles  []toolspec.EnvFile `json:"env_files,omitempty"`
+	UpdatedAt string             `json:"updated_at,omitempty"`
+}
+
+// Snapshot is a saved workspace archive.
+type Snapshot struct {
+	Key       string `json:"key"`
+	SizeBytes int64  `json:"size_bytes"`
+	Message   string `json:"message,omitempty"`
+	SessionID string `json:"session_id"`
+	SavedAt   string `json:"saved_at"`
+}
+
 // Store reads and writes registry items.
 type Store interface {
 	// Project returns the project called name, or ErrNotFound.
@@ -47,4 +70,11 @@ type Store interface {
 	PutProject(ctx context.Context, p Project) error
 	PutPersona(ctx context.Context, p Persona) error
 	PutAppKey(ctx context.Context, k AppKey) error
+	// Configuration returns the configuration with id, or ErrNotFound.
+	Configuration(ctx context.Context, id string) (Configuration, error)
+	// PutConfiguration creates or replaces a configuration (seeding, admin).
+	PutConfiguration(ctx context.Context, c Configuration) error
+	// UpdateConfiguration sets fields (by their JSON names) of an existing
+	// configuration; ErrNotFound if there is none.
+	UpdateConfiguration(ctx context.Context, id string, set map[string]any) error
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -24,6 +25,7 @@ type API interface {
 	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	CopyObject(ctx context.Context, in *s3.CopyObjectInput, opts ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
 }
 
 // Presigner is the part of s3.PresignClient the adapter calls.
@@ -100,6 +102,25 @@ func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, blob.Object
 		ETag:        aws.ToString(res.ETag),
 		Modified:    aws.ToTime(res.LastModified),
 	}, nil
+}
+
+// Copy copies the object under src to dst, within the bucket (objects up to 5 GB).
+func (s *Store) Copy(ctx context.Context, src, dst string) error {
+	if err := ValidKey(src); err != nil {
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	if err := ValidKey(dst); err != nil {
+		return fmt.Errorf("copy to %s: %w", dst, err)
+	}
+	source := s.bucket + "/" + url.PathEscape(src)
+	source = strings.ReplaceAll(source, "%2F", "/")
+	if _, err := s.api.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &s.bucket, Key: &dst, CopySource: &source}); err != nil {
+		if isNotFound(err) {
+			return fmt.Errorf("copy %s in %s: %w", src, s.bucket, blob.ErrNotFound)
+		}
+		return fmt.Errorf("copy %s to %s in %s: %w", src, dst, s.bucket, err)
+	}
+	return nil
 }
 
 // List lists objects by prefix, one page at a time.

@@ -6,6 +6,8 @@
 //	POST status     ready (with the guardrails hash used), working, idle, ended, failed
 //	POST heartbeat  still alive; answers whether to stop
 //	GET  inbox      what the sandbox must act on; stop once the session is ending
+//	POST events     append what happened (messages, tool calls, states)
+//	POST uploads    presigned URLs for the files of one gateway tool call
 package sandboxapi
 
 import (
@@ -14,18 +16,24 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/blob"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/prompts"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/report"
+	"github.com/remote-agents/remote-agents/shared/s3blob"
 	"github.com/remote-agents/remote-agents/shared/session"
-	"github.com/remote-agents/remote-agents/shared/token"
+	"github.com/remote-agents/remote-agents/shared/toolgate"
+	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
 
 // Handlers serve the sandbox channel.
@@ -34,7 +42,9 @@ type Handlers struct {
 	Registry   registry.Store
 	Guardrails guardrails.Source
 	Reporter   session.Reporter
-	Log        *slog.Logger
+	// Blob is the bucket uploads go to.
+	Blob blob.Store
+	Log  *slog.Logger
 }
 
 // Spec is what a sandbox runs.
@@ -46,6 +56,14 @@ type Spec struct {
 	InitialPrompt   string           `json:"initial_prompt"`
 	FeatureFlags    session.Features `json:"feature_flags"`
 	TmuxSessionName string           `json:"tmux_session_name"`
+	// SessionType decides which contract tools the sandbox registers (setup-only
+	// tools only in setup sessions).
+	SessionType     string `json:"session_type"`
+	ConfigurationID string `json:"configuration_id,omitempty"`
+	// PromptMode and SystemPrompt are the mode prompt (package prompts), primed
+	// right after the guardrails.
+	PromptMode   prompts.Mode `json:"prompt_mode"`
+	SystemPrompt string       `json:"system_prompt"`
 }
 
 // Guardrails is the platform guardrails document and its version.
@@ -92,6 +110,7 @@ func (h *Handlers) Routes() []httpapi.Route {
 		{Method: http.MethodPost, Pattern: "/sandbox/{sessionId}/heartbeat", Handler: h.Heartbeat},
 		{Method: http.MethodGet, Pattern: "/sandbox/{sessionId}/inbox", Handler: h.Inbox},
 		{Method: http.MethodPost, Pattern: "/sandbox/{sessionId}/events", Handler: h.Events},
+		{Method: http.MethodPost, Pattern: "/sandbox/{sessionId}/uploads", Handler: h.Uploads},
 	}
 }
 
@@ -113,7 +132,24 @@ func (h *Handlers) Spec(ctx context.Context, req httpapi.Request) (httpapi.Respo
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
+	pc := prompts.Context{SessionType: sess.SessionType, ClientType: sess.ClientType, Override: sess.SystemPrompt}
+	if sess.ConfigurationID != "" {
+		cfg, err := h.Registry.Configuration(ctx, sess.ConfigurationID)
+		if err != nil && !errors.Is(err, registry.ErrNotFound) {
+			return httpapi.Error(ctx, h.Log, err), nil
+		}
+		pc.HasConfiguration, pc.RepoName = err == nil, cfg.RepoName
+	}
+	mode, text := prompts.Select(pc)
+	sessionType := sess.SessionType
+	if sessionType == "" {
+		sessionType = prompts.SessionCoding
+	}
 	return httpapi.JSON(http.StatusOK, Spec{
+		SessionType:     sessionType,
+		ConfigurationID: sess.ConfigurationID,
+		PromptMode:      mode,
+		SystemPrompt:    text,
 		SessionID:       sess.ID,
 		Generation:      sess.Generation,
 		Guardrails:      Guardrails{Content: doc.Content, Hash: doc.Hash},
@@ -287,26 +323,117 @@ func (h *Handlers) Events(ctx context.Context, req httpapi.Request) (httpapi.Res
 	return httpapi.JSON(http.StatusOK, EventsOut{FirstSeq: stored[0].Seq, LastSeq: stored[len(stored)-1].Seq}), nil
 }
 
+// UploadsIn asks for upload URLs for the files of one gateway tool call.
+type UploadsIn struct {
+	Tool       string       `json:"tool"`
+	ToolCallID string       `json:"tool_call_id"`
+	Files      []UploadFile `json:"files"`
+}
+
+// UploadFile is one file to upload, by its path relative to the uploaded folder.
+type UploadFile struct {
+	Path        string `json:"path"`
+	SizeBytes   int64  `json:"size_bytes"`
+	ContentType string `json:"content_type,omitempty"`
+}
+
+// UploadsOut has one presigned PUT URL per file, valid for UploadTTL.
+type UploadsOut struct {
+	Uploads []Upload `json:"uploads"`
+}
+
+// Upload is where one file goes.
+type Upload struct {
+	Path string `json:"path"`
+	Key  string `json:"key"`
+	URL  string `json:"url"`
+}
+
+// Limits of uploads.
+const (
+	UploadTTL          = 15 * time.Minute
+	MaxUploadFiles     = 200
+	MaxEvidenceBytes   = 100 << 20
+	MaxSnapshotBytes   = 5 << 30
+	maxUploadPathBytes = 500
+)
+
+// Uploads serves POST /sandbox/{sessionId}/uploads: verify's evidence files and
+// save_snapshot's archive go straight to the bucket, under the call's prefix,
+// where the tool's handler finds them.
+func (h *Handlers) Uploads(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authenticate(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	var in UploadsIn
+	if err := httpapi.DecodeJSON(req, 256*1024, &in); err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	if err := checkUploads(in); err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	prefix := toolspec.UploadPrefix(sess.ID, in.Tool, in.ToolCallID)
+	out := UploadsOut{Uploads: make([]Upload, 0, len(in.Files))}
+	for _, f := range in.Files {
+		key := prefix + f.Path
+		u, err := h.Blob.PresignPut(ctx, key, f.ContentType, UploadTTL)
+		if err != nil {
+			return httpapi.Error(ctx, h.Log, err), nil
+		}
+		out.Uploads = append(out.Uploads, Upload{Path: f.Path, Key: key, URL: u})
+	}
+	return httpapi.JSON(http.StatusOK, out), nil
+}
+
+var uploadCallID = regexp.MustCompile(`^[\x21-\x7e]{1,255}$`)
+
+func checkUploads(in UploadsIn) error {
+	invalid := func(format string, args ...any) error { return apierror.New(apierror.InvalidRequest, format, args...) }
+	if !uploadCallID.MatchString(in.ToolCallID) {
+		return invalid("tool_call_id must be 1 to 255 printable ASCII characters.")
+	}
+	if len(in.Files) == 0 || len(in.Files) > MaxUploadFiles {
+		return invalid("Send 1 to %d files.", MaxUploadFiles)
+	}
+	switch in.Tool {
+	case toolspec.Verify:
+	case toolspec.SaveSnapshot:
+		if len(in.Files) != 1 || in.Files[0].Path != toolgate.SnapshotObject {
+			return invalid("save_snapshot uploads exactly one file, %s.", toolgate.SnapshotObject)
+		}
+		if in.Files[0].SizeBytes > MaxSnapshotBytes {
+			return invalid("A snapshot may be at most %d bytes.", int64(MaxSnapshotBytes))
+		}
+	default:
+		return invalid("Only verify and save_snapshot upload files.")
+	}
+	seen := map[string]bool{}
+	for i, f := range in.Files {
+		clean := path.Clean(f.Path)
+		if f.Path == "" || len(f.Path) > maxUploadPathBytes || clean != f.Path || strings.HasPrefix(f.Path, "/") ||
+			clean == ".." || strings.HasPrefix(clean, "../") || s3blob.ValidKey(f.Path) != nil {
+			return invalid("files[%d].path must be a clean relative path of at most %d bytes.", i, maxUploadPathBytes)
+		}
+		if seen[f.Path] {
+			return invalid("files[%d].path %q is listed twice.", i, f.Path)
+		}
+		seen[f.Path] = true
+		if f.SizeBytes < 0 || (in.Tool == toolspec.Verify && f.SizeBytes > MaxEvidenceBytes) {
+			return invalid("files[%d] must be at most %d bytes.", i, MaxEvidenceBytes)
+		}
+		if len(f.ContentType) > 255 {
+			return invalid("files[%d].content_type is too long.", i)
+		}
+	}
+	return nil
+}
+
 func orders(s session.Session) Orders {
 	return Orders{Stop: s.State == session.Ending || s.State.Terminal(), State: s.State}
 }
 
 // authenticate returns the session whose current sandbox holds the request's token.
 func (h *Handlers) authenticate(ctx context.Context, req httpapi.Request) (session.Session, error) {
-	tok := httpapi.BearerToken(req)
-	if tok == "" {
-		return session.Session{}, apierror.New(apierror.MissingToken, "A sandbox token is required.")
-	}
-	if token.Check(token.Sandbox, tok) != nil {
-		if token.Check(token.Session, tok) == nil || token.Check(token.AppKey, tok) == nil {
-			return session.Session{}, apierror.New(apierror.Forbidden, "Only a sandbox token is accepted here.")
-		}
-		return session.Session{}, apierror.New(apierror.InvalidToken, "The sandbox token is not valid.")
-	}
-	id := req.PathParameters["sessionId"]
-	sess, err := h.Store.Get(ctx, id)
-	if errors.Is(err, session.ErrNotFound) || (err == nil && !token.Match(token.Sandbox, tok, sess.SandboxTokenHash)) {
-		return session.Session{}, apierror.New(apierror.InvalidToken, "The sandbox token is not valid for this session.")
-	}
-	return sess, err
+	return session.AuthenticateSandbox(ctx, h.Store, req.PathParameters["sessionId"], httpapi.BearerToken(req))
 }

@@ -89,11 +89,21 @@ func NewService(o Options) *Service {
 
 // CreateRequest is what an app asks for.
 type CreateRequest struct {
-	ProjectName    string    `json:"project_name"`
-	PersonaSlug    string    `json:"persona_slug"`
-	InitialPrompt  string    `json:"initial_prompt"`
-	FeatureFlags   *Features `json:"feature_flags,omitempty"`
-	IdempotencyKey string    `json:"-"`
+	ProjectName   string    `json:"project_name"`
+	PersonaSlug   string    `json:"persona_slug"`
+	InitialPrompt string    `json:"initial_prompt"`
+	FeatureFlags  *Features `json:"feature_flags,omitempty"`
+	// SessionType is "coding" (the default) or "setup"; a setup session needs a
+	// configuration and is the only kind that gets the setup-only tools.
+	SessionType string `json:"session_type,omitempty"`
+	// ClientType "automation" makes the session an automation run.
+	ClientType string `json:"client_type,omitempty"`
+	// ConfigurationID names the repository configuration to work in; without
+	// one the session is a scratch session.
+	ConfigurationID string `json:"configuration_id,omitempty"`
+	// SystemPrompt, if set, replaces the mode prompt (never the guardrails).
+	SystemPrompt   string `json:"system_prompt,omitempty"`
+	IdempotencyKey string `json:"-"`
 }
 
 // Created is a ready session and a token for it.
@@ -151,6 +161,14 @@ func (s *Service) Create(ctx context.Context, app registry.AppKey, req CreateReq
 	if err != nil {
 		return Created{}, err
 	}
+	if req.ConfigurationID != "" {
+		if _, err := s.o.Registry.Configuration(ctx, req.ConfigurationID); err != nil {
+			if errors.Is(err, registry.ErrNotFound) {
+				return Created{}, apierror.New(apierror.NotFound, "No configuration has the id %q.", req.ConfigurationID)
+			}
+			return Created{}, err
+		}
+	}
 
 	sess, plain, err := s.startOrResume(ctx, app, req, doc)
 	if err != nil {
@@ -202,6 +220,10 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 		InitialPrompt:   req.InitialPrompt,
 		Features:        features,
 		AppKeyID:        app.ID,
+		SessionType:     req.SessionType,
+		ClientType:      req.ClientType,
+		ConfigurationID: req.ConfigurationID,
+		SystemPrompt:    req.SystemPrompt,
 		State:           Provisioning,
 		Generation:      1,
 		TokenHashes:     []string{hash},
@@ -445,6 +467,16 @@ func validateCreate(req CreateRequest) error {
 		return invalid("initial_prompt is required.")
 	case len(req.InitialPrompt) > MaxPromptBytes || !utf8.ValidString(req.InitialPrompt):
 		return invalid("initial_prompt must be at most %d bytes of UTF-8.", MaxPromptBytes)
+	case req.SessionType != "" && req.SessionType != "coding" && req.SessionType != "setup":
+		return invalid("session_type must be coding or setup.")
+	case req.SessionType == "setup" && req.ConfigurationID == "":
+		return invalid("A setup session needs a configuration_id.")
+	case len(req.ClientType) > MaxNameLen || (req.ClientType != "" && !slugPattern.MatchString(req.ClientType)):
+		return invalid("client_type must be at most %d lower-case letters, digits, '-' or '_'.", MaxNameLen)
+	case len(req.ConfigurationID) > MaxNameLen || (req.ConfigurationID != "" && !slugPattern.MatchString(req.ConfigurationID)):
+		return invalid("configuration_id must be at most %d lower-case letters, digits, '-' or '_'.", MaxNameLen)
+	case len(req.SystemPrompt) > MaxPromptBytes || !utf8.ValidString(req.SystemPrompt):
+		return invalid("system_prompt must be at most %d bytes of UTF-8.", MaxPromptBytes)
 	case len(req.IdempotencyKey) > MaxIdempotencyKeyLen || (req.IdempotencyKey != "" && !idempotencyKey.MatchString(req.IdempotencyKey)):
 		return invalid("Idempotency-Key must be 1 to %d printable ASCII characters.", MaxIdempotencyKeyLen)
 	}

@@ -80,8 +80,17 @@ type Session struct {
 	InitialPrompt string   `json:"initial_prompt"`
 	Features      Features `json:"feature_flags"`
 	AppKeyID      string   `json:"app_key_id,omitempty"`
-	State         State    `json:"state"`
-	Reason        Reason   `json:"reason,omitempty"`
+	// SessionType is "coding" (default) or "setup"; ClientType "automation" marks
+	// an automation run. With ConfigurationID and SystemPrompt they select the
+	// agent's mode prompt and its tools (see package prompts and toolspec).
+	SessionType     string `json:"session_type,omitempty"`
+	ClientType      string `json:"client_type,omitempty"`
+	ConfigurationID string `json:"configuration_id,omitempty"`
+	SystemPrompt    string `json:"system_prompt,omitempty"`
+	// SnapshotKey is the object key of the session's last saved snapshot.
+	SnapshotKey string `json:"snapshot_key,omitempty"`
+	State       State  `json:"state"`
+	Reason      Reason `json:"reason,omitempty"`
 	// Generation counts launches; a sandbox acts only for its own generation.
 	Generation int `json:"generation"`
 	// TokenHashes are the hashes of the session's tokens (never the tokens).

@@ -24,6 +24,8 @@ import (
 	"github.com/remote-agents/remote-agents/shared/sandboxapi"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sqsqueue"
+	"github.com/remote-agents/remote-agents/shared/toolapi"
+	"github.com/remote-agents/remote-agents/shared/toolgate"
 )
 
 // System is the process's wiring.
@@ -40,7 +42,12 @@ type System struct {
 	JobsQueue *sqsqueue.Queue
 	JobsDLQ   *sqsqueue.Queue
 	Jobs      *jobs.Publisher
-	Bucket    *s3blob.Store
+	// ToolsQueue and ToolsDLQ carry long gateway tool calls to jobworker.
+	ToolsQueue *sqsqueue.Queue
+	ToolsDLQ   *sqsqueue.Queue
+	// Tools runs the gateway-mediated tools.
+	Tools  *toolgate.Service
+	Bucket *s3blob.Store
 	// Guardrails is where the guardrails document is read from.
 	Guardrails guardrails.Source
 }
@@ -101,6 +108,16 @@ func New(ctx context.Context, o Options) (*System, error) {
 	if err != nil {
 		return nil, err
 	}
+	toolsURL, err := queueURL(ctx, sqsClient, "RA_TOOLS_QUEUE_URL", set.ToolsQueue.Name)
+	if err != nil {
+		return nil, err
+	}
+	toolsDLQURL, err := queueURL(ctx, sqsClient, "RA_TOOLS_DLQ_URL", set.ToolsQueue.DeadLetterName)
+	if err != nil {
+		return nil, err
+	}
+	s.ToolsQueue = sqsqueue.New(sqsClient, toolsURL)
+	s.ToolsDLQ = sqsqueue.New(sqsClient, toolsDLQURL)
 	s.JobsQueue = sqsqueue.New(sqsClient, jobsURL)
 	s.JobsDLQ = sqsqueue.New(sqsClient, dlqURL)
 	s.Jobs = jobs.NewPublisher(s.JobsQueue)
@@ -122,6 +139,13 @@ func New(ctx context.Context, o Options) (*System, error) {
 		PublicBaseURL:   s.Config.PublicBaseURL,
 		DefaultFeatures: session.Features(s.Config.EmbedFeatures),
 	})
+	s.Tools = toolgate.New(toolgate.Options{
+		Sessions: s.Store,
+		Records:  dynamo.NewToolCalls(ddb, set.Idempotency.Name),
+		Executor: &toolgate.Effects{Blob: s.Bucket, Registry: s.Registry, Sessions: s.Store, Runs: dynamo.NewRuns(ddb, set.Jobs.Name)},
+		Queue:    s.ToolsQueue,
+		Log:      s.Log,
+	})
 	return s, nil
 }
 
@@ -139,5 +163,10 @@ func queueURL(ctx context.Context, api *sqs.Client, envVar, name string) (string
 
 // SandboxHandlers returns the sandbox channel's handlers over the system.
 func SandboxHandlers(s *System) *sandboxapi.Handlers {
-	return &sandboxapi.Handlers{Store: s.Store, Registry: s.Registry, Guardrails: s.Guardrails, Reporter: s.Reporter, Log: s.Log}
+	return &sandboxapi.Handlers{Store: s.Store, Registry: s.Registry, Guardrails: s.Guardrails, Reporter: s.Reporter, Blob: s.Bucket, Log: s.Log}
+}
+
+// ToolHandlers returns the tool callback route's handlers over the system.
+func ToolHandlers(s *System) *toolapi.Handlers {
+	return &toolapi.Handlers{Gate: s.Tools, Log: s.Log}
 }

@@ -1,0 +1,214 @@
+package toolgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/blob"
+	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/toolspec"
+)
+
+// Limits of the tools' side effects.
+const (
+	// MaxVerifyFiles bounds the files one verify records.
+	MaxVerifyFiles = 200
+	// SnapshotObject is the name of the archive save_snapshot uploads.
+	SnapshotObject = "snapshot.tar.gz"
+)
+
+// RunCompletion is an automation run's recorded outcome.
+type RunCompletion struct {
+	RunID           string   `json:"run_id"`
+	CompletionID    string   `json:"completion_id"`
+	Outcome         string   `json:"outcome"`
+	SessionID       string   `json:"session_id"`
+	SummaryMarkdown string   `json:"summary_markdown,omitempty"`
+	Citations       []string `json:"citations,omitempty"`
+	DiffRef         string   `json:"diff_ref,omitempty"`
+	TestReportRef   string   `json:"test_report_ref,omitempty"`
+	SideEffectRefs  []string `json:"side_effect_refs,omitempty"`
+	CompletedAt     string   `json:"completed_at"`
+}
+
+// Runs records automation run outcomes.
+type Runs interface {
+	// Complete records c unless the run already has a completion; it returns the
+	// completion the run has after the call.
+	Complete(ctx context.Context, c RunCompletion) (RunCompletion, error)
+}
+
+// Effects is the Executor of the contract tools: it writes to the object store,
+// the registry's configurations, the runs and the session's events.
+type Effects struct {
+	Blob     blob.Store
+	Registry registry.Store
+	Sessions session.Store
+	Runs     Runs
+	Now      func() time.Time
+}
+
+var _ Executor = (*Effects)(nil)
+
+// Execute runs one call.
+func (e *Effects) Execute(ctx context.Context, c Call) (Result, error) {
+	switch a := c.Args.(type) {
+	case toolspec.VerifyArgs:
+		return e.verify(ctx, c, a)
+	case toolspec.SnapshotArgs:
+		return e.snapshot(ctx, c, a)
+	case toolspec.CompleteArgs:
+		return e.complete(ctx, c, a)
+	case toolspec.ServiceCommandsArgs:
+		return e.serviceCommands(ctx, c, a)
+	case toolspec.EnvFilesArgs:
+		return e.envFiles(ctx, c, a)
+	}
+	return Result{}, fmt.Errorf("no effects for %s (%T)", c.Tool, c.Args)
+}
+
+func (e *Effects) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+// verify records the files the sandbox uploaded for this call as session outputs.
+func (e *Effects) verify(ctx context.Context, c Call, a toolspec.VerifyArgs) (Result, error) {
+	prefix := toolspec.UploadPrefix(c.Session.ID, c.Tool, c.CallID)
+	var files []map[string]any
+	var total int64
+	after := ""
+	for {
+		page, err := e.Blob.List(ctx, prefix, after, blob.MaxListSize)
+		if err != nil {
+			return Result{}, err
+		}
+		for _, o := range page.Objects {
+			if len(files) == MaxVerifyFiles {
+				break
+			}
+			files = append(files, map[string]any{"path": strings.TrimPrefix(o.Key, prefix), "key": o.Key, "size_bytes": o.Size})
+			total += o.Size
+		}
+		if page.Next == "" || len(files) == MaxVerifyFiles {
+			break
+		}
+		after = page.Next
+	}
+	if len(files) == 0 {
+		return Result{Success: false, Result: fmt.Sprintf("No verification files were uploaded from %s; put the evidence there and call verify again.", a.Folder)}, nil
+	}
+	data := map[string]any{"folder": a.Folder, "prefix": prefix, "files": files, "file_count": len(files), "total_bytes": total}
+	if err := e.event(ctx, c, "output.verification", data); err != nil {
+		return Result{}, err
+	}
+	return Result{Success: true, Result: fmt.Sprintf("Uploaded %d verification file(s) from %s.", len(files), a.Folder), Data: data}, nil
+}
+
+// snapshot keeps the archive the sandbox uploaded for this call: as the
+// configuration's snapshot in a setup session, as the session's otherwise.
+func (e *Effects) snapshot(ctx context.Context, c Call, a toolspec.SnapshotArgs) (Result, error) {
+	staged := toolspec.UploadPrefix(c.Session.ID, c.Tool, c.CallID) + SnapshotObject
+	page, err := e.Blob.List(ctx, staged, "", 1)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(page.Objects) == 0 || page.Objects[0].Key != staged {
+		return Result{Success: false, Result: "The workspace archive was not uploaded; call save_snapshot again."}, nil
+	}
+	size := page.Objects[0].Size
+	target, owner := "session", c.Session.ID
+	if c.Session.ConfigurationID != "" && c.Session.SessionType == "setup" {
+		target, owner = "configuration", c.Session.ConfigurationID
+	}
+	key := "snapshots/" + target + "/" + owner + "/" + strings.TrimPrefix(c.Key, "tool#") + ".tar.gz"
+	if err := e.Blob.Copy(ctx, staged, key); err != nil {
+		return Result{}, err
+	}
+	now := e.now().UTC().Format(time.RFC3339Nano)
+	snap := registry.Snapshot{Key: key, SizeBytes: size, Message: a.Message, SessionID: c.Session.ID, SavedAt: now}
+	if target == "configuration" {
+		if err := e.Registry.UpdateConfiguration(ctx, owner, map[string]any{"snapshot": snap, "updated_at": now}); err != nil {
+			return Result{}, err
+		}
+	} else if _, err := e.Sessions.Touch(ctx, c.Session.ID, c.Session.Generation, map[string]any{"snapshot_key": key}); err != nil && !errors.Is(err, session.ErrConflict) {
+		return Result{}, err
+	}
+	data := map[string]any{"snapshot_key": key, "target": target, "size_bytes": size}
+	if err := e.event(ctx, c, "output.snapshot", data); err != nil {
+		return Result{}, err
+	}
+	return Result{Success: true, Result: fmt.Sprintf("Snapshot saved (%d bytes) for this %s.", size, target), Data: data}, nil
+}
+
+func (e *Effects) complete(ctx context.Context, c Call, a toolspec.CompleteArgs) (Result, error) {
+	got, err := e.Runs.Complete(ctx, RunCompletion{
+		RunID: a.RunID, CompletionID: a.CompletionID, Outcome: a.Outcome, SessionID: c.Session.ID,
+		SummaryMarkdown: a.SummaryMarkdown, Citations: a.Citations, DiffRef: a.DiffRef,
+		TestReportRef: a.TestReportRef, SideEffectRefs: a.SideEffectRefs,
+		CompletedAt: e.now().UTC().Format(time.RFC3339Nano),
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	data := map[string]any{"run_id": got.RunID, "completion_id": got.CompletionID, "outcome": got.Outcome}
+	if got.CompletionID != a.CompletionID {
+		return Result{Success: false, Result: fmt.Sprintf("Run %s was already completed (outcome %s) by another completion.", a.RunID, got.Outcome), Data: data}, nil
+	}
+	if err := e.event(ctx, c, "automation.completed", data); err != nil {
+		return Result{}, err
+	}
+	return Result{Success: true, Result: fmt.Sprintf("Run %s completed: %s.", a.RunID, a.Outcome), Data: data}, nil
+}
+
+func (e *Effects) serviceCommands(ctx context.Context, c Call, a toolspec.ServiceCommandsArgs) (Result, error) {
+	if err := e.updateConfiguration(ctx, c, "service_commands", a.Commands); err != nil {
+		return configFailure(err)
+	}
+	return Result{Success: true, Result: fmt.Sprintf("Saved %d service command(s) for future sessions.", len(a.Commands)),
+		Data: map[string]any{"configuration_id": c.Session.ConfigurationID, "command_count": len(a.Commands)}}, nil
+}
+
+func (e *Effects) envFiles(ctx context.Context, c Call, a toolspec.EnvFilesArgs) (Result, error) {
+	if err := e.updateConfiguration(ctx, c, "env_files", a.Files); err != nil {
+		return configFailure(err)
+	}
+	return Result{Success: true, Result: fmt.Sprintf("Saved the spec of %d env file(s) for future sessions.", len(a.Files)),
+		Data: map[string]any{"configuration_id": c.Session.ConfigurationID, "file_count": len(a.Files)}}, nil
+}
+
+var errNoConfiguration = errors.New("no configuration")
+
+func (e *Effects) updateConfiguration(ctx context.Context, c Call, field string, v any) error {
+	if c.Session.ConfigurationID == "" {
+		return errNoConfiguration
+	}
+	return e.Registry.UpdateConfiguration(ctx, c.Session.ConfigurationID, map[string]any{field: v, "updated_at": e.now().UTC().Format(time.RFC3339Nano)})
+}
+
+func configFailure(err error) (Result, error) {
+	if errors.Is(err, errNoConfiguration) || errors.Is(err, registry.ErrNotFound) {
+		return Result{Success: false, Result: "This session has no configuration to save to."}, nil
+	}
+	return Result{}, err
+}
+
+// event appends an output event to the session, for the embed view and apps. An
+// ended session keeps no new events; the call's result still stands.
+func (e *Effects) event(ctx context.Context, c Call, typ string, data map[string]any) error {
+	payload := map[string]any{"tool": c.Tool, "tool_call_id": c.CallID}
+	for k, v := range data {
+		payload[k] = v
+	}
+	_, err := e.Sessions.AppendEvents(ctx, c.Session.ID, c.Session.Generation, []session.Event{{Type: typ, Data: payload}})
+	if errors.Is(err, session.ErrConflict) {
+		return nil
+	}
+	return err
+}

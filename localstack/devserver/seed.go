@@ -15,7 +15,7 @@ import (
 // DefaultAppKey is the development app key unless RA_DEV_APP_KEY says otherwise.
 const DefaultAppKey = "ra_dev_app_key"
 
-// Seed loads the fixtures of dir (projects.json, personas.json; either may be
+// Seed loads the fixtures of dir (projects.json, personas.json, configurations.json; any may be
 // missing) into the registry and registers appKey, by its hash, as "dev".
 func Seed(ctx context.Context, reg registry.Store, dir, appKey string) error {
 	if dir != "" {
@@ -35,6 +35,15 @@ func Seed(ctx context.Context, reg registry.Store, dir, appKey string) error {
 		for _, p := range personas {
 			if err := reg.PutPersona(ctx, p); err != nil {
 				return fmt.Errorf("seed persona %s: %w", p.Slug, err)
+			}
+		}
+		var configs []registry.Configuration
+		if err := readFixture(filepath.Join(dir, "configurations.json"), &configs); err != nil {
+			return err
+		}
+		for _, c := range configs {
+			if err := reg.PutConfiguration(ctx, c); err != nil {
+				return fmt.Errorf("seed configuration %s: %w", c.ID, err)
 			}
 		}
 	}

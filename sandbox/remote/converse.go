@@ -15,7 +15,6 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/sanitize"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/sandbox/workflow"
-	"github.com/remote-agents/remote-agents/shared/sandboxapi"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -38,8 +37,9 @@ type Brain struct {
 // BrainFromEnv builds the brain from RA_LLM_PROVIDER (default scripted),
 // RA_LLM_MODEL, RA_LLM_API_KEY_ENV, RA_LLM_BASE_URL, RA_LLM_SCRIPT and
 // RA_TOKEN_LIMIT. Its tools work in the workspace under the default policy, and
-// their failures are sanitised before the model or anyone else sees them.
-func BrainFromEnv(workspace string) (*Brain, error) {
+// their failures are sanitised before the model or anyone else sees them. extra,
+// if not nil, registers more tools (the contract tools).
+func BrainFromEnv(workspace string, extra func(*tools.Registry, *policy.Policy) error) (*Brain, error) {
 	cfg := agentconfig.Defaults().LLM
 	if v := os.Getenv("RA_LLM_PROVIDER"); v != "" {
 		cfg.Provider = v
@@ -65,6 +65,11 @@ func BrainFromEnv(workspace string) (*Brain, error) {
 	reg, err := tools.New(pol, tools.Options{MemoryPath: filepath.Join(pol.Workspace(), ".agent", "memory.json")})
 	if err != nil {
 		return nil, err
+	}
+	if extra != nil {
+		if err := extra(reg, pol); err != nil {
+			return nil, err
+		}
 	}
 	return &Brain{Provider: provider, Model: cfg.Model, Tools: Sanitised{reg}, TokenLimit: limit, MaxTokens: cfg.MaxTokens}, nil
 }
@@ -154,8 +159,7 @@ func (c *conversation) state(ctx context.Context, st session.State) error {
 }
 
 func (c *conversation) emit(ctx context.Context, typ string, data map[string]any) error {
-	var out sandboxapi.EventsOut
-	return c.cl.do(ctx, "POST", "events", sandboxapi.EventsIn{Events: []sandboxapi.EventIn{{Type: typ, Data: data}}}, &out)
+	return c.cl.Emit(ctx, typ, data)
 }
 
 func clip(s string) string {

@@ -13,15 +13,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/remote-agents/remote-agents/sandbox/callback"
+	"github.com/remote-agents/remote-agents/sandbox/contract"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
+	"github.com/remote-agents/remote-agents/sandbox/policy"
+	"github.com/remote-agents/remote-agents/sandbox/tools"
+	"github.com/remote-agents/remote-agents/shared/prompts"
 	"github.com/remote-agents/remote-agents/shared/sandboxapi"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
@@ -34,10 +41,17 @@ type Config struct {
 	Workspace string
 	Heartbeat time.Duration
 	Poll      time.Duration
+	// EnvFile is where env values the user submits are written.
+	EnvFile string
 }
 
+// EnvFileName is the env file's name in the workspace, unless RA_ENV_FILE says
+// otherwise: a JSON object of the values users submitted.
+const EnvFileName = ".proliferate_env.json"
+
 // ConfigFromEnv reads RA_SESSION_ID, RA_GATEWAY_URL, RA_SANDBOX_TOKEN, RA_WORKSPACE
-// (default: the working directory) and RA_HEARTBEAT_SECONDS (default 10).
+// (default: the working directory), RA_ENV_FILE (default: EnvFileName in the
+// workspace) and RA_HEARTBEAT_SECONDS (default 10).
 func ConfigFromEnv() (Config, error) {
 	c := Config{
 		SessionID: os.Getenv("RA_SESSION_ID"),
@@ -52,6 +66,14 @@ func ConfigFromEnv() (Config, error) {
 	}
 	if c.Workspace == "" {
 		c.Workspace = "."
+	}
+	c.EnvFile = os.Getenv("RA_ENV_FILE")
+	if c.EnvFile == "" {
+		abs, err := filepath.Abs(filepath.Join(c.Workspace, EnvFileName))
+		if err != nil {
+			return c, fmt.Errorf("sandbox: workspace: %w", err)
+		}
+		c.EnvFile = abs
 	}
 	if v := os.Getenv("RA_HEARTBEAT_SECONDS"); v != "" {
 		d, err := time.ParseDuration(v + "s")
@@ -105,12 +127,12 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	if err := cl.do(ctx, http.MethodGet, "spec", nil, &spec); err != nil {
 		return err
 	}
-	prompts, err := Prime(spec)
+	primed, err := Prime(spec)
 	if err != nil {
 		_ = cl.status(context.WithoutCancel(ctx), session.Failed, "", session.ReasonError)
 		return err
 	}
-	raw, err := json.MarshalIndent(prompts, "", "  ")
+	raw, err := json.MarshalIndent(primed, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode conversation: %w", err)
 	}
@@ -129,13 +151,21 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	var conv *conversation
 	turning := false
 	var pending []string // user messages that arrived during a turn
-	if brain, err := BrainFromEnv(c.Workspace); err != nil {
+	contractTools := func(r *tools.Registry, p *policy.Policy) error {
+		return contract.Register(r, p, contract.Options{
+			Callback: &callback.Client{Gateway: c.Gateway, SessionID: c.SessionID, Token: c.Token},
+			Channel:  cl,
+			Setup:    spec.SessionType == prompts.SessionSetup,
+			EnvFile:  c.EnvFile,
+		})
+	}
+	if brain, err := BrainFromEnv(c.Workspace, contractTools); err != nil {
 		log.Error("no model: the agent cannot answer", slog.String("error", err.Error()))
 	} else {
 		if brain.Provider.Name() == "scripted" {
 			log.Warn("no LLM is configured (RA_LLM_PROVIDER): replies come from the scripted provider")
 		}
-		conv = &conversation{brain: brain, cl: cl, system: prompts[0].Content, msgs: []llm.Message{{Role: llm.User, Content: prompts[1].Content}}, log: log}
+		conv = &conversation{brain: brain, cl: cl, system: primed[0].Content, msgs: []llm.Message{{Role: llm.User, Content: primed[1].Content}}, log: log}
 		turning = true
 		go func() { turnDone <- conv.turn(turnCtx) }()
 	}
@@ -169,6 +199,13 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 				for _, m := range orders.Messages {
 					pending = append(pending, m.Text)
 				}
+				if len(orders.Env) > 0 {
+					if err := MergeEnv(c.EnvFile, orders.Env); err != nil {
+						log.Error("write env file", slog.String("error", err.Error()))
+					} else {
+						pending = append(pending, fmt.Sprintf("The user submitted values for %s; they are in %s.", strings.Join(slices.Sorted(maps.Keys(orders.Env)), ", "), c.EnvFile))
+					}
+				}
 				startTurn()
 			}
 		case terr := <-turnDone:
@@ -199,6 +236,39 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	}
 }
 
+// MergeEnv merges values into the JSON env file at path (created 0600), written
+// atomically: the agent reads single keys from it.
+func MergeEnv(path string, values map[string]string) error {
+	cur := map[string]string{}
+	raw, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(raw, &cur); err != nil {
+			return fmt.Errorf("env file %s is damaged: %w", path, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return err
+	}
+	maps.Copy(cur, values)
+	out, err := json.MarshalIndent(cur, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".env-*.json")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	if _, err := tmp.Write(out); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
 type client struct {
 	c    Config
 	http *http.Client
@@ -208,6 +278,19 @@ type authError struct{ status int }
 
 func (e *authError) Error() string {
 	return fmt.Sprintf("gateway refused the sandbox token (%d)", e.status)
+}
+
+// Emit appends one event to the session.
+func (cl *client) Emit(ctx context.Context, typ string, data map[string]any) error {
+	var out sandboxapi.EventsOut
+	return cl.do(ctx, http.MethodPost, "events", sandboxapi.EventsIn{Events: []sandboxapi.EventIn{{Type: typ, Data: data}}}, &out)
+}
+
+// Uploads asks for presigned upload URLs for a gateway tool call's files.
+func (cl *client) Uploads(ctx context.Context, in sandboxapi.UploadsIn) (sandboxapi.UploadsOut, error) {
+	var out sandboxapi.UploadsOut
+	err := cl.do(ctx, http.MethodPost, "uploads", in, &out)
+	return out, err
 }
 
 func (cl *client) status(ctx context.Context, state session.State, hash string, reason session.Reason) error {

@@ -57,11 +57,11 @@ func (s *ToolCalls) Begin(ctx context.Context, rec toolgate.Record, now time.Tim
 	return rec, true, nil
 }
 
-// Get reads a record; an expired one is ErrNotFound.
+// Get reads a record, expired or not.
 func (s *ToolCalls) Get(ctx context.Context, key string) (toolgate.Record, error) {
 	var out toolgate.Record
 	err := s.t.Get(ctx, recKey(key), &out)
-	if errors.Is(err, ErrNotFound) || (err == nil && out.Expired(time.Now())) {
+	if errors.Is(err, ErrNotFound) {
 		return toolgate.Record{}, fmt.Errorf("%s: %w", key, toolgate.ErrNotFound)
 	}
 	return out, err

@@ -14,7 +14,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"path"
 	"regexp"
@@ -86,7 +88,10 @@ type Orders struct {
 	// Messages are the user messages after the inbox cursor (inbox only);
 	// Next is the cursor to ask with next time.
 	Messages []InboxMessage `json:"messages,omitempty"`
-	Next     int64          `json:"next,omitempty"`
+	// Env holds env values users submitted since the cursor (inbox only), for the
+	// sandbox's env file.
+	Env  map[string]string `json:"env,omitempty"`
+	Next int64             `json:"next,omitempty"`
 }
 
 // InboxMessage is a message a user sent the agent.
@@ -261,14 +266,44 @@ func (h *Handlers) Inbox(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	for _, e := range evs {
-		out.Next = e.Seq
-		if e.Type != UserMessage {
-			continue
+		switch e.Type {
+		case UserMessage:
+			text, _ := e.Data["text"].(string)
+			out.Messages = append(out.Messages, InboxMessage{Seq: e.Seq, Text: text, At: e.At})
+		case session.EnvSubmitted:
+			values, err := h.envValues(ctx, sess.ID, e)
+			if err != nil {
+				// Stop before this event, so that the next read tries it again.
+				return httpapi.JSON(http.StatusOK, out), nil
+			}
+			if out.Env == nil {
+				out.Env = map[string]string{}
+			}
+			maps.Copy(out.Env, values)
 		}
-		text, _ := e.Data["text"].(string)
-		out.Messages = append(out.Messages, InboxMessage{Seq: e.Seq, Text: text, At: e.At})
+		out.Next = e.Seq
 	}
 	return httpapi.JSON(http.StatusOK, out), nil
+}
+
+// envValues reads the values an env.submitted event refers to.
+func (h *Handlers) envValues(ctx context.Context, sessionID string, e session.Event) (map[string]string, error) {
+	ref, _ := e.Data["ref"].(string)
+	if !strings.HasPrefix(ref, "sessions/"+sessionID+"/env/") {
+		return nil, nil // not ours to read
+	}
+	r, _, err := h.Blob.Get(ctx, ref)
+	if err != nil {
+		h.Log.WarnContext(ctx, "read env values", slog.String("session_id", sessionID), slog.String("error", err.Error()))
+		return nil, err
+	}
+	defer func() { _ = r.Close() }()
+	var values map[string]string
+	if err := json.NewDecoder(io.LimitReader(r, session.MaxEnvBytes)).Decode(&values); err != nil {
+		h.Log.WarnContext(ctx, "decode env values", slog.String("session_id", sessionID), slog.String("error", err.Error()))
+		return nil, nil // damaged: skip it rather than block the inbox
+	}
+	return values, nil
 }
 
 // EventsIn is what a sandbox appends.

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/blob"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -67,6 +68,8 @@ type Options struct {
 	PublicBaseURL string
 	// DefaultFeatures are enabled for every session, on top of the request's.
 	DefaultFeatures Features
+	// Blob keeps what must not be in events (env values users submit).
+	Blob blob.Store
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

@@ -29,6 +29,7 @@ func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
 		{Method: http.MethodPost, Pattern: "/api/remote_agents/create", Handler: httpapi.CORS(allowedOrigins, "POST", h.Create), CORS: true},
 		{Method: http.MethodGet, Pattern: "/api/remote_agents/{id}/alive", Handler: httpapi.CORS(allowedOrigins, "GET", h.Alive), CORS: true},
 		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/shutdown", Handler: httpapi.CORS(allowedOrigins, "POST", h.Shutdown), CORS: true},
+		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/env", Handler: httpapi.CORS(allowedOrigins, "POST", h.SubmitEnv), CORS: true},
 	}
 }
 
@@ -62,6 +63,22 @@ func (h *Handlers) Alive(ctx context.Context, req httpapi.Request) (httpapi.Resp
 // Shutdown serves POST /api/remote_agents/{id}/shutdown.
 func (h *Handlers) Shutdown(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	out, err := h.svc.Shutdown(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, out), nil
+}
+
+// SubmitEnv serves POST /api/remote_agents/{id}/env: {"values": {"KEY": "value"}},
+// the answer to the agent's request_env_variables.
+func (h *Handlers) SubmitEnv(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	var in struct {
+		Values map[string]string `json:"values"`
+	}
+	if err := httpapi.DecodeJSON(req, session.MaxEnvBytes, &in); err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	out, err := h.svc.SubmitEnv(ctx, req.PathParameters["id"], httpapi.BearerToken(req), in.Values)
 	if err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}

@@ -138,6 +138,7 @@ func New(ctx context.Context, o Options) (*System, error) {
 		CreationTimeout: s.Config.CreationTimeout,
 		PublicBaseURL:   s.Config.PublicBaseURL,
 		DefaultFeatures: session.Features(s.Config.EmbedFeatures),
+		Blob:            s.Bucket,
 	})
 	s.Tools = toolgate.New(toolgate.Options{
 		Sessions: s.Store,

@@ -70,7 +70,7 @@ type Result struct {
 
 // Errors of a Store.
 var (
-	// ErrNotFound: no record (or only an expired one) has the key.
+	// ErrNotFound: no record has the key.
 	ErrNotFound = errors.New("tool call record not found")
 	// ErrConflict: the record was not in the state the write required.
 	ErrConflict = errors.New("tool call record changed")
@@ -81,7 +81,8 @@ type Store interface {
 	// Begin writes rec unless a record that has not expired at now has its key;
 	// then it returns that record and false.
 	Begin(ctx context.Context, rec Record, now time.Time) (Record, bool, error)
-	// Get reads a record, strongly consistent; ErrNotFound if absent.
+	// Get reads a record, strongly consistent; ErrNotFound if absent. It may
+	// return an expired record (TTL is lazy): check Expired.
 	Get(ctx context.Context, key string) (Record, error)
 	// TakeOver starts a new attempt of an in-progress record whose attempt is
 	// seen and whose lease expired at now, held by phase until leaseUntil.

@@ -1,0 +1,241 @@
+package contract
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/remote-agents/remote-agents/sandbox/policy"
+	"github.com/remote-agents/remote-agents/shared/sandboxapi"
+	"github.com/remote-agents/remote-agents/shared/toolgate"
+	"github.com/remote-agents/remote-agents/shared/toolspec"
+)
+
+// Uploader PUTs files to presigned URLs.
+type Uploader struct {
+	HTTP *http.Client
+}
+
+// Put uploads the file at path to a presigned URL.
+func (u *Uploader) Put(ctx context.Context, url, path, contentType string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, f)
+	if err != nil {
+		return err
+	}
+	req.ContentLength = info.Size()
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	client := u.HTTP
+	if client == nil {
+		client = &http.Client{Timeout: 30 * time.Minute}
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return errors.New("the upload failed: the object store could not be reached")
+	}
+	defer func() { _ = res.Body.Close() }()
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	if res.StatusCode/100 != 2 {
+		return fmt.Errorf("the upload failed: the object store answered %d", res.StatusCode)
+	}
+	return nil
+}
+
+// uploadFolder uploads the regular files under folder (workspace-relative) for
+// verify call id, and returns how many there were.
+func (o Options) uploadFolder(ctx context.Context, p *policy.Policy, id, folder string) (int, error) {
+	root, err := p.CheckPath("read", folder)
+	if err != nil {
+		return 0, err
+	}
+	if !inside(p.Workspace(), root) {
+		return 0, fmt.Errorf("%s is outside the workspace", folder)
+	}
+	var files []sandboxapi.UploadFile
+	local := map[string]string{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && path == root {
+				return fmt.Errorf("%s does not exist; put the evidence there first", folder)
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil // directories are walked; symlinks and devices are not uploaded
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.Size() > sandboxapi.MaxEvidenceBytes {
+			return fmt.Errorf("%s is larger than %d MB", d.Name(), sandboxapi.MaxEvidenceBytes>>20)
+		}
+		if len(files) == sandboxapi.MaxUploadFiles {
+			return fmt.Errorf("%s holds more than %d files", folder, sandboxapi.MaxUploadFiles)
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		files = append(files, sandboxapi.UploadFile{Path: rel, SizeBytes: info.Size(), ContentType: contentType(rel)})
+		local[rel] = path
+		return nil
+	})
+	if err != nil || len(files) == 0 {
+		return 0, err
+	}
+	return len(files), o.upload(ctx, sandboxapi.UploadsIn{Tool: toolspec.Verify, ToolCallID: id, Files: files}, local)
+}
+
+// uploadSnapshot archives the workspace (without the agent's own state and the
+// env file) and uploads it for save_snapshot call id.
+func (o Options) uploadSnapshot(ctx context.Context, p *policy.Policy, id, envFile string) error {
+	tmp, err := os.CreateTemp("", "snapshot-*.tar.gz")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	size, err := archive(ctx, tmp, p.Workspace(), envFile)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("the workspace could not be archived: %w", err)
+	}
+	if size > sandboxapi.MaxSnapshotBytes {
+		return fmt.Errorf("the workspace archive is larger than %d GB", sandboxapi.MaxSnapshotBytes>>30)
+	}
+	in := sandboxapi.UploadsIn{Tool: toolspec.SaveSnapshot, ToolCallID: id, Files: []sandboxapi.UploadFile{
+		{Path: toolgate.SnapshotObject, SizeBytes: size, ContentType: "application/gzip"},
+	}}
+	return o.upload(ctx, in, map[string]string{toolgate.SnapshotObject: tmp.Name()})
+}
+
+func (o Options) upload(ctx context.Context, in sandboxapi.UploadsIn, local map[string]string) error {
+	out, err := o.Channel.Uploads(ctx, in)
+	if err != nil {
+		return fmt.Errorf("the upload could not start: %w", err)
+	}
+	types := map[string]string{}
+	for _, f := range in.Files {
+		types[f.Path] = f.ContentType
+	}
+	for _, up := range out.Uploads {
+		path, ok := local[up.Path]
+		if !ok {
+			return fmt.Errorf("the gateway offered an upload for an unknown file %q", up.Path)
+		}
+		if err := o.Uploader.Put(ctx, up.URL, path, types[up.Path]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// archive writes a gzipped tar of dir to w, skipping the agent's state folder and
+// the env file, and returns the bytes written.
+func archive(ctx context.Context, w io.Writer, dir, envFile string) (int64, error) {
+	cw := &counter{w: w}
+	gz := gzip.NewWriter(cw)
+	tw := tar.NewWriter(gz)
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		if rel == ".agent" || path == envFile {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		link := ""
+		if d.Type()&fs.ModeSymlink != 0 {
+			if link, err = os.Readlink(path); err != nil {
+				return err
+			}
+		}
+		hdr, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return nil // sockets and the like are not archived
+		}
+		hdr.Name = filepath.ToSlash(rel)
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		_, err = io.Copy(tw, f)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if err := tw.Close(); err != nil {
+		return 0, err
+	}
+	if err := gz.Close(); err != nil {
+		return 0, err
+	}
+	return cw.n, nil
+}
+
+type counter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *counter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func inside(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+func contentType(name string) string {
+	if t := mime.TypeByExtension(filepath.Ext(name)); t != "" {
+		return t
+	}
+	return "application/octet-stream"
+}

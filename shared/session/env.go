@@ -1,0 +1,92 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+
+	"github.com/remote-agents/remote-agents/shared/apierror"
+)
+
+// Limits of env submissions.
+const (
+	MaxEnvKeys       = 50
+	MaxEnvValueBytes = 32 * 1024
+	MaxEnvBytes      = 256 * 1024
+)
+
+// EnvSubmitted is the event type of a user's env values: its data names the keys
+// and where the values are kept (never the values: events are shown to apps).
+const EnvSubmitted = "env.submitted"
+
+var envKeyPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,199}$`)
+
+// EnvReceipt answers an env submission.
+type EnvReceipt struct {
+	AgentID string   `json:"agent_id"`
+	Status  string   `json:"status"`
+	Keys    []string `json:"keys"`
+}
+
+// SubmitEnv hands values a user entered (for the agent's request_env_variables)
+// to the session's sandbox, which writes them to its env file. The values are kept
+// in the object store under the session and reach only the sandbox.
+func (s *Service) SubmitEnv(ctx context.Context, id, tok string, values map[string]string) (EnvReceipt, error) {
+	if tok == "" {
+		return EnvReceipt{}, apierror.New(apierror.MissingToken, "A session token is required.")
+	}
+	if len(values) == 0 || len(values) > MaxEnvKeys {
+		return EnvReceipt{}, apierror.New(apierror.InvalidRequest, "Send 1 to %d values.", MaxEnvKeys)
+	}
+	keys := make([]string, 0, len(values))
+	for k, v := range values {
+		if !envKeyPattern.MatchString(k) {
+			return EnvReceipt{}, apierror.New(apierror.InvalidRequest, "%q is not an environment variable name.", k)
+		}
+		if len(v) > MaxEnvValueBytes {
+			return EnvReceipt{}, apierror.New(apierror.InvalidRequest, "The value of %s is larger than %d bytes.", k, MaxEnvValueBytes)
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if !sessionID.MatchString(id) {
+		return EnvReceipt{}, apierror.New(apierror.AgentNotFound, "No agent has the id %q.", id)
+	}
+	sess, err := s.o.Store.Get(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return EnvReceipt{}, apierror.New(apierror.AgentNotFound, "No agent has the id %q.", id)
+	}
+	if err != nil {
+		return EnvReceipt{}, err
+	}
+	if !tokenMatches(sess, tok) {
+		return EnvReceipt{}, apierror.New(apierror.InvalidToken, "The session token is not valid for this agent.")
+	}
+	if !slices.Contains(Running, sess.State) {
+		return EnvReceipt{}, apierror.New(apierror.InvalidRequest, "The agent is %s; values can only be sent to a running agent.", sess.State)
+	}
+	if s.o.Blob == nil {
+		return EnvReceipt{}, errors.New("env submissions need an object store")
+	}
+	raw, err := json.Marshal(values)
+	if err != nil {
+		return EnvReceipt{}, fmt.Errorf("encode env values: %w", err)
+	}
+	ref := "sessions/" + id + "/env/" + newID() + ".json"
+	if err := s.o.Blob.Put(ctx, ref, bytes.NewReader(raw), int64(len(raw)), "application/json"); err != nil {
+		return EnvReceipt{}, err
+	}
+	_, err = s.o.Store.AppendEvents(ctx, id, sess.Generation, []Event{{Type: EnvSubmitted, Data: map[string]any{"keys": keys, "ref": ref}}})
+	if errors.Is(err, ErrConflict) {
+		return EnvReceipt{}, apierror.New(apierror.InvalidRequest, "The agent has stopped.")
+	}
+	if err != nil {
+		return EnvReceipt{}, err
+	}
+	return EnvReceipt{AgentID: id, Status: "submitted", Keys: keys}, nil
+}

@@ -145,6 +145,7 @@ func New(ctx context.Context, o Options) (*System, error) {
 		Records:  dynamo.NewToolCalls(ddb, set.Idempotency.Name),
 		Executor: &toolgate.Effects{Blob: s.Bucket, Registry: s.Registry, Sessions: s.Store, Runs: dynamo.NewRuns(ddb, set.Jobs.Name)},
 		Queue:    s.ToolsQueue,
+		AppKeys:  s.Registry,
 		Log:      s.Log,
 	})
 	return s, nil

@@ -29,7 +29,9 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/prompts"
+	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/token"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
 
@@ -75,13 +77,21 @@ type Enqueuer interface {
 	Send(ctx context.Context, body string, delay time.Duration) (string, error)
 }
 
+// AppKeys finds app keys by the hash of their secret (registry.Store has it).
+type AppKeys interface {
+	AppKeyByHash(ctx context.Context, hash string) (registry.AppKey, error)
+}
+
 // Options configure a Service.
 type Options struct {
 	Sessions session.Store
 	Records  Store
 	Executor Executor
 	// Queue is the tools queue, for long tools.
-	Queue       Enqueuer
+	Queue Enqueuer
+	// AppKeys, if set, recognises app keys of any shape, so that they are refused
+	// as the non-sandbox credentials they are (403), not as unknown tokens (401).
+	AppKeys AppKeys
 	Retention   time.Duration
 	Margin      time.Duration
 	LongWait    time.Duration
@@ -150,6 +160,11 @@ var callID = regexp.MustCompile(`^[\x21-\x7e]+$`)
 func (s *Service) Call(ctx context.Context, req Request) (Outcome, error) {
 	sess, err := session.AuthenticateSandbox(ctx, s.o.Sessions, req.SessionID, req.Token)
 	if err != nil {
+		if apierror.EnvelopeOf(err).ErrorCode == apierror.InvalidToken && s.o.AppKeys != nil && token.Check(token.Sandbox, req.Token) != nil && len(req.Token) <= 256 {
+			if _, kerr := s.o.AppKeys.AppKeyByHash(ctx, token.Hash(req.Token)); kerr == nil {
+				return Outcome{}, apierror.New(apierror.Forbidden, "Only a sandbox token is accepted here.")
+			}
+		}
 		return Outcome{}, err
 	}
 	def, ok := toolspec.Lookup(req.Tool)

@@ -91,7 +91,7 @@ type Options struct {
 	Queue Enqueuer
 	// AppKeys, if set, recognises app keys of any shape, so that they are refused
 	// as the non-sandbox credentials they are (403), not as unknown tokens (401).
-	AppKeys AppKeys
+	AppKeys     AppKeys
 	Retention   time.Duration
 	Margin      time.Duration
 	LongWait    time.Duration

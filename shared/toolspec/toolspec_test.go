@@ -54,7 +54,9 @@ func TestLookupAndGating(t *testing.T) {
 	}
 }
 
-func cmd(name, command string) map[string]any { return map[string]any{"name": name, "command": command} }
+func cmd(name, command string) map[string]any {
+	return map[string]any{"name": name, "command": command}
+}
 
 func envFile(path string, keys ...string) map[string]any {
 	var ks []map[string]any

@@ -224,7 +224,7 @@ func wantError(t *testing.T, r reply, status int, code string) {
 }
 
 // eventually polls cond every 200 ms until it holds or within passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {

@@ -16,7 +16,7 @@ func fakeSandbox() option {
 	return withSandbox("/bin/sh", "-c", `echo "$RA_SANDBOX_TOKEN" > token; exec sleep 60`)
 }
 
-func (s *stack) sandboxToken(t *testing.T, id string) string {
+func (s *stack) sandboxToken(t testing.TB, id string) string {
 	t.Helper()
 	var tok string
 	eventually(t, 10*time.Second, "sandbox token written", func() bool {

@@ -17,7 +17,7 @@ import (
 // readySandbox creates a session from body with a fake sandbox, acts as its
 // sandbox until ready, and returns the session id, its session token, its
 // sandbox token and its spec.
-func (s *stack) readySandbox(t *testing.T, body map[string]any) (string, string, string, reply) {
+func (s *stack) readySandbox(t testing.TB, body map[string]any) (string, string, string, reply) {
 	t.Helper()
 	created := make(chan reply, 1)
 	go func() { created <- s.create(body) }()
@@ -39,7 +39,7 @@ func (s *stack) readySandbox(t *testing.T, body map[string]any) (string, string,
 }
 
 // firstSandboxExcept waits for a sandbox of a session not in skip.
-func (s *stack) firstSandboxExcept(t *testing.T, skip map[string]bool) string {
+func (s *stack) firstSandboxExcept(t testing.TB, skip map[string]bool) string {
 	t.Helper()
 	var id string
 	eventually(t, 10*time.Second, "sandbox started", func() bool {

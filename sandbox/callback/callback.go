@@ -160,7 +160,7 @@ func (c Client) attempt(ctx context.Context, u string, body []byte) (Result, tim
 		wait := time.Duration(max(out.RetryAfterSeconds, 1)) * time.Second
 		return Result{}, wait, false, nil
 	case res.StatusCode == http.StatusOK && decodeErr == nil:
-		out.Result.Replayed = res.Header.Get("Idempotent-Replayed") == "true"
+		out.Replayed = res.Header.Get("Idempotent-Replayed") == "true"
 		return out.Result, 0, false, nil
 	case res.StatusCode == http.StatusOK:
 		return Result{}, 0, true, errors.New("the gateway answered with an unreadable result")

@@ -156,10 +156,15 @@ func (o Options) upload(ctx context.Context, in sandboxapi.UploadsIn, local map[
 // archive writes a gzipped tar of dir to w, skipping the agent's state folder and
 // the env file, and returns the bytes written.
 func archive(ctx context.Context, w io.Writer, dir, envFile string) (int64, error) {
+	root, err := os.OpenRoot(dir) // files are opened inside dir, whatever links change meanwhile
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = root.Close() }()
 	cw := &counter{w: w}
 	gz := gzip.NewWriter(cw)
 	tw := tar.NewWriter(gz)
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -197,7 +202,7 @@ func archive(ctx context.Context, w io.Writer, dir, envFile string) (int64, erro
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		f, err := os.Open(path)
+		f, err := root.Open(rel)
 		if err != nil {
 			return err
 		}

@@ -167,6 +167,9 @@ func (s *Service) Call(ctx context.Context, req Request) (Outcome, error) {
 		}
 		return Outcome{}, err
 	}
+	if sess.State.Terminal() {
+		return Outcome{}, apierror.New(apierror.InvalidToken, "The session has ended; its sandbox token is no longer valid.")
+	}
 	def, ok := toolspec.Lookup(req.Tool)
 	if !ok {
 		return Outcome{}, apierror.New(apierror.NotFound, "No gateway tool is called %q.", req.Tool)

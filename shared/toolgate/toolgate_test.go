@@ -462,4 +462,11 @@ func TestCallsAreCheckedBeforeAnythingRuns(t *testing.T) {
 	if got := h.exec.runs.Load(); got != 1 {
 		t.Errorf("runs %d, want 1 (only the setup session's call)", got)
 	}
+	// An ended session's sandbox token acts no more.
+	if _, err := h.sessions.Transition(t.Context(), setup.ID, session.Change{From: session.Live, To: session.Ended, Reason: session.ReasonShutdown}); err != nil {
+		t.Fatal(err)
+	}
+	r.ToolCallID = "b"
+	_, err := svc.Call(t.Context(), r)
+	wantCode(t, err, apierror.InvalidToken)
 }

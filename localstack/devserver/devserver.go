@@ -87,7 +87,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		_ = ln.Close()
 		return nil, err
 	}
-	g := &gateway{routes: s.routes()}
+	pollCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+	g := &gateway{routes: s.routes(), closing: pollCtx}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -95,8 +97,6 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	})
 	mux.Handle("/", g)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	pollCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.cancel = cancel
 	worker := &jobworker.Worker{Store: s.Sys.Store, Launcher: s.Launcher, DLQ: s.Sys.JobsDLQ, GatewayURL: s.URL, Tools: s.Sys.Tools, ToolsDLQ: s.Sys.ToolsDLQ, Log: o.Log}
 	for range o.Pollers {
 		s.wg.Go(func() { poll(pollCtx, s.Sys.JobsQueue, worker, o.Log) })
@@ -164,7 +164,9 @@ func (s *Server) routes() []httpapi.Route {
 	sess := sessionapi.New(s.Sys.Sessions, s.Sys.Log)
 	sb := system.SandboxHandlers(s.Sys)
 	tools := system.ToolHandlers(s.Sys)
-	return slices.Concat(sess.Routes(s.Sys.Config.AllowedOrigins), sb.Routes(), tools.Routes())
+	origins := s.Sys.Config.AllowedOrigins
+	return slices.Concat(sess.Routes(origins), sb.Routes(), tools.Routes(),
+		system.EventsHandlers(s.Sys, 0).Routes(origins), system.EmbedHandlers(context.Background(), s.Sys).Routes())
 }
 
 // poll consumes a queue like a Lambda event source mapping: batches of up
@@ -207,8 +209,8 @@ func poll(ctx context.Context, q queue.Queue, w *jobworker.Worker, log *slog.Log
 
 // Close stops serving, stops the pollers and every sandbox.
 func (s *Server) Close(ctx context.Context) error {
+	s.cancel() // ends the pollers and the open event streams
 	err := s.http.Shutdown(ctx)
-	s.cancel()
 	s.Launcher.StopAll(5 * time.Second)
 	s.wg.Wait()
 	return err

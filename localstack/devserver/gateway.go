@@ -29,6 +29,8 @@ const handlerTimeout = 29 * time.Second
 // Gateway in front of the Lambda functions.
 type gateway struct {
 	routes []httpapi.Route
+	// closing ends streams when the server closes.
+	closing context.Context
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -50,6 +52,15 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeResponse(w, httpapi.Error(r.Context(), nil, apierror.New(apierror.PayloadTooLarge, "The request body is too large.")))
 		return
 	}
+	if route.Stream != nil {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(g.closing, cancel)
+		defer stop()
+		res, stream := route.Stream(ctx, toEvent(r, route, params, body))
+		serveStream(w, res, stream)
+		return
+	}
 	// A Lambda function's context ends at its timeout; API Gateway gives up at 30 s.
 	ctx, cancel := context.WithTimeout(r.Context(), handlerTimeout)
 	defer cancel()
@@ -66,7 +77,7 @@ func (g *gateway) match(method, path string) (*httpapi.Route, map[string]string,
 	pathMatched := false
 	for i := range g.routes {
 		rt := &g.routes[i]
-		params, ok := matchPattern(rt.Pattern, path)
+		params, ok := httpapi.MatchPath(rt.Pattern, path)
 		if !ok {
 			continue
 		}
@@ -76,28 +87,6 @@ func (g *gateway) match(method, path string) (*httpapi.Route, map[string]string,
 		}
 	}
 	return nil, nil, pathMatched
-}
-
-func matchPattern(pattern, path string) (map[string]string, bool) {
-	ps := strings.Split(strings.Trim(pattern, "/"), "/")
-	xs := strings.Split(strings.Trim(path, "/"), "/")
-	if len(ps) != len(xs) {
-		return nil, false
-	}
-	params := map[string]string{}
-	for i, p := range ps {
-		if strings.HasPrefix(p, "{") && strings.HasSuffix(p, "}") {
-			if xs[i] == "" {
-				return nil, false
-			}
-			params[p[1:len(p)-1]] = xs[i]
-			continue
-		}
-		if p != xs[i] {
-			return nil, false
-		}
-	}
-	return params, true
 }
 
 func toEvent(r *http.Request, rt *httpapi.Route, params map[string]string, body []byte) httpapi.Request {
@@ -168,6 +157,27 @@ func writeResponse(w http.ResponseWriter, res httpapi.Response) {
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// serveStream writes a streaming route's answer as it is produced, like a Lambda
+// function URL with response streaming.
+func serveStream(w http.ResponseWriter, res httpapi.Response, body httpapi.BodyWriter) {
+	if body == nil {
+		writeResponse(w, res)
+		return
+	}
+	for k, v := range res.Headers {
+		w.Header().Set(k, v)
+	}
+	status := res.StatusCode
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	rc := http.NewResponseController(w)
+	flush := func() { _ = rc.Flush() }
+	flush()
+	_ = body(w, flush) // the stream ends when the client goes or the handler is done
 }
 
 func newRequestID() string {

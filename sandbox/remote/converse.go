@@ -32,7 +32,13 @@ type Brain struct {
 	// TokenLimit stops the session once input+output tokens exceed it; 0: none.
 	TokenLimit int
 	MaxTokens  int
+	// ContextWindow is the model's context size in tokens (RA_LLM_CONTEXT_WINDOW,
+	// default DefaultContextWindow), shown against what the conversation holds.
+	ContextWindow int
 }
+
+// DefaultContextWindow is the context window assumed when none is configured.
+const DefaultContextWindow = 200000
 
 // BrainFromEnv builds the brain from RA_LLM_PROVIDER (default scripted),
 // RA_LLM_MODEL, RA_LLM_API_KEY_ENV, RA_LLM_BASE_URL, RA_LLM_SCRIPT and
@@ -71,7 +77,13 @@ func BrainFromEnv(workspace string, extra func(*tools.Registry, *policy.Policy) 
 			return nil, err
 		}
 	}
-	return &Brain{Provider: provider, Model: cfg.Model, Tools: Sanitised{reg}, TokenLimit: limit, MaxTokens: cfg.MaxTokens}, nil
+	window := DefaultContextWindow
+	if v := os.Getenv("RA_LLM_CONTEXT_WINDOW"); v != "" {
+		if window, err = strconv.Atoi(v); err != nil || window <= 0 {
+			return nil, fmt.Errorf("RA_LLM_CONTEXT_WINDOW=%q is not a token count", v)
+		}
+	}
+	return &Brain{Provider: provider, Model: cfg.Model, Tools: Sanitised{reg}, TokenLimit: limit, MaxTokens: cfg.MaxTokens, ContextWindow: window}, nil
 }
 
 // Sanitised wraps tools so that failures reach the model and the events only as
@@ -122,7 +134,11 @@ func (c *conversation) turn(ctx context.Context) error {
 		c.msgs = append(c.msgs, reply)
 		if err := c.emit(ctx, "agent.message", map[string]any{
 			"text": res.Content, "tool_calls": len(res.ToolCalls),
-			"usage": map[string]int{"input_tokens": c.used.InputTokens, "output_tokens": c.used.OutputTokens},
+			"usage": map[string]int{
+				"input_tokens": c.used.InputTokens, "output_tokens": c.used.OutputTokens,
+				// What the conversation holds now, against the model's window.
+				"context_tokens": res.Usage.InputTokens + res.Usage.OutputTokens, "context_window": c.brain.ContextWindow,
+			},
 		}); err != nil {
 			return err
 		}

@@ -151,7 +151,11 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	var conv *conversation
 	turning := false
 	var pending []string // user messages that arrived during a turn
+	asked := &questions{}
 	contractTools := func(r *tools.Registry, p *policy.Policy) error {
+		if err := r.Register(asked.tool(cl.Emit)); err != nil {
+			return err
+		}
 		return contract.Register(r, p, contract.Options{
 			Callback: &callback.Client{Gateway: c.Gateway, SessionID: c.SessionID, Token: c.Token},
 			Channel:  cl,
@@ -197,7 +201,13 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 			if err == nil {
 				after = max(after, orders.Next)
 				for _, m := range orders.Messages {
-					pending = append(pending, m.Text)
+					saved, err := download(ctx, c.Workspace, m)
+					if err != nil {
+						log.Warn("attachment", slog.String("error", err.Error()))
+					}
+					if text := asked.text(m, saved); text != "" {
+						pending = append(pending, text)
+					}
 				}
 				if len(orders.Env) > 0 {
 					if err := MergeEnv(c.EnvFile, orders.Env); err != nil {

@@ -33,6 +33,7 @@ const (
 	ServerError          Code = "server_error"
 	ServiceUnavailable   Code = "service_unavailable"
 	GuardrailsMissing    Code = "guardrails_missing"
+	AgentNotAlive        Code = "agent_not_alive"
 )
 
 // statuses is the one table from code to HTTP status.
@@ -52,6 +53,7 @@ var statuses = map[Code]int{
 	ServerError:          http.StatusInternalServerError,
 	ServiceUnavailable:   http.StatusServiceUnavailable,
 	GuardrailsMissing:    http.StatusServiceUnavailable,
+	AgentNotAlive:        http.StatusConflict,
 }
 
 // retryable lists the codes a client may retry unchanged.

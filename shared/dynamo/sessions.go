@@ -136,6 +136,20 @@ func (s *Sessions) Touch(ctx context.Context, id string, generation int, set map
 // AppendEvents reserves sequence numbers on the session item (an atomic counter),
 // then writes the events in one transaction.
 func (s *Sessions) AppendEvents(ctx context.Context, id string, generation int, events []session.Event) ([]session.Event, error) {
+	return s.appendEvents(ctx, id, generation, events, nil)
+}
+
+// AppendOnce appends one event and its idempotency record (seq filled in) in one
+// transaction; ErrIdempotencyTaken, and nothing written, if the key is used.
+func (s *Sessions) AppendOnce(ctx context.Context, id string, generation int, e session.Event, rec session.IdempotencyRecord) (session.Event, error) {
+	out, err := s.appendEvents(ctx, id, generation, []session.Event{e}, &rec)
+	if err != nil {
+		return session.Event{}, err
+	}
+	return out[0], nil
+}
+
+func (s *Sessions) appendEvents(ctx context.Context, id string, generation int, events []session.Event, rec *session.IdempotencyRecord) ([]session.Event, error) {
 	n := len(events)
 	if n == 0 || n > session.MaxEventsPerAppend {
 		return nil, fmt.Errorf("append %d events: want 1..%d", n, session.MaxEventsPerAppend)
@@ -166,7 +180,16 @@ func (s *Sessions) AppendEvents(ctx context.Context, id string, generation int, 
 		out[i] = e
 		ops[i] = s.events.PutOp(e, expression.AttributeNotExists(expression.Name("seq")))
 	}
-	if err := Transact(ctx, s.api, "", ops...); err != nil {
+	if rec != nil {
+		rec.Seq = out[n-1].Seq
+		ops = append(ops, s.idempotency.PutOp(rec, expression.AttributeNotExists(expression.Name("key"))))
+	}
+	err := Transact(ctx, s.api, "", ops...)
+	var canceled *TxCanceledError
+	if rec != nil && errors.As(err, &canceled) && len(canceled.Reasons) == len(ops) && canceled.Reasons[n] == "ConditionalCheckFailed" {
+		return nil, fmt.Errorf("append to %s: %w", id, session.ErrIdempotencyTaken)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("store events of %s: %w", id, err)
 	}
 	return out, nil

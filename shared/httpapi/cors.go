@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,30 +13,65 @@ import (
 // blocks it; requests without an Origin (servers, curl) pass through unchanged.
 func CORS(allowed []string, methods string, h Handler) Handler {
 	return func(ctx context.Context, req Request) (Response, error) {
-		origin := Header(req, "Origin")
-		ok := origin != "" && slices.Contains(allowed, strings.ToLower(origin))
-		if req.RequestContext.HTTP.Method == http.MethodOptions {
-			res := Response{StatusCode: http.StatusNoContent, Headers: map[string]string{"Vary": "Origin"}}
-			if ok {
-				res.Headers["Access-Control-Allow-Origin"] = origin
-				res.Headers["Access-Control-Allow-Methods"] = methods + ", OPTIONS"
-				res.Headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type, Idempotency-Key"
-				res.Headers["Access-Control-Max-Age"] = "600"
-			}
-			return res, nil
+		if pre, ok := preflight(allowed, methods, req); ok {
+			return pre, nil
 		}
 		res, err := h(ctx, req)
 		if err != nil {
 			return res, err
 		}
-		if res.Headers == nil {
-			res.Headers = map[string]string{}
-		}
-		res.Headers["Vary"] = "Origin"
-		if ok {
-			res.Headers["Access-Control-Allow-Origin"] = origin
-			res.Headers["Access-Control-Expose-Headers"] = "Retry-After, Idempotent-Replayed"
-		}
+		allowOrigin(allowed, req, &res)
 		return res, nil
 	}
 }
+
+// CORSStream is CORS for a streaming route.
+func CORSStream(allowed []string, methods string, h StreamHandler) StreamHandler {
+	return func(ctx context.Context, req Request) (Response, BodyWriter) {
+		if pre, ok := preflight(allowed, methods, req); ok {
+			return pre, nil
+		}
+		res, body := h(ctx, req)
+		allowOrigin(allowed, req, &res)
+		return res, body
+	}
+}
+
+// AllowedOrigin reports whether req comes from one of the allowed origins.
+func AllowedOrigin(allowed []string, req Request) (string, bool) {
+	origin := Header(req, "Origin")
+	return origin, origin != "" && slices.Contains(allowed, strings.ToLower(origin))
+}
+
+func preflight(allowed []string, methods string, req Request) (Response, bool) {
+	if req.RequestContext.HTTP.Method != http.MethodOptions {
+		return Response{}, false
+	}
+	res := Response{StatusCode: http.StatusNoContent, Headers: map[string]string{"Vary": "Origin"}}
+	if origin, ok := AllowedOrigin(allowed, req); ok {
+		res.Headers["Access-Control-Allow-Origin"] = origin
+		res.Headers["Access-Control-Allow-Methods"] = methods + ", OPTIONS"
+		res.Headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type, Idempotency-Key, Last-Event-ID"
+		res.Headers["Access-Control-Max-Age"] = "600"
+	}
+	return res, true
+}
+
+func allowOrigin(allowed []string, req Request, res *Response) {
+	if res.Headers == nil {
+		res.Headers = map[string]string{}
+	}
+	res.Headers["Vary"] = "Origin"
+	if origin, ok := AllowedOrigin(allowed, req); ok {
+		res.Headers["Access-Control-Allow-Origin"] = origin
+		res.Headers["Access-Control-Expose-Headers"] = "Retry-After, Idempotent-Replayed"
+	}
+}
+
+// BodyWriter writes a streamed response body; flush sends what was written so far.
+type BodyWriter func(w io.Writer, flush func()) error
+
+// StreamHandler serves a streaming route (Server-Sent Events). It answers like a
+// Handler; when it also returns a BodyWriter, the response's status and headers
+// go first and the BodyWriter streams the body until it returns.
+type StreamHandler func(ctx context.Context, req Request) (Response, BodyWriter)

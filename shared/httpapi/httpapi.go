@@ -173,6 +173,8 @@ type Route struct {
 	Method  string
 	Pattern string
 	Handler Handler
+	// Stream, instead of Handler, serves a streaming route.
+	Stream StreamHandler
 	// CORS routes also answer OPTIONS preflights through their handler.
 	CORS bool
 }
@@ -191,6 +193,6 @@ func Router(routes []Route) Handler {
 		if h, ok := byKey[req.RouteKey]; ok {
 			return h(ctx, req)
 		}
-		return Error(ctx, nil, apierror.New(apierror.NotFound, "No such route.")), nil
+		return Error(ctx, nil, notFound()), nil
 	}
 }

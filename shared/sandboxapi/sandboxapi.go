@@ -94,15 +94,29 @@ type Orders struct {
 	Next int64             `json:"next,omitempty"`
 }
 
-// InboxMessage is a message a user sent the agent.
+// InboxMessage is a message a user sent the agent: text, files, or the answer
+// to one of the agent's questions.
 type InboxMessage struct {
-	Seq  int64  `json:"seq"`
-	Text string `json:"text"`
-	At   string `json:"at"`
+	Seq         int64             `json:"seq"`
+	Text        string            `json:"text"`
+	At          string            `json:"at"`
+	Answer      *session.Answer   `json:"answer,omitempty"`
+	Attachments []InboxAttachment `json:"attachments,omitempty"`
 }
 
+// InboxAttachment is a file a user attached, to download within AttachmentTTL.
+type InboxAttachment struct {
+	Name        string `json:"name"`
+	SizeBytes   int64  `json:"size_bytes"`
+	ContentType string `json:"content_type,omitempty"`
+	URL         string `json:"url"`
+}
+
+// AttachmentTTL is how long an inbox attachment URL works.
+const AttachmentTTL = 15 * time.Minute
+
 // UserMessage is the event type of a user's message to the agent.
-const UserMessage = "user.message"
+const UserMessage = session.UserMessage
 
 // inboxPage bounds the events one inbox read looks at.
 const inboxPage = 100
@@ -265,11 +279,14 @@ func (h *Handlers) Inbox(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
-	for _, e := range evs {
+	for _, e := range session.Contiguous(evs, after, time.Now()) {
 		switch e.Type {
 		case UserMessage:
-			text, _ := e.Data["text"].(string)
-			out.Messages = append(out.Messages, InboxMessage{Seq: e.Seq, Text: text, At: e.At})
+			m, err := h.inboxMessage(ctx, sess.ID, e)
+			if err != nil {
+				return httpapi.JSON(http.StatusOK, out), nil // try this one again next time
+			}
+			out.Messages = append(out.Messages, m)
 		case session.EnvSubmitted:
 			values, err := h.envValues(ctx, sess.ID, e)
 			if err != nil {
@@ -284,6 +301,37 @@ func (h *Handlers) Inbox(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		out.Next = e.Seq
 	}
 	return httpapi.JSON(http.StatusOK, out), nil
+}
+
+// inboxMessage turns a user.message event into what the sandbox acts on.
+func (h *Handlers) inboxMessage(ctx context.Context, sessionID string, e session.Event) (InboxMessage, error) {
+	m := InboxMessage{Seq: e.Seq, At: e.At}
+	m.Text, _ = e.Data["text"].(string)
+	if a, ok := e.Data["answer"].(map[string]any); ok {
+		q, _ := a["question_id"].(string)
+		o, _ := a["option_id"].(string)
+		m.Answer = &session.Answer{QuestionID: q, OptionID: o}
+	}
+	atts, _ := e.Data["attachments"].([]any)
+	for _, raw := range atts {
+		a, _ := raw.(map[string]any)
+		key, _ := a["key"].(string)
+		if !strings.HasPrefix(key, session.AttachmentPrefix(sessionID)) {
+			continue
+		}
+		u, err := h.Blob.PresignGet(ctx, key, AttachmentTTL)
+		if err != nil {
+			return m, err
+		}
+		name, _ := a["name"].(string)
+		ct, _ := a["content_type"].(string)
+		size, _ := a["size_bytes"].(float64)
+		if n, ok := a["size_bytes"].(int64); ok {
+			size = float64(n)
+		}
+		m.Attachments = append(m.Attachments, InboxAttachment{Name: name, SizeBytes: int64(size), ContentType: ct, URL: u})
+	}
+	return m, nil
 }
 
 // envValues reads the values an env.submitted event refers to.

@@ -37,9 +37,6 @@ type EnvReceipt struct {
 // to the session's sandbox, which writes them to its env file. The values are kept
 // in the object store under the session and reach only the sandbox.
 func (s *Service) SubmitEnv(ctx context.Context, id, tok string, values map[string]string) (EnvReceipt, error) {
-	if tok == "" {
-		return EnvReceipt{}, apierror.New(apierror.MissingToken, "A session token is required.")
-	}
 	if len(values) == 0 || len(values) > MaxEnvKeys {
 		return EnvReceipt{}, apierror.New(apierror.InvalidRequest, "Send 1 to %d values.", MaxEnvKeys)
 	}
@@ -54,21 +51,12 @@ func (s *Service) SubmitEnv(ctx context.Context, id, tok string, values map[stri
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	if !sessionID.MatchString(id) {
-		return EnvReceipt{}, apierror.New(apierror.AgentNotFound, "No agent has the id %q.", id)
-	}
-	sess, err := s.o.Store.Get(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return EnvReceipt{}, apierror.New(apierror.AgentNotFound, "No agent has the id %q.", id)
-	}
+	sess, err := s.authorize(ctx, id, tok)
 	if err != nil {
 		return EnvReceipt{}, err
 	}
-	if !tokenMatches(sess, tok) {
-		return EnvReceipt{}, apierror.New(apierror.InvalidToken, "The session token is not valid for this agent.")
-	}
 	if !slices.Contains(Running, sess.State) {
-		return EnvReceipt{}, apierror.New(apierror.InvalidRequest, "The agent is %s; values can only be sent to a running agent.", sess.State)
+		return EnvReceipt{}, apierror.New(apierror.AgentNotAlive, "The agent is %s; values can only be sent to a running agent.", sess.State)
 	}
 	if s.o.Blob == nil {
 		return EnvReceipt{}, errors.New("env submissions need an object store")
@@ -83,7 +71,7 @@ func (s *Service) SubmitEnv(ctx context.Context, id, tok string, values map[stri
 	}
 	_, err = s.o.Store.AppendEvents(ctx, id, sess.Generation, []Event{{Type: EnvSubmitted, Data: map[string]any{"keys": keys, "ref": ref}}})
 	if errors.Is(err, ErrConflict) {
-		return EnvReceipt{}, apierror.New(apierror.InvalidRequest, "The agent has stopped.")
+		return EnvReceipt{}, apierror.New(apierror.AgentNotAlive, "The agent has stopped.")
 	}
 	if err != nil {
 		return EnvReceipt{}, err

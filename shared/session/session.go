@@ -143,8 +143,10 @@ type IdempotencyRecord struct {
 	Key         string `json:"key"`
 	SessionID   string `json:"session_id"`
 	RequestHash string `json:"request_hash"`
-	CreatedAt   string `json:"created_at"`
-	ExpiresAt   int64  `json:"expires_at"`
+	// Seq is the event a message's client_message_id appended.
+	Seq       int64  `json:"seq,omitempty"`
+	CreatedAt string `json:"created_at"`
+	ExpiresAt int64  `json:"expires_at"`
 }
 
 // Change is a transition: the states it may leave, the state it enters, and the
@@ -200,6 +202,9 @@ type Store interface {
 	AppendEvents(ctx context.Context, id string, generation int, events []Event) ([]Event, error)
 	// Events returns up to limit events after sequence number after, in order.
 	Events(ctx context.Context, id string, after int64, limit int) ([]Event, error)
+	// AppendOnce appends one event with an idempotency record (its Seq set to the
+	// event's), all or nothing; ErrIdempotencyTaken if the record's key is used.
+	AppendOnce(ctx context.Context, id string, generation int, e Event, rec IdempotencyRecord) (Event, error)
 	// Touch sets fields (heartbeat, sandbox details) on a live session of the given
 	// generation without changing its state; ErrConflict otherwise.
 	Touch(ctx context.Context, id string, generation int, set map[string]any) (Session, error)

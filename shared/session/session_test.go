@@ -88,6 +88,10 @@ func (s *memStore) AppendEvents(context.Context, string, int, []session.Event) (
 	return nil, nil
 }
 
+func (s *memStore) AppendOnce(context.Context, string, int, session.Event, session.IdempotencyRecord) (session.Event, error) {
+	return session.Event{}, nil
+}
+
 func (s *memStore) Events(context.Context, string, int64, int) ([]session.Event, error) {
 	return nil, nil
 }

@@ -30,6 +30,8 @@ func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
 		{Method: http.MethodGet, Pattern: "/api/remote_agents/{id}/alive", Handler: httpapi.CORS(allowedOrigins, "GET", h.Alive), CORS: true},
 		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/shutdown", Handler: httpapi.CORS(allowedOrigins, "POST", h.Shutdown), CORS: true},
 		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/env", Handler: httpapi.CORS(allowedOrigins, "POST", h.SubmitEnv), CORS: true},
+		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/messages", Handler: httpapi.CORS(allowedOrigins, "POST", h.Messages), CORS: true},
+		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/attachments", Handler: httpapi.CORS(allowedOrigins, "POST", h.Attachments), CORS: true},
 	}
 }
 
@@ -79,6 +81,44 @@ func (h *Handlers) SubmitEnv(ctx context.Context, req httpapi.Request) (httpapi.
 		return httpapi.Error(ctx, h.log, err), nil
 	}
 	out, err := h.svc.SubmitEnv(ctx, req.PathParameters["id"], httpapi.BearerToken(req), in.Values)
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, out), nil
+}
+
+// Messages serves POST /api/remote_agents/{id}/messages: a user's text (with
+// attachments), an answer to a question, or env values, queued to the agent's
+// inbox once per client_message_id.
+func (h *Handlers) Messages(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	var in session.MessageRequest
+	if err := httpapi.DecodeJSON(req, session.MaxMessageBytes+session.MaxEnvBytes, &in); err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	out, err := h.svc.PostMessage(ctx, req.PathParameters["id"], httpapi.BearerToken(req), in)
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	res := httpapi.JSON(http.StatusOK, out)
+	if out.Replayed {
+		res.Headers["Idempotent-Replayed"] = "true"
+	}
+	return res, nil
+}
+
+// Attachments serves POST /api/remote_agents/{id}/attachments:
+// {"name","size_bytes","content_type"} → a presigned URL to PUT the file to,
+// and the key to attach to a message.
+func (h *Handlers) Attachments(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	var in struct {
+		Name        string `json:"name"`
+		SizeBytes   int64  `json:"size_bytes"`
+		ContentType string `json:"content_type"`
+	}
+	if err := httpapi.DecodeJSON(req, 4096, &in); err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	out, err := h.svc.PresignAttachment(ctx, req.PathParameters["id"], httpapi.BearerToken(req), in.Name, in.ContentType, in.SizeBytes)
 	if err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}

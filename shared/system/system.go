@@ -7,7 +7,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -15,6 +17,8 @@ import (
 	"github.com/remote-agents/remote-agents/shared/awsconfig"
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
+	"github.com/remote-agents/remote-agents/shared/embed"
+	"github.com/remote-agents/remote-agents/shared/eventsapi"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -166,6 +170,30 @@ func queueURL(ctx context.Context, api *sqs.Client, envVar, name string) (string
 // SandboxHandlers returns the sandbox channel's handlers over the system.
 func SandboxHandlers(s *System) *sandboxapi.Handlers {
 	return &sandboxapi.Handlers{Store: s.Store, Registry: s.Registry, Guardrails: s.Guardrails, Reporter: s.Reporter, Blob: s.Bucket, Log: s.Log}
+}
+
+// EmbedHandlers returns the embed view's handlers over the system.
+func EmbedHandlers(ctx context.Context, s *System) *embed.Handlers {
+	return &embed.Handlers{Sessions: s.Sessions, AllowedOrigins: s.Config.AllowedOrigins, UploadOrigin: uploadOrigin(ctx, s), Log: s.Log}
+}
+
+// EventsHandlers returns the events stream's handlers over the system; streams
+// end after maxDuration (0: when the client goes).
+func EventsHandlers(s *System, maxDuration time.Duration) *eventsapi.Handlers {
+	return &eventsapi.Handlers{Sessions: s.Sessions, Store: s.Store, Log: s.Log, MaxDuration: maxDuration}
+}
+
+// uploadOrigin is the origin presigned upload URLs point at.
+func uploadOrigin(ctx context.Context, s *System) string {
+	u, err := s.Bucket.PresignPut(ctx, "origin-probe", "", time.Minute)
+	if err != nil {
+		return ""
+	}
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return parsed.Scheme + "://" + parsed.Host
 }
 
 // ToolHandlers returns the tool callback route's handlers over the system.

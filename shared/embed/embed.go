@@ -1,0 +1,152 @@
+// Package embed serves the embed view, GET /embed/{id}?token=…: a self-contained
+// chat page for one agent, meant for an iframe. It has a thread, a composer and
+// the agent's questions as buttons, and nothing else (no header, navigation or
+// links out). The optional parts (file upload, context usage, microphone) are in
+// the page only when the session's feature flags or the URL turn them on; off,
+// they are absent from the DOM.
+//
+// The page is scoped to the agent its token names: a missing or wrong token gets
+// a plain error page. Its script and style are inline and allowed by hash in the
+// Content-Security-Policy, which also lists who may frame it (frame-ancestors:
+// the page's own origin and remote_agents.allowed_origins). The token leaves the
+// address bar as soon as the page runs and is never sent as a referrer.
+package embed
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	_ "embed" // the page, its script and style
+	"encoding/base64"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+var (
+	//go:embed page.html
+	pageHTML string
+	//go:embed embed.js
+	script string
+	//go:embed embed.css
+	style string
+
+	page       = template.Must(template.New("embed").Parse(pageHTML))
+	scriptHash = hash(script)
+	styleHash  = hash(style)
+	errorStyle = "body{font-family:system-ui,sans-serif;margin:2em;color:#555}"
+	errorHash  = hash(errorStyle)
+	errorPage  = template.Must(template.New("error").Parse(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Unavailable</title><style>{{.Style}}</style></head><body><p data-role="error">{{.Message}}</p></body></html>`))
+)
+
+func hash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}
+
+// Handlers serve the embed view.
+type Handlers struct {
+	Sessions *session.Service
+	// AllowedOrigins may frame the page (besides its own origin).
+	AllowedOrigins []string
+	// UploadOrigin is the object store's origin, which the page PUTs attachments
+	// to through presigned URLs.
+	UploadOrigin string
+	Log          *slog.Logger
+}
+
+// Pattern is the route's path.
+const Pattern = "/embed/{id}"
+
+// Routes is the embed route.
+func (h *Handlers) Routes() []httpapi.Route {
+	return []httpapi.Route{{Method: http.MethodGet, Pattern: Pattern, Handler: h.Page}}
+}
+
+type view struct {
+	AgentID  string
+	Token    string
+	Features session.Features
+	Script   template.JS
+	Style    template.CSS
+}
+
+// Page serves GET /embed/{id}.
+func (h *Handlers) Page(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	id := req.PathParameters["id"]
+	tok := req.QueryStringParameters["token"]
+	sess, err := h.Sessions.Authorize(ctx, id, tok)
+	if err != nil {
+		return h.errorPage(ctx, err), nil
+	}
+	features := sess.Features
+	q := req.QueryStringParameters
+	features.FileUpload = features.FileUpload || on(q["file_upload"])
+	features.ContextUsage = features.ContextUsage || on(q["context_usage"])
+	features.VoiceMic = features.VoiceMic || on(q["voice_mic"])
+	var buf bytes.Buffer
+	if err := page.Execute(&buf, view{AgentID: sess.ID, Token: tok, Features: features, Script: template.JS(script), Style: template.CSS(style)}); err != nil { //nolint:gosec // constant script and style, allowed by hash
+		return h.errorPage(ctx, err), nil
+	}
+	return h.html(http.StatusOK, buf.String(), scriptHash, styleHash), nil
+}
+
+// on reads a feature flag URL parameter: 1 or true (any case).
+func on(v string) bool {
+	return v == "1" || strings.EqualFold(v, "true")
+}
+
+func (h *Handlers) errorPage(ctx context.Context, err error) httpapi.Response {
+	env := apierror.EnvelopeOf(err)
+	if apierror.Internal(err) && h.Log != nil {
+		h.Log.ErrorContext(ctx, "embed page", slog.String("error", err.Error()))
+	}
+	msg := "This agent is not available."
+	switch env.ErrorCode {
+	case apierror.MissingToken, apierror.InvalidToken:
+		msg = "This link is not valid: ask for a new one."
+	case apierror.AgentNotFound:
+		msg = "This agent does not exist."
+	}
+	var buf bytes.Buffer
+	_ = errorPage.Execute(&buf, struct {
+		Message string
+		Style   template.CSS
+	}{msg, template.CSS(errorStyle)})
+	return h.html(env.Status, buf.String(), "", errorHash)
+}
+
+// html answers a page with the headers an iframe embed needs.
+func (h *Handlers) html(status int, body, scriptSrc, styleSrc string) httpapi.Response {
+	if scriptSrc == "" {
+		scriptSrc = "'none'"
+	}
+	ancestors := append([]string{"'self'"}, h.AllowedOrigins...)
+	connect := "'self'"
+	if h.UploadOrigin != "" {
+		connect += " " + h.UploadOrigin
+	}
+	csp := strings.Join([]string{
+		"default-src 'none'",
+		"script-src " + scriptSrc,
+		"style-src " + styleSrc,
+		"connect-src " + connect,
+		"img-src 'self' data:",
+		"base-uri 'none'",
+		"form-action 'none'",
+		"frame-ancestors " + strings.Join(ancestors, " "),
+	}, "; ")
+	return httpapi.Response{StatusCode: status, Body: body, Headers: map[string]string{
+		"Content-Type":            "text/html; charset=utf-8",
+		"Content-Security-Policy": csp,
+		"Referrer-Policy":         "no-referrer",
+		"Cache-Control":           "no-store",
+		"X-Content-Type-Options":  "nosniff",
+		"Permissions-Policy":      "microphone=(self), camera=(), geolocation=()",
+	}}
+}

@@ -1,0 +1,278 @@
+"use strict";
+(() => {
+  const app = document.getElementById("app");
+  const agentID = app.dataset.agentId;
+  const token = app.dataset.token;
+  app.removeAttribute("data-token");
+  // Keep the token out of the address bar, history and any later referrer.
+  const url = new URL(location.href);
+  url.searchParams.delete("token");
+  history.replaceState(null, "", url.pathname + url.search);
+
+  const base = "/api/remote_agents/" + encodeURIComponent(agentID);
+  const auth = { Authorization: "Bearer " + token };
+  const $ = (role) => app.querySelector('[data-role="' + role + '"]');
+  const thread = $("thread"), status = $("status"), form = $("composer-form"), composer = $("composer");
+  const seen = new Set();
+  const questions = new Map();
+  let attachments = [];
+  let lastEventID = 0;
+
+  const add = (cls, text, role) => {
+    const li = document.createElement("li");
+    li.className = cls;
+    if (role) li.dataset.role = role;
+    li.textContent = text;
+    thread.appendChild(li);
+    thread.scrollTop = thread.scrollHeight;
+    return li;
+  };
+  const clientID = () => (crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random().toString(16).slice(2));
+
+  async function post(path, body) {
+    const res = await fetch(base + path, {
+      method: "POST",
+      headers: { ...auth, "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+      referrerPolicy: "no-referrer",
+    });
+    const out = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error(out.message || "The request failed (" + res.status + ").");
+    return out;
+  }
+
+  function render(ev) {
+    if (seen.has(ev.seq)) return;
+    seen.add(ev.seq);
+    const d = ev.data || {};
+    switch (ev.type) {
+      case "user.message": {
+        let text = d.text || "";
+        if (d.answer) text = text || "Answered: " + optionLabel(d.answer);
+        if (d.attachments && d.attachments.length) text += (text ? "\n" : "") + "📎 " + d.attachments.map((a) => a.name).join(", ");
+        add("user", text, "message").dataset.seq = ev.seq;
+        break;
+      }
+      case "agent.message":
+        if (d.text) add("agent", d.text, "message").dataset.seq = ev.seq;
+        if (d.usage) usage(d.usage);
+        break;
+      case "agent.question":
+        question(ev.seq, d);
+        break;
+      case "state.changed":
+        status.textContent = stateText(d.state);
+        break;
+      case "tool.call":
+        add("activity" + (d.is_error ? " error" : ""), (d.is_error ? "⚠ " : "⚙ ") + "Used " + d.tool, "activity");
+        break;
+      case "agent.error":
+        add("error", d.text || "Something went wrong.", "error");
+        break;
+      case "env.request":
+        envForm(d);
+        break;
+      case "output.verification":
+        add("activity", "✔ Verification evidence: " + (d.file_count || 0) + " file(s)", "activity");
+        break;
+      case "output.snapshot":
+        add("activity", "✔ Snapshot saved", "activity");
+        break;
+    }
+  }
+
+  const stateText = (s) => ({ ready: "Ready", working: "Working…", idle: "Idle", ending: "Ending…", ended: "Ended", failed: "Failed" })[s] || s;
+
+  function usage(u) {
+    const used = $("context-used"), win = $("context-window");
+    if (!used || !win) return;
+    if (u.context_tokens != null) used.textContent = Number(u.context_tokens).toLocaleString();
+    if (u.context_window) win.textContent = Number(u.context_window).toLocaleString();
+  }
+
+  function optionLabel(a) {
+    const q = questions.get(a.question_id);
+    const o = q && q.options.find((o) => o.id === a.option_id);
+    return o ? o.label : a.option_id;
+  }
+
+  function question(seq, d) {
+    questions.set(d.question_id, d);
+    const li = add("question", d.text, "question");
+    li.dataset.questionId = d.question_id;
+    const box = document.createElement("div");
+    box.className = "options";
+    for (const o of d.options || []) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.dataset.role = "option";
+      b.dataset.optionId = o.id;
+      b.textContent = o.label;
+      b.addEventListener("click", async () => {
+        for (const x of box.querySelectorAll("button")) x.disabled = true;
+        b.setAttribute("aria-pressed", "true");
+        try {
+          await post("/messages", { answer: { question_id: d.question_id, option_id: o.id }, client_message_id: clientID() });
+        } catch (e) {
+          for (const x of box.querySelectorAll("button")) x.disabled = false;
+          b.removeAttribute("aria-pressed");
+          add("error", e.message, "error");
+        }
+      });
+      box.appendChild(b);
+    }
+    li.appendChild(box);
+  }
+
+  function envForm(d) {
+    const li = add("question", "The agent asks for: " + (d.keys || []).map((k) => k.key).join(", "), "env-request");
+    const f = document.createElement("form");
+    f.className = "env";
+    for (const k of d.keys || []) {
+      const input = document.createElement("input");
+      input.name = k.key;
+      input.placeholder = k.key + (k.description ? " — " + k.description : "");
+      input.type = k.type === "secret" ? "password" : "text";
+      input.autocomplete = "off";
+      f.appendChild(input);
+    }
+    const send = document.createElement("button");
+    send.textContent = "Send values";
+    f.appendChild(send);
+    f.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const values = {};
+      for (const input of f.querySelectorAll("input")) if (input.value) values[input.name] = input.value;
+      try {
+        await post("/messages", { env_values: values, client_message_id: clientID() });
+        f.replaceWith(document.createTextNode(" ✔ sent"));
+      } catch (err) {
+        add("error", err.message, "error");
+      }
+    });
+    li.appendChild(f);
+  }
+
+  // Server-Sent Events over fetch, so that the token travels in a header, never
+  // in a URL; reconnects resume after the last event id.
+  async function listen() {
+    for (;;) {
+      try {
+        const headers = { ...auth, Accept: "text/event-stream" };
+        if (lastEventID) headers["Last-Event-ID"] = String(lastEventID);
+        const res = await fetch(base + "/events", { headers, cache: "no-store", referrerPolicy: "no-referrer" });
+        if (res.status === 401 || res.status === 403 || res.status === 404) {
+          status.textContent = "This agent is not available.";
+          return;
+        }
+        if (!res.ok || !res.body) throw new Error("stream " + res.status);
+        if (status.textContent === "Connecting…" || status.textContent === "Reconnecting…") status.textContent = "Connected";
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value;
+          let cut;
+          while ((cut = buf.indexOf("\n\n")) >= 0) {
+            const block = buf.slice(0, cut);
+            buf = buf.slice(cut + 2);
+            let id = "", type = "message", data = "";
+            for (const line of block.split("\n")) {
+              if (line.startsWith("id:")) id = line.slice(3).trim();
+              else if (line.startsWith("event:")) type = line.slice(6).trim();
+              else if (line.startsWith("data:")) data += line.slice(5).trim();
+            }
+            if (type === "end") {
+              status.textContent = "Ended";
+              return;
+            }
+            if (!data || !id) continue;
+            lastEventID = Number(id);
+            try {
+              render(JSON.parse(data));
+            } catch (e) {
+              /* a malformed event is skipped */
+            }
+            window.dispatchEvent(new CustomEvent("remote-agent:event", { detail: { id: lastEventID, type } }));
+          }
+        }
+      } catch (e) {
+        /* reconnect below */
+      }
+      status.textContent = "Reconnecting…";
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const text = composer.value.trim();
+    if (!text && !attachments.length) return;
+    const body = { text, client_message_id: clientID() };
+    if (attachments.length) body.attachments = attachments;
+    composer.disabled = true;
+    try {
+      await post("/messages", body);
+      composer.value = "";
+      attachments = [];
+      const list = $("attachments");
+      if (list) list.textContent = "";
+    } catch (err) {
+      add("error", err.message, "error");
+    } finally {
+      composer.disabled = false;
+      composer.focus();
+    }
+  });
+  composer.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey) {
+      e.preventDefault();
+      form.requestSubmit();
+    }
+  });
+
+  const fileInput = $("file-input");
+  if (fileInput) {
+    fileInput.addEventListener("change", async () => {
+      for (const file of fileInput.files) {
+        try {
+          const up = await post("/attachments", { name: file.name, size_bytes: file.size, content_type: file.type || "application/octet-stream" });
+          const put = await fetch(up.upload_url, { method: "PUT", body: file, headers: { "Content-Type": file.type || "application/octet-stream" }, referrerPolicy: "no-referrer" });
+          if (!put.ok) throw new Error("The upload of " + file.name + " failed.");
+          attachments.push({ key: up.key, name: file.name, size_bytes: file.size, content_type: file.type || "application/octet-stream" });
+          const li = document.createElement("li");
+          li.textContent = "📎 " + file.name;
+          $("attachments").appendChild(li);
+        } catch (err) {
+          add("error", err.message, "error");
+        }
+      }
+      fileInput.value = "";
+    });
+  }
+
+  const mic = $("mic");
+  if (mic) {
+    const Recognition = window.SpeechRecognition || window.webkitSpeechRecognition;
+    if (!Recognition) {
+      mic.disabled = true;
+      mic.title = "Speech recognition is not available in this browser";
+    } else {
+      mic.addEventListener("click", () => {
+        const rec = new Recognition();
+        rec.lang = navigator.language || "en-US";
+        rec.interimResults = false;
+        rec.onresult = (e) => {
+          composer.value += (composer.value ? " " : "") + e.results[0][0].transcript;
+        };
+        rec.onend = () => mic.removeAttribute("aria-pressed");
+        mic.setAttribute("aria-pressed", "true");
+        rec.start();
+      });
+    }
+  }
+
+  listen();
+  if (window.parent !== window) window.parent.postMessage({ type: "remote-agent:ready", agent_id: agentID }, "*");
+})();

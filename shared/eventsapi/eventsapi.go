@@ -1,0 +1,226 @@
+// Package eventsapi serves an agent's events to apps and the embed view as
+// Server-Sent Events: GET /api/remote_agents/{id}/events, with the session token
+// as a bearer header or ?token=.
+//
+// Every event carries its sequence number as its SSE id. A client that reconnects
+// with Last-Event-ID (header, or ?last_event_id=) gets exactly the events after
+// it, in order: the stream reads the events table by cursor and never advances
+// past a sequence number that is not written yet (see session.Contiguous), so
+// there are no gaps and no duplicates. Comments keep idle connections open. What
+// is shown is sanitised (FR2) and internal fields are dropped.
+package eventsapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/remote-agents/remote-agents/sandbox/sanitize"
+	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+// Defaults of Handlers.
+const (
+	// ActivePoll is how often a stream reads new events while the agent is busy;
+	// IdlePoll once nothing happened for IdleAfter.
+	ActivePoll = 100 * time.Millisecond
+	IdlePoll   = time.Second
+	IdleAfter  = 30 * time.Second
+	// KeepAlive is how often an idle stream sends a comment.
+	KeepAlive = 15 * time.Second
+	// page bounds one read of the events table.
+	page = 100
+)
+
+// Handlers serve the events route.
+type Handlers struct {
+	Sessions *session.Service
+	Store    session.Store
+	Log      *slog.Logger
+	// MaxDuration ends a stream (the client reconnects with Last-Event-ID): a
+	// Lambda function must end before its timeout. Zero: until the client goes.
+	MaxDuration time.Duration
+	// ActivePoll, IdlePoll and KeepAlive override the defaults (tests).
+	ActivePoll, IdlePoll, KeepAlive time.Duration
+}
+
+// Pattern is the route's path.
+const Pattern = "/api/remote_agents/{id}/events"
+
+// Routes is the events route, with CORS for allowedOrigins.
+func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
+	return []httpapi.Route{{Method: http.MethodGet, Pattern: Pattern, Stream: httpapi.CORSStream(allowedOrigins, "GET", h.Events), CORS: true}}
+}
+
+// Events serves GET /api/remote_agents/{id}/events.
+func (h *Handlers) Events(ctx context.Context, req httpapi.Request) (httpapi.Response, httpapi.BodyWriter) {
+	tok := httpapi.BearerToken(req)
+	if tok == "" {
+		tok = req.QueryStringParameters["token"]
+	}
+	id := req.PathParameters["id"]
+	sess, err := h.Sessions.Authorize(ctx, id, tok)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	after, ok := lastEventID(req)
+	if !ok {
+		return httpapi.Error(ctx, h.Log, invalidLastEventID()), nil
+	}
+	res := httpapi.Response{StatusCode: http.StatusOK, Headers: map[string]string{
+		"Content-Type":           "text/event-stream; charset=utf-8",
+		"Cache-Control":          "no-store",
+		"X-Content-Type-Options": "nosniff",
+		"X-Accel-Buffering":      "no",
+	}}
+	return res, func(w io.Writer, flush func()) error {
+		return h.stream(ctx, sess.ID, after, w, flush)
+	}
+}
+
+func lastEventID(req httpapi.Request) (int64, bool) {
+	v := httpapi.Header(req, "Last-Event-ID")
+	if v == "" {
+		v = req.QueryStringParameters["last_event_id"]
+	}
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil && n >= 0
+}
+
+// stream writes the events after after until ctx ends, the session is over and
+// all its events are out, or MaxDuration passes.
+func (h *Handlers) stream(ctx context.Context, id string, after int64, w io.Writer, flush func()) error {
+	active, idle, keep := or(h.ActivePoll, ActivePoll), or(h.IdlePoll, IdlePoll), or(h.KeepAlive, KeepAlive)
+	if _, err := io.WriteString(w, "retry: 1000\n\n"); err != nil {
+		return err
+	}
+	flush()
+	began := time.Now()
+	lastEvent, lastWrite := began, began
+	for {
+		evs, err := h.Store.Events(ctx, id, after, page)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			h.Log.WarnContext(ctx, "read events", slog.String("session_id", id), slog.String("error", err.Error()))
+		}
+		ready := session.Contiguous(evs, after, time.Now())
+		for _, e := range ready {
+			if err := write(w, e); err != nil {
+				return err
+			}
+			after = e.Seq
+		}
+		now := time.Now()
+		if len(ready) > 0 {
+			flush()
+			lastEvent, lastWrite = now, now
+			if len(ready) == page {
+				continue // more are waiting
+			}
+		}
+		if len(evs) == 0 && h.over(ctx, id) {
+			_, _ = io.WriteString(w, "event: end\ndata: {}\n\n")
+			flush()
+			return nil
+		}
+		if h.MaxDuration > 0 && now.Sub(began) > h.MaxDuration {
+			return nil
+		}
+		if now.Sub(lastWrite) >= keep {
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return err
+			}
+			flush()
+			lastWrite = now
+		}
+		wait := active
+		if now.Sub(lastEvent) > IdleAfter {
+			wait = idle
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// over reports whether the session ended (so no event will follow the last).
+func (h *Handlers) over(ctx context.Context, id string) bool {
+	sess, err := h.Store.Get(ctx, id)
+	return err == nil && sess.State.Terminal()
+}
+
+// Message is the data of one SSE event.
+type Message struct {
+	Seq  int64          `json:"seq"`
+	Type string         `json:"type"`
+	At   string         `json:"at"`
+	Data map[string]any `json:"data,omitempty"`
+}
+
+func write(w io.Writer, e session.Event) error {
+	raw, err := json.Marshal(Message{Seq: e.Seq, Type: e.Type, At: e.At, Data: Public(e)})
+	if err != nil {
+		return fmt.Errorf("encode event %d: %w", e.Seq, err)
+	}
+	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, raw)
+	return err
+}
+
+// Public is what viewers may see of an event: errors sanitised (FR2), internal
+// references (object keys, env value refs) dropped.
+func Public(e session.Event) map[string]any {
+	out := make(map[string]any, len(e.Data))
+	for k, v := range e.Data {
+		out[k] = v
+	}
+	switch e.Type {
+	case session.EnvSubmitted:
+		delete(out, "ref")
+	case "tool.call":
+		if out["is_error"] == true {
+			if s, ok := out["output"].(string); ok {
+				out["output"] = sanitize.Error(s)
+			}
+		}
+	case "agent.error":
+		if s, ok := out["text"].(string); ok {
+			out["text"] = sanitize.Error(s)
+		}
+	case session.UserMessage:
+		if atts, ok := out["attachments"].([]any); ok {
+			var names []any
+			for _, a := range atts {
+				if m, ok := a.(map[string]any); ok {
+					names = append(names, map[string]any{"name": m["name"], "size_bytes": m["size_bytes"]})
+				}
+			}
+			out["attachments"] = names
+		}
+	}
+	return out
+}
+
+func or(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func invalidLastEventID() error {
+	return apierror.New(apierror.InvalidRequest, "Last-Event-ID must be an event id (a non-negative integer).")
+}

@@ -1,0 +1,280 @@
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/remote-agents/remote-agents/shared/apierror"
+)
+
+// Event types of what users send an agent.
+const (
+	// UserMessage is a user's message (text, attachments, or an answer).
+	UserMessage = "user.message"
+	// AgentQuestion is a question the agent asks, with options to click.
+	AgentQuestion = "agent.question"
+)
+
+// Limits of messages.
+const (
+	MaxMessageBytes     = 32 * 1024
+	MaxClientMessageID  = 128
+	MaxAttachments      = 10
+	MaxAttachmentBytes  = 25 << 20
+	MaxAttachmentName   = 200
+	MaxQuestionIDLen    = 128
+	messageRetention    = 24 * time.Hour
+	attachmentUploadTTL = 15 * time.Minute
+)
+
+var (
+	clientMessageID = regexp.MustCompile(`^[\x21-\x7e]+$`)
+	answerID        = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)
+	attachmentName  = regexp.MustCompile(`^[^/\\\x00-\x1f]+$`)
+)
+
+// MessageRequest is what a user (the embed view, an app) sends an agent: text
+// (with attachments), an answer to a question, or env values.
+type MessageRequest struct {
+	Text            string            `json:"text,omitempty"`
+	ClientMessageID string            `json:"client_message_id,omitempty"`
+	Answer          *Answer           `json:"answer,omitempty"`
+	Attachments     []Attachment      `json:"attachments,omitempty"`
+	EnvValues       map[string]string `json:"env_values,omitempty"`
+}
+
+// Answer picks an option of a question the agent asked.
+type Answer struct {
+	QuestionID string `json:"question_id"`
+	OptionID   string `json:"option_id"`
+}
+
+// Attachment is a file the user uploaded (see PresignAttachment) for a message.
+type Attachment struct {
+	Key         string `json:"key"`
+	Name        string `json:"name"`
+	SizeBytes   int64  `json:"size_bytes"`
+	ContentType string `json:"content_type,omitempty"`
+}
+
+// MessageReceipt answers a message.
+type MessageReceipt struct {
+	AgentID         string `json:"agent_id"`
+	Status          string `json:"status"`
+	MessageID       int64  `json:"message_id"`
+	ClientMessageID string `json:"client_message_id,omitempty"`
+	// Replayed: a message with this client_message_id was queued before.
+	Replayed bool `json:"-"`
+}
+
+// PostMessage queues a user's message to the agent's inbox, once per
+// client_message_id: a retry gets the first receipt back.
+func (s *Service) PostMessage(ctx context.Context, id, tok string, req MessageRequest) (MessageReceipt, error) {
+	if err := validateMessage(id, req); err != nil {
+		return MessageReceipt{}, err
+	}
+	sess, err := s.authorize(ctx, id, tok)
+	if err != nil {
+		return MessageReceipt{}, err
+	}
+	if !slices.Contains(Running, sess.State) && sess.State != Provisioning {
+		return MessageReceipt{}, apierror.New(apierror.AgentNotAlive, "The agent is %s and takes no more messages.", sess.State)
+	}
+	if req.EnvValues != nil {
+		if req.Text != "" || req.Answer != nil || len(req.Attachments) > 0 {
+			return MessageReceipt{}, apierror.New(apierror.InvalidRequest, "Send env_values on their own.")
+		}
+		if _, err := s.SubmitEnv(ctx, id, tok, req.EnvValues); err != nil {
+			return MessageReceipt{}, err
+		}
+		return MessageReceipt{AgentID: id, Status: "submitted", ClientMessageID: req.ClientMessageID}, nil
+	}
+	data := map[string]any{"text": req.Text}
+	if req.Answer != nil {
+		data["answer"] = map[string]any{"question_id": req.Answer.QuestionID, "option_id": req.Answer.OptionID}
+	}
+	if len(req.Attachments) > 0 {
+		var atts []any
+		for _, a := range req.Attachments {
+			atts = append(atts, map[string]any{"key": a.Key, "name": a.Name, "size_bytes": a.SizeBytes, "content_type": a.ContentType})
+		}
+		data["attachments"] = atts
+	}
+	if req.ClientMessageID != "" {
+		data["client_message_id"] = req.ClientMessageID
+	}
+	ev := Event{Type: UserMessage, Data: data}
+	if req.ClientMessageID == "" {
+		out, err := s.o.Store.AppendEvents(ctx, id, sess.Generation, []Event{ev})
+		if err != nil {
+			return MessageReceipt{}, notAlive(err)
+		}
+		return MessageReceipt{AgentID: id, Status: "queued", MessageID: out[0].Seq}, nil
+	}
+	now := s.o.Now().UTC()
+	rec := IdempotencyRecord{
+		Key:         messageKey(id, req.ClientMessageID),
+		SessionID:   id,
+		RequestHash: hashOf(req),
+		CreatedAt:   now.Format(time.RFC3339Nano),
+		ExpiresAt:   now.Add(messageRetention).Unix(),
+	}
+	if prev, err := s.o.Store.Idempotency(ctx, rec.Key); err == nil {
+		return replayMessage(id, req, rec, prev)
+	} else if !errors.Is(err, ErrNotFound) {
+		return MessageReceipt{}, err
+	}
+	out, err := s.o.Store.AppendOnce(ctx, id, sess.Generation, ev, rec)
+	if errors.Is(err, ErrIdempotencyTaken) {
+		prev, err := s.o.Store.Idempotency(ctx, rec.Key)
+		if err != nil {
+			return MessageReceipt{}, err
+		}
+		return replayMessage(id, req, rec, prev)
+	}
+	if err != nil {
+		return MessageReceipt{}, notAlive(err)
+	}
+	return MessageReceipt{AgentID: id, Status: "queued", MessageID: out.Seq, ClientMessageID: req.ClientMessageID}, nil
+}
+
+func replayMessage(id string, req MessageRequest, rec, prev IdempotencyRecord) (MessageReceipt, error) {
+	if prev.RequestHash != rec.RequestHash {
+		return MessageReceipt{}, apierror.New(apierror.IdempotencyKeyReused, "This client_message_id was used for a different message.")
+	}
+	return MessageReceipt{AgentID: id, Status: "queued", MessageID: prev.Seq, ClientMessageID: req.ClientMessageID, Replayed: true}, nil
+}
+
+func notAlive(err error) error {
+	if errors.Is(err, ErrConflict) {
+		return apierror.New(apierror.AgentNotAlive, "The agent has ended and takes no more messages.")
+	}
+	return err
+}
+
+func messageKey(id, clientID string) string {
+	sum := sha256.Sum256([]byte(id + "\x00" + clientID))
+	return "message#" + hex.EncodeToString(sum[:])
+}
+
+func hashOf(v any) string {
+	b, _ := json.Marshal(v) // plain struct: cannot fail
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// AttachmentPrefix is where a session's attachments are uploaded.
+func AttachmentPrefix(id string) string { return "sessions/" + id + "/attachments/" }
+
+func validateMessage(id string, req MessageRequest) error {
+	invalid := func(format string, args ...any) error { return apierror.New(apierror.InvalidRequest, format, args...) }
+	kinds := 0
+	if strings.TrimSpace(req.Text) != "" || len(req.Attachments) > 0 {
+		kinds++
+	}
+	if req.Answer != nil {
+		kinds++
+	}
+	if req.EnvValues != nil {
+		kinds++
+	}
+	switch {
+	case kinds == 0:
+		return invalid("Send text, an answer or env_values.")
+	case len(req.Text) > MaxMessageBytes || !utf8.ValidString(req.Text):
+		return invalid("text must be at most %d bytes of UTF-8.", MaxMessageBytes)
+	case len(req.ClientMessageID) > MaxClientMessageID || (req.ClientMessageID != "" && !clientMessageID.MatchString(req.ClientMessageID)):
+		return invalid("client_message_id must be 1 to %d printable ASCII characters.", MaxClientMessageID)
+	case len(req.Attachments) > MaxAttachments:
+		return invalid("Attach at most %d files.", MaxAttachments)
+	}
+	if a := req.Answer; a != nil {
+		if len(a.QuestionID) > MaxQuestionIDLen || len(a.OptionID) > MaxQuestionIDLen || !answerID.MatchString(a.QuestionID) || !answerID.MatchString(a.OptionID) {
+			return invalid("answer needs a question_id and an option_id of letters, digits and '_.:-'.")
+		}
+	}
+	for i, a := range req.Attachments {
+		clean := path.Clean(a.Key)
+		if clean != a.Key || !strings.HasPrefix(a.Key, AttachmentPrefix(id)) || strings.Count(strings.TrimPrefix(a.Key, AttachmentPrefix(id)), "/") != 1 {
+			return invalid("attachments[%d].key is not an upload of this agent.", i)
+		}
+		if len(a.Name) > MaxAttachmentName || !utf8.ValidString(a.Name) || !attachmentName.MatchString(a.Name) || a.Name == "." || a.Name == ".." {
+			return invalid("attachments[%d].name must be a file name of at most %d bytes.", i, MaxAttachmentName)
+		}
+		if a.SizeBytes < 0 || a.SizeBytes > MaxAttachmentBytes || len(a.ContentType) > 255 {
+			return invalid("attachments[%d] must be at most %d bytes.", i, MaxAttachmentBytes)
+		}
+	}
+	return nil
+}
+
+// AttachmentUpload is where the browser PUTs one attachment.
+type AttachmentUpload struct {
+	Key       string `json:"key"`
+	UploadURL string `json:"upload_url"`
+	ExpiresIn int    `json:"expires_in_seconds"`
+}
+
+// PresignAttachment returns a presigned PUT URL for one file the user attaches
+// to a message (the embed view's file upload).
+func (s *Service) PresignAttachment(ctx context.Context, id, tok string, name, contentType string, size int64) (AttachmentUpload, error) {
+	if len(name) > MaxAttachmentName || !utf8.ValidString(name) || !attachmentName.MatchString(name) || name == "." || name == ".." {
+		return AttachmentUpload{}, apierror.New(apierror.InvalidRequest, "name must be a file name of at most %d bytes.", MaxAttachmentName)
+	}
+	if size < 0 || size > MaxAttachmentBytes {
+		return AttachmentUpload{}, apierror.New(apierror.InvalidRequest, "Files may be at most %d MB.", MaxAttachmentBytes>>20)
+	}
+	if len(contentType) > 255 {
+		return AttachmentUpload{}, apierror.New(apierror.InvalidRequest, "content_type is too long.")
+	}
+	sess, err := s.authorize(ctx, id, tok)
+	if err != nil {
+		return AttachmentUpload{}, err
+	}
+	if !slices.Contains(Running, sess.State) {
+		return AttachmentUpload{}, apierror.New(apierror.AgentNotAlive, "The agent is %s and takes no more files.", sess.State)
+	}
+	key := AttachmentPrefix(id) + newID() + "/" + name
+	u, err := s.o.Blob.PresignPut(ctx, key, contentType, attachmentUploadTTL)
+	if err != nil {
+		return AttachmentUpload{}, fmt.Errorf("presign attachment: %w", err)
+	}
+	return AttachmentUpload{Key: key, UploadURL: u, ExpiresIn: int(attachmentUploadTTL.Seconds())}, nil
+}
+
+// Authorize returns the session a session token belongs to: 401 for a missing or
+// wrong token, 404 for an unknown agent.
+func (s *Service) Authorize(ctx context.Context, id, tok string) (Session, error) {
+	return s.authorize(ctx, id, tok)
+}
+
+func (s *Service) authorize(ctx context.Context, id, tok string) (Session, error) {
+	if tok == "" {
+		return Session{}, apierror.New(apierror.MissingToken, "A session token is required.")
+	}
+	notFound := apierror.New(apierror.AgentNotFound, "No agent has the id %q.", id)
+	if !sessionID.MatchString(id) {
+		return Session{}, notFound
+	}
+	sess, err := s.o.Store.Get(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return Session{}, notFound
+	}
+	if err != nil {
+		return Session{}, err
+	}
+	if !tokenMatches(sess, tok) {
+		return Session{}, apierror.New(apierror.InvalidToken, "The session token is not valid for this agent.")
+	}
+	return sess, nil
+}

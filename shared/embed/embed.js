@@ -49,7 +49,7 @@
       case "user.message": {
         let text = d.text || "";
         if (d.answer) text = text || "Answered: " + optionLabel(d.answer);
-        if (d.attachments && d.attachments.length) text += (text ? "\n" : "") + "📎 " + d.attachments.map((a) => a.name).join(", ");
+        if (d.attachments && d.attachments.length) text += (text ? "\n" : "") + "Attached: " + d.attachments.map((a) => a.name).join(", ");
         add("user", text, "message").dataset.seq = ev.seq;
         break;
       }
@@ -64,7 +64,7 @@
         status.textContent = stateText(d.state);
         break;
       case "tool.call":
-        add("activity" + (d.is_error ? " error" : ""), (d.is_error ? "⚠ " : "⚙ ") + "Used " + d.tool, "activity");
+        add("activity" + (d.is_error ? " error" : ""), (d.is_error ? "Failed: " : "Used ") + d.tool, "activity");
         break;
       case "agent.error":
         add("error", d.text || "Something went wrong.", "error");
@@ -73,10 +73,10 @@
         envForm(d);
         break;
       case "output.verification":
-        add("activity", "✔ Verification evidence: " + (d.file_count || 0) + " file(s)", "activity");
+        add("activity", "Verification evidence: " + (d.file_count || 0) + " file(s)", "activity");
         break;
       case "output.snapshot":
-        add("activity", "✔ Snapshot saved", "activity");
+        add("activity", "Snapshot saved", "activity");
         break;
     }
   }
@@ -145,7 +145,7 @@
       for (const input of f.querySelectorAll("input")) if (input.value) values[input.name] = input.value;
       try {
         await post("/messages", { env_values: values, client_message_id: clientID() });
-        f.replaceWith(document.createTextNode(" ✔ sent"));
+        f.replaceWith(document.createTextNode(" Sent."));
       } catch (err) {
         add("error", err.message, "error");
       }
@@ -242,7 +242,7 @@
           if (!put.ok) throw new Error("The upload of " + file.name + " failed.");
           attachments.push({ key: up.key, name: file.name, size_bytes: file.size, content_type: file.type || "application/octet-stream" });
           const li = document.createElement("li");
-          li.textContent = "📎 " + file.name;
+          li.textContent = "Attached: " + file.name;
           $("attachments").appendChild(li);
         } catch (err) {
           add("error", err.message, "error");

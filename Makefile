@@ -62,9 +62,10 @@ test-go: $(NODE_MODULES)
 		$(EMULATORS) -- $(GO) test -race -count=1 ./...; \
 	fi
 
-bench: $(NODE_MODULES) ## benchmarks on the local stack: create → ready over 50 creates; tool callbacks over 500 calls and 32 callers
+bench: $(NODE_MODULES) ## benchmarks on the local stack: create → ready over 50 creates; tool callbacks over 500 calls and 32 callers; SSE fan-out to a browser over 100 events
 	$(EMULATORS) -- sh -c "$(GO) test -run '^$$' -bench CreateReady -benchtime 50x ./localstack/devserver/ && \
-		$(GO) test -run '^$$' -bench ToolCallback -benchtime 500x ./localstack/devserver/"
+		$(GO) test -run '^$$' -bench ToolCallback -benchtime 500x ./localstack/devserver/ && \
+		$(GO) test -run '^$$' -bench EventFanout -benchtime 100x ./localstack/devserver/"
 
 dev: $(NODE_MODULES) dist/agent ## run the system locally: emulators, resources, seed data, the API on 127.0.0.1:$RA_PORT (8080)
 	$(GO) run ./localstack/cmd/devserver

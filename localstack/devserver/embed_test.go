@@ -3,6 +3,8 @@ package devserver_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -226,6 +228,7 @@ func TestEmbedFeatureFlags(t *testing.T) {
 	if plain.status != http.StatusOK || upload.status != http.StatusOK {
 		t.Fatalf("create: %s %s", plain.raw, upload.raw)
 	}
+	checkEmbedHeaders(t, s, plain.str("embed_url"))
 	tab := browser(t)
 	features := func(u string) string {
 		inBrowser(t, tab, 20*time.Second, chromedp.Navigate(u), chromedp.WaitReady(chromedp.CSS(`[data-role="composer"]`)))
@@ -248,4 +251,70 @@ func TestEmbedFeatureFlags(t *testing.T) {
 	inBrowser(t, tab, 20*time.Second, chromedp.Navigate(plain.str("embed_url")+"&context_usage=1&voice_mic=1&file_upload=1"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-feature="voice_mic"]`)))
 	saveArtifact(t, "embed-all-features.png", value(t, tab, chromedp.FullScreenshot(100)))
+
+	// File upload: the file goes to the bucket through a presigned URL and
+	// reaches the agent as an attachment, saved in its workspace.
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(file, []byte("remember the milk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inBrowser(t, tab, 20*time.Second,
+		chromedp.Navigate(upload.str("embed_url")),
+		chromedp.WaitReady(chromedp.CSS(`[data-role="file-input"]`)),
+		chromedp.SetUploadFiles(chromedp.CSS(`[data-role="file-input"]`), []string{file}),
+		voidPoll(`document.querySelectorAll('[data-role="attachments"] li').length === 1`, 15*time.Second),
+		chromedp.SendKeys(chromedp.CSS(`[data-role="composer"]`), "see the file"),
+		chromedp.Click(chromedp.CSS(`[data-role="send"]`)),
+		voidPoll(`[...document.querySelectorAll('[data-role="thread"] li.user')].some(li => li.textContent.includes("Attached: notes.txt"))`, 15*time.Second),
+	)
+	id := upload.str("agent_id")
+	eventually(t, 15*time.Second, "attachment saved in the workspace", func() bool {
+		matches, _ := filepath.Glob(filepath.Join(s.work, "sandboxes", id+"-1", "attachments", "*-notes.txt"))
+		if len(matches) != 1 {
+			return false
+		}
+		b, err := os.ReadFile(matches[0])
+		return err == nil && string(b) == "remember the milk"
+	})
+}
+
+// checkEmbedHeaders checks the embed page's security headers, and that its one
+// inline script is the one the policy allows by hash.
+func checkEmbedHeaders(t *testing.T, s *stack, embedURL string) {
+	t.Helper()
+	r := s.call(http.MethodGet, strings.TrimPrefix(embedURL, s.srv.URL), "", nil)
+	if r.status != http.StatusOK || !strings.HasPrefix(r.headers.Get("Content-Type"), "text/html") {
+		t.Fatalf("embed page: %d %v", r.status, r.headers)
+	}
+	csp := r.headers.Get("Content-Security-Policy")
+	for _, want := range []string{"default-src 'none'", "frame-ancestors 'self'", "base-uri 'none'", "script-src 'sha256-"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("CSP %q lacks %q", csp, want)
+		}
+	}
+	if strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "unsafe-eval") {
+		t.Errorf("CSP allows unsafe script: %q", csp)
+	}
+	if r.headers.Get("Referrer-Policy") != "no-referrer" || r.headers.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("headers %v", r.headers)
+	}
+	start := strings.Index(r.raw, "<script>") + len("<script>")
+	end := strings.Index(r.raw, "</script>")
+	sum := sha256.Sum256([]byte(r.raw[start:end]))
+	if !strings.Contains(csp, "'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'") || strings.Count(r.raw, "<script") != 1 {
+		t.Errorf("the page's script is not the one the CSP allows")
+	}
+	for _, absent := range []string{"<header", "<nav", "<a "} {
+		if strings.Contains(r.raw, absent) {
+			t.Errorf("the embed page has %s", absent)
+		}
+	}
+	bad := s.call(http.MethodGet, strings.TrimPrefix(strings.Replace(embedURL, "token=", "token=x", 1), s.srv.URL), "", nil)
+	if bad.status != http.StatusUnauthorized || strings.Contains(bad.raw, "data-agent-id") || bad.headers.Get("Content-Security-Policy") == "" {
+		t.Errorf("bad token: %d %s", bad.status, bad.raw)
+	}
+	missing := s.call(http.MethodGet, "/embed/00000000-0000-4000-8000-000000000000?token=x", "", nil)
+	if missing.status != http.StatusNotFound && missing.status != http.StatusUnauthorized {
+		t.Errorf("unknown agent: %d", missing.status)
+	}
 }

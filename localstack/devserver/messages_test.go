@@ -11,7 +11,10 @@ import (
 
 func TestMessagesAreQueuedOncePerClientID(t *testing.T) {
 	t.Parallel()
-	s := start(t, fakeSandbox(), withConfig(func(c *config.RemoteAgents) { c.CreationTimeout = 20 * time.Second }))
+	s := start(t, fakeSandbox(), withConfig(func(c *config.RemoteAgents) {
+		c.CreationTimeout = 20 * time.Second
+		c.AllowedOrigins = []string{"https://app.example.com"}
+	}))
 	id, tok, sb, _ := s.readySandbox(t, createBody("Hi"))
 	path := "/api/remote_agents/" + id + "/messages"
 
@@ -71,6 +74,18 @@ func TestMessagesAreQueuedOncePerClientID(t *testing.T) {
 	wantError(t, s.call(http.MethodPost, path, "", map[string]any{"text": "x"}), 401, "missing_token")
 	wantError(t, s.call(http.MethodPost, path, "rak_wrong", map[string]any{"text": "x"}), 401, "invalid_token")
 	wantError(t, s.call(http.MethodPost, "/api/remote_agents/00000000-0000-4000-8000-000000000000/messages", tok, map[string]any{"text": "x"}), 404, "agent_not_found")
+
+	// CORS follows remote_agents.allowed_origins, on the messages and events routes.
+	for _, route := range []string{path, "/api/remote_agents/" + id + "/events"} {
+		pre := s.call(http.MethodOptions, route, "", nil, "Origin", "https://app.example.com", "Access-Control-Request-Method", "POST")
+		if pre.headers.Get("Access-Control-Allow-Origin") != "https://app.example.com" || !strings.Contains(pre.headers.Get("Access-Control-Allow-Headers"), "Authorization") {
+			t.Errorf("preflight of %s from an allowed origin: %d %v", route, pre.status, pre.headers)
+		}
+		other := s.call(http.MethodOptions, route, "", nil, "Origin", "https://evil.example.com", "Access-Control-Request-Method", "POST")
+		if other.headers.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("preflight of %s from another origin allowed: %v", route, other.headers)
+		}
+	}
 
 	// An ended agent takes no messages.
 	s.shutdown(id, tok)

@@ -27,7 +27,7 @@ func main() {
 	maxSeconds := 840
 	if v := os.Getenv("RA_EVENTS_MAX_SECONDS"); v != "" {
 		if maxSeconds, err = strconv.Atoi(v); err != nil || maxSeconds <= 0 {
-			log.Fatalf("RA_EVENTS_MAX_SECONDS=%q is not a number of seconds", v)
+			log.Fatal("RA_EVENTS_MAX_SECONDS is not a number of seconds")
 		}
 	}
 	h := system.EventsHandlers(sys, time.Duration(maxSeconds)*time.Second)

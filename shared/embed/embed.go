@@ -117,7 +117,7 @@ func (h *Handlers) errorPage(ctx context.Context, err error) httpapi.Response {
 	_ = errorPage.Execute(&buf, struct {
 		Message string
 		Style   template.CSS
-	}{msg, template.CSS(errorStyle)})
+	}{msg, template.CSS(errorStyle)}) //nolint:gosec // a constant style, allowed by hash
 	return h.html(env.Status, buf.String(), "", errorHash)
 }
 

@@ -37,6 +37,8 @@ const (
 	KeepAlive = 15 * time.Second
 	// page bounds one read of the events table.
 	page = 100
+	// overCheck is how often an idle stream checks whether the session ended.
+	overCheck = 2 * time.Second
 )
 
 // Handlers serve the events route.
@@ -106,7 +108,7 @@ func (h *Handlers) stream(ctx context.Context, id string, after int64, w io.Writ
 	}
 	flush()
 	began := time.Now()
-	lastEvent, lastWrite := began, began
+	lastEvent, lastWrite, lastCheck := began, began, time.Time{}
 	for {
 		evs, err := h.Store.Events(ctx, id, after, page)
 		if err != nil {
@@ -130,10 +132,13 @@ func (h *Handlers) stream(ctx context.Context, id string, after int64, w io.Writ
 				continue // more are waiting
 			}
 		}
-		if len(evs) == 0 && h.over(ctx, id) {
-			_, _ = io.WriteString(w, "event: end\ndata: {}\n\n")
-			flush()
-			return nil
+		if len(evs) == 0 && now.Sub(lastCheck) >= overCheck {
+			lastCheck = now
+			if h.over(ctx, id) {
+				_, _ = io.WriteString(w, "event: end\ndata: {}\n\n")
+				flush()
+				return nil
+			}
 		}
 		if h.MaxDuration > 0 && now.Sub(began) > h.MaxDuration {
 			return nil

@@ -68,6 +68,9 @@ type Call struct {
 	// CallID is the idempotency key; Key is the record's key.
 	CallID string
 	Key    string
+	// RequestID is the tool_call_id the request carried (for automation.complete
+	// it may differ from CallID, the completion_id).
+	RequestID string
 	// Args is the decoded arguments (toolspec.VerifyArgs, …).
 	Args any
 }
@@ -195,7 +198,7 @@ func (s *Service) Call(ctx context.Context, req Request) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, fmt.Errorf("encode %s arguments: %w", def.Name, err)
 	}
-	call := Call{Session: sess, Tool: def.Name, CallID: key, Key: RecordKey(sess.ID, def.Name, key), Args: args}
+	call := Call{Session: sess, Tool: def.Name, CallID: key, Key: RecordKey(sess.ID, def.Name, key), RequestID: req.ToolCallID, Args: args}
 	return s.run(ctx, def, call, canon)
 }
 
@@ -352,7 +355,7 @@ func (s *Service) release(call Call, attempt int) {
 }
 
 func pending(call Call) Outcome {
-	return Outcome{Status: http.StatusAccepted, Pending: &Pending{Status: "pending", ToolCallID: call.CallID, RetryAfterSeconds: 1}}
+	return Outcome{Status: http.StatusAccepted, Pending: &Pending{Status: "pending", ToolCallID: call.RequestID, RetryAfterSeconds: 1}}
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -66,6 +66,7 @@ type Server struct {
 	Launcher *process.Launcher
 
 	http   *http.Server
+	table  []httpapi.Route
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -89,7 +90,8 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	pollCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
-	g := &gateway{routes: s.routes(), closing: pollCtx}
+	s.table = s.routes()
+	g := &gateway{routes: s.table, closing: pollCtx}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -157,6 +159,9 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	})
 	return err
 }
+
+// Routes returns the routes the server serves.
+func (s *Server) Routes() []httpapi.Route { return slices.Clone(s.table) }
 
 // routes is the route table of ARCHITECTURE.md, served by the same handlers as
 // the Lambda functions.

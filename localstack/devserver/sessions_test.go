@@ -22,6 +22,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/resources"
+	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/token"
 )
 
@@ -401,4 +402,28 @@ func TestAgentRunsInNamedTmuxSession(t *testing.T) {
 	}
 	eventually(t, 15*time.Second, "tmux session gone", func() bool { return !has() })
 	eventually(t, 15*time.Second, "sandbox process gone", func() bool { return len(s.srv.Launcher.Running()) == 0 })
+}
+
+// The dev server serves exactly the routes of the route table, streaming where
+// the table says so: what runs locally is what the stack deploys.
+func TestServesTheRouteTable(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	served := map[string]bool{}
+	for _, r := range s.srv.Routes() {
+		served[r.Key()] = r.Stream != nil
+	}
+	for _, r := range routes.All() {
+		stream, ok := served[r.Key()]
+		if !ok {
+			t.Errorf("the dev server does not serve %s", r.Key())
+		}
+		if stream != r.Stream {
+			t.Errorf("%s: streaming %v, the table says %v", r.Key(), stream, r.Stream)
+		}
+		delete(served, r.Key())
+	}
+	for key := range served {
+		t.Errorf("the dev server serves %s, which the route table lacks", key)
+	}
 }

@@ -1,0 +1,62 @@
+// Package routes is the system's route table: every HTTP route and the Lambda
+// function that serves it. The dev server serves exactly these routes, every
+// folder under functions/ is one of these functions, and the CDK stack puts
+// each route on its function; tests keep the three in step with this table.
+package routes
+
+// Route is one HTTP route and its function.
+type Route struct {
+	Method string
+	// Path is the API Gateway path pattern, e.g. /api/remote_agents/{id}/alive.
+	Path     string
+	Function string
+	// Stream routes answer with a streamed body (Server-Sent Events): on AWS
+	// they are served through a Lambda function URL with response streaming.
+	Stream bool
+	// Public routes carry no bearer token an API authorizer could check: they
+	// authenticate in the handler (all do; the flag documents browser routes).
+	Public bool
+}
+
+// Functions that serve no route.
+const (
+	// JobWorker consumes the jobs and tools queues.
+	JobWorker = "jobworker"
+)
+
+var table = []Route{
+	{Method: "POST", Path: "/api/remote_agents/create", Function: "create"},
+	{Method: "GET", Path: "/api/remote_agents/{id}/alive", Function: "alive"},
+	{Method: "POST", Path: "/api/remote_agents/{id}/shutdown", Function: "shutdown"},
+	{Method: "POST", Path: "/api/remote_agents/{id}/messages", Function: "messages"},
+	{Method: "POST", Path: "/api/remote_agents/{id}/attachments", Function: "messages"},
+	{Method: "POST", Path: "/api/remote_agents/{id}/env", Function: "messages"},
+	{Method: "GET", Path: "/api/remote_agents/{id}/events", Function: "events", Stream: true},
+	{Method: "GET", Path: "/embed/{id}", Function: "embed", Public: true},
+	{Method: "POST", Path: "/proliferate/{sessionId}/tools/{toolName}", Function: "toolcallback"},
+	{Method: "GET", Path: "/sandbox/{sessionId}/spec", Function: "sandbox"},
+	{Method: "POST", Path: "/sandbox/{sessionId}/status", Function: "sandbox"},
+	{Method: "POST", Path: "/sandbox/{sessionId}/heartbeat", Function: "sandbox"},
+	{Method: "GET", Path: "/sandbox/{sessionId}/inbox", Function: "sandbox"},
+	{Method: "POST", Path: "/sandbox/{sessionId}/events", Function: "sandbox"},
+	{Method: "POST", Path: "/sandbox/{sessionId}/uploads", Function: "sandbox"},
+}
+
+// All returns every route.
+func All() []Route { return append([]Route(nil), table...) }
+
+// Functions returns every function's name, those with routes first, in order.
+func Functions() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range table {
+		if !seen[r.Function] {
+			seen[r.Function] = true
+			out = append(out, r.Function)
+		}
+	}
+	return append(out, JobWorker)
+}
+
+// Key is the route's API Gateway route key, "METHOD /path".
+func (r Route) Key() string { return r.Method + " " + r.Path }

@@ -1,0 +1,61 @@
+// Command infra is the CDK app of Remote Agents: one stack per environment,
+// RemoteAgents-<env>. `-c env=<name>` synthesizes one; without it, dev, staging
+// and prod are all synthesized. Other context: allowedOrigins (comma list),
+// creationTimeout (seconds), embedFeatures (comma list), sandboxImage (a prebuilt
+// image URI) or buildSandboxImage=true (builds sandbox/Dockerfile; needs Docker).
+package main
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/remote-agents/remote-agents/infra/stack"
+)
+
+// Environments are synthesized when no env is given.
+var Environments = []string{"dev", "staging", "prod"}
+
+func main() {
+	defer jsii.Close()
+	app := awscdk.NewApp(nil)
+	ctx := func(key string) string {
+		if v, ok := app.Node().TryGetContext(jsii.String(key)).(string); ok {
+			return v
+		}
+		return ""
+	}
+	envs := Environments
+	if e := ctx("env"); e != "" {
+		envs = []string{e}
+	}
+	root, _ := filepath.Abs("..")
+	timeout, _ := strconv.Atoi(ctx("creationTimeout"))
+	for _, env := range envs {
+		stack.New(app, "RemoteAgents-"+env, stack.Props{
+			Env:               env,
+			CodeDir:           filepath.Join(root, "dist"),
+			DataDir:           filepath.Join(root, "data"),
+			RepoDir:           root,
+			SandboxImage:      ctx("sandboxImage"),
+			BuildSandboxImage: ctx("buildSandboxImage") == "true",
+			AllowedOrigins:    list(ctx("allowedOrigins")),
+			CreationTimeout:   timeout,
+			EmbedFeatures:     list(ctx("embedFeatures")),
+		})
+	}
+	app.Synth(nil)
+}
+
+func list(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

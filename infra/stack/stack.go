@@ -1,0 +1,495 @@
+// Package stack is Remote Agents on AWS, one CloudFormation stack per
+// environment: the HTTP API with one Lambda function per route group, the queues
+// and their worker, the tables and the bucket (all from shared/resources), the
+// Fargate sandboxes, the events stream behind CloudFront, alarms.
+//
+// Nothing here is invented twice: names, keys, GSIs and TTLs come from
+// resources.For(env), routes and functions from routes.All(); the tests compare
+// the synthesized template with both.
+package stack
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfrontorigins"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecr"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3deployment"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/remote-agents/remote-agents/shared/resources"
+	"github.com/remote-agents/remote-agents/shared/routes"
+)
+
+// Props configure one environment's stack.
+type Props struct {
+	awscdk.StackProps
+	// Env names the environment: dev, staging, prod (or any valid name).
+	Env string
+	// CodeDir holds dist/<function>.zip from `make build`.
+	CodeDir string
+	// DataDir holds platform-guardrails.md, deployed to the bucket.
+	DataDir string
+	// SandboxImage is a prebuilt sandbox image URI; empty uses the stack's ECR
+	// repository (tag "latest"), unless BuildSandboxImage builds sandbox/Dockerfile
+	// from RepoDir as an image asset (needs Docker at synth).
+	SandboxImage      string
+	BuildSandboxImage bool
+	RepoDir           string
+	// Remote agents configuration, passed to the functions as RA_* variables.
+	AllowedOrigins  []string
+	CreationTimeout int
+	EmbedFeatures   []string
+}
+
+// Prod reports whether env keeps its data on stack deletion.
+func Prod(env string) bool { return env == "prod" }
+
+// Stack is one environment.
+type Stack struct {
+	awscdk.Stack
+	Set       resources.Set
+	Tables    map[string]awsdynamodb.Table
+	Queues    map[string]awssqs.Queue
+	Bucket    awss3.Bucket
+	Functions map[string]awslambda.Function
+	API       awsapigatewayv2.HttpApi
+}
+
+// New builds the stack of one environment.
+func New(scope constructs.Construct, id string, p Props) *Stack {
+	set, err := resources.For(p.Env)
+	if err != nil {
+		panic(err)
+	}
+	st := awscdk.NewStack(scope, jsii.String(id), &p.StackProps)
+	s := &Stack{Stack: st, Set: set, Tables: map[string]awsdynamodb.Table{}, Queues: map[string]awssqs.Queue{}, Functions: map[string]awslambda.Function{}}
+	removal := awscdk.RemovalPolicy_DESTROY
+	if Prod(p.Env) {
+		removal = awscdk.RemovalPolicy_RETAIN
+	}
+	awscdk.Tags_Of(st).Add(jsii.String("remote-agents:env"), jsii.String(p.Env), nil)
+
+	for _, t := range set.Tables() {
+		s.Tables[t.Name] = table(st, s.id(t.Name, "Table"), t, removal, Prod(p.Env))
+	}
+	for _, q := range set.Queues() {
+		dlq := awssqs.NewQueue(st, jsii.String(s.id(q.DeadLetterName, "Queue")), &awssqs.QueueProps{
+			QueueName:       jsii.String(q.DeadLetterName),
+			RetentionPeriod: awscdk.Duration_Seconds(jsii.Number(q.DeadLetterRetention.Seconds())),
+			EnforceSSL:      jsii.Bool(true),
+			RemovalPolicy:   removal,
+		})
+		s.Queues[q.DeadLetterName] = dlq
+		s.Queues[q.Name] = awssqs.NewQueue(st, jsii.String(s.id(q.Name, "Queue")), &awssqs.QueueProps{
+			QueueName:         jsii.String(q.Name),
+			VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(q.VisibilityTimeout.Seconds())),
+			RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(q.Retention.Seconds())),
+			DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(float64(q.MaxReceiveCount))},
+			EnforceSSL:        jsii.Bool(true),
+			RemovalPolicy:     removal,
+		})
+	}
+	s.Bucket = bucket(st, set.Bucket.Name, p, removal)
+	awss3deployment.NewBucketDeployment(st, jsii.String("Guardrails"), &awss3deployment.BucketDeploymentProps{
+		DestinationBucket:    s.Bucket,
+		DestinationKeyPrefix: jsii.String(guardrailsPrefix),
+		Sources:              &[]awss3deployment.ISource{awss3deployment.Source_Asset(jsii.String(p.DataDir), nil)},
+		Prune:                jsii.Bool(false),
+	})
+
+	sandbox := s.sandboxes(p, removal)
+	s.API = awsapigatewayv2.NewHttpApi(st, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
+		ApiName:     jsii.String("ra-" + p.Env + "-api"),
+		Description: jsii.String("Remote Agents (" + p.Env + ")"),
+	})
+	env := s.environment(p)
+	for _, name := range routes.Functions() {
+		s.Functions[name] = s.function(name, name, p, env, removal)
+	}
+	// Long tool calls run on a second function of the worker's code, whose timeout
+	// fits the tools queue's visibility timeout (the jobs queue's is shorter).
+	s.Functions[ToolWorker] = s.function(ToolWorker, routes.JobWorker, p, env, removal)
+
+	var stream awslambda.FunctionUrl
+	for _, r := range routes.All() {
+		fn := s.Functions[r.Function]
+		if r.Stream {
+			if stream == nil {
+				stream = fn.AddFunctionUrl(&awslambda.FunctionUrlOptions{
+					AuthType:   awslambda.FunctionUrlAuthType_AWS_IAM,
+					InvokeMode: awslambda.InvokeMode_RESPONSE_STREAM,
+				})
+			}
+			continue
+		}
+		s.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+			Path:        jsii.String(r.Path),
+			Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(r.Method)},
+			Integration: awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(logicalID(r.Key())), fn, nil),
+		})
+	}
+	dist := s.distribution(stream)
+	s.Functions["create"].AddEnvironment(jsii.String("RA_PUBLIC_BASE_URL"), jsii.String("https://"+*dist.DistributionDomainName()), nil)
+	for _, name := range []string{routes.JobWorker, ToolWorker} {
+		s.Functions[name].AddEnvironment(jsii.String("RA_GATEWAY_URL"), s.API.ApiEndpoint(), nil)
+		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_CLUSTER"), sandbox.cluster.ClusterArn(), nil)
+		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_TASK_DEFINITION"), sandbox.task.TaskDefinitionArn(), nil)
+		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_CONTAINER"), jsii.String(SandboxContainer), nil)
+		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_SUBNETS"), awscdk.Fn_Join(jsii.String(","), sandbox.subnets), nil)
+		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_SECURITY_GROUPS"), sandbox.group.SecurityGroupId(), nil)
+		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_ASSIGN_PUBLIC_IP"), jsii.String("true"), nil)
+	}
+	s.grant(sandbox)
+	s.eventSources()
+	awsevents.NewRule(st, jsii.String("SandboxStopped"), &awsevents.RuleProps{
+		RuleName:    jsii.String("ra-" + p.Env + "-sandbox-stopped"),
+		Description: jsii.String("ECS task-state changes of stopped sandboxes, to the jobs queue (task.state)"),
+		EventPattern: &awsevents.EventPattern{
+			Source:     &[]*string{jsii.String("aws.ecs")},
+			DetailType: &[]*string{jsii.String("ECS Task State Change")},
+			Detail: &map[string]any{
+				"clusterArn": []*string{sandbox.cluster.ClusterArn()},
+				"lastStatus": []string{"STOPPED"},
+			},
+		},
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.Queues[set.JobsQueue.Name], nil)},
+	})
+	s.alarms()
+
+	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: s.API.ApiEndpoint()})
+	awscdk.NewCfnOutput(st, jsii.String("PublicUrl"), &awscdk.CfnOutputProps{Value: jsii.String("https://" + *dist.DistributionDomainName())})
+	awscdk.NewCfnOutput(st, jsii.String("SandboxRepositoryUri"), &awscdk.CfnOutputProps{Value: sandbox.repository})
+	return s
+}
+
+// Names used across the stack.
+const (
+	// ToolWorker is the function that runs the tools queue (jobworker's code).
+	ToolWorker = "toolworker"
+	// SandboxContainer is the sandbox task's container.
+	SandboxContainer = "agent"
+	guardrailsPrefix = "platform/"
+	guardrailsFile   = "platform-guardrails.md"
+)
+
+// id is the construct id of a named resource: its name without the environment
+// prefix, in CamelCase, and its kind ("ra-dev-jobs", "Queue" → "JobsQueue").
+func (s *Stack) id(name, kind string) string {
+	return logicalID(strings.TrimPrefix(name, "ra-"+s.Set.Env+"-")) + kind
+}
+
+func logicalID(name string) string {
+	var b strings.Builder
+	up := true
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z':
+			if up {
+				r -= 'a' - 'A'
+			}
+			b.WriteRune(r)
+			up = false
+		case r >= 'A' && r <= 'Z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+			up = false
+		default:
+			up = true
+		}
+	}
+	return b.String()
+}
+
+func table(scope constructs.Construct, id string, t resources.Table, removal awscdk.RemovalPolicy, prod bool) awsdynamodb.Table {
+	props := &awsdynamodb.TableProps{
+		TableName:           jsii.String(t.Name),
+		PartitionKey:        attr(t.PartitionKey),
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		TimeToLiveAttribute: jsii.String(t.TTLAttribute),
+		RemovalPolicy:       removal,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(prod),
+		},
+		DeletionProtection: jsii.Bool(prod),
+	}
+	if t.SortKey != nil {
+		props.SortKey = attr(*t.SortKey)
+	}
+	tbl := awsdynamodb.NewTable(scope, jsii.String(id), props)
+	for _, ix := range t.Indexes {
+		gsi := &awsdynamodb.GlobalSecondaryIndexProps{IndexName: jsii.String(ix.Name), PartitionKey: attr(ix.PartitionKey), ProjectionType: awsdynamodb.ProjectionType_ALL}
+		if ix.SortKey != nil {
+			gsi.SortKey = attr(*ix.SortKey)
+		}
+		tbl.AddGlobalSecondaryIndex(gsi)
+	}
+	return tbl
+}
+
+func attr(k resources.Key) *awsdynamodb.Attribute {
+	typ := awsdynamodb.AttributeType_STRING
+	if k.Type == resources.Number {
+		typ = awsdynamodb.AttributeType_NUMBER
+	}
+	return &awsdynamodb.Attribute{Name: jsii.String(k.Name), Type: typ}
+}
+
+func bucket(scope constructs.Construct, name string, p Props, removal awscdk.RemovalPolicy) awss3.Bucket {
+	var cors []*awss3.CorsRule
+	if len(p.AllowedOrigins) > 0 {
+		// The embed view PUTs attachments straight to presigned URLs.
+		cors = append(cors, &awss3.CorsRule{
+			AllowedMethods: &[]awss3.HttpMethods{awss3.HttpMethods_PUT},
+			AllowedOrigins: jsii.Strings(p.AllowedOrigins...),
+			AllowedHeaders: jsii.Strings("Content-Type"),
+			MaxAge:         jsii.Number(600),
+		})
+	}
+	return awss3.NewBucket(scope, jsii.String("Data"), &awss3.BucketProps{
+		BucketName:        jsii.String(name),
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		Versioned:         jsii.Bool(Prod(p.Env)),
+		RemovalPolicy:     removal,
+		AutoDeleteObjects: jsii.Bool(!Prod(p.Env)),
+		Cors:              &cors,
+		LifecycleRules: &[]*awss3.LifecycleRule{
+			{Id: jsii.String("logs"), Prefix: jsii.String("logs/"), Expiration: awscdk.Duration_Days(jsii.Number(30))},
+			{Id: jsii.String("session-files"), Prefix: jsii.String("sessions/"), Expiration: awscdk.Duration_Days(jsii.Number(14))},
+			{Id: jsii.String("incomplete-uploads"), AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(2))},
+		},
+	})
+}
+
+// environment is what every function gets: where the resources are, and the
+// remote_agents configuration.
+func (s *Stack) environment(p Props) map[string]*string {
+	set := s.Set
+	env := map[string]*string{
+		"RA_ENV":               jsii.String(p.Env),
+		"RA_JOBS_QUEUE_URL":    s.Queues[set.JobsQueue.Name].QueueUrl(),
+		"RA_JOBS_DLQ_URL":      s.Queues[set.JobsQueue.DeadLetterName].QueueUrl(),
+		"RA_TOOLS_QUEUE_URL":   s.Queues[set.ToolsQueue.Name].QueueUrl(),
+		"RA_TOOLS_DLQ_URL":     s.Queues[set.ToolsQueue.DeadLetterName].QueueUrl(),
+		"RA_GUARDRAILS_PATH":   jsii.String("s3://" + set.Bucket.Name + "/" + guardrailsPrefix + guardrailsFile),
+		"RA_ALLOWED_ORIGINS":   jsii.String(strings.Join(p.AllowedOrigins, ",")),
+		"RA_EMBED_FEATURES":    jsii.String(strings.Join(p.EmbedFeatures, ",")),
+	}
+	if p.CreationTimeout > 0 {
+		env["RA_CREATION_TIMEOUT_SECONDS"] = jsii.String(strconv.Itoa(p.CreationTimeout))
+	}
+	return env
+}
+
+// timeouts of the functions, by name; the rest get defaultTimeout.
+var timeouts = map[string]float64{
+	"create":         30,
+	"events":         900,
+	routes.JobWorker: 270,
+	ToolWorker:       720,
+	"toolcallback":   30,
+}
+
+const defaultTimeout = 15
+
+func (s *Stack) function(name, code string, p Props, env map[string]*string, removal awscdk.RemovalPolicy) awslambda.Function {
+	fnName := "ra-" + p.Env + "-" + name
+	logs := awslogs.NewLogGroup(s.Stack, jsii.String(logicalID(name)+"Logs"), &awslogs.LogGroupProps{
+		LogGroupName:  jsii.String("/aws/lambda/" + fnName),
+		Retention:     retention(p.Env),
+		RemovalPolicy: removal,
+	})
+	timeout, ok := timeouts[name]
+	if !ok {
+		timeout = defaultTimeout
+	}
+	memory := 256.0
+	if name == "create" || name == ToolWorker {
+		memory = 512
+	}
+	return awslambda.NewFunction(s.Stack, jsii.String(logicalID(name)+"Function"), &awslambda.FunctionProps{
+		FunctionName: jsii.String(fnName),
+		Description:  jsii.String("Remote Agents " + name + " (" + p.Env + ")"),
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(p.CodeDir, code+".zip")), nil),
+		Timeout:      awscdk.Duration_Seconds(jsii.Number(timeout)),
+		MemorySize:   jsii.Number(memory),
+		Environment:  &env,
+		LogGroup:     logs,
+		Tracing:      awslambda.Tracing_ACTIVE,
+	})
+}
+
+func retention(env string) awslogs.RetentionDays {
+	if Prod(env) {
+		return awslogs.RetentionDays_THREE_MONTHS
+	}
+	return awslogs.RetentionDays_TWO_WEEKS
+}
+
+// sandboxes is what runs sandboxes: a cluster in a VPC of public subnets (the
+// agents reach their model providers; nothing reaches them), and the task.
+type sandboxes struct {
+	cluster    awsecs.Cluster
+	task       awsecs.FargateTaskDefinition
+	group      awsec2.SecurityGroup
+	subnets    *[]*string
+	repository *string
+}
+
+func (s *Stack) sandboxes(p Props, removal awscdk.RemovalPolicy) sandboxes {
+	vpc := awsec2.NewVpc(s.Stack, jsii.String("Vpc"), &awsec2.VpcProps{
+		MaxAzs:      jsii.Number(2),
+		NatGateways: jsii.Number(0),
+		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{
+			{Name: jsii.String("sandboxes"), SubnetType: awsec2.SubnetType_PUBLIC, CidrMask: jsii.Number(20)},
+		},
+	})
+	group := awsec2.NewSecurityGroup(s.Stack, jsii.String("SandboxGroup"), &awsec2.SecurityGroupProps{
+		Vpc:              vpc,
+		Description:      jsii.String("Sandboxes: no inbound traffic, outbound HTTPS only"),
+		AllowAllOutbound: jsii.Bool(false),
+	})
+	group.AddEgressRule(awsec2.Peer_AnyIpv4(), awsec2.Port_Tcp(jsii.Number(443)), jsii.String("model providers, the gateway, S3"), nil)
+	cluster := awsecs.NewCluster(s.Stack, jsii.String("Cluster"), &awsecs.ClusterProps{
+		ClusterName:       jsii.String("ra-" + p.Env + "-sandboxes"),
+		Vpc:               vpc,
+	})
+	// The task role has no permissions at all: a sandbox acts only through the
+	// gateway, with its own token.
+	taskRole := awsiam.NewRole(s.Stack, jsii.String("SandboxTaskRole"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("ecs-tasks.amazonaws.com"), nil),
+		Description: jsii.String("Sandboxes: no AWS permissions"),
+	})
+	task := awsecs.NewFargateTaskDefinition(s.Stack, jsii.String("SandboxTask"), &awsecs.FargateTaskDefinitionProps{
+		Family:         jsii.String("ra-" + p.Env + "-sandbox"),
+		Cpu:            jsii.Number(1024),
+		MemoryLimitMiB: jsii.Number(2048),
+		TaskRole:       taskRole,
+		RuntimePlatform: &awsecs.RuntimePlatform{
+			CpuArchitecture:       awsecs.CpuArchitecture_ARM64(),
+			OperatingSystemFamily: awsecs.OperatingSystemFamily_LINUX(),
+		},
+	})
+	repo := awsecr.NewRepository(s.Stack, jsii.String("SandboxRepository"), &awsecr.RepositoryProps{
+		RepositoryName:     jsii.String("ra-" + p.Env + "-sandbox"),
+		ImageScanOnPush:    jsii.Bool(true),
+		RemovalPolicy:      removal,
+		EmptyOnDelete:      jsii.Bool(!Prod(p.Env)),
+		ImageTagMutability: awsecr.TagMutability_MUTABLE,
+	})
+	var image awsecs.ContainerImage
+	switch {
+	case p.BuildSandboxImage:
+		image = awsecs.ContainerImage_FromAsset(jsii.String(p.RepoDir), &awsecs.AssetImageProps{File: jsii.String("sandbox/Dockerfile")})
+	case p.SandboxImage != "":
+		image = awsecs.ContainerImage_FromRegistry(jsii.String(p.SandboxImage), nil)
+	default:
+		image = awsecs.ContainerImage_FromEcrRepository(repo, jsii.String("latest"))
+	}
+	task.AddContainer(jsii.String(SandboxContainer), &awsecs.ContainerDefinitionOptions{
+		ContainerName: jsii.String(SandboxContainer),
+		Image:         image,
+		Essential:     jsii.Bool(true),
+		Logging: awsecs.LogDrivers_AwsLogs(&awsecs.AwsLogDriverProps{
+			StreamPrefix: jsii.String("sandbox"),
+			LogGroup: awslogs.NewLogGroup(s.Stack, jsii.String("SandboxTaskLogs"), &awslogs.LogGroupProps{
+				LogGroupName:  jsii.String("/ra/" + p.Env + "/sandboxes"),
+				Retention:     retention(p.Env),
+				RemovalPolicy: removal,
+			}),
+		}),
+	})
+	var subnets []*string
+	for _, sn := range *vpc.PublicSubnets() {
+		subnets = append(subnets, sn.SubnetId())
+	}
+	return sandboxes{cluster: cluster, task: task, group: group, subnets: &subnets, repository: repo.RepositoryUri()}
+}
+
+// distribution is the public entry point: CloudFront in front of the HTTP API
+// and of the events function URL (Lambda response streaming), so that the embed
+// view, its API calls and its event stream share one origin.
+func (s *Stack) distribution(stream awslambda.FunctionUrl) awscloudfront.Distribution {
+	apiDomain := awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), s.API.ApiEndpoint(), nil))
+	api := awscloudfrontorigins.NewHttpOrigin(apiDomain, &awscloudfrontorigins.HttpOriginProps{
+		ProtocolPolicy: awscloudfront.OriginProtocolPolicy_HTTPS_ONLY,
+	})
+	behavior := func(origin awscloudfront.IOrigin) *awscloudfront.BehaviorOptions {
+		return &awscloudfront.BehaviorOptions{
+			Origin:               origin,
+			ViewerProtocolPolicy: awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
+			AllowedMethods:       awscloudfront.AllowedMethods_ALLOW_ALL(),
+			CachePolicy:          awscloudfront.CachePolicy_CACHING_DISABLED(),
+			OriginRequestPolicy:  awscloudfront.OriginRequestPolicy_ALL_VIEWER_EXCEPT_HOST_HEADER(),
+		}
+	}
+	events := awscloudfrontorigins.FunctionUrlOrigin_WithOriginAccessControl(stream, &awscloudfrontorigins.FunctionUrlOriginWithOACProps{
+		ReadTimeout: awscdk.Duration_Seconds(jsii.Number(60)),
+	})
+	return awscloudfront.NewDistribution(s.Stack, jsii.String("Public"), &awscloudfront.DistributionProps{
+		Comment:         jsii.String("Remote Agents (" + s.Set.Env + ")"),
+		DefaultBehavior: behavior(api),
+		AdditionalBehaviors: &map[string]*awscloudfront.BehaviorOptions{
+			"/api/remote_agents/*/events": behavior(events),
+		},
+		HttpVersion: awscloudfront.HttpVersion_HTTP2_AND_3,
+	})
+}
+
+// eventSources connects the workers to their queues, answering with partial
+// batch failures.
+func (s *Stack) eventSources() {
+	set := s.Set
+	s.Functions[routes.JobWorker].AddEventSource(awslambdaeventsources.NewSqsEventSource(s.Queues[set.JobsQueue.Name], &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(10),
+		ReportBatchItemFailures: jsii.Bool(true),
+	}))
+	s.Functions[ToolWorker].AddEventSource(awslambdaeventsources.NewSqsEventSource(s.Queues[set.ToolsQueue.Name], &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(1),
+		ReportBatchItemFailures: jsii.Bool(true),
+	}))
+}
+
+func (s *Stack) alarms() {
+	alarm := func(id string, metric awscloudwatch.IMetric, threshold float64, what string) {
+		awscloudwatch.NewAlarm(s.Stack, jsii.String(id), &awscloudwatch.AlarmProps{
+			AlarmName:          jsii.String("ra-" + s.Set.Env + "-" + strings.ToLower(id)),
+			AlarmDescription:   jsii.String(what),
+			Metric:             metric,
+			Threshold:          jsii.Number(threshold),
+			EvaluationPeriods:  jsii.Number(1),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+	}
+	for _, q := range s.Set.Queues() {
+		alarm(s.id(q.DeadLetterName, "Depth"), s.Queues[q.DeadLetterName].MetricApproximateNumberOfMessagesVisible(nil), 1, "Messages in "+q.DeadLetterName)
+	}
+	for _, name := range append(routes.Functions(), ToolWorker) {
+		fn := s.Functions[name]
+		alarm(logicalID(name)+"Errors", fn.MetricErrors(nil), 5, name+" errors")
+		alarm(logicalID(name)+"Throttles", fn.MetricThrottles(nil), 1, name+" throttles")
+	}
+}

@@ -4,131 +4,43 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/remote-agents/remote-agents/shared/access"
 	"github.com/remote-agents/remote-agents/shared/routes"
 )
 
-// Access is what one function may do to the data: per table, the DynamoDB
-// actions; per queue, whether it sends; per bucket prefix, the S3 actions. It is
-// written from the code each function runs (the stores and services it builds),
-// and nothing else is granted.
-type Access struct {
-	Tables  map[string][]string // table (resources.Set field name) → actions
-	Send    []string            // queues (by resources name) it sends to
-	Objects map[string][]string // key pattern → actions (s3:GetObject, s3:PutObject)
-	List    []string            // key prefixes it lists (s3:ListBucket)
-	Launch  bool                // runs and stops sandbox tasks
+// Grants is each function's access (package access, which the dev server's tests
+// check against every AWS call the code makes); the tool worker runs jobworker's
+// code and has its access.
+func (s *Stack) Grants() map[string]access.Access {
+	out := map[string]access.Access{}
+	for _, fn := range routes.Functions() {
+		a, ok := access.For(fn)
+		if !ok {
+			panic("no access declared for function " + fn)
+		}
+		out[fn] = a
+	}
+	out[ToolWorker] = out[routes.JobWorker]
+	return out
 }
 
-const (
-	get    = "dynamodb:GetItem"
-	put    = "dynamodb:PutItem"
-	update = "dynamodb:UpdateItem"
-	query  = "dynamodb:Query"
-	s3Get  = "s3:GetObject"
-	s3Put  = "s3:PutObject"
-)
+// name is a resource's full name in this environment.
+func (s *Stack) name(short string) string { return "ra-" + s.Set.Env + "-" + short }
 
-// guardrails is the object every function that checks the guardrails reads.
-var guardrails = guardrailsPrefix + guardrailsFile
-
-// Grants is each function's access, from the code it runs.
-func (s *Stack) Grants() map[string]Access {
-	set := s.Set
-	jobs, tools := set.JobsQueue, set.ToolsQueue
-	worker := Access{
-		// session.start/stop, task.state: sessions; tool jobs: records, effects.
-		Tables: map[string][]string{
-			set.Sessions.Name:    {get, update},
-			set.Events.Name:      {put},
-			set.Idempotency.Name: {get, update},
-			set.Registry.Name:    {get, update},
-			set.Jobs.Name:        {put},
-		},
-		Send:    []string{jobs.DeadLetterName, tools.DeadLetterName},
-		Objects: map[string][]string{"sessions/*/tools/*": {s3Get}, "snapshots/*": {s3Put}},
-		List:    []string{"sessions/"},
-		Launch:  true,
-	}
-	return map[string]Access{
-		"create": {
-			Tables: map[string][]string{
-				set.Sessions.Name:    {get, put, update},
-				set.Idempotency.Name: {get, put},
-				set.Registry.Name:    {get},
-			},
-			Send:    []string{jobs.Name},
-			Objects: map[string][]string{guardrails: {s3Get}},
-		},
-		"alive": {
-			Tables:  map[string][]string{set.Sessions.Name: {get, update}},
-			Send:    []string{jobs.Name},
-			Objects: map[string][]string{guardrails: {s3Get}},
-		},
-		"shutdown": {
-			Tables: map[string][]string{set.Sessions.Name: {get, update}},
-			Send:   []string{jobs.Name},
-		},
-		"messages": {
-			Tables: map[string][]string{
-				set.Sessions.Name:    {get, update},
-				set.Events.Name:      {put},
-				set.Idempotency.Name: {get, put},
-			},
-			// env values it stores; attachments it presigns uploads of.
-			Objects: map[string][]string{"sessions/*/env/*": {s3Put}, "sessions/*/attachments/*": {s3Put}},
-		},
-		"events": {
-			Tables: map[string][]string{set.Sessions.Name: {get}, set.Events.Name: {query}},
-		},
-		"embed": {
-			Tables: map[string][]string{set.Sessions.Name: {get}},
-		},
-		"sandbox": {
-			Tables: map[string][]string{
-				set.Sessions.Name: {get, update},
-				set.Events.Name:   {put, query},
-				set.Registry.Name: {get},
-			},
-			// The guardrails; env values; presigned downloads of attachments and
-			// uploads of tool files.
-			Objects: map[string][]string{
-				guardrails:                 {s3Get},
-				"sessions/*/env/*":         {s3Get},
-				"sessions/*/attachments/*": {s3Get},
-				"sessions/*/tools/*":       {s3Put},
-			},
-		},
-		"toolcallback": {
-			Tables: map[string][]string{
-				set.Sessions.Name:    {get, update},
-				set.Events.Name:      {put},
-				set.Idempotency.Name: {get, put, update},
-				set.Registry.Name:    {get, update},
-				set.Jobs.Name:        {put},
-			},
-			Send:    []string{tools.Name},
-			Objects: map[string][]string{"sessions/*/tools/*": {s3Get}, "snapshots/*": {s3Put}},
-			List:    []string{"sessions/"},
-		},
-		routes.JobWorker: worker,
-		ToolWorker:       worker,
-	}
-}
-
-// grant turns each function's Access into statements on exactly those resources.
+// grant turns each function's access into statements on exactly those resources.
 func (s *Stack) grant(sb sandboxes) {
-	for name, a := range s.Grants() {
-		fn := s.Functions[name]
-		for tableName, actions := range a.Tables {
+	for fnName, a := range s.Grants() {
+		fn := s.Functions[fnName]
+		for table, actions := range a.Tables {
 			fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Actions:   jsii.Strings(actions...),
-				Resources: &[]*string{s.Tables[tableName].TableArn()},
+				Resources: &[]*string{s.Tables[s.name(table)].TableArn()},
 			}))
 		}
 		for _, q := range a.Send {
 			fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Actions:   jsii.Strings("sqs:SendMessage"),
-				Resources: &[]*string{s.Queues[q].QueueArn()},
+				Resources: &[]*string{s.Queues[s.name(q)].QueueArn()},
 			}))
 		}
 		for pattern, actions := range a.Objects {

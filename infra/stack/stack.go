@@ -35,6 +35,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/remote-agents/remote-agents/shared/access"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
 )
@@ -187,8 +188,9 @@ const (
 	ToolWorker = "toolworker"
 	// SandboxContainer is the sandbox task's container.
 	SandboxContainer = "agent"
+	// guardrailsPrefix is where data/ is deployed: the guardrails land at
+	// access.GuardrailsKey.
 	guardrailsPrefix = "platform/"
-	guardrailsFile   = "platform-guardrails.md"
 )
 
 // id is the construct id of a named resource: its name without the environment
@@ -290,7 +292,7 @@ func (s *Stack) environment(p Props) map[string]*string {
 		"RA_JOBS_DLQ_URL":      s.Queues[set.JobsQueue.DeadLetterName].QueueUrl(),
 		"RA_TOOLS_QUEUE_URL":   s.Queues[set.ToolsQueue.Name].QueueUrl(),
 		"RA_TOOLS_DLQ_URL":     s.Queues[set.ToolsQueue.DeadLetterName].QueueUrl(),
-		"RA_GUARDRAILS_PATH":   jsii.String("s3://" + set.Bucket.Name + "/" + guardrailsPrefix + guardrailsFile),
+		"RA_GUARDRAILS_PATH":   jsii.String("s3://" + set.Bucket.Name + "/" + access.GuardrailsKey),
 		"RA_ALLOWED_ORIGINS":   jsii.String(strings.Join(p.AllowedOrigins, ",")),
 		"RA_EMBED_FEATURES":    jsii.String(strings.Join(p.EmbedFeatures, ",")),
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/launch/process"
 	"github.com/remote-agents/remote-agents/shared/queue"
 	"github.com/remote-agents/remote-agents/shared/resources"
+	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/sessionapi"
 	"github.com/remote-agents/remote-agents/shared/system"
 )
@@ -56,6 +57,9 @@ type Options struct {
 	AppKey string
 	// Pollers is how many jobs-queue consumers run at once (default 4).
 	Pollers int
+	// Audit, if set, hears every AWS call each function's code makes (see
+	// AWSCall), to check the functions' declared access against.
+	Audit func(AWSCall)
 	Log     *slog.Logger
 }
 
@@ -91,7 +95,10 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	pollCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
 	s.table = s.routes()
-	g := &gateway{routes: s.table, closing: pollCtx}
+	g := &gateway{routes: s.table, closing: pollCtx, functions: map[string]string{}}
+	for _, r := range routes.All() {
+		g.functions[r.Key()] = r.Function
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -132,7 +139,10 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	if _, err := bootstrap.Run(ctx, bootstrap.ClientsFor(awsCfg), set); err != nil {
 		return fmt.Errorf("devserver: bootstrap %s: %w", env, err)
 	}
-	sys, err := system.New(ctx, system.Options{Config: &cfg, Log: o.Log, Env: env})
+	if o.Audit != nil {
+		awsCfg.APIOptions = append(awsCfg.APIOptions, auditor(env, o.Audit))
+	}
+	sys, err := system.New(ctx, system.Options{Config: &cfg, Log: o.Log, Env: env, AWS: &awsCfg})
 	if err != nil {
 		return fmt.Errorf("devserver: %w", err)
 	}
@@ -193,7 +203,9 @@ func poll(ctx context.Context, q queue.Queue, w *jobworker.Worker, log *slog.Log
 		for i, m := range msgs {
 			ev.Records[i] = events.SQSMessage{MessageId: m.ID, ReceiptHandle: m.ReceiptHandle, Body: m.Body, EventSource: "aws:sqs"}
 		}
-		res, err := w.Handle(ctx, ev)
+		// Receiving and deleting is the event source mapping's work; handling
+		// the batch is the function's.
+		res, err := w.Handle(withFunction(ctx, routes.JobWorker), ev)
 		if err != nil {
 			continue // the whole batch is retried, as Lambda would
 		}

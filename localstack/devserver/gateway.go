@@ -29,6 +29,8 @@ const handlerTimeout = 29 * time.Second
 // Gateway in front of the Lambda functions.
 type gateway struct {
 	routes []httpapi.Route
+	// functions names the function of each route key (routes.All).
+	functions map[string]string
 	// closing ends streams when the server closes.
 	closing context.Context
 }
@@ -53,7 +55,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if route.Stream != nil {
-		ctx, cancel := context.WithCancel(r.Context())
+		ctx, cancel := context.WithCancel(withFunction(r.Context(), g.functions[route.Key()]))
 		defer cancel()
 		stop := context.AfterFunc(g.closing, cancel)
 		defer stop()
@@ -62,7 +64,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A Lambda function's context ends at its timeout; API Gateway gives up at 30 s.
-	ctx, cancel := context.WithTimeout(r.Context(), handlerTimeout)
+	ctx, cancel := context.WithTimeout(withFunction(r.Context(), g.functions[route.Key()]), handlerTimeout)
 	defer cancel()
 	res, err := route.Handler(ctx, toEvent(r, route, params, body))
 	if err != nil {

@@ -62,6 +62,28 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// callSet collects AWS calls from concurrent handlers.
+type callSet struct {
+	mu   sync.Mutex
+	seen map[devserver.AWSCall]bool
+}
+
+func (c *callSet) add(call devserver.AWSCall) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen[call] = true
+}
+
+func (c *callSet) list() []devserver.AWSCall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []devserver.AWSCall
+	for call := range c.seen {
+		out = append(out, call)
+	}
+	return out
+}
+
 type stack struct {
 	t          testing.TB
 	srv        *devserver.Server
@@ -108,6 +130,14 @@ func start(t testing.TB, opts ...option) *stack {
 		AppKey:         appKey,
 		Log:            slog.New(slog.NewJSONHandler(logs, nil)),
 	}
+	// Every AWS call a function's code makes must be one its declared access
+	// (package access, what the CDK stack grants) allows.
+	denied := &callSet{seen: map[devserver.AWSCall]bool{}}
+	o.Audit = func(c devserver.AWSCall) {
+		if !devserver.Allowed(c) {
+			denied.add(c)
+		}
+	}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -120,6 +150,9 @@ func start(t testing.TB, opts ...option) *stack {
 		defer cancel()
 		if err := srv.Close(ctx); err != nil {
 			t.Errorf("close dev server: %v", err)
+		}
+		for _, c := range denied.list() {
+			t.Errorf("function %s did %s on %q, which its declared access (shared/access) does not allow", c.Function, c.Action, c.Resource)
 		}
 		if t.Failed() {
 			t.Logf("server logs:\n%s", logs.String())

@@ -64,6 +64,8 @@ type Options struct {
 	Log *slog.Logger
 	// Env, if set, is used instead of RA_ENV.
 	Env string
+	// AWS, if set, is used instead of loading the AWS configuration.
+	AWS *aws.Config
 }
 
 // New builds the system from RA_ENV (default "dev"), the remote_agents
@@ -94,7 +96,9 @@ func New(ctx context.Context, o Options) (*System, error) {
 		return nil, fmt.Errorf("RA_ENV: %w", err)
 	}
 	s.Resources = set
-	if s.AWS, err = awsconfig.Load(ctx); err != nil {
+	if o.AWS != nil {
+		s.AWS = *o.AWS
+	} else if s.AWS, err = awsconfig.Load(ctx); err != nil {
 		return nil, err
 	}
 	ddb := awsconfig.NewDynamoDB(s.AWS)

@@ -1,0 +1,451 @@
+package stack
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/remote-agents/remote-agents/shared/resources"
+	"github.com/remote-agents/remote-agents/shared/routes"
+)
+
+// template is a synthesized stack as JSON, with the stack for its grants.
+type template struct {
+	stack *Stack
+	res   map[string]map[string]any // logical id → resource
+	raw   assertions.Template
+}
+
+var (
+	once      sync.Once
+	templates map[string]*template
+	synthErr  error
+)
+
+// synth builds the dev and prod stacks once for all tests, with placeholder code
+// zips (the template does not depend on their content).
+func synth(t *testing.T) map[string]*template {
+	t.Helper()
+	once.Do(func() {
+		code, err := os.MkdirTemp("", "ra-code-")
+		if err != nil {
+			synthErr = err
+			return
+		}
+		for _, fn := range routes.Functions() {
+			if err := os.WriteFile(filepath.Join(code, fn+".zip"), []byte("placeholder "+fn), 0o644); err != nil {
+				synthErr = err
+				return
+			}
+		}
+		templates = map[string]*template{}
+		for _, env := range []string{"dev", "prod"} {
+			app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(code, "cdk.out-"+env))})
+			st := New(app, "RemoteAgents-"+env, Props{
+				Env: env, CodeDir: code, DataDir: "../../data",
+				AllowedOrigins: []string{"https://app.example.com"}, CreationTimeout: 20,
+			})
+			raw := assertions.Template_FromStack(st.Stack, nil)
+			b, err := json.Marshal(raw.ToJSON())
+			if err != nil {
+				synthErr = err
+				return
+			}
+			var doc struct {
+				Resources map[string]map[string]any
+			}
+			if err := json.Unmarshal(b, &doc); err != nil {
+				synthErr = err
+				return
+			}
+			templates[env] = &template{stack: st, res: doc.Resources, raw: raw}
+		}
+	})
+	if synthErr != nil {
+		t.Fatal(synthErr)
+	}
+	return templates
+}
+
+func props(r map[string]any) map[string]any {
+	p, _ := r["Properties"].(map[string]any)
+	return p
+}
+
+// byType returns the resources of a type, by logical id.
+func (tp *template) byType(typ string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, r := range tp.res {
+		if r["Type"] == typ {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+// find returns the logical id of the resource of typ whose property key is value.
+func (tp *template) find(t *testing.T, typ, key, value string) (string, map[string]any) {
+	t.Helper()
+	for id, r := range tp.byType(typ) {
+		if props(r)[key] == value {
+			return id, r
+		}
+	}
+	t.Fatalf("no %s with %s=%s", typ, key, value)
+	return "", nil
+}
+
+func ref(v any) string {
+	m, _ := v.(map[string]any)
+	if s, ok := m["Ref"].(string); ok {
+		return s
+	}
+	if ga, ok := m["Fn::GetAtt"].([]any); ok && len(ga) > 0 {
+		s, _ := ga[0].(string)
+		return s
+	}
+	return ""
+}
+
+func TestTablesAreTheGoDefinition(t *testing.T) {
+	for env, tp := range synth(t) {
+		set, _ := resources.For(env)
+		if got := len(tp.byType("AWS::DynamoDB::Table")); got != len(set.Tables()) {
+			t.Errorf("%s: %d tables, the Go definition has %d", env, got, len(set.Tables()))
+		}
+		for _, want := range set.Tables() {
+			_, r := tp.find(t, "AWS::DynamoDB::Table", "TableName", want.Name)
+			p := props(r)
+			keys := map[string]string{}
+			for _, k := range p["KeySchema"].([]any) {
+				k := k.(map[string]any)
+				keys[k["KeyType"].(string)] = k["AttributeName"].(string)
+			}
+			types := map[string]string{}
+			for _, a := range p["AttributeDefinitions"].([]any) {
+				a := a.(map[string]any)
+				types[a["AttributeName"].(string)] = a["AttributeType"].(string)
+			}
+			check := func(what, role string, k *resources.Key, got map[string]string) {
+				if k == nil {
+					if got[role] != "" {
+						t.Errorf("%s %s: %s key %s, the Go definition has none", want.Name, what, role, got[role])
+					}
+					return
+				}
+				if got[role] != k.Name || types[k.Name] != string(k.Type) {
+					t.Errorf("%s %s: %s key %s (%s), want %s (%s)", want.Name, what, role, got[role], types[got[role]], k.Name, k.Type)
+				}
+			}
+			check("table", "HASH", &want.PartitionKey, keys)
+			check("table", "RANGE", want.SortKey, keys)
+			var gsis []any
+			if g, ok := p["GlobalSecondaryIndexes"].([]any); ok {
+				gsis = g
+			}
+			if len(gsis) != len(want.Indexes) {
+				t.Errorf("%s: %d indexes, want %d", want.Name, len(gsis), len(want.Indexes))
+			}
+			for _, ix := range want.Indexes {
+				found := false
+				for _, g := range gsis {
+					g := g.(map[string]any)
+					if g["IndexName"] != ix.Name {
+						continue
+					}
+					found = true
+					ikeys := map[string]string{}
+					for _, k := range g["KeySchema"].([]any) {
+						k := k.(map[string]any)
+						ikeys[k["KeyType"].(string)] = k["AttributeName"].(string)
+					}
+					check("index "+ix.Name, "HASH", &ix.PartitionKey, ikeys)
+					check("index "+ix.Name, "RANGE", ix.SortKey, ikeys)
+				}
+				if !found {
+					t.Errorf("%s: no index %s", want.Name, ix.Name)
+				}
+			}
+			ttl, _ := p["TimeToLiveSpecification"].(map[string]any)
+			if ttl["AttributeName"] != want.TTLAttribute || ttl["Enabled"] != true {
+				t.Errorf("%s: TTL %v, want %s", want.Name, ttl, want.TTLAttribute)
+			}
+			if p["BillingMode"] != "PAY_PER_REQUEST" {
+				t.Errorf("%s: billing %v", want.Name, p["BillingMode"])
+			}
+			policy := "Delete"
+			if env == "prod" {
+				policy = "Retain"
+			}
+			if r["DeletionPolicy"] != policy {
+				t.Errorf("%s: deletion policy %v, want %s", want.Name, r["DeletionPolicy"], policy)
+			}
+		}
+	}
+}
+
+func TestRoutesGoToTheirFunctions(t *testing.T) {
+	tp := synth(t)["dev"]
+	fnNames := map[string]string{} // logical id → function name
+	for id, r := range tp.byType("AWS::Lambda::Function") {
+		if name, ok := props(r)["FunctionName"].(string); ok {
+			fnNames[id] = name
+		}
+	}
+	integrations := map[string]string{} // integration logical id → function name
+	for id, r := range tp.byType("AWS::ApiGatewayV2::Integration") {
+		integrations[id] = fnNames[ref(props(r)["IntegrationUri"])]
+	}
+	served := map[string]string{}
+	for _, r := range tp.byType("AWS::ApiGatewayV2::Route") {
+		p := props(r)
+		target := p["Target"].(map[string]any)["Fn::Join"].([]any)[1].([]any)
+		served[p["RouteKey"].(string)] = integrations[ref(target[1])]
+	}
+	streams := 0
+	for _, r := range routes.All() {
+		if r.Stream {
+			streams++
+			continue
+		}
+		if got := served[r.Key()]; got != "ra-dev-"+r.Function {
+			t.Errorf("%s goes to %q, want ra-dev-%s", r.Key(), got, r.Function)
+		}
+		delete(served, r.Key())
+	}
+	for key, fn := range served {
+		t.Errorf("the API has %s → %s, which the route table lacks", key, fn)
+	}
+	// The stream route is a function URL with response streaming behind CloudFront.
+	urls := tp.byType("AWS::Lambda::Url")
+	if len(urls) != 1 || streams != 1 {
+		t.Fatalf("%d function URLs for %d stream routes", len(urls), streams)
+	}
+	for _, u := range urls {
+		p := props(u)
+		if p["InvokeMode"] != "RESPONSE_STREAM" || p["AuthType"] != "AWS_IAM" || fnNames[ref(p["TargetFunctionArn"])] != "ra-dev-events" {
+			t.Errorf("events URL %v", p)
+		}
+	}
+	var patterns []string
+	for _, d := range tp.byType("AWS::CloudFront::Distribution") {
+		for _, b := range props(d)["DistributionConfig"].(map[string]any)["CacheBehaviors"].([]any) {
+			patterns = append(patterns, b.(map[string]any)["PathPattern"].(string))
+		}
+	}
+	if !slices.Equal(patterns, []string{"/api/remote_agents/*/events"}) {
+		t.Errorf("CloudFront behaviors %v", patterns)
+	}
+	var names []string
+	for _, n := range fnNames {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var want []string
+	for _, f := range append(routes.Functions(), ToolWorker) {
+		want = append(want, "ra-dev-"+f)
+	}
+	sort.Strings(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("named functions %v, want %v", names, want)
+	}
+	for id, r := range tp.byType("AWS::Lambda::Function") {
+		p := props(r)
+		if fnNames[id] == "" {
+			continue // CDK's own helpers (bucket deployment, auto-delete)
+		}
+		if p["Runtime"] != "provided.al2023" || p["Handler"] != "bootstrap" || fmt.Sprint(p["Architectures"]) != "[arm64]" {
+			t.Errorf("%s: %v %v %v", fnNames[id], p["Runtime"], p["Handler"], p["Architectures"])
+		}
+	}
+}
+
+func TestWorkersConsumeTheirQueues(t *testing.T) {
+	tp := synth(t)["dev"]
+	set := tp.stack.Set
+	queues := map[string]string{}
+	for id, r := range tp.byType("AWS::SQS::Queue") {
+		p := props(r)
+		queues[id] = p["QueueName"].(string)
+		if redrive, ok := p["RedrivePolicy"].(map[string]any); ok {
+			if redrive["maxReceiveCount"] != float64(5) {
+				t.Errorf("%s: maxReceiveCount %v", p["QueueName"], redrive["maxReceiveCount"])
+			}
+		}
+	}
+	if len(queues) != 4 {
+		t.Errorf("%d queues: %v", len(queues), queues)
+	}
+	for _, q := range set.Queues() {
+		_, r := tp.find(t, "AWS::SQS::Queue", "QueueName", q.Name)
+		redrive := props(r)["RedrivePolicy"].(map[string]any)
+		if queues[ref(redrive["deadLetterTargetArn"])] != q.DeadLetterName {
+			t.Errorf("%s redrives to %v", q.Name, redrive)
+		}
+	}
+	fnNames := map[string]string{}
+	for id, r := range tp.byType("AWS::Lambda::Function") {
+		fnNames[id], _ = props(r)["FunctionName"].(string)
+	}
+	got := map[string]string{}
+	for _, m := range tp.byType("AWS::Lambda::EventSourceMapping") {
+		p := props(m)
+		if fmt.Sprint(p["FunctionResponseTypes"]) != "[ReportBatchItemFailures]" {
+			t.Errorf("event source without partial batch failures: %v", p)
+		}
+		got[queues[ref(p["EventSourceArn"])]] = fnNames[ref(p["FunctionName"])]
+	}
+	want := map[string]string{set.JobsQueue.Name: "ra-dev-jobworker", set.ToolsQueue.Name: "ra-dev-toolworker"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("event sources %v, want %v", got, want)
+	}
+	// ECS task-state changes reach the jobs queue.
+	rules := tp.byType("AWS::Events::Rule")
+	if len(rules) != 1 {
+		t.Fatalf("%d rules", len(rules))
+	}
+	for _, r := range rules {
+		p := props(r)
+		if queues[ref(p["Targets"].([]any)[0].(map[string]any)["Arn"])] != set.JobsQueue.Name || fmt.Sprint(p["EventPattern"].(map[string]any)["detail-type"]) != "[ECS Task State Change]" {
+			t.Errorf("rule %v", p)
+		}
+	}
+}
+
+// statements returns the policy statements attached to a role.
+func (tp *template) statements(role string) []map[string]any {
+	var out []map[string]any
+	for _, pol := range tp.byType("AWS::IAM::Policy") {
+		p := props(pol)
+		attached := false
+		for _, r := range p["Roles"].([]any) {
+			if ref(r) == role {
+				attached = true
+			}
+		}
+		if !attached {
+			continue
+		}
+		for _, s := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			out = append(out, s.(map[string]any))
+		}
+	}
+	return out
+}
+
+func list(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func TestEachFunctionGetsOnlyItsGrants(t *testing.T) {
+	tp := synth(t)["dev"]
+	tableIDs := map[string]string{}
+	for id, r := range tp.byType("AWS::DynamoDB::Table") {
+		tableIDs[id] = props(r)["TableName"].(string)
+	}
+	grants := tp.stack.Grants()
+	for _, r := range tp.byType("AWS::Lambda::Function") {
+		name, _ := props(r)["FunctionName"].(string)
+		if name == "" {
+			continue
+		}
+		fn := strings.TrimPrefix(name, "ra-dev-")
+		want := grants[fn]
+		got := map[string][]string{}
+		for _, st := range tp.statements(ref(props(r)["Role"])) {
+			actions := list(st["Action"])
+			resourcesOf := st["Resource"]
+			for _, a := range actions {
+				data := strings.HasPrefix(a, "dynamodb:") || strings.HasPrefix(a, "s3:") || strings.HasPrefix(a, "sqs:SendMessage")
+				if data && fmt.Sprint(resourcesOf) == "*" {
+					t.Errorf("%s: %s on every resource", fn, a)
+				}
+				if a == "ecs:DescribeTasks" || strings.HasSuffix(a, ":*") || a == "*" {
+					t.Errorf("%s: granted %s", fn, a)
+				}
+				if strings.HasPrefix(a, "dynamodb:") {
+					if rs, ok := resourcesOf.([]any); ok {
+						resourcesOf = rs[0]
+					}
+					table := strings.TrimPrefix(tableIDs[ref(resourcesOf)], "ra-dev-")
+					got[table] = append(got[table], a)
+				}
+			}
+		}
+		for table, actions := range got {
+			sort.Strings(actions)
+			w := slices.Clone(want.Tables[table])
+			sort.Strings(w)
+			if !slices.Equal(actions, w) {
+				t.Errorf("%s on %s: %v, its code uses %v", fn, table, actions, w)
+			}
+		}
+		for table := range want.Tables {
+			if _, ok := got[table]; !ok {
+				t.Errorf("%s: nothing granted on %s", fn, table)
+			}
+		}
+	}
+	// The sandbox task role has no policy at all.
+	for id, r := range tp.byType("AWS::IAM::Role") {
+		if strings.HasPrefix(id, "SandboxTaskRole") {
+			if st := tp.statements(id); len(st) > 0 || props(r)["ManagedPolicyArns"] != nil {
+				t.Errorf("the sandbox task role has permissions: %v", st)
+			}
+		}
+	}
+}
+
+func TestBucketIsPrivateAndEncrypted(t *testing.T) {
+	tp := synth(t)["dev"]
+	_, r := tp.find(t, "AWS::S3::Bucket", "BucketName", tp.stack.Set.Bucket.Name)
+	p := props(r)
+	block := p["PublicAccessBlockConfiguration"].(map[string]any)
+	for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
+		if block[k] != true {
+			t.Errorf("%s not set", k)
+		}
+	}
+	if p["BucketEncryption"] == nil {
+		t.Error("no encryption")
+	}
+	rules := fmt.Sprint(p["LifecycleConfiguration"])
+	if !strings.Contains(rules, "logs/") {
+		t.Errorf("no lifecycle for logs: %s", rules)
+	}
+	denied := false
+	for _, pol := range tp.byType("AWS::S3::BucketPolicy") {
+		for _, st := range props(pol)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := st.(map[string]any)
+			if st["Effect"] == "Deny" && strings.Contains(fmt.Sprint(st["Condition"]), "aws:SecureTransport:false") {
+				denied = true
+			}
+		}
+	}
+	if !denied {
+		t.Error("the bucket policy does not deny requests without TLS")
+	}
+	tp.raw.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), map[string]any{"LogGroupName": "/aws/lambda/ra-dev-create", "RetentionInDays": 14})
+}

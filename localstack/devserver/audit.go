@@ -1,0 +1,127 @@
+package devserver
+
+import (
+	"context"
+	"net/url"
+	"path"
+	"strings"
+
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/remote-agents/remote-agents/shared/access"
+)
+
+// AWSCall is one AWS action a function's code took, as IAM sees it: the action
+// (dynamodb:PutItem, sqs:SendMessage, s3:GetObject, s3:ListBucket…) and the
+// resource (a table or queue by its name after "ra-<env>-", an object key, or a
+// listed prefix). Presigning counts: a presigned URL acts with the signer's rights.
+type AWSCall struct {
+	Function string
+	Action   string
+	Resource string
+}
+
+type functionKey struct{}
+
+// withFunction marks ctx as the work of a Lambda function.
+func withFunction(ctx context.Context, fn string) context.Context {
+	return context.WithValue(ctx, functionKey{}, fn)
+}
+
+// auditor returns an SDK option that reports each call of a function's code.
+func auditor(env string, report func(AWSCall)) func(*middleware.Stack) error {
+	prefix := "ra-" + env + "-"
+	short := func(name string) string { return strings.TrimPrefix(name, prefix) }
+	return func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("RemoteAgentsAudit",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				fn, _ := ctx.Value(functionKey{}).(string)
+				if fn != "" {
+					for _, c := range calls(awsmiddleware.GetOperationName(ctx), in.Parameters, short) {
+						c.Function = fn
+						report(c)
+					}
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After)
+	}
+}
+
+// calls is what one SDK operation does in IAM's terms.
+func calls(op string, params any, short func(string) string) []AWSCall {
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	queue := func(u *string) string { return short(path.Base(str(u))) }
+	switch in := params.(type) {
+	case *dynamodb.GetItemInput:
+		return []AWSCall{{Action: access.GetItem, Resource: short(str(in.TableName))}}
+	case *dynamodb.PutItemInput:
+		return []AWSCall{{Action: access.PutItem, Resource: short(str(in.TableName))}}
+	case *dynamodb.UpdateItemInput:
+		return []AWSCall{{Action: access.UpdateItem, Resource: short(str(in.TableName))}}
+	case *dynamodb.DeleteItemInput:
+		return []AWSCall{{Action: "dynamodb:DeleteItem", Resource: short(str(in.TableName))}}
+	case *dynamodb.QueryInput:
+		return []AWSCall{{Action: access.Query, Resource: short(str(in.TableName))}}
+	case *dynamodb.TransactWriteItemsInput:
+		var out []AWSCall
+		for _, it := range in.TransactItems {
+			switch {
+			case it.Put != nil:
+				out = append(out, AWSCall{Action: access.PutItem, Resource: short(str(it.Put.TableName))})
+			case it.Update != nil:
+				out = append(out, AWSCall{Action: access.UpdateItem, Resource: short(str(it.Update.TableName))})
+			case it.Delete != nil:
+				out = append(out, AWSCall{Action: "dynamodb:DeleteItem", Resource: short(str(it.Delete.TableName))})
+			case it.ConditionCheck != nil:
+				out = append(out, AWSCall{Action: "dynamodb:ConditionCheckItem", Resource: short(str(it.ConditionCheck.TableName))})
+			}
+		}
+		return out
+	case *sqs.SendMessageInput:
+		return []AWSCall{{Action: "sqs:SendMessage", Resource: queue(in.QueueUrl)}}
+	case *sqs.SendMessageBatchInput:
+		return []AWSCall{{Action: "sqs:SendMessage", Resource: queue(in.QueueUrl)}}
+	case *s3.GetObjectInput:
+		return []AWSCall{{Action: access.GetObject, Resource: str(in.Key)}}
+	case *s3.PutObjectInput:
+		return []AWSCall{{Action: access.PutObject, Resource: str(in.Key)}}
+	case *s3.ListObjectsV2Input:
+		return []AWSCall{{Action: "s3:ListBucket", Resource: str(in.Prefix)}}
+	case *s3.CopyObjectInput:
+		src := str(in.CopySource)
+		if unescaped, err := url.PathUnescape(src); err == nil {
+			src = unescaped
+		}
+		_, key, _ := strings.Cut(src, "/")
+		return []AWSCall{{Action: access.GetObject, Resource: key}, {Action: access.PutObject, Resource: str(in.Key)}}
+	}
+	return []AWSCall{{Action: "unknown:" + op}}
+}
+
+// Allowed reports whether the function's declared access allows the call.
+func Allowed(c AWSCall) bool {
+	a, ok := access.For(c.Function)
+	if !ok {
+		return false
+	}
+	switch {
+	case strings.HasPrefix(c.Action, "dynamodb:"):
+		return a.AllowsTable(c.Resource, c.Action)
+	case c.Action == "sqs:SendMessage":
+		return a.AllowsSend(c.Resource)
+	case c.Action == "s3:ListBucket":
+		return a.AllowsList(c.Resource)
+	case strings.HasPrefix(c.Action, "s3:"):
+		return a.AllowsObject(c.Resource, c.Action)
+	}
+	return false
+}

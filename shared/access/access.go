@@ -1,0 +1,178 @@
+// Package access declares what each Lambda function may do to the system's data:
+// per table, the DynamoDB actions; the queues it sends to; the object key
+// patterns it reads or writes (presigned URLs included: they carry the
+// function's permissions); the key prefixes it lists; whether it launches
+// sandboxes. The CDK stack grants exactly this and nothing more, and the dev
+// server's tests record every AWS call each function's code makes and fail on
+// any this does not allow: the grants cannot drift from the code either way
+// unnoticed.
+package access
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// IAM actions.
+const (
+	GetItem    = "dynamodb:GetItem"
+	PutItem    = "dynamodb:PutItem"
+	UpdateItem = "dynamodb:UpdateItem"
+	Query      = "dynamodb:Query"
+	GetObject  = "s3:GetObject"
+	PutObject  = "s3:PutObject"
+)
+
+// Resources, by the name they have after the environment prefix "ra-<env>-".
+const (
+	Sessions    = "sessions"
+	Events      = "events"
+	Idempotency = "idempotency"
+	Registry    = "registry"
+	Jobs        = "jobs"
+	JobsQueue   = "jobs"
+	JobsDLQ     = "jobs-dlq"
+	ToolsQueue  = "tools"
+	ToolsDLQ    = "tools-dlq"
+)
+
+// GuardrailsKey is where the guardrails document is deployed in the bucket.
+const GuardrailsKey = "platform/platform-guardrails.md"
+
+// Access is one function's access.
+type Access struct {
+	Tables  map[string][]string
+	Send    []string
+	Objects map[string][]string
+	List    []string
+	Launch  bool
+}
+
+var worker = Access{
+	Tables: map[string][]string{
+		Sessions:    {GetItem, UpdateItem},
+		Events:      {PutItem},
+		Idempotency: {GetItem, UpdateItem},
+		Registry:    {GetItem, UpdateItem},
+		Jobs:        {PutItem},
+	},
+	Send:    []string{JobsDLQ, ToolsDLQ},
+	Objects: map[string][]string{"sessions/*/tools/*": {GetObject}, "snapshots/*": {PutObject}},
+	List:    []string{"sessions/"},
+	Launch:  true,
+}
+
+var table = map[string]Access{
+	"create": {
+		Tables: map[string][]string{
+			Sessions:    {GetItem, PutItem, UpdateItem},
+			Idempotency: {GetItem, PutItem},
+			Registry:    {GetItem},
+		},
+		Send:    []string{JobsQueue},
+		Objects: map[string][]string{GuardrailsKey: {GetObject}},
+	},
+	"alive": {
+		Tables:  map[string][]string{Sessions: {GetItem, UpdateItem}},
+		Send:    []string{JobsQueue},
+		Objects: map[string][]string{GuardrailsKey: {GetObject}},
+	},
+	"shutdown": {
+		Tables: map[string][]string{Sessions: {GetItem, UpdateItem}},
+		Send:   []string{JobsQueue},
+	},
+	"messages": {
+		Tables: map[string][]string{
+			Sessions:    {GetItem, UpdateItem},
+			Events:      {PutItem},
+			Idempotency: {GetItem, PutItem},
+		},
+		Objects: map[string][]string{"sessions/*/env/*": {PutObject}, "sessions/*/attachments/*": {PutObject}},
+	},
+	"events": {
+		Tables: map[string][]string{Sessions: {GetItem}, Events: {Query}},
+	},
+	"embed": {
+		Tables: map[string][]string{Sessions: {GetItem}},
+	},
+	"sandbox": {
+		Tables: map[string][]string{
+			Sessions: {GetItem, UpdateItem},
+			Events:   {PutItem, Query},
+			Registry: {GetItem},
+		},
+		Objects: map[string][]string{
+			GuardrailsKey:              {GetObject},
+			"sessions/*/env/*":         {GetObject},
+			"sessions/*/attachments/*": {GetObject},
+			"sessions/*/tools/*":       {PutObject},
+		},
+	},
+	"toolcallback": {
+		Tables: map[string][]string{
+			Sessions:    {GetItem, UpdateItem},
+			Events:      {PutItem},
+			Idempotency: {GetItem, PutItem, UpdateItem},
+			Registry:    {GetItem, UpdateItem},
+			Jobs:        {PutItem},
+		},
+		Send:    []string{ToolsQueue},
+		Objects: map[string][]string{"sessions/*/tools/*": {GetObject}, "snapshots/*": {PutObject}},
+		List:    []string{"sessions/"},
+	},
+	"jobworker": worker,
+}
+
+// For returns a function's access; ok is false for an unknown function.
+func For(function string) (Access, bool) {
+	a, ok := table[function]
+	return a, ok
+}
+
+// Functions lists the functions with declared access.
+func Functions() []string {
+	var out []string
+	for f := range table {
+		out = append(out, f)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// AllowsTable reports whether a allows action on the table called name.
+func (a Access) AllowsTable(name, action string) bool {
+	return slices.Contains(a.Tables[name], action)
+}
+
+// AllowsSend reports whether a may send to the queue called name.
+func (a Access) AllowsSend(name string) bool { return slices.Contains(a.Send, name) }
+
+// AllowsObject reports whether a allows action on the object key (patterns use
+// IAM's '*', which matches across '/').
+func (a Access) AllowsObject(key, action string) bool {
+	for pattern, actions := range a.Objects {
+		if slices.Contains(actions, action) && glob(pattern).MatchString(key) {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowsList reports whether a may list keys under prefix.
+func (a Access) AllowsList(prefix string) bool {
+	for _, p := range a.List {
+		if strings.HasPrefix(prefix, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func glob(pattern string) *regexp.Regexp {
+	parts := strings.Split(pattern, "*")
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$")
+}

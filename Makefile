@@ -22,7 +22,16 @@ EMULATORS    := $(GO) run ./localstack/cmd/emulators
 ENV_FILE     := .cache/emulators.env
 GO_FILES      = $(shell find . -name '*.go' -not -path './.cache/*' -not -path '*/node_modules/*' -not -path './dist/*')
 
-.PHONY: help build test fmt-check vet lint test-go bench dev emulators localstack-up localstack-down clean FORCE
+# The CDK app (infra/, its own module) runs on Node through jsii: its caches and
+# temporary files stay in the build tree; Node 20's end-of-life banner is
+# silenced by jsii's documented variable.
+INFRA_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 JSII_RUNTIME_PACKAGE_CACHE_ROOT=$(CURDIR)/.cache/jsii \
+	TMPDIR=$(CURDIR)/.cache/tmp CDK_DISABLE_VERSION_CHECK=1
+ENV ?= dev
+CDK := cd infra && $(INFRA_ENV) npx --no-install cdk
+INFRA_NODE_MODULES := infra/node_modules/.package-lock.json
+
+.PHONY: help build test fmt-check vet lint test-go test-infra bench dev emulators localstack-up localstack-down synth deploy deploy-local sam-local clean FORCE
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -42,7 +51,7 @@ dist/agent: FORCE
 dist/localstack/bootstrap: FORCE
 	GOOS=linux GOARCH=$$($(GO) env GOARCH) CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ ./localstack/cmd/bootstrap
 
-test: fmt-check vet lint test-go ## format check, vet, lint, unit + integration tests (-race) on the local AWS
+test: fmt-check vet lint test-go test-infra ## format check, vet, lint, unit + integration tests (-race) on the local AWS, the CDK stack's tests
 
 fmt-check:
 	@out=$$(gofmt -l $(GO_FILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -61,6 +70,28 @@ test-go: $(NODE_MODULES)
 	else \
 		$(EMULATORS) -- $(GO) test -race -count=1 ./...; \
 	fi
+
+# The stack's tests synthesize dev and prod with placeholder code: no build needed.
+test-infra:
+	@mkdir -p .cache/tmp .cache/jsii
+	cd infra && $(GO) vet ./... && $(INFRA_ENV) $(GO) test -count=1 ./...
+
+synth: build ## synthesize every environment's stack offline into infra/cdk.out (RemoteAgents-<env>.template.json)
+	@mkdir -p .cache/tmp .cache/jsii
+	cd infra && rm -rf cdk.out && $(INFRA_ENV) CDK_OUTDIR=cdk.out $(GO) run .
+	@ls infra/cdk.out/*.template.json
+
+$(INFRA_NODE_MODULES): infra/package.json infra/package-lock.json
+	cd infra && npm ci --no-audit --no-fund
+
+deploy: build $(INFRA_NODE_MODULES) ## deploy one environment to AWS: make deploy ENV=dev|staging|prod (AWS credentials; Docker only with -c buildSandboxImage=true)
+	$(CDK) deploy -c env=$(ENV) RemoteAgents-$(ENV) --require-approval broadening
+
+deploy-local: build $(INFRA_NODE_MODULES) ## deploy to LocalStack with cdklocal (make localstack-up first; Docker)
+	cd infra && $(INFRA_ENV) npx --no-install cdklocal bootstrap -c env=$(ENV) && $(INFRA_ENV) npx --no-install cdklocal deploy -c env=$(ENV) RemoteAgents-$(ENV) --require-approval never
+
+sam-local: synth ## run the API with `sam local start-api` on the synthesized template, against LocalStack (SAM CLI, Docker)
+	cd infra && sam local start-api -t cdk.out/RemoteAgents-$(ENV).template.json --env-vars ../localstack/sam-env.json --docker-network host
 
 bench: $(NODE_MODULES) ## benchmarks on the local stack: create → ready over 50 creates; tool callbacks over 500 calls and 32 callers; SSE fan-out to a browser over 100 events
 	$(EMULATORS) -- sh -c "$(GO) test -run '^$$' -bench CreateReady -benchtime 50x ./localstack/devserver/ && \
@@ -83,7 +114,7 @@ localstack-down: ## stop LocalStack
 $(NODE_MODULES): localstack/package.json localstack/package-lock.json
 	cd localstack && npm ci --ignore-scripts --no-audit --no-fund
 
-clean: ## remove build output
-	rm -rf dist
+clean: ## remove build output (dist/, infra/cdk.out)
+	rm -rf dist infra/cdk.out
 
 FORCE:

@@ -304,6 +304,12 @@ func TestWorkersConsumeTheirQueues(t *testing.T) {
 			t.Errorf("event source without partial batch failures: %v", p)
 		}
 		got[queues[ref(p["EventSourceArn"])]] = fnNames[ref(p["FunctionName"])]
+		// A message must stay invisible for longer than the function may run on it.
+		fnTimeout := props(tp.res[ref(p["FunctionName"])])["Timeout"].(float64)
+		visibility := props(tp.res[ref(p["EventSourceArn"])])["VisibilityTimeout"].(float64)
+		if fnTimeout >= visibility {
+			t.Errorf("%s: timeout %vs, its queue's visibility timeout %vs", fnNames[ref(p["FunctionName"])], fnTimeout, visibility)
+		}
 	}
 	want := map[string]string{set.JobsQueue.Name: "ra-dev-jobworker", set.ToolsQueue.Name: "ra-dev-toolworker"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {

@@ -90,7 +90,12 @@ func (s *Service) RunQueued(ctx context.Context, body string) error {
 	if rec.Expired(now) || rec.State == Completed || rec.Attempt != job.Attempt {
 		return nil
 	}
-	err = s.o.Records.Hold(ctx, job.Key, job.Attempt, now, Worker, now.Add(s.o.WorkerLease).UnixMilli(), Queued)
+	// The worker holds the call until its own deadline (the function's timeout).
+	lease := now.Add(s.o.WorkerLease)
+	if d, ok := ctx.Deadline(); ok {
+		lease = d
+	}
+	err = s.o.Records.Hold(ctx, job.Key, job.Attempt, now, Worker, lease.UnixMilli(), Queued)
 	if errors.Is(err, ErrConflict) {
 		cur, gerr := s.o.Records.Get(ctx, job.Key)
 		if gerr == nil && cur.State == InProgress && cur.Attempt == job.Attempt {

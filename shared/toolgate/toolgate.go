@@ -47,8 +47,9 @@ const (
 	DefaultMargin = 1500 * time.Millisecond
 	// DefaultLongWait bounds how long a caller waits for a queued tool.
 	DefaultLongWait = 20 * time.Second
-	// DefaultWorkerLease is how long jobworker holds a queued call; the tools
-	// queue's visibility timeout must be longer.
+	// DefaultWorkerLease is how long jobworker holds a queued call when its
+	// context has no deadline (a Lambda function's has: its timeout, which the
+	// tools queue's visibility timeout must exceed).
 	DefaultWorkerLease = 10 * time.Minute
 	// inProgressTTL removes records of calls nobody ever retried.
 	inProgressTTL = 7 * 24 * time.Hour

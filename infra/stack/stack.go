@@ -287,14 +287,14 @@ func bucket(scope constructs.Construct, name string, p Props, removal awscdk.Rem
 func (s *Stack) environment(p Props) map[string]*string {
 	set := s.Set
 	env := map[string]*string{
-		"RA_ENV":               jsii.String(p.Env),
-		"RA_JOBS_QUEUE_URL":    s.Queues[set.JobsQueue.Name].QueueUrl(),
-		"RA_JOBS_DLQ_URL":      s.Queues[set.JobsQueue.DeadLetterName].QueueUrl(),
-		"RA_TOOLS_QUEUE_URL":   s.Queues[set.ToolsQueue.Name].QueueUrl(),
-		"RA_TOOLS_DLQ_URL":     s.Queues[set.ToolsQueue.DeadLetterName].QueueUrl(),
-		"RA_GUARDRAILS_PATH":   jsii.String("s3://" + set.Bucket.Name + "/" + access.GuardrailsKey),
-		"RA_ALLOWED_ORIGINS":   jsii.String(strings.Join(p.AllowedOrigins, ",")),
-		"RA_EMBED_FEATURES":    jsii.String(strings.Join(p.EmbedFeatures, ",")),
+		"RA_ENV":             jsii.String(p.Env),
+		"RA_JOBS_QUEUE_URL":  s.Queues[set.JobsQueue.Name].QueueUrl(),
+		"RA_JOBS_DLQ_URL":    s.Queues[set.JobsQueue.DeadLetterName].QueueUrl(),
+		"RA_TOOLS_QUEUE_URL": s.Queues[set.ToolsQueue.Name].QueueUrl(),
+		"RA_TOOLS_DLQ_URL":   s.Queues[set.ToolsQueue.DeadLetterName].QueueUrl(),
+		"RA_GUARDRAILS_PATH": jsii.String("s3://" + set.Bucket.Name + "/" + access.GuardrailsKey),
+		"RA_ALLOWED_ORIGINS": jsii.String(strings.Join(p.AllowedOrigins, ",")),
+		"RA_EMBED_FEATURES":  jsii.String(strings.Join(p.EmbedFeatures, ",")),
 	}
 	if p.CreationTimeout > 0 {
 		env["RA_CREATION_TIMEOUT_SECONDS"] = jsii.String(strconv.Itoa(p.CreationTimeout))
@@ -375,8 +375,8 @@ func (s *Stack) sandboxes(p Props, removal awscdk.RemovalPolicy) sandboxes {
 	})
 	group.AddEgressRule(awsec2.Peer_AnyIpv4(), awsec2.Port_Tcp(jsii.Number(443)), jsii.String("model providers, the gateway, S3"), nil)
 	cluster := awsecs.NewCluster(s.Stack, jsii.String("Cluster"), &awsecs.ClusterProps{
-		ClusterName:       jsii.String("ra-" + p.Env + "-sandboxes"),
-		Vpc:               vpc,
+		ClusterName: jsii.String("ra-" + p.Env + "-sandboxes"),
+		Vpc:         vpc,
 	})
 	// The task role has no permissions at all: a sandbox acts only through the
 	// gateway, with its own token.

@@ -60,7 +60,7 @@ type Options struct {
 	// Audit, if set, hears every AWS call each function's code makes (see
 	// AWSCall), to check the functions' declared access against.
 	Audit func(AWSCall)
-	Log     *slog.Logger
+	Log   *slog.Logger
 }
 
 // Server is a running dev server.

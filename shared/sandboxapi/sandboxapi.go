@@ -325,10 +325,7 @@ func (h *Handlers) inboxMessage(ctx context.Context, sessionID string, e session
 		}
 		name, _ := a["name"].(string)
 		ct, _ := a["content_type"].(string)
-		size, _ := a["size_bytes"].(float64)
-		if n, ok := a["size_bytes"].(int64); ok {
-			size = float64(n)
-		}
+		size, _ := a["size_bytes"].(float64) // DynamoDB numbers decode as float64
 		m.Attachments = append(m.Attachments, InboxAttachment{Name: name, SizeBytes: int64(size), ContentType: ct, URL: u})
 	}
 	return m, nil
@@ -469,12 +466,10 @@ func (h *Handlers) Uploads(ctx context.Context, req httpapi.Request) (httpapi.Re
 	return httpapi.JSON(http.StatusOK, out), nil
 }
 
-var uploadCallID = regexp.MustCompile(`^[\x21-\x7e]{1,255}$`)
-
 func checkUploads(in UploadsIn) error {
 	invalid := func(format string, args ...any) error { return apierror.New(apierror.InvalidRequest, format, args...) }
-	if !uploadCallID.MatchString(in.ToolCallID) {
-		return invalid("tool_call_id must be 1 to 255 printable ASCII characters.")
+	if !toolspec.ValidCallID(in.ToolCallID) {
+		return invalid("tool_call_id must be 1 to %d printable ASCII characters.", toolspec.MaxCallIDLen)
 	}
 	if len(in.Files) == 0 || len(in.Files) > MaxUploadFiles {
 		return invalid("Send 1 to %d files.", MaxUploadFiles)

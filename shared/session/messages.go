@@ -2,9 +2,6 @@ package session
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -38,9 +35,8 @@ const (
 )
 
 var (
-	clientMessageID = regexp.MustCompile(`^[\x21-\x7e]+$`)
-	answerID        = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)
-	attachmentName  = regexp.MustCompile(`^[^/\\\x00-\x1f]+$`)
+	answerID       = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)
+	attachmentName = regexp.MustCompile(`^[^/\\\x00-\x1f]+$`)
 )
 
 // MessageRequest is what a user (the embed view, an app) sends an agent: text
@@ -162,16 +158,7 @@ func notAlive(err error) error {
 	return err
 }
 
-func messageKey(id, clientID string) string {
-	sum := sha256.Sum256([]byte(id + "\x00" + clientID))
-	return "message#" + hex.EncodeToString(sum[:])
-}
-
-func hashOf(v any) string {
-	b, _ := json.Marshal(v) // plain struct: cannot fail
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
+func messageKey(id, clientID string) string { return scopedKey("message", id, clientID) }
 
 // AttachmentPrefix is where a session's attachments are uploaded.
 func AttachmentPrefix(id string) string { return "sessions/" + id + "/attachments/" }
@@ -193,7 +180,7 @@ func validateMessage(id string, req MessageRequest) error {
 		return invalid("Send text, an answer or env_values.")
 	case len(req.Text) > MaxMessageBytes || !utf8.ValidString(req.Text):
 		return invalid("text must be at most %d bytes of UTF-8.", MaxMessageBytes)
-	case len(req.ClientMessageID) > MaxClientMessageID || (req.ClientMessageID != "" && !clientMessageID.MatchString(req.ClientMessageID)):
+	case len(req.ClientMessageID) > MaxClientMessageID || (req.ClientMessageID != "" && !printable.MatchString(req.ClientMessageID)):
 		return invalid("client_message_id must be 1 to %d printable ASCII characters.", MaxClientMessageID)
 	case len(req.Attachments) > MaxAttachments:
 		return invalid("Attach at most %d files.", MaxAttachments)

@@ -39,9 +39,9 @@ const (
 )
 
 var (
-	slugPattern    = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
-	idempotencyKey = regexp.MustCompile(`^[\x21-\x7e]+$`)
-	sessionID      = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+	printable   = regexp.MustCompile(`^[\x21-\x7e]+$`) // idempotency keys, client message ids
+	sessionID   = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 )
 
 // Publisher sends jobs-queue messages.
@@ -202,7 +202,7 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 	if req.IdempotencyKey != "" {
 		rec = &IdempotencyRecord{
 			Key:         idempotencyRecordKey(app.ID, req.IdempotencyKey),
-			RequestHash: requestHash(req),
+			RequestHash: hashOf(req),
 			CreatedAt:   now.Format(time.RFC3339Nano),
 			ExpiresAt:   now.Add(IdempotencyRetention).Unix(),
 		}
@@ -390,23 +390,10 @@ const (
 // Shutdown asks a session's sandbox to stop: the session moves to ending (which its
 // inbox reports as stop), and session.stop, after StopGrace, stops it for good.
 func (s *Service) Shutdown(ctx context.Context, id, tok string) (ShutdownStatus, error) {
-	if tok == "" {
-		return ShutdownStatus{}, apierror.New(apierror.MissingToken, "A session token is required.")
-	}
-	notFound := apierror.New(apierror.AgentNotFound, "No agent has the id %q.", id)
-	if !sessionID.MatchString(id) {
-		return ShutdownStatus{}, notFound
-	}
 	for range maxShutdownRetries {
-		sess, err := s.o.Store.Get(ctx, id)
-		if errors.Is(err, ErrNotFound) {
-			return ShutdownStatus{}, notFound
-		}
+		sess, err := s.authorize(ctx, id, tok)
 		if err != nil {
 			return ShutdownStatus{}, err
-		}
-		if !tokenMatches(sess, tok) {
-			return ShutdownStatus{}, apierror.New(apierror.InvalidToken, "The session token is not valid for this agent.")
 		}
 		switch {
 		case sess.State.Terminal():
@@ -480,7 +467,7 @@ func validateCreate(req CreateRequest) error {
 		return invalid("configuration_id must be at most %d lower-case letters, digits, '-' or '_'.", MaxNameLen)
 	case len(req.SystemPrompt) > MaxPromptBytes || !utf8.ValidString(req.SystemPrompt):
 		return invalid("system_prompt must be at most %d bytes of UTF-8.", MaxPromptBytes)
-	case len(req.IdempotencyKey) > MaxIdempotencyKeyLen || (req.IdempotencyKey != "" && !idempotencyKey.MatchString(req.IdempotencyKey)):
+	case len(req.IdempotencyKey) > MaxIdempotencyKeyLen || (req.IdempotencyKey != "" && !printable.MatchString(req.IdempotencyKey)):
 		return invalid("Idempotency-Key must be 1 to %d printable ASCII characters.", MaxIdempotencyKeyLen)
 	}
 	return nil
@@ -498,12 +485,19 @@ func tokenMatches(sess Session, tok string) bool {
 
 // idempotencyRecordKey scopes a client key to its app key and hides it.
 func idempotencyRecordKey(appKeyID, key string) string {
-	sum := sha256.Sum256([]byte(appKeyID + "\x00" + key))
-	return "create#" + hex.EncodeToString(sum[:])
+	return scopedKey("create", appKeyID, key)
 }
 
-func requestHash(req CreateRequest) string {
-	b, _ := json.Marshal(req) // plain struct: cannot fail
+// scopedKey is an idempotency record key: kind, then the hash of a client's key
+// within its scope, so that no client-chosen string reaches the key unbounded.
+func scopedKey(kind, scope, key string) string {
+	sum := sha256.Sum256([]byte(scope + "\x00" + key))
+	return kind + "#" + hex.EncodeToString(sum[:])
+}
+
+// hashOf is the SHA-256 of a request's JSON, to tell a retry from a new request.
+func hashOf(v any) string {
+	b, _ := json.Marshal(v) // plain structs: cannot fail
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

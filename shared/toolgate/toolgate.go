@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
@@ -155,11 +154,6 @@ type Pending struct {
 	RetryAfterSeconds int    `json:"retry_after_seconds"`
 }
 
-// MaxCallIDLen bounds tool_call_id.
-const MaxCallIDLen = 255
-
-var callID = regexp.MustCompile(`^[\x21-\x7e]+$`)
-
 // Call authenticates, validates and runs (or replays) one callback.
 func (s *Service) Call(ctx context.Context, req Request) (Outcome, error) {
 	sess, err := session.AuthenticateSandbox(ctx, s.o.Sessions, req.SessionID, req.Token)
@@ -181,8 +175,8 @@ func (s *Service) Call(ctx context.Context, req Request) (Outcome, error) {
 	if def.Domain != toolspec.Gateway {
 		return Outcome{}, apierror.New(apierror.InvalidRequest, "%s runs in the sandbox, not through the gateway.", def.Name)
 	}
-	if req.ToolCallID == "" || len(req.ToolCallID) > MaxCallIDLen || !callID.MatchString(req.ToolCallID) {
-		return Outcome{}, apierror.New(apierror.InvalidRequest, "tool_call_id must be 1 to %d printable ASCII characters.", MaxCallIDLen)
+	if !toolspec.ValidCallID(req.ToolCallID) {
+		return Outcome{}, apierror.New(apierror.InvalidRequest, "tool_call_id must be 1 to %d printable ASCII characters.", toolspec.MaxCallIDLen)
 	}
 	args, err := toolspec.Parse(def.Name, req.Args)
 	if err != nil {

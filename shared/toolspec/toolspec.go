@@ -424,3 +424,14 @@ func UploadPrefix(sessionID, tool, callID string) string {
 	sum := sha256.Sum256([]byte(callID))
 	return "sessions/" + sessionID + "/tools/" + tool + "/" + hex.EncodeToString(sum[:16]) + "/"
 }
+
+// MaxCallIDLen bounds a tool_call_id.
+const MaxCallIDLen = 255
+
+var callID = regexp.MustCompile(`^[\x21-\x7e]+$`)
+
+// ValidCallID reports whether id can be a tool_call_id: 1 to MaxCallIDLen
+// printable ASCII characters.
+func ValidCallID(id string) bool {
+	return id != "" && len(id) <= MaxCallIDLen && callID.MatchString(id)
+}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/localstack/devserver"
-	"github.com/remote-agents/remote-agents/shared/sandboxapi"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -101,7 +101,7 @@ func TestAgentAnswersUserMessages(t *testing.T) {
 	id, tok := s.mustCreate()
 	s.events(t, id, 1)
 	eventually(t, 10*time.Second, "agent idle", func() bool { return s.alive(id, tok).str("state") == "idle" })
-	if _, err := s.srv.Sys.Store.AppendEvents(t.Context(), id, 1, []session.Event{{Type: sandboxapi.UserMessage, Data: map[string]any{"text": "how are you today"}}}); err != nil {
+	if _, err := s.srv.Sys.Store.AppendEvents(t.Context(), id, 1, []session.Event{{Type: sandboxwire.TypeUserMessage, Data: map[string]any{"text": "how are you today"}}}); err != nil {
 		t.Fatal(err)
 	}
 	var reply *session.Event

@@ -21,16 +21,16 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/callback"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
-	"github.com/remote-agents/remote-agents/shared/sandboxapi"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
 
 // Channel is the sandbox channel the tools need besides the callbacks.
 type Channel interface {
 	// Uploads returns presigned URLs for a call's files.
-	Uploads(ctx context.Context, in sandboxapi.UploadsIn) (sandboxapi.UploadsOut, error)
+	Uploads(ctx context.Context, in sandboxwire.UploadsRequest) (sandboxwire.UploadsResponse, error)
 	// Emit appends an event to the session.
-	Emit(ctx context.Context, typ string, data map[string]any) error
+	Emit(ctx context.Context, p sandboxwire.Payload) error
 }
 
 // Options configure the contract tools.
@@ -158,7 +158,7 @@ func (o Options) requestEnv(ctx context.Context, id string, a toolspec.RequestEn
 	for _, k := range a.Keys {
 		keys = append(keys, k.Key)
 	}
-	if err := o.Channel.Emit(ctx, "env.request", map[string]any{"tool_call_id": id, "keys": a.Keys}); err != nil {
+	if err := o.Channel.Emit(ctx, sandboxwire.EnvRequest{ToolCallID: id, Keys: a.Keys}); err != nil {
 		return "", fmt.Errorf("the request could not be shown to the user: %w", err)
 	}
 	return fmt.Sprintf("Asked the user for %s. The values they submit are written to %s as a JSON object; read single keys from it (for example with jq -r .KEY), never print the whole file.",

@@ -10,17 +10,17 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
-	"github.com/remote-agents/remote-agents/shared/sandboxapi"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
-type channel struct{ events []map[string]any }
+type channel struct{ events []sandboxwire.Payload }
 
-func (c *channel) Uploads(context.Context, sandboxapi.UploadsIn) (sandboxapi.UploadsOut, error) {
-	return sandboxapi.UploadsOut{}, nil
+func (c *channel) Uploads(context.Context, sandboxwire.UploadsRequest) (sandboxwire.UploadsResponse, error) {
+	return sandboxwire.UploadsResponse{}, nil
 }
 
-func (c *channel) Emit(_ context.Context, typ string, data map[string]any) error {
-	c.events = append(c.events, map[string]any{"type": typ, "data": data})
+func (c *channel) Emit(_ context.Context, p sandboxwire.Payload) error {
+	c.events = append(c.events, p)
 	return nil
 }
 
@@ -73,7 +73,7 @@ func TestRequestEnvVariablesReturnsAtOnce(t *testing.T) {
 	if err != nil || res.IsError || !strings.Contains(res.Content, "STRIPE_KEY") || !strings.Contains(res.Content, "/w/.proliferate_env.json") {
 		t.Fatalf("result %+v %v", res, err)
 	}
-	if len(ch.events) != 1 || ch.events[0]["type"] != "env.request" || ch.events[0]["data"].(map[string]any)["tool_call_id"] != "call-1" {
+	if len(ch.events) != 1 || ch.events[0].(sandboxwire.EnvRequest).ToolCallID != "call-1" {
 		t.Errorf("events %+v", ch.events)
 	}
 	bad, _ := r.Run(t.Context(), llm.ToolCall{ID: "call-2", Name: "request_env_variables", Args: json.RawMessage(`{"keys":[{"key":"NOT A KEY"}]}`)})

@@ -16,8 +16,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/policy"
-	"github.com/remote-agents/remote-agents/shared/sandboxapi"
-	"github.com/remote-agents/remote-agents/shared/toolgate"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
 
@@ -71,7 +70,7 @@ func (o Options) uploadFolder(ctx context.Context, p *policy.Policy, id, folder 
 	if !inside(p.Workspace(), root) {
 		return 0, fmt.Errorf("%s is outside the workspace", folder)
 	}
-	var files []sandboxapi.UploadFile
+	var files []sandboxwire.UploadFile
 	local := map[string]string{}
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -87,25 +86,25 @@ func (o Options) uploadFolder(ctx context.Context, p *policy.Policy, id, folder 
 		if err != nil {
 			return err
 		}
-		if info.Size() > sandboxapi.MaxEvidenceBytes {
-			return fmt.Errorf("%s is larger than %d MB", d.Name(), sandboxapi.MaxEvidenceBytes>>20)
+		if info.Size() > sandboxwire.MaxEvidenceBytes {
+			return fmt.Errorf("%s is larger than %d MB", d.Name(), sandboxwire.MaxEvidenceBytes>>20)
 		}
-		if len(files) == sandboxapi.MaxUploadFiles {
-			return fmt.Errorf("%s holds more than %d files", folder, sandboxapi.MaxUploadFiles)
+		if len(files) == sandboxwire.MaxUploadFiles {
+			return fmt.Errorf("%s holds more than %d files", folder, sandboxwire.MaxUploadFiles)
 		}
 		rel, err := filepath.Rel(root, path)
 		if err != nil {
 			return err
 		}
 		rel = filepath.ToSlash(rel)
-		files = append(files, sandboxapi.UploadFile{Path: rel, SizeBytes: info.Size(), ContentType: contentType(rel)})
+		files = append(files, sandboxwire.UploadFile{Path: rel, SizeBytes: info.Size(), ContentType: contentType(rel)})
 		local[rel] = path
 		return nil
 	})
 	if err != nil || len(files) == 0 {
 		return 0, err
 	}
-	return len(files), o.upload(ctx, sandboxapi.UploadsIn{Tool: toolspec.Verify, ToolCallID: id, Files: files}, local)
+	return len(files), o.upload(ctx, sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: id, Files: files}, local)
 }
 
 // uploadSnapshot archives the workspace (without the agent's own state and the
@@ -123,16 +122,16 @@ func (o Options) uploadSnapshot(ctx context.Context, p *policy.Policy, id, envFi
 	if err != nil {
 		return fmt.Errorf("the workspace could not be archived: %w", err)
 	}
-	if size > sandboxapi.MaxSnapshotBytes {
-		return fmt.Errorf("the workspace archive is larger than %d GB", sandboxapi.MaxSnapshotBytes>>30)
+	if size > sandboxwire.MaxSnapshotBytes {
+		return fmt.Errorf("the workspace archive is larger than %d GB", sandboxwire.MaxSnapshotBytes>>30)
 	}
-	in := sandboxapi.UploadsIn{Tool: toolspec.SaveSnapshot, ToolCallID: id, Files: []sandboxapi.UploadFile{
-		{Path: toolgate.SnapshotObject, SizeBytes: size, ContentType: "application/gzip"},
+	in := sandboxwire.UploadsRequest{Tool: toolspec.SaveSnapshot, ToolCallID: id, Files: []sandboxwire.UploadFile{
+		{Path: sandboxwire.SnapshotObject, SizeBytes: size, ContentType: "application/gzip"},
 	}}
-	return o.upload(ctx, in, map[string]string{toolgate.SnapshotObject: tmp.Name()})
+	return o.upload(ctx, in, map[string]string{sandboxwire.SnapshotObject: tmp.Name()})
 }
 
-func (o Options) upload(ctx context.Context, in sandboxapi.UploadsIn, local map[string]string) error {
+func (o Options) upload(ctx context.Context, in sandboxwire.UploadsRequest, local map[string]string) error {
 	out, err := o.Channel.Uploads(ctx, in)
 	if err != nil {
 		return fmt.Errorf("the upload could not start: %w", err)

@@ -12,16 +12,16 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/providers"
-	"github.com/remote-agents/remote-agents/sandbox/sanitize"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/sandbox/workflow"
-	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/sanitize"
 )
 
 // Limits of one conversation turn.
 const (
 	maxTurnCalls  = 25
-	maxEventChars = 4000
+	maxEventChars = sandboxwire.MaxEventTextChars
 )
 
 // Brain is what answers in a sandbox: the model, its tools and the token budget.
@@ -115,7 +115,7 @@ var errTokenLimit = fmt.Errorf("token limit reached")
 // turn answers the last user message: model calls and tool calls until the model
 // replies without tools, reporting working, every message and tool call, and idle.
 func (c *conversation) turn(ctx context.Context) error {
-	if err := c.state(ctx, session.Working); err != nil {
+	if err := c.state(ctx, sandboxwire.Working); err != nil {
 		return err
 	}
 	var defs []llm.Tool
@@ -125,57 +125,57 @@ func (c *conversation) turn(ctx context.Context) error {
 	for range maxTurnCalls {
 		res, err := c.brain.Provider.Chat(ctx, llm.Request{Model: c.brain.Model, System: c.system, Messages: c.msgs, Tools: defs, MaxTokens: c.brain.MaxTokens})
 		if err != nil {
-			_ = c.emit(ctx, "agent.error", map[string]any{"text": "The model could not be reached; try again."})
+			_ = c.emit(ctx, sandboxwire.AgentError{Text: "The model could not be reached; try again."})
 			c.log.Warn("model call failed", slog.String("error", err.Error()))
-			return c.state(ctx, session.Idle)
+			return c.state(ctx, sandboxwire.Idle)
 		}
 		c.used = c.used.Add(res.Usage)
 		reply := llm.Message{Role: llm.Assistant, Content: res.Content, ToolCalls: res.ToolCalls}
 		c.msgs = append(c.msgs, reply)
-		if err := c.emit(ctx, "agent.message", map[string]any{
-			"text": res.Content, "tool_calls": len(res.ToolCalls),
-			"usage": map[string]int{
-				"input_tokens": c.used.InputTokens, "output_tokens": c.used.OutputTokens,
+		if err := c.emit(ctx, sandboxwire.AgentMessage{
+			Text: res.Content, ToolCalls: len(res.ToolCalls),
+			Usage: sandboxwire.Usage{
+				InputTokens: c.used.InputTokens, OutputTokens: c.used.OutputTokens,
 				// What the conversation holds now, against the model's window.
-				"context_tokens": res.Usage.InputTokens + res.Usage.OutputTokens, "context_window": c.brain.ContextWindow,
+				ContextTokens: res.Usage.InputTokens + res.Usage.OutputTokens, ContextWindow: c.brain.ContextWindow,
 			},
 		}); err != nil {
 			return err
 		}
 		if c.brain.TokenLimit > 0 && c.used.InputTokens+c.used.OutputTokens > c.brain.TokenLimit {
-			_ = c.emit(ctx, "session.token_limit", map[string]any{"limit": c.brain.TokenLimit, "used": c.used.InputTokens + c.used.OutputTokens})
+			_ = c.emit(ctx, sandboxwire.TokenLimit{Limit: c.brain.TokenLimit, Used: c.used.InputTokens + c.used.OutputTokens})
 			return errTokenLimit
 		}
 		if len(res.ToolCalls) == 0 {
-			return c.state(ctx, session.Idle)
+			return c.state(ctx, sandboxwire.Idle)
 		}
 		for _, call := range res.ToolCalls {
 			out, err := c.brain.Tools.Run(ctx, call)
 			if err != nil {
 				return err
 			}
-			if err := c.emit(ctx, "tool.call", map[string]any{
-				"tool": call.Name, "args": clip(string(call.Args)), "is_error": out.IsError, "output": clip(out.Content),
+			if err := c.emit(ctx, sandboxwire.ToolCall{
+				Tool: call.Name, Args: clip(string(call.Args)), IsError: out.IsError, Output: clip(out.Content),
 			}); err != nil {
 				return err
 			}
 			c.msgs = append(c.msgs, llm.Message{Role: llm.ToolRole, ToolCallID: call.ID, Content: out.Content, IsError: out.IsError})
 		}
 	}
-	_ = c.emit(ctx, "agent.error", map[string]any{"text": "The agent stopped after too many steps for one message."})
-	return c.state(ctx, session.Idle)
+	_ = c.emit(ctx, sandboxwire.AgentError{Text: "The agent stopped after too many steps for one message."})
+	return c.state(ctx, sandboxwire.Idle)
 }
 
 // state reports a state change to the session and appends it to its events.
-func (c *conversation) state(ctx context.Context, st session.State) error {
+func (c *conversation) state(ctx context.Context, st sandboxwire.State) error {
 	if err := c.cl.status(ctx, st, "", ""); err != nil {
 		return err
 	}
-	return c.emit(ctx, "state.changed", map[string]any{"state": string(st)})
+	return c.emit(ctx, sandboxwire.StateChanged{State: st})
 }
 
-func (c *conversation) emit(ctx context.Context, typ string, data map[string]any) error {
-	return c.cl.Emit(ctx, typ, data)
+func (c *conversation) emit(ctx context.Context, p sandboxwire.Payload) error {
+	return c.cl.Emit(ctx, p)
 }
 
 func clip(s string) string {

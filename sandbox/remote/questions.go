@@ -17,8 +17,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/tools"
-	"github.com/remote-agents/remote-agents/shared/sandboxapi"
-	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // AskTool is the tool the agent asks the user a question with: the embed view
@@ -42,7 +41,7 @@ type questions struct {
 }
 
 // tool registers ask_user: it appends an agent.question event and returns at once.
-func (q *questions) tool(emit func(ctx context.Context, typ string, data map[string]any) error) tools.Tool {
+func (q *questions) tool(emit func(context.Context, sandboxwire.Payload) error) tools.Tool {
 	return tools.Tool{
 		Name:        AskTool,
 		Description: "Ask the user a question with a few options to click. Returns at once; the answer arrives later as a user message. Use it when you need the user to decide.",
@@ -56,11 +55,11 @@ func (q *questions) tool(emit func(ctx context.Context, typ string, data map[str
 				return "", err
 			}
 			id := "q_" + randomHex(6)
-			opts := make([]map[string]string, len(in.Options))
+			opts := make([]sandboxwire.Option, len(in.Options))
 			labels := map[string]string{}
 			for i, label := range in.Options {
 				oid := "o" + strconv.Itoa(i+1)
-				opts[i] = map[string]string{"id": oid, "label": label}
+				opts[i] = sandboxwire.Option{ID: oid, Label: label}
 				labels[oid] = label
 			}
 			q.mu.Lock()
@@ -69,7 +68,7 @@ func (q *questions) tool(emit func(ctx context.Context, typ string, data map[str
 			}
 			q.byID[id] = question{text: in.Question, options: labels}
 			q.mu.Unlock()
-			if err := emit(ctx, session.AgentQuestion, map[string]any{"question_id": id, "text": in.Question, "options": opts}); err != nil {
+			if err := emit(ctx, sandboxwire.AgentQuestion{QuestionID: id, Text: in.Question, Options: opts}); err != nil {
 				return "", fmt.Errorf("the question could not be shown: %w", err)
 			}
 			return "Asked the user (question " + id + "). Their answer will arrive as a message; end your turn now.", nil
@@ -79,7 +78,7 @@ func (q *questions) tool(emit func(ctx context.Context, typ string, data map[str
 
 // text is what the model reads for an inbox message: its text, what the user
 // answered, and where its attachments were saved.
-func (q *questions) text(m sandboxapi.InboxMessage, saved []string) string {
+func (q *questions) text(m sandboxwire.InboxMessage, saved []string) string {
 	var parts []string
 	if a := m.Answer; a != nil {
 		q.mu.Lock()
@@ -107,7 +106,7 @@ const maxAttachment = 25 << 20
 
 // download saves a message's attachments under attachments/ in the workspace and
 // returns their workspace paths.
-func download(ctx context.Context, workspace string, m sandboxapi.InboxMessage) ([]string, error) {
+func download(ctx context.Context, workspace string, m sandboxwire.InboxMessage) ([]string, error) {
 	var saved []string
 	client := &http.Client{Timeout: 5 * time.Minute}
 	for _, a := range m.Attachments {

@@ -28,9 +28,7 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
-	"github.com/remote-agents/remote-agents/shared/prompts"
-	"github.com/remote-agents/remote-agents/shared/sandboxapi"
-	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // Config is the sandbox's identity and pacing, from its environment.
@@ -54,9 +52,9 @@ const EnvFileName = ".proliferate_env.json"
 // workspace) and RA_HEARTBEAT_SECONDS (default 10).
 func ConfigFromEnv() (Config, error) {
 	c := Config{
-		SessionID: os.Getenv("RA_SESSION_ID"),
-		Gateway:   strings.TrimRight(os.Getenv("RA_GATEWAY_URL"), "/"),
-		Token:     os.Getenv("RA_SANDBOX_TOKEN"),
+		SessionID: os.Getenv(sandboxwire.EnvSessionID),
+		Gateway:   strings.TrimRight(os.Getenv(sandboxwire.EnvGatewayURL), "/"),
+		Token:     os.Getenv(sandboxwire.EnvSandboxToken),
 		Workspace: os.Getenv("RA_WORKSPACE"),
 		Heartbeat: 10 * time.Second,
 		Poll:      time.Second,
@@ -95,7 +93,7 @@ type Message struct {
 // (guardrails first, then the mode's system prompt, then persona skill and
 // experience), then the initial prompt as the first user turn. It refuses a spec
 // without guardrails (fail closed).
-func Prime(spec sandboxapi.Spec) ([]Message, error) {
+func Prime(spec sandboxwire.Spec) ([]Message, error) {
 	if strings.TrimSpace(spec.Guardrails.Content) == "" {
 		return nil, errors.New("spec has no guardrails: refusing to prime")
 	}
@@ -123,13 +121,13 @@ const ConversationFile = "conversation.json"
 // told to stop or ctx ends (SIGTERM). It reports ended before returning.
 func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	cl := &client{c: c, http: &http.Client{Timeout: 30 * time.Second}}
-	var spec sandboxapi.Spec
-	if err := cl.do(ctx, http.MethodGet, "spec", nil, &spec); err != nil {
+	var spec sandboxwire.Spec
+	if err := cl.do(ctx, http.MethodGet, sandboxwire.RouteSpec, nil, &spec); err != nil {
 		return err
 	}
 	primed, err := Prime(spec)
 	if err != nil {
-		_ = cl.status(context.WithoutCancel(ctx), session.Failed, "", session.ReasonError)
+		_ = cl.status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonError)
 		return err
 	}
 	raw, err := json.MarshalIndent(primed, "", "  ")
@@ -139,7 +137,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	if err := os.WriteFile(filepath.Join(c.Workspace, ConversationFile), raw, 0o600); err != nil {
 		return fmt.Errorf("write conversation: %w", err)
 	}
-	if err := cl.status(ctx, session.Ready, spec.Guardrails.Hash, ""); err != nil {
+	if err := cl.status(ctx, sandboxwire.Ready, spec.Guardrails.Hash, ""); err != nil {
 		return err
 	}
 	log.Info("sandbox ready", slog.String("session_id", c.SessionID), slog.String("guardrails_hash", spec.Guardrails.Hash))
@@ -159,7 +157,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 		return contract.Register(r, p, contract.Options{
 			Callback: &callback.Client{Gateway: c.Gateway, SessionID: c.SessionID, Token: c.Token},
 			Channel:  cl,
-			Setup:    spec.SessionType == prompts.SessionSetup,
+			Setup:    spec.SessionType == sandboxwire.SessionSetup,
 			EnvFile:  c.EnvFile,
 		})
 	}
@@ -189,15 +187,15 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	poll := time.NewTicker(c.Poll)
 	defer poll.Stop()
 	for {
-		var orders sandboxapi.Orders
+		var orders sandboxwire.Orders
 		select {
 		case <-ctx.Done():
 			log.Info("sandbox stopping: signal")
-			return cl.status(context.WithoutCancel(ctx), session.Ended, "", session.ReasonShutdown)
+			return cl.status(context.WithoutCancel(ctx), sandboxwire.Ended, "", sandboxwire.ReasonShutdown)
 		case <-beat.C:
-			err = cl.do(ctx, http.MethodPost, "heartbeat", struct{}{}, &orders)
+			err = cl.do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, struct{}{}, &orders)
 		case <-poll.C:
-			err = cl.do(ctx, http.MethodGet, "inbox?after="+strconv.FormatInt(after, 10), nil, &orders)
+			err = cl.do(ctx, http.MethodGet, sandboxwire.RouteInbox+"?"+sandboxwire.InboxAfter+"="+strconv.FormatInt(after, 10), nil, &orders)
 			if err == nil {
 				after = max(after, orders.Next)
 				for _, m := range orders.Messages {
@@ -223,7 +221,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 			switch {
 			case errors.Is(terr, errTokenLimit):
 				log.Info("sandbox stopping: token limit")
-				return cl.status(context.WithoutCancel(ctx), session.Ended, "", session.ReasonTokenLimit)
+				return cl.status(context.WithoutCancel(ctx), sandboxwire.Ended, "", sandboxwire.ReasonTokenLimit)
 			case terr != nil && ctx.Err() == nil:
 				log.Warn("conversation turn failed", slog.String("error", terr.Error()))
 			}
@@ -241,7 +239,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 			if orders.State.Terminal() {
 				return nil
 			}
-			return cl.status(ctx, session.Ended, "", session.ReasonShutdown)
+			return cl.status(ctx, sandboxwire.Ended, "", sandboxwire.ReasonShutdown)
 		}
 	}
 }
@@ -291,21 +289,25 @@ func (e *authError) Error() string {
 }
 
 // Emit appends one event to the session.
-func (cl *client) Emit(ctx context.Context, typ string, data map[string]any) error {
-	var out sandboxapi.EventsOut
-	return cl.do(ctx, http.MethodPost, "events", sandboxapi.EventsIn{Events: []sandboxapi.EventIn{{Type: typ, Data: data}}}, &out)
+func (cl *client) Emit(ctx context.Context, p sandboxwire.Payload) error {
+	ev, err := sandboxwire.NewEvent(p)
+	if err != nil {
+		return err
+	}
+	var out sandboxwire.EventsResponse
+	return cl.do(ctx, http.MethodPost, sandboxwire.RouteEvents, sandboxwire.EventsRequest{Events: []sandboxwire.Event{ev}}, &out)
 }
 
 // Uploads asks for presigned upload URLs for a gateway tool call's files.
-func (cl *client) Uploads(ctx context.Context, in sandboxapi.UploadsIn) (sandboxapi.UploadsOut, error) {
-	var out sandboxapi.UploadsOut
-	err := cl.do(ctx, http.MethodPost, "uploads", in, &out)
+func (cl *client) Uploads(ctx context.Context, in sandboxwire.UploadsRequest) (sandboxwire.UploadsResponse, error) {
+	var out sandboxwire.UploadsResponse
+	err := cl.do(ctx, http.MethodPost, sandboxwire.RouteUploads, in, &out)
 	return out, err
 }
 
-func (cl *client) status(ctx context.Context, state session.State, hash string, reason session.Reason) error {
-	var orders sandboxapi.Orders
-	return cl.do(ctx, http.MethodPost, "status", sandboxapi.StatusReport{State: state, GuardrailsHash: hash, Reason: reason}, &orders)
+func (cl *client) status(ctx context.Context, state sandboxwire.State, hash string, reason sandboxwire.Reason) error {
+	var orders sandboxwire.Orders
+	return cl.do(ctx, http.MethodPost, sandboxwire.RouteStatus, sandboxwire.StatusReport{State: state, GuardrailsHash: hash, Reason: reason}, &orders)
 }
 
 func (cl *client) do(ctx context.Context, method, route string, in, out any) error {
@@ -317,7 +319,7 @@ func (cl *client) do(ctx context.Context, method, route string, in, out any) err
 		}
 		body = bytes.NewReader(b)
 	}
-	u := cl.c.Gateway + "/sandbox/" + url.PathEscape(cl.c.SessionID) + "/" + route
+	u := cl.c.Gateway + sandboxwire.Prefix + url.PathEscape(cl.c.SessionID) + "/" + route
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return fmt.Errorf("%s: %w", route, err)
@@ -331,7 +333,7 @@ func (cl *client) do(ctx context.Context, method, route string, in, out any) err
 		return fmt.Errorf("%s: %w", route, err)
 	}
 	defer func() { _ = res.Body.Close() }()
-	raw, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	raw, err := io.ReadAll(io.LimitReader(res.Body, sandboxwire.MaxResponseBytes))
 	if err != nil {
 		return fmt.Errorf("%s: %w", route, err)
 	}

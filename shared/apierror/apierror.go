@@ -1,7 +1,6 @@
-// Package apierror is the one error type of the HTTP API and the one table from its
-// codes to HTTP statuses. Every route answers errors with the same envelope:
-//
-//	{"status":404,"error_code":"project_not_found","message":"…","retryable":false}
+// Package apierror is the one error type clients may see: a code from the
+// specs and a message for people. Codes are domain vocabulary; how they travel
+// (HTTP statuses, the error envelope, retryable) is package httpapi's.
 //
 // Anything that is not an *Error is internal: clients see a generic server_error,
 // never the underlying message.
@@ -10,7 +9,6 @@ package apierror
 import (
 	"errors"
 	"fmt"
-	"net/http"
 )
 
 // Code is a machine-readable error code.
@@ -36,33 +34,6 @@ const (
 	AgentNotAlive        Code = "agent_not_alive"
 )
 
-// statuses is the one table from code to HTTP status.
-var statuses = map[Code]int{
-	InvalidRequest:       http.StatusBadRequest,
-	ProjectNotFound:      http.StatusNotFound,
-	PersonaNotFound:      http.StatusNotFound,
-	AgentNotFound:        http.StatusNotFound,
-	AgentCreationTimeout: http.StatusRequestTimeout,
-	InvalidToken:         http.StatusUnauthorized,
-	MissingToken:         http.StatusUnauthorized,
-	Forbidden:            http.StatusForbidden,
-	IdempotencyKeyReused: http.StatusConflict,
-	PayloadTooLarge:      http.StatusRequestEntityTooLarge,
-	MethodNotAllowed:     http.StatusMethodNotAllowed,
-	NotFound:             http.StatusNotFound,
-	ServerError:          http.StatusInternalServerError,
-	ServiceUnavailable:   http.StatusServiceUnavailable,
-	GuardrailsMissing:    http.StatusServiceUnavailable,
-	AgentNotAlive:        http.StatusConflict,
-}
-
-// retryable lists the codes a client may retry unchanged.
-var retryable = map[Code]bool{
-	AgentCreationTimeout: true,
-	ServerError:          true,
-	ServiceUnavailable:   true,
-}
-
 // Error is an error a client may see.
 type Error struct {
 	Code    Code
@@ -78,41 +49,11 @@ func New(code Code, format string, args ...any) *Error {
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
-// Status returns the HTTP status of code; unknown codes are 500.
-func Status(code Code) int {
-	if s, ok := statuses[code]; ok {
-		return s
-	}
-	return http.StatusInternalServerError
-}
-
-// Envelope is the JSON body of every error response.
-type Envelope struct {
-	Status            int    `json:"status"`
-	ErrorCode         Code   `json:"error_code"`
-	Message           string `json:"message"`
-	Retryable         bool   `json:"retryable"`
-	RetryAfterSeconds int    `json:"retry_after_seconds,omitempty"`
-}
-
-// EnvelopeOf returns the envelope a client sees for err. Errors that are not an
-// *Error become a generic server_error: their text never reaches the client.
-func EnvelopeOf(err error) Envelope {
+// CodeOf returns the code of the *Error in err's chain, or "" if there is none.
+func CodeOf(err error) Code {
 	var e *Error
-	if !errors.As(err, &e) || statuses[e.Code] == 0 {
-		e = &Error{Code: ServerError, Message: "The server could not complete the request."}
+	if errors.As(err, &e) {
+		return e.Code
 	}
-	return Envelope{
-		Status:            Status(e.Code),
-		ErrorCode:         e.Code,
-		Message:           e.Message,
-		Retryable:         retryable[e.Code],
-		RetryAfterSeconds: e.RetryAfter,
-	}
-}
-
-// Internal reports whether err would be shown to the client as a server_error, i.e.
-// whether it should be logged as a fault of ours.
-func Internal(err error) bool {
-	return EnvelopeOf(err).ErrorCode == ServerError
+	return ""
 }

@@ -102,8 +102,8 @@ func on(v string) bool {
 }
 
 func (h *Handlers) errorPage(ctx context.Context, err error) httpapi.Response {
-	env := apierror.EnvelopeOf(err)
-	if apierror.Internal(err) && h.Log != nil {
+	env := httpapi.EnvelopeOf(err)
+	if httpapi.Internal(err) && h.Log != nil {
 		h.Log.ErrorContext(ctx, "embed page", slog.String("error", err.Error()))
 	}
 	msg := "This agent is not available."

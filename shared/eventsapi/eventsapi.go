@@ -20,9 +20,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/remote-agents/remote-agents/sandbox/sanitize"
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/sanitize"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -193,19 +194,19 @@ func Public(e session.Event) map[string]any {
 		out[k] = v
 	}
 	switch e.Type {
-	case session.EnvSubmitted:
+	case sandboxwire.TypeEnvSubmitted:
 		delete(out, "ref")
-	case "tool.call":
+	case sandboxwire.TypeToolCall:
 		if out["is_error"] == true {
 			if s, ok := out["output"].(string); ok {
 				out["output"] = sanitize.Error(s)
 			}
 		}
-	case "agent.error":
+	case sandboxwire.TypeAgentError:
 		if s, ok := out["text"].(string); ok {
 			out["text"] = sanitize.Error(s)
 		}
-	case session.UserMessage:
+	case sandboxwire.TypeUserMessage:
 		if atts, ok := out["attachments"].([]any); ok {
 			var names []any
 			for _, a := range atts {

@@ -51,8 +51,8 @@ func JSON(status int, v any) Response {
 // Error returns the error envelope for err. Internal errors are logged (when log is
 // not nil) and shown to the client only as server_error.
 func Error(ctx context.Context, log *slog.Logger, err error) Response {
-	env := apierror.EnvelopeOf(err)
-	if log != nil && apierror.Internal(err) {
+	env := EnvelopeOf(err)
+	if log != nil && Internal(err) {
 		log.ErrorContext(ctx, "request failed", slog.String("error", err.Error()))
 	}
 	res := JSON(env.Status, env)

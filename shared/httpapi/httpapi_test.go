@@ -73,7 +73,7 @@ func TestBearerToken(t *testing.T) {
 func TestErrorHidesInternalDetail(t *testing.T) {
 	t.Parallel()
 	res := httpapi.Error(context.Background(), nil, errors.New("dial tcp 10.0.0.7:443: refused"))
-	var env apierror.Envelope
+	var env httpapi.Envelope
 	if err := json.Unmarshal([]byte(res.Body), &env); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"context"
 	"strconv"
 	"time"
+
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // Spec is one sandbox to start.
@@ -24,11 +26,11 @@ type Spec struct {
 // Env returns the environment the sandbox reads its identity from.
 func (s Spec) Env() map[string]string {
 	return map[string]string{
-		"RA_SESSION_ID":        s.SessionID,
-		"RA_GENERATION":        strconv.Itoa(s.Generation),
-		"RA_GATEWAY_URL":       s.GatewayURL,
-		"RA_SANDBOX_TOKEN":     s.SandboxToken,
-		"RA_TMUX_SESSION_NAME": s.TmuxSessionName,
+		sandboxwire.EnvSessionID:       s.SessionID,
+		sandboxwire.EnvGeneration:      strconv.Itoa(s.Generation),
+		sandboxwire.EnvGatewayURL:      s.GatewayURL,
+		sandboxwire.EnvSandboxToken:    s.SandboxToken,
+		sandboxwire.EnvTmuxSessionName: s.TmuxSessionName,
 	}
 }
 

@@ -11,18 +11,18 @@ import (
 	"sort"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // Limits of env submissions.
 const (
 	MaxEnvKeys       = 50
 	MaxEnvValueBytes = 32 * 1024
-	MaxEnvBytes      = 256 * 1024
+	MaxEnvBytes      = sandboxwire.MaxEnvBytes
 )
 
-// EnvSubmitted is the event type of a user's env values: its data names the keys
-// and where the values are kept (never the values: events are shown to apps).
-const EnvSubmitted = "env.submitted"
+// envPrefix is where a session's submitted env values are kept.
+func envPrefix(id string) string { return "sessions/" + id + "/env/" }
 
 var envKeyPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,199}$`)
 
@@ -65,11 +65,15 @@ func (s *Service) SubmitEnv(ctx context.Context, id, tok string, values map[stri
 	if err != nil {
 		return EnvReceipt{}, fmt.Errorf("encode env values: %w", err)
 	}
-	ref := "sessions/" + id + "/env/" + newID() + ".json"
+	ref := envPrefix(id) + newID() + ".json"
 	if err := s.o.Blob.Put(ctx, ref, bytes.NewReader(raw), int64(len(raw)), "application/json"); err != nil {
 		return EnvReceipt{}, err
 	}
-	_, err = s.o.Store.AppendEvents(ctx, id, sess.Generation, []Event{{Type: EnvSubmitted, Data: map[string]any{"keys": keys, "ref": ref}}})
+	ev, err := NewEvent(sandboxwire.EnvSubmitted{Keys: keys, Ref: ref})
+	if err != nil {
+		return EnvReceipt{}, err
+	}
+	_, err = s.o.Store.AppendEvents(ctx, id, sess.Generation, []Event{ev})
 	if errors.Is(err, ErrConflict) {
 		return EnvReceipt{}, apierror.New(apierror.AgentNotAlive, "The agent has stopped.")
 	}

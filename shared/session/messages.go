@@ -12,14 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
-)
-
-// Event types of what users send an agent.
-const (
-	// UserMessage is a user's message (text, attachments, or an answer).
-	UserMessage = "user.message"
-	// AgentQuestion is a question the agent asks, with options to click.
-	AgentQuestion = "agent.question"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // Limits of messages.
@@ -50,18 +43,10 @@ type MessageRequest struct {
 }
 
 // Answer picks an option of a question the agent asked.
-type Answer struct {
-	QuestionID string `json:"question_id"`
-	OptionID   string `json:"option_id"`
-}
+type Answer = sandboxwire.Answer
 
 // Attachment is a file the user uploaded (see PresignAttachment) for a message.
-type Attachment struct {
-	Key         string `json:"key"`
-	Name        string `json:"name"`
-	SizeBytes   int64  `json:"size_bytes"`
-	ContentType string `json:"content_type,omitempty"`
-}
+type Attachment = sandboxwire.Attachment
 
 // MessageReceipt answers a message.
 type MessageReceipt struct {
@@ -95,21 +80,10 @@ func (s *Service) PostMessage(ctx context.Context, id, tok string, req MessageRe
 		}
 		return MessageReceipt{AgentID: id, Status: "submitted", ClientMessageID: req.ClientMessageID}, nil
 	}
-	data := map[string]any{"text": req.Text}
-	if req.Answer != nil {
-		data["answer"] = map[string]any{"question_id": req.Answer.QuestionID, "option_id": req.Answer.OptionID}
+	ev, err := NewEvent(sandboxwire.UserMessage{Text: req.Text, Answer: req.Answer, Attachments: req.Attachments, ClientMessageID: req.ClientMessageID})
+	if err != nil {
+		return MessageReceipt{}, err
 	}
-	if len(req.Attachments) > 0 {
-		var atts []any
-		for _, a := range req.Attachments {
-			atts = append(atts, map[string]any{"key": a.Key, "name": a.Name, "size_bytes": a.SizeBytes, "content_type": a.ContentType})
-		}
-		data["attachments"] = atts
-	}
-	if req.ClientMessageID != "" {
-		data["client_message_id"] = req.ClientMessageID
-	}
-	ev := Event{Type: UserMessage, Data: data}
 	if req.ClientMessageID == "" {
 		out, err := s.o.Store.AppendEvents(ctx, id, sess.Generation, []Event{ev})
 		if err != nil {

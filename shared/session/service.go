@@ -148,7 +148,7 @@ func (s *Service) Create(ctx context.Context, app registry.AppKey, req CreateReq
 	// Fail closed on guardrails before anything else exists.
 	doc, err := guardrails.Load(ctx, s.o.Guardrails)
 	if err != nil {
-		s.reportGuardrails(ctx, report.Critical, err, map[string]string{"agent_id": "", "persona_slug": req.PersonaSlug, "project_name": req.ProjectName})
+		reportGuardrails(ctx, s.o.Reporter, report.Critical, err.Error(), map[string]string{"agent_id": "", "persona_slug": req.PersonaSlug, "project_name": req.ProjectName})
 		return Created{}, apierror.New(apierror.GuardrailsMissing, "Agents cannot be created: the platform guardrails are unavailable.")
 	}
 	if _, err := s.o.Registry.Project(ctx, req.ProjectName); err != nil {
@@ -425,15 +425,6 @@ func (s *Service) fail(ctx context.Context, id string, gen int, reason Reason) {
 	if _, err := s.o.Store.Transition(ctx, id, Change{From: Live, To: Failed, Generation: gen, Reason: reason}); err != nil {
 		s.o.Log.WarnContext(ctx, "mark session failed", slog.String("session_id", id), slog.String("error", err.Error()))
 	}
-}
-
-func (s *Service) reportGuardrails(ctx context.Context, sev report.Severity, err error, context map[string]string) {
-	s.o.Reporter.Report(ctx, report.Exception{
-		Source:   "guardrail_injection",
-		Severity: sev,
-		Message:  err.Error(),
-		Context:  context,
-	})
 }
 
 func (s *Service) embedURL(id, tok string) string {

@@ -11,9 +11,13 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
+
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // State is where a session is in its life.
@@ -171,12 +175,23 @@ type Event struct {
 	ExpiresAt int64          `json:"expires_at,omitempty"`
 }
 
-// Limits on events.
-const (
-	MaxEventsPerAppend = 25
-	MaxEventBytes      = 32 * 1024
-	MaxEventTypeLen    = 64
-)
+// MaxEventsPerAppend bounds the events one AppendEvents stores (the wire's
+// limit).
+const MaxEventsPerAppend = sandboxwire.MaxEventsPerAppend
+
+// NewEvent is an event carrying payload p (package sandboxwire), its data in
+// the generic form the store keeps.
+func NewEvent(p sandboxwire.Payload) (Event, error) {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return Event{}, fmt.Errorf("encode %s event: %w", p.EventType(), err)
+	}
+	var data map[string]any
+	if err := json.Unmarshal(raw, &data); err != nil {
+		return Event{}, fmt.Errorf("encode %s event: %w", p.EventType(), err)
+	}
+	return Event{Type: p.EventType(), Data: data}, nil
+}
 
 // Store persists sessions.
 type Store interface {

@@ -173,7 +173,7 @@ func queueURL(ctx context.Context, api *sqs.Client, envVar, name string) (string
 
 // SandboxHandlers returns the sandbox channel's handlers over the system.
 func SandboxHandlers(s *System) *sandboxapi.Handlers {
-	return &sandboxapi.Handlers{Store: s.Store, Registry: s.Registry, Guardrails: s.Guardrails, Reporter: s.Reporter, Blob: s.Bucket, Log: s.Log}
+	return &sandboxapi.Handlers{Channel: session.NewChannel(session.Options{Store: s.Store, Registry: s.Registry, Guardrails: s.Guardrails, Reporter: s.Reporter, Blob: s.Bucket, Log: s.Log}), Log: s.Log}
 }
 
 // EmbedHandlers returns the embed view's handlers over the system.

@@ -65,11 +65,11 @@ func (h *Handlers) Callback(ctx context.Context, req httpapi.Request) (httpapi.R
 		return h.error(ctx, err), nil
 	}
 	if out.Pending != nil {
-		res := httpapi.JSON(out.Status, out.Pending)
+		res := httpapi.JSON(http.StatusAccepted, out.Pending)
 		res.Headers["Retry-After"] = "1"
 		return res, nil
 	}
-	res := httpapi.JSON(out.Status, out.Result)
+	res := httpapi.JSON(http.StatusOK, out.Result)
 	if out.Replayed {
 		res.Headers[ReplayedHeader] = "true"
 	}
@@ -78,14 +78,14 @@ func (h *Handlers) Callback(ctx context.Context, req httpapi.Request) (httpapi.R
 
 // failure is the error envelope with the tool result fields beside it.
 type failure struct {
-	apierror.Envelope
+	httpapi.Envelope
 	Success bool   `json:"success"`
 	Result  string `json:"result"`
 }
 
 func (h *Handlers) error(ctx context.Context, err error) httpapi.Response {
 	res := httpapi.Error(ctx, h.Log, err)
-	env := apierror.EnvelopeOf(err)
+	env := httpapi.EnvelopeOf(err)
 	body := httpapi.JSON(env.Status, failure{Envelope: env, Success: false, Result: env.Message})
 	res.Body = body.Body
 	return res

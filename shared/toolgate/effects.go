@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/blob"
 	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
@@ -18,7 +20,7 @@ const (
 	// MaxVerifyFiles bounds the files one verify records.
 	MaxVerifyFiles = 200
 	// SnapshotObject is the name of the archive save_snapshot uploads.
-	SnapshotObject = "snapshot.tar.gz"
+	SnapshotObject = sandboxwire.SnapshotObject
 )
 
 // RunCompletion is an automation run's recorded outcome.
@@ -81,7 +83,7 @@ func (e *Effects) now() time.Time {
 // verify records the files the sandbox uploaded for this call as session outputs.
 func (e *Effects) verify(ctx context.Context, c Call, a toolspec.VerifyArgs) (Result, error) {
 	prefix := toolspec.UploadPrefix(c.Session.ID, c.Tool, c.CallID)
-	var files []map[string]any
+	var files []sandboxwire.VerifiedFile
 	var total int64
 	after := ""
 	for {
@@ -93,7 +95,7 @@ func (e *Effects) verify(ctx context.Context, c Call, a toolspec.VerifyArgs) (Re
 			if len(files) == MaxVerifyFiles {
 				break
 			}
-			files = append(files, map[string]any{"path": strings.TrimPrefix(o.Key, prefix), "key": o.Key, "size_bytes": o.Size})
+			files = append(files, sandboxwire.VerifiedFile{Path: strings.TrimPrefix(o.Key, prefix), Key: o.Key, SizeBytes: o.Size})
 			total += o.Size
 		}
 		if page.Next == "" || len(files) == MaxVerifyFiles {
@@ -104,8 +106,9 @@ func (e *Effects) verify(ctx context.Context, c Call, a toolspec.VerifyArgs) (Re
 	if len(files) == 0 {
 		return Result{Success: false, Result: fmt.Sprintf("No verification files were uploaded from %s; put the evidence there and call verify again.", a.Folder)}, nil
 	}
-	data := map[string]any{"folder": a.Folder, "prefix": prefix, "files": files, "file_count": len(files), "total_bytes": total}
-	if err := e.event(ctx, c, "output.verification", data); err != nil {
+	out := sandboxwire.OutputVerification{Tool: c.Tool, ToolCallID: c.CallID, Folder: a.Folder, Prefix: prefix, Files: files, FileCount: len(files), TotalBytes: total}
+	data, err := e.event(ctx, c, out)
+	if err != nil {
 		return Result{}, err
 	}
 	return Result{Success: true, Result: fmt.Sprintf("Uploaded %d verification file(s) from %s.", len(files), a.Folder), Data: data}, nil
@@ -140,8 +143,8 @@ func (e *Effects) snapshot(ctx context.Context, c Call, a toolspec.SnapshotArgs)
 	} else if _, err := e.Sessions.Touch(ctx, c.Session.ID, c.Session.Generation, map[string]any{"snapshot_key": key}); err != nil && !errors.Is(err, session.ErrConflict) {
 		return Result{}, err
 	}
-	data := map[string]any{"snapshot_key": key, "target": target, "size_bytes": size}
-	if err := e.event(ctx, c, "output.snapshot", data); err != nil {
+	data, err := e.event(ctx, c, sandboxwire.OutputSnapshot{Tool: c.Tool, ToolCallID: c.CallID, SnapshotKey: key, Target: target, SizeBytes: size})
+	if err != nil {
 		return Result{}, err
 	}
 	return Result{Success: true, Result: fmt.Sprintf("Snapshot saved (%d bytes) for this %s.", size, target), Data: data}, nil
@@ -157,11 +160,13 @@ func (e *Effects) complete(ctx context.Context, c Call, a toolspec.CompleteArgs)
 	if err != nil {
 		return Result{}, err
 	}
-	data := map[string]any{"run_id": got.RunID, "completion_id": got.CompletionID, "outcome": got.Outcome}
+	done := sandboxwire.AutomationCompleted{Tool: c.Tool, ToolCallID: c.CallID, RunID: got.RunID, CompletionID: got.CompletionID, Outcome: got.Outcome}
 	if got.CompletionID != a.CompletionID {
-		return Result{Success: false, Result: fmt.Sprintf("Run %s was already completed (outcome %s) by another completion.", a.RunID, got.Outcome), Data: data}, nil
+		return Result{Success: false, Result: fmt.Sprintf("Run %s was already completed (outcome %s) by another completion.", a.RunID, got.Outcome),
+			Data: map[string]any{"run_id": got.RunID, "completion_id": got.CompletionID, "outcome": got.Outcome}}, nil
 	}
-	if err := e.event(ctx, c, "automation.completed", data); err != nil {
+	data, err := e.event(ctx, c, done)
+	if err != nil {
 		return Result{}, err
 	}
 	return Result{Success: true, Result: fmt.Sprintf("Run %s completed: %s.", a.RunID, a.Outcome), Data: data}, nil
@@ -199,16 +204,18 @@ func configFailure(err error) (Result, error) {
 	return Result{}, err
 }
 
-// event appends an output event to the session, for the embed view and apps. An
-// ended session keeps no new events; the call's result still stands.
-func (e *Effects) event(ctx context.Context, c Call, typ string, data map[string]any) error {
-	payload := map[string]any{"tool": c.Tool, "tool_call_id": c.CallID}
-	for k, v := range data {
-		payload[k] = v
+// event appends an output event of the call's session (none once the session
+// has ended) and returns its data without the call's own fields, for the result.
+func (e *Effects) event(ctx context.Context, c Call, p sandboxwire.Payload) (map[string]any, error) {
+	ev, err := session.NewEvent(p)
+	if err != nil {
+		return nil, err
 	}
-	_, err := e.Sessions.AppendEvents(ctx, c.Session.ID, c.Session.Generation, []session.Event{{Type: typ, Data: payload}})
-	if errors.Is(err, session.ErrConflict) {
-		return nil
+	if _, err := e.Sessions.AppendEvents(ctx, c.Session.ID, c.Session.Generation, []session.Event{ev}); err != nil && !errors.Is(err, session.ErrConflict) {
+		return nil, err
 	}
-	return err
+	data := maps.Clone(ev.Data)
+	delete(data, "tool")
+	delete(data, "tool_call_id")
+	return data, nil
 }

@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
@@ -138,9 +137,9 @@ type Request struct {
 	Args       json.RawMessage
 }
 
-// Outcome is the answer: a result (200), or pending (202).
+// Outcome is the answer: done, with a Result, or still running, with Pending
+// (the caller posts the same call again later).
 type Outcome struct {
-	Status int
 	Result *Result
 	// Replayed is set when the result was stored by an earlier request.
 	Replayed bool
@@ -158,7 +157,7 @@ type Pending struct {
 func (s *Service) Call(ctx context.Context, req Request) (Outcome, error) {
 	sess, err := session.AuthenticateSandbox(ctx, s.o.Sessions, req.SessionID, req.Token)
 	if err != nil {
-		if apierror.EnvelopeOf(err).ErrorCode == apierror.InvalidToken && s.o.AppKeys != nil && token.Check(token.Sandbox, req.Token) != nil && len(req.Token) <= 256 {
+		if apierror.CodeOf(err) == apierror.InvalidToken && s.o.AppKeys != nil && token.Check(token.Sandbox, req.Token) != nil && len(req.Token) <= 256 {
 			if _, kerr := s.o.AppKeys.AppKeyByHash(ctx, token.Hash(req.Token)); kerr == nil {
 				return Outcome{}, apierror.New(apierror.Forbidden, "Only a sandbox token is accepted here.")
 			}
@@ -238,7 +237,7 @@ func (s *Service) run(ctx context.Context, def toolspec.Def, call Call, canon []
 			return Outcome{}, apierror.New(apierror.IdempotencyKeyReused, "This tool_call_id was used for a call with different arguments.")
 		}
 		if cur.State == Completed {
-			return Outcome{Status: http.StatusOK, Result: cur.Result, Replayed: true}, nil
+			return Outcome{Result: cur.Result, Replayed: true}, nil
 		}
 		now = s.o.Now()
 		if cur.LeaseExpired(now) {
@@ -302,7 +301,7 @@ func (s *Service) execute(ctx context.Context, def toolspec.Def, call Call, rec 
 			return Outcome{}, err
 		}
 		if cur.State == Completed {
-			return Outcome{Status: http.StatusOK, Result: cur.Result}, nil
+			return Outcome{Result: cur.Result}, nil
 		}
 		return pending(call), nil
 	}
@@ -310,7 +309,7 @@ func (s *Service) execute(ctx context.Context, def toolspec.Def, call Call, rec 
 	if err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{Status: http.StatusOK, Result: &res}, nil
+	return Outcome{Result: &res}, nil
 }
 
 // complete runs the executor for the held attempt and stores its result. If the
@@ -350,7 +349,7 @@ func (s *Service) release(call Call, attempt int) {
 }
 
 func pending(call Call) Outcome {
-	return Outcome{Status: http.StatusAccepted, Pending: &Pending{Status: "pending", ToolCallID: call.RequestID, RetryAfterSeconds: 1}}
+	return Outcome{Pending: &Pending{Status: "pending", ToolCallID: call.RequestID, RetryAfterSeconds: 1}}
 }
 
 func minTime(a, b time.Time) time.Time {

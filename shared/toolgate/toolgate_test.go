@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -168,7 +167,7 @@ func TestConcurrentDuplicatesRunOnce(t *testing.T) {
 	}
 	fresh := 0
 	for i := range n {
-		if errs[i] != nil || outs[i].Status != http.StatusOK || outs[i].Result == nil {
+		if errs[i] != nil || outs[i].Pending != nil || outs[i].Result == nil {
 			t.Fatalf("caller %d: %+v, %v", i, outs[i], errs[i])
 		}
 		if outs[i].Result.Result != outs[0].Result.Result {
@@ -215,7 +214,7 @@ func TestSameKeyDifferentPayloadIsRefused(t *testing.T) {
 
 func wantCode(t *testing.T, err error, code apierror.Code) {
 	t.Helper()
-	if got := apierror.EnvelopeOf(err).ErrorCode; got != code {
+	if got := apierror.CodeOf(err); got != code {
 		t.Errorf("error %v (%s), want %s", err, got, code)
 	}
 }
@@ -294,7 +293,7 @@ func TestCrashedCallerRunsAgainOnlyAfterItsDeadline(t *testing.T) {
 
 	svc := h.service(toolgate.Options{Margin: 100 * time.Millisecond})
 	early, err := svc.Call(within(t, time.Second), h.req(toolspec.AutomationComplete, "crash", complete))
-	if err != nil || early.Status != http.StatusAccepted || early.Pending == nil {
+	if err != nil || early.Pending == nil {
 		t.Fatalf("duplicate before the deadline: %+v %v", early, err)
 	}
 	if h.exec.runs.Load() != 0 {
@@ -305,7 +304,7 @@ func TestCrashedCallerRunsAgainOnlyAfterItsDeadline(t *testing.T) {
 	}
 	// This duplicate waits for the crashed caller's deadline, then takes over.
 	late, err := svc.Call(within(t, 3*leaseSeconds*time.Second), h.req(toolspec.AutomationComplete, "crash", complete))
-	if err != nil || late.Status != http.StatusOK || late.Replayed {
+	if err != nil || late.Pending != nil || late.Replayed {
 		t.Fatalf("duplicate after the deadline: %+v %v", late, err)
 	}
 	if took := time.Since(began); took < leaseSeconds*time.Second {
@@ -371,11 +370,11 @@ func TestLongToolRunsOnTheQueue(t *testing.T) {
 	svc := h.service(toolgate.Options{LongWait: 300 * time.Millisecond})
 	args := `{"folder":"out"}`
 	first, err := svc.Call(t.Context(), h.req(toolspec.Verify, "v1", args))
-	if err != nil || first.Status != http.StatusAccepted || first.Pending.Status != "pending" || first.Pending.ToolCallID != "v1" {
+	if err != nil || first.Pending == nil || first.Pending.Status != "pending" || first.Pending.ToolCallID != "v1" {
 		t.Fatalf("first: %+v %v", first, err)
 	}
 	poll, err := svc.Call(t.Context(), h.req(toolspec.Verify, "v1", args))
-	if err != nil || poll.Status != http.StatusAccepted {
+	if err != nil || poll.Pending == nil {
 		t.Fatalf("poll while queued: %+v %v", poll, err)
 	}
 	msgs, err := h.tools.Receive(t.Context(), queue.MaxReceive, 2*time.Second)
@@ -394,7 +393,7 @@ func TestLongToolRunsOnTheQueue(t *testing.T) {
 		t.Fatalf("runs %d, want 1", got)
 	}
 	done, err := svc.Call(t.Context(), h.req(toolspec.Verify, "v1", args))
-	if err != nil || done.Status != http.StatusOK || !done.Replayed || !done.Result.Success {
+	if err != nil || done.Pending != nil || !done.Replayed || !done.Result.Success {
 		t.Errorf("after the worker: %+v %v", done, err)
 	}
 	if err := svc.RunQueued(t.Context(), `{"type":"tool.run","key":"nope","attempt":1}`); !errors.Is(err, toolgate.ErrMalformed) {
@@ -410,8 +409,8 @@ func TestFailedRunIsRetried(t *testing.T) {
 	h.exec.fail.Store(1)
 	svc := h.service(toolgate.Options{})
 	_, err := svc.Call(t.Context(), h.req(toolspec.AutomationComplete, "f", complete))
-	if env := apierror.EnvelopeOf(err); env.ErrorCode != apierror.ServiceUnavailable || !env.Retryable {
-		t.Fatalf("first: %+v", env)
+	if code := apierror.CodeOf(err); code != apierror.ServiceUnavailable {
+		t.Fatalf("first: %v", err)
 	}
 	out, err := svc.Call(t.Context(), h.req(toolspec.AutomationComplete, "f", complete))
 	if err != nil || out.Replayed || !out.Result.Success {
@@ -451,7 +450,7 @@ func TestCallsAreCheckedBeforeAnythingRuns(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := svc.Call(t.Context(), c.req)
-		if got := apierror.EnvelopeOf(err).ErrorCode; got != c.code {
+		if got := apierror.CodeOf(err); got != c.code {
 			t.Errorf("%s: %v (%s), want %s", c.name, err, got, c.code)
 		}
 	}

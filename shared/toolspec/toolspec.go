@@ -21,6 +21,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // Tool names. AutomationCompleteAlias is the same tool under the name of its
@@ -207,18 +209,10 @@ type (
 	EnvFilesArgs struct {
 		Files []EnvFile `json:"files"`
 	}
-	EnvSuggestion struct {
-		Label        string `json:"label"`
-		Value        string `json:"value,omitempty"`
-		Instructions string `json:"instructions,omitempty"`
-	}
-	EnvRequest struct {
-		Key         string          `json:"key"`
-		Description string          `json:"description,omitempty"`
-		Type        string          `json:"type,omitempty"`
-		Required    *bool           `json:"required,omitempty"`
-		Suggestions []EnvSuggestion `json:"suggestions,omitempty"`
-	}
+	// EnvSuggestion and EnvRequest are the wire's: the sandbox shows the
+	// arguments to the user as an env.request event.
+	EnvSuggestion  = sandboxwire.EnvSuggestion
+	EnvRequest     = sandboxwire.EnvKeyRequest
 	RequestEnvArgs struct {
 		Keys []EnvRequest `json:"keys"`
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/remote-agents/remote-agents/sandbox/sanitize"
+	"github.com/remote-agents/remote-agents/shared/sanitize"
 )
 
 func TestError(t *testing.T) {

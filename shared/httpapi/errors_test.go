@@ -1,4 +1,4 @@
-package apierror_test
+package httpapi_test
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/httpapi"
 )
 
 func TestEnvelopeOf(t *testing.T) {
@@ -13,21 +14,21 @@ func TestEnvelopeOf(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
-		want apierror.Envelope
+		want httpapi.Envelope
 	}{
 		{"not found", apierror.New(apierror.ProjectNotFound, "no project %q", "x"),
-			apierror.Envelope{Status: 404, ErrorCode: "project_not_found", Message: `no project "x"`}},
+			httpapi.Envelope{Status: 404, ErrorCode: "project_not_found", Message: `no project "x"`}},
 		{"timeout is retryable", apierror.New(apierror.AgentCreationTimeout, "slow"),
-			apierror.Envelope{Status: 408, ErrorCode: "agent_creation_timeout", Message: "slow", Retryable: true}},
+			httpapi.Envelope{Status: 408, ErrorCode: "agent_creation_timeout", Message: "slow", Retryable: true}},
 		{"wrapped", fmt.Errorf("create: %w", apierror.New(apierror.MissingToken, "no token")),
-			apierror.Envelope{Status: 401, ErrorCode: "missing_token", Message: "no token"}},
+			httpapi.Envelope{Status: 401, ErrorCode: "missing_token", Message: "no token"}},
 		{"guardrails", apierror.New(apierror.GuardrailsMissing, "g"),
-			apierror.Envelope{Status: 503, ErrorCode: "guardrails_missing", Message: "g"}},
+			httpapi.Envelope{Status: 503, ErrorCode: "guardrails_missing", Message: "g"}},
 		{"retry after", &apierror.Error{Code: apierror.ServiceUnavailable, Message: "busy", RetryAfter: 3},
-			apierror.Envelope{Status: 503, ErrorCode: "service_unavailable", Message: "busy", Retryable: true, RetryAfterSeconds: 3}},
+			httpapi.Envelope{Status: 503, ErrorCode: "service_unavailable", Message: "busy", Retryable: true, RetryAfterSeconds: 3}},
 	}
 	for _, tt := range tests {
-		if got := apierror.EnvelopeOf(tt.err); got != tt.want {
+		if got := httpapi.EnvelopeOf(tt.err); got != tt.want {
 			t.Errorf("%s: got %+v, want %+v", tt.name, got, tt.want)
 		}
 	}
@@ -39,11 +40,11 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 		errors.New("open /var/task/data/platform-guardrails.md: permission denied"),
 		&apierror.Error{Code: "made_up", Message: "secret detail"},
 	} {
-		env := apierror.EnvelopeOf(err)
+		env := httpapi.EnvelopeOf(err)
 		if env.ErrorCode != apierror.ServerError || env.Status != 500 || env.Message == err.Error() {
 			t.Errorf("%v leaked as %+v", err, env)
 		}
-		if !apierror.Internal(err) {
+		if !httpapi.Internal(err) {
 			t.Errorf("Internal(%v) = false", err)
 		}
 	}

@@ -1,0 +1,186 @@
+package sandboxwire
+
+import "time"
+
+// Routes of the sandbox channel, relative to Prefix + the session id + "/".
+const (
+	Prefix         = "/sandbox/"
+	RouteSpec      = "spec"
+	RouteStatus    = "status"
+	RouteHeartbeat = "heartbeat"
+	RouteInbox     = "inbox"
+	RouteEvents    = "events"
+	RouteUploads   = "uploads"
+	// InboxAfter is the inbox's query parameter: the cursor to read after.
+	InboxAfter = "after"
+)
+
+// State is a session's state as the channel speaks of it; the platform's
+// session package has the same values.
+type State string
+
+// The states a sandbox reports (Ready, Working, Idle, Ended, Failed) or is told
+// of in Orders (any of them).
+const (
+	Provisioning State = "provisioning"
+	Ready        State = "ready"
+	Working      State = "working"
+	Idle         State = "idle"
+	Ending       State = "ending"
+	Ended        State = "ended"
+	Failed       State = "failed"
+)
+
+// Terminal reports whether s is ended or failed.
+func (s State) Terminal() bool { return s == Ended || s == Failed }
+
+// Reason says why a sandbox ended or failed.
+type Reason string
+
+// The reasons a sandbox may report.
+const (
+	ReasonShutdown   Reason = "shutdown"
+	ReasonTimeout    Reason = "timeout"
+	ReasonCrashed    Reason = "crashed"
+	ReasonIdle       Reason = "idle"
+	ReasonError      Reason = "error"
+	ReasonTokenLimit Reason = "token_limit"
+)
+
+// Reportable lists the reasons a sandbox may send with ended or failed.
+var Reportable = []Reason{ReasonShutdown, ReasonIdle, ReasonError, ReasonTimeout, ReasonCrashed, ReasonTokenLimit}
+
+// SessionSetup is the session type whose sandbox registers the setup-only tools.
+const SessionSetup = "setup"
+
+// Spec is what a sandbox runs (GET spec).
+type Spec struct {
+	SessionID       string     `json:"session_id"`
+	Generation      int        `json:"generation"`
+	Guardrails      Guardrails `json:"guardrails"`
+	Persona         Persona    `json:"persona"`
+	InitialPrompt   string     `json:"initial_prompt"`
+	FeatureFlags    Features   `json:"feature_flags"`
+	TmuxSessionName string     `json:"tmux_session_name"`
+	// SessionType decides which contract tools the sandbox registers (setup-only
+	// tools only in SessionSetup sessions).
+	SessionType     string `json:"session_type"`
+	ConfigurationID string `json:"configuration_id,omitempty"`
+	// PromptMode and SystemPrompt are the mode prompt (package prompts), primed
+	// right after the guardrails.
+	PromptMode   string `json:"prompt_mode"`
+	SystemPrompt string `json:"system_prompt"`
+}
+
+// Guardrails is the platform guardrails document and its SHA-256, which ready
+// reports back.
+type Guardrails struct {
+	Content string `json:"content"`
+	Hash    string `json:"hash"`
+}
+
+// GuardrailsHashLen is the length of a guardrails hash (hex SHA-256).
+const GuardrailsHashLen = 64
+
+// Persona is who the agent is: its skill and experience are primed after the
+// guardrails.
+type Persona struct {
+	Slug       string `json:"slug"`
+	Name       string `json:"display_name"`
+	Skill      string `json:"skill"`
+	Experience string `json:"experience"`
+	Active     bool   `json:"active"`
+}
+
+// Features are the embed view's optional parts for the session.
+type Features struct {
+	FileUpload   bool `json:"file_upload"`
+	ContextUsage bool `json:"context_usage"`
+	VoiceMic     bool `json:"voice_mic"`
+}
+
+// StatusReport is what a sandbox reports (POST status).
+type StatusReport struct {
+	State          State  `json:"state"`
+	GuardrailsHash string `json:"guardrails_hash,omitempty"`
+	Reason         Reason `json:"reason,omitempty"`
+}
+
+// Orders answers status reports, heartbeats and inbox reads.
+type Orders struct {
+	Stop  bool  `json:"stop"`
+	State State `json:"state"`
+	// Messages are the user messages after the inbox cursor (inbox only);
+	// Next is the cursor to ask with next time.
+	Messages []InboxMessage `json:"messages,omitempty"`
+	// Env holds env values users submitted since the cursor (inbox only), for the
+	// sandbox's env file.
+	Env  map[string]string `json:"env,omitempty"`
+	Next int64             `json:"next,omitempty"`
+}
+
+// InboxMessage is a message a user sent the agent: text, files, or the answer
+// to one of the agent's questions.
+type InboxMessage struct {
+	Seq         int64             `json:"seq"`
+	Text        string            `json:"text"`
+	At          string            `json:"at"`
+	Answer      *Answer           `json:"answer,omitempty"`
+	Attachments []InboxAttachment `json:"attachments,omitempty"`
+}
+
+// Answer is the option a user clicked for one of the agent's questions.
+type Answer struct {
+	QuestionID string `json:"question_id"`
+	OptionID   string `json:"option_id"`
+}
+
+// InboxAttachment is a file a user attached, to download within AttachmentTTL.
+type InboxAttachment struct {
+	Name        string `json:"name"`
+	SizeBytes   int64  `json:"size_bytes"`
+	ContentType string `json:"content_type,omitempty"`
+	URL         string `json:"url"`
+}
+
+// AttachmentTTL is how long an inbox attachment URL works.
+const AttachmentTTL = 15 * time.Minute
+
+// EventsRequest is what a sandbox appends (POST events): 1 to
+// MaxEventsPerAppend events.
+type EventsRequest struct {
+	Events []Event `json:"events"`
+}
+
+// EventsResponse numbers the appended events.
+type EventsResponse struct {
+	FirstSeq int64 `json:"first_seq"`
+	LastSeq  int64 `json:"last_seq"`
+}
+
+// UploadsRequest asks for upload URLs for the files of one gateway tool call
+// (POST uploads).
+type UploadsRequest struct {
+	Tool       string       `json:"tool"`
+	ToolCallID string       `json:"tool_call_id"`
+	Files      []UploadFile `json:"files"`
+}
+
+// UploadFile is one file to upload, by its path relative to the uploaded folder.
+type UploadFile struct {
+	Path        string `json:"path"`
+	SizeBytes   int64  `json:"size_bytes"`
+	ContentType string `json:"content_type,omitempty"`
+}
+
+// UploadsResponse has one presigned PUT URL per file, valid for UploadTTL.
+type UploadsResponse struct {
+	Uploads []Upload `json:"uploads"`
+}
+
+// Upload is where one file goes.
+type Upload struct {
+	Path string `json:"path"`
+	Key  string `json:"key"`
+	URL  string `json:"url"`
+}

@@ -1,0 +1,253 @@
+package sandboxwire
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+)
+
+// The event types. Sandboxes append the agent's (agent.*, tool.call,
+// state.changed, session.token_limit, env.request); the platform appends the
+// user's (user.message, env.submitted). Apps and the embed view read them all.
+const (
+	TypeAgentMessage  = "agent.message"
+	TypeAgentError    = "agent.error"
+	TypeAgentQuestion = "agent.question"
+	TypeToolCall      = "tool.call"
+	TypeStateChanged  = "state.changed"
+	TypeTokenLimit    = "session.token_limit"
+	TypeEnvRequest    = "env.request"
+	TypeUserMessage   = "user.message"
+	TypeEnvSubmitted  = "env.submitted"
+	// TypeOutputVerification and TypeOutputSnapshot are appended by the
+	// platform when verify and save_snapshot have kept their files.
+	TypeOutputVerification = "output.verification"
+	TypeOutputSnapshot     = "output.snapshot"
+	// TypeAutomationCompleted is appended when automation.complete recorded a
+	// run's outcome.
+	TypeAutomationCompleted = "automation.completed"
+)
+
+// Types lists every event type, for clients (the embed view) and tests.
+var Types = []string{
+	TypeAgentMessage, TypeAgentError, TypeAgentQuestion, TypeToolCall, TypeStateChanged,
+	TypeTokenLimit, TypeEnvRequest, TypeUserMessage, TypeEnvSubmitted, TypeOutputVerification,
+	TypeOutputSnapshot, TypeAutomationCompleted,
+}
+
+// Payload is the data of one event type.
+type Payload interface {
+	// EventType is the type of the events carrying this payload.
+	EventType() string
+}
+
+// Event is one event on the wire: its type and its payload as a JSON object.
+type Event struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// NewEvent encodes p as an event of its type.
+func NewEvent(p Payload) (Event, error) {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return Event{}, fmt.Errorf("encode %s: %w", p.EventType(), err)
+	}
+	return Event{Type: p.EventType(), Data: raw}, nil
+}
+
+// Decode decodes an event's data, given as the generic map a store keeps, into
+// the payload p points to.
+func Decode(data map[string]any, p Payload) error {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("decode %s: %w", p.EventType(), err)
+	}
+	if err := json.Unmarshal(raw, p); err != nil {
+		return fmt.Errorf("decode %s: %w", p.EventType(), err)
+	}
+	return nil
+}
+
+// AgentMessage is a reply of the model: its text and how many tools it called.
+type AgentMessage struct {
+	Text      string `json:"text"`
+	ToolCalls int    `json:"tool_calls"`
+	Usage     Usage  `json:"usage"`
+}
+
+// Usage is the session's token use so far, and what the conversation holds now
+// against the model's window.
+type Usage struct {
+	InputTokens   int `json:"input_tokens"`
+	OutputTokens  int `json:"output_tokens"`
+	ContextTokens int `json:"context_tokens"`
+	ContextWindow int `json:"context_window"`
+}
+
+// AgentError is a failure the user should see, in words for them.
+type AgentError struct {
+	Text string `json:"text"`
+}
+
+// AgentQuestion is a question the agent asks, with options to click; the
+// answer comes back as a UserMessage with an Answer.
+type AgentQuestion struct {
+	QuestionID string   `json:"question_id"`
+	Text       string   `json:"text"`
+	Options    []Option `json:"options"`
+}
+
+// Option is one answer to an AgentQuestion.
+type Option struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+}
+
+// ToolCall is one tool the agent ran, with its arguments and output cut to
+// MaxEventTextChars.
+type ToolCall struct {
+	Tool    string `json:"tool"`
+	Args    string `json:"args"`
+	IsError bool   `json:"is_error"`
+	Output  string `json:"output"`
+}
+
+// StateChanged says the agent is working or idle.
+type StateChanged struct {
+	State State `json:"state"`
+}
+
+// TokenLimit says the session used up its token budget and is ending.
+type TokenLimit struct {
+	Limit int `json:"limit"`
+	Used  int `json:"used"`
+}
+
+// EnvRequest asks the user for env values (request_env_variables).
+type EnvRequest struct {
+	ToolCallID string          `json:"tool_call_id"`
+	Keys       []EnvKeyRequest `json:"keys"`
+}
+
+// EnvKeyRequest is one env value the agent asks for, as the model gave it to
+// request_env_variables.
+type EnvKeyRequest struct {
+	Key         string          `json:"key"`
+	Description string          `json:"description,omitempty"`
+	Type        string          `json:"type,omitempty"`
+	Required    *bool           `json:"required,omitempty"`
+	Suggestions []EnvSuggestion `json:"suggestions,omitempty"`
+}
+
+// EnvSuggestion is a hint for one env value: a label, a value, instructions.
+type EnvSuggestion struct {
+	Label        string `json:"label"`
+	Value        string `json:"value,omitempty"`
+	Instructions string `json:"instructions,omitempty"`
+}
+
+// OutputVerification says verify kept the evidence files of one call.
+type OutputVerification struct {
+	Tool       string         `json:"tool"`
+	ToolCallID string         `json:"tool_call_id"`
+	Folder     string         `json:"folder"`
+	Prefix     string         `json:"prefix"`
+	Files      []VerifiedFile `json:"files"`
+	FileCount  int            `json:"file_count"`
+	TotalBytes int64          `json:"total_bytes"`
+}
+
+// VerifiedFile is one kept evidence file.
+type VerifiedFile struct {
+	Path      string `json:"path"`
+	Key       string `json:"key"`
+	SizeBytes int64  `json:"size_bytes"`
+}
+
+// AutomationCompleted says automation.complete recorded a run's outcome.
+type AutomationCompleted struct {
+	Tool         string `json:"tool"`
+	ToolCallID   string `json:"tool_call_id"`
+	RunID        string `json:"run_id"`
+	CompletionID string `json:"completion_id"`
+	Outcome      string `json:"outcome"`
+}
+
+// OutputSnapshot says save_snapshot kept the workspace archive, for the
+// session or for its configuration (Target).
+type OutputSnapshot struct {
+	Tool        string `json:"tool"`
+	ToolCallID  string `json:"tool_call_id"`
+	SnapshotKey string `json:"snapshot_key"`
+	Target      string `json:"target"`
+	SizeBytes   int64  `json:"size_bytes"`
+}
+
+// UserMessage is a user's message: text, an answer, attachments.
+type UserMessage struct {
+	Text        string       `json:"text"`
+	Answer      *Answer      `json:"answer,omitempty"`
+	Attachments []Attachment `json:"attachments,omitempty"`
+	// ClientMessageID is the sender's id for the message, when it gave one.
+	ClientMessageID string `json:"client_message_id,omitempty"`
+}
+
+// Attachment is a file a user uploaded, by its object key.
+type Attachment struct {
+	Key         string `json:"key"`
+	Name        string `json:"name"`
+	SizeBytes   int64  `json:"size_bytes"`
+	ContentType string `json:"content_type,omitempty"`
+}
+
+// EnvSubmitted names the env keys a user submitted and where the values are
+// kept (never the values: events are shown to apps).
+type EnvSubmitted struct {
+	Keys []string `json:"keys"`
+	Ref  string   `json:"ref"`
+}
+
+// EventType implements Payload.
+func (AgentMessage) EventType() string { return TypeAgentMessage }
+
+// EventType implements Payload.
+func (AgentError) EventType() string { return TypeAgentError }
+
+// EventType implements Payload.
+func (AgentQuestion) EventType() string { return TypeAgentQuestion }
+
+// EventType implements Payload.
+func (ToolCall) EventType() string { return TypeToolCall }
+
+// EventType implements Payload.
+func (StateChanged) EventType() string { return TypeStateChanged }
+
+// EventType implements Payload.
+func (TokenLimit) EventType() string { return TypeTokenLimit }
+
+// EventType implements Payload.
+func (EnvRequest) EventType() string { return TypeEnvRequest }
+
+// EventType implements Payload.
+func (UserMessage) EventType() string { return TypeUserMessage }
+
+// EventType implements Payload.
+func (EnvSubmitted) EventType() string { return TypeEnvSubmitted }
+
+// EventType implements Payload.
+func (OutputVerification) EventType() string { return TypeOutputVerification }
+
+// EventType implements Payload.
+func (OutputSnapshot) EventType() string { return TypeOutputSnapshot }
+
+// EventType implements Payload.
+func (AutomationCompleted) EventType() string { return TypeAutomationCompleted }
+
+var eventType = regexp.MustCompile(`^[a-z][a-z0-9_.]*$`)
+
+// ValidEventType reports whether typ is lower-case words joined by '.' or '_',
+// at most MaxEventTypeLen bytes.
+func ValidEventType(typ string) bool {
+	return len(typ) <= MaxEventTypeLen && eventType.MatchString(typ)
+}

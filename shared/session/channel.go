@@ -1,0 +1,353 @@
+package session
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/guardrails"
+	"github.com/remote-agents/remote-agents/shared/prompts"
+	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/report"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/toolspec"
+)
+
+// Channel is the sandbox side of sessions: what a sandbox may read and do over
+// the sandbox channel (package sandboxwire), each call authenticated by the
+// sandbox token of the session's current launch.
+type Channel struct {
+	o Options
+}
+
+// NewChannel returns the sandbox channel's service. It uses o's Store,
+// Registry, Guardrails, Reporter, Blob, Log and Now.
+func NewChannel(o Options) *Channel {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return &Channel{o: o}
+}
+
+// Spec is what the sandbox of session id runs: guardrails, persona, initial
+// prompt, mode prompt and flags. It fails closed with guardrails_missing when
+// the guardrails cannot be read.
+func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, error) {
+	sess, err := AuthenticateSandbox(ctx, c.o.Store, id, tok)
+	if err != nil {
+		return sandboxwire.Spec{}, err
+	}
+	doc, err := guardrails.Load(ctx, c.o.Guardrails)
+	if err != nil {
+		reportGuardrails(ctx, c.o.Reporter, report.Critical, err.Error(), map[string]string{"agent_id": sess.ID, "persona_slug": sess.PersonaSlug})
+		return sandboxwire.Spec{}, apierror.New(apierror.GuardrailsMissing, "The platform guardrails are unavailable.")
+	}
+	persona, err := c.o.Registry.Persona(ctx, sess.PersonaSlug)
+	if err != nil {
+		return sandboxwire.Spec{}, err
+	}
+	pc := prompts.Context{SessionType: sess.SessionType, ClientType: sess.ClientType, Override: sess.SystemPrompt}
+	if sess.ConfigurationID != "" {
+		cfg, err := c.o.Registry.Configuration(ctx, sess.ConfigurationID)
+		if err != nil && !errors.Is(err, registry.ErrNotFound) {
+			return sandboxwire.Spec{}, err
+		}
+		pc.HasConfiguration, pc.RepoName = err == nil, cfg.RepoName
+	}
+	mode, text := prompts.Select(pc)
+	return sandboxwire.Spec{
+		SessionID:       sess.ID,
+		Generation:      sess.Generation,
+		Guardrails:      sandboxwire.Guardrails{Content: doc.Content, Hash: doc.Hash},
+		Persona:         sandboxwire.Persona(persona),
+		InitialPrompt:   sess.InitialPrompt,
+		FeatureFlags:    sandboxwire.Features(sess.Features),
+		TmuxSessionName: sess.TmuxSessionName,
+		SessionType:     cmp.Or(sess.SessionType, prompts.SessionCoding),
+		ConfigurationID: sess.ConfigurationID,
+		PromptMode:      string(mode),
+		SystemPrompt:    text,
+	}, nil
+}
+
+// Report applies a state the sandbox reports and returns its orders. A state
+// the session cannot move to from where it is is invalid_request.
+func (c *Channel) Report(ctx context.Context, id, tok string, in sandboxwire.StatusReport) (sandboxwire.Orders, error) {
+	sess, err := AuthenticateSandbox(ctx, c.o.Store, id, tok)
+	if err != nil {
+		return sandboxwire.Orders{}, err
+	}
+	change, err := changeFor(sess, in, c.o.Now())
+	if err != nil {
+		return sandboxwire.Orders{}, err
+	}
+	if change.To == Failed && sess.State == Provisioning {
+		// The sandbox could not deliver the priming message (guardrails first).
+		reportGuardrails(ctx, c.o.Reporter, report.Error, "sandbox failed to deliver the priming message",
+			map[string]string{"agent_id": sess.ID, "pane_id": sess.TmuxSessionName, "persona_slug": sess.PersonaSlug})
+	}
+	after, err := c.o.Store.Transition(ctx, sess.ID, change)
+	if errors.Is(err, ErrConflict) {
+		return sandboxwire.Orders{}, apierror.New(apierror.InvalidRequest, "The session cannot move from %s to %s.", sess.State, in.State)
+	}
+	if err != nil {
+		return sandboxwire.Orders{}, err
+	}
+	return orders(after), nil
+}
+
+// changeFor is the transition a status report asks for.
+func changeFor(sess Session, in sandboxwire.StatusReport, now time.Time) (Change, error) {
+	at := now.UTC().Format(time.RFC3339Nano)
+	to := State(in.State)
+	c := Change{To: to, Generation: sess.Generation}
+	switch to {
+	case Ready:
+		if len(in.GuardrailsHash) != sandboxwire.GuardrailsHashLen {
+			return c, apierror.New(apierror.InvalidRequest, "ready needs the guardrails_hash the agent was primed with.")
+		}
+		c.From = []State{Provisioning}
+		c.Set = map[string]any{
+			"guardrails_version_hash": in.GuardrailsHash,
+			"prompt_injected_at":      at,
+			"ready_at":                at,
+			"heartbeat_at":            at,
+		}
+	case Working, Idle:
+		c.From = Running
+	case Ended, Failed:
+		c.From = Live
+		c.Reason = Reason(in.Reason)
+		switch {
+		case sess.State == Ending:
+			c.Reason = ReasonShutdown
+		case c.Reason == "" && to == Failed:
+			c.Reason = ReasonError
+		case c.Reason == "":
+			c.Reason = ReasonIdle
+		}
+		if !slices.Contains(sandboxwire.Reportable, sandboxwire.Reason(c.Reason)) {
+			return c, apierror.New(apierror.InvalidRequest, "Unknown reason %q.", in.Reason)
+		}
+	default:
+		return c, apierror.New(apierror.InvalidRequest, "A sandbox cannot report state %q.", in.State)
+	}
+	return c, nil
+}
+
+// Heartbeat records that the sandbox is alive and returns its orders: stop
+// once the session is ending, ended, or launched again.
+func (c *Channel) Heartbeat(ctx context.Context, id, tok string) (sandboxwire.Orders, error) {
+	sess, err := AuthenticateSandbox(ctx, c.o.Store, id, tok)
+	if err != nil {
+		return sandboxwire.Orders{}, err
+	}
+	after, err := c.o.Store.Touch(ctx, sess.ID, sess.Generation, map[string]any{"heartbeat_at": c.o.Now().UTC().Format(time.RFC3339Nano)})
+	if errors.Is(err, ErrConflict) {
+		return sandboxwire.Orders{Stop: true, State: sandboxwire.State(sess.State)}, nil
+	}
+	if err != nil {
+		return sandboxwire.Orders{}, err
+	}
+	return orders(after), nil
+}
+
+// Inbox returns what the sandbox must act on after the cursor: user messages
+// (attachments as download URLs) and env values. It stops before an event it
+// cannot project yet, so that the next read tries it again.
+func (c *Channel) Inbox(ctx context.Context, id, tok string, after int64) (sandboxwire.Orders, error) {
+	sess, err := AuthenticateSandbox(ctx, c.o.Store, id, tok)
+	if err != nil {
+		return sandboxwire.Orders{}, err
+	}
+	out := orders(sess)
+	out.Next = max(after, 0)
+	evs, err := c.o.Store.Events(ctx, sess.ID, out.Next, sandboxwire.InboxPage)
+	if err != nil {
+		return sandboxwire.Orders{}, err
+	}
+	for _, e := range Contiguous(evs, out.Next, c.o.Now()) {
+		switch e.Type {
+		case sandboxwire.TypeUserMessage:
+			m, err := c.inboxMessage(ctx, sess.ID, e)
+			if err != nil {
+				return out, nil
+			}
+			out.Messages = append(out.Messages, m)
+		case sandboxwire.TypeEnvSubmitted:
+			values, err := c.envValues(ctx, sess.ID, e)
+			if err != nil {
+				return out, nil
+			}
+			if out.Env == nil {
+				out.Env = map[string]string{}
+			}
+			maps.Copy(out.Env, values)
+		}
+		out.Next = e.Seq
+	}
+	return out, nil
+}
+
+// inboxMessage turns a user.message event into what the sandbox acts on.
+func (c *Channel) inboxMessage(ctx context.Context, sessionID string, e Event) (sandboxwire.InboxMessage, error) {
+	m := sandboxwire.InboxMessage{Seq: e.Seq, At: e.At}
+	var in sandboxwire.UserMessage
+	if err := sandboxwire.Decode(e.Data, &in); err != nil {
+		c.o.Log.WarnContext(ctx, "damaged user message", slog.String("session_id", sessionID), slog.Int64("seq", e.Seq), slog.String("error", err.Error()))
+		return m, nil // damaged: pass it by rather than block the inbox
+	}
+	m.Text, m.Answer = in.Text, in.Answer
+	for _, a := range in.Attachments {
+		if !strings.HasPrefix(a.Key, AttachmentPrefix(sessionID)) {
+			continue
+		}
+		u, err := c.o.Blob.PresignGet(ctx, a.Key, sandboxwire.AttachmentTTL)
+		if err != nil {
+			return m, err
+		}
+		m.Attachments = append(m.Attachments, sandboxwire.InboxAttachment{Name: a.Name, SizeBytes: a.SizeBytes, ContentType: a.ContentType, URL: u})
+	}
+	return m, nil
+}
+
+// envValues reads the values an env.submitted event refers to.
+func (c *Channel) envValues(ctx context.Context, sessionID string, e Event) (map[string]string, error) {
+	var in sandboxwire.EnvSubmitted
+	if err := sandboxwire.Decode(e.Data, &in); err != nil || !strings.HasPrefix(in.Ref, envPrefix(sessionID)) {
+		return nil, nil // not ours to read
+	}
+	r, _, err := c.o.Blob.Get(ctx, in.Ref)
+	if err != nil {
+		c.o.Log.WarnContext(ctx, "read env values", slog.String("session_id", sessionID), slog.String("error", err.Error()))
+		return nil, err
+	}
+	defer func() { _ = r.Close() }()
+	var values map[string]string
+	if err := json.NewDecoder(io.LimitReader(r, sandboxwire.MaxEnvBytes)).Decode(&values); err != nil {
+		c.o.Log.WarnContext(ctx, "decode env values", slog.String("session_id", sessionID), slog.String("error", err.Error()))
+		return nil, nil // damaged: skip it rather than block the inbox
+	}
+	return values, nil
+}
+
+// Append appends the sandbox's events to its session and returns their
+// sequence numbers.
+func (c *Channel) Append(ctx context.Context, id, tok string, in sandboxwire.EventsRequest) (sandboxwire.EventsResponse, error) {
+	sess, err := AuthenticateSandbox(ctx, c.o.Store, id, tok)
+	if err != nil {
+		return sandboxwire.EventsResponse{}, err
+	}
+	if len(in.Events) == 0 || len(in.Events) > sandboxwire.MaxEventsPerAppend {
+		return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "Send 1 to %d events.", sandboxwire.MaxEventsPerAppend)
+	}
+	events := make([]Event, len(in.Events))
+	for i, e := range in.Events {
+		if !sandboxwire.ValidEventType(e.Type) {
+			return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "events[%d].type must be lower-case words joined by '.' or '_'.", i)
+		}
+		if len(e.Data) > sandboxwire.MaxEventBytes {
+			return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "events[%d].data is larger than %d bytes.", i, sandboxwire.MaxEventBytes)
+		}
+		var data map[string]any
+		if len(e.Data) > 0 {
+			if err := json.Unmarshal(e.Data, &data); err != nil {
+				return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "events[%d].data must be a JSON object.", i)
+			}
+		}
+		events[i] = Event{Type: e.Type, Data: data}
+	}
+	stored, err := c.o.Store.AppendEvents(ctx, sess.ID, sess.Generation, events)
+	if errors.Is(err, ErrConflict) {
+		return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "The session has ended.")
+	}
+	if err != nil {
+		return sandboxwire.EventsResponse{}, err
+	}
+	return sandboxwire.EventsResponse{FirstSeq: stored[0].Seq, LastSeq: stored[len(stored)-1].Seq}, nil
+}
+
+// Uploads returns presigned PUT URLs for the files of one gateway tool call:
+// verify's evidence files and save_snapshot's archive go straight to the
+// bucket, under the call's prefix, where the tool's effect finds them.
+func (c *Channel) Uploads(ctx context.Context, id, tok string, in sandboxwire.UploadsRequest) (sandboxwire.UploadsResponse, error) {
+	sess, err := AuthenticateSandbox(ctx, c.o.Store, id, tok)
+	if err != nil {
+		return sandboxwire.UploadsResponse{}, err
+	}
+	if err := checkUploads(in); err != nil {
+		return sandboxwire.UploadsResponse{}, err
+	}
+	prefix := toolspec.UploadPrefix(sess.ID, in.Tool, in.ToolCallID)
+	out := sandboxwire.UploadsResponse{Uploads: make([]sandboxwire.Upload, 0, len(in.Files))}
+	for _, f := range in.Files {
+		key := prefix + f.Path
+		u, err := c.o.Blob.PresignPut(ctx, key, f.ContentType, sandboxwire.UploadTTL)
+		if err != nil {
+			return sandboxwire.UploadsResponse{}, err
+		}
+		out.Uploads = append(out.Uploads, sandboxwire.Upload{Path: f.Path, Key: key, URL: u})
+	}
+	return out, nil
+}
+
+func checkUploads(in sandboxwire.UploadsRequest) error {
+	invalid := func(format string, args ...any) error { return apierror.New(apierror.InvalidRequest, format, args...) }
+	if !toolspec.ValidCallID(in.ToolCallID) {
+		return invalid("tool_call_id must be 1 to %d printable ASCII characters.", toolspec.MaxCallIDLen)
+	}
+	if len(in.Files) == 0 || len(in.Files) > sandboxwire.MaxUploadFiles {
+		return invalid("Send 1 to %d files.", sandboxwire.MaxUploadFiles)
+	}
+	switch in.Tool {
+	case toolspec.Verify:
+	case toolspec.SaveSnapshot:
+		if len(in.Files) != 1 || in.Files[0].Path != sandboxwire.SnapshotObject {
+			return invalid("save_snapshot uploads exactly one file, %s.", sandboxwire.SnapshotObject)
+		}
+		if in.Files[0].SizeBytes > sandboxwire.MaxSnapshotBytes {
+			return invalid("A snapshot may be at most %d bytes.", int64(sandboxwire.MaxSnapshotBytes))
+		}
+	default:
+		return invalid("Only verify and save_snapshot upload files.")
+	}
+	seen := map[string]bool{}
+	for i, f := range in.Files {
+		if !sandboxwire.ValidUploadPath(f.Path) {
+			return invalid("files[%d].path must be a clean relative path of at most %d bytes.", i, sandboxwire.MaxUploadPathBytes)
+		}
+		if seen[f.Path] {
+			return invalid("files[%d].path %q is listed twice.", i, f.Path)
+		}
+		seen[f.Path] = true
+		if f.SizeBytes < 0 || (in.Tool == toolspec.Verify && f.SizeBytes > sandboxwire.MaxEvidenceBytes) {
+			return invalid("files[%d] must be at most %d bytes.", i, sandboxwire.MaxEvidenceBytes)
+		}
+		if len(f.ContentType) > sandboxwire.MaxContentTypeBytes {
+			return invalid("files[%d].content_type is too long.", i)
+		}
+	}
+	return nil
+}
+
+// orders tells a sandbox to stop once its session is ending or over.
+func orders(s Session) sandboxwire.Orders {
+	return sandboxwire.Orders{Stop: s.State == Ending || s.State.Terminal(), State: sandboxwire.State(s.State)}
+}
+
+// reportGuardrails reports a failure to prime an agent with the guardrails:
+// the one place such an exception is built.
+func reportGuardrails(ctx context.Context, r Reporter, sev report.Severity, msg string, context map[string]string) {
+	r.Report(ctx, report.Exception{Source: "guardrail_injection", Severity: sev, Message: msg, Context: context})
+}

@@ -155,7 +155,7 @@ func (c *conversation) turn(ctx context.Context) error {
 				return err
 			}
 			if err := c.emit(ctx, "tool.call", map[string]any{
-				"tool": call.Name, "args": clip(string(call.Args)), "is_error": out.IsError, "output": clip(out.Content),
+				"tool": call.Name, "args": llm.Clip(string(call.Args), maxEventChars), "is_error": out.IsError, "output": llm.Clip(out.Content, maxEventChars),
 			}); err != nil {
 				return err
 			}
@@ -176,12 +176,4 @@ func (c *conversation) state(ctx context.Context, st session.State) error {
 
 func (c *conversation) emit(ctx context.Context, typ string, data map[string]any) error {
 	return c.cl.Emit(ctx, typ, data)
-}
-
-func clip(s string) string {
-	r := []rune(s)
-	if len(r) <= maxEventChars {
-		return s
-	}
-	return string(r[:maxEventChars]) + "…"
 }

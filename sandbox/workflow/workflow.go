@@ -6,7 +6,6 @@ package workflow
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -412,7 +411,7 @@ func (r *run) converse(ctx context.Context, g *agentfile.Goal, agent, system, us
 				return "", used, fmt.Errorf("tool %s: %w", call.Name, err)
 			}
 			r.emit(Event{Type: ToolCallEvent, Goal: g.Name, Agent: agent, Iteration: iteration, Tool: call.Name,
-				Args: compact(call.Args), Output: out.Content, IsError: out.IsError, Latency: float64(time.Since(started).Microseconds()) / 1000})
+				Args: llm.Clip(string(call.Args), maxArgs), Output: out.Content, IsError: out.IsError, Latency: float64(time.Since(started).Microseconds()) / 1000})
 			result := llm.Message{Role: llm.ToolRole, ToolCallID: call.ID, Content: out.Content, IsError: out.IsError}
 			r.message(g.Name, agent, result)
 			msgs = append(msgs, result)
@@ -427,14 +426,6 @@ func (r *run) message(goal, agent string, m llm.Message) {
 	}
 }
 
-func compact(raw json.RawMessage) string {
-	s := string(raw)
-	if len(s) > 500 {
-		s = s[:500] + "…"
-	}
-	return s
-}
-
 func (r *run) systemPrompt(persona string) string {
 	var b strings.Builder
 	if persona != "" {
@@ -446,8 +437,12 @@ func (r *run) systemPrompt(persona string) string {
 	return b.String()
 }
 
-// maxContext bounds how much of an earlier goal's output goes into a prompt.
-const maxContext = 4000
+// Bounds, in runes: how much of an earlier goal's output goes into a prompt, and
+// of a tool call's arguments into an event.
+const (
+	maxContext = 4000
+	maxArgs    = 500
+)
 
 func (r *run) userPrompt(g *agentfile.Goal, step *agentfile.Step, iteration int, previous string) string {
 	r.mu.Lock()
@@ -466,7 +461,7 @@ func (r *run) userPrompt(g *agentfile.Goal, step *agentfile.Step, iteration int,
 	for _, other := range r.wf.Goals {
 		out, ok := vars[other.Name]
 		if ok && other.Name != g.Name && !contains(referenced, other.Name) {
-			earlier = append(earlier, fmt.Sprintf("- %s: %s", other.Name, clip(out, maxContext)))
+			earlier = append(earlier, fmt.Sprintf("- %s: %s", other.Name, llm.Clip(out, maxContext)))
 		}
 	}
 	if len(earlier) > 0 {
@@ -475,7 +470,7 @@ func (r *run) userPrompt(g *agentfile.Goal, step *agentfile.Step, iteration int,
 	if step.Kind == agentfile.LoopStep && iteration > 0 {
 		fmt.Fprintf(&b, "\n\nThis is iteration %d of loop %s.", iteration, step.Name)
 		if previous != "" {
-			b.WriteString(" Your result in the previous iteration:\n" + clip(previous, maxContext))
+			b.WriteString(" Your result in the previous iteration:\n" + llm.Clip(previous, maxContext))
 		}
 	}
 	return b.String()
@@ -488,11 +483,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

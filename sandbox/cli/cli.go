@@ -24,6 +24,7 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/telemetry"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/sandbox/workflow"
+	"github.com/remote-agents/remote-agents/shared/sanitize"
 )
 
 // Exit statuses.
@@ -149,7 +150,7 @@ func Inspect(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "\ngoals:")
 	for _, g := range wf.Goals {
-		src := fmt.Sprintf("%q", excerpt(g.Prompt, 60))
+		src := fmt.Sprintf("%q", sanitize.Clip(oneLine(g.Prompt), 60))
 		if g.From != "" {
 			src = "from " + g.From
 		}
@@ -472,9 +473,9 @@ func printEvent(w io.Writer) func(workflow.Event) {
 			if e.IsError {
 				status = "failed"
 			}
-			line = fmt.Sprintf("    tool %s %s (%s)", e.Tool, excerpt(e.Args, 80), status)
+			line = fmt.Sprintf("    tool %s %s (%s)", e.Tool, sanitize.Clip(oneLine(e.Args), 80), status)
 		case workflow.GoalComplete:
-			line = fmt.Sprintf("  goal %s complete: %s", e.Goal, excerpt(e.Output, 80))
+			line = fmt.Sprintf("  goal %s complete: %s", e.Goal, sanitize.Clip(oneLine(e.Output), 80))
 		case workflow.StepComplete:
 			line = "step " + e.Step + " complete"
 		case workflow.WorkflowComplete:
@@ -488,13 +489,8 @@ func printEvent(w io.Writer) func(workflow.Event) {
 	}
 }
 
-func excerpt(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len([]rune(s)) <= n {
-		return s
-	}
-	return string([]rune(s)[:n]) + "…"
-}
+// oneLine folds runs of white space, line breaks included, into single spaces.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Main dispatches the workflow commands; it returns false for other commands.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) (int, bool) {

@@ -1,7 +1,8 @@
 // Package llm is the agent's view of a language model: one Provider interface
 // (Chat, Stream) over messages and tool definitions, whatever the vendor behind it.
 // Adapters use each vendor's native SDK; Scripted replays a script for tests and
-// offline runs.
+// offline runs. Loop is the one agent loop over a model and its tools: model call,
+// tool calls, results back to the model, repeat.
 package llm
 
 import (

@@ -10,7 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/remote-agents/remote-agents/shared/sanitize"
 )
 
 // ScriptedNotice starts every reply the scripted provider makes up when its script
@@ -102,7 +103,7 @@ func (s *Scripted) Chat(ctx context.Context, req Request) (Response, error) {
 	s.calls++
 	in := estimateTokens(req)
 	if s.next >= len(s.steps) {
-		text := ScriptedNotice + " I received: " + excerpt(lastUser(req.Messages), 200)
+		text := ScriptedNotice + " I received: " + sanitize.Clip(strings.Join(strings.Fields(lastUser(req.Messages)), " "), 200)
 		return Response{Content: text, Usage: Usage{InputTokens: in, OutputTokens: len(text) / 4}, StopReason: "end_turn", Model: "scripted"}, nil
 	}
 	step := s.steps[s.next]
@@ -164,17 +165,6 @@ func lastUser(msgs []Message) string {
 		}
 	}
 	return ""
-}
-
-func excerpt(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 func estimateTokens(req Request) int {

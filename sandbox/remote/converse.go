@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,7 +14,6 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/providers"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
-	"github.com/remote-agents/remote-agents/sandbox/workflow"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/sanitize"
 )
@@ -28,7 +28,7 @@ const (
 type Brain struct {
 	Provider llm.Provider
 	Model    string
-	Tools    workflow.Tools
+	Tools    llm.Tools
 	// TokenLimit stops the session once input+output tokens exceed it; 0: none.
 	TokenLimit int
 	MaxTokens  int
@@ -88,10 +88,10 @@ func BrainFromEnv(workspace string, extra func(*tools.Registry, *policy.Policy) 
 
 // Sanitised wraps tools so that failures reach the model and the events only as
 // sanitised text (FR2): no paths, tracebacks, module names or pids.
-type Sanitised struct{ workflow.Tools }
+type Sanitised struct{ llm.Tools }
 
 // Run runs a call and sanitises a failure.
-func (s Sanitised) Run(ctx context.Context, call llm.ToolCall) (workflow.ToolResult, error) {
+func (s Sanitised) Run(ctx context.Context, call llm.ToolCall) (llm.ToolResult, error) {
 	res, err := s.Tools.Run(ctx, call)
 	if err == nil && res.IsError {
 		res.Content = sanitize.Error(res.Content)
@@ -110,60 +110,56 @@ type conversation struct {
 }
 
 // errTokenLimit stops the session when its budget is spent.
-var errTokenLimit = fmt.Errorf("token limit reached")
+var errTokenLimit = llm.ErrTokenLimit
 
 // turn answers the last user message: model calls and tool calls until the model
 // replies without tools, reporting working, every message and tool call, and idle.
+// A model that cannot be reached or keeps calling tools ends the turn, not the
+// session; a spent token budget ends the session (errTokenLimit).
 func (c *conversation) turn(ctx context.Context) error {
 	if err := c.state(ctx, sandboxwire.Working); err != nil {
 		return err
 	}
-	var defs []llm.Tool
-	if c.brain.Tools != nil {
-		defs = c.brain.Tools.Definitions()
+	loop := llm.Loop{Provider: c.brain.Provider, Model: c.brain.Model, System: c.system, MaxTokens: c.brain.MaxTokens,
+		Tools: c.brain.Tools, MaxTurns: maxTurnCalls, TokenLimit: c.brain.TokenLimit, OnEvent: c.report}
+	conv := llm.Conversation{Messages: c.msgs, Usage: c.used}
+	_, err := loop.Run(ctx, &conv)
+	c.msgs, c.used = conv.Messages, conv.Usage
+	if model, ok := errors.AsType[*llm.ModelError](err); ok {
+		_ = c.emit(ctx, sandboxwire.AgentError{Text: "The model could not be reached; try again."})
+		c.log.Warn("model call failed", slog.String("error", model.Err.Error()))
+		return c.state(ctx, sandboxwire.Idle)
 	}
-	for range maxTurnCalls {
-		res, err := c.brain.Provider.Chat(ctx, llm.Request{Model: c.brain.Model, System: c.system, Messages: c.msgs, Tools: defs, MaxTokens: c.brain.MaxTokens})
-		if err != nil {
-			_ = c.emit(ctx, sandboxwire.AgentError{Text: "The model could not be reached; try again."})
-			c.log.Warn("model call failed", slog.String("error", err.Error()))
-			return c.state(ctx, sandboxwire.Idle)
-		}
-		c.used = c.used.Add(res.Usage)
-		reply := llm.Message{Role: llm.Assistant, Content: res.Content, ToolCalls: res.ToolCalls}
-		c.msgs = append(c.msgs, reply)
-		if err := c.emit(ctx, sandboxwire.AgentMessage{
-			Text: res.Content, ToolCalls: len(res.ToolCalls),
-			Usage: sandboxwire.Usage{
-				InputTokens: c.used.InputTokens, OutputTokens: c.used.OutputTokens,
-				// What the conversation holds now, against the model's window.
-				ContextTokens: res.Usage.InputTokens + res.Usage.OutputTokens, ContextWindow: c.brain.ContextWindow,
-			},
-		}); err != nil {
-			return err
-		}
-		if c.brain.TokenLimit > 0 && c.used.InputTokens+c.used.OutputTokens > c.brain.TokenLimit {
-			_ = c.emit(ctx, sandboxwire.TokenLimit{Limit: c.brain.TokenLimit, Used: c.used.InputTokens + c.used.OutputTokens})
-			return errTokenLimit
-		}
-		if len(res.ToolCalls) == 0 {
-			return c.state(ctx, sandboxwire.Idle)
-		}
-		for _, call := range res.ToolCalls {
-			out, err := c.brain.Tools.Run(ctx, call)
-			if err != nil {
-				return err
-			}
-			if err := c.emit(ctx, sandboxwire.ToolCall{
-				Tool: call.Name, Args: clip(string(call.Args)), IsError: out.IsError, Output: clip(out.Content),
-			}); err != nil {
-				return err
-			}
-			c.msgs = append(c.msgs, llm.Message{Role: llm.ToolRole, ToolCallID: call.ID, Content: out.Content, IsError: out.IsError})
-		}
+	switch {
+	case errors.Is(err, llm.ErrTokenLimit):
+		_ = c.emit(ctx, sandboxwire.TokenLimit{Limit: c.brain.TokenLimit, Used: c.used.InputTokens + c.used.OutputTokens})
+		return errTokenLimit
+	case errors.Is(err, llm.ErrMaxTurns):
+		_ = c.emit(ctx, sandboxwire.AgentError{Text: "The agent stopped after too many steps for one message."})
+	case err != nil:
+		return err
 	}
-	_ = c.emit(ctx, sandboxwire.AgentError{Text: "The agent stopped after too many steps for one message."})
 	return c.state(ctx, sandboxwire.Idle)
+}
+
+// report emits each model reply, with the tokens used, and each tool call.
+func (c *conversation) report(ctx context.Context, e llm.LoopEvent) error {
+	switch e.Type {
+	case llm.ModelReplied:
+		return c.emit(ctx, sandboxwire.AgentMessage{
+			Text: e.Message.Content, ToolCalls: len(e.Message.ToolCalls),
+			Usage: sandboxwire.Usage{
+				InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens,
+				// What the conversation holds now, against the model's window.
+				ContextTokens: e.Response.Usage.InputTokens + e.Response.Usage.OutputTokens, ContextWindow: c.brain.ContextWindow,
+			},
+		})
+	case llm.ToolFinished:
+		return c.emit(ctx, sandboxwire.ToolCall{
+			Tool: e.Call.Name, Args: sanitize.Clip(string(e.Call.Args), maxEventChars), IsError: e.Message.IsError, Output: sanitize.Clip(e.Message.Content, maxEventChars),
+		})
+	}
+	return nil
 }
 
 // state reports a state change to the session and appends it to its events.
@@ -176,12 +172,4 @@ func (c *conversation) state(ctx context.Context, st sandboxwire.State) error {
 
 func (c *conversation) emit(ctx context.Context, p sandboxwire.Payload) error {
 	return c.cl.Emit(ctx, p)
-}
-
-func clip(s string) string {
-	r := []rune(s)
-	if len(r) <= maxEventChars {
-		return s
-	}
-	return string(r[:maxEventChars]) + "…"
 }

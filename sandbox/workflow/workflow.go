@@ -6,7 +6,6 @@ package workflow
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -17,28 +16,20 @@ import (
 
 	"github.com/remote-agents/remote-agents/sandbox/agentfile"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
+	"github.com/remote-agents/remote-agents/shared/sanitize"
 )
 
 // ConvergedMarker is how a model signals, on a line of its own, that a goal is met.
 const ConvergedMarker = "CONVERGED"
 
 // DefaultMaxToolTurns bounds the model calls of one goal conversation.
-const DefaultMaxToolTurns = 25
+const DefaultMaxToolTurns = llm.DefaultMaxTurns
 
 // ToolResult is what a tool gives back; a failed tool is content for the model.
-type ToolResult struct {
-	Content string
-	IsError bool
-}
+type ToolResult = llm.ToolResult
 
-// Tools runs the tools a model may call.
-type Tools interface {
-	// Definitions are the tools as the model sees them.
-	Definitions() []llm.Tool
-	// Run runs one call. A tool that fails returns a result with IsError; an error
-	// means the run itself cannot go on.
-	Run(ctx context.Context, call llm.ToolCall) (ToolResult, error)
-}
+// Tools runs the tools a model may call (see llm.Tools).
+type Tools = llm.Tools
 
 // Event types, as the stdio transport and stderr report them.
 const (
@@ -376,63 +367,37 @@ func (r *run) multiAgent(ctx context.Context, g *agentfile.Goal, user string, it
 }
 
 // converse runs the model with the tools until it answers without tool calls.
+// It reports whether tools were used.
 func (r *run) converse(ctx context.Context, g *agentfile.Goal, agent, system, user string, iteration int) (string, bool, error) {
-	msgs := []llm.Message{{Role: llm.User, Content: user}}
-	r.message(g.Name, agent, msgs[0])
-	var tools []llm.Tool
-	if r.o.Tools != nil {
-		tools = r.o.Tools.Definitions()
-	}
-	used := false
-	for turn := 0; turn < r.o.MaxToolTurns; turn++ {
-		began := time.Now()
-		res, err := r.o.Provider.Chat(ctx, llm.Request{Model: r.o.Model, System: system, Messages: msgs, Tools: tools, MaxTokens: r.o.MaxTokens})
-		if err != nil {
-			return "", used, err
-		}
-		r.mu.Lock()
-		r.res.Usage = r.res.Usage.Add(res.Usage)
-		r.mu.Unlock()
-		reply := llm.Message{Role: llm.Assistant, Content: res.Content, ToolCalls: res.ToolCalls}
-		r.message(g.Name, agent, reply)
-		r.emit(Event{Type: ModelReply, Goal: g.Name, Agent: agent, Iteration: iteration, Usage: res.Usage,
-			Latency: float64(time.Since(began).Microseconds()) / 1000, Model: res.Model})
-		if len(res.ToolCalls) == 0 {
-			return res.Content, used, nil
-		}
-		if r.o.Tools == nil {
-			return "", used, errors.New("the model called a tool, but no tools are available")
-		}
-		used = true
-		msgs = append(msgs, reply)
-		for _, call := range res.ToolCalls {
-			started := time.Now()
-			out, err := r.o.Tools.Run(ctx, call)
-			if err != nil {
-				return "", used, fmt.Errorf("tool %s: %w", call.Name, err)
+	first := llm.Message{Role: llm.User, Content: user}
+	r.message(g.Name, agent, first)
+	loop := llm.Loop{Provider: r.o.Provider, Model: r.o.Model, System: system, MaxTokens: r.o.MaxTokens, Tools: r.o.Tools, MaxTurns: r.o.MaxToolTurns,
+		OnEvent: func(_ context.Context, e llm.LoopEvent) error {
+			switch e.Type {
+			case llm.ModelReplied:
+				r.mu.Lock()
+				r.res.Usage = r.res.Usage.Add(e.Response.Usage)
+				r.mu.Unlock()
+				r.message(g.Name, agent, e.Message)
+				r.emit(Event{Type: ModelReply, Goal: g.Name, Agent: agent, Iteration: iteration, Usage: e.Response.Usage,
+					Latency: milliseconds(e.Latency), Model: e.Response.Model})
+			case llm.ToolFinished:
+				r.emit(Event{Type: ToolCallEvent, Goal: g.Name, Agent: agent, Iteration: iteration, Tool: e.Call.Name,
+					Args: sanitize.Clip(string(e.Call.Args), maxArgs), Output: e.Message.Content, IsError: e.Message.IsError, Latency: milliseconds(e.Latency)})
+				r.message(g.Name, agent, e.Message)
 			}
-			r.emit(Event{Type: ToolCallEvent, Goal: g.Name, Agent: agent, Iteration: iteration, Tool: call.Name,
-				Args: compact(call.Args), Output: out.Content, IsError: out.IsError, Latency: float64(time.Since(started).Microseconds()) / 1000})
-			result := llm.Message{Role: llm.ToolRole, ToolCallID: call.ID, Content: out.Content, IsError: out.IsError}
-			r.message(g.Name, agent, result)
-			msgs = append(msgs, result)
-		}
-	}
-	return "", used, fmt.Errorf("no answer after %d model calls", r.o.MaxToolTurns)
+			return nil
+		}}
+	out, err := loop.Run(ctx, &llm.Conversation{Messages: []llm.Message{first}})
+	return out.Reply.Content, out.ToolCalls > 0, err
 }
+
+func milliseconds(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func (r *run) message(goal, agent string, m llm.Message) {
 	if r.o.OnMessage != nil {
 		r.o.OnMessage(goal, agent, m)
 	}
-}
-
-func compact(raw json.RawMessage) string {
-	s := string(raw)
-	if len(s) > 500 {
-		s = s[:500] + "…"
-	}
-	return s
 }
 
 func (r *run) systemPrompt(persona string) string {
@@ -446,8 +411,12 @@ func (r *run) systemPrompt(persona string) string {
 	return b.String()
 }
 
-// maxContext bounds how much of an earlier goal's output goes into a prompt.
-const maxContext = 4000
+// Bounds, in runes: how much of an earlier goal's output goes into a prompt, and
+// of a tool call's arguments into an event.
+const (
+	maxContext = 4000
+	maxArgs    = 500
+)
 
 func (r *run) userPrompt(g *agentfile.Goal, step *agentfile.Step, iteration int, previous string) string {
 	r.mu.Lock()
@@ -466,7 +435,7 @@ func (r *run) userPrompt(g *agentfile.Goal, step *agentfile.Step, iteration int,
 	for _, other := range r.wf.Goals {
 		out, ok := vars[other.Name]
 		if ok && other.Name != g.Name && !contains(referenced, other.Name) {
-			earlier = append(earlier, fmt.Sprintf("- %s: %s", other.Name, clip(out, maxContext)))
+			earlier = append(earlier, fmt.Sprintf("- %s: %s", other.Name, sanitize.Clip(out, maxContext)))
 		}
 	}
 	if len(earlier) > 0 {
@@ -475,7 +444,7 @@ func (r *run) userPrompt(g *agentfile.Goal, step *agentfile.Step, iteration int,
 	if step.Kind == agentfile.LoopStep && iteration > 0 {
 		fmt.Fprintf(&b, "\n\nThis is iteration %d of loop %s.", iteration, step.Name)
 		if previous != "" {
-			b.WriteString(" Your result in the previous iteration:\n" + clip(previous, maxContext))
+			b.WriteString(" Your result in the previous iteration:\n" + sanitize.Clip(previous, maxContext))
 		}
 	}
 	return b.String()
@@ -488,11 +457,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

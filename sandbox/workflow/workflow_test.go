@@ -266,3 +266,22 @@ func BenchmarkToolLoopStep(b *testing.B) {
 		}
 	}
 }
+
+func TestGoalConversationEndsAtMaxToolTurns(t *testing.T) {
+	t.Parallel()
+	wf := parse(t, "NAME w\nGOAL g \"do it\"\nRUN r USING g")
+	p := &recorder{answer: func(llm.Request, int) llm.Response {
+		return llm.Response{ToolCalls: []llm.ToolCall{{ID: "a", Name: "note", Args: json.RawMessage(`{"text":"again"}`)}}}
+	}}
+	var events []string
+	_, err := workflow.Run(t.Context(), wf, nil, workflow.Options{Provider: p, Tools: &echoTools{}, MaxToolTurns: 2, OnEvent: func(e workflow.Event) {
+		events = append(events, e.Type)
+	}})
+	if !errors.Is(err, llm.ErrMaxTurns) || err.Error() != "goal g: no answer after 2 model calls" || len(p.reqs) != 2 {
+		t.Errorf("error %v after %d model calls", err, len(p.reqs))
+	}
+	want := "workflow_started step_started goal_started model_reply tool_call model_reply tool_call error"
+	if strings.Join(events, " ") != want {
+		t.Errorf("events %v", events)
+	}
+}

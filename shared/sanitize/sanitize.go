@@ -39,9 +39,7 @@ func Error(output string) string {
 	s = pids.ReplaceAllString(s, "")
 	s = strings.TrimSpace(spaces.ReplaceAllString(s, " "))
 	s = strings.Trim(s, " :;,-")
-	if len(s) > maxDetail {
-		s = s[:maxDetail] + "…"
-	}
+	s = Clip(s, maxDetail)
 	if s == "" {
 		return Generic
 	}

@@ -1,0 +1,271 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/remote-agents/remote-agents/sandbox/llm"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+)
+
+// event is an appended event, its data decoded generically.
+type event struct {
+	Type string         `json:"type"`
+	Data map[string]any `json:"data"`
+}
+
+// gateway records what a sandbox reports: its events and its status changes.
+type gateway struct {
+	mu     sync.Mutex
+	events []event
+	states []string
+}
+
+func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch r.URL.Path {
+	case "/sandbox/s1/events":
+		var in struct{ Events []event }
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		g.events = append(g.events, in.Events...)
+	case "/sandbox/s1/status":
+		var in sandboxwire.StatusReport
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		g.states = append(g.states, string(in.State))
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	_, _ = w.Write([]byte(`{}`))
+}
+
+// summary lists the events as type[:detail].
+func (g *gateway) summary() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var s []string
+	for _, e := range g.events {
+		switch e.Type {
+		case "state.changed":
+			s = append(s, e.Type+":"+fmt.Sprint(e.Data["state"]))
+		case "agent.message":
+			s = append(s, fmt.Sprintf("%s:%v", e.Type, e.Data["text"]))
+		case "tool.call":
+			s = append(s, fmt.Sprintf("%s:%v:%v", e.Type, e.Data["tool"], e.Data["is_error"]))
+		default:
+			s = append(s, e.Type)
+		}
+	}
+	return strings.Join(s, " ")
+}
+
+// chat is a provider answering through a function; n counts the calls from 1.
+type chat func(req llm.Request, n int) (llm.Response, error)
+
+type fakeProvider struct {
+	mu     sync.Mutex
+	n      int
+	answer chat
+}
+
+func (p *fakeProvider) Name() string { return "fake" }
+
+func (p *fakeProvider) Chat(_ context.Context, req llm.Request) (llm.Response, error) {
+	p.mu.Lock()
+	p.n++
+	n := p.n
+	p.mu.Unlock()
+	return p.answer(req, n)
+}
+
+func (p *fakeProvider) Stream(context.Context, llm.Request) (<-chan llm.Event, error) {
+	return nil, errors.New("fake does not stream")
+}
+
+// shellTools has one tool, "sh", whose output is its "out" argument; it fails
+// when "fail" is true.
+type shellTools struct{}
+
+func (shellTools) Definitions() []llm.Tool {
+	return []llm.Tool{{Name: "sh", Schema: json.RawMessage(`{"type":"object"}`)}}
+}
+
+func (shellTools) Run(_ context.Context, call llm.ToolCall) (llm.ToolResult, error) {
+	var a struct {
+		Out  string
+		Fail bool
+	}
+	if err := json.Unmarshal(call.Args, &a); err != nil {
+		return llm.ToolResult{}, err
+	}
+	return llm.ToolResult{Content: a.Out, IsError: a.Fail}, nil
+}
+
+func sh(out string, fail bool) llm.ToolCall {
+	args, _ := json.Marshal(map[string]any{"out": out, "fail": fail})
+	return llm.ToolCall{ID: "c", Name: "sh", Args: args}
+}
+
+func newConversation(t *testing.T, brain *Brain) (*conversation, *gateway) {
+	t.Helper()
+	gw := &gateway{}
+	srv := httptest.NewServer(gw)
+	t.Cleanup(srv.Close)
+	cl := &client{c: Config{SessionID: "s1", Gateway: srv.URL, Token: "tok"}, http: srv.Client()}
+	return &conversation{brain: brain, cl: cl, system: "sys", msgs: []llm.Message{{Role: llm.User, Content: "hello"}},
+		log: slog.New(slog.DiscardHandler)}, gw
+}
+
+func TestTurn(t *testing.T) {
+	t.Parallel()
+	tokens := llm.Usage{InputTokens: 10, OutputTokens: 5}
+	tests := []struct {
+		name       string
+		answer     chat
+		tokenLimit int
+		wantErr    error
+		wantEvents string
+		wantRoles  string
+	}{
+		{
+			name: "tools, then an answer",
+			answer: func(_ llm.Request, n int) (llm.Response, error) {
+				if n == 1 {
+					return llm.Response{Content: "looking", ToolCalls: []llm.ToolCall{sh("a.txt", false), sh("cat: /etc/x.conf: No such file", true)}, Usage: tokens}, nil
+				}
+				return llm.Response{Content: "found it", Usage: tokens}, nil
+			},
+			wantEvents: "state.changed:working agent.message:looking tool.call:sh:false tool.call:sh:true agent.message:found it state.changed:idle",
+			wantRoles:  "user assistant tool tool assistant",
+		},
+		{
+			name:       "model unreachable",
+			answer:     func(llm.Request, int) (llm.Response, error) { return llm.Response{}, errors.New("connection refused") },
+			wantEvents: "state.changed:working agent.error state.changed:idle",
+			wantRoles:  "user",
+		},
+		{
+			name: "too many steps",
+			answer: func(_ llm.Request, n int) (llm.Response, error) {
+				return llm.Response{Content: "again", ToolCalls: []llm.ToolCall{sh("x", false)}}, nil
+			},
+			wantEvents: "state.changed:working" + strings.Repeat(" agent.message:again tool.call:sh:false", maxTurnCalls) + " agent.error state.changed:idle",
+			wantRoles:  "user" + strings.Repeat(" assistant tool", maxTurnCalls),
+		},
+		{
+			name: "token limit",
+			answer: func(_ llm.Request, n int) (llm.Response, error) {
+				return llm.Response{Content: "step", ToolCalls: []llm.ToolCall{sh("x", false)}, Usage: tokens}, nil
+			},
+			tokenLimit: 20, // 15, then 30
+			wantErr:    errTokenLimit,
+			wantEvents: "state.changed:working agent.message:step tool.call:sh:false agent.message:step session.token_limit",
+			wantRoles:  "user assistant tool assistant",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, gw := newConversation(t, &Brain{Provider: &fakeProvider{answer: tt.answer}, Tools: shellTools{}, TokenLimit: tt.tokenLimit, ContextWindow: 1000})
+			if err := c.turn(t.Context()); !errors.Is(err, tt.wantErr) {
+				t.Errorf("turn: %v, want %v", err, tt.wantErr)
+			}
+			if got := gw.summary(); got != tt.wantEvents {
+				t.Errorf("events\n%s\nwant\n%s", got, tt.wantEvents)
+			}
+			var roles []string
+			for _, m := range c.msgs {
+				roles = append(roles, string(m.Role))
+			}
+			if got := strings.Join(roles, " "); got != tt.wantRoles {
+				t.Errorf("conversation %s, want %s", got, tt.wantRoles)
+			}
+		})
+	}
+}
+
+func TestTurnsShareTheTokenBudget(t *testing.T) {
+	t.Parallel()
+	p := &fakeProvider{answer: func(_ llm.Request, n int) (llm.Response, error) {
+		return llm.Response{Content: fmt.Sprint("answer ", n), Usage: llm.Usage{InputTokens: 6 * n, OutputTokens: 2}}, nil
+	}}
+	c, gw := newConversation(t, &Brain{Provider: p, Tools: shellTools{}, TokenLimit: 20, ContextWindow: 1000})
+	if err := c.turn(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c.msgs = append(c.msgs, llm.Message{Role: llm.User, Content: "and?"})
+	if err := c.turn(t.Context()); !errors.Is(err, errTokenLimit) { // 8, then 8+14
+		t.Fatalf("second turn: %v, want the token limit", err)
+	}
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
+	second := gw.events[len(gw.events)-2].Data
+	usage, _ := second["usage"].(map[string]any)
+	want := map[string]any{"input_tokens": 18.0, "output_tokens": 4.0, "context_tokens": 14.0, "context_window": 1000.0}
+	if fmt.Sprint(usage) != fmt.Sprint(want) {
+		t.Errorf("usage reported %v, want %v", usage, want)
+	}
+	limit := gw.events[len(gw.events)-1]
+	if limit.Type != "session.token_limit" || limit.Data["limit"] != 20.0 || limit.Data["used"] != 22.0 {
+		t.Errorf("last event %+v", limit)
+	}
+	if strings.Join(gw.states, " ") != "working idle working" {
+		t.Errorf("states %v", gw.states)
+	}
+}
+
+func TestToolEventsAreClippedAndFailuresSanitised(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("日本", maxEventChars) // multi-byte, twice as long as an event may hold
+	p := &fakeProvider{answer: func(_ llm.Request, n int) (llm.Response, error) {
+		if n == 1 {
+			return llm.Response{ToolCalls: []llm.ToolCall{sh(long, false), sh("open /home/nobody/secret/config.yaml: permission denied", true)}}, nil
+		}
+		return llm.Response{Content: "ok"}, nil
+	}}
+	c, gw := newConversation(t, &Brain{Provider: p, Tools: Sanitised{shellTools{}}})
+	if err := c.turn(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
+	var outputs []string
+	for _, e := range gw.events {
+		if e.Type == "tool.call" {
+			out, _ := e.Data["output"].(string)
+			args, _ := e.Data["args"].(string)
+			if !utf8.ValidString(out) || !utf8.ValidString(args) || utf8.RuneCountInString(args) > maxEventChars+1 {
+				t.Errorf("tool.call event %.80q… not clipped on rune boundaries", args)
+			}
+			outputs = append(outputs, out)
+		}
+	}
+	if len(outputs) != 2 || outputs[0] != long[:len(long)/2]+"…" {
+		t.Fatalf("outputs not clipped to %d runes: %d outputs", maxEventChars, len(outputs))
+	}
+	if strings.Contains(outputs[1], "/home/nobody") {
+		t.Errorf("failure not sanitised in the event: %q", outputs[1])
+	}
+	if model := c.msgs[3]; !model.IsError || strings.Contains(model.Content, "/home/nobody") || model.Content != outputs[1] {
+		t.Errorf("failure not sanitised for the model: %+v", model)
+	}
+	if c.msgs[2].Content != long {
+		t.Error("the model got a clipped tool output")
+	}
+}

@@ -2,21 +2,11 @@
 package main
 
 import (
-	"context"
-	"log"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/remote-agents/remote-agents/shared/httpapi"
-	"github.com/remote-agents/remote-agents/shared/sessionapi"
-	"github.com/remote-agents/remote-agents/shared/system"
+	"github.com/remote-agents/remote-agents/shared/wiring"
 )
 
 func main() {
-	sys, err := system.New(context.Background(), system.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	h := sessionapi.New(sys.Sessions, sys.Log)
-	lambda.Start(httpapi.CORS(sys.Config.AllowedOrigins, "POST", h.Create))
+	lambda.Start(wiring.Lambda(wiring.Create))
 }

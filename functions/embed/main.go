@@ -2,19 +2,11 @@
 package main
 
 import (
-	"context"
-	"log"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/remote-agents/remote-agents/shared/system"
+	"github.com/remote-agents/remote-agents/shared/wiring"
 )
 
 func main() {
-	ctx := context.Background()
-	sys, err := system.New(ctx, system.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	lambda.Start(system.EmbedHandlers(ctx, sys).Page)
+	lambda.Start(wiring.Lambda(wiring.Embed))
 }

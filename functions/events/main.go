@@ -5,32 +5,11 @@
 package main
 
 import (
-	"context"
-	"log"
-	"net/http"
-	"os"
-	"strconv"
-	"time"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/remote-agents/remote-agents/shared/eventsapi"
-	"github.com/remote-agents/remote-agents/shared/httpapi"
-	"github.com/remote-agents/remote-agents/shared/system"
+	"github.com/remote-agents/remote-agents/shared/wiring"
 )
 
 func main() {
-	sys, err := system.New(context.Background(), system.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	maxSeconds := 840
-	if v := os.Getenv("RA_EVENTS_MAX_SECONDS"); v != "" {
-		if maxSeconds, err = strconv.Atoi(v); err != nil || maxSeconds <= 0 {
-			log.Fatal("RA_EVENTS_MAX_SECONDS is not a number of seconds")
-		}
-	}
-	h := system.EventsHandlers(sys, time.Duration(maxSeconds)*time.Second)
-	stream := httpapi.CORSStream(sys.Config.AllowedOrigins, "GET", h.Events)
-	lambda.Start(httpapi.FunctionURLStream(http.MethodGet, eventsapi.Pattern, stream))
+	lambda.Start(wiring.Lambda(wiring.Events))
 }

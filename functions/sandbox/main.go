@@ -3,19 +3,11 @@
 package main
 
 import (
-	"context"
-	"log"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/remote-agents/remote-agents/shared/httpapi"
-	"github.com/remote-agents/remote-agents/shared/system"
+	"github.com/remote-agents/remote-agents/shared/wiring"
 )
 
 func main() {
-	sys, err := system.New(context.Background(), system.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	lambda.Start(httpapi.Router(system.SandboxHandlers(sys).Routes()))
+	lambda.Start(wiring.Lambda(wiring.Sandbox))
 }

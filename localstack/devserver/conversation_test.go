@@ -23,7 +23,7 @@ func (s *stack) events(t *testing.T, id string, n int) []session.Event {
 	var evs []session.Event
 	eventually(t, 15*time.Second, "agent events", func() bool {
 		var err error
-		evs, err = s.srv.Sys.Store.Events(t.Context(), id, 0, 100)
+		evs, err = s.srv.Env.SessionStore().Events(t.Context(), id, 0, 100)
 		return err == nil && len(evs) >= n
 	})
 	return evs
@@ -88,7 +88,7 @@ func TestTokenLimitStopsSession(t *testing.T) {
 	s := start(t, withSandboxEnv("RA_TOKEN_LIMIT=5"))
 	id, tok := s.mustCreate()
 	eventually(t, 15*time.Second, "session ended", func() bool { return s.alive(id, tok).str("state") == "ended" })
-	got, err := s.srv.Sys.Store.Get(t.Context(), id)
+	got, err := s.srv.Env.SessionStore().Get(t.Context(), id)
 	if err != nil || got.Reason != session.ReasonTokenLimit {
 		t.Errorf("session %+v, %v", got, err)
 	}
@@ -101,12 +101,12 @@ func TestAgentAnswersUserMessages(t *testing.T) {
 	id, tok := s.mustCreate()
 	s.events(t, id, 1)
 	eventually(t, 10*time.Second, "agent idle", func() bool { return s.alive(id, tok).str("state") == "idle" })
-	if _, err := s.srv.Sys.Store.AppendEvents(t.Context(), id, 1, []session.Event{{Type: sandboxwire.TypeUserMessage, Data: map[string]any{"text": "how are you today"}}}); err != nil {
+	if _, err := s.srv.Env.SessionStore().AppendEvents(t.Context(), id, 1, []session.Event{{Type: sandboxwire.TypeUserMessage, Data: map[string]any{"text": "how are you today"}}}); err != nil {
 		t.Fatal(err)
 	}
 	var reply *session.Event
 	eventually(t, 15*time.Second, "answer to the user message", func() bool {
-		evs, _ := s.srv.Sys.Store.Events(t.Context(), id, 0, 100)
+		evs, _ := s.srv.Env.SessionStore().Events(t.Context(), id, 0, 100)
 		for i := range evs {
 			if text, _ := evs[i].Data["text"].(string); evs[i].Type == "agent.message" && strings.Contains(text, "how are you today") {
 				reply = &evs[i]

@@ -6,6 +6,7 @@
 package devserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,14 +26,12 @@ import (
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/jobs"
-	"github.com/remote-agents/remote-agents/shared/jobworker"
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/launch/process"
 	"github.com/remote-agents/remote-agents/shared/queue"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
-	"github.com/remote-agents/remote-agents/shared/sessionapi"
-	"github.com/remote-agents/remote-agents/shared/system"
+	"github.com/remote-agents/remote-agents/shared/wiring"
 )
 
 // Options configure a dev server.
@@ -41,9 +40,9 @@ type Options struct {
 	Addr string
 	// Env names the resources (RA_ENV); "" means dev.
 	Env string
-	// Config is the remote_agents configuration; PublicBaseURL defaults to the
-	// server's own URL.
-	Config config.RemoteAgents
+	// Config is the platform configuration; PublicBaseURL and GatewayURL
+	// default to the server's own URL.
+	Config config.Platform
 	// SandboxCommand runs a sandbox (see process.CommandFromEnv).
 	SandboxCommand []string
 	// SandboxEnv is added to every sandbox's environment (model settings, keys);
@@ -65,12 +64,14 @@ type Options struct {
 
 // Server is a running dev server.
 type Server struct {
-	URL      string
-	Sys      *system.System
+	URL string
+	// Env is what the functions were built from: their stores and clients.
+	Env      *wiring.Env
 	Launcher *process.Launcher
 
 	http   *http.Server
 	table  []httpapi.Route
+	worker wiring.Function
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -94,7 +95,6 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	pollCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
-	s.table = s.routes()
 	g := &gateway{routes: s.table, closing: pollCtx, functions: map[string]string{}}
 	for _, r := range routes.All() {
 		g.functions[r.Key()] = r.Function
@@ -106,10 +106,17 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	})
 	mux.Handle("/", g)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	worker := &jobworker.Worker{Store: s.Sys.Store, Launcher: s.Launcher, DLQ: s.Sys.JobsDLQ, GatewayURL: s.URL, Tools: s.Sys.Tools, ToolsDLQ: s.Sys.ToolsDLQ, Log: o.Log}
+	jobsQueue, err := s.Env.JobsQueue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	toolsQueue, err := s.Env.ToolsQueue(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for range o.Pollers {
-		s.wg.Go(func() { poll(pollCtx, s.Sys.JobsQueue, worker, o.Log) })
-		s.wg.Go(func() { poll(pollCtx, s.Sys.ToolsQueue, worker, o.Log) })
+		s.wg.Go(func() { poll(pollCtx, jobsQueue, s.worker.Worker, o.Log) })
+		s.wg.Go(func() { poll(pollCtx, toolsQueue, s.worker.Worker, o.Log) })
 	}
 	s.wg.Go(func() {
 		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -124,10 +131,11 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	if cfg.PublicBaseURL == "" {
 		cfg.PublicBaseURL = s.URL
 	}
-	env := o.Env
-	if env == "" {
-		env = "dev"
+	if cfg.GatewayURL == "" {
+		cfg.GatewayURL = s.URL
 	}
+	cfg.Env = cmp.Or(o.Env, cfg.Env, "dev")
+	env := cfg.Env
 	set, err := resources.For(env)
 	if err != nil {
 		return fmt.Errorf("devserver: %w", err)
@@ -142,15 +150,19 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	if o.Audit != nil {
 		awsCfg.APIOptions = append(awsCfg.APIOptions, auditor(env, o.Audit))
 	}
-	sys, err := system.New(ctx, system.Options{Config: &cfg, Log: o.Log, Env: env, AWS: &awsCfg})
+	e, err := wiring.New(cfg, awsCfg, o.Log)
 	if err != nil {
 		return fmt.Errorf("devserver: %w", err)
 	}
-	s.Sys = sys
+	s.Env = e
 	if o.SeedDir != "" || o.AppKey != "" {
-		if err := Seed(ctx, sys.Registry, o.SeedDir, o.AppKey); err != nil {
+		if err := Seed(ctx, e.Registry(), o.SeedDir, o.AppKey); err != nil {
 			return err
 		}
+	}
+	publisher, err := e.Jobs(ctx)
+	if err != nil {
+		return fmt.Errorf("devserver: %w", err)
 	}
 	sandboxes := filepath.Join(o.WorkDir, "sandboxes")
 	s.Launcher, err = process.New(process.Options{
@@ -162,31 +174,49 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 			// What EventBridge does for a stopped ECS task.
 			code := e.ExitCode
 			m := jobs.Message{Type: jobs.TaskState, SessionID: e.SessionID, Generation: e.Generation, SandboxRef: e.Ref, ExitCode: &code, Detail: e.Detail}
-			if err := sys.Jobs.Publish(context.Background(), m, 0); err != nil {
+			if err := publisher.Publish(context.Background(), m, 0); err != nil {
 				o.Log.Error("publish task.state", slog.String("session_id", e.SessionID), slog.String("error", err.Error()))
 			}
 		},
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	e.Launcher = s.Launcher
+	return s.build(ctx)
+}
+
+// build builds every function with the constructors the Lambda functions use
+// (package wiring), in the order of the route table.
+func (s *Server) build(ctx context.Context) error {
+	builders := wiring.Builders()
+	for _, name := range routes.Functions() {
+		build, ok := builders[name]
+		if !ok {
+			return fmt.Errorf("devserver: no constructor for function %s", name)
+		}
+		f, err := build(ctx, s.Env)
+		if err != nil {
+			return fmt.Errorf("devserver: build %s: %w", name, err)
+		}
+		if f.Worker != nil {
+			s.worker = f
+			continue
+		}
+		s.table = append(s.table, f.Routes...)
+	}
+	if s.worker.Worker == nil {
+		return errors.New("devserver: no queue worker")
+	}
+	return nil
 }
 
 // Routes returns the routes the server serves.
 func (s *Server) Routes() []httpapi.Route { return slices.Clone(s.table) }
 
-// routes is the route table of ARCHITECTURE.md, served by the same handlers as
-// the Lambda functions.
-func (s *Server) routes() []httpapi.Route {
-	sess := sessionapi.New(s.Sys.Sessions, s.Sys.Log)
-	sb := system.SandboxHandlers(s.Sys)
-	tools := system.ToolHandlers(s.Sys)
-	origins := s.Sys.Config.AllowedOrigins
-	return slices.Concat(sess.Routes(origins), sb.Routes(), tools.Routes(),
-		system.EventsHandlers(s.Sys, 0).Routes(origins), system.EmbedHandlers(context.Background(), s.Sys).Routes())
-}
-
 // poll consumes a queue like a Lambda event source mapping: batches of up
 // to ten, records reported as failed stay on the queue for redelivery.
-func poll(ctx context.Context, q queue.Queue, w *jobworker.Worker, log *slog.Logger) {
+func poll(ctx context.Context, q queue.Queue, handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), log *slog.Logger) {
 	for ctx.Err() == nil {
 		msgs, err := q.Receive(ctx, queue.MaxReceive, time.Second)
 		if err != nil {
@@ -205,7 +235,7 @@ func poll(ctx context.Context, q queue.Queue, w *jobworker.Worker, log *slog.Log
 		}
 		// Receiving and deleting is the event source mapping's work; handling
 		// the batch is the function's.
-		res, err := w.Handle(withFunction(ctx, routes.JobWorker), ev)
+		res, err := handle(withFunction(ctx, routes.JobWorker), ev)
 		if err != nil {
 			continue // the whole batch is retried, as Lambda would
 		}

@@ -96,7 +96,7 @@ type stack struct {
 type option func(*devserver.Options)
 
 func withConfig(f func(*config.RemoteAgents)) option {
-	return func(o *devserver.Options) { f(&o.Config) }
+	return func(o *devserver.Options) { f(&o.Config.RemoteAgents) }
 }
 
 func withSandbox(command ...string) option {
@@ -116,7 +116,7 @@ func start(t testing.TB, opts ...option) *stack {
 	if err := os.WriteFile(guardrails, shipped, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Defaults()
+	cfg := config.PlatformDefaults()
 	cfg.GuardrailsPath = guardrails
 	cfg.CreationTimeout = 10 * time.Second
 	logs := &lockedBuffer{}

@@ -82,7 +82,7 @@ func TestSandboxChannel(t *testing.T) {
 	if first.body["first_seq"] != float64(1) || first.body["last_seq"] != float64(2) || second.body["first_seq"] != float64(3) {
 		t.Errorf("event numbering: %s then %s", first.raw, second.raw)
 	}
-	stored, err := s.srv.Sys.Store.Events(t.Context(), id, 1, 10)
+	stored, err := s.srv.Env.SessionStore().Events(t.Context(), id, 1, 10)
 	if err != nil || len(stored) != 2 || stored[0].Type != "state.changed" || stored[1].Seq != 3 {
 		t.Errorf("stored events after 1: %+v, %v", stored, err)
 	}

@@ -107,7 +107,7 @@ func TestToolCallbacksInASetupSession(t *testing.T) {
 	if again.status != http.StatusOK || again.headers.Get("Idempotent-Replayed") != "true" || again.raw != r.raw {
 		t.Errorf("replay: %d %v %s", again.status, again.headers, again.raw)
 	}
-	cfg, err := s.srv.Sys.Registry.Configuration(ctx, "demo-web")
+	cfg, err := s.srv.Env.Registry().Configuration(ctx, "demo-web")
 	if err != nil || len(cfg.ServiceCommands) != 1 || cfg.ServiceCommands[0].Cwd != "apps/web" {
 		t.Errorf("configuration %+v %v", cfg, err)
 	}
@@ -119,7 +119,7 @@ func TestToolCallbacksInASetupSession(t *testing.T) {
 	if r := s.tool(id, sb, "save_env_files", "call-env", files); r.status != http.StatusOK || r.body["success"] != true {
 		t.Fatalf("save_env_files: %d %s", r.status, r.raw)
 	}
-	cfg, _ = s.srv.Sys.Registry.Configuration(ctx, "demo-web")
+	cfg, _ = s.srv.Env.Registry().Configuration(ctx, "demo-web")
 	if len(cfg.EnvFiles) != 1 || cfg.EnvFiles[0].Keys[0].Key != "DATABASE_URL" || cfg.EnvFiles[0].WorkspacePath != "." {
 		t.Errorf("env files %+v", cfg.EnvFiles)
 	}
@@ -180,11 +180,11 @@ func TestToolCallbacksInASetupSession(t *testing.T) {
 	if snap.status != http.StatusOK || snap.body["success"] != true {
 		t.Fatalf("save_snapshot: %d %s", snap.status, snap.raw)
 	}
-	cfg, _ = s.srv.Sys.Registry.Configuration(ctx, "demo-web")
+	cfg, _ = s.srv.Env.Registry().Configuration(ctx, "demo-web")
 	if cfg.Snapshot == nil || cfg.Snapshot.SizeBytes != 11 || cfg.Snapshot.Message != "node 20 and postgres" || !strings.HasPrefix(cfg.Snapshot.Key, "snapshots/configuration/demo-web/") {
 		t.Errorf("configuration snapshot %+v", cfg.Snapshot)
 	}
-	if rc, obj, err := s.srv.Sys.Bucket.Get(ctx, cfg.Snapshot.Key); err != nil || obj.Size != 11 {
+	if rc, obj, err := s.srv.Env.Bucket().Get(ctx, cfg.Snapshot.Key); err != nil || obj.Size != 11 {
 		t.Errorf("snapshot object: %+v %v", obj, err)
 	} else {
 		_ = rc.Close()
@@ -192,7 +192,7 @@ func TestToolCallbacksInASetupSession(t *testing.T) {
 
 	// Outputs are session events.
 	var outputs []string
-	evs, _ := s.srv.Sys.Store.Events(ctx, id, 0, 100)
+	evs, _ := s.srv.Env.SessionStore().Events(ctx, id, 0, 100)
 	for _, e := range evs {
 		outputs = append(outputs, e.Type)
 	}
@@ -251,7 +251,7 @@ func TestSetupToolsAndTokensAreGated(t *testing.T) {
 	if r := s.toolDone(t, id, sb, "save_snapshot", "snap", map[string]any{}); r.body["data"].(map[string]any)["target"] != "session" {
 		t.Errorf("snapshot of a coding session: %s", r.raw)
 	}
-	if got, _ := s.srv.Sys.Store.Get(t.Context(), id); !strings.HasPrefix(got.SnapshotKey, "snapshots/session/"+id+"/") {
+	if got, _ := s.srv.Env.SessionStore().Get(t.Context(), id); !strings.HasPrefix(got.SnapshotKey, "snapshots/session/"+id+"/") {
 		t.Errorf("session snapshot key %q", got.SnapshotKey)
 	}
 
@@ -329,7 +329,7 @@ func TestAgentUsesContractTools(t *testing.T) {
 	id, tok := r.str("agent_id"), r.str("session_token")
 	calls := map[string]session.Event{}
 	eventually(t, 30*time.Second, "the scripted tool calls", func() bool {
-		evs, _ := s.srv.Sys.Store.Events(t.Context(), id, 0, 100)
+		evs, _ := s.srv.Env.SessionStore().Events(t.Context(), id, 0, 100)
 		for _, e := range evs {
 			if e.Type == "tool.call" {
 				calls[e.Data["tool"].(string)] = e
@@ -348,7 +348,7 @@ func TestAgentUsesContractTools(t *testing.T) {
 	if out, _ := calls["save_service_commands"].Data["output"].(string); calls["save_service_commands"].Data["is_error"] != true || !strings.Contains(out, "unknown tool") {
 		t.Errorf("a setup-only tool is registered in a coding session: %+v", calls["save_service_commands"].Data)
 	}
-	got, _ := s.srv.Sys.Store.Get(t.Context(), id)
+	got, _ := s.srv.Env.SessionStore().Get(t.Context(), id)
 	if !strings.HasPrefix(got.SnapshotKey, "snapshots/session/"+id+"/") {
 		t.Errorf("snapshot key %q", got.SnapshotKey)
 	}
@@ -370,7 +370,7 @@ func TestAgentUsesContractTools(t *testing.T) {
 	if info, err := os.Stat(envFile); err != nil || info.Mode().Perm() != 0o600 {
 		t.Errorf("env file mode %v %v", info.Mode(), err)
 	}
-	evs, _ := s.srv.Sys.Store.Events(t.Context(), id, 0, 200)
+	evs, _ := s.srv.Env.SessionStore().Events(t.Context(), id, 0, 200)
 	for _, e := range evs {
 		if raw, _ := json.Marshal(e.Data); strings.Contains(string(raw), "sk_test_123") {
 			t.Errorf("a submitted value is in the events: %s %s", e.Type, raw)

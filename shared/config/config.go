@@ -73,7 +73,7 @@ func Defaults() RemoteAgents {
 
 // Load reads the file named by RA_CONFIG (which must exist if set), else
 // ./config.yaml if present, then applies the environment overrides.
-func Load() (RemoteAgents, error) {
+func Load() (Platform, error) {
 	path, explicit := os.LookupEnv("RA_CONFIG")
 	if !explicit || path == "" {
 		path = "config.yaml"
@@ -84,22 +84,25 @@ func Load() (RemoteAgents, error) {
 	case errors.Is(err, os.ErrNotExist) && !explicit:
 		data = nil
 	default:
-		return RemoteAgents{}, fmt.Errorf("config: read %s: %w", path, err)
+		return Platform{}, fmt.Errorf("config: read %s: %w", path, err)
 	}
 	return Parse(path, data, os.LookupEnv)
 }
 
 // Parse builds the configuration from a file's content (nil for none) and the
 // environment lookup.
-func Parse(name string, data []byte, lookup func(string) (string, bool)) (RemoteAgents, error) {
-	c := Defaults()
+func Parse(name string, data []byte, lookup func(string) (string, bool)) (Platform, error) {
+	c := PlatformDefaults()
 	if len(data) > 0 {
 		if err := c.parseFile(data); err != nil {
-			return RemoteAgents{}, fmt.Errorf("config: %s: %w", name, err)
+			return Platform{}, fmt.Errorf("config: %s: %w", name, err)
 		}
 	}
 	if err := c.applyEnv(lookup); err != nil {
-		return RemoteAgents{}, fmt.Errorf("config: %w", err)
+		return Platform{}, fmt.Errorf("config: %w", err)
+	}
+	if err := c.applyPlatformEnv(lookup); err != nil {
+		return Platform{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
 }

@@ -24,7 +24,7 @@ func TestDefaultsWithoutFileOrEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config.RemoteAgents{AllowedOrigins: []string{}, CreationTimeout: 15 * time.Second, GuardrailsPath: "data/platform-guardrails.md"}
-	if !reflect.DeepEqual(c, want) {
+	if !reflect.DeepEqual(c.RemoteAgents, want) {
 		t.Errorf("defaults = %+v, want %+v", c, want)
 	}
 }

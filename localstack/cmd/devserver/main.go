@@ -65,7 +65,6 @@ func run() error {
 	}
 	srv, err := devserver.Start(ctx, devserver.Options{
 		Addr:           "127.0.0.1:" + port,
-		Env:            os.Getenv("RA_ENV"),
 		Config:         cfg,
 		SandboxCommand: process.CommandFromEnv(agent),
 		SandboxEnv:     modelEnv(),

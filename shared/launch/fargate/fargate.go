@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -50,35 +49,6 @@ type Options struct {
 	// CPU and Memory override the task definition's size ("1024", "2048"); "" keeps it.
 	CPU    string
 	Memory string
-}
-
-// OptionsFromEnv reads RA_ECS_CLUSTER, RA_ECS_TASK_DEFINITION, RA_ECS_CONTAINER
-// (default "agent"), RA_ECS_SUBNETS and RA_ECS_SECURITY_GROUPS (comma-separated),
-// RA_ECS_ASSIGN_PUBLIC_IP ("true"), RA_ECS_CPU and RA_ECS_MEMORY.
-func OptionsFromEnv() Options {
-	list := func(key string) []string {
-		var out []string
-		for _, s := range strings.Split(os.Getenv(key), ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	container := os.Getenv("RA_ECS_CONTAINER")
-	if container == "" {
-		container = "agent"
-	}
-	return Options{
-		Cluster:        os.Getenv("RA_ECS_CLUSTER"),
-		TaskDefinition: os.Getenv("RA_ECS_TASK_DEFINITION"),
-		Container:      container,
-		Subnets:        list("RA_ECS_SUBNETS"),
-		SecurityGroups: list("RA_ECS_SECURITY_GROUPS"),
-		AssignPublicIP: os.Getenv("RA_ECS_ASSIGN_PUBLIC_IP") == "true",
-		CPU:            os.Getenv("RA_ECS_CPU"),
-		Memory:         os.Getenv("RA_ECS_MEMORY"),
-	}
 }
 
 // Launcher runs sandboxes as Fargate tasks.

@@ -1,4 +1,4 @@
-// Package embed serves the embed view, GET /embed/{id}?token=…: a self-contained
+// Package embedview serves the embed view, GET /embed/{id}?token=…: a self-contained
 // chat page for one agent, meant for an iframe. It has a thread, a composer and
 // the agent's questions as buttons, and nothing else (no header, navigation or
 // links out). The optional parts (file upload, context usage, microphone) are in
@@ -10,7 +10,7 @@
 // Content-Security-Policy, which also lists who may frame it (frame-ancestors:
 // the page's own origin and remote_agents.allowed_origins). The token leaves the
 // address bar as soon as the page runs and is never sent as a referrer.
-package embed
+package embedview
 
 import (
 	"bytes"

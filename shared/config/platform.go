@@ -1,0 +1,109 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Platform is everything a platform process (a Lambda function, the dev
+// server) is configured with: the remote_agents section and the settings of
+// its deployment. It is read once at start (Load) and passed down; nothing
+// else reads RA_* variables.
+type Platform struct {
+	RemoteAgents
+	// Env names the environment's resources (RA_ENV, default "dev").
+	Env string
+	// Queues are the queues' URLs; an empty one is looked up by name.
+	Queues Queues
+	// GatewayURL is where sandboxes reach the platform (RA_GATEWAY_URL,
+	// default PublicBaseURL).
+	GatewayURL string
+	// EventsMaxDuration ends an events stream, before its function's timeout
+	// (RA_EVENTS_MAX_SECONDS, default 840).
+	EventsMaxDuration time.Duration
+	// Fargate says where sandbox tasks run (RA_ECS_*).
+	Fargate Fargate
+}
+
+// Queues are the URLs of the jobs and tools queues and their dead-letter queues
+// (RA_JOBS_QUEUE_URL, RA_JOBS_DLQ_URL, RA_TOOLS_QUEUE_URL, RA_TOOLS_DLQ_URL).
+type Queues struct {
+	Jobs, JobsDLQ, Tools, ToolsDLQ string
+}
+
+// Fargate says where and how sandbox tasks run.
+type Fargate struct {
+	Cluster        string   // RA_ECS_CLUSTER
+	TaskDefinition string   // RA_ECS_TASK_DEFINITION
+	Container      string   // RA_ECS_CONTAINER, default "agent"
+	Subnets        []string // RA_ECS_SUBNETS, comma-separated
+	SecurityGroups []string // RA_ECS_SECURITY_GROUPS, comma-separated
+	AssignPublicIP bool     // RA_ECS_ASSIGN_PUBLIC_IP=true
+	CPU            string   // RA_ECS_CPU: overrides the task definition's
+	Memory         string   // RA_ECS_MEMORY: overrides the task definition's
+}
+
+// DefaultEventsMaxDuration ends an events stream a minute before the events
+// function's 15-minute timeout.
+const DefaultEventsMaxDuration = 840 * time.Second
+
+// PlatformDefaults returns the defaults of every platform setting.
+func PlatformDefaults() Platform {
+	return Platform{
+		RemoteAgents:      Defaults(),
+		Env:               "dev",
+		EventsMaxDuration: DefaultEventsMaxDuration,
+		Fargate:           Fargate{Container: "agent"},
+	}
+}
+
+// platformEnv is the table of the deployment's environment variables: each
+// sets one field, and an empty value keeps the default.
+var platformEnv = []struct {
+	name string
+	set  func(p *Platform, v string) error
+}{
+	{"RA_ENV", func(p *Platform, v string) error { p.Env = v; return nil }},
+	{"RA_JOBS_QUEUE_URL", func(p *Platform, v string) error { p.Queues.Jobs = v; return nil }},
+	{"RA_JOBS_DLQ_URL", func(p *Platform, v string) error { p.Queues.JobsDLQ = v; return nil }},
+	{"RA_TOOLS_QUEUE_URL", func(p *Platform, v string) error { p.Queues.Tools = v; return nil }},
+	{"RA_TOOLS_DLQ_URL", func(p *Platform, v string) error { p.Queues.ToolsDLQ = v; return nil }},
+	{"RA_GATEWAY_URL", func(p *Platform, v string) error {
+		p.GatewayURL = strings.TrimRight(v, "/")
+		return checkBaseURL("RA_GATEWAY_URL", v)
+	}},
+	{"RA_EVENTS_MAX_SECONDS", func(p *Platform, v string) error {
+		secs, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || secs <= 0 {
+			return fmt.Errorf("RA_EVENTS_MAX_SECONDS: want a positive whole number of seconds, got %q", v)
+		}
+		p.EventsMaxDuration = time.Duration(secs) * time.Second
+		return nil
+	}},
+	{"RA_ECS_CLUSTER", func(p *Platform, v string) error { p.Fargate.Cluster = v; return nil }},
+	{"RA_ECS_TASK_DEFINITION", func(p *Platform, v string) error { p.Fargate.TaskDefinition = v; return nil }},
+	{"RA_ECS_CONTAINER", func(p *Platform, v string) error { p.Fargate.Container = v; return nil }},
+	{"RA_ECS_SUBNETS", func(p *Platform, v string) error { p.Fargate.Subnets = splitList(v); return nil }},
+	{"RA_ECS_SECURITY_GROUPS", func(p *Platform, v string) error { p.Fargate.SecurityGroups = splitList(v); return nil }},
+	{"RA_ECS_ASSIGN_PUBLIC_IP", func(p *Platform, v string) error { p.Fargate.AssignPublicIP = v == "true"; return nil }},
+	{"RA_ECS_CPU", func(p *Platform, v string) error { p.Fargate.CPU = v; return nil }},
+	{"RA_ECS_MEMORY", func(p *Platform, v string) error { p.Fargate.Memory = v; return nil }},
+}
+
+// applyPlatformEnv applies the deployment's variables, then the defaults that
+// follow from others.
+func (p *Platform) applyPlatformEnv(lookup func(string) (string, bool)) error {
+	for _, e := range platformEnv {
+		if v, ok := lookup(e.name); ok && strings.TrimSpace(v) != "" {
+			if err := e.set(p, strings.TrimSpace(v)); err != nil {
+				return err
+			}
+		}
+	}
+	if p.GatewayURL == "" {
+		p.GatewayURL = strings.TrimRight(p.PublicBaseURL, "/")
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package wiring
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/remote-agents/remote-agents/shared/awsconfig"
+	"github.com/remote-agents/remote-agents/shared/config"
+	"github.com/remote-agents/remote-agents/shared/dynamo"
+	"github.com/remote-agents/remote-agents/shared/guardrails"
+	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/report"
+	"github.com/remote-agents/remote-agents/shared/resources"
+	"github.com/remote-agents/remote-agents/shared/s3blob"
+	"github.com/remote-agents/remote-agents/shared/sqsqueue"
+)
+
+// Env is what a process builds its functions from. Set the exported fields
+// (or use FromEnvironment); the rest is built on first use. An Env is not safe
+// for concurrent use while functions are being built; the handlers it builds
+// are.
+type Env struct {
+	Config    config.Platform
+	AWS       aws.Config
+	Resources resources.Set
+	Log       *slog.Logger
+	// Launcher, if set, starts sandboxes instead of Fargate (the dev server's
+	// local processes).
+	Launcher launch.Launcher
+
+	ddb        *dynamodb.Client
+	sqs        *sqs.Client
+	bucket     *s3blob.Store
+	sessions   *dynamo.Sessions
+	registry   *dynamo.Registry
+	queues     map[string]*sqsqueue.Queue
+	reporter   *report.Reporter
+	guardrails guardrails.Source
+}
+
+// FromEnvironment loads the platform configuration (config.Load) and the AWS
+// configuration, as a Lambda function does at cold start.
+func FromEnvironment(ctx context.Context) (*Env, error) {
+	cfg, err := config.Load()
+	if err != nil {
+		return nil, err
+	}
+	awsCfg, err := awsconfig.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg, awsCfg, slog.New(slog.NewJSONHandler(os.Stdout, nil)))
+}
+
+// New returns an Env over the configuration cfg and the AWS configuration.
+func New(cfg config.Platform, awsCfg aws.Config, log *slog.Logger) (*Env, error) {
+	set, err := resources.For(cfg.Env)
+	if err != nil {
+		return nil, fmt.Errorf("RA_ENV: %w", err)
+	}
+	return &Env{Config: cfg, AWS: awsCfg, Resources: set, Log: log}, nil
+}
+
+func (e *Env) dynamoDB() *dynamodb.Client {
+	if e.ddb == nil {
+		e.ddb = awsconfig.NewDynamoDB(e.AWS)
+	}
+	return e.ddb
+}
+
+// SessionStore is the sessions, idempotency and events tables.
+func (e *Env) SessionStore() *dynamo.Sessions {
+	if e.sessions == nil {
+		set := e.Resources
+		e.sessions = dynamo.NewSessions(e.dynamoDB(), set.Sessions.Name, set.Idempotency.Name, set.Events.Name)
+	}
+	return e.sessions
+}
+
+// Registry is the registry table: projects, personas, app keys, configurations.
+func (e *Env) Registry() *dynamo.Registry {
+	if e.registry == nil {
+		e.registry = dynamo.NewRegistry(e.dynamoDB(), e.Resources.Registry.Name)
+	}
+	return e.registry
+}
+
+// Bucket is the outputs bucket.
+func (e *Env) Bucket() *s3blob.Store {
+	if e.bucket == nil {
+		e.bucket = s3blob.New(awsconfig.NewS3(e.AWS), e.Resources.Bucket.Name)
+	}
+	return e.bucket
+}
+
+// queue returns the queue called name, at url if given, else looked up.
+func (e *Env) queue(ctx context.Context, name, url string) (*sqsqueue.Queue, error) {
+	if q, ok := e.queues[name]; ok {
+		return q, nil
+	}
+	if e.sqs == nil {
+		e.sqs = awsconfig.NewSQS(e.AWS)
+	}
+	if url == "" {
+		out, err := e.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: &name})
+		if err != nil {
+			return nil, fmt.Errorf("find queue %s (or set its URL in the environment): %w", name, err)
+		}
+		url = aws.ToString(out.QueueUrl)
+	}
+	if e.queues == nil {
+		e.queues = map[string]*sqsqueue.Queue{}
+	}
+	e.queues[name] = sqsqueue.New(e.sqs, url)
+	return e.queues[name], nil
+}
+
+// JobsQueue is the jobs queue (RA_JOBS_QUEUE_URL, else looked up by name).
+func (e *Env) JobsQueue(ctx context.Context) (*sqsqueue.Queue, error) {
+	return e.queue(ctx, e.Resources.JobsQueue.Name, e.Config.Queues.Jobs)
+}
+
+// Jobs publishes jobs-queue messages.
+func (e *Env) Jobs(ctx context.Context) (*jobs.Publisher, error) {
+	q, err := e.JobsQueue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return jobs.NewPublisher(q), nil
+}
+
+// ToolsQueue is the tools queue (RA_TOOLS_QUEUE_URL, else looked up by name).
+func (e *Env) ToolsQueue(ctx context.Context) (*sqsqueue.Queue, error) {
+	return e.queue(ctx, e.Resources.ToolsQueue.Name, e.Config.Queues.Tools)
+}
+
+func (e *Env) dlqs(ctx context.Context) (jobsDLQ, toolsDLQ *sqsqueue.Queue, err error) {
+	if jobsDLQ, err = e.queue(ctx, e.Resources.JobsQueue.DeadLetterName, e.Config.Queues.JobsDLQ); err != nil {
+		return nil, nil, err
+	}
+	toolsDLQ, err = e.queue(ctx, e.Resources.ToolsQueue.DeadLetterName, e.Config.Queues.ToolsDLQ)
+	return jobsDLQ, toolsDLQ, err
+}
+
+// Reporter records exceptions: a structured log line, and the webhook if one
+// is configured.
+func (e *Env) Reporter() *report.Reporter {
+	if e.reporter == nil {
+		e.reporter = report.New(e.Log, e.Config.ExceptionWebhookURL)
+	}
+	return e.reporter
+}
+
+// Guardrails is where the guardrails document is read from: a file, or an
+// object when the path is s3://bucket/key.
+func (e *Env) Guardrails() guardrails.Source {
+	if e.guardrails == nil {
+		path := e.Config.GuardrailsPath
+		if bucket, key, ok := guardrails.ParseS3URI(path); ok {
+			e.guardrails = guardrails.Object{Store: s3blob.New(awsconfig.NewS3(e.AWS), bucket), URI: path, Key: key}
+		} else {
+			e.guardrails = guardrails.File(path)
+		}
+	}
+	return e.guardrails
+}

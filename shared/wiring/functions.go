@@ -1,0 +1,260 @@
+package wiring
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/url"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/ecs"
+
+	"github.com/remote-agents/remote-agents/shared/dynamo"
+	"github.com/remote-agents/remote-agents/shared/embedview"
+	"github.com/remote-agents/remote-agents/shared/eventsapi"
+	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/jobworker"
+	"github.com/remote-agents/remote-agents/shared/launch/fargate"
+	"github.com/remote-agents/remote-agents/shared/routes"
+	"github.com/remote-agents/remote-agents/shared/sandboxapi"
+	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/sessionapi"
+	"github.com/remote-agents/remote-agents/shared/toolapi"
+	"github.com/remote-agents/remote-agents/shared/toolgate"
+)
+
+// Function is one Lambda function, built: the routes it serves, or the queue
+// batches it handles.
+type Function struct {
+	Name string
+	// Routes are its HTTP routes, as package routes assigns them.
+	Routes []httpapi.Route
+	// Worker handles SQS batches (jobworker).
+	Worker func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+}
+
+// Builder builds one function in an Env.
+type Builder func(context.Context, *Env) (Function, error)
+
+// Handler is what lambda.Start takes for f: its one route's handler (a
+// function URL stream for a streaming route), a router over its routes, or its
+// queue handler.
+func (f Function) Handler() any {
+	switch {
+	case f.Worker != nil:
+		return f.Worker
+	case len(f.Routes) == 1 && f.Routes[0].Stream != nil:
+		return httpapi.FunctionURLStream(f.Routes[0].Method, f.Routes[0].Pattern, f.Routes[0].Stream)
+	case len(f.Routes) == 1:
+		return f.Routes[0].Handler
+	default:
+		return httpapi.Router(f.Routes)
+	}
+}
+
+// Lambda builds a function from the process's environment at cold start and
+// returns what lambda.Start takes; it exits the process if it cannot.
+func Lambda(build Builder) any {
+	ctx := context.Background()
+	e, err := FromEnvironment(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	f, err := build(ctx, e)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return f.Handler()
+}
+
+// Create builds the create function: POST /api/remote_agents/create.
+func Create(ctx context.Context, e *Env) (Function, error) {
+	jobs, err := e.Jobs(ctx)
+	if err != nil {
+		return Function{}, err
+	}
+	svc := session.NewService(session.Options{
+		Store:           e.SessionStore(),
+		Registry:        e.Registry(),
+		Guardrails:      e.Guardrails(),
+		Jobs:            jobs,
+		Reporter:        e.Reporter(),
+		Log:             e.Log,
+		CreationTimeout: e.Config.CreationTimeout,
+		PublicBaseURL:   e.Config.PublicBaseURL,
+		DefaultFeatures: session.Features(e.Config.EmbedFeatures),
+	})
+	return sessionRoutes("create", svc, e)
+}
+
+// Alive builds the alive function: GET /api/remote_agents/{id}/alive.
+func Alive(_ context.Context, e *Env) (Function, error) {
+	svc := session.NewService(session.Options{Store: e.SessionStore(), Log: e.Log})
+	return sessionRoutes("alive", svc, e)
+}
+
+// Shutdown builds the shutdown function: POST /api/remote_agents/{id}/shutdown.
+func Shutdown(ctx context.Context, e *Env) (Function, error) {
+	jobs, err := e.Jobs(ctx)
+	if err != nil {
+		return Function{}, err
+	}
+	svc := session.NewService(session.Options{Store: e.SessionStore(), Jobs: jobs, Log: e.Log})
+	return sessionRoutes("shutdown", svc, e)
+}
+
+// Messages builds the messages function: what users send an agent (messages,
+// attachments, env values).
+func Messages(_ context.Context, e *Env) (Function, error) {
+	svc := session.NewService(session.Options{Store: e.SessionStore(), Blob: e.Bucket(), Log: e.Log})
+	return sessionRoutes("messages", svc, e)
+}
+
+func sessionRoutes(name string, svc *session.Service, e *Env) (Function, error) {
+	return pick(name, sessionapi.New(svc, e.Log).Routes(e.Config.AllowedOrigins))
+}
+
+// Events builds the events function: the SSE stream of an agent's events.
+func Events(_ context.Context, e *Env) (Function, error) {
+	h := &eventsapi.Handlers{
+		Sessions:    session.NewService(session.Options{Store: e.SessionStore(), Log: e.Log}),
+		Store:       e.SessionStore(),
+		Log:         e.Log,
+		MaxDuration: e.Config.EventsMaxDuration,
+	}
+	return pick("events", h.Routes(e.Config.AllowedOrigins))
+}
+
+// Embed builds the embed function: the embed view's page.
+func Embed(ctx context.Context, e *Env) (Function, error) {
+	h := &embedview.Handlers{
+		Sessions:       session.NewService(session.Options{Store: e.SessionStore(), Log: e.Log}),
+		AllowedOrigins: e.Config.AllowedOrigins,
+		UploadOrigin:   uploadOrigin(ctx, e),
+		Log:            e.Log,
+	}
+	return pick("embed", h.Routes())
+}
+
+// uploadOrigin is the origin presigned upload URLs point at, which the embed
+// view's Content-Security-Policy lets the page PUT attachments to.
+func uploadOrigin(ctx context.Context, e *Env) string {
+	u, err := e.Bucket().PresignPut(ctx, "origin-probe", "", time.Minute)
+	if err != nil {
+		return ""
+	}
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return parsed.Scheme + "://" + parsed.Host
+}
+
+// Sandbox builds the sandbox function: the sandbox channel.
+func Sandbox(_ context.Context, e *Env) (Function, error) {
+	ch := session.NewChannel(session.Options{
+		Store:      e.SessionStore(),
+		Registry:   e.Registry(),
+		Guardrails: e.Guardrails(),
+		Reporter:   e.Reporter(),
+		Blob:       e.Bucket(),
+		Log:        e.Log,
+	})
+	return pick("sandbox", (&sandboxapi.Handlers{Channel: ch, Log: e.Log}).Routes())
+}
+
+// ToolCallback builds the toolcallback function: the gateway-mediated tools.
+func ToolCallback(ctx context.Context, e *Env) (Function, error) {
+	gate, err := tools(ctx, e)
+	if err != nil {
+		return Function{}, err
+	}
+	return pick("toolcallback", (&toolapi.Handlers{Gate: gate, Log: e.Log}).Routes())
+}
+
+// tools is the gateway tools' service.
+func tools(ctx context.Context, e *Env) (*toolgate.Service, error) {
+	q, err := e.ToolsQueue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ddb, set := e.dynamoDB(), e.Resources
+	return toolgate.New(toolgate.Options{
+		Sessions: e.SessionStore(),
+		Records:  dynamo.NewToolCalls(ddb, set.Idempotency.Name),
+		Executor: &toolgate.Effects{Blob: e.Bucket(), Registry: e.Registry(), Sessions: e.SessionStore(), Runs: dynamo.NewRuns(ddb, set.Jobs.Name)},
+		Queue:    q,
+		AppKeys:  e.Registry(),
+		Log:      e.Log,
+	}), nil
+}
+
+// JobWorker builds jobworker: the jobs queue (sandbox launches and stops, task
+// state) and the tools queue (long gateway tool calls). Sandboxes run on
+// Fargate unless the Env has a Launcher.
+func JobWorker(ctx context.Context, e *Env) (Function, error) {
+	launcher := e.Launcher
+	if launcher == nil {
+		f := e.Config.Fargate
+		l, err := fargate.New(ecs.NewFromConfig(e.AWS), fargate.Options{
+			Cluster: f.Cluster, TaskDefinition: f.TaskDefinition, Container: f.Container, Subnets: f.Subnets,
+			SecurityGroups: f.SecurityGroups, AssignPublicIP: f.AssignPublicIP, CPU: f.CPU, Memory: f.Memory,
+		})
+		if err != nil {
+			return Function{}, err
+		}
+		launcher = l
+	}
+	gate, err := tools(ctx, e)
+	if err != nil {
+		return Function{}, err
+	}
+	jobsDLQ, toolsDLQ, err := e.dlqs(ctx)
+	if err != nil {
+		return Function{}, err
+	}
+	w := &jobworker.Worker{Store: e.SessionStore(), Launcher: launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, Tools: gate, ToolsDLQ: toolsDLQ, Log: e.Log}
+	return Function{Name: routes.JobWorker, Worker: w.Handle}, nil
+}
+
+// pick keeps the routes package routes gives function name, and fails unless
+// every one of them has a handler.
+func pick(name string, from []httpapi.Route) (Function, error) {
+	byKey := make(map[string]httpapi.Route, len(from))
+	for _, r := range from {
+		byKey[r.Key()] = r
+	}
+	f := Function{Name: name}
+	for _, r := range routes.All() {
+		if r.Function != name {
+			continue
+		}
+		h, ok := byKey[r.Key()]
+		if !ok {
+			return Function{}, fmt.Errorf("function %s has no handler for %s", name, r.Key())
+		}
+		f.Routes = append(f.Routes, h)
+	}
+	if len(f.Routes) == 0 {
+		return Function{}, fmt.Errorf("function %s serves no route", name)
+	}
+	return f, nil
+}
+
+// Builders returns every function's constructor by its name in package routes.
+// (A function, not a variable, so that a Lambda binary calling one constructor
+// links none of the others.)
+func Builders() map[string]Builder {
+	return map[string]Builder{
+		"create":         Create,
+		"alive":          Alive,
+		"shutdown":       Shutdown,
+		"messages":       Messages,
+		"events":         Events,
+		"embed":          Embed,
+		"toolcallback":   ToolCallback,
+		"sandbox":        Sandbox,
+		routes.JobWorker: JobWorker,
+	}
+}

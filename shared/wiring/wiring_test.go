@@ -1,0 +1,114 @@
+package wiring_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/remote-agents/remote-agents/shared/config"
+	"github.com/remote-agents/remote-agents/shared/routes"
+	"github.com/remote-agents/remote-agents/shared/wiring"
+)
+
+// env is an Env whose clients point at an address nothing listens on: building
+// a function must not need AWS when the queue URLs are configured.
+func env(t *testing.T) *wiring.Env {
+	t.Helper()
+	cfg := config.PlatformDefaults()
+	cfg.GuardrailsPath = "../../data/platform-guardrails.md"
+	cfg.Queues = config.Queues{
+		Jobs: "http://127.0.0.1:1/q/jobs", JobsDLQ: "http://127.0.0.1:1/q/jobs-dlq",
+		Tools: "http://127.0.0.1:1/q/tools", ToolsDLQ: "http://127.0.0.1:1/q/tools-dlq",
+	}
+	cfg.Fargate = config.Fargate{Cluster: "c", TaskDefinition: "td", Container: "agent", Subnets: []string{"subnet-1"}}
+	awsCfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1"),
+		Credentials: aws.AnonymousCredentials{}}
+	e, err := wiring.New(cfg, awsCfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestEveryFunctionIsBuiltFromTheRouteTable builds each function of the route
+// table with its constructor, in an Env of its own: together they serve every
+// route exactly once, each the routes the table gives it, and each hands
+// lambda.Start a handler it accepts.
+func TestEveryFunctionIsBuiltFromTheRouteTable(t *testing.T) {
+	t.Parallel()
+	builders := wiring.Builders()
+	if len(builders) != len(routes.Functions()) {
+		t.Errorf("%d constructors for %d functions", len(builders), len(routes.Functions()))
+	}
+	var served []string
+	for _, name := range routes.Functions() {
+		build, ok := builders[name]
+		if !ok {
+			t.Errorf("function %s has no constructor", name)
+			continue
+		}
+		f, err := build(t.Context(), env(t))
+		if err != nil {
+			t.Errorf("build %s: %v", name, err)
+			continue
+		}
+		if f.Name != name {
+			t.Errorf("build %s made function %q", name, f.Name)
+		}
+		for _, r := range f.Routes {
+			served = append(served, r.Key())
+			if want := functionOf(r.Key()); want != name {
+				t.Errorf("%s serves %s, which the route table gives %q", name, r.Key(), want)
+			}
+		}
+		if (name == routes.JobWorker) != (f.Worker != nil) {
+			t.Errorf("%s: worker %v", name, f.Worker != nil)
+		}
+		// lambda.NewHandler refuses a handler of the wrong shape; an empty
+		// event reaches this one, which must answer without calling AWS.
+		out, err := lambda.NewHandler(f.Handler()).Invoke(context.Background(), []byte(`{}`))
+		if err != nil || len(out) == 0 || (!json.Valid(out) && name != "events") {
+			t.Errorf("%s: invoke with an empty event: %v %s", name, err, out)
+		}
+	}
+	var want []string
+	for _, r := range routes.All() {
+		want = append(want, r.Key())
+	}
+	slices.Sort(served)
+	slices.Sort(want)
+	if !slices.Equal(served, want) {
+		t.Errorf("served routes\n%v\nwant\n%v", served, want)
+	}
+}
+
+func functionOf(key string) string {
+	for _, r := range routes.All() {
+		if r.Key() == key {
+			return r.Function
+		}
+	}
+	return ""
+}
+
+// TestQueuesAreNeededOnlyByTheirFunctions: a function that sends to no queue
+// builds without finding one; one that does fails to build without it.
+func TestQueuesAreNeededOnlyByTheirFunctions(t *testing.T) {
+	t.Parallel()
+	e := env(t)
+	e.Config.Queues = config.Queues{} // lookups by name would fail: nothing listens
+	for _, name := range []string{"alive", "events", "embed", "messages", "sandbox"} {
+		if _, err := wiring.Builders()[name](t.Context(), e); err != nil {
+			t.Errorf("%s needs no queue, but: %v", name, err)
+		}
+	}
+	if _, err := wiring.Create(t.Context(), e); err == nil {
+		t.Error("create built without finding its jobs queue")
+	}
+}

@@ -88,9 +88,15 @@ func Create(ctx context.Context, e *Env) (Function, error) {
 	return sessionRoutes("create", svc, e)
 }
 
-// Alive builds the alive function: GET /api/remote_agents/{id}/alive.
-func Alive(_ context.Context, e *Env) (Function, error) {
-	svc := session.NewService(session.Options{Store: e.SessionStore(), Log: e.Log})
+// Alive builds the alive function: GET /api/remote_agents/{id}/alive. It
+// reports the current guardrails' hash, and stops what is left of a sandbox it
+// finds lost.
+func Alive(ctx context.Context, e *Env) (Function, error) {
+	jobs, err := e.Jobs(ctx)
+	if err != nil {
+		return Function{}, err
+	}
+	svc := session.NewService(session.Options{Store: e.SessionStore(), Guardrails: e.Guardrails(), Jobs: jobs, Log: e.Log})
 	return sessionRoutes("alive", svc, e)
 }
 

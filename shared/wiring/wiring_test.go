@@ -103,12 +103,14 @@ func TestQueuesAreNeededOnlyByTheirFunctions(t *testing.T) {
 	t.Parallel()
 	e := env(t)
 	e.Config.Queues = config.Queues{} // lookups by name would fail: nothing listens
-	for _, name := range []string{"alive", "events", "embed", "messages", "sandbox"} {
+	for _, name := range []string{"events", "embed", "messages", "sandbox"} {
 		if _, err := wiring.Builders()[name](t.Context(), e); err != nil {
 			t.Errorf("%s needs no queue, but: %v", name, err)
 		}
 	}
-	if _, err := wiring.Create(t.Context(), e); err == nil {
-		t.Error("create built without finding its jobs queue")
+	for _, name := range []string{"create", "alive", "shutdown", "toolcallback", routes.JobWorker} {
+		if _, err := wiring.Builders()[name](t.Context(), e); err == nil {
+			t.Errorf("%s built without finding its queue", name)
+		}
 	}
 }

@@ -6,9 +6,10 @@ package main
 import (
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/remote-agents/remote-agents/shared/launch/fargate"
 	"github.com/remote-agents/remote-agents/shared/wiring"
 )
 
 func main() {
-	lambda.Start(wiring.Lambda(wiring.JobWorker))
+	lambda.Start(wiring.Lambda(wiring.JobWorker, wiring.WithLauncher(fargate.FromConfig)))
 }

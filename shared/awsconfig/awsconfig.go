@@ -24,7 +24,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
@@ -123,11 +122,6 @@ func httpClient() *awshttp.BuildableClient {
 // NewDynamoDB returns a DynamoDB client for cfg.
 func NewDynamoDB(cfg aws.Config) *dynamodb.Client {
 	return dynamodb.NewFromConfig(cfg)
-}
-
-// NewECS returns an ECS client for cfg.
-func NewECS(cfg aws.Config) *ecs.Client {
-	return ecs.NewFromConfig(cfg)
 }
 
 // NewSQS returns an SQS client for cfg.

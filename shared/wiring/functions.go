@@ -2,20 +2,22 @@ package wiring
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net/url"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/ecs"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
 	"github.com/remote-agents/remote-agents/shared/embedview"
 	"github.com/remote-agents/remote-agents/shared/eventsapi"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/jobworker"
-	"github.com/remote-agents/remote-agents/shared/launch/fargate"
+	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/sandboxapi"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -53,13 +55,32 @@ func (f Function) Handler() any {
 	}
 }
 
+// Option adjusts the Env a Lambda function is built in.
+type Option func(*Env) error
+
+// WithLauncher starts sandboxes with the launcher newLauncher builds from the
+// AWS and Fargate configuration (fargate.FromConfig): only jobworker launches,
+// so only its binary links a launcher.
+func WithLauncher(newLauncher func(aws.Config, config.Fargate) (launch.Launcher, error)) Option {
+	return func(e *Env) error {
+		l, err := newLauncher(e.AWS, e.Config.Fargate)
+		e.Launcher = l
+		return err
+	}
+}
+
 // Lambda builds a function from the process's environment at cold start and
 // returns what lambda.Start takes; it exits the process if it cannot.
-func Lambda(build Builder) any {
+func Lambda(build Builder, opts ...Option) any {
 	ctx := context.Background()
 	e, err := FromEnvironment(ctx)
 	if err != nil {
 		log.Fatal(err)
+	}
+	for _, o := range opts {
+		if err := o(e); err != nil {
+			log.Fatal(err)
+		}
 	}
 	f, err := build(ctx, e)
 	if err != nil {
@@ -197,20 +218,11 @@ func tools(ctx context.Context, e *Env) (*toolgate.Service, error) {
 }
 
 // JobWorker builds jobworker: the jobs queue (sandbox launches and stops, task
-// state) and the tools queue (long gateway tool calls). Sandboxes run on
-// Fargate unless the Env has a Launcher.
+// state) and the tools queue (long gateway tool calls). Sandboxes start with
+// the Env's Launcher (WithLauncher on Lambda).
 func JobWorker(ctx context.Context, e *Env) (Function, error) {
-	launcher := e.Launcher
-	if launcher == nil {
-		f := e.Config.Fargate
-		l, err := fargate.New(ecs.NewFromConfig(e.AWS), fargate.Options{
-			Cluster: f.Cluster, TaskDefinition: f.TaskDefinition, Container: f.Container, Subnets: f.Subnets,
-			SecurityGroups: f.SecurityGroups, AssignPublicIP: f.AssignPublicIP, CPU: f.CPU, Memory: f.Memory,
-		})
-		if err != nil {
-			return Function{}, err
-		}
-		launcher = l
+	if e.Launcher == nil {
+		return Function{}, errors.New("jobworker needs a launcher")
 	}
 	gate, err := tools(ctx, e)
 	if err != nil {
@@ -220,7 +232,7 @@ func JobWorker(ctx context.Context, e *Env) (Function, error) {
 	if err != nil {
 		return Function{}, err
 	}
-	w := &jobworker.Worker{Store: e.SessionStore(), Launcher: launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, Tools: gate, ToolsDLQ: toolsDLQ, Log: e.Log}
+	w := &jobworker.Worker{Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, Tools: gate, ToolsDLQ: toolsDLQ, Log: e.Log}
 	return Function{Name: routes.JobWorker, Worker: w.Handle}, nil
 }
 

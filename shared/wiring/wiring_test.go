@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/remote-agents/remote-agents/shared/config"
+	"github.com/remote-agents/remote-agents/shared/launch/fargate"
 	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/wiring"
 )
@@ -26,10 +27,13 @@ func env(t *testing.T) *wiring.Env {
 		Jobs: "http://127.0.0.1:1/q/jobs", JobsDLQ: "http://127.0.0.1:1/q/jobs-dlq",
 		Tools: "http://127.0.0.1:1/q/tools", ToolsDLQ: "http://127.0.0.1:1/q/tools-dlq",
 	}
-	cfg.Fargate = config.Fargate{Cluster: "c", TaskDefinition: "td", Container: "agent", Subnets: []string{"subnet-1"}}
 	awsCfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1"),
 		Credentials: aws.AnonymousCredentials{}}
 	e, err := wiring.New(cfg, awsCfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Launcher, err = fargate.FromConfig(awsCfg, config.Fargate{Cluster: "c", TaskDefinition: "td", Container: "agent", Subnets: []string{"subnet-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
+	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/launch"
 )
@@ -49,6 +50,19 @@ type Options struct {
 	// CPU and Memory override the task definition's size ("1024", "2048"); "" keeps it.
 	CPU    string
 	Memory string
+}
+
+// FromConfig returns a launcher of tasks where the configuration says, with an
+// ECS client of cfg (wiring.WithLauncher).
+func FromConfig(cfg aws.Config, f config.Fargate) (launch.Launcher, error) {
+	l, err := New(ecs.NewFromConfig(cfg), Options{
+		Cluster: f.Cluster, TaskDefinition: f.TaskDefinition, Container: f.Container, Subnets: f.Subnets,
+		SecurityGroups: f.SecurityGroups, AssignPublicIP: f.AssignPublicIP, CPU: f.CPU, Memory: f.Memory,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // Launcher runs sandboxes as Fargate tasks.

@@ -17,6 +17,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/url"
@@ -26,6 +27,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // Limits of the creation timeout. API Gateway ends any request after 30 s, so a
@@ -38,19 +41,9 @@ const (
 // DefaultGuardrailsPath is where the guardrails ship.
 const DefaultGuardrailsPath = "data/platform-guardrails.md"
 
-// Features are the optional parts of the embed view.
-type Features struct {
-	FileUpload   bool `json:"file_upload"`
-	ContextUsage bool `json:"context_usage"`
-	VoiceMic     bool `json:"voice_mic"`
-}
-
-// featureNames maps each feature's configuration name to its field.
-var featureNames = map[string]func(*Features) *bool{
-	"file_upload":   func(f *Features) *bool { return &f.FileUpload },
-	"context_usage": func(f *Features) *bool { return &f.ContextUsage },
-	"voice_mic":     func(f *Features) *bool { return &f.VoiceMic },
-}
+// Features are the optional parts of the embed view (one definition, the
+// wire's: sessions and sandboxes carry the same flags).
+type Features = sandboxwire.Features
 
 // RemoteAgents is the remote_agents section.
 type RemoteAgents struct {
@@ -107,84 +100,164 @@ func Parse(name string, data []byte, lookup func(string) (string, bool)) (Platfo
 	return c, nil
 }
 
+// file is config.yaml: the remote_agents section; other top-level sections
+// belong to other parts of the system.
+type file struct {
+	RemoteAgents *section       `yaml:"remote_agents"`
+	Others       map[string]any `yaml:",inline"`
+}
+
+// section is the remote_agents section as written; nil means absent.
+type section struct {
+	AllowedOrigins         *[]string `yaml:"allowed_origins"`
+	EmbedFeatures          *features `yaml:"embed_features"`
+	CreationTimeoutSeconds *int      `yaml:"creation_timeout_seconds"`
+	PublicBaseURL          *string   `yaml:"public_base_url"`
+	GuardrailsPath         *string   `yaml:"guardrails_path"`
+	ExceptionWebhookURL    *string   `yaml:"exception_webhook_url"`
+}
+
+// parseFile decodes data strictly (no unknown key in the section, every value
+// of its type) and applies what it sets.
 func (c *RemoteAgents) parseFile(data []byte) error {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
 		return fmt.Errorf("not valid YAML: %w", err)
 	}
-	if len(doc.Content) == 0 {
+	if len(root.Content) == 0 {
 		return nil
 	}
-	root := doc.Content[0]
-	if root.Kind != yaml.MappingNode {
+	if root.Content[0].Kind != yaml.MappingNode {
 		return errors.New("want a mapping at the top level")
 	}
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value != "remote_agents" {
-			continue // other sections belong to other parts of the system
-		}
-		return c.parseSection(root.Content[i+1])
+	var f file
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return describe(err, root.Content[0])
 	}
-	return nil
-}
-
-func (c *RemoteAgents) parseSection(n *yaml.Node) error {
-	const prefix = "remote_agents"
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+	if f.RemoteAgents == nil {
 		return nil
 	}
-	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("%s: want a mapping (line %d)", prefix, n.Line)
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		key, val := n.Content[i].Value, n.Content[i+1]
-		name := prefix + "." + key
-		var err error
-		switch key {
-		case "allowed_origins":
-			var list []string
-			if list, err = stringList(name, val); err == nil {
-				c.AllowedOrigins, err = origins(name, list)
-			}
-		case "embed_features":
-			c.EmbedFeatures, err = features(name, val)
-		case "creation_timeout_seconds":
-			var secs int
-			if secs, err = integer(name, val); err == nil {
-				c.CreationTimeout, err = timeout(name, secs)
-			}
-		case "public_base_url":
-			if c.PublicBaseURL, err = str(name, val); err == nil && c.PublicBaseURL != "" {
-				err = checkBaseURL(name, c.PublicBaseURL)
-			}
-		case "guardrails_path":
-			c.GuardrailsPath, err = str(name, val)
-			if err == nil && strings.TrimSpace(c.GuardrailsPath) == "" {
-				err = fmt.Errorf("%s: must not be empty", name)
-			}
-		case "exception_webhook_url":
-			if c.ExceptionWebhookURL, err = str(name, val); err == nil && c.ExceptionWebhookURL != "" {
-				err = checkBaseURL(name, c.ExceptionWebhookURL)
-			}
-		default:
-			err = fmt.Errorf("%s: unknown key (line %d)", name, n.Content[i].Line)
-		}
-		if err != nil {
+	return c.apply(*f.RemoteAgents)
+}
+
+func (c *RemoteAgents) apply(s section) error {
+	const prefix = "remote_agents."
+	var err error
+	if s.AllowedOrigins != nil {
+		if c.AllowedOrigins, err = origins(prefix+"allowed_origins", *s.AllowedOrigins); err != nil {
 			return err
 		}
+	}
+	if s.EmbedFeatures != nil {
+		c.EmbedFeatures = Features(*s.EmbedFeatures)
+	}
+	if s.CreationTimeoutSeconds != nil {
+		if c.CreationTimeout, err = timeout(prefix+"creation_timeout_seconds", *s.CreationTimeoutSeconds); err != nil {
+			return err
+		}
+	}
+	if v := s.PublicBaseURL; v != nil && *v != "" {
+		if err := checkBaseURL(prefix+"public_base_url", *v); err != nil {
+			return err
+		}
+		c.PublicBaseURL = *v
+	}
+	if v := s.GuardrailsPath; v != nil {
+		if strings.TrimSpace(*v) == "" {
+			return fmt.Errorf("%sguardrails_path: must not be empty", prefix)
+		}
+		c.GuardrailsPath = *v
+	}
+	if v := s.ExceptionWebhookURL; v != nil && *v != "" {
+		if err := checkBaseURL(prefix+"exception_webhook_url", *v); err != nil {
+			return err
+		}
+		c.ExceptionWebhookURL = *v
 	}
 	return nil
 }
 
-func (c *RemoteAgents) applyEnv(lookup func(string) (string, bool)) error {
-	if v, ok := lookup("RA_ALLOWED_ORIGINS"); ok {
-		list, err := origins("RA_ALLOWED_ORIGINS", splitList(v))
-		if err != nil {
-			return err
-		}
-		c.AllowedOrigins = list
+// describe turns the decoder's errors into ones that name the key, as the
+// file spells it (remote_agents.embed_features.camera), and say what it wants.
+func describe(err error, root *yaml.Node) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) || len(te.Errors) == 0 {
+		return fmt.Errorf("not valid YAML: %w", err)
 	}
-	if v, ok := lookup("RA_EMBED_FEATURES"); ok {
+	msg := te.Errors[0]
+	line := 0
+	_, _ = fmt.Sscanf(msg, "line %d:", &line)
+	path := keyAt(root, line, "")
+	switch {
+	case strings.Contains(msg, "not found in type"):
+		if strings.HasPrefix(path, "remote_agents.embed_features.") {
+			return fmt.Errorf("%s: unknown feature (line %d)", path, line)
+		}
+		return fmt.Errorf("%s: unknown key (line %d)", path, line)
+	case strings.HasSuffix(msg, "into int"):
+		return fmt.Errorf("%s: want a whole number (line %d)", path, line)
+	case strings.HasSuffix(msg, "into bool"):
+		return fmt.Errorf("%s: want true or false (line %d)", path, line)
+	case strings.HasSuffix(msg, "into []string"):
+		return fmt.Errorf("%s: want a list of strings (line %d)", path, line)
+	case strings.HasSuffix(msg, "into string"):
+		return fmt.Errorf("%s: want a string (line %d)", path, line)
+	default:
+		return fmt.Errorf("%s: want a mapping (line %d)", path, line)
+	}
+}
+
+// keyAt is the dotted path of the deepest key on line, or of whose value
+// starts there.
+func keyAt(n *yaml.Node, line int, prefix string) string {
+	if n.Kind != yaml.MappingNode {
+		return prefix
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		path := k.Value
+		if prefix != "" {
+			path = prefix + "." + k.Value
+		}
+		if k.Line == line || v.Line == line {
+			if v.Kind == yaml.MappingNode && v.Line != line {
+				return path
+			}
+			if deeper := keyAt(v, line, path); deeper != path {
+				return deeper
+			}
+			return path
+		}
+		if v.Kind == yaml.MappingNode && v.Line < line {
+			if deeper := keyAt(v, line, path); deeper != path {
+				return deeper
+			}
+		}
+	}
+	return prefix
+}
+
+// features are Features as the file spells them; a conversion keeps the two
+// in step.
+type features struct {
+	FileUpload   bool `yaml:"file_upload"`
+	ContextUsage bool `yaml:"context_usage"`
+	VoiceMic     bool `yaml:"voice_mic"`
+}
+
+// remoteAgentsEnv is the table of the remote_agents section's environment
+// overrides: each sets one field.
+var remoteAgentsEnv = []struct {
+	name string
+	set  func(c *RemoteAgents, v string) error
+}{
+	{"RA_ALLOWED_ORIGINS", func(c *RemoteAgents, v string) (err error) {
+		c.AllowedOrigins, err = origins("RA_ALLOWED_ORIGINS", splitList(v))
+		return err
+	}},
+	{"RA_EMBED_FEATURES", func(c *RemoteAgents, v string) error {
 		c.EmbedFeatures = Features{}
 		for _, f := range splitList(v) {
 			field, known := featureNames[f]
@@ -193,92 +266,46 @@ func (c *RemoteAgents) applyEnv(lookup func(string) (string, bool)) error {
 			}
 			*field(&c.EmbedFeatures) = true
 		}
-	}
-	if v, ok := lookup("RA_CREATION_TIMEOUT_SECONDS"); ok {
+		return nil
+	}},
+	{"RA_CREATION_TIMEOUT_SECONDS", func(c *RemoteAgents, v string) error {
 		secs, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil {
 			return fmt.Errorf("RA_CREATION_TIMEOUT_SECONDS: want a whole number of seconds, got %q", v)
 		}
-		if c.CreationTimeout, err = timeout("RA_CREATION_TIMEOUT_SECONDS", secs); err != nil {
-			return err
-		}
-	}
-	if v, ok := lookup("RA_PUBLIC_BASE_URL"); ok && v != "" {
-		if err := checkBaseURL("RA_PUBLIC_BASE_URL", v); err != nil {
-			return err
-		}
+		c.CreationTimeout, err = timeout("RA_CREATION_TIMEOUT_SECONDS", secs)
+		return err
+	}},
+	{"RA_PUBLIC_BASE_URL", func(c *RemoteAgents, v string) error {
 		c.PublicBaseURL = v
-	}
-	if v, ok := lookup("RA_GUARDRAILS_PATH"); ok && v != "" {
-		c.GuardrailsPath = v
-	}
-	if v, ok := lookup("RA_EXCEPTION_WEBHOOK_URL"); ok && v != "" {
-		if err := checkBaseURL("RA_EXCEPTION_WEBHOOK_URL", v); err != nil {
+		return checkBaseURL("RA_PUBLIC_BASE_URL", v)
+	}},
+	{"RA_GUARDRAILS_PATH", func(c *RemoteAgents, v string) error { c.GuardrailsPath = v; return nil }},
+	{"RA_EXCEPTION_WEBHOOK_URL", func(c *RemoteAgents, v string) error {
+		c.ExceptionWebhookURL = v
+		return checkBaseURL("RA_EXCEPTION_WEBHOOK_URL", v)
+	}},
+}
+
+// featureNames maps each feature's configuration name to its field.
+var featureNames = map[string]func(*Features) *bool{
+	"file_upload":   func(f *Features) *bool { return &f.FileUpload },
+	"context_usage": func(f *Features) *bool { return &f.ContextUsage },
+	"voice_mic":     func(f *Features) *bool { return &f.VoiceMic },
+}
+
+func (c *RemoteAgents) applyEnv(lookup func(string) (string, bool)) error {
+	for _, e := range remoteAgentsEnv {
+		v, ok := lookup(e.name)
+		// An empty list of origins or features is a value; other empties keep the default.
+		if !ok || (v == "" && e.name != "RA_ALLOWED_ORIGINS" && e.name != "RA_EMBED_FEATURES") {
+			continue
+		}
+		if err := e.set(c, v); err != nil {
 			return err
 		}
-		c.ExceptionWebhookURL = v
 	}
 	return nil
-}
-
-func str(name string, n *yaml.Node) (string, error) {
-	if n.Kind != yaml.ScalarNode || (n.Tag != "!!str" && n.Tag != "!!null") {
-		return "", fmt.Errorf("%s: want a string (line %d)", name, n.Line)
-	}
-	return n.Value, nil
-}
-
-func integer(name string, n *yaml.Node) (int, error) {
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-		return 0, fmt.Errorf("%s: want a whole number (line %d), got %q", name, n.Line, n.Value)
-	}
-	v, err := strconv.Atoi(n.Value)
-	if err != nil {
-		return 0, fmt.Errorf("%s: want a whole number (line %d), got %q", name, n.Line, n.Value)
-	}
-	return v, nil
-}
-
-func boolean(name string, n *yaml.Node) (bool, error) {
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
-		return false, fmt.Errorf("%s: want true or false (line %d), got %q", name, n.Line, n.Value)
-	}
-	return n.Value == "true", nil
-}
-
-func stringList(name string, n *yaml.Node) ([]string, error) {
-	if n.Kind != yaml.SequenceNode {
-		return nil, fmt.Errorf("%s: want a list of strings (line %d)", name, n.Line)
-	}
-	out := make([]string, 0, len(n.Content))
-	for i, item := range n.Content {
-		s, err := str(fmt.Sprintf("%s[%d]", name, i), item)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
-func features(name string, n *yaml.Node) (Features, error) {
-	var f Features
-	if n.Kind != yaml.MappingNode {
-		return f, fmt.Errorf("%s: want a mapping of feature: true/false (line %d)", name, n.Line)
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		key := n.Content[i].Value
-		field, known := featureNames[key]
-		if !known {
-			return f, fmt.Errorf("%s.%s: unknown feature (line %d)", name, key, n.Content[i].Line)
-		}
-		v, err := boolean(name+"."+key, n.Content[i+1])
-		if err != nil {
-			return f, err
-		}
-		*field(&f) = v
-	}
-	return f, nil
 }
 
 func timeout(name string, secs int) (time.Duration, error) {

@@ -72,7 +72,7 @@ func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 		Guardrails:      sandboxwire.Guardrails{Content: doc.Content, Hash: doc.Hash},
 		Persona:         sandboxwire.Persona(persona),
 		InitialPrompt:   sess.InitialPrompt,
-		FeatureFlags:    sandboxwire.Features(sess.Features),
+		FeatureFlags:    sess.Features,
 		TmuxSessionName: sess.TmuxSessionName,
 		SessionType:     cmp.Or(sess.SessionType, prompts.SessionCoding),
 		ConfigurationID: sess.ConfigurationID,

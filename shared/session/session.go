@@ -69,12 +69,9 @@ const Retention = 7 * 24 * time.Hour
 // of its create adds one).
 const MaxTokens = 10
 
-// Features are the embed view's optional parts for this session.
-type Features struct {
-	FileUpload   bool `json:"file_upload"`
-	ContextUsage bool `json:"context_usage"`
-	VoiceMic     bool `json:"voice_mic"`
-}
+// Features are the embed view's optional parts for this session (the wire's
+// type: the sandbox's spec carries them).
+type Features = sandboxwire.Features
 
 // Session is one remote agent.
 type Session struct {

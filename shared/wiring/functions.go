@@ -104,7 +104,7 @@ func Create(ctx context.Context, e *Env) (Function, error) {
 		Log:             e.Log,
 		CreationTimeout: e.Config.CreationTimeout,
 		PublicBaseURL:   e.Config.PublicBaseURL,
-		DefaultFeatures: session.Features(e.Config.EmbedFeatures),
+		DefaultFeatures: e.Config.EmbedFeatures,
 	})
 	return sessionRoutes("create", svc, e)
 }

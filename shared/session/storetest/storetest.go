@@ -361,6 +361,9 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 				break
 			}
 			for _, e := range page {
+				if e.Seq <= after {
+					t.Fatalf("events after %d: %+v", after, page)
+				}
 				paged = append(paged, e.Seq)
 			}
 			after = page[len(page)-1].Seq

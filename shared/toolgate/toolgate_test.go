@@ -44,11 +44,10 @@ func TestMain(m *testing.M) {
 	awstest.Main(m)
 }
 
-// counting is an Executor that counts its runs, optionally waiting on gate or
-// failing the first fail runs.
+// counting is an Executor that counts its runs, optionally waiting for block to
+// close or failing the first fail runs.
 type counting struct {
 	runs  atomic.Int32
-	delay time.Duration
 	fail  atomic.Int32
 	block chan struct{}
 }
@@ -62,7 +61,6 @@ func (c *counting) Execute(ctx context.Context, call toolgate.Call) (toolgate.Re
 			return toolgate.Result{}, ctx.Err()
 		}
 	}
-	time.Sleep(c.delay)
 	if c.fail.Add(-1) >= 0 {
 		return toolgate.Result{}, errors.New("dynamodb is down")
 	}
@@ -122,7 +120,9 @@ func newUUID(t *testing.T) string {
 
 func (h *harness) service(o toolgate.Options) *toolgate.Service {
 	o.Sessions = h.sessions
-	o.Records = h.records
+	if o.Records == nil {
+		o.Records = h.records
+	}
 	if o.Executor == nil {
 		o.Executor = h.exec
 	}
@@ -146,14 +146,33 @@ func within(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
+// duplicates is a record store that closes all once want requests have found
+// their record already begun.
+type duplicates struct {
+	toolgate.Store
+	want int32
+	seen atomic.Int32
+	all  chan struct{}
+}
+
+func (d *duplicates) Begin(ctx context.Context, rec toolgate.Record, now time.Time) (toolgate.Record, bool, error) {
+	cur, created, err := d.Store.Begin(ctx, rec, now)
+	if err == nil && !created && d.seen.Add(1) == d.want {
+		close(d.all)
+	}
+	return cur, created, err
+}
+
 // 100 concurrent duplicates: the side effect happens once, and all 100 callers
 // get the same result; all but the one that ran it see it as replayed.
 func TestConcurrentDuplicatesRunOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.exec.delay = 300 * time.Millisecond
-	svc := h.service(toolgate.Options{})
 	const n = 100
+	// The call runs until every duplicate has found it in progress.
+	dups := &duplicates{Store: h.records, want: n - 1, all: make(chan struct{})}
+	h.exec.block = dups.all
+	svc := h.service(toolgate.Options{Records: dups})
 	outs := make([]toolgate.Outcome, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup

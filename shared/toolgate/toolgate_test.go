@@ -311,7 +311,11 @@ func TestCrashedCallerRunsAgainOnlyAfterItsDeadline(t *testing.T) {
 	}
 	_ = child.Wait()
 
-	svc := h.service(toolgate.Options{Margin: 100 * time.Millisecond})
+	// The duplicates' clock runs from now; it is moved past the crashed caller's
+	// deadline rather than waited past it.
+	var offset atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	svc := h.service(toolgate.Options{Margin: 100 * time.Millisecond, Now: clock})
 	early, err := svc.Call(within(t, time.Second), h.req(toolspec.AutomationComplete, "crash", complete))
 	if err != nil || early.Status != http.StatusAccepted || early.Pending == nil {
 		t.Fatalf("duplicate before the deadline: %+v %v", early, err)
@@ -322,19 +326,22 @@ func TestCrashedCallerRunsAgainOnlyAfterItsDeadline(t *testing.T) {
 	if time.Since(began) > leaseSeconds*time.Second {
 		t.Fatal("too slow to check before the deadline")
 	}
-	// This duplicate waits for the crashed caller's deadline, then takes over.
+	key := toolgate.RecordKey(h.sess.ID, toolspec.AutomationComplete, "c-1")
+	crashed, err := h.records.Get(t.Context(), key)
+	if err != nil || crashed.State != toolgate.InProgress || crashed.Attempt != 1 {
+		t.Fatalf("crashed caller's record %+v %v", crashed, err)
+	}
+	// Past the crashed caller's deadline, a duplicate takes over.
+	offset.Store(int64(time.Until(time.UnixMilli(crashed.LeaseUntil)) + time.Millisecond))
 	late, err := svc.Call(within(t, 3*leaseSeconds*time.Second), h.req(toolspec.AutomationComplete, "crash", complete))
 	if err != nil || late.Status != http.StatusOK || late.Replayed {
 		t.Fatalf("duplicate after the deadline: %+v %v", late, err)
-	}
-	if took := time.Since(began); took < leaseSeconds*time.Second {
-		t.Errorf("taken over after %s, before the %ds deadline", took, leaseSeconds)
 	}
 	again, err := svc.Call(t.Context(), h.req(toolspec.AutomationComplete, "crash", complete))
 	if err != nil || !again.Replayed || again.Result.Result != late.Result.Result {
 		t.Errorf("replay: %+v %v", again, err)
 	}
-	rec, err := h.records.Get(t.Context(), toolgate.RecordKey(h.sess.ID, toolspec.AutomationComplete, "c-1"))
+	rec, err := h.records.Get(t.Context(), key)
 	if err != nil || rec.Attempt != 2 || rec.State != toolgate.Completed {
 		t.Errorf("record %+v %v", rec, err)
 	}

@@ -151,7 +151,7 @@ func (m *Memory) Touch(_ context.Context, id string, generation int, fields map[
 }
 
 // AppendEvents numbers events and stores them, all or nothing.
-func (m *Memory) AppendEvents(ctx context.Context, id string, generation int, events []session.Event) ([]session.Event, error) {
+func (m *Memory) AppendEvents(_ context.Context, id string, generation int, events []session.Event) ([]session.Event, error) {
 	return m.append(id, generation, events, nil)
 }
 

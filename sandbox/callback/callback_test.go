@@ -15,7 +15,7 @@ import (
 // every request body.
 type gateway struct {
 	mu     sync.Mutex
-	steps  []func(w http.ResponseWriter)
+	steps  []step
 	bodies []map[string]any
 	paths  []string
 	auth   []string
@@ -29,10 +29,13 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.bodies = append(g.bodies, body)
 	g.paths = append(g.paths, r.URL.Path)
 	g.auth = append(g.auth, r.Header.Get("Authorization"))
-	step := g.steps[min(i, len(g.steps)-1)]
+	next := g.steps[min(i, len(g.steps)-1)]
 	g.mu.Unlock()
-	step(w)
+	next(w, r)
 }
+
+// step answers one attempt.
+type step func(w http.ResponseWriter, r *http.Request)
 
 // seen returns a copy of what the gateway received, under its lock.
 func (g *gateway) seen() (bodies []map[string]any, paths, auth []string) {
@@ -46,15 +49,15 @@ func (g *gateway) attempts() int {
 	return len(b)
 }
 
-func hangUp(w http.ResponseWriter) {
+func hangUp(w http.ResponseWriter, _ *http.Request) {
 	conn, _, err := w.(http.Hijacker).Hijack()
 	if err == nil {
 		_ = conn.Close()
 	}
 }
 
-func answer(status int, body string, headers ...string) func(http.ResponseWriter) {
-	return func(w http.ResponseWriter) {
+func answer(status int, body string, headers ...string) step {
+	return func(w http.ResponseWriter, _ *http.Request) {
 		for i := 0; i+1 < len(headers); i += 2 {
 			w.Header().Set(headers[i], headers[i+1])
 		}
@@ -83,7 +86,7 @@ func client(t *testing.T, g *gateway) (*Client, *[]time.Duration) {
 const ok = `{"success":true,"result":"Saved.","data":{"n":1}}`
 
 func TestRetriesTransportFailuresWithTheSameID(t *testing.T) {
-	g := &gateway{steps: []func(http.ResponseWriter){hangUp, hangUp, answer(200, ok)}}
+	g := &gateway{steps: []step{hangUp, hangUp, answer(200, ok)}}
 	c, slept := client(t, g)
 	res := c.Call(t.Context(), "save_snapshot", "call-7", map[string]any{"message": "m"})
 	if !res.Success || res.Result != "Saved." || res.Data["n"] != float64(1) {
@@ -104,7 +107,7 @@ func TestRetriesTransportFailuresWithTheSameID(t *testing.T) {
 }
 
 func TestGivesUpAfterFiveRetries(t *testing.T) {
-	g := &gateway{steps: []func(http.ResponseWriter){hangUp}}
+	g := &gateway{steps: []step{hangUp}}
 	c, _ := client(t, g)
 	res := c.Call(t.Context(), "verify", "v", map[string]any{})
 	if res.Success || !strings.Contains(res.Result, "could not be reached") {
@@ -120,7 +123,7 @@ func TestGivesUpAfterFiveRetries(t *testing.T) {
 
 func TestPollsWhilePending(t *testing.T) {
 	pending := answer(202, `{"status":"pending","tool_call_id":"v","retry_after_seconds":2}`)
-	g := &gateway{steps: []func(http.ResponseWriter){pending, pending, answer(200, ok, "Idempotent-Replayed", "true")}}
+	g := &gateway{steps: []step{pending, pending, answer(200, ok, "Idempotent-Replayed", "true")}}
 	c, slept := client(t, g)
 	res := c.Call(t.Context(), "verify", "v", map[string]any{})
 	if !res.Success || !res.Replayed {
@@ -136,7 +139,7 @@ func TestPollsWhilePending(t *testing.T) {
 
 func TestErrorsBecomeResults(t *testing.T) {
 	refused := `{"status":403,"error_code":"forbidden","message":"save_env_files is only available in setup sessions.","retryable":false,"success":false,"result":"save_env_files is only available in setup sessions."}`
-	g := &gateway{steps: []func(http.ResponseWriter){answer(403, refused)}}
+	g := &gateway{steps: []step{answer(403, refused)}}
 	c, _ := client(t, g)
 	res := c.Call(t.Context(), "save_env_files", "e", map[string]any{})
 	if res.Success || res.Result != "save_env_files is only available in setup sessions." || g.attempts() != 1 {
@@ -144,13 +147,13 @@ func TestErrorsBecomeResults(t *testing.T) {
 	}
 
 	busy := `{"status":503,"error_code":"service_unavailable","message":"The tool could not run; retry with the same tool_call_id.","retryable":true}`
-	g = &gateway{steps: []func(http.ResponseWriter){answer(503, busy), answer(200, ok)}}
+	g = &gateway{steps: []step{answer(503, busy), answer(200, ok)}}
 	c, _ = client(t, g)
 	if res := c.Call(t.Context(), "verify", "v", map[string]any{}); !res.Success || g.attempts() != 2 {
 		t.Errorf("a retryable error was not retried: %+v", res)
 	}
 
-	g = &gateway{steps: []func(http.ResponseWriter){answer(200, `not json`)}}
+	g = &gateway{steps: []step{answer(200, `not json`)}}
 	c, _ = client(t, g)
 	c.MaxRetries = 1
 	if res := c.Call(t.Context(), "verify", "v", map[string]any{}); res.Success || g.attempts() != 2 {
@@ -159,8 +162,16 @@ func TestErrorsBecomeResults(t *testing.T) {
 }
 
 func TestEachAttemptHasItsOwnTimeout(t *testing.T) {
-	slow := func(w http.ResponseWriter) { time.Sleep(300 * time.Millisecond); answer(200, ok)(w) }
-	g := &gateway{steps: []func(http.ResponseWriter){slow, answer(200, ok)}}
+	// The first attempt is held until the client gives up on it (bounded, so that
+	// a client that never does fails the test), then answered.
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+		answer(200, ok)(w, r)
+	}
+	g := &gateway{steps: []step{slow, answer(200, ok)}}
 	c, _ := client(t, g)
 	c.AttemptTimeout = 50 * time.Millisecond
 	res := c.Call(t.Context(), "verify", "v", map[string]any{})
@@ -170,7 +181,7 @@ func TestEachAttemptHasItsOwnTimeout(t *testing.T) {
 }
 
 func TestCancelledCallReturnsAResult(t *testing.T) {
-	g := &gateway{steps: []func(http.ResponseWriter){hangUp}}
+	g := &gateway{steps: []step{hangUp}}
 	c, _ := client(t, g)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()

@@ -44,8 +44,6 @@ func anthropicWire(t *testing.T) func(w http.ResponseWriter, r *http.Request, sc
 		case scenario == scenario500 && n == 1:
 			errorJSON(http.StatusInternalServerError, "api_error")
 			return
-		case scenario == scenarioSlow:
-			time.Sleep(1500 * time.Millisecond)
 		case scenario == scenarioTool:
 			text = `{"id":"msg_2","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Let me look."},{"type":"tool_use","id":"call_1","name":"read","input":{"path":"README.md"}}],"stop_reason":"tool_use","usage":{"input_tokens":12,"output_tokens":9}}`
 		case scenario == scenarioToolBack:

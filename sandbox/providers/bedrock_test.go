@@ -48,8 +48,6 @@ func bedrockWire(t *testing.T) func(w http.ResponseWriter, r *http.Request, scen
 		case scenario == scenario500 && n == 1:
 			fail(http.StatusInternalServerError, "InternalServerException")
 			return
-		case scenario == scenarioSlow:
-			time.Sleep(1500 * time.Millisecond)
 		case scenario == scenarioTool:
 			reply = `{"output":{"message":{"role":"assistant","content":[{"text":"Let me look."},{"toolUse":{"toolUseId":"call_1","name":"read","input":{"path":"README.md"}}}]}},"stopReason":"tool_use","usage":{"inputTokens":12,"outputTokens":9,"totalTokens":21},"metrics":{"latencyMs":3}}`
 		case scenario == scenarioToolBack:

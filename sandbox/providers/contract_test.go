@@ -42,6 +42,15 @@ func (s *wire) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.times = append(s.times, time.Now())
 	s.bodies = append(s.bodies, body)
 	s.mu.Unlock()
+	if scenario == scenarioSlow {
+		// Slower than any timeout: hold the request until the client gives up on
+		// it. (Bounded, so that a client that never does fails the test.)
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+		return
+	}
 	stream, _ := body["stream"].(bool)
 	s.handle(w, r, scenario, n, body, stream)
 }

@@ -42,8 +42,6 @@ func openaiWire(t *testing.T) func(w http.ResponseWriter, r *http.Request, scena
 		case scenario == scenario500 && n == 1:
 			errorJSON(http.StatusInternalServerError)
 			return
-		case scenario == scenarioSlow:
-			time.Sleep(1500 * time.Millisecond)
 		case scenario == scenarioTool:
 			message = `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"read","arguments":"{\"path\":\"README.md\"}"}}]}`
 			finish = "tool_calls"

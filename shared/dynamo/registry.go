@@ -67,6 +67,9 @@ func (r *Registry) Project(ctx context.Context, name string) (registry.Project, 
 	if err := r.get(ctx, regKey(kindProject, name), &it); err != nil {
 		return registry.Project{}, fmt.Errorf("project %q: %w", name, err)
 	}
+	// The item's own name attribute (the by_kind sort key) shadows the embedded
+	// project's on decode.
+	it.Project.Name = it.Name
 	return it.Project, nil
 }
 

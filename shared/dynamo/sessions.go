@@ -102,7 +102,11 @@ func (s *Sessions) AddToken(ctx context.Context, id, tokenHash string) error {
 	up := expression.Set(expression.Name("token_hashes"),
 		expression.ListAppend(expression.IfNotExists(expression.Name("token_hashes"), expression.Value([]string{})),
 			expression.Value([]string{tokenHash})))
-	cond := inStates(session.Live).And(expression.Size(expression.Name("token_hashes")).LessThan(expression.Value(session.MaxTokens)))
+	// size() of an absent attribute is no number: a session holding no token yet
+	// would fail the condition without the first alternative.
+	room := expression.AttributeNotExists(expression.Name("token_hashes")).
+		Or(expression.Size(expression.Name("token_hashes")).LessThan(expression.Value(session.MaxTokens)))
+	cond := inStates(session.Live).And(room)
 	_, err := s.update(ctx, id, up, cond)
 	return err
 }

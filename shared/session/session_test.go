@@ -5,14 +5,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/session/storetest"
 	"github.com/remote-agents/remote-agents/shared/token"
 )
 
@@ -38,68 +37,6 @@ func TestLost(t *testing.T) {
 	}
 }
 
-// memStore is an in-memory session.Store for the service's logic.
-type memStore struct {
-	mu sync.Mutex
-	m  map[string]session.Session
-}
-
-func (s *memStore) Create(_ context.Context, sess session.Session, _ *session.IdempotencyRecord) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.m[sess.ID] = sess
-	return nil
-}
-
-func (s *memStore) Get(_ context.Context, id string) (session.Session, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess, ok := s.m[id]
-	if !ok {
-		return sess, session.ErrNotFound
-	}
-	return sess, nil
-}
-
-func (s *memStore) Idempotency(context.Context, string) (session.IdempotencyRecord, error) {
-	return session.IdempotencyRecord{}, session.ErrNotFound
-}
-
-func (s *memStore) Transition(_ context.Context, id string, c session.Change) (session.Session, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess, ok := s.m[id]
-	if !ok {
-		return sess, session.ErrNotFound
-	}
-	if !slices.Contains(c.From, sess.State) {
-		return sess, session.ErrConflict
-	}
-	sess.State, sess.Reason = c.To, c.Reason
-	s.m[id] = sess
-	return sess, nil
-}
-
-func (s *memStore) AddToken(context.Context, string, string) error { return nil }
-
-func (s *memStore) ClaimLaunch(context.Context, string, int, string, time.Time) error { return nil }
-
-func (s *memStore) AppendEvents(context.Context, string, int, []session.Event) ([]session.Event, error) {
-	return nil, nil
-}
-
-func (s *memStore) AppendOnce(context.Context, string, int, session.Event, session.IdempotencyRecord) (session.Event, error) {
-	return session.Event{}, nil
-}
-
-func (s *memStore) Events(context.Context, string, int64, int) ([]session.Event, error) {
-	return nil, nil
-}
-
-func (s *memStore) Touch(_ context.Context, id string, _ int, _ map[string]any) (session.Session, error) {
-	return s.Get(context.Background(), id)
-}
-
 type publisher struct{ sent []jobs.Message }
 
 func (p *publisher) Publish(_ context.Context, m jobs.Message, _ time.Duration) error {
@@ -117,10 +54,13 @@ func TestAliveMarksSilentSandboxLost(t *testing.T) {
 	}
 	tok, hash := token.New(token.Session)
 	id := "0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5b6a"
-	store := &memStore{m: map[string]session.Session{id: {
+	store := storetest.NewMemory()
+	if err := store.Create(t.Context(), session.Session{
 		ID: id, State: session.Ready, Generation: 1, TokenHashes: []string{hash},
 		HeartbeatAt: now.Add(-2 * time.Minute).Format(time.RFC3339Nano), GuardrailsHash: guardrails.Hash([]byte("# rules\n")),
-	}}}
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
 	pub := &publisher{}
 	svc := session.NewService(session.Options{Store: store, Guardrails: g, Jobs: pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	st, err := svc.Alive(t.Context(), id, tok)

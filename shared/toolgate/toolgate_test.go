@@ -43,11 +43,10 @@ func TestMain(m *testing.M) {
 	awstest.Main(m)
 }
 
-// counting is an Executor that counts its runs, optionally waiting on gate or
-// failing the first fail runs.
+// counting is an Executor that counts its runs, optionally waiting for block to
+// close or failing the first fail runs.
 type counting struct {
 	runs  atomic.Int32
-	delay time.Duration
 	fail  atomic.Int32
 	block chan struct{}
 }
@@ -61,7 +60,6 @@ func (c *counting) Execute(ctx context.Context, call toolgate.Call) (toolgate.Re
 			return toolgate.Result{}, ctx.Err()
 		}
 	}
-	time.Sleep(c.delay)
 	if c.fail.Add(-1) >= 0 {
 		return toolgate.Result{}, errors.New("dynamodb is down")
 	}
@@ -121,7 +119,9 @@ func newUUID(t *testing.T) string {
 
 func (h *harness) service(o toolgate.Options) *toolgate.Service {
 	o.Sessions = h.sessions
-	o.Records = h.records
+	if o.Records == nil {
+		o.Records = h.records
+	}
 	if o.Executor == nil {
 		o.Executor = h.exec
 	}
@@ -145,14 +145,33 @@ func within(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
+// duplicates is a record store that closes all once want requests have found
+// their record already begun.
+type duplicates struct {
+	toolgate.Store
+	want int32
+	seen atomic.Int32
+	all  chan struct{}
+}
+
+func (d *duplicates) Begin(ctx context.Context, rec toolgate.Record, now time.Time) (toolgate.Record, bool, error) {
+	cur, created, err := d.Store.Begin(ctx, rec, now)
+	if err == nil && !created && d.seen.Add(1) == d.want {
+		close(d.all)
+	}
+	return cur, created, err
+}
+
 // 100 concurrent duplicates: the side effect happens once, and all 100 callers
 // get the same result; all but the one that ran it see it as replayed.
 func TestConcurrentDuplicatesRunOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.exec.delay = 300 * time.Millisecond
-	svc := h.service(toolgate.Options{})
 	const n = 100
+	// The call runs until every duplicate has found it in progress.
+	dups := &duplicates{Store: h.records, want: n - 1, all: make(chan struct{})}
+	h.exec.block = dups.all
+	svc := h.service(toolgate.Options{Records: dups})
 	outs := make([]toolgate.Outcome, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -291,8 +310,13 @@ func TestCrashedCallerRunsAgainOnlyAfterItsDeadline(t *testing.T) {
 	}
 	_ = child.Wait()
 
-	svc := h.service(toolgate.Options{Margin: 100 * time.Millisecond})
-	early, err := svc.Call(within(t, time.Second), h.req(toolspec.AutomationComplete, "crash", complete))
+	// The duplicates' clock runs from now; it is moved past the crashed caller's
+	// deadline rather than waited past it.
+	var offset atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	// The margin leaves the last read of the record time to finish on a busy machine.
+	svc := h.service(toolgate.Options{Margin: 500 * time.Millisecond, Now: clock})
+	early, err := svc.Call(within(t, 1500*time.Millisecond), h.req(toolspec.AutomationComplete, "crash", complete))
 	if err != nil || early.Pending == nil {
 		t.Fatalf("duplicate before the deadline: %+v %v", early, err)
 	}
@@ -302,19 +326,22 @@ func TestCrashedCallerRunsAgainOnlyAfterItsDeadline(t *testing.T) {
 	if time.Since(began) > leaseSeconds*time.Second {
 		t.Fatal("too slow to check before the deadline")
 	}
-	// This duplicate waits for the crashed caller's deadline, then takes over.
+	key := toolgate.RecordKey(h.sess.ID, toolspec.AutomationComplete, "c-1")
+	crashed, err := h.records.Get(t.Context(), key)
+	if err != nil || crashed.State != toolgate.InProgress || crashed.Attempt != 1 {
+		t.Fatalf("crashed caller's record %+v %v", crashed, err)
+	}
+	// Past the crashed caller's deadline, a duplicate takes over.
+	offset.Store(int64(time.Until(time.UnixMilli(crashed.LeaseUntil)) + time.Millisecond))
 	late, err := svc.Call(within(t, 3*leaseSeconds*time.Second), h.req(toolspec.AutomationComplete, "crash", complete))
 	if err != nil || late.Pending != nil || late.Replayed {
 		t.Fatalf("duplicate after the deadline: %+v %v", late, err)
-	}
-	if took := time.Since(began); took < leaseSeconds*time.Second {
-		t.Errorf("taken over after %s, before the %ds deadline", took, leaseSeconds)
 	}
 	again, err := svc.Call(t.Context(), h.req(toolspec.AutomationComplete, "crash", complete))
 	if err != nil || !again.Replayed || again.Result.Result != late.Result.Result {
 		t.Errorf("replay: %+v %v", again, err)
 	}
-	rec, err := h.records.Get(t.Context(), toolgate.RecordKey(h.sess.ID, toolspec.AutomationComplete, "c-1"))
+	rec, err := h.records.Get(t.Context(), key)
 	if err != nil || rec.Attempt != 2 || rec.State != toolgate.Completed {
 		t.Errorf("record %+v %v", rec, err)
 	}

@@ -1,6 +1,8 @@
 package fargate_test
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -15,14 +17,28 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/launch/fargate"
+	"github.com/remote-agents/remote-agents/shared/launch/launchtest"
 )
 
-// fakeECS speaks the ECS JSON 1.1 wire format for RunTask and StopTask and records
-// each request body by operation.
+// fakeECS speaks the ECS JSON 1.1 wire format for RunTask and StopTask, keeps the
+// tasks it started as ECS does (a repeated clientToken returns the task of its
+// first request), and records each request body by operation.
 type fakeECS struct {
 	mu       sync.Mutex
 	requests map[string][]map[string]any
-	runReply string
+	tasks    map[string]*task  // by ARN
+	byToken  map[string]string // clientToken to ARN
+	// failures, if set, is what RunTask answers instead of starting a task.
+	failures string
+}
+
+type task struct {
+	run     map[string]any // the RunTask request
+	desired string
+}
+
+func newFakeECS() *fakeECS {
+	return &fakeECS{requests: map[string][]map[string]any{}, tasks: map[string]*task{}, byToken: map[string]string{}}
 }
 
 func (f *fakeECS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -33,27 +49,101 @@ func (f *fakeECS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.requests[op] = append(f.requests[op], body)
-	f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	reply := func(status int, v any) {
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(v)
+	}
 	switch op {
 	case "RunTask":
-		_, _ = w.Write([]byte(f.runReply))
-	case "StopTask":
-		if body["task"] == "arn:gone" {
-			w.WriteHeader(http.StatusBadRequest)
-			_, _ = w.Write([]byte(`{"__type":"InvalidParameterException","message":"The referenced task was not found."}`))
+		if f.failures != "" {
+			_, _ = w.Write([]byte(f.failures))
 			return
 		}
-		_, _ = w.Write([]byte(`{"task":{"taskArn":"` + body["task"].(string) + `","desiredStatus":"STOPPED"}}`))
+		token, _ := body["clientToken"].(string)
+		arn, ok := f.byToken[token]
+		if !ok || token == "" {
+			arn = "arn:aws:ecs:us-east-1:123456789012:task/" + body["cluster"].(string) + "/" + newTaskID()
+			f.tasks[arn] = &task{run: body, desired: "RUNNING"}
+			if token != "" {
+				f.byToken[token] = arn
+			}
+		}
+		reply(http.StatusOK, map[string]any{"tasks": []any{f.describe(arn)}, "failures": []any{}})
+	case "StopTask":
+		arn, _ := body["task"].(string)
+		t, ok := f.tasks[arn]
+		if !ok {
+			reply(http.StatusBadRequest, map[string]any{"__type": "InvalidParameterException", "message": "The referenced task was not found."})
+			return
+		}
+		t.desired = "STOPPED"
+		reply(http.StatusOK, map[string]any{"task": f.describe(arn)})
 	default:
-		w.WriteHeader(http.StatusBadRequest)
+		reply(http.StatusBadRequest, map[string]any{"__type": "InvalidParameterException", "message": "Unsupported operation " + op})
 	}
 }
 
-func newLauncher(t *testing.T, runReply string) (*fargate.Launcher, *fakeECS) {
+func (f *fakeECS) describe(arn string) map[string]any {
+	t := f.tasks[arn]
+	return map[string]any{
+		"taskArn": arn, "lastStatus": "PROVISIONING", "desiredStatus": t.desired,
+		"startedBy": t.run["startedBy"], "group": t.run["group"], "overrides": t.run["overrides"],
+	}
+}
+
+// env returns the environment the task ref's agent container was started with.
+func (f *fakeECS) env(t *testing.T, ref string) map[string]string {
 	t.Helper()
-	fake := &fakeECS{requests: map[string][]map[string]any{}, runReply: runReply}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	tk, ok := f.tasks[ref]
+	if !ok {
+		t.Fatalf("no task %s", ref)
+	}
+	env := map[string]string{}
+	overrides, _ := tk.run["overrides"].(map[string]any)
+	containers, _ := overrides["containerOverrides"].([]any)
+	for _, c := range containers {
+		c, _ := c.(map[string]any)
+		if c["name"] != "agent" {
+			continue
+		}
+		vars, _ := c["environment"].([]any)
+		for _, kv := range vars {
+			m, _ := kv.(map[string]any)
+			name, _ := m["name"].(string)
+			value, _ := m["value"].(string)
+			env[name] = value
+		}
+	}
+	return env
+}
+
+// running returns the ARNs of the tasks not asked to stop.
+func (f *fakeECS) running() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var arns []string
+	for arn, t := range f.tasks {
+		if t.desired == "RUNNING" {
+			arns = append(arns, arn)
+		}
+	}
+	return arns
+}
+
+func newTaskID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func newLauncher(t *testing.T) (*fargate.Launcher, *fakeECS) {
+	t.Helper()
+	fake := newFakeECS()
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
 	client := ecs.New(ecs.Options{
@@ -71,16 +161,24 @@ func newLauncher(t *testing.T, runReply string) (*fargate.Launcher, *fakeECS) {
 	return l, fake
 }
 
+func TestLauncherContract(t *testing.T) {
+	t.Parallel()
+	launchtest.Run(t, func(t *testing.T) launchtest.Harness {
+		l, fake := newLauncher(t)
+		return launchtest.Harness{Launcher: l, Up: fake.env, Running: fake.running}
+	})
+}
+
 func TestLaunchBuildsRunTask(t *testing.T) {
 	t.Parallel()
-	l, fake := newLauncher(t, `{"tasks":[{"taskArn":"arn:aws:ecs:us-east-1:1:task/ra-dev/abc"}],"failures":[]}`)
+	l, fake := newLauncher(t)
 	spec := launch.Spec{SessionID: "6071cda9-7ba1-431a-9ad4-e711d5ed0a30", Generation: 2, GatewayURL: "https://api.example.com", SandboxToken: "rsb_x", TmuxSessionName: "ra-6071cda9"}
 	ref, err := l.Launch(t.Context(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ref != "arn:aws:ecs:us-east-1:1:task/ra-dev/abc" {
-		t.Errorf("ref = %q", ref)
+	if !strings.HasPrefix(ref, "arn:aws:ecs:us-east-1:123456789012:task/ra-dev/") {
+		t.Errorf("ref = %q, want the task ARN", ref)
 	}
 	req := fake.requests["RunTask"][0]
 	want := map[string]any{
@@ -101,11 +199,7 @@ func TestLaunchBuildsRunTask(t *testing.T) {
 		t.Errorf("size overrides %v", overrides)
 	}
 	container := overrides["containerOverrides"].([]any)[0].(map[string]any)
-	env := map[string]string{}
-	for _, kv := range container["environment"].([]any) {
-		m := kv.(map[string]any)
-		env[m["name"].(string)] = m["value"].(string)
-	}
+	env := fake.env(t, ref)
 	if container["name"] != "agent" || env["RA_SESSION_ID"] != spec.SessionID || env["RA_GENERATION"] != "2" ||
 		env["RA_GATEWAY_URL"] != spec.GatewayURL || env["RA_SANDBOX_TOKEN"] != "rsb_x" || env["RA_TMUX_SESSION_NAME"] != "ra-6071cda9" {
 		t.Errorf("container override %v", container)
@@ -114,23 +208,25 @@ func TestLaunchBuildsRunTask(t *testing.T) {
 
 func TestLaunchReportsFailures(t *testing.T) {
 	t.Parallel()
-	l, _ := newLauncher(t, `{"tasks":[],"failures":[{"reason":"RESOURCE:ENI","detail":"no capacity"}]}`)
+	l, fake := newLauncher(t)
+	fake.failures = `{"tasks":[],"failures":[{"reason":"RESOURCE:ENI","detail":"no capacity"}]}`
 	_, err := l.Launch(t.Context(), launch.Spec{SessionID: "s", Generation: 1})
 	if err == nil || !strings.Contains(err.Error(), "RESOURCE:ENI") {
 		t.Errorf("err = %v", err)
 	}
 }
 
-func TestStop(t *testing.T) {
+func TestStopSendsStopTask(t *testing.T) {
 	t.Parallel()
-	l, fake := newLauncher(t, `{}`)
-	if err := l.Stop(t.Context(), "arn:task/1", time.Second); err != nil {
+	l, fake := newLauncher(t)
+	ref, err := l.Launch(t.Context(), launch.Spec{SessionID: "s", Generation: 1})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if req := fake.requests["StopTask"][0]; req["cluster"] != "ra-dev" || req["task"] != "arn:task/1" || req["reason"] == "" {
-		t.Errorf("StopTask %v", req)
+	if err := l.Stop(t.Context(), ref, time.Second); err != nil {
+		t.Fatal(err)
 	}
-	if err := l.Stop(t.Context(), "arn:gone", time.Second); err != nil {
-		t.Errorf("stopping a gone task: %v", err)
+	if req := fake.requests["StopTask"][0]; req["cluster"] != "ra-dev" || req["task"] != ref || req["reason"] == "" {
+		t.Errorf("StopTask %v", req)
 	}
 }

@@ -113,10 +113,12 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 		if logFile != nil {
 			_ = logFile.Close()
 		}
-		close(p.done)
+		// Forget the process before Stop's wait returns: a stopped sandbox is no
+		// longer Running.
 		l.mu.Lock()
 		delete(l.procs, ref)
 		l.mu.Unlock()
+		close(p.done)
 		if l.o.OnExit != nil {
 			code := 0
 			var exit *exec.ExitError

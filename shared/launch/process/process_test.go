@@ -1,54 +1,131 @@
 package process_test
 
 import (
+	"bufio"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/launch/launchtest"
 	"github.com/remote-agents/remote-agents/shared/launch/process"
 )
 
+// A sandbox script reports "pid:<its pid>|<its identity>" on the ready pipe once
+// its signal trap is installed; tests wait for that line, never for a while.
+const report = `echo "pid:$$|$RA_SESSION_ID|$RA_GENERATION|$RA_GATEWAY_URL|$RA_SANDBOX_TOKEN|$RA_TMUX_SESSION_NAME" > "$READY"`
+
+// ready is a named pipe sandboxes report on, and the lines they reported, by ref.
+type ready struct {
+	path  string
+	mu    sync.Mutex
+	lines map[string]string
+	seen  map[string]chan struct{}
+}
+
+func newReady(t *testing.T) *ready {
+	t.Helper()
+	r := &ready{path: filepath.Join(t.TempDir(), "ready"), lines: map[string]string{}, seen: map[string]chan struct{}{}}
+	if err := syscall.Mkfifo(r.path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Opened for reading and writing, the pipe never blocks an opener and never
+	// reads end-of-file between writers.
+	f, err := os.OpenFile(r.path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			ref, rest, _ := strings.Cut(sc.Text(), "|")
+			r.mu.Lock()
+			r.lines[ref] = rest
+			close(r.chanFor(ref))
+			r.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = f.Close()
+		<-done
+	})
+	return r
+}
+
+func (r *ready) chanFor(ref string) chan struct{} {
+	ch, ok := r.seen[ref]
+	if !ok {
+		ch = make(chan struct{})
+		r.seen[ref] = ch
+	}
+	return ch
+}
+
+// wait waits for the sandbox ref's line and returns the identity it reported.
+func (r *ready) wait(t *testing.T, ref string) map[string]string {
+	t.Helper()
+	r.mu.Lock()
+	ch := r.chanFor(ref)
+	r.mu.Unlock()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("sandbox %s never reported ready", ref)
+	}
+	r.mu.Lock()
+	fields := strings.Split(r.lines[ref], "|")
+	r.mu.Unlock()
+	env := map[string]string{}
+	for i, k := range []string{"RA_SESSION_ID", "RA_GENERATION", "RA_GATEWAY_URL", "RA_SANDBOX_TOKEN", "RA_TMUX_SESSION_NAME"} {
+		if i < len(fields) {
+			env[k] = fields[i]
+		}
+	}
+	return env
+}
+
 type exits struct {
-	mu  sync.Mutex
-	got []launch.Exit
-	ch  chan launch.Exit
+	ch chan launch.Exit
 }
 
-func (e *exits) record(x launch.Exit) {
-	e.mu.Lock()
-	e.got = append(e.got, x)
-	e.mu.Unlock()
-	e.ch <- x
-}
+func (e *exits) record(x launch.Exit) { e.ch <- x }
 
-func newLauncher(t *testing.T, script string) (*process.Launcher, *exits, string) {
+// newLauncher runs script as every sandbox, with READY naming the ready pipe.
+func newLauncher(t *testing.T, script string) (*process.Launcher, *ready, *exits, string) {
 	t.Helper()
 	dir := t.TempDir()
-	ex := &exits{ch: make(chan launch.Exit, 4)}
-	l, err := process.New(process.Options{Command: []string{"/bin/sh", "-c", script}, Dir: dir, LogDir: dir, OnExit: ex.record})
+	r := newReady(t)
+	ex := &exits{ch: make(chan launch.Exit, 16)}
+	l, err := process.New(process.Options{Command: []string{"/bin/sh", "-c", script}, Dir: dir, LogDir: dir, OnExit: ex.record, Env: []string{"READY=" + r.path}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.StopAll(time.Second) })
-	return l, ex, dir
+	return l, r, ex, dir
 }
 
-func TestLaunchPassesIdentityAndIsIdempotent(t *testing.T) {
+func TestLauncherContract(t *testing.T) {
+	t.Parallel()
+	launchtest.Run(t, func(t *testing.T) launchtest.Harness {
+		l, r, _, _ := newLauncher(t, `trap 'exit 0' TERM; `+report+`; sleep 600 & wait`)
+		return launchtest.Harness{Launcher: l, Up: r.wait, Running: l.Running}
+	})
+}
+
+func TestSandboxGetsItsIdentityAndNoSecrets(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "platform-secret")
 	t.Setenv("RA_DEV_APP_KEY", "platform-app-key")
-	l, ex, dir := newLauncher(t, `echo "$RA_SESSION_ID $RA_GENERATION $RA_GATEWAY_URL $RA_SANDBOX_TOKEN" > identity; pwd > where; echo "$AWS_SECRET_ACCESS_KEY$RA_DEV_APP_KEY" > secrets; exit 3`)
+	l, _, ex, dir := newLauncher(t, `echo "$RA_SESSION_ID $RA_GENERATION $RA_GATEWAY_URL $RA_SANDBOX_TOKEN" > identity; pwd > where; echo "$AWS_SECRET_ACCESS_KEY$RA_DEV_APP_KEY" > secrets; exit 3`)
 	spec := launch.Spec{SessionID: "s1", Generation: 2, GatewayURL: "http://127.0.0.1:1", SandboxToken: "rsb_t"}
 	ref, err := l.Launch(t.Context(), spec)
 	if err != nil {
 		t.Fatal(err)
-	}
-	again, err := l.Launch(t.Context(), spec)
-	if err != nil || again != ref {
-		t.Errorf("second launch: %q, %v; want %q", again, err, ref)
 	}
 	x := <-ex.ch
 	if x.SessionID != "s1" || x.Generation != 2 || x.ExitCode != 3 || x.Ref != ref {
@@ -65,28 +142,23 @@ func TestLaunchPassesIdentityAndIsIdempotent(t *testing.T) {
 	if where, _ := os.ReadFile(filepath.Join(work, "where")); strings.TrimSpace(string(where)) != work {
 		t.Errorf("ran in %q, want %q", where, work)
 	}
-	time.Sleep(100 * time.Millisecond)
-	ex.mu.Lock()
-	defer ex.mu.Unlock()
-	if len(ex.got) != 1 {
-		t.Errorf("%d exits for one idempotent launch", len(ex.got))
-	}
 }
 
 func TestStopEscalatesToKill(t *testing.T) {
 	t.Parallel()
 	// The sandbox ignores SIGTERM: Stop must kill it after the grace period.
-	l, ex, _ := newLauncher(t, `trap '' TERM; while :; do sleep 0.1; done`)
+	l, r, ex, _ := newLauncher(t, `trap '' TERM; `+report+`; sleep 600 & wait`)
 	ref, err := l.Launch(t.Context(), launch.Spec{SessionID: "s2", Generation: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	r.wait(t, ref)
+	const grace = 300 * time.Millisecond
 	began := time.Now()
-	if err := l.Stop(t.Context(), ref, 500*time.Millisecond); err != nil {
+	if err := l.Stop(t.Context(), ref, grace); err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(began); took < 500*time.Millisecond {
+	if took := time.Since(began); took < grace {
 		t.Errorf("stopped after %s, before the grace period", took)
 	}
 	if x := <-ex.ch; x.ExitCode != -1 || !strings.Contains(x.Detail, "killed") {
@@ -102,12 +174,12 @@ func TestStopEscalatesToKill(t *testing.T) {
 
 func TestStopGraceful(t *testing.T) {
 	t.Parallel()
-	l, ex, _ := newLauncher(t, `trap 'exit 0' TERM; while :; do sleep 0.1; done`)
+	l, r, ex, _ := newLauncher(t, `trap 'exit 0' TERM; `+report+`; sleep 600 & wait`)
 	ref, err := l.Launch(t.Context(), launch.Spec{SessionID: "s3", Generation: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	r.wait(t, ref)
 	if err := l.Stop(t.Context(), ref, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}

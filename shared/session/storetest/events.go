@@ -1,0 +1,210 @@
+package storetest
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+// runEvents checks appending events, reading them in pages, and AppendOnce.
+func runEvents(t *testing.T, newStore func(t *testing.T) session.Store) {
+	t.Run("append events and read them in pages", func(t *testing.T) {
+		t.Parallel()
+		st := newStore(t)
+		s := create(t, st, sample(t, session.Ready, 1))
+		before := time.Now()
+		at := "2026-01-02T03:04:05.000000006Z"
+		first, err := st.AppendEvents(t.Context(), s.ID, 1, []session.Event{
+			{Type: "agent.message", Data: map[string]any{"text": "hi", "n": 1, "nested": map[string]any{"list": []any{1, "b"}}}},
+			{Type: "agent.state", At: at},
+			{Type: "agent.tool"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := st.AppendEvents(t.Context(), s.ID, 1, []session.Event{{Type: "a"}, {Type: "b"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		appended := append(first, second...)
+		for i, e := range appended {
+			if e.Seq != int64(i+1) || e.SessionID != s.ID {
+				t.Errorf("appended event %d: seq %d, session %q; want %d, %q", i, e.Seq, e.SessionID, i+1, s.ID)
+			}
+			if e.At == "" || e.ExpiresAt < before.Add(session.Retention).Unix() {
+				t.Errorf("appended event %d: at %q, expires_at %d; want a time, and to outlive its session's retention", i, e.At, e.ExpiresAt)
+			}
+		}
+		if first[1].At != at {
+			t.Errorf("an event's own time %q became %q", at, first[1].At)
+		}
+		all, err := st.Events(t.Context(), s.ID, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != len(appended) {
+			t.Fatalf("read %d events, appended %d", len(all), len(appended))
+		}
+		for i := range all {
+			read, wrote := all[i], appended[i]
+			read.Data, wrote.Data = nil, nil
+			if !reflect.DeepEqual(read, wrote) {
+				t.Errorf("event %d read as %+v, appended as %+v", i, read, wrote)
+			}
+		}
+		// Data comes back as JSON would decode it.
+		wantData := map[string]any{"text": "hi", "n": float64(1), "nested": map[string]any{"list": []any{float64(1), "b"}}}
+		if !reflect.DeepEqual(all[0].Data, wantData) {
+			t.Errorf("data %#v, want %#v", all[0].Data, wantData)
+		}
+
+		var paged []int64
+		for after := int64(0); ; {
+			page, err := st.Events(t.Context(), s.ID, after, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) > 2 {
+				t.Fatalf("page of %d events, limit 2", len(page))
+			}
+			if len(page) == 0 {
+				break
+			}
+			for _, e := range page {
+				if e.Seq <= after {
+					t.Fatalf("events after %d: %+v", after, page)
+				}
+				paged = append(paged, e.Seq)
+			}
+			after = page[len(page)-1].Seq
+		}
+		if !slices.Equal(paged, []int64{1, 2, 3, 4, 5}) {
+			t.Errorf("paged by 2: %v", paged)
+		}
+		if page, err := st.Events(t.Context(), s.ID, 3, 100); err != nil || len(page) != 2 || page[0].Seq != 4 {
+			t.Errorf("events after 3: %+v, %v", page, err)
+		}
+		if page, err := st.Events(t.Context(), newID(t), 0, 100); err != nil || len(page) != 0 {
+			t.Errorf("events of an unknown id: %+v, %v; want none", page, err)
+		}
+	})
+
+	t.Run("refused appends write nothing", func(t *testing.T) {
+		t.Parallel()
+		st := newStore(t)
+		s := create(t, st, sample(t, session.Working, 2))
+		one := []session.Event{{Type: "x"}}
+		if _, err := st.AppendEvents(t.Context(), s.ID, 1, one); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("append for another generation: %v, want ErrConflict", err)
+		}
+		if _, err := st.AppendEvents(t.Context(), s.ID, 2, nil); err == nil {
+			t.Error("append of no events succeeded")
+		}
+		if _, err := st.AppendEvents(t.Context(), s.ID, 2, make([]session.Event, session.MaxEventsPerAppend+1)); err == nil {
+			t.Errorf("append of %d events succeeded", session.MaxEventsPerAppend+1)
+		}
+		if evs, _ := st.Events(t.Context(), s.ID, 0, 100); len(evs) != 0 {
+			t.Errorf("refused appends wrote %+v", evs)
+		}
+		// Refused appends take no sequence numbers.
+		if out, err := st.AppendEvents(t.Context(), s.ID, 2, one); err != nil || out[0].Seq != 1 {
+			t.Errorf("first append after refusals: %+v, %v; want seq 1", out, err)
+		}
+		ended := create(t, st, sample(t, session.Ended, 1))
+		if _, err := st.AppendEvents(t.Context(), ended.ID, 1, one); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("append to an ended session: %v, want ErrConflict", err)
+		}
+		unknown := newID(t)
+		if _, err := st.AppendEvents(t.Context(), unknown, 1, one); !errors.Is(err, session.ErrConflict) && !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("append to an unknown id: %v, want ErrConflict or ErrNotFound", err)
+		}
+		if evs, _ := st.Events(t.Context(), unknown, 0, 100); len(evs) != 0 {
+			t.Errorf("append to an unknown id wrote %+v", evs)
+		}
+	})
+
+	t.Run("concurrent appends get distinct consecutive numbers", func(t *testing.T) {
+		t.Parallel()
+		st := newStore(t)
+		s := create(t, st, sample(t, session.Working, 1))
+		const callers, each = 10, 2 // each appends two events
+		got := make([][]session.Event, callers)
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				out, err := st.AppendEvents(t.Context(), s.ID, 1, []session.Event{{Type: "a"}, {Type: "b"}})
+				if err != nil {
+					t.Errorf("append %d: %v", i, err)
+				}
+				got[i] = out
+			})
+		}
+		wg.Wait()
+		var seqs []int64
+		for i, out := range got {
+			if len(out) == each && out[1].Seq != out[0].Seq+1 {
+				t.Errorf("append %d got seqs %d and %d, not consecutive", i, out[0].Seq, out[1].Seq)
+			}
+			for _, e := range out {
+				seqs = append(seqs, e.Seq)
+			}
+		}
+		slices.Sort(seqs)
+		for i, seq := range seqs {
+			if seq != int64(i+1) {
+				t.Fatalf("seqs %v, want 1..%d each once", seqs, callers*each)
+			}
+		}
+		if evs, err := st.Events(t.Context(), s.ID, 0, 100); err != nil || len(evs) != callers*each {
+			t.Errorf("read %d events, %v; want %d", len(evs), err, callers*each)
+		}
+	})
+
+	t.Run("append once", func(t *testing.T) {
+		t.Parallel()
+		st := newStore(t)
+		s := create(t, st, sample(t, session.Idle, 1))
+		if _, err := st.AppendEvents(t.Context(), s.ID, 1, []session.Event{{Type: "before"}}); err != nil {
+			t.Fatal(err)
+		}
+		rec := record(t, "message", s.ID)
+		e, err := st.AppendOnce(t.Context(), s.ID, 1, session.Event{Type: "user.message", Data: map[string]any{"text": "hi"}}, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Seq != 2 || e.SessionID != s.ID || e.Type != "user.message" {
+			t.Errorf("AppendOnce = %+v, want seq 2 of %s", e, s.ID)
+		}
+		want := rec
+		want.Seq = e.Seq
+		if got, err := st.Idempotency(t.Context(), rec.Key); err != nil || got != want {
+			t.Errorf("record %+v, %v; want %+v", got, err, want)
+		}
+		if _, err := st.AppendOnce(t.Context(), s.ID, 1, session.Event{Type: "user.message"}, rec); !errors.Is(err, session.ErrIdempotencyTaken) {
+			t.Errorf("append with a used key: %v, want ErrIdempotencyTaken", err)
+		}
+		if evs, _ := st.Events(t.Context(), s.ID, 0, 100); len(evs) != 2 {
+			t.Errorf("%d events after a refused append, want 2", len(evs))
+		}
+		if got, _ := st.Idempotency(t.Context(), rec.Key); got != want {
+			t.Errorf("a refused append replaced the record: %+v", got)
+		}
+		// Numbers stay increasing after a refusal (there may be a gap).
+		if out, err := st.AppendEvents(t.Context(), s.ID, 1, []session.Event{{Type: "after"}}); err != nil || out[0].Seq <= e.Seq {
+			t.Errorf("append after a refused one: %+v, %v", out, err)
+		}
+		ended := create(t, st, sample(t, session.Ended, 1))
+		fresh := record(t, "message", ended.ID)
+		if _, err := st.AppendOnce(t.Context(), ended.ID, 1, session.Event{Type: "user.message"}, fresh); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("append once to an ended session: %v, want ErrConflict", err)
+		}
+		if _, err := st.Idempotency(t.Context(), fresh.Key); !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("a refused append wrote its record: %v", err)
+		}
+	})
+}

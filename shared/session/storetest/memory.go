@@ -1,0 +1,284 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+var _ session.Store = (*Memory)(nil)
+
+// Memory is an in-memory session.Store for unit tests of logic that uses one. It
+// behaves as dynamo.Sessions does (Run checks both): the same conditions, the same
+// errors, the same fields set on the side. Values go in and out as copies, through
+// JSON, so numbers in event data come back as float64, as they do from DynamoDB.
+type Memory struct {
+	// Now is the clock; nil means time.Now. Set it before first use.
+	Now func() time.Time
+
+	mu       sync.Mutex
+	sessions map[string]memSession
+	records  map[string]session.IdempotencyRecord
+	events   map[string][]session.Event
+}
+
+type memSession struct {
+	s   session.Session
+	seq int64 // the event counter, kept on the session item by dynamo.Sessions
+}
+
+// NewMemory returns an empty store.
+func NewMemory() *Memory {
+	return &Memory{
+		sessions: map[string]memSession{},
+		records:  map[string]session.IdempotencyRecord{},
+		events:   map[string][]session.Event{},
+	}
+}
+
+func (m *Memory) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// Create writes a new session and its idempotency record, all or nothing.
+func (m *Memory) Create(_ context.Context, s session.Session, rec *session.IdempotencyRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if rec != nil {
+		if _, ok := m.records[rec.Key]; ok {
+			return fmt.Errorf("create session %s: %w", s.ID, session.ErrIdempotencyTaken)
+		}
+	}
+	if _, ok := m.sessions[s.ID]; ok {
+		return fmt.Errorf("create session %s: already exists", s.ID)
+	}
+	m.sessions[s.ID] = memSession{s: clone(s)}
+	if rec != nil {
+		m.records[rec.Key] = *rec
+	}
+	return nil
+}
+
+// Get reads a session.
+func (m *Memory) Get(_ context.Context, id string) (session.Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms, ok := m.sessions[id]
+	if !ok {
+		return session.Session{}, fmt.Errorf("session %s: %w", id, session.ErrNotFound)
+	}
+	return clone(ms.s), nil
+}
+
+// Idempotency reads an idempotency record.
+func (m *Memory) Idempotency(_ context.Context, key string) (session.IdempotencyRecord, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rec, ok := m.records[key]
+	if !ok {
+		return session.IdempotencyRecord{}, fmt.Errorf("idempotency record: %w", session.ErrNotFound)
+	}
+	return rec, nil
+}
+
+// Transition applies c if the session is in one of c.From (and of c.Generation).
+func (m *Memory) Transition(_ context.Context, id string, c session.Change) (session.Session, error) {
+	now := m.now().UTC()
+	return m.update(id, func(s *session.Session) error {
+		if !slices.Contains(c.From, s.State) || (c.Generation != 0 && s.Generation != c.Generation) {
+			return session.ErrConflict
+		}
+		s.State = c.To
+		s.UpdatedAt = now.Format(time.RFC3339Nano)
+		if c.Reason != "" {
+			s.Reason = c.Reason
+		}
+		if c.To.Terminal() {
+			s.EndedAt = now.Format(time.RFC3339Nano)
+			s.ExpiresAt = now.Add(session.Retention).Unix()
+		}
+		return set(s, c.Set)
+	})
+}
+
+// AddToken appends a token hash to a live session holding fewer than MaxTokens.
+func (m *Memory) AddToken(_ context.Context, id, tokenHash string) error {
+	_, err := m.update(id, func(s *session.Session) error {
+		if !slices.Contains(session.Live, s.State) || len(s.TokenHashes) >= session.MaxTokens {
+			return session.ErrConflict
+		}
+		s.TokenHashes = append(s.TokenHashes, tokenHash)
+		return nil
+	})
+	return err
+}
+
+// ClaimLaunch takes the launch lease of a provisioning session's generation.
+func (m *Memory) ClaimLaunch(_ context.Context, id string, generation int, sandboxTokenHash string, leaseUntil time.Time) error {
+	now := m.now()
+	_, err := m.update(id, func(s *session.Session) error {
+		free := s.LaunchLease == 0 || s.LaunchLease < now.UnixMilli()
+		if s.State != session.Provisioning || s.Generation != generation || s.SandboxRef != "" || !free {
+			return session.ErrConflict
+		}
+		s.SandboxTokenHash = sandboxTokenHash
+		s.LaunchLease = leaseUntil.UnixMilli()
+		s.UpdatedAt = now.UTC().Format(time.RFC3339Nano)
+		return nil
+	})
+	return err
+}
+
+// Touch sets fields on a live session of the given generation.
+func (m *Memory) Touch(_ context.Context, id string, generation int, fields map[string]any) (session.Session, error) {
+	now := m.now().UTC()
+	return m.update(id, func(s *session.Session) error {
+		if !slices.Contains(session.Live, s.State) || s.Generation != generation {
+			return session.ErrConflict
+		}
+		s.UpdatedAt = now.Format(time.RFC3339Nano)
+		return set(s, fields)
+	})
+}
+
+// AppendEvents numbers events and stores them, all or nothing.
+func (m *Memory) AppendEvents(_ context.Context, id string, generation int, events []session.Event) ([]session.Event, error) {
+	return m.append(id, generation, events, nil)
+}
+
+// AppendOnce appends one event with its idempotency record, all or nothing.
+func (m *Memory) AppendOnce(_ context.Context, id string, generation int, e session.Event, rec session.IdempotencyRecord) (session.Event, error) {
+	out, err := m.append(id, generation, []session.Event{e}, &rec)
+	if err != nil {
+		return session.Event{}, err
+	}
+	return out[0], nil
+}
+
+func (m *Memory) append(id string, generation int, events []session.Event, rec *session.IdempotencyRecord) ([]session.Event, error) {
+	n := len(events)
+	if n == 0 || n > session.MaxEventsPerAppend {
+		return nil, fmt.Errorf("append %d events: want 1..%d", n, session.MaxEventsPerAppend)
+	}
+	now := m.now().UTC()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms, ok := m.sessions[id]
+	// As in dynamo.Sessions, an absent session is a failed condition: ErrConflict.
+	if !ok || !slices.Contains(session.Live, ms.s.State) || ms.s.Generation != generation {
+		return nil, fmt.Errorf("session %s: %w", id, session.ErrConflict)
+	}
+	// dynamo.Sessions reserves the numbers before it writes the events, so a
+	// refused record leaves a gap; so does this.
+	ms.seq += int64(n)
+	ms.s.UpdatedAt = now.Format(time.RFC3339Nano)
+	m.sessions[id] = ms
+	if rec != nil {
+		if _, taken := m.records[rec.Key]; taken {
+			return nil, fmt.Errorf("append to %s: %w", id, session.ErrIdempotencyTaken)
+		}
+	}
+	out := make([]session.Event, n)
+	for i, e := range events {
+		e = clone(e)
+		e.SessionID = id
+		e.Seq = ms.seq - int64(n) + int64(i) + 1
+		if e.At == "" {
+			e.At = now.Format(time.RFC3339Nano)
+		}
+		e.ExpiresAt = now.Add(session.Retention + 24*time.Hour).Unix()
+		out[i] = e
+	}
+	m.events[id] = append(m.events[id], out...)
+	if rec != nil {
+		rec.Seq = out[n-1].Seq
+		m.records[rec.Key] = *rec
+	}
+	return clone(out), nil
+}
+
+// Events returns up to limit events after the sequence number after, in order.
+func (m *Memory) Events(_ context.Context, id string, after int64, limit int) ([]session.Event, error) {
+	switch {
+	case limit == 0:
+		limit = 100 // dynamo.DefaultPageSize
+	case limit < 0 || limit > 1000: // dynamo.MaxPageSize
+		return nil, fmt.Errorf("events of %s: page size %d outside 1..1000", id, limit)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	evs := m.events[id]
+	i := sort.Search(len(evs), func(i int) bool { return evs[i].Seq > after })
+	out := evs[i:min(len(evs), i+limit)]
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return clone(out), nil
+}
+
+// update runs change on a copy of the session and stores the copy if change
+// returns nil: a failed condition writes nothing.
+func (m *Memory) update(id string, change func(*session.Session) error) (session.Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms, ok := m.sessions[id]
+	if !ok {
+		return session.Session{}, fmt.Errorf("session %s: %w", id, session.ErrNotFound)
+	}
+	s := clone(ms.s)
+	if err := change(&s); err != nil {
+		return session.Session{}, fmt.Errorf("session %s: %w", id, err)
+	}
+	ms.s = s
+	m.sessions[id] = ms
+	return clone(s), nil
+}
+
+// set sets fields of s by their JSON names, as an update expression sets attributes.
+func set(s *session.Session, fields map[string]any) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	var item map[string]any
+	if err := json.Unmarshal(raw, &item); err != nil {
+		return err
+	}
+	for k, v := range fields {
+		item[k] = v
+	}
+	if raw, err = json.Marshal(item); err != nil {
+		return err
+	}
+	var out session.Session
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return err
+	}
+	*s = out
+	return nil
+}
+
+// clone deep-copies v through JSON, as a write and a read through a database do.
+func clone[T any](v T) T {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("storetest: %v", err))
+	}
+	var out T
+	if err := json.Unmarshal(raw, &out); err != nil {
+		panic(fmt.Sprintf("storetest: %v", err))
+	}
+	return out
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
@@ -131,19 +134,30 @@ func (r *Registry) PutConfiguration(ctx context.Context, c registry.Configuratio
 }
 
 // UpdateConfiguration sets fields of an existing configuration.
-func (r *Registry) UpdateConfiguration(ctx context.Context, id string, set map[string]any) error {
+func (r *Registry) UpdateConfiguration(ctx context.Context, id string, u registry.ConfigurationUpdate) error {
+	set := map[string]any{}
+	if u.Snapshot != nil {
+		set["snapshot"] = u.Snapshot
+	}
+	if u.ServiceCommands != nil {
+		set["service_commands"] = u.ServiceCommands
+	}
+	if u.EnvFiles != nil {
+		set["env_files"] = u.EnvFiles
+	}
+	if !u.UpdatedAt.IsZero() {
+		set["updated_at"] = u.UpdatedAt.UTC().Format(time.RFC3339Nano)
+	}
 	if len(set) == 0 {
 		return errors.New("update configuration: nothing to set")
 	}
 	var upd expression.UpdateBuilder
-	first := true
-	for name, v := range set {
-		if first {
-			upd = expression.Set(expression.Name(name), Value(v))
-			first = false
+	for i, name := range slices.Sorted(maps.Keys(set)) {
+		if i == 0 {
+			upd = expression.Set(expression.Name(name), Value(set[name]))
 			continue
 		}
-		upd = upd.Set(expression.Name(name), Value(v))
+		upd = upd.Set(expression.Name(name), Value(set[name]))
 	}
 	err := r.t.Update(ctx, regKey(kindConfig, id), upd, nil, expression.AttributeExists(expression.Name("pk")))
 	if errors.Is(err, ErrConditionFailed) {

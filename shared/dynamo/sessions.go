@@ -87,9 +87,7 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 		up = up.Set(expression.Name("ended_at"), expression.Value(now.Format(time.RFC3339Nano))).
 			Set(expression.Name("expires_at"), expression.Value(now.Add(session.Retention).Unix()))
 	}
-	for k, v := range c.Set {
-		up = up.Set(expression.Name(k), Value(v))
-	}
+	up = setFields(up, c.Set)
 	cond := inStates(c.From)
 	if c.Generation != 0 {
 		cond = cond.And(expression.Name("generation").Equal(expression.Value(c.Generation)))
@@ -128,11 +126,8 @@ func (s *Sessions) ClaimLaunch(ctx context.Context, id string, generation int, s
 }
 
 // Touch sets fields on a live session of the given generation.
-func (s *Sessions) Touch(ctx context.Context, id string, generation int, set map[string]any) (session.Session, error) {
-	up := expression.Set(expression.Name("updated_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano)))
-	for k, v := range set {
-		up = up.Set(expression.Name(k), Value(v))
-	}
+func (s *Sessions) Touch(ctx context.Context, id string, generation int, set session.Fields) (session.Session, error) {
+	up := setFields(expression.Set(expression.Name("updated_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano))), set)
 	cond := inStates(session.Live).And(expression.Name("generation").Equal(expression.Value(generation)))
 	return s.update(ctx, id, up, cond)
 }
@@ -234,4 +229,26 @@ func inStates(states []session.State) expression.ConditionBuilder {
 		return expression.Name("state").Equal(operands[0])
 	}
 	return expression.Name("state").In(operands[0], operands[1:]...)
+}
+
+// setFields adds f's non-zero fields to up, under their attribute names, times
+// as RFC 3339 strings in UTC.
+func setFields(up expression.UpdateBuilder, f session.Fields) expression.UpdateBuilder {
+	str := func(name, v string) {
+		if v != "" {
+			up = up.Set(expression.Name(name), expression.Value(v))
+		}
+	}
+	at := func(name string, t time.Time) {
+		if !t.IsZero() {
+			str(name, t.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	str("guardrails_version_hash", f.GuardrailsHash)
+	at("prompt_injected_at", f.PromptInjectedAt)
+	at("ready_at", f.ReadyAt)
+	at("heartbeat_at", f.HeartbeatAt)
+	str("sandbox_ref", f.SandboxRef)
+	str("snapshot_key", f.SnapshotKey)
+	return up
 }

@@ -141,7 +141,7 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 	if err != nil {
 		return fmt.Errorf("launch %s: %w", sess.ID, err)
 	}
-	if _, err := w.Store.Touch(ctx, sess.ID, sess.Generation, map[string]any{"sandbox_ref": ref}); err != nil && !errors.Is(err, session.ErrConflict) {
+	if _, err := w.Store.Touch(ctx, sess.ID, sess.Generation, session.Fields{SandboxRef: ref}); err != nil && !errors.Is(err, session.ErrConflict) {
 		return fmt.Errorf("record sandbox of %s: %w", sess.ID, err)
 	}
 	w.Log.InfoContext(ctx, "sandbox launched", slog.String("session_id", sess.ID), slog.Int("generation", sess.Generation), slog.String("sandbox_ref", ref))

@@ -6,6 +6,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
@@ -49,6 +50,16 @@ type Configuration struct {
 	UpdatedAt string             `json:"updated_at,omitempty"`
 }
 
+// ConfigurationUpdate is what a setup session records in its configuration:
+// each nil field is left as it is.
+type ConfigurationUpdate struct {
+	Snapshot        *Snapshot
+	ServiceCommands []toolspec.ServiceCommand
+	EnvFiles        []toolspec.EnvFile
+	// UpdatedAt is when; zero leaves updated_at as it is.
+	UpdatedAt time.Time
+}
+
 // Snapshot is a saved workspace archive.
 type Snapshot struct {
 	Key       string `json:"key"`
@@ -74,7 +85,7 @@ type Store interface {
 	Configuration(ctx context.Context, id string) (Configuration, error)
 	// PutConfiguration creates or replaces a configuration (seeding, admin).
 	PutConfiguration(ctx context.Context, c Configuration) error
-	// UpdateConfiguration sets fields (by their JSON names) of an existing
-	// configuration; ErrNotFound if there is none.
-	UpdateConfiguration(ctx context.Context, id string, set map[string]any) error
+	// UpdateConfiguration sets the fields u sets of an existing configuration;
+	// ErrNotFound if there is none.
+	UpdateConfiguration(ctx context.Context, id string, u ConfigurationUpdate) error
 }

@@ -109,7 +109,6 @@ func (c *Channel) Report(ctx context.Context, id, tok string, in sandboxwire.Sta
 
 // changeFor is the transition a status report asks for.
 func changeFor(sess Session, in sandboxwire.StatusReport, now time.Time) (Change, error) {
-	at := now.UTC().Format(time.RFC3339Nano)
 	to := State(in.State)
 	c := Change{To: to, Generation: sess.Generation}
 	switch to {
@@ -118,12 +117,7 @@ func changeFor(sess Session, in sandboxwire.StatusReport, now time.Time) (Change
 			return c, apierror.New(apierror.InvalidRequest, "ready needs the guardrails_hash the agent was primed with.")
 		}
 		c.From = []State{Provisioning}
-		c.Set = map[string]any{
-			"guardrails_version_hash": in.GuardrailsHash,
-			"prompt_injected_at":      at,
-			"ready_at":                at,
-			"heartbeat_at":            at,
-		}
+		c.Set = Fields{GuardrailsHash: in.GuardrailsHash, PromptInjectedAt: now, ReadyAt: now, HeartbeatAt: now}
 	case Working, Idle:
 		c.From = Running
 	case Ended, Failed:
@@ -153,7 +147,7 @@ func (c *Channel) Heartbeat(ctx context.Context, id, tok string) (sandboxwire.Or
 	if err != nil {
 		return sandboxwire.Orders{}, err
 	}
-	after, err := c.o.Store.Touch(ctx, sess.ID, sess.Generation, map[string]any{"heartbeat_at": c.o.Now().UTC().Format(time.RFC3339Nano)})
+	after, err := c.o.Store.Touch(ctx, sess.ID, sess.Generation, Fields{HeartbeatAt: c.o.Now()})
 	if errors.Is(err, ErrConflict) {
 		return sandboxwire.Orders{Stop: true, State: sandboxwire.State(sess.State)}, nil
 	}

@@ -158,7 +158,21 @@ type Change struct {
 	// Generation, if not zero, must be the session's current generation.
 	Generation int
 	Reason     Reason
-	Set        map[string]any
+	Set        Fields
+}
+
+// Fields are what a transition or a touch sets besides the state. A zero
+// field sets nothing; how each is stored is the Store's business.
+type Fields struct {
+	// GuardrailsHash is the hash of the guardrails the agent was primed with.
+	GuardrailsHash   string
+	PromptInjectedAt time.Time
+	ReadyAt          time.Time
+	HeartbeatAt      time.Time
+	// SandboxRef identifies the running sandbox to its launcher.
+	SandboxRef string
+	// SnapshotKey is the object key of the session's last saved snapshot.
+	SnapshotKey string
 }
 
 // Event is one thing that happened in a session (agent output, state changes,
@@ -219,5 +233,5 @@ type Store interface {
 	AppendOnce(ctx context.Context, id string, generation int, e Event, rec IdempotencyRecord) (Event, error)
 	// Touch sets fields (heartbeat, sandbox details) on a live session of the given
 	// generation without changing its state; ErrConflict otherwise.
-	Touch(ctx context.Context, id string, generation int, set map[string]any) (Session, error)
+	Touch(ctx context.Context, id string, generation int, set Fields) (Session, error)
 }

@@ -134,13 +134,13 @@ func (e *Effects) snapshot(ctx context.Context, c Call, a toolspec.SnapshotArgs)
 	if err := e.Blob.Copy(ctx, staged, key); err != nil {
 		return Result{}, err
 	}
-	now := e.now().UTC().Format(time.RFC3339Nano)
-	snap := registry.Snapshot{Key: key, SizeBytes: size, Message: a.Message, SessionID: c.Session.ID, SavedAt: now}
+	now := e.now()
+	snap := registry.Snapshot{Key: key, SizeBytes: size, Message: a.Message, SessionID: c.Session.ID, SavedAt: now.UTC().Format(time.RFC3339Nano)}
 	if target == "configuration" {
-		if err := e.Registry.UpdateConfiguration(ctx, owner, map[string]any{"snapshot": snap, "updated_at": now}); err != nil {
+		if err := e.Registry.UpdateConfiguration(ctx, owner, registry.ConfigurationUpdate{Snapshot: &snap, UpdatedAt: now}); err != nil {
 			return Result{}, err
 		}
-	} else if _, err := e.Sessions.Touch(ctx, c.Session.ID, c.Session.Generation, map[string]any{"snapshot_key": key}); err != nil && !errors.Is(err, session.ErrConflict) {
+	} else if _, err := e.Sessions.Touch(ctx, c.Session.ID, c.Session.Generation, session.Fields{SnapshotKey: key}); err != nil && !errors.Is(err, session.ErrConflict) {
 		return Result{}, err
 	}
 	data, err := e.event(ctx, c, sandboxwire.OutputSnapshot{Tool: c.Tool, ToolCallID: c.CallID, SnapshotKey: key, Target: target, SizeBytes: size})
@@ -173,7 +173,7 @@ func (e *Effects) complete(ctx context.Context, c Call, a toolspec.CompleteArgs)
 }
 
 func (e *Effects) serviceCommands(ctx context.Context, c Call, a toolspec.ServiceCommandsArgs) (Result, error) {
-	if err := e.updateConfiguration(ctx, c, "service_commands", a.Commands); err != nil {
+	if err := e.updateConfiguration(ctx, c, registry.ConfigurationUpdate{ServiceCommands: a.Commands}); err != nil {
 		return configFailure(err)
 	}
 	return Result{Success: true, Result: fmt.Sprintf("Saved %d service command(s) for future sessions.", len(a.Commands)),
@@ -181,7 +181,7 @@ func (e *Effects) serviceCommands(ctx context.Context, c Call, a toolspec.Servic
 }
 
 func (e *Effects) envFiles(ctx context.Context, c Call, a toolspec.EnvFilesArgs) (Result, error) {
-	if err := e.updateConfiguration(ctx, c, "env_files", a.Files); err != nil {
+	if err := e.updateConfiguration(ctx, c, registry.ConfigurationUpdate{EnvFiles: a.Files}); err != nil {
 		return configFailure(err)
 	}
 	return Result{Success: true, Result: fmt.Sprintf("Saved the spec of %d env file(s) for future sessions.", len(a.Files)),
@@ -190,11 +190,12 @@ func (e *Effects) envFiles(ctx context.Context, c Call, a toolspec.EnvFilesArgs)
 
 var errNoConfiguration = errors.New("no configuration")
 
-func (e *Effects) updateConfiguration(ctx context.Context, c Call, field string, v any) error {
+func (e *Effects) updateConfiguration(ctx context.Context, c Call, u registry.ConfigurationUpdate) error {
 	if c.Session.ConfigurationID == "" {
 		return errNoConfiguration
 	}
-	return e.Registry.UpdateConfiguration(ctx, c.Session.ConfigurationID, map[string]any{field: v, "updated_at": e.now().UTC().Format(time.RFC3339Nano)})
+	u.UpdatedAt = e.now()
+	return e.Registry.UpdateConfiguration(ctx, c.Session.ConfigurationID, u)
 }
 
 func configFailure(err error) (Result, error) {

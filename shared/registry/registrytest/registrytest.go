@@ -9,6 +9,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
@@ -123,9 +124,10 @@ func Run(t *testing.T, newStore func(t *testing.T) registry.Store) {
 		if err := st.PutConfiguration(t.Context(), c); err != nil {
 			t.Fatal(err)
 		}
+		saved := time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)
 		snap := registry.Snapshot{Key: "snapshots/b.tar.gz", SizeBytes: 42, SessionID: "s-2", SavedAt: "2026-03-03T00:00:00Z"}
 		cmds := []toolspec.ServiceCommand{{Name: "api", Command: "go run ./cmd/api", WorkspacePath: "/w"}}
-		if err := st.UpdateConfiguration(t.Context(), c.ID, map[string]any{"snapshot": snap, "service_commands": cmds, "updated_at": snap.SavedAt}); err != nil {
+		if err := st.UpdateConfiguration(t.Context(), c.ID, registry.ConfigurationUpdate{Snapshot: &snap, ServiceCommands: cmds, UpdatedAt: saved}); err != nil {
 			t.Fatal(err)
 		}
 		want := c
@@ -134,7 +136,7 @@ func Run(t *testing.T, newStore func(t *testing.T) registry.Store) {
 			t.Errorf("after update: %+v, %v;\nwant %+v", got, err, want)
 		}
 		files := []toolspec.EnvFile{{Path: "api/.env", Format: "dotenv", Mode: "0600", Keys: []toolspec.EnvKey{{Key: "DB_URL"}, {Key: "TOKEN"}}}}
-		if err := st.UpdateConfiguration(t.Context(), c.ID, map[string]any{"env_files": files}); err != nil {
+		if err := st.UpdateConfiguration(t.Context(), c.ID, registry.ConfigurationUpdate{EnvFiles: files}); err != nil {
 			t.Fatal(err)
 		}
 		want.EnvFiles = files
@@ -142,7 +144,7 @@ func Run(t *testing.T, newStore func(t *testing.T) registry.Store) {
 			t.Errorf("after a second update: %+v, %v;\nwant %+v (fields not set are kept)", got, err, want)
 		}
 		unknown := "cfg-" + unique(t)
-		if err := st.UpdateConfiguration(t.Context(), unknown, map[string]any{"repo_name": "x"}); !errors.Is(err, registry.ErrNotFound) {
+		if err := st.UpdateConfiguration(t.Context(), unknown, registry.ConfigurationUpdate{UpdatedAt: saved}); !errors.Is(err, registry.ErrNotFound) {
 			t.Errorf("update of an unknown id: %v, want ErrNotFound", err)
 		}
 		if got, err := st.Configuration(t.Context(), unknown); !errors.Is(err, registry.ErrNotFound) {
@@ -163,7 +165,7 @@ func Run(t *testing.T, newStore func(t *testing.T) registry.Store) {
 		if _, err := st.Configuration(t.Context(), name); !errors.Is(err, registry.ErrNotFound) {
 			t.Errorf("a project is found as a configuration: %v", err)
 		}
-		if err := st.UpdateConfiguration(t.Context(), name, map[string]any{"repo_name": "x"}); !errors.Is(err, registry.ErrNotFound) {
+		if err := st.UpdateConfiguration(t.Context(), name, registry.ConfigurationUpdate{UpdatedAt: time.Now()}); !errors.Is(err, registry.ErrNotFound) {
 			t.Errorf("a project is updated as a configuration: %v", err)
 		}
 		if err := st.PutPersona(t.Context(), registry.Persona{Slug: name, Name: "P"}); err != nil {

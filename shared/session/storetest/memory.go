@@ -139,7 +139,7 @@ func (m *Memory) ClaimLaunch(_ context.Context, id string, generation int, sandb
 }
 
 // Touch sets fields on a live session of the given generation.
-func (m *Memory) Touch(_ context.Context, id string, generation int, fields map[string]any) (session.Session, error) {
+func (m *Memory) Touch(_ context.Context, id string, generation int, fields session.Fields) (session.Session, error) {
 	now := m.now().UTC()
 	return m.update(id, func(s *session.Session) error {
 		if !slices.Contains(session.Live, s.State) || s.Generation != generation {
@@ -244,29 +244,23 @@ func (m *Memory) update(id string, change func(*session.Session) error) (session
 }
 
 // set sets fields of s by their JSON names, as an update expression sets attributes.
-func set(s *session.Session, fields map[string]any) error {
-	if len(fields) == 0 {
-		return nil
+func set(s *session.Session, f session.Fields) error {
+	str := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
 	}
-	raw, err := json.Marshal(s)
-	if err != nil {
-		return err
+	at := func(dst *string, t time.Time) {
+		if !t.IsZero() {
+			*dst = t.UTC().Format(time.RFC3339Nano)
+		}
 	}
-	var item map[string]any
-	if err := json.Unmarshal(raw, &item); err != nil {
-		return err
-	}
-	for k, v := range fields {
-		item[k] = v
-	}
-	if raw, err = json.Marshal(item); err != nil {
-		return err
-	}
-	var out session.Session
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return err
-	}
-	*s = out
+	str(&s.GuardrailsHash, f.GuardrailsHash)
+	at(&s.PromptInjectedAt, f.PromptInjectedAt)
+	at(&s.ReadyAt, f.ReadyAt)
+	at(&s.HeartbeatAt, f.HeartbeatAt)
+	str(&s.SandboxRef, f.SandboxRef)
+	str(&s.SnapshotKey, f.SnapshotKey)
 	return nil
 }
 

@@ -75,7 +75,7 @@ func runSessions(t *testing.T, newStore func(t *testing.T) session.Store) {
 		ready := stamp(before)
 		got, err := st.Transition(t.Context(), s.ID, session.Change{
 			From: []session.State{session.Provisioning}, To: session.Ready, Generation: 2,
-			Set: map[string]any{"ready_at": ready, "guardrails_version_hash": "gh"},
+			Set: session.Fields{ReadyAt: before, GuardrailsHash: "gh"},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -150,7 +150,7 @@ func runSessions(t *testing.T, newStore func(t *testing.T) session.Store) {
 			wg.Go(func() {
 				_, errs[i] = st.Transition(t.Context(), s.ID, session.Change{
 					From: []session.State{session.Provisioning}, To: session.Ready, Generation: 1,
-					Set: map[string]any{"ready_at": fmt.Sprint(i)},
+					Set: session.Fields{ReadyAt: time.Unix(int64(i), 0), SandboxRef: fmt.Sprint(i)},
 				})
 			})
 		}
@@ -238,7 +238,7 @@ func runSessions(t *testing.T, newStore func(t *testing.T) session.Store) {
 		}
 		// Once a sandbox was launched for it, never again.
 		launched := create(t, st, sample(t, session.Provisioning, 1))
-		if _, err := st.Touch(t.Context(), launched.ID, 1, map[string]any{"sandbox_ref": "ref-1"}); err != nil {
+		if _, err := st.Touch(t.Context(), launched.ID, 1, session.Fields{SandboxRef: "ref-1"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.ClaimLaunch(t.Context(), launched.ID, 1, "c", lease); !errors.Is(err, session.ErrConflict) {
@@ -259,7 +259,7 @@ func runSessions(t *testing.T, newStore func(t *testing.T) session.Store) {
 		s := create(t, st, sample(t, session.Working, 3))
 		before := time.Now()
 		beat := stamp(before)
-		got, err := st.Touch(t.Context(), s.ID, 3, map[string]any{"heartbeat_at": beat, "sandbox_ref": "pid:42"})
+		got, err := st.Touch(t.Context(), s.ID, 3, session.Fields{HeartbeatAt: before, SandboxRef: "pid:42"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,21 +272,21 @@ func runSessions(t *testing.T, newStore func(t *testing.T) session.Store) {
 		if read, _ := st.Get(t.Context(), s.ID); !reflect.DeepEqual(read, got) {
 			t.Errorf("Get after Touch = %+v;\nwant %+v", read, got)
 		}
-		if _, err := st.Touch(t.Context(), s.ID, 2, map[string]any{"heartbeat_at": "stale"}); !errors.Is(err, session.ErrConflict) {
+		if _, err := st.Touch(t.Context(), s.ID, 2, session.Fields{HeartbeatAt: before.Add(-time.Hour)}); !errors.Is(err, session.ErrConflict) {
 			t.Errorf("touch of another generation: %v, want ErrConflict", err)
 		}
 		if read, _ := st.Get(t.Context(), s.ID); read.HeartbeatAt != beat {
 			t.Errorf("a refused touch wrote heartbeat_at %q", read.HeartbeatAt)
 		}
 		ending := create(t, st, sample(t, session.Ending, 1))
-		if _, err := st.Touch(t.Context(), ending.ID, 1, map[string]any{"heartbeat_at": beat}); err != nil {
+		if _, err := st.Touch(t.Context(), ending.ID, 1, session.Fields{HeartbeatAt: before}); err != nil {
 			t.Errorf("touch of an ending session: %v", err)
 		}
 		failed := create(t, st, sample(t, session.Failed, 1))
-		if _, err := st.Touch(t.Context(), failed.ID, 1, map[string]any{"heartbeat_at": beat}); !errors.Is(err, session.ErrConflict) {
+		if _, err := st.Touch(t.Context(), failed.ID, 1, session.Fields{HeartbeatAt: before}); !errors.Is(err, session.ErrConflict) {
 			t.Errorf("touch of a failed session: %v, want ErrConflict", err)
 		}
-		if _, err := st.Touch(t.Context(), newID(t), 1, map[string]any{"heartbeat_at": beat}); !errors.Is(err, session.ErrNotFound) {
+		if _, err := st.Touch(t.Context(), newID(t), 1, session.Fields{HeartbeatAt: before}); !errors.Is(err, session.ErrNotFound) {
 			t.Errorf("touch of an unknown id: %v, want ErrNotFound", err)
 		}
 	})

@@ -1,5 +1,8 @@
-// Package config reads the remote_agents configuration: a config.yaml section with
-// environment overrides, so a Lambda function can be configured without a file.
+// Package config reads a platform process's configuration once (Load): the
+// remote_agents section of config.yaml, decoded strictly, with environment
+// overrides so a Lambda function needs no file, and the deployment's settings
+// (Platform: resources, queues, gateway, Fargate), each from one table of
+// variables.
 //
 //	remote_agents:
 //	  allowed_origins: []            # RA_ALLOWED_ORIGINS=a,b

@@ -31,7 +31,7 @@ ENV ?= dev
 CDK := cd infra && $(INFRA_ENV) npx --no-install cdk
 INFRA_NODE_MODULES := infra/node_modules/.package-lock.json
 
-.PHONY: help build test fmt-check vet lint test-go test-infra bench dev emulators localstack-up localstack-down synth deploy deploy-local sam-local clean FORCE
+.PHONY: help build test fmt-check tidy-check vet lint test-go test-infra bench dev emulators localstack-up localstack-down synth deploy deploy-local sam-local clean FORCE
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -51,10 +51,14 @@ dist/agent: FORCE
 dist/localstack/bootstrap: FORCE
 	GOOS=linux GOARCH=$$($(GO) env GOARCH) CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ ./localstack/cmd/bootstrap
 
-test: fmt-check vet lint test-go test-infra ## format check, vet, lint, unit + integration tests (-race) on the local AWS, the CDK stack's tests
+test: fmt-check tidy-check vet lint test-go test-infra ## format check, go.mod tidy, vet, lint, unit + integration tests (-race) on the local AWS, the CDK stack's tests
 
 fmt-check:
 	@out=$$(gofmt -l $(GO_FILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# go.mod and go.sum of every module are exactly what `go mod tidy` makes them.
+tidy-check:
+	@for m in . infra localstack/tools; do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy needed in $$m"; exit 1; }; done
 
 vet:
 	$(GO) vet ./...

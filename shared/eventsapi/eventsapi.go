@@ -11,6 +11,7 @@
 package eventsapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -103,7 +104,7 @@ func lastEventID(req httpapi.Request) (int64, bool) {
 // stream writes the events after after until ctx ends, the session is over and
 // all its events are out, or MaxDuration passes.
 func (h *Handlers) stream(ctx context.Context, id string, after int64, w io.Writer, flush func()) error {
-	active, idle, keep := or(h.ActivePoll, ActivePoll), or(h.IdlePoll, IdlePoll), or(h.KeepAlive, KeepAlive)
+	active, idle, keep := cmp.Or(h.ActivePoll, ActivePoll), cmp.Or(h.IdlePoll, IdlePoll), cmp.Or(h.KeepAlive, KeepAlive)
 	if _, err := io.WriteString(w, "retry: 1000\n\n"); err != nil {
 		return err
 	}
@@ -218,13 +219,6 @@ func Public(e session.Event) map[string]any {
 		}
 	}
 	return out
-}
-
-func or(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 func invalidLastEventID() error {

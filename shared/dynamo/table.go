@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -217,11 +218,19 @@ func marshalMap(v any) (map[string]types.AttributeValue, error) {
 	}
 	m, err := attributevalue.MarshalMapWithOptions(v, func(o *attributevalue.EncoderOptions) {
 		o.TagKey = "json"
+		o.OmitEmptyTime = true
+		o.EncodeTime = encodeTime
 	})
 	if err != nil {
 		return nil, fmt.Errorf("marshal item: %w", err)
 	}
 	return m, nil
+}
+
+// encodeTime stores a time as an RFC 3339 string in UTC: one format, which
+// sorts as it reads.
+func encodeTime(t time.Time) (types.AttributeValue, error) {
+	return &types.AttributeValueMemberS{Value: t.UTC().Format(time.RFC3339Nano)}, nil
 }
 
 func unmarshal(item map[string]types.AttributeValue, out any) error {

@@ -59,7 +59,7 @@ func setup(t *testing.T) (*jobworker.Worker, *dynamo.Sessions, *countingLauncher
 
 func provisioning(t *testing.T, store *dynamo.Sessions, id string) {
 	t.Helper()
-	now := time.Now().UTC().Format(time.RFC3339Nano)
+	now := time.Now().UTC()
 	if err := store.Create(t.Context(), session.Session{ID: id, State: session.Provisioning, Generation: 1, TmuxSessionName: "ra-x", CreatedAt: now, UpdatedAt: now}, nil); err != nil {
 		t.Fatal(err)
 	}

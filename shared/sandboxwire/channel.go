@@ -15,8 +15,7 @@ const (
 	InboxAfter = "after"
 )
 
-// State is a session's state as the channel speaks of it; the platform's
-// session package has the same values.
+// State is where a session is in its life (package session's State).
 type State string
 
 // The states a sandbox reports (Ready, Working, Idle, Ended, Failed) or is told
@@ -34,16 +33,19 @@ const (
 // Terminal reports whether s is ended or failed.
 func (s State) Terminal() bool { return s == Ended || s == Failed }
 
-// Reason says why a sandbox ended or failed.
+// Reason says why a session ended or failed.
 type Reason string
 
-// The reasons a sandbox may report.
+// The reasons. A sandbox may report those in Reportable; the platform sets
+// ReasonLost itself, for a sandbox that stopped heart-beating.
 const (
-	ReasonShutdown   Reason = "shutdown"
-	ReasonTimeout    Reason = "timeout"
-	ReasonCrashed    Reason = "crashed"
-	ReasonIdle       Reason = "idle"
-	ReasonError      Reason = "error"
+	ReasonShutdown Reason = "shutdown"
+	ReasonTimeout  Reason = "timeout"
+	ReasonCrashed  Reason = "crashed"
+	ReasonLost     Reason = "lost"
+	ReasonIdle     Reason = "idle"
+	ReasonError    Reason = "error"
+	// ReasonTokenLimit: the session used up its token budget.
 	ReasonTokenLimit Reason = "token_limit"
 )
 

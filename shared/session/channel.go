@@ -30,15 +30,7 @@ type Channel struct {
 
 // NewChannel returns the sandbox channel's service. It uses o's Store,
 // Registry, Guardrails, Reporter, Blob, Log and Now.
-func NewChannel(o Options) *Channel {
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	return &Channel{o: o}
-}
+func NewChannel(o Options) *Channel { return &Channel{o: o.withDefaults()} }
 
 // Spec is what the sandbox of session id runs: guardrails, persona, initial
 // prompt, mode prompt and flags. It fails closed with guardrails_missing when
@@ -109,7 +101,7 @@ func (c *Channel) Report(ctx context.Context, id, tok string, in sandboxwire.Sta
 
 // changeFor is the transition a status report asks for.
 func changeFor(sess Session, in sandboxwire.StatusReport, now time.Time) (Change, error) {
-	to := State(in.State)
+	to := in.State
 	c := Change{To: to, Generation: sess.Generation}
 	switch to {
 	case Ready:
@@ -122,7 +114,7 @@ func changeFor(sess Session, in sandboxwire.StatusReport, now time.Time) (Change
 		c.From = Running
 	case Ended, Failed:
 		c.From = Live
-		c.Reason = Reason(in.Reason)
+		c.Reason = in.Reason
 		switch {
 		case sess.State == Ending:
 			c.Reason = ReasonShutdown
@@ -131,7 +123,7 @@ func changeFor(sess Session, in sandboxwire.StatusReport, now time.Time) (Change
 		case c.Reason == "":
 			c.Reason = ReasonIdle
 		}
-		if !slices.Contains(sandboxwire.Reportable, sandboxwire.Reason(c.Reason)) {
+		if !slices.Contains(sandboxwire.Reportable, c.Reason) {
 			return c, apierror.New(apierror.InvalidRequest, "Unknown reason %q.", in.Reason)
 		}
 	default:
@@ -149,7 +141,7 @@ func (c *Channel) Heartbeat(ctx context.Context, id, tok string) (sandboxwire.Or
 	}
 	after, err := c.o.Store.Touch(ctx, sess.ID, sess.Generation, Fields{HeartbeatAt: c.o.Now()})
 	if errors.Is(err, ErrConflict) {
-		return sandboxwire.Orders{Stop: true, State: sandboxwire.State(sess.State)}, nil
+		return sandboxwire.Orders{Stop: true, State: sess.State}, nil
 	}
 	if err != nil {
 		return sandboxwire.Orders{}, err
@@ -337,7 +329,7 @@ func checkUploads(in sandboxwire.UploadsRequest) error {
 
 // orders tells a sandbox to stop once its session is ending or over.
 func orders(s Session) sandboxwire.Orders {
-	return sandboxwire.Orders{Stop: s.State == Ending || s.State.Terminal(), State: sandboxwire.State(s.State)}
+	return sandboxwire.Orders{Stop: s.State == Ending || s.State.Terminal(), State: s.State}
 }
 
 // reportGuardrails reports a failure to prime an agent with the guardrails:

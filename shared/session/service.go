@@ -81,14 +81,17 @@ type Service struct {
 }
 
 // NewService returns a service with options o.
-func NewService(o Options) *Service {
+func NewService(o Options) *Service { return &Service{o: o.withDefaults()} }
+
+// withDefaults fills in the clock and the logger.
+func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Service{o: o}
+	return o
 }
 
 // CreateRequest is what an app asks for.
@@ -233,8 +236,8 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 		TokenHashes:     []string{hash},
 		GuardrailsHash:  doc.Hash,
 		TmuxSessionName: "ra-" + id[:8],
-		CreatedAt:       now.Format(time.RFC3339Nano),
-		UpdatedAt:       now.Format(time.RFC3339Nano),
+		CreatedAt:       now,
+		UpdatedAt:       now,
 	}
 	if rec != nil {
 		rec.SessionID = id
@@ -302,7 +305,7 @@ func (s *Service) waitReady(ctx context.Context, id string) (Session, error) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			return Session{}, err
-		case err == nil && (slices.Contains(Running, sess.State) || sess.ReadyAt != ""):
+		case err == nil && (slices.Contains(Running, sess.State) || !sess.ReadyAt.IsZero()):
 			// Ready, or ready once and already moved on (a one-turn agent ending).
 			return sess, nil
 		case err == nil && (sess.State.Terminal() || sess.State == Ending):

@@ -20,18 +20,19 @@ import (
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
-// State is where a session is in its life.
-type State string
+// State is where a session is in its life; the wire's type, which sandboxes
+// report and are told.
+type State = sandboxwire.State
 
 // The states.
 const (
-	Provisioning State = "provisioning"
-	Ready        State = "ready"
-	Working      State = "working"
-	Idle         State = "idle"
-	Ending       State = "ending"
-	Ended        State = "ended"
-	Failed       State = "failed"
+	Provisioning = sandboxwire.Provisioning
+	Ready        = sandboxwire.Ready
+	Working      = sandboxwire.Working
+	Idle         = sandboxwire.Idle
+	Ending       = sandboxwire.Ending
+	Ended        = sandboxwire.Ended
+	Failed       = sandboxwire.Failed
 )
 
 // Running lists the states in which the agent is up and usable.
@@ -40,22 +41,18 @@ var Running = []State{Ready, Working, Idle}
 // Live lists the states that are not terminal.
 var Live = []State{Provisioning, Ready, Working, Idle, Ending}
 
-// Terminal reports whether s is ended or failed.
-func (s State) Terminal() bool { return s == Ended || s == Failed }
-
-// Reason says why a session ended or failed.
-type Reason string
+// Reason says why a session ended or failed (the wire's type).
+type Reason = sandboxwire.Reason
 
 // The reasons.
 const (
-	ReasonShutdown Reason = "shutdown"
-	ReasonTimeout  Reason = "timeout"
-	ReasonCrashed  Reason = "crashed"
-	ReasonLost     Reason = "lost"
-	ReasonIdle     Reason = "idle"
-	ReasonError    Reason = "error"
-	// ReasonTokenLimit: the session used up its token budget.
-	ReasonTokenLimit Reason = "token_limit"
+	ReasonShutdown   = sandboxwire.ReasonShutdown
+	ReasonTimeout    = sandboxwire.ReasonTimeout
+	ReasonCrashed    = sandboxwire.ReasonCrashed
+	ReasonLost       = sandboxwire.ReasonLost
+	ReasonIdle       = sandboxwire.ReasonIdle
+	ReasonError      = sandboxwire.ReasonError
+	ReasonTokenLimit = sandboxwire.ReasonTokenLimit
 )
 
 // HeartbeatTimeout is how long a running sandbox may go without a heartbeat before
@@ -103,14 +100,14 @@ type Session struct {
 	// LaunchLease (epoch ms) is when a claimed but unfinished launch may be retried.
 	LaunchLease int64 `json:"launch_lease,omitempty"`
 	// GuardrailsHash is the SHA-256 of the guardrails the agent was primed with.
-	GuardrailsHash   string `json:"guardrails_version_hash,omitempty"`
-	PromptInjectedAt string `json:"prompt_injected_at,omitempty"`
-	TmuxSessionName  string `json:"tmux_session_name"`
-	CreatedAt        string `json:"created_at"`
-	UpdatedAt        string `json:"updated_at"`
-	ReadyAt          string `json:"ready_at,omitempty"`
-	EndedAt          string `json:"ended_at,omitempty"`
-	HeartbeatAt      string `json:"heartbeat_at,omitempty"`
+	GuardrailsHash   string    `json:"guardrails_version_hash,omitempty"`
+	PromptInjectedAt time.Time `json:"prompt_injected_at,omitempty,omitzero"`
+	TmuxSessionName  string    `json:"tmux_session_name"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
+	ReadyAt          time.Time `json:"ready_at,omitempty,omitzero"`
+	EndedAt          time.Time `json:"ended_at,omitempty,omitzero"`
+	HeartbeatAt      time.Time `json:"heartbeat_at,omitempty,omitzero"`
 	// ExpiresAt (epoch seconds) is set when the session ends; TTL removes it later.
 	ExpiresAt int64 `json:"expires_at,omitempty"`
 }
@@ -121,11 +118,10 @@ func (s Session) Lost(now time.Time) bool {
 		return false
 	}
 	last := s.HeartbeatAt
-	if last == "" {
+	if last.IsZero() {
 		last = s.ReadyAt
 	}
-	t, err := time.Parse(time.RFC3339Nano, last)
-	return err == nil && now.Sub(t) > HeartbeatTimeout
+	return !last.IsZero() && now.Sub(last) > HeartbeatTimeout
 }
 
 // Errors of the Store.

@@ -18,7 +18,7 @@ import (
 func TestLost(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	ago := func(d time.Duration) string { return now.Add(-d).Format(time.RFC3339Nano) }
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
 	tests := []struct {
 		name string
 		s    session.Session
@@ -57,7 +57,7 @@ func TestAliveMarksSilentSandboxLost(t *testing.T) {
 	store := storetest.NewMemory()
 	if err := store.Create(t.Context(), session.Session{
 		ID: id, State: session.Ready, Generation: 1, TokenHashes: []string{hash},
-		HeartbeatAt: now.Add(-2 * time.Minute).Format(time.RFC3339Nano), GuardrailsHash: guardrails.Hash([]byte("# rules\n")),
+		HeartbeatAt: now.Add(-2 * time.Minute), GuardrailsHash: guardrails.Hash([]byte("# rules\n")),
 	}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) newSession(t *testing.T, sessionType string) (session.Session, string) {
 	t.Helper()
 	plain, hash := token.New(token.Sandbox)
-	now := time.Now().UTC().Format(time.RFC3339Nano)
+	now := time.Now().UTC()
 	id := newUUID(t)
 	s := session.Session{ID: id, State: session.Ready, Generation: 1, SessionType: sessionType, ConfigurationID: "cfg",
 		SandboxTokenHash: hash, TmuxSessionName: "ra-x", CreatedAt: now, UpdatedAt: now}

@@ -114,8 +114,9 @@ func coldStart(bin, guardrails string) (time.Duration, error) {
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	select {
@@ -123,8 +124,8 @@ func coldStart(bin, guardrails string) (time.Duration, error) {
 		_ = cmd.Process.Kill()
 		<-exited
 		return at.Sub(started), nil
-	case err := <-exited:
-		return 0, fmt.Errorf("exited before its first invocation: %v", err)
+	case <-exited:
+		return 0, fmt.Errorf("exited before its first invocation: %w", waitErr)
 	case <-ctx.Done():
 		_ = cmd.Process.Kill()
 		<-exited

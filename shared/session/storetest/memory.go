@@ -98,12 +98,12 @@ func (m *Memory) Transition(_ context.Context, id string, c session.Change) (ses
 			return session.ErrConflict
 		}
 		s.State = c.To
-		s.UpdatedAt = now.Format(time.RFC3339Nano)
+		s.UpdatedAt = now
 		if c.Reason != "" {
 			s.Reason = c.Reason
 		}
 		if c.To.Terminal() {
-			s.EndedAt = now.Format(time.RFC3339Nano)
+			s.EndedAt = now
 			s.ExpiresAt = now.Add(session.Retention).Unix()
 		}
 		return set(s, c.Set)
@@ -132,7 +132,7 @@ func (m *Memory) ClaimLaunch(_ context.Context, id string, generation int, sandb
 		}
 		s.SandboxTokenHash = sandboxTokenHash
 		s.LaunchLease = leaseUntil.UnixMilli()
-		s.UpdatedAt = now.UTC().Format(time.RFC3339Nano)
+		s.UpdatedAt = now.UTC()
 		return nil
 	})
 	return err
@@ -145,7 +145,7 @@ func (m *Memory) Touch(_ context.Context, id string, generation int, fields sess
 		if !slices.Contains(session.Live, s.State) || s.Generation != generation {
 			return session.ErrConflict
 		}
-		s.UpdatedAt = now.Format(time.RFC3339Nano)
+		s.UpdatedAt = now
 		return set(s, fields)
 	})
 }
@@ -180,7 +180,7 @@ func (m *Memory) append(id string, generation int, events []session.Event, rec *
 	// dynamo.Sessions reserves the numbers before it writes the events, so a
 	// refused record leaves a gap; so does this.
 	ms.seq += int64(n)
-	ms.s.UpdatedAt = now.Format(time.RFC3339Nano)
+	ms.s.UpdatedAt = now
 	m.sessions[id] = ms
 	if rec != nil {
 		if _, taken := m.records[rec.Key]; taken {
@@ -250,9 +250,9 @@ func set(s *session.Session, f session.Fields) error {
 			*dst = v
 		}
 	}
-	at := func(dst *string, t time.Time) {
+	at := func(dst *time.Time, t time.Time) {
 		if !t.IsZero() {
-			*dst = t.UTC().Format(time.RFC3339Nano)
+			*dst = t.UTC()
 		}
 	}
 	str(&s.GuardrailsHash, f.GuardrailsHash)

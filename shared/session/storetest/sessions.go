@@ -72,7 +72,7 @@ func runSessions(t *testing.T, newStore func(t *testing.T) session.Store) {
 		st := newStore(t)
 		s := create(t, st, sample(t, session.Provisioning, 2))
 		before := time.Now()
-		ready := stamp(before)
+		ready := before.UTC()
 		got, err := st.Transition(t.Context(), s.ID, session.Change{
 			From: []session.State{session.Provisioning}, To: session.Ready, Generation: 2,
 			Set: session.Fields{ReadyAt: before, GuardrailsHash: "gh"},
@@ -258,7 +258,7 @@ func runSessions(t *testing.T, newStore func(t *testing.T) session.Store) {
 		st := newStore(t)
 		s := create(t, st, sample(t, session.Working, 3))
 		before := time.Now()
-		beat := stamp(before)
+		beat := before.UTC()
 		got, err := st.Touch(t.Context(), s.ID, 3, session.Fields{HeartbeatAt: before, SandboxRef: "pid:42"})
 		if err != nil {
 			t.Fatal(err)
@@ -275,8 +275,8 @@ func runSessions(t *testing.T, newStore func(t *testing.T) session.Store) {
 		if _, err := st.Touch(t.Context(), s.ID, 2, session.Fields{HeartbeatAt: before.Add(-time.Hour)}); !errors.Is(err, session.ErrConflict) {
 			t.Errorf("touch of another generation: %v, want ErrConflict", err)
 		}
-		if read, _ := st.Get(t.Context(), s.ID); read.HeartbeatAt != beat {
-			t.Errorf("a refused touch wrote heartbeat_at %q", read.HeartbeatAt)
+		if read, _ := st.Get(t.Context(), s.ID); !read.HeartbeatAt.Equal(beat) {
+			t.Errorf("a refused touch wrote heartbeat_at %s", read.HeartbeatAt)
 		}
 		ending := create(t, st, sample(t, session.Ending, 1))
 		if _, err := st.Touch(t.Context(), ending.ID, 1, session.Fields{HeartbeatAt: before}); err != nil {

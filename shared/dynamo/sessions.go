@@ -172,8 +172,8 @@ func (s *Sessions) appendEvents(ctx context.Context, id string, generation int, 
 	for i, e := range events {
 		e.SessionID = id
 		e.Seq = counter.Seq - int64(n) + int64(i) + 1
-		if e.At == "" {
-			e.At = now.Format(time.RFC3339Nano)
+		if e.At.IsZero() {
+			e.At = now
 		}
 		e.ExpiresAt = now.Add(session.Retention + 24*time.Hour).Unix()
 		out[i] = e

@@ -179,7 +179,7 @@ type Message struct {
 }
 
 func write(w io.Writer, e session.Event) error {
-	raw, err := json.Marshal(Message{Seq: e.Seq, Type: e.Type, At: e.At, Data: Public(e)})
+	raw, err := json.Marshal(Message{Seq: e.Seq, Type: e.Type, At: e.At.UTC().Format(time.RFC3339Nano), Data: Public(e)})
 	if err != nil {
 		return fmt.Errorf("encode event %d: %w", e.Seq, err)
 	}

@@ -188,7 +188,7 @@ func (c *Channel) Inbox(ctx context.Context, id, tok string, after int64) (sandb
 
 // inboxMessage turns a user.message event into what the sandbox acts on.
 func (c *Channel) inboxMessage(ctx context.Context, sessionID string, e Event) (sandboxwire.InboxMessage, error) {
-	m := sandboxwire.InboxMessage{Seq: e.Seq, At: e.At}
+	m := sandboxwire.InboxMessage{Seq: e.Seq, At: e.At.UTC().Format(time.RFC3339Nano)}
 	var in sandboxwire.UserMessage
 	if err := sandboxwire.Decode(e.Data, &in); err != nil {
 		c.o.Log.WarnContext(ctx, "damaged user message", slog.String("session_id", sessionID), slog.Int64("seq", e.Seq), slog.String("error", err.Error()))

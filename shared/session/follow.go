@@ -16,8 +16,7 @@ func Contiguous(evs []Event, after int64, now time.Time) []Event {
 	next := after + 1
 	for i, e := range evs {
 		if e.Seq != next {
-			at, err := time.Parse(time.RFC3339Nano, e.At)
-			if err != nil || now.Sub(at) < GapGrace {
+			if e.At.IsZero() || now.Sub(e.At) < GapGrace {
 				return evs[:i]
 			}
 		}

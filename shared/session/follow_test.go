@@ -7,9 +7,9 @@ import (
 
 func TestContiguousHoldsBackPastAGap(t *testing.T) {
 	now := time.Now()
-	fresh := now.Add(-time.Second).Format(time.RFC3339Nano)
-	old := now.Add(-GapGrace - time.Second).Format(time.RFC3339Nano)
-	ev := func(seq int64, at string) Event { return Event{Seq: seq, At: at} }
+	fresh := now.Add(-time.Second)
+	old := now.Add(-GapGrace - time.Second)
+	ev := func(seq int64, at time.Time) Event { return Event{Seq: seq, At: at} }
 	seqs := func(evs []Event) []int64 {
 		var out []int64
 		for _, e := range evs {

@@ -178,7 +178,7 @@ type Event struct {
 	Seq       int64          `json:"seq"`
 	Type      string         `json:"type"`
 	Data      map[string]any `json:"data,omitempty"`
-	At        string         `json:"at"`
+	At        time.Time      `json:"at"`
 	ExpiresAt int64          `json:"expires_at,omitempty"`
 }
 

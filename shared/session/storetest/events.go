@@ -18,7 +18,7 @@ func runEvents(t *testing.T, newStore func(t *testing.T) session.Store) {
 		st := newStore(t)
 		s := create(t, st, sample(t, session.Ready, 1))
 		before := time.Now()
-		at := "2026-01-02T03:04:05.000000006Z"
+		at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 		first, err := st.AppendEvents(t.Context(), s.ID, 1, []session.Event{
 			{Type: "agent.message", Data: map[string]any{"text": "hi", "n": 1, "nested": map[string]any{"list": []any{1, "b"}}}},
 			{Type: "agent.state", At: at},
@@ -36,12 +36,12 @@ func runEvents(t *testing.T, newStore func(t *testing.T) session.Store) {
 			if e.Seq != int64(i+1) || e.SessionID != s.ID {
 				t.Errorf("appended event %d: seq %d, session %q; want %d, %q", i, e.Seq, e.SessionID, i+1, s.ID)
 			}
-			if e.At == "" || e.ExpiresAt < before.Add(session.Retention).Unix() {
-				t.Errorf("appended event %d: at %q, expires_at %d; want a time, and to outlive its session's retention", i, e.At, e.ExpiresAt)
+			if e.At.IsZero() || e.ExpiresAt < before.Add(session.Retention).Unix() {
+				t.Errorf("appended event %d: at %s, expires_at %d; want a time, and to outlive its session's retention", i, e.At, e.ExpiresAt)
 			}
 		}
-		if first[1].At != at {
-			t.Errorf("an event's own time %q became %q", at, first[1].At)
+		if !first[1].At.Equal(at) {
+			t.Errorf("an event's own time %s became %s", at, first[1].At)
 		}
 		all, err := st.Events(t.Context(), s.ID, 0, 100)
 		if err != nil {

@@ -192,8 +192,8 @@ func (m *Memory) append(id string, generation int, events []session.Event, rec *
 		e = clone(e)
 		e.SessionID = id
 		e.Seq = ms.seq - int64(n) + int64(i) + 1
-		if e.At == "" {
-			e.At = now.Format(time.RFC3339Nano)
+		if e.At.IsZero() {
+			e.At = now
 		}
 		e.ExpiresAt = now.Add(session.Retention + 24*time.Hour).Unix()
 		out[i] = e

@@ -1,0 +1,387 @@
+package session_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/remote-agents/remote-agents/localstack/awstest"
+	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/awsconfig"
+	"github.com/remote-agents/remote-agents/shared/dynamo"
+	"github.com/remote-agents/remote-agents/shared/guardrails"
+	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/report"
+	"github.com/remote-agents/remote-agents/shared/s3blob"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/toolspec"
+	"github.com/remote-agents/remote-agents/shared/token"
+)
+
+func TestMain(m *testing.M) { awstest.Main(m) }
+
+// reports records the exceptions reported.
+type reports struct {
+	mu  sync.Mutex
+	got []report.Exception
+}
+
+func (r *reports) Report(_ context.Context, e report.Exception) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, e)
+}
+
+func (r *reports) all() []report.Exception {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]report.Exception(nil), r.got...)
+}
+
+// channel is a session.Channel over DynamoDB Local and gofakes3, with one
+// session whose sandbox holds tok.
+type channel struct {
+	ch         *session.Channel
+	store      *dynamo.Sessions
+	bucket     *s3blob.Store
+	reports    *reports
+	guardrails string
+	now        time.Time
+	sess       session.Session
+	tok        string
+}
+
+const rules = "# Platform rules\n\nBe careful.\n"
+
+func newChannel(t *testing.T, state session.State) *channel {
+	t.Helper()
+	set, _ := awstest.Resources(t)
+	cfg := awstest.Config(t)
+	ddb := awsconfig.NewDynamoDB(cfg)
+	c := &channel{
+		store:      dynamo.NewSessions(ddb, set.Sessions.Name, set.Idempotency.Name, set.Events.Name),
+		bucket:     s3blob.New(awsconfig.NewS3(cfg), set.Bucket.Name),
+		reports:    &reports{},
+		guardrails: filepath.Join(t.TempDir(), "guardrails.md"),
+		now:        time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC),
+	}
+	if err := os.WriteFile(c.guardrails, []byte(rules), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg := dynamo.NewRegistry(ddb, set.Registry.Name)
+	if err := reg.PutPersona(t.Context(), registry.Persona{Slug: "helper", Name: "Helper", Skill: "Helps.", Active: true}); err != nil {
+		t.Fatal(err)
+	}
+	c.ch = session.NewChannel(session.Options{
+		Store: c.store, Registry: reg, Guardrails: guardrails.File(c.guardrails),
+		Reporter: c.reports, Blob: c.bucket, Now: func() time.Time { return c.now },
+	})
+	c.sess, c.tok = c.add(t, state)
+	return c
+}
+
+// add writes a session in state whose sandbox holds the returned token.
+func (c *channel) add(t *testing.T, state session.State) (session.Session, string) {
+	t.Helper()
+	tok, hash := token.New(token.Sandbox)
+	s := session.Session{
+		ID: uuid.NewString(), PersonaSlug: "helper", InitialPrompt: "Hello", State: state, Generation: 1,
+		SandboxTokenHash: hash, TmuxSessionName: "ra-test", CreatedAt: c.now, UpdatedAt: c.now,
+	}
+	if err := c.store.Create(t.Context(), s, nil); err != nil {
+		t.Fatal(err)
+	}
+	return s, tok
+}
+
+func code(err error) apierror.Code { return apierror.CodeOf(err) }
+
+func TestChannelSpec(t *testing.T) {
+	t.Parallel()
+	c := newChannel(t, session.Provisioning)
+	spec, err := c.ch.Spec(t.Context(), c.sess.ID, c.tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.SessionID != c.sess.ID || spec.Guardrails.Content != rules || spec.Guardrails.Hash != guardrails.Hash([]byte(rules)) ||
+		spec.Persona.Skill != "Helps." || spec.InitialPrompt != "Hello" || spec.SessionType != "coding" || spec.PromptMode == "" {
+		t.Errorf("spec %+v", spec)
+	}
+	if _, err := c.ch.Spec(t.Context(), c.sess.ID, "ra_sbx_wrong"); code(err) != apierror.InvalidToken {
+		t.Errorf("wrong token: %v", err)
+	}
+	other, otherTok := c.add(t, session.Provisioning)
+	if _, err := c.ch.Spec(t.Context(), c.sess.ID, otherTok); code(err) != apierror.InvalidToken {
+		t.Errorf("another session's token: %v", err)
+	}
+	if _, err := c.ch.Spec(t.Context(), other.ID, otherTok); err != nil {
+		t.Errorf("its own token: %v", err)
+	}
+
+	// Without guardrails no agent is primed: 503 guardrails_missing, reported.
+	if err := os.Remove(c.guardrails); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ch.Spec(t.Context(), c.sess.ID, c.tok); code(err) != apierror.GuardrailsMissing {
+		t.Errorf("spec without guardrails: %v", err)
+	}
+	got := c.reports.all()
+	if len(got) != 1 || got[0].Source != "guardrail_injection" || got[0].Severity != report.Critical || got[0].Context["agent_id"] != c.sess.ID {
+		t.Errorf("reports %+v", got)
+	}
+}
+
+func TestChannelReport(t *testing.T) {
+	t.Parallel()
+	c := newChannel(t, session.Provisioning)
+	hash := guardrails.Hash([]byte(rules))
+	report := func(st sandboxwire.State, hash string, reason sandboxwire.Reason) (sandboxwire.Orders, error) {
+		return c.ch.Report(t.Context(), c.sess.ID, c.tok, sandboxwire.StatusReport{State: st, GuardrailsHash: hash, Reason: reason})
+	}
+	for _, bad := range []struct {
+		name   string
+		state  sandboxwire.State
+		hash   string
+		reason sandboxwire.Reason
+	}{
+		{"ready without the guardrails hash", sandboxwire.Ready, "", ""},
+		{"a state a sandbox cannot report", sandboxwire.Ending, "", ""},
+		{"an unknown state", "sleeping", "", ""},
+		{"an unknown reason", sandboxwire.Ended, "", "bored"},
+		{"a reason only the platform gives", sandboxwire.Ended, "", sandboxwire.ReasonLost},
+		{"working before ready", sandboxwire.Working, "", ""},
+	} {
+		if _, err := report(bad.state, bad.hash, bad.reason); code(err) != apierror.InvalidRequest {
+			t.Errorf("%s: %v, want invalid_request", bad.name, err)
+		}
+	}
+	orders, err := report(sandboxwire.Ready, hash, "")
+	if err != nil || orders.Stop || orders.State != sandboxwire.Ready {
+		t.Fatalf("ready: %+v %v", orders, err)
+	}
+	got, err := c.store.Get(t.Context(), c.sess.ID)
+	if err != nil || got.GuardrailsHash != hash || !got.ReadyAt.Equal(c.now) || !got.HeartbeatAt.Equal(c.now) || !got.PromptInjectedAt.Equal(c.now) {
+		t.Errorf("after ready: %+v %v", got, err)
+	}
+	if orders, err := report(sandboxwire.Working, "", ""); err != nil || orders.State != sandboxwire.Working {
+		t.Errorf("working: %+v %v", orders, err)
+	}
+	// A shutdown makes the session ending: whatever the sandbox says next, it
+	// ended because it was shut down.
+	if _, err := c.store.Transition(t.Context(), c.sess.ID, session.Change{From: session.Running, To: session.Ending}); err != nil {
+		t.Fatal(err)
+	}
+	if orders, err := report(sandboxwire.Ended, "", sandboxwire.ReasonIdle); err != nil || !orders.Stop || orders.State != sandboxwire.Ended {
+		t.Errorf("ended: %+v %v", orders, err)
+	}
+	if got, _ := c.store.Get(t.Context(), c.sess.ID); got.Reason != session.ReasonShutdown {
+		t.Errorf("reason %q, want shutdown", got.Reason)
+	}
+	if _, err := report(sandboxwire.Idle, "", ""); code(err) != apierror.InvalidRequest {
+		t.Errorf("idle after ended: %v", err)
+	}
+}
+
+func TestChannelReportsAPrimingFailure(t *testing.T) {
+	t.Parallel()
+	c := newChannel(t, session.Provisioning)
+	if _, err := c.ch.Report(t.Context(), c.sess.ID, c.tok, sandboxwire.StatusReport{State: sandboxwire.Failed}); err != nil {
+		t.Fatal(err)
+	}
+	got := c.reports.all()
+	if len(got) != 1 || got[0].Severity != report.Error || got[0].Context["pane_id"] != "ra-test" {
+		t.Errorf("reports %+v", got)
+	}
+	if s, _ := c.store.Get(t.Context(), c.sess.ID); s.State != session.Failed || s.Reason != session.ReasonError {
+		t.Errorf("after failed: %s %s", s.State, s.Reason)
+	}
+}
+
+func TestChannelHeartbeat(t *testing.T) {
+	t.Parallel()
+	c := newChannel(t, session.Working)
+	c.now = c.now.Add(time.Minute)
+	orders, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok)
+	if err != nil || orders.Stop {
+		t.Fatalf("heartbeat: %+v %v", orders, err)
+	}
+	if got, _ := c.store.Get(t.Context(), c.sess.ID); !got.HeartbeatAt.Equal(c.now) {
+		t.Errorf("heartbeat_at %s, want %s", got.HeartbeatAt, c.now)
+	}
+	if _, err := c.store.Transition(t.Context(), c.sess.ID, session.Change{From: session.Running, To: session.Ending}); err != nil {
+		t.Fatal(err)
+	}
+	if orders, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok); err != nil || !orders.Stop || orders.State != sandboxwire.Ending {
+		t.Errorf("heartbeat while ending: %+v %v", orders, err)
+	}
+	if _, err := c.store.Transition(t.Context(), c.sess.ID, session.Change{From: session.Live, To: session.Ended}); err != nil {
+		t.Fatal(err)
+	}
+	if orders, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok); err != nil || !orders.Stop {
+		t.Errorf("heartbeat once ended: %+v %v", orders, err)
+	}
+}
+
+func TestChannelInbox(t *testing.T) {
+	t.Parallel()
+	c := newChannel(t, session.Working)
+	ctx := t.Context()
+	put := func(key, body string) {
+		t.Helper()
+		if err := c.bucket.Put(ctx, key, strings.NewReader(body), int64(len(body)), "text/plain"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine := session.AttachmentPrefix(c.sess.ID) + "k1/notes.txt"
+	put(mine, "notes")
+	values, _ := json.Marshal(map[string]string{"API_KEY": "secret"})
+	ref := "sessions/" + c.sess.ID + "/env/v1.json"
+	put(ref, string(values))
+	events := []sandboxwire.Payload{
+		sandboxwire.UserMessage{Text: "hello", Attachments: []sandboxwire.Attachment{
+			{Key: mine, Name: "notes.txt", SizeBytes: 5},
+			{Key: "sessions/someone-else/attachments/k/x.txt", Name: "x.txt", SizeBytes: 1},
+		}},
+		sandboxwire.AgentMessage{Text: "not for the inbox"},
+		sandboxwire.UserMessage{Answer: &sandboxwire.Answer{QuestionID: "q1", OptionID: "o2"}},
+		sandboxwire.EnvSubmitted{Keys: []string{"API_KEY"}, Ref: ref},
+		sandboxwire.EnvSubmitted{Keys: []string{"X"}, Ref: "sessions/someone-else/env/v.json"},
+	}
+	var evs []session.Event
+	for _, p := range events {
+		e, err := session.NewEvent(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.At = c.now
+		evs = append(evs, e)
+	}
+	if _, err := c.store.AppendEvents(ctx, c.sess.ID, 1, evs); err != nil {
+		t.Fatal(err)
+	}
+	orders, err := c.ch.Inbox(ctx, c.sess.ID, c.tok, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if orders.Next != 5 || len(orders.Messages) != 2 || orders.Env["API_KEY"] != "secret" || len(orders.Env) != 1 {
+		t.Fatalf("inbox %+v", orders)
+	}
+	first := orders.Messages[0]
+	if first.Seq != 1 || first.Text != "hello" || len(first.Attachments) != 1 || first.Attachments[0].Name != "notes.txt" {
+		t.Errorf("first message %+v", first)
+	}
+	if a := orders.Messages[1].Answer; a == nil || a.QuestionID != "q1" || a.OptionID != "o2" {
+		t.Errorf("answer %+v", orders.Messages[1])
+	}
+	if next, err := c.ch.Inbox(ctx, c.sess.ID, c.tok, orders.Next); err != nil || len(next.Messages) != 0 || next.Env != nil || next.Next != orders.Next {
+		t.Errorf("inbox after the cursor: %+v %v", next, err)
+	}
+}
+
+func TestChannelAppend(t *testing.T) {
+	t.Parallel()
+	c := newChannel(t, session.Working)
+	ev := func(typ, data string) sandboxwire.Event { return sandboxwire.Event{Type: typ, Data: json.RawMessage(data)} }
+	many := make([]sandboxwire.Event, sandboxwire.MaxEventsPerAppend+1)
+	for i := range many {
+		many[i] = ev("agent.message", `{}`)
+	}
+	big := `{"text":"` + strings.Repeat("x", sandboxwire.MaxEventBytes) + `"}`
+	for _, bad := range []struct {
+		name   string
+		events []sandboxwire.Event
+	}{
+		{"none", nil},
+		{"too many", many},
+		{"an upper-case type", []sandboxwire.Event{ev("Agent.Message", `{}`)}},
+		{"a type too long", []sandboxwire.Event{ev(strings.Repeat("a", sandboxwire.MaxEventTypeLen+1), `{}`)}},
+		{"data that is not an object", []sandboxwire.Event{ev("agent.message", `[1,2]`)}},
+		{"data too large", []sandboxwire.Event{ev("agent.message", big)}},
+	} {
+		if _, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, sandboxwire.EventsRequest{Events: bad.events}); code(err) != apierror.InvalidRequest {
+			t.Errorf("%s: %v, want invalid_request", bad.name, err)
+		}
+	}
+	msg, err := sandboxwire.NewEvent(sandboxwire.AgentMessage{Text: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, sandboxwire.EventsRequest{Events: []sandboxwire.Event{msg, ev("state.changed", `{"state":"idle"}`)}})
+	if err != nil || out.FirstSeq != 1 || out.LastSeq != 2 {
+		t.Fatalf("append: %+v %v", out, err)
+	}
+	stored, err := c.store.Events(t.Context(), c.sess.ID, 0, 10)
+	if err != nil || len(stored) != 2 {
+		t.Fatalf("stored %+v %v", stored, err)
+	}
+	var back sandboxwire.AgentMessage
+	if err := sandboxwire.Decode(stored[0].Data, &back); err != nil || back.Text != "hi" {
+		t.Errorf("stored payload %+v %v", back, err)
+	}
+	if _, err := c.store.Transition(t.Context(), c.sess.ID, session.Change{From: session.Live, To: session.Ended}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, sandboxwire.EventsRequest{Events: []sandboxwire.Event{msg}}); code(err) != apierror.InvalidRequest {
+		t.Errorf("append once ended: %v", err)
+	}
+}
+
+func TestChannelUploads(t *testing.T) {
+	t.Parallel()
+	c := newChannel(t, session.Working)
+	file := func(path string, size int64) sandboxwire.UploadFile { return sandboxwire.UploadFile{Path: path, SizeBytes: size} }
+	for _, bad := range []struct {
+		name string
+		in   sandboxwire.UploadsRequest
+	}{
+		{"no call id", sandboxwire.UploadsRequest{Tool: toolspec.Verify, Files: []sandboxwire.UploadFile{file("a.txt", 1)}}},
+		{"no files", sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: "c1"}},
+		{"a tool that uploads nothing", sandboxwire.UploadsRequest{Tool: toolspec.SaveEnvFiles, ToolCallID: "c1", Files: []sandboxwire.UploadFile{file("a", 1)}}},
+		{"an absolute path", sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: "c1", Files: []sandboxwire.UploadFile{file("/etc/passwd", 1)}}},
+		{"a path out of the folder", sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: "c1", Files: []sandboxwire.UploadFile{file("../x", 1)}}},
+		{"an unclean path", sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: "c1", Files: []sandboxwire.UploadFile{file("a//b", 1)}}},
+		{"a control character", sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: "c1", Files: []sandboxwire.UploadFile{file("a\nb", 1)}}},
+		{"a path twice", sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: "c1", Files: []sandboxwire.UploadFile{file("a", 1), file("a", 2)}}},
+		{"evidence too large", sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: "c1", Files: []sandboxwire.UploadFile{file("a", sandboxwire.MaxEvidenceBytes+1)}}},
+		{"a snapshot of another name", sandboxwire.UploadsRequest{Tool: toolspec.SaveSnapshot, ToolCallID: "c1", Files: []sandboxwire.UploadFile{file("x.tar", 1)}}},
+		{"a snapshot too large", sandboxwire.UploadsRequest{Tool: toolspec.SaveSnapshot, ToolCallID: "c1", Files: []sandboxwire.UploadFile{file(sandboxwire.SnapshotObject, sandboxwire.MaxSnapshotBytes+1)}}},
+	} {
+		if _, err := c.ch.Uploads(t.Context(), c.sess.ID, c.tok, bad.in); code(err) != apierror.InvalidRequest {
+			t.Errorf("%s: %v, want invalid_request", bad.name, err)
+		}
+	}
+	out, err := c.ch.Uploads(t.Context(), c.sess.ID, c.tok, sandboxwire.UploadsRequest{
+		Tool: toolspec.Verify, ToolCallID: "c1", Files: []sandboxwire.UploadFile{file("shots/a.png", 10), file("log.txt", 3)},
+	})
+	if err != nil || len(out.Uploads) != 2 {
+		t.Fatalf("uploads: %+v %v", out, err)
+	}
+	prefix := toolspec.UploadPrefix(c.sess.ID, toolspec.Verify, "c1")
+	for i, u := range out.Uploads {
+		if u.Key != prefix+u.Path || !strings.HasPrefix(u.URL, "http") {
+			t.Errorf("upload %d: %+v", i, u)
+		}
+	}
+	// The URL really takes the file, under the key the tool's effect reads.
+	if err := c.bucket.Put(t.Context(), out.Uploads[1].Key, bytes.NewReader([]byte("log")), 3, "text/plain"); err != nil {
+		t.Fatal(err)
+	}
+	if r, _, err := c.bucket.Get(t.Context(), prefix+"log.txt"); err != nil {
+		t.Errorf("uploaded file: %v", err)
+	} else {
+		_ = r.Close()
+	}
+	if _, err := c.ch.Uploads(t.Context(), c.sess.ID, "ra_sess_not_a_sandbox_token", sandboxwire.UploadsRequest{}); err == nil || errors.Is(err, context.Canceled) {
+		t.Errorf("uploads without a sandbox token: %v", err)
+	}
+}

@@ -1,4 +1,70 @@
 "use strict";
+
+// eventStream reads one response body of an event stream as the WHATWG HTML
+// standard's "event stream interpretation" says (Server-sent events, §9.2.6).
+// source holds what outlives a connection: lastEventId (sent as Last-Event-ID on
+// reconnect) and retry (the reconnection time, ms). The returned function takes
+// the body's next chunk of bytes and returns the events it completes, each
+// {type, data, lastEventId}. A new connection needs a new eventStream; an event
+// left incomplete when a body ends is never dispatched. A top-level function, so
+// that tests can drive it in the page.
+function eventStream(source) {
+  const decoder = new TextDecoder(); // UTF-8, streaming; drops one leading BOM
+  let pending = ""; // an unterminated line
+  let afterCR = false; // the last chunk ended with CR: a leading LF ends no line
+  let data = "", type = "", id = source.lastEventId;
+  let out;
+
+  const dispatch = () => {
+    source.lastEventId = id;
+    if (data === "") {
+      type = "";
+      return;
+    }
+    if (data.endsWith("\n")) data = data.slice(0, -1);
+    out.push({ type: type || "message", data, lastEventId: id });
+    data = "";
+    type = "";
+  };
+
+  const line = (l) => {
+    if (l === "") return dispatch();
+    if (l.startsWith(":")) return; // a comment
+    const colon = l.indexOf(":");
+    const field = colon < 0 ? l : l.slice(0, colon);
+    let value = colon < 0 ? "" : l.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    switch (field) {
+      case "event":
+        type = value;
+        break;
+      case "data":
+        data += value + "\n";
+        break;
+      case "id":
+        if (!value.includes("\0")) id = value;
+        break;
+      case "retry":
+        if (/^[0-9]+$/.test(value)) source.retry = Number(value);
+        break;
+    }
+  };
+
+  return (bytes) => {
+    out = [];
+    let text = decoder.decode(bytes, { stream: true });
+    if (text === "") return out; // a part of a character
+    if (afterCR && text.startsWith("\n")) text = text.slice(1);
+    pending += text;
+    const ends = /\r\n|\r|\n/g;
+    let from = 0;
+    for (let m; (m = ends.exec(pending)); from = ends.lastIndex) line(pending.slice(from, m.index));
+    afterCR = pending.endsWith("\r");
+    pending = pending.slice(from);
+    return out;
+  };
+}
+
 (() => {
   const app = document.getElementById("app");
   const agentID = app.dataset.agentId;
@@ -16,7 +82,8 @@
   const seen = new Set();
   const questions = new Map();
   let attachments = [];
-  let lastEventID = 0;
+  // What outlives a connection to the event stream (see eventStream).
+  const source = { lastEventId: "", retry: 1000 };
 
   const add = (cls, text, role) => {
     const li = document.createElement("li");
@@ -159,7 +226,8 @@
     for (;;) {
       try {
         const headers = { ...auth, Accept: "text/event-stream" };
-        if (lastEventID) headers["Last-Event-ID"] = String(lastEventID);
+        // The last event id in UTF-8, as a header value is a string of bytes.
+        if (source.lastEventId !== "") headers["Last-Event-ID"] = String.fromCharCode(...new TextEncoder().encode(source.lastEventId));
         const res = await fetch(base + "/events", { headers, cache: "no-store", referrerPolicy: "no-referrer" });
         if (res.status === 401 || res.status === 403 || res.status === 404) {
           status.textContent = "This agent is not available.";
@@ -167,41 +235,29 @@
         }
         if (!res.ok || !res.body) throw new Error("stream " + res.status);
         if (status.textContent === "Connecting…" || status.textContent === "Reconnecting…") status.textContent = "Connected";
-        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-        let buf = "";
+        const reader = res.body.getReader();
+        const read = eventStream(source);
         for (;;) {
           const { value, done } = await reader.read();
           if (done) break;
-          buf += value;
-          let cut;
-          while ((cut = buf.indexOf("\n\n")) >= 0) {
-            const block = buf.slice(0, cut);
-            buf = buf.slice(cut + 2);
-            let id = "", type = "message", data = "";
-            for (const line of block.split("\n")) {
-              if (line.startsWith("id:")) id = line.slice(3).trim();
-              else if (line.startsWith("event:")) type = line.slice(6).trim();
-              else if (line.startsWith("data:")) data += line.slice(5).trim();
-            }
-            if (type === "end") {
+          for (const ev of read(value)) {
+            if (ev.type === "end") {
               status.textContent = "Ended";
               return;
             }
-            if (!data || !id) continue;
-            lastEventID = Number(id);
             try {
-              render(JSON.parse(data));
+              render(JSON.parse(ev.data));
             } catch (e) {
               /* a malformed event is skipped */
             }
-            window.dispatchEvent(new CustomEvent("remote-agent:event", { detail: { id: lastEventID, type } }));
+            window.dispatchEvent(new CustomEvent("remote-agent:event", { detail: { id: Number(ev.lastEventId), type: ev.type } }));
           }
         }
       } catch (e) {
         /* reconnect below */
       }
       status.textContent = "Reconnecting…";
-      await new Promise((r) => setTimeout(r, 1000));
+      await new Promise((r) => setTimeout(r, source.retry));
     }
   }
 

@@ -1,0 +1,160 @@
+package eventsapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+// sseEvent is one event as a browser dispatches it.
+type sseEvent struct {
+	Type, Data, LastEventID string
+}
+
+var lineEnd = regexp.MustCompile("\r\n|\r|\n")
+
+// interpret reads a whole event stream as the HTML standard's event stream
+// interpretation does: what a browser (and the embed view) makes of what the
+// handler writes. An unterminated last line is dropped, as is an unfinished
+// event.
+func interpret(stream string) (events []sseEvent, lastEventID string, retry string) {
+	stream = strings.TrimPrefix(stream, "\ufeff")
+	lines := lineEnd.Split(stream, -1)
+	lines = lines[:len(lines)-1]
+	var data, typ, id strings.Builder
+	for _, line := range lines {
+		if line == "" {
+			lastEventID = id.String()
+			if data.Len() > 0 {
+				if typ.Len() == 0 {
+					typ.WriteString("message")
+				}
+				events = append(events, sseEvent{typ.String(), strings.TrimSuffix(data.String(), "\n"), lastEventID})
+			}
+			data.Reset()
+			typ.Reset()
+			continue
+		}
+		if strings.HasPrefix(line, ":") {
+			continue
+		}
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "event":
+			typ.Reset()
+			typ.WriteString(value)
+		case "data":
+			data.WriteString(value + "\n")
+		case "id":
+			if !strings.ContainsRune(value, 0) {
+				id.Reset()
+				id.WriteString(value)
+			}
+		case "retry":
+			if value != "" && strings.Trim(value, "0123456789") == "" {
+				retry = value
+			}
+		}
+	}
+	return events, lastEventID, retry
+}
+
+// store is the events of one ended session.
+type store struct {
+	session.Store // only Events and Get are called
+	events        []session.Event
+}
+
+func (s *store) Events(_ context.Context, _ string, after int64, limit int) ([]session.Event, error) {
+	var out []session.Event
+	for _, e := range s.events {
+		if e.Seq > after && len(out) < limit {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (s *store) Get(context.Context, string) (session.Session, error) {
+	return session.Session{State: session.Ended}, nil
+}
+
+// texts a browser must get back exactly: line breaks of every kind, things that
+// look like fields, NUL, a BOM, characters of several bytes.
+var texts = []string{
+	"plain",
+	"two\nlines",
+	"crlf\r\nand cr\ralone",
+	"\n\ndata: forged\n\nid: 99\nevent: end\nretry: 1\n\n",
+	": not a comment",
+	"nul \x00 and bom \ufeff, line and paragraph separators \u2028 \u2029, next line \u0085",
+	"naïve ✓ 日本 😀",
+	"",
+}
+
+// What the handler writes is read back as written: one event per stored event,
+// its id the sequence number, its type, its data the JSON of the Message, the
+// stream's retry, and the end event.
+func TestStreamReadsBackAsWritten(t *testing.T) {
+	s := &store{}
+	var want []sseEvent
+	for i, text := range texts {
+		e := session.Event{Seq: int64(i + 1), Type: sandboxwire.TypeAgentMessage, At: "2025-01-02T03:04:05Z", Data: map[string]any{"text": text}}
+		s.events = append(s.events, e)
+		raw, err := json.Marshal(Message{Seq: e.Seq, Type: e.Type, At: e.At, Data: e.Data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, sseEvent{e.Type, string(raw), strconv.FormatInt(e.Seq, 10)})
+	}
+	want = append(want, sseEvent{"end", "{}", "8"})
+	h := &Handlers{Store: s, Log: slog.New(slog.DiscardHandler), ActivePoll: time.Millisecond}
+	var out bytes.Buffer
+	if err := h.stream(t.Context(), "s", 0, &out, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	got, lastID, retry := interpret(out.String())
+	if !slices.Equal(got, want) || lastID != "8" || retry != "1000" {
+		t.Fatalf("read back %+v, last id %q, retry %q\nwant %+v\nstream %q", got, lastID, retry, want, out.String())
+	}
+	for i, e := range got[:len(texts)] {
+		var m Message
+		if err := json.Unmarshal([]byte(e.Data), &m); err != nil || m.Data["text"] != texts[i] {
+			t.Errorf("event %d: text %q (%v), want %q", i+1, m.Data["text"], err, texts[i])
+		}
+	}
+}
+
+// Any text and any valid event type come back as one event whose data is
+// exactly the JSON written.
+func FuzzWriteReadsBackAsWritten(f *testing.F) {
+	for _, text := range texts {
+		f.Add(sandboxwire.TypeAgentMessage, text)
+	}
+	f.Fuzz(func(t *testing.T, typ, text string) {
+		if !sandboxwire.ValidEventType(typ) {
+			t.Skip("the channel accepts no such type")
+		}
+		e := session.Event{Seq: 42, Type: typ, At: "2025-01-02T03:04:05Z", Data: map[string]any{"text": text, text: typ}}
+		var out bytes.Buffer
+		if err := write(&out, e); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(Message{Seq: e.Seq, Type: e.Type, At: e.At, Data: Public(e)})
+		got, lastID, _ := interpret(out.String())
+		if want := []sseEvent{{typ, string(raw), "42"}}; !slices.Equal(got, want) || lastID != "42" {
+			t.Errorf("read back %+v, want %+v\nstream %q", got, want, out.String())
+		}
+	})
+}

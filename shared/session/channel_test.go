@@ -24,8 +24,8 @@ import (
 	"github.com/remote-agents/remote-agents/shared/s3blob"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
-	"github.com/remote-agents/remote-agents/shared/toolspec"
 	"github.com/remote-agents/remote-agents/shared/token"
+	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
@@ -291,7 +291,9 @@ func TestChannelInbox(t *testing.T) {
 func TestChannelAppend(t *testing.T) {
 	t.Parallel()
 	c := newChannel(t, session.Working)
-	ev := func(typ, data string) sandboxwire.Event { return sandboxwire.Event{Type: typ, Data: json.RawMessage(data)} }
+	ev := func(typ, data string) sandboxwire.Event {
+		return sandboxwire.Event{Type: typ, Data: json.RawMessage(data)}
+	}
 	many := make([]sandboxwire.Event, sandboxwire.MaxEventsPerAppend+1)
 	for i := range many {
 		many[i] = ev("agent.message", `{}`)
@@ -339,7 +341,9 @@ func TestChannelAppend(t *testing.T) {
 func TestChannelUploads(t *testing.T) {
 	t.Parallel()
 	c := newChannel(t, session.Working)
-	file := func(path string, size int64) sandboxwire.UploadFile { return sandboxwire.UploadFile{Path: path, SizeBytes: size} }
+	file := func(path string, size int64) sandboxwire.UploadFile {
+		return sandboxwire.UploadFile{Path: path, SizeBytes: size}
+	}
 	for _, bad := range []struct {
 		name string
 		in   sandboxwire.UploadsRequest

@@ -89,6 +89,27 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	}
 	awscdk.Tags_Of(st).Add(jsii.String("remote-agents:env"), jsii.String(p.Env), nil)
 
+	s.data(p, removal)
+	sandbox := s.sandboxes(p, removal)
+	stream := s.functions(p, removal)
+	dist := s.distribution(stream)
+	s.Functions["create"].AddEnvironment(jsii.String("RA_PUBLIC_BASE_URL"), jsii.String("https://"+*dist.DistributionDomainName()), nil)
+	s.workerEnvironment(sandbox)
+	s.grant(sandbox)
+	s.eventSources()
+	s.sandboxStopped(p, sandbox)
+	s.alarms()
+
+	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: s.API.ApiEndpoint()})
+	awscdk.NewCfnOutput(st, jsii.String("PublicUrl"), &awscdk.CfnOutputProps{Value: jsii.String("https://" + *dist.DistributionDomainName())})
+	awscdk.NewCfnOutput(st, jsii.String("SandboxRepositoryUri"), &awscdk.CfnOutputProps{Value: sandbox.repository})
+	return s
+}
+
+// data adds the tables, the queues with their dead-letter queues, and the
+// bucket with the guardrails document in it.
+func (s *Stack) data(p Props, removal awscdk.RemovalPolicy) {
+	st, set := s.Stack, s.Set
 	for _, t := range set.Tables() {
 		s.Tables[t.Name] = table(st, s.id(t.Name, "Table"), t, removal, Prod(p.Env))
 	}
@@ -116,9 +137,13 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 		Sources:              &[]awss3deployment.ISource{awss3deployment.Source_Asset(jsii.String(p.DataDir), nil)},
 		Prune:                jsii.Bool(false),
 	})
+}
 
-	sandbox := s.sandboxes(p, removal)
-	s.API = awsapigatewayv2.NewHttpApi(st, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
+// functions adds the HTTP API, one function per function of the route table
+// (and the tools queue's worker), and their routes; it returns the function URL
+// of the streaming route.
+func (s *Stack) functions(p Props, removal awscdk.RemovalPolicy) awslambda.FunctionUrl {
+	s.API = awsapigatewayv2.NewHttpApi(s.Stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
 		ApiName:     jsii.String("ra-" + p.Env + "-api"),
 		Description: jsii.String("Remote Agents (" + p.Env + ")"),
 	})
@@ -148,8 +173,12 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 			Integration: awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(logicalID(r.Key())), fn, nil),
 		})
 	}
-	dist := s.distribution(stream)
-	s.Functions["create"].AddEnvironment(jsii.String("RA_PUBLIC_BASE_URL"), jsii.String("https://"+*dist.DistributionDomainName()), nil)
+	return stream
+}
+
+// workerEnvironment tells the workers where the gateway is and where sandbox
+// tasks run (config.Platform reads it).
+func (s *Stack) workerEnvironment(sandbox sandboxes) {
 	for _, name := range []string{routes.JobWorker, ToolWorker} {
 		s.Functions[name].AddEnvironment(jsii.String("RA_GATEWAY_URL"), s.API.ApiEndpoint(), nil)
 		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_CLUSTER"), sandbox.cluster.ClusterArn(), nil)
@@ -159,9 +188,12 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_SECURITY_GROUPS"), sandbox.group.SecurityGroupId(), nil)
 		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_ASSIGN_PUBLIC_IP"), jsii.String("true"), nil)
 	}
-	s.grant(sandbox)
-	s.eventSources()
-	awsevents.NewRule(st, jsii.String("SandboxStopped"), &awsevents.RuleProps{
+}
+
+// sandboxStopped sends ECS task-state changes of stopped sandboxes to the jobs
+// queue (task.state).
+func (s *Stack) sandboxStopped(p Props, sandbox sandboxes) {
+	awsevents.NewRule(s.Stack, jsii.String("SandboxStopped"), &awsevents.RuleProps{
 		RuleName:    jsii.String("ra-" + p.Env + "-sandbox-stopped"),
 		Description: jsii.String("ECS task-state changes of stopped sandboxes, to the jobs queue (task.state)"),
 		EventPattern: &awsevents.EventPattern{
@@ -172,14 +204,8 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 				"lastStatus": []string{"STOPPED"},
 			},
 		},
-		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.Queues[set.JobsQueue.Name], nil)},
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.Queues[s.Set.JobsQueue.Name], nil)},
 	})
-	s.alarms()
-
-	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: s.API.ApiEndpoint()})
-	awscdk.NewCfnOutput(st, jsii.String("PublicUrl"), &awscdk.CfnOutputProps{Value: jsii.String("https://" + *dist.DistributionDomainName())})
-	awscdk.NewCfnOutput(st, jsii.String("SandboxRepositoryUri"), &awscdk.CfnOutputProps{Value: sandbox.repository})
-	return s
 }
 
 // Names used across the stack.

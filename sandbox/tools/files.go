@@ -28,196 +28,220 @@ const (
 	maxGrepFile    = 2 << 20
 )
 
+// fileTools are the workspace's file tools, each confined to the paths p allows.
 func fileTools(p *policy.Policy) []Tool {
-	return []Tool{
-		{
-			Name:        "read",
-			Description: "Read a text file of the workspace. Returns its content, numbered by line from offset.",
-			Schema: `{"type":"object","additionalProperties":false,"required":["path"],"properties":{
-				"path":{"type":"string","minLength":1,"maxLength":4096,"description":"file path, relative to the workspace"},
-				"offset":{"type":"integer","minimum":1,"description":"first line to return (default 1)"},
-				"limit":{"type":"integer","minimum":1,"maximum":10000,"description":"how many lines (default all, up to 256 KiB)"}}}`,
-			Run: func(_ context.Context, raw json.RawMessage) (string, error) {
-				a, err := decode[struct {
-					Path          string
-					Offset, Limit int
-				}](raw)
-				if err != nil {
-					return "", err
-				}
-				path, err := p.CheckPath("read", a.Path)
-				if err != nil {
-					return "", err
-				}
-				return readLines(p, path, a.Offset, a.Limit)
-			},
+	return []Tool{readTool(p), writeTool(p), editTool(p), globTool(p), grepTool(p), lsTool(p)}
+}
+
+// readTool reads a text file, numbered by line.
+func readTool(p *policy.Policy) Tool {
+	return Tool{
+		Name:        "read",
+		Description: "Read a text file of the workspace. Returns its content, numbered by line from offset.",
+		Schema: `{"type":"object","additionalProperties":false,"required":["path"],"properties":{
+			"path":{"type":"string","minLength":1,"maxLength":4096,"description":"file path, relative to the workspace"},
+			"offset":{"type":"integer","minimum":1,"description":"first line to return (default 1)"},
+			"limit":{"type":"integer","minimum":1,"maximum":10000,"description":"how many lines (default all, up to 256 KiB)"}}}`,
+		Run: func(_ context.Context, raw json.RawMessage) (string, error) {
+			a, err := decode[struct {
+				Path          string
+				Offset, Limit int
+			}](raw)
+			if err != nil {
+				return "", err
+			}
+			path, err := p.CheckPath("read", a.Path)
+			if err != nil {
+				return "", err
+			}
+			return readLines(p, path, a.Offset, a.Limit)
 		},
-		{
-			Name:        "write",
-			Description: "Write a file of the workspace, creating parent folders and replacing any content.",
-			Schema: `{"type":"object","additionalProperties":false,"required":["path","content"],"properties":{
-				"path":{"type":"string","minLength":1,"maxLength":4096},
-				"content":{"type":"string","maxLength":1048576}}}`,
-			Run: func(_ context.Context, raw json.RawMessage) (string, error) {
-				a, err := decode[struct{ Path, Content string }](raw)
-				if err != nil {
-					return "", err
-				}
-				path, err := p.CheckPath("write", a.Path)
-				if err != nil {
-					return "", err
-				}
-				if err := writeFile(path, []byte(a.Content)); err != nil {
-					return "", err
-				}
-				return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), rel(p, path)), nil
-			},
+	}
+}
+
+// writeTool writes a file, creating its folders.
+func writeTool(p *policy.Policy) Tool {
+	return Tool{
+		Name:        "write",
+		Description: "Write a file of the workspace, creating parent folders and replacing any content.",
+		Schema: `{"type":"object","additionalProperties":false,"required":["path","content"],"properties":{
+			"path":{"type":"string","minLength":1,"maxLength":4096},
+			"content":{"type":"string","maxLength":1048576}}}`,
+		Run: func(_ context.Context, raw json.RawMessage) (string, error) {
+			a, err := decode[struct{ Path, Content string }](raw)
+			if err != nil {
+				return "", err
+			}
+			path, err := p.CheckPath("write", a.Path)
+			if err != nil {
+				return "", err
+			}
+			if err := writeFile(path, []byte(a.Content)); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), rel(p, path)), nil
 		},
-		{
-			Name:        "edit",
-			Description: "Replace exact text in a file. The old text must occur exactly once unless replace_all is set.",
-			Schema: `{"type":"object","additionalProperties":false,"required":["path","old","new"],"properties":{
-				"path":{"type":"string","minLength":1,"maxLength":4096},
-				"old":{"type":"string","minLength":1,"maxLength":1048576},
-				"new":{"type":"string","maxLength":1048576},
-				"replace_all":{"type":"boolean"}}}`,
-			Run: func(_ context.Context, raw json.RawMessage) (string, error) {
-				a, err := decode[struct {
-					Path, Old, New string
-					ReplaceAll     bool `json:"replace_all"`
-				}](raw)
-				if err != nil {
-					return "", err
+	}
+}
+
+// editTool replaces exact text in a file.
+func editTool(p *policy.Policy) Tool {
+	return Tool{
+		Name:        "edit",
+		Description: "Replace exact text in a file. The old text must occur exactly once unless replace_all is set.",
+		Schema: `{"type":"object","additionalProperties":false,"required":["path","old","new"],"properties":{
+			"path":{"type":"string","minLength":1,"maxLength":4096},
+			"old":{"type":"string","minLength":1,"maxLength":1048576},
+			"new":{"type":"string","maxLength":1048576},
+			"replace_all":{"type":"boolean"}}}`,
+		Run: func(_ context.Context, raw json.RawMessage) (string, error) {
+			a, err := decode[struct {
+				Path, Old, New string
+				ReplaceAll     bool `json:"replace_all"`
+			}](raw)
+			if err != nil {
+				return "", err
+			}
+			path, err := p.CheckPath("edit", a.Path)
+			if err != nil {
+				return "", err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return "", fileErr(p, path, err)
+			}
+			n := strings.Count(string(data), a.Old)
+			switch {
+			case n == 0:
+				return "", fmt.Errorf("the text to replace was not found in %s", rel(p, path))
+			case n > 1 && !a.ReplaceAll:
+				return "", fmt.Errorf("the text to replace occurs %d times in %s: give more context or set replace_all", n, rel(p, path))
+			}
+			out := strings.Replace(string(data), a.Old, a.New, map[bool]int{true: -1, false: 1}[a.ReplaceAll])
+			if err := writeFile(path, []byte(out)); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("replaced %d occurrence(s) in %s", map[bool]int{true: n, false: 1}[a.ReplaceAll], rel(p, path)), nil
+		},
+	}
+}
+
+// globTool lists files matching a pattern.
+func globTool(p *policy.Policy) Tool {
+	return Tool{
+		Name:        "glob",
+		Description: "Find workspace files whose paths match a pattern: * within a folder name, ** across folders (e.g. src/**/*.go).",
+		Schema: `{"type":"object","additionalProperties":false,"required":["pattern"],"properties":{
+			"pattern":{"type":"string","minLength":1,"maxLength":1024}}}`,
+		Run: func(_ context.Context, raw json.RawMessage) (string, error) {
+			a, err := decode[struct{ Pattern string }](raw)
+			if err != nil {
+				return "", err
+			}
+			pattern := a.Pattern
+			if !filepath.IsAbs(pattern) {
+				pattern = filepath.Join(p.Workspace(), pattern)
+			}
+			var found []string
+			err = walk(p, "glob", p.Workspace(), func(path string, _ fs.DirEntry) error {
+				if policy.MatchPath(pattern, path) {
+					found = append(found, rel(p, path))
 				}
-				path, err := p.CheckPath("edit", a.Path)
-				if err != nil {
-					return "", err
+				if len(found) >= maxListEntries {
+					return errFull
 				}
-				data, err := os.ReadFile(path)
-				if err != nil {
-					return "", fileErr(p, path, err)
+				return nil
+			})
+			if err != nil && !errors.Is(err, errFull) {
+				return "", err
+			}
+			if len(found) == 0 {
+				return "no files match " + a.Pattern, nil
+			}
+			sort.Strings(found)
+			return strings.Join(found, "\n"), nil
+		},
+	}
+}
+
+// grepTool searches files for a regular expression.
+func grepTool(p *policy.Policy) Tool {
+	return Tool{
+		Name:        "grep",
+		Description: "Search file contents with a regular expression, in a file or under a folder. Returns path:line: text, with context lines if asked.",
+		Schema: `{"type":"object","additionalProperties":false,"required":["pattern"],"properties":{
+			"pattern":{"type":"string","minLength":1,"maxLength":1024,"description":"RE2 regular expression"},
+			"path":{"type":"string","maxLength":4096,"description":"file or folder (default the workspace)"},
+			"context":{"type":"integer","minimum":0,"maximum":10}}}`,
+		Run: func(ctx context.Context, raw json.RawMessage) (string, error) {
+			a, err := decode[struct {
+				Pattern, Path string
+				Context       int
+			}](raw)
+			if err != nil {
+				return "", err
+			}
+			re, err := regexp.Compile(a.Pattern)
+			if err != nil {
+				return "", fmt.Errorf("invalid regular expression: %w", err)
+			}
+			if a.Path == "" {
+				a.Path = "."
+			}
+			root, err := p.CheckPath("grep", a.Path)
+			if err != nil {
+				return "", err
+			}
+			return grep(ctx, p, re, root, a.Context)
+		},
+	}
+}
+
+// lsTool lists a folder.
+func lsTool(p *policy.Policy) Tool {
+	return Tool{
+		Name:        "ls",
+		Description: "List a workspace folder: one entry per line with its type and size.",
+		Schema: `{"type":"object","additionalProperties":false,"properties":{
+			"path":{"type":"string","maxLength":4096,"description":"folder (default the workspace)"}}}`,
+		Run: func(_ context.Context, raw json.RawMessage) (string, error) {
+			a, err := decode[struct{ Path string }](raw)
+			if err != nil {
+				return "", err
+			}
+			if a.Path == "" {
+				a.Path = "."
+			}
+			dir, err := p.CheckPath("ls", a.Path)
+			if err != nil {
+				return "", err
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				return "", fileErr(p, dir, err)
+			}
+			var b strings.Builder
+			for i, e := range entries {
+				if i == maxListEntries {
+					fmt.Fprintf(&b, "… %d more\n", len(entries)-i)
+					break
 				}
-				n := strings.Count(string(data), a.Old)
+				kind, size := "file", int64(0)
+				if info, err := e.Info(); err == nil {
+					size = info.Size()
+				}
 				switch {
-				case n == 0:
-					return "", fmt.Errorf("the text to replace was not found in %s", rel(p, path))
-				case n > 1 && !a.ReplaceAll:
-					return "", fmt.Errorf("the text to replace occurs %d times in %s: give more context or set replace_all", n, rel(p, path))
+				case e.Type()&fs.ModeSymlink != 0:
+					kind = "link"
+				case e.IsDir():
+					kind = "dir"
 				}
-				out := strings.Replace(string(data), a.Old, a.New, map[bool]int{true: -1, false: 1}[a.ReplaceAll])
-				if err := writeFile(path, []byte(out)); err != nil {
-					return "", err
-				}
-				return fmt.Sprintf("replaced %d occurrence(s) in %s", map[bool]int{true: n, false: 1}[a.ReplaceAll], rel(p, path)), nil
-			},
-		},
-		{
-			Name:        "glob",
-			Description: "Find workspace files whose paths match a pattern: * within a folder name, ** across folders (e.g. src/**/*.go).",
-			Schema: `{"type":"object","additionalProperties":false,"required":["pattern"],"properties":{
-				"pattern":{"type":"string","minLength":1,"maxLength":1024}}}`,
-			Run: func(_ context.Context, raw json.RawMessage) (string, error) {
-				a, err := decode[struct{ Pattern string }](raw)
-				if err != nil {
-					return "", err
-				}
-				pattern := a.Pattern
-				if !filepath.IsAbs(pattern) {
-					pattern = filepath.Join(p.Workspace(), pattern)
-				}
-				var found []string
-				err = walk(p, "glob", p.Workspace(), func(path string, _ fs.DirEntry) error {
-					if policy.MatchPath(pattern, path) {
-						found = append(found, rel(p, path))
-					}
-					if len(found) >= maxListEntries {
-						return errFull
-					}
-					return nil
-				})
-				if err != nil && !errors.Is(err, errFull) {
-					return "", err
-				}
-				if len(found) == 0 {
-					return "no files match " + a.Pattern, nil
-				}
-				sort.Strings(found)
-				return strings.Join(found, "\n"), nil
-			},
-		},
-		{
-			Name:        "grep",
-			Description: "Search file contents with a regular expression, in a file or under a folder. Returns path:line: text, with context lines if asked.",
-			Schema: `{"type":"object","additionalProperties":false,"required":["pattern"],"properties":{
-				"pattern":{"type":"string","minLength":1,"maxLength":1024,"description":"RE2 regular expression"},
-				"path":{"type":"string","maxLength":4096,"description":"file or folder (default the workspace)"},
-				"context":{"type":"integer","minimum":0,"maximum":10}}}`,
-			Run: func(ctx context.Context, raw json.RawMessage) (string, error) {
-				a, err := decode[struct {
-					Pattern, Path string
-					Context       int
-				}](raw)
-				if err != nil {
-					return "", err
-				}
-				re, err := regexp.Compile(a.Pattern)
-				if err != nil {
-					return "", fmt.Errorf("invalid regular expression: %w", err)
-				}
-				if a.Path == "" {
-					a.Path = "."
-				}
-				root, err := p.CheckPath("grep", a.Path)
-				if err != nil {
-					return "", err
-				}
-				return grep(ctx, p, re, root, a.Context)
-			},
-		},
-		{
-			Name:        "ls",
-			Description: "List a workspace folder: one entry per line with its type and size.",
-			Schema: `{"type":"object","additionalProperties":false,"properties":{
-				"path":{"type":"string","maxLength":4096,"description":"folder (default the workspace)"}}}`,
-			Run: func(_ context.Context, raw json.RawMessage) (string, error) {
-				a, err := decode[struct{ Path string }](raw)
-				if err != nil {
-					return "", err
-				}
-				if a.Path == "" {
-					a.Path = "."
-				}
-				dir, err := p.CheckPath("ls", a.Path)
-				if err != nil {
-					return "", err
-				}
-				entries, err := os.ReadDir(dir)
-				if err != nil {
-					return "", fileErr(p, dir, err)
-				}
-				var b strings.Builder
-				for i, e := range entries {
-					if i == maxListEntries {
-						fmt.Fprintf(&b, "… %d more\n", len(entries)-i)
-						break
-					}
-					kind, size := "file", int64(0)
-					if info, err := e.Info(); err == nil {
-						size = info.Size()
-					}
-					switch {
-					case e.Type()&fs.ModeSymlink != 0:
-						kind = "link"
-					case e.IsDir():
-						kind = "dir"
-					}
-					fmt.Fprintf(&b, "%-4s %10d  %s\n", kind, size, e.Name())
-				}
-				if len(entries) == 0 {
-					return rel(p, dir) + " is empty", nil
-				}
-				return b.String(), nil
-			},
+				fmt.Fprintf(&b, "%-4s %10d  %s\n", kind, size, e.Name())
+			}
+			if len(entries) == 0 {
+				return rel(p, dir) + " is empty", nil
+			}
+			return b.String(), nil
 		},
 	}
 }

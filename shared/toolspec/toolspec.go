@@ -249,69 +249,81 @@ func Parse(name string, raw json.RawMessage) (any, error) {
 	if err := sch.Validate(inst); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrInvalid, SchemaError(err))
 	}
-	switch d.Name {
-	case Verify:
-		return check(raw, func(a *VerifyArgs) error {
-			if a.Folder == "" {
-				a.Folder = DefaultVerifyFolder
-			}
-			return relativePath("folder", a.Folder)
-		})
-	case SaveSnapshot:
-		return check(raw, func(*SnapshotArgs) error { return nil })
-	case AutomationComplete:
-		return check(raw, func(*CompleteArgs) error { return nil })
-	case SaveServiceCommands:
-		return check(raw, func(a *ServiceCommandsArgs) error {
-			for i, c := range a.Commands {
-				if strings.TrimSpace(c.Name) == "" || strings.TrimSpace(c.Command) == "" {
-					return fmt.Errorf("commands[%d]: name and command must not be blank", i)
-				}
-				if c.Cwd != "" {
-					if err := relativePath(fmt.Sprintf("commands[%d].cwd", i), c.Cwd); err != nil {
-						return err
-					}
-				}
-				if c.WorkspacePath != "" {
-					if err := relativePath(fmt.Sprintf("commands[%d].workspacePath", i), c.WorkspacePath); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		})
-	case SaveEnvFiles:
-		return check(raw, func(a *EnvFilesArgs) error {
-			for i := range a.Files {
-				f := &a.Files[i]
-				if f.WorkspacePath == "" {
-					f.WorkspacePath = "."
-				}
-				if err := relativePath(fmt.Sprintf("files[%d].path", i), f.Path); err != nil {
-					return err
-				}
-				if err := relativePath(fmt.Sprintf("files[%d].workspacePath", i), f.WorkspacePath); err != nil {
-					return err
-				}
-				for j, k := range f.Keys {
-					if !envKey.MatchString(k.Key) {
-						return fmt.Errorf("files[%d].keys[%d].key %q is not an environment variable name", i, j, k.Key)
-					}
-				}
-			}
-			return nil
-		})
-	case RequestEnvVariables:
-		return check(raw, func(a *RequestEnvArgs) error {
-			for i, k := range a.Keys {
-				if !envKey.MatchString(k.Key) {
-					return fmt.Errorf("keys[%d].key %q is not an environment variable name", i, k.Key)
-				}
-			}
-			return nil
-		})
+	c, ok := checks[d.Name]
+	if !ok {
+		return nil, fmt.Errorf("%w: no checks for %q", ErrInvalid, d.Name)
 	}
-	return nil, fmt.Errorf("%w: no checks for %q", ErrInvalid, d.Name)
+	return c(raw)
+}
+
+// checks decode each tool's arguments and check what their schema cannot say.
+var checks = map[string]func(json.RawMessage) (any, error){
+	Verify:              func(raw json.RawMessage) (any, error) { return check(raw, (*VerifyArgs).check) },
+	SaveSnapshot:        func(raw json.RawMessage) (any, error) { return check(raw, func(*SnapshotArgs) error { return nil }) },
+	AutomationComplete:  func(raw json.RawMessage) (any, error) { return check(raw, func(*CompleteArgs) error { return nil }) },
+	SaveServiceCommands: func(raw json.RawMessage) (any, error) { return check(raw, (*ServiceCommandsArgs).check) },
+	SaveEnvFiles:        func(raw json.RawMessage) (any, error) { return check(raw, (*EnvFilesArgs).check) },
+	RequestEnvVariables: func(raw json.RawMessage) (any, error) { return check(raw, (*RequestEnvArgs).check) },
+}
+
+// check defaults the folder and keeps it in the workspace.
+func (a *VerifyArgs) check() error {
+	if a.Folder == "" {
+		a.Folder = DefaultVerifyFolder
+	}
+	return relativePath("folder", a.Folder)
+}
+
+// check wants a name and a command, and working folders in the workspace.
+func (a *ServiceCommandsArgs) check() error {
+	for i, c := range a.Commands {
+		if strings.TrimSpace(c.Name) == "" || strings.TrimSpace(c.Command) == "" {
+			return fmt.Errorf("commands[%d]: name and command must not be blank", i)
+		}
+		if c.Cwd != "" {
+			if err := relativePath(fmt.Sprintf("commands[%d].cwd", i), c.Cwd); err != nil {
+				return err
+			}
+		}
+		if c.WorkspacePath != "" {
+			if err := relativePath(fmt.Sprintf("commands[%d].workspacePath", i), c.WorkspacePath); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// check keeps the files in the workspace and their keys variable names.
+func (a *EnvFilesArgs) check() error {
+	for i := range a.Files {
+		f := &a.Files[i]
+		if f.WorkspacePath == "" {
+			f.WorkspacePath = "."
+		}
+		if err := relativePath(fmt.Sprintf("files[%d].path", i), f.Path); err != nil {
+			return err
+		}
+		if err := relativePath(fmt.Sprintf("files[%d].workspacePath", i), f.WorkspacePath); err != nil {
+			return err
+		}
+		for j, k := range f.Keys {
+			if !envKey.MatchString(k.Key) {
+				return fmt.Errorf("files[%d].keys[%d].key %q is not an environment variable name", i, j, k.Key)
+			}
+		}
+	}
+	return nil
+}
+
+// check wants environment variable names.
+func (a *RequestEnvArgs) check() error {
+	for i, k := range a.Keys {
+		if !envKey.MatchString(k.Key) {
+			return fmt.Errorf("keys[%d].key %q is not an environment variable name", i, k.Key)
+		}
+	}
+	return nil
 }
 
 var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

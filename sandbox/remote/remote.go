@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/callback"
 	"github.com/remote-agents/remote-agents/sandbox/contract"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
@@ -31,7 +32,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
-// Config is the sandbox's identity and pacing, from its environment.
+// Config is the sandbox's identity, pacing and model.
 type Config struct {
 	SessionID string
 	Gateway   string
@@ -41,46 +42,30 @@ type Config struct {
 	Poll      time.Duration
 	// EnvFile is where env values the user submits are written.
 	EnvFile string
+	// LLM, TokenLimit and ContextWindow are the brain's (see Brain).
+	LLM           agentconfig.LLM
+	TokenLimit    int
+	ContextWindow int
 }
 
-// EnvFileName is the env file's name in the workspace, unless RA_ENV_FILE says
-// otherwise: a JSON object of the values users submitted.
-const EnvFileName = ".proliferate_env.json"
-
-// ConfigFromEnv reads RA_SESSION_ID, RA_GATEWAY_URL, RA_SANDBOX_TOKEN, RA_WORKSPACE
-// (default: the working directory), RA_ENV_FILE (default: EnvFileName in the
-// workspace) and RA_HEARTBEAT_SECONDS (default 10).
-func ConfigFromEnv() (Config, error) {
-	c := Config{
-		SessionID: os.Getenv(sandboxwire.EnvSessionID),
-		Gateway:   strings.TrimRight(os.Getenv(sandboxwire.EnvGatewayURL), "/"),
-		Token:     os.Getenv(sandboxwire.EnvSandboxToken),
-		Workspace: os.Getenv("RA_WORKSPACE"),
-		Heartbeat: 10 * time.Second,
-		Poll:      time.Second,
+// NewConfig takes the sandbox's settings from the agent's environment, which
+// must name the sandbox's session, gateway and token.
+func NewConfig(env agentconfig.Env) (Config, error) {
+	if err := env.CheckSandbox(); err != nil {
+		return Config{}, fmt.Errorf("sandbox: %w", err)
 	}
-	if c.SessionID == "" || c.Gateway == "" || c.Token == "" {
-		return c, errors.New("sandbox: RA_SESSION_ID, RA_GATEWAY_URL and RA_SANDBOX_TOKEN are required")
-	}
-	if c.Workspace == "" {
-		c.Workspace = "."
-	}
-	c.EnvFile = os.Getenv("RA_ENV_FILE")
-	if c.EnvFile == "" {
-		abs, err := filepath.Abs(filepath.Join(c.Workspace, EnvFileName))
-		if err != nil {
-			return c, fmt.Errorf("sandbox: workspace: %w", err)
-		}
-		c.EnvFile = abs
-	}
-	if v := os.Getenv("RA_HEARTBEAT_SECONDS"); v != "" {
-		d, err := time.ParseDuration(v + "s")
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("sandbox: RA_HEARTBEAT_SECONDS=%q is not a positive number", v)
-		}
-		c.Heartbeat = d
-	}
-	return c, nil
+	return Config{
+		SessionID:     env.SessionID,
+		Gateway:       env.GatewayURL,
+		Token:         env.SandboxToken,
+		Workspace:     env.Workspace,
+		Heartbeat:     env.Heartbeat,
+		Poll:          time.Second,
+		EnvFile:       env.EnvFile,
+		LLM:           env.LLM,
+		TokenLimit:    env.TokenLimit,
+		ContextWindow: env.ContextWindow,
+	}, nil
 }
 
 // Message is one turn of the conversation.
@@ -161,7 +146,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 			EnvFile:  c.EnvFile,
 		})
 	}
-	if brain, err := BrainFromEnv(c.Workspace, contractTools); err != nil {
+	if brain, err := NewBrain(c, contractTools); err != nil {
 		log.Error("no model: the agent cannot answer", slog.String("error", err.Error()))
 	} else {
 		if brain.Provider.Name() == "scripted" {

@@ -28,6 +28,8 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/contract"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
+	"github.com/remote-agents/remote-agents/sandbox/retry"
+	"github.com/remote-agents/remote-agents/sandbox/safefile"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
@@ -105,7 +107,7 @@ const ConversationFile = "conversation.json"
 // Run is the sandbox's life: prime, report ready, then heartbeat and poll until
 // told to stop or ctx ends (SIGTERM). It reports ended before returning.
 func Run(ctx context.Context, c Config, log *slog.Logger) error {
-	cl := &client{c: c, http: &http.Client{Timeout: 30 * time.Second}}
+	cl := &client{c: c, http: &http.Client{Timeout: 30 * time.Second}, retry: gatewayRetry}
 	var spec sandboxwire.Spec
 	if err := cl.do(ctx, http.MethodGet, sandboxwire.RouteSpec, nil, &spec); err != nil {
 		return err
@@ -230,7 +232,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 }
 
 // MergeEnv merges values into the JSON env file at path (created 0600), written
-// atomically: the agent reads single keys from it.
+// atomically (safefile): the agent reads single keys from it.
 func MergeEnv(path string, values map[string]string) error {
 	cur := map[string]string{}
 	raw, err := os.ReadFile(path)
@@ -239,33 +241,31 @@ func MergeEnv(path string, values map[string]string) error {
 		if err := json.Unmarshal(raw, &cur); err != nil {
 			return fmt.Errorf("env file %s is damaged: %w", path, err)
 		}
+		// It holds secrets: 0600 whatever it was, which the rewrite keeps.
+		if err := os.Chmod(path, 0o600); err != nil {
+			return fmt.Errorf("env file: %w", err)
+		}
 	case !errors.Is(err, os.ErrNotExist):
-		return err
+		return fmt.Errorf("env file: %w", err)
 	}
 	maps.Copy(cur, values)
 	out, err := json.MarshalIndent(cur, "", "  ")
 	if err != nil {
-		return err
+		return fmt.Errorf("encode env file: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".env-*.json")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	if _, err := tmp.Write(out); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return safefile.Write(path, out, 0o600)
 }
 
 type client struct {
-	c    Config
-	http *http.Client
+	c     Config
+	http  *http.Client
+	retry retry.Policy
 }
+
+// gatewayRetry is how the sandbox retries a channel call that failed in
+// passing: a few times within seconds, since the heartbeat and inbox loop waits
+// meanwhile and its next tick tries again anyway.
+var gatewayRetry = retry.Policy{Retries: 4, Initial: 250 * time.Millisecond, Max: 4 * time.Second}
 
 type authError struct{ status int }
 
@@ -295,22 +295,38 @@ func (cl *client) status(ctx context.Context, state sandboxwire.State, hash stri
 	return cl.do(ctx, http.MethodPost, sandboxwire.RouteStatus, sandboxwire.StatusReport{State: state, GuardrailsHash: hash, Reason: reason}, &orders)
 }
 
+// do calls route, retrying transport failures, 429 and 5xx (retry.Do) within
+// ctx. A refused token (401, 403) is an *authError and is never retried. Calls
+// are not idempotent on the wire: an event whose answer was lost may be
+// appended twice.
 func (cl *client) do(ctx context.Context, method, route string, in, out any) error {
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return fmt.Errorf("encode %s: %w", route, err)
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
+	_, err := retry.Do(ctx, cl.retry, func() (struct{}, error) {
+		return struct{}{}, cl.once(ctx, method, route, body, out)
+	})
+	return err
+}
+
+// once makes one attempt of a call, its error marked for retry.Do.
+func (cl *client) once(ctx context.Context, method, route string, body []byte, out any) error {
 	u := cl.c.Gateway + sandboxwire.Prefix + url.PathEscape(cl.c.SessionID) + "/" + route
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return fmt.Errorf("%s: %w", route, err)
+		return retry.Permanent(fmt.Errorf("%s: %w", route, err))
 	}
 	req.Header.Set("Authorization", "Bearer "+cl.c.Token)
-	if in != nil {
+	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	res, err := cl.http.Do(req)
@@ -323,13 +339,13 @@ func (cl *client) do(ctx context.Context, method, route string, in, out any) err
 		return fmt.Errorf("%s: %w", route, err)
 	}
 	if res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden {
-		return &authError{status: res.StatusCode}
+		return retry.Permanent(&authError{status: res.StatusCode})
 	}
 	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: gateway answered %d: %s", route, res.StatusCode, raw)
+		return retry.Status(fmt.Errorf("%s: gateway answered %d: %s", route, res.StatusCode, raw), res.StatusCode, res.Header)
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("%s: decode: %w", route, err)
+		return retry.Permanent(fmt.Errorf("%s: decode: %w", route, err))
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
-// Package agentconfig reads the agent's configuration file (agent.json): which
-// model provider and model to use, the workspace, the web gateway, telemetry and
-// the session store. Unknown keys are errors, so a typo never passes silently.
+// Package agentconfig is the agent's configuration: its file (agent.json, Load):
+// which model provider and model to use, the workspace, the web gateway,
+// telemetry and the session store; and its environment (the RA_* variables a
+// sandbox launcher sets, LoadEnv). Unknown keys and malformed values are errors,
+// so a typo never passes silently.
 package agentconfig
 
 import (
@@ -35,8 +37,12 @@ type LLM struct {
 	// Provider is scripted, anthropic, openai or bedrock.
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
-	// APIKeyEnv names the environment variable holding the API key.
+	// APIKeyEnv names the environment variable holding the API key (default
+	// KeyEnv's).
 	APIKeyEnv string `json:"api_key_env"`
+	// APIKey is the key itself, read from that variable by whoever loads the
+	// configuration (never from the file).
+	APIKey    string `json:"-"`
 	MaxTokens int    `json:"max_tokens"`
 	// BaseURL points openai at any compatible endpoint (LiteLLM, vLLM…).
 	BaseURL string `json:"base_url"`
@@ -50,6 +56,15 @@ type LLM struct {
 type Web struct {
 	GatewayURL      string `json:"gateway_url"`
 	GatewayTokenEnv string `json:"gateway_token_env"`
+}
+
+// KeyEnv is the variable holding the provider's API key: APIKeyEnv, else the
+// provider's usual one; "" for providers without a key.
+func (l LLM) KeyEnv() string {
+	if l.APIKeyEnv != "" {
+		return l.APIKeyEnv
+	}
+	return map[string]string{"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}[l.Provider]
 }
 
 // Telemetry configures the exporter.
@@ -106,10 +121,8 @@ func Load(path string) (Config, string, error) {
 
 // Validate checks the values.
 func (c Config) Validate() error {
-	switch c.LLM.Provider {
-	case "scripted", "anthropic", "openai", "bedrock":
-	default:
-		return fmt.Errorf("llm.provider %q: want scripted, anthropic, openai or bedrock", c.LLM.Provider)
+	if err := checkProvider(c.LLM.Provider); err != nil {
+		return fmt.Errorf("llm.provider %w", err)
 	}
 	if c.LLM.MaxTokens < 1 || c.LLM.MaxTokens > 1_000_000 {
 		return fmt.Errorf("llm.max_tokens %d: want 1..1000000", c.LLM.MaxTokens)
@@ -128,4 +141,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("session.store %q: want file or sqlite", c.Session.Store)
 	}
 	return nil
+}
+
+// checkProvider accepts the providers this build of the agent has.
+func checkProvider(name string) error {
+	switch name {
+	case "scripted", "anthropic", "openai", "bedrock":
+		return nil
+	}
+	return fmt.Errorf("%q: want scripted, anthropic, openai or bedrock", name)
 }

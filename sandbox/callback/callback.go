@@ -3,10 +3,11 @@
 // call's tool_call_id, and turns every outcome into a tool result.
 //
 //   - Each attempt has its own timeout (120 s).
-//   - Transport failures (reset, refused, timeouts) and retryable answers (429,
-//     5xx, an envelope with retryable: true) are retried with exponential backoff,
-//     up to 5 times, always with the same tool_call_id, so that a call that did
-//     land is replayed, not run twice.
+//   - Transport failures (reset, refused, timeouts), an unreadable result and
+//     retryable answers (429, 5xx; never another 4xx) are retried with
+//     exponential backoff and jitter (package retry), after Retry-After when the
+//     gateway sends it, up to 5 times, always with the same tool_call_id, so that
+//     a call that did land is replayed, not run twice. The context bounds it all.
 //   - 202 pending is polled by posting the same call again after retry_after.
 //   - Nothing panics or returns an error to the agent loop: failures come back as
 //     {success: false, result: "…"}, which the model reads as the tool's output.
@@ -14,6 +15,7 @@ package callback
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +25,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/remote-agents/remote-agents/sandbox/retry"
 )
 
 // Defaults of a Client.
@@ -44,7 +48,7 @@ type Result struct {
 	Replayed bool `json:"-"`
 }
 
-// Client calls the gateway for one session.
+// Client calls the gateway for one session. Zero fields take the defaults.
 type Client struct {
 	Gateway   string
 	SessionID string
@@ -53,36 +57,35 @@ type Client struct {
 	// (each attempt has AttemptTimeout).
 	HTTP           *http.Client
 	AttemptTimeout time.Duration
-	MaxRetries     int
-	BaseDelay      time.Duration
-	MaxPending     time.Duration
-	// Sleep waits between attempts; nil sleeps for real (tests shorten it).
+	// MaxRetries is how often a failed attempt is retried; negative: never.
+	MaxRetries int
+	// BaseDelay is the first wait before a retry; the next ones double, up to
+	// MaxDelay, each randomised by ±50%.
+	BaseDelay  time.Duration
+	MaxPending time.Duration
+	// Sleep waits before polling a pending call; nil sleeps for real (tests
+	// shorten it).
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 func (c *Client) defaults() Client {
 	d := *c
-	if d.HTTP == nil {
-		d.HTTP = &http.Client{}
-	}
-	if d.AttemptTimeout <= 0 {
-		d.AttemptTimeout = AttemptTimeout
-	}
-	if d.MaxRetries < 0 {
-		d.MaxRetries = 0
-	} else if d.MaxRetries == 0 {
-		d.MaxRetries = MaxRetries
-	}
-	if d.BaseDelay <= 0 {
-		d.BaseDelay = BaseDelay
-	}
-	if d.MaxPending <= 0 {
-		d.MaxPending = MaxPending
-	}
+	d.HTTP = cmp.Or(d.HTTP, &http.Client{})
+	d.AttemptTimeout = cmp.Or(d.AttemptTimeout, AttemptTimeout)
+	d.MaxRetries = max(cmp.Or(d.MaxRetries, MaxRetries), 0)
+	d.BaseDelay = cmp.Or(d.BaseDelay, BaseDelay)
+	d.MaxPending = cmp.Or(d.MaxPending, MaxPending)
 	if d.Sleep == nil {
 		d.Sleep = sleep
 	}
 	return d
+}
+
+// outcome is what one attempt got: a result, or how long to wait before
+// polling a pending call.
+type outcome struct {
+	res     Result
+	pending time.Duration
 }
 
 // Call runs a gateway tool and returns its result; it never fails otherwise.
@@ -93,84 +96,72 @@ func (c *Client) Call(ctx context.Context, tool, toolCallID string, args any) Re
 		return failure("The tool's arguments could not be encoded.")
 	}
 	u := strings.TrimRight(o.Gateway, "/") + "/proliferate/" + url.PathEscape(o.SessionID) + "/tools/" + url.PathEscape(tool)
-	retries := 0
+	policy := retry.Policy{Retries: o.MaxRetries, Initial: o.BaseDelay, Max: MaxDelay}
 	pendingSince := time.Time{}
 	for {
-		res, wait, retry, perr := o.attempt(ctx, u, body)
+		out, err := retry.Do(ctx, policy, func() (outcome, error) { return o.attempt(ctx, u, body) })
 		switch {
 		case ctx.Err() != nil:
 			return failure("The tool call was cancelled.")
-		case perr == nil && wait == 0:
-			return res
-		case wait > 0: // pending: poll with the same id
-			if pendingSince.IsZero() {
-				pendingSince = time.Now()
-			}
-			if time.Since(pendingSince) > o.MaxPending {
-				return failure(fmt.Sprintf("%s is still running after %s; try again later with the same call.", tool, o.MaxPending))
-			}
-			if err := o.Sleep(ctx, wait); err != nil {
-				return failure("The tool call was cancelled.")
-			}
-			continue
-		case !retry || retries >= o.MaxRetries:
-			if res.Result != "" {
-				return res
-			}
-			return failure(fmt.Sprintf("The gateway could not be reached for %s: %s", tool, perr.Error()))
+		case err != nil && out.res.Result != "":
+			return out.res // the gateway's own words
+		case err != nil:
+			return failure(fmt.Sprintf("The gateway could not be reached for %s: %s", tool, err.Error()))
+		case out.pending == 0:
+			return out.res
 		}
-		delay := min(o.BaseDelay<<retries, MaxDelay)
-		retries++
-		if err := o.Sleep(ctx, delay); err != nil {
+		// Pending: poll with the same id.
+		if pendingSince.IsZero() {
+			pendingSince = time.Now()
+		}
+		if time.Since(pendingSince) > o.MaxPending {
+			return failure(fmt.Sprintf("%s is still running after %s; try again later with the same call.", tool, o.MaxPending))
+		}
+		if err := o.Sleep(ctx, out.pending); err != nil {
 			return failure("The tool call was cancelled.")
 		}
 	}
 }
 
 // attempt posts once. It returns the result, or how long to wait before polling
-// a pending call, or an error and whether it is worth retrying.
-func (c Client) attempt(ctx context.Context, u string, body []byte) (Result, time.Duration, bool, error) {
+// a pending call, or an error marked for retry.Do: transport failures, an
+// unreadable result, 429 and 5xx are worth retrying, other answers are not.
+func (c Client) attempt(ctx context.Context, u string, body []byte) (outcome, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.AttemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
-		return Result{}, 0, false, err
+		return outcome{}, retry.Permanent(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := c.HTTP.Do(req)
 	if err != nil {
-		return Result{}, 0, true, transportError(err)
+		return outcome{}, transportError(err)
 	}
 	defer func() { _ = res.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
 	if err != nil {
-		return Result{}, 0, true, transportError(err)
+		return outcome{}, transportError(err)
 	}
 	var out struct {
 		Result
 		Status            any    `json:"status"`
 		Message           string `json:"message"`
-		Retryable         bool   `json:"retryable"`
 		RetryAfterSeconds int    `json:"retry_after_seconds"`
 	}
 	decodeErr := json.Unmarshal(raw, &out)
 	switch {
 	case res.StatusCode == http.StatusAccepted:
-		wait := time.Duration(max(out.RetryAfterSeconds, 1)) * time.Second
-		return Result{}, wait, false, nil
+		return outcome{pending: time.Duration(max(out.RetryAfterSeconds, 1)) * time.Second}, nil
 	case res.StatusCode == http.StatusOK && decodeErr == nil:
 		out.Replayed = res.Header.Get("Idempotent-Replayed") == "true"
-		return out.Result, 0, false, nil
+		return outcome{res: out.Result}, nil
 	case res.StatusCode == http.StatusOK:
-		return Result{}, 0, true, errors.New("the gateway answered with an unreadable result")
+		return outcome{}, errors.New("the gateway answered with an unreadable result")
 	}
-	msg := out.Message
-	if msg == "" {
-		msg = http.StatusText(res.StatusCode)
-	}
-	retry := out.Retryable || res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500
-	return failure(msg), 0, retry, fmt.Errorf("gateway answered %d: %s", res.StatusCode, msg)
+	msg := cmp.Or(out.Message, http.StatusText(res.StatusCode))
+	return outcome{res: failure(msg)}, retry.Status(fmt.Errorf("gateway answered %d: %s", res.StatusCode, msg), res.StatusCode, res.Header)
 }
 
 // transportError says what went wrong without the URL (it names the session).

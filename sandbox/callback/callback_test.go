@@ -66,6 +66,8 @@ func answer(status int, body string, headers ...string) step {
 	}
 }
 
+// client calls g, retrying at once (nearly); its polls record how long they
+// would have waited, and do not.
 func client(t *testing.T, g *gateway) (*Client, *[]time.Duration) {
 	t.Helper()
 	srv := httptest.NewServer(g)
@@ -73,7 +75,7 @@ func client(t *testing.T, g *gateway) (*Client, *[]time.Duration) {
 	var slept []time.Duration
 	var mu sync.Mutex
 	return &Client{
-		Gateway: srv.URL, SessionID: "s-1", Token: "rsb_x",
+		Gateway: srv.URL, SessionID: "s-1", Token: "rsb_x", BaseDelay: time.Millisecond,
 		Sleep: func(ctx context.Context, d time.Duration) error {
 			mu.Lock()
 			slept = append(slept, d)
@@ -101,8 +103,54 @@ func TestRetriesTransportFailuresWithTheSameID(t *testing.T) {
 			t.Errorf("attempt %d: %v %s %s", i, b, paths[i], auth[i])
 		}
 	}
-	if got := *slept; len(got) != 2 || got[0] != BaseDelay || got[1] != 2*BaseDelay {
-		t.Errorf("backoff %v, want exponential from %s", got, BaseDelay)
+	if got := *slept; len(got) != 0 {
+		t.Errorf("retries waited as polls: %v", got)
+	}
+}
+
+func TestRetriesServerErrors(t *testing.T) {
+	g := &gateway{steps: []func(http.ResponseWriter){answer(503, `{}`), answer(503, `{}`), answer(200, ok)}}
+	c, _ := client(t, g)
+	res := c.Call(t.Context(), "verify", "v-1", map[string]any{})
+	if !res.Success || g.attempts() != 3 {
+		t.Fatalf("result %+v after %d attempts, want success after 3", res, g.attempts())
+	}
+	if bodies, _, _ := g.seen(); bodies[0]["tool_call_id"] != "v-1" || bodies[2]["tool_call_id"] != "v-1" {
+		t.Error("a retry changed the tool_call_id")
+	}
+}
+
+func TestDoesNotRetryClientErrors(t *testing.T) {
+	for _, status := range []int{400, 401, 403, 404, 409} {
+		g := &gateway{steps: []func(http.ResponseWriter){answer(status, `{"message":"No."}`), answer(200, ok)}}
+		c, _ := client(t, g)
+		if res := c.Call(t.Context(), "verify", "v", map[string]any{}); res.Success || res.Result != "No." || g.attempts() != 1 {
+			t.Errorf("%d: result %+v after %d attempts, want the gateway's message after 1", status, res, g.attempts())
+		}
+	}
+}
+
+// The backoff would wait an hour; the gateway's Retry-After says now.
+func TestRespectsRetryAfter(t *testing.T) {
+	g := &gateway{steps: []func(http.ResponseWriter){answer(429, `{"message":"Slow down."}`, "Retry-After", "0"), answer(200, ok)}}
+	c, _ := client(t, g)
+	c.BaseDelay = time.Hour
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if res := c.Call(ctx, "verify", "v", map[string]any{}); !res.Success || g.attempts() != 2 {
+		t.Errorf("result %+v after %d attempts", res, g.attempts())
+	}
+}
+
+func TestCancelStopsRetrying(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	failAndCancel := func(w http.ResponseWriter) { cancel(); answer(503, `{}`)(w) }
+	g := &gateway{steps: []func(http.ResponseWriter){failAndCancel, answer(200, ok)}}
+	c, _ := client(t, g)
+	c.BaseDelay = time.Hour
+	if res := c.Call(ctx, "verify", "v", map[string]any{}); res.Success || !strings.Contains(res.Result, "cancelled") || g.attempts() != 1 {
+		t.Errorf("result %+v after %d attempts", res, g.attempts())
 	}
 }
 

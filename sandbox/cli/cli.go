@@ -176,26 +176,28 @@ func Inspect(args []string, stdout, stderr io.Writer) int {
 
 // setupFlags declares the flags run and rpc share; the returned function builds
 // the setup from them once the flags are parsed.
-func setupFlags(fs *flag.FlagSet, policyDefault string) func() (*setup, error) {
+func setupFlags(fs *flag.FlagSet, env agentconfig.Env, policyDefault string) func() (*setup, error) {
 	configPath := fs.String("config", "", "config file (default ./agent.json if present)")
 	policyPath := fs.String("policy", "", "policy file (default "+policyDefault+")")
 	workspace := fs.String("workspace", "", "workspace folder (overrides the config)")
-	return func() (*setup, error) { return newSetup(*configPath, *policyPath, *workspace) }
+	return func() (*setup, error) { return newSetup(env, *configPath, *policyPath, *workspace) }
 }
 
 // setup is what run and rpc share: configuration, policy and workspace flags.
 type setup struct {
+	env        agentconfig.Env
 	cfg        agentconfig.Config
 	cfgDir     string
 	policyPath string
 	workspace  string
 }
 
-func newSetup(configPath, policyPath, workspace string) (*setup, error) {
+func newSetup(env agentconfig.Env, configPath, policyPath, workspace string) (*setup, error) {
 	cfg, cfgDir, err := agentconfig.Load(configPath)
 	if err != nil {
 		return nil, err
 	}
+	cfg.LLM.APIKey = env.Secret(cfg.LLM.KeyEnv())
 	ws := cfg.Agent.Workspace
 	switch {
 	case workspace != "":
@@ -203,7 +205,7 @@ func newSetup(configPath, policyPath, workspace string) (*setup, error) {
 	case !filepath.IsAbs(ws):
 		ws = filepath.Join(cfgDir, ws)
 	}
-	return &setup{cfg: cfg, cfgDir: cfgDir, policyPath: policyPath, workspace: ws}, nil
+	return &setup{env: env, cfg: cfg, cfgDir: cfgDir, policyPath: policyPath, workspace: ws}, nil
 }
 
 // options builds the provider and the tools for a run of the Agentfile at file:
@@ -225,7 +227,7 @@ func (s *setup) options(file string) (workflow.Options, error) {
 	registry, err := tools.New(pol, tools.Options{
 		MemoryPath: filepath.Join(pol.Workspace(), ".agent", "memory.json"),
 		WebGateway: s.cfg.Web.GatewayURL,
-		WebToken:   os.Getenv(s.cfg.Web.GatewayTokenEnv),
+		WebToken:   s.env.Secret(s.cfg.Web.GatewayTokenEnv),
 	})
 	if err != nil {
 		return workflow.Options{}, err
@@ -340,11 +342,12 @@ func observe(x telemetry.Exporter, sessionID, workflowName string, opts *workflo
 	}
 }
 
-// RPC runs `agent rpc`: JSON-RPC 2.0 over stdin and stdout.
-func RPC(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// RPC runs `agent rpc`: JSON-RPC 2.0 over stdin and stdout. Secrets the
+// configuration names are read from env.
+func RPC(ctx context.Context, env agentconfig.Env, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rpc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	newSetup := setupFlags(fs, "policy.toml beside each Agentfile")
+	newSetup := setupFlags(fs, env, "policy.toml beside each Agentfile")
 	if pos, err := parse(fs, args); err != nil || len(pos) != 0 {
 		fmt.Fprint(stderr, "usage: agent rpc [--config agent.json] [--policy policy.toml] [--workspace dir]\n")
 		return ExitUsage
@@ -380,13 +383,13 @@ func RPC(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return ExitOK
 }
 
-// Run runs `agent run`.
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// Run runs `agent run`. Secrets the configuration names are read from env.
+func Run(ctx context.Context, env agentconfig.Env, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	given := inputs{}
 	fs.Var(given, "input", "an input as key=value (repeatable)")
-	newSetup := setupFlags(fs, "policy.toml beside the Agentfile")
+	newSetup := setupFlags(fs, env, "policy.toml beside the Agentfile")
 	resume := fs.String("resume", "", "resume the session with this id from its last completed goal")
 	pos, err := parse(fs, args)
 	if err != nil || len(pos) != 1 {
@@ -493,19 +496,20 @@ func printEvent(w io.Writer) func(workflow.Event) {
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Main dispatches the workflow commands; it returns false for other commands.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) (int, bool) {
+// env is the agent's environment, read once at its entry.
+func Main(ctx context.Context, env agentconfig.Env, args []string, stdout, stderr io.Writer) (int, bool) {
 	if len(args) == 0 {
 		return 0, false
 	}
 	switch args[0] {
 	case "run":
-		return Run(ctx, args[1:], stdout, stderr), true
+		return Run(ctx, env, args[1:], stdout, stderr), true
 	case "validate":
 		return Validate(args[1:], stdout, stderr), true
 	case "inspect":
 		return Inspect(args[1:], stdout, stderr), true
 	case "rpc":
-		return RPC(ctx, args[1:], os.Stdin, stdout, stderr), true
+		return RPC(ctx, env, args[1:], os.Stdin, stdout, stderr), true
 	}
 	return 0, false
 }

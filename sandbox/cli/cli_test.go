@@ -11,13 +11,19 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/cli"
 )
 
+// call runs the agent's command line with args, in the environment of the test.
 func call(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	env, err := agentconfig.LoadEnv(os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out, errOut bytes.Buffer
-	code, ok := cli.Main(t.Context(), args, &out, &errOut)
+	code, ok := cli.Main(t.Context(), env, args, &out, &errOut)
 	if !ok {
 		t.Fatalf("%v not handled", args)
 	}
@@ -223,7 +229,7 @@ func TestRPCPersistsSessions(t *testing.T) {
 	}
 	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "run", "params": map[string]any{"file": af}})
 	var out, errOut bytes.Buffer
-	if code := cli.RPC(t.Context(), []string{"--config", cfg}, bytes.NewReader(append(req, '\n')), &out, &errOut); code != cli.ExitOK {
+	if code := cli.RPC(t.Context(), agentconfig.Env{}, []string{"--config", cfg}, bytes.NewReader(append(req, '\n')), &out, &errOut); code != cli.ExitOK {
 		t.Fatalf("rpc: %d %s", code, errOut.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")

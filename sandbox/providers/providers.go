@@ -4,7 +4,6 @@ package providers
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -14,8 +13,9 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 )
 
-// New returns the provider cfg names. dir is where the config file lives; the
-// scripted provider's script path is relative to it.
+// New returns the provider cfg names, with the API key cfg carries (the caller
+// reads it from the variable cfg.KeyEnv names). dir is where the config file
+// lives; the scripted provider's script path is relative to it.
 func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
 	switch cfg.Provider {
 	case "", "scripted":
@@ -32,19 +32,14 @@ func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
 		}
 		return llm.NewScripted(steps), nil
 	case "anthropic", "openai":
-		keyEnv := cfg.APIKeyEnv
-		if keyEnv == "" {
-			keyEnv = map[string]string{"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}[cfg.Provider]
-		}
-		key := os.Getenv(keyEnv)
-		if key == "" {
-			return nil, fmt.Errorf("llm.provider %s needs an API key in $%s", cfg.Provider, keyEnv)
+		if cfg.APIKey == "" {
+			return nil, fmt.Errorf("llm.provider %s needs an API key in $%s", cfg.Provider, cfg.KeyEnv())
 		}
 		timeout := timeoutOf(cfg)
 		if cfg.Provider == "anthropic" {
-			return NewAnthropic(key, cfg.BaseURL, cfg.Model, timeout, MaxRetries), nil
+			return NewAnthropic(cfg.APIKey, cfg.BaseURL, cfg.Model, timeout, MaxRetries), nil
 		}
-		return NewOpenAI(key, cfg.BaseURL, cfg.Model, timeout, MaxRetries), nil
+		return NewOpenAI(cfg.APIKey, cfg.BaseURL, cfg.Model, timeout, MaxRetries), nil
 	case "bedrock":
 		// Credentials come from the environment: the task role inside AWS.
 		awsCfg, err := config.LoadDefaultConfig(context.Background())

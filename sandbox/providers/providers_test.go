@@ -9,15 +9,14 @@ import (
 )
 
 func TestNew(t *testing.T) {
-	t.Setenv("RA_TEST_ANTHROPIC_KEY", "k")
-	t.Setenv("OPENAI_API_KEY", "")
 	tests := []struct {
 		cfg  agentconfig.LLM
 		name string
 		err  string
 	}{
 		{agentconfig.LLM{Provider: "scripted"}, "scripted", ""},
-		{agentconfig.LLM{Provider: "anthropic", APIKeyEnv: "RA_TEST_ANTHROPIC_KEY", TimeoutSeconds: 10}, "anthropic", ""},
+		{agentconfig.LLM{Provider: "anthropic", APIKey: "k", TimeoutSeconds: 10}, "anthropic", ""},
+		{agentconfig.LLM{Provider: "anthropic", APIKeyEnv: "MY_KEY"}, "", "needs an API key in $MY_KEY"},
 		{agentconfig.LLM{Provider: "openai"}, "", "needs an API key in $OPENAI_API_KEY"},
 		{agentconfig.LLM{Provider: "gemini"}, "", "not available"},
 		{agentconfig.LLM{Provider: "bedrock", Model: "claude-sonnet-4.5"}, "bedrock", ""},

@@ -1,13 +1,11 @@
 package remote
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
@@ -32,39 +30,22 @@ type Brain struct {
 	// TokenLimit stops the session once input+output tokens exceed it; 0: none.
 	TokenLimit int
 	MaxTokens  int
-	// ContextWindow is the model's context size in tokens (RA_LLM_CONTEXT_WINDOW,
-	// default DefaultContextWindow), shown against what the conversation holds.
+	// ContextWindow is the model's context size in tokens, shown against what
+	// the conversation holds.
 	ContextWindow int
 }
 
-// DefaultContextWindow is the context window assumed when none is configured.
-const DefaultContextWindow = 200000
-
-// BrainFromEnv builds the brain from RA_LLM_PROVIDER (default scripted),
-// RA_LLM_MODEL, RA_LLM_API_KEY_ENV, RA_LLM_BASE_URL, RA_LLM_SCRIPT and
-// RA_TOKEN_LIMIT. Its tools work in the workspace under the default policy, and
-// their failures are sanitised before the model or anyone else sees them. extra,
-// if not nil, registers more tools (the contract tools).
-func BrainFromEnv(workspace string, extra func(*tools.Registry, *policy.Policy) error) (*Brain, error) {
-	cfg := agentconfig.Defaults().LLM
-	if v := os.Getenv("RA_LLM_PROVIDER"); v != "" {
-		cfg.Provider = v
-	}
-	cfg.Model = os.Getenv("RA_LLM_MODEL")
-	cfg.APIKeyEnv = os.Getenv("RA_LLM_API_KEY_ENV")
-	cfg.BaseURL = os.Getenv("RA_LLM_BASE_URL")
-	cfg.Script = os.Getenv("RA_LLM_SCRIPT")
-	provider, err := providers.New(cfg, workspace)
+// NewBrain builds the brain c configures: its model (c.LLM, a scripted
+// provider's script relative to the workspace), token budget and context window.
+// Its tools work in the workspace under the default policy, and their failures
+// are sanitised before the model or anyone else sees them. extra, if not nil,
+// registers more tools (the contract tools).
+func NewBrain(c Config, extra func(*tools.Registry, *policy.Policy) error) (*Brain, error) {
+	provider, err := providers.New(c.LLM, c.Workspace)
 	if err != nil {
 		return nil, err
 	}
-	limit := 0
-	if v := os.Getenv("RA_TOKEN_LIMIT"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 0 {
-			return nil, fmt.Errorf("RA_TOKEN_LIMIT=%q is not a token count", v)
-		}
-	}
-	pol, err := policy.New(policy.Defaults(), workspace)
+	pol, err := policy.New(policy.Defaults(), c.Workspace)
 	if err != nil {
 		return nil, err
 	}
@@ -77,13 +58,8 @@ func BrainFromEnv(workspace string, extra func(*tools.Registry, *policy.Policy) 
 			return nil, err
 		}
 	}
-	window := DefaultContextWindow
-	if v := os.Getenv("RA_LLM_CONTEXT_WINDOW"); v != "" {
-		if window, err = strconv.Atoi(v); err != nil || window <= 0 {
-			return nil, fmt.Errorf("RA_LLM_CONTEXT_WINDOW=%q is not a token count", v)
-		}
-	}
-	return &Brain{Provider: provider, Model: cfg.Model, Tools: Sanitised{reg}, TokenLimit: limit, MaxTokens: cfg.MaxTokens, ContextWindow: window}, nil
+	return &Brain{Provider: provider, Model: c.LLM.Model, Tools: Sanitised{reg}, TokenLimit: c.TokenLimit, MaxTokens: c.LLM.MaxTokens,
+		ContextWindow: cmp.Or(c.ContextWindow, agentconfig.DefaultContextWindow)}, nil
 }
 
 // Sanitised wraps tools so that failures reach the model and the events only as

@@ -23,15 +23,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/callback"
 	"github.com/remote-agents/remote-agents/sandbox/contract"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
+	"github.com/remote-agents/remote-agents/sandbox/retry"
+	"github.com/remote-agents/remote-agents/sandbox/safefile"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
-// Config is the sandbox's identity and pacing, from its environment.
+// Config is the sandbox's identity, pacing and model.
 type Config struct {
 	SessionID string
 	Gateway   string
@@ -41,46 +44,30 @@ type Config struct {
 	Poll      time.Duration
 	// EnvFile is where env values the user submits are written.
 	EnvFile string
+	// LLM, TokenLimit and ContextWindow are the brain's (see Brain).
+	LLM           agentconfig.LLM
+	TokenLimit    int
+	ContextWindow int
 }
 
-// EnvFileName is the env file's name in the workspace, unless RA_ENV_FILE says
-// otherwise: a JSON object of the values users submitted.
-const EnvFileName = ".proliferate_env.json"
-
-// ConfigFromEnv reads RA_SESSION_ID, RA_GATEWAY_URL, RA_SANDBOX_TOKEN, RA_WORKSPACE
-// (default: the working directory), RA_ENV_FILE (default: EnvFileName in the
-// workspace) and RA_HEARTBEAT_SECONDS (default 10).
-func ConfigFromEnv() (Config, error) {
-	c := Config{
-		SessionID: os.Getenv(sandboxwire.EnvSessionID),
-		Gateway:   strings.TrimRight(os.Getenv(sandboxwire.EnvGatewayURL), "/"),
-		Token:     os.Getenv(sandboxwire.EnvSandboxToken),
-		Workspace: os.Getenv("RA_WORKSPACE"),
-		Heartbeat: 10 * time.Second,
-		Poll:      time.Second,
+// NewConfig takes the sandbox's settings from the agent's environment, which
+// must name the sandbox's session, gateway and token.
+func NewConfig(env agentconfig.Env) (Config, error) {
+	if err := env.CheckSandbox(); err != nil {
+		return Config{}, fmt.Errorf("sandbox: %w", err)
 	}
-	if c.SessionID == "" || c.Gateway == "" || c.Token == "" {
-		return c, errors.New("sandbox: RA_SESSION_ID, RA_GATEWAY_URL and RA_SANDBOX_TOKEN are required")
-	}
-	if c.Workspace == "" {
-		c.Workspace = "."
-	}
-	c.EnvFile = os.Getenv("RA_ENV_FILE")
-	if c.EnvFile == "" {
-		abs, err := filepath.Abs(filepath.Join(c.Workspace, EnvFileName))
-		if err != nil {
-			return c, fmt.Errorf("sandbox: workspace: %w", err)
-		}
-		c.EnvFile = abs
-	}
-	if v := os.Getenv("RA_HEARTBEAT_SECONDS"); v != "" {
-		d, err := time.ParseDuration(v + "s")
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("sandbox: RA_HEARTBEAT_SECONDS=%q is not a positive number", v)
-		}
-		c.Heartbeat = d
-	}
-	return c, nil
+	return Config{
+		SessionID:     env.SessionID,
+		Gateway:       env.GatewayURL,
+		Token:         env.SandboxToken,
+		Workspace:     env.Workspace,
+		Heartbeat:     env.Heartbeat,
+		Poll:          time.Second,
+		EnvFile:       env.EnvFile,
+		LLM:           env.LLM,
+		TokenLimit:    env.TokenLimit,
+		ContextWindow: env.ContextWindow,
+	}, nil
 }
 
 // Message is one turn of the conversation.
@@ -120,7 +107,7 @@ const ConversationFile = "conversation.json"
 // Run is the sandbox's life: prime, report ready, then heartbeat and poll until
 // told to stop or ctx ends (SIGTERM). It reports ended before returning.
 func Run(ctx context.Context, c Config, log *slog.Logger) error {
-	cl := &client{c: c, http: &http.Client{Timeout: 30 * time.Second}}
+	cl := &client{c: c, http: &http.Client{Timeout: 30 * time.Second}, retry: gatewayRetry}
 	var spec sandboxwire.Spec
 	if err := cl.do(ctx, http.MethodGet, sandboxwire.RouteSpec, nil, &spec); err != nil {
 		return err
@@ -161,7 +148,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 			EnvFile:  c.EnvFile,
 		})
 	}
-	if brain, err := BrainFromEnv(c.Workspace, contractTools); err != nil {
+	if brain, err := NewBrain(c, contractTools); err != nil {
 		log.Error("no model: the agent cannot answer", slog.String("error", err.Error()))
 	} else {
 		if brain.Provider.Name() == "scripted" {
@@ -245,7 +232,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 }
 
 // MergeEnv merges values into the JSON env file at path (created 0600), written
-// atomically: the agent reads single keys from it.
+// atomically (safefile): the agent reads single keys from it.
 func MergeEnv(path string, values map[string]string) error {
 	cur := map[string]string{}
 	raw, err := os.ReadFile(path)
@@ -254,33 +241,31 @@ func MergeEnv(path string, values map[string]string) error {
 		if err := json.Unmarshal(raw, &cur); err != nil {
 			return fmt.Errorf("env file %s is damaged: %w", path, err)
 		}
+		// It holds secrets: 0600 whatever it was, which the rewrite keeps.
+		if err := os.Chmod(path, 0o600); err != nil {
+			return fmt.Errorf("env file: %w", err)
+		}
 	case !errors.Is(err, os.ErrNotExist):
-		return err
+		return fmt.Errorf("env file: %w", err)
 	}
 	maps.Copy(cur, values)
 	out, err := json.MarshalIndent(cur, "", "  ")
 	if err != nil {
-		return err
+		return fmt.Errorf("encode env file: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".env-*.json")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	if _, err := tmp.Write(out); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return safefile.Write(path, out, 0o600)
 }
 
 type client struct {
-	c    Config
-	http *http.Client
+	c     Config
+	http  *http.Client
+	retry retry.Policy
 }
+
+// gatewayRetry is how the sandbox retries a channel call that failed in
+// passing: a few times within seconds, since the heartbeat and inbox loop waits
+// meanwhile and its next tick tries again anyway.
+var gatewayRetry = retry.Policy{Retries: 4, Initial: 250 * time.Millisecond, Max: 4 * time.Second}
 
 type authError struct{ status int }
 
@@ -310,22 +295,38 @@ func (cl *client) status(ctx context.Context, state sandboxwire.State, hash stri
 	return cl.do(ctx, http.MethodPost, sandboxwire.RouteStatus, sandboxwire.StatusReport{State: state, GuardrailsHash: hash, Reason: reason}, &orders)
 }
 
+// do calls route, retrying transport failures, 429 and 5xx (retry.Do) within
+// ctx. A refused token (401, 403) is an *authError and is never retried. Calls
+// are not idempotent on the wire: an event whose answer was lost may be
+// appended twice.
 func (cl *client) do(ctx context.Context, method, route string, in, out any) error {
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return fmt.Errorf("encode %s: %w", route, err)
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
+	_, err := retry.Do(ctx, cl.retry, func() (struct{}, error) {
+		return struct{}{}, cl.once(ctx, method, route, body, out)
+	})
+	return err
+}
+
+// once makes one attempt of a call, its error marked for retry.Do.
+func (cl *client) once(ctx context.Context, method, route string, body []byte, out any) error {
 	u := cl.c.Gateway + sandboxwire.Prefix + url.PathEscape(cl.c.SessionID) + "/" + route
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return fmt.Errorf("%s: %w", route, err)
+		return retry.Permanent(fmt.Errorf("%s: %w", route, err))
 	}
 	req.Header.Set("Authorization", "Bearer "+cl.c.Token)
-	if in != nil {
+	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	res, err := cl.http.Do(req)
@@ -338,13 +339,13 @@ func (cl *client) do(ctx context.Context, method, route string, in, out any) err
 		return fmt.Errorf("%s: %w", route, err)
 	}
 	if res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden {
-		return &authError{status: res.StatusCode}
+		return retry.Permanent(&authError{status: res.StatusCode})
 	}
 	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: gateway answered %d: %s", route, res.StatusCode, raw)
+		return retry.Status(fmt.Errorf("%s: gateway answered %d: %s", route, res.StatusCode, raw), res.StatusCode, res.Header)
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("%s: decode: %w", route, err)
+		return retry.Permanent(fmt.Errorf("%s: decode: %w", route, err))
 	}
 	return nil
 }

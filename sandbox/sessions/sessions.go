@@ -7,11 +7,12 @@ package sessions
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Statuses of a session.
@@ -88,11 +89,11 @@ func Open(kind, path string) (Store, error) {
 	}
 }
 
-// NewID returns a random session id.
+// NewID returns a random session id: a UUID (version 4) as 32 hex digits, the
+// form session files have always been named by.
 func NewID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	id := uuid.New()
+	return hex.EncodeToString(id[:])
 }
 
 // validID accepts the ids NewID makes, so an id can never name another path.

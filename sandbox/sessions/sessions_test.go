@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/remote-agents/remote-agents/sandbox/sessions"
 )
 
@@ -134,5 +136,15 @@ func TestFilesAreAtomicAndSurviveReopen(t *testing.T) {
 	defer func() { _ = sq2.Close() }()
 	if got, err := sq2.Get(t.Context(), id); err != nil || got.Status != sessions.Completed {
 		t.Errorf("sqlite after reopen: %+v, %v", got, err)
+	}
+}
+
+func TestNewID(t *testing.T) {
+	a, b := sessions.NewID(), sessions.NewID()
+	if a == b || len(a) != 32 || strings.ToLower(a) != a {
+		t.Fatalf("ids %q, %q: want two different 32 lower-case hex digits", a, b)
+	}
+	if id, err := uuid.Parse(a); err != nil || id.Version() != 4 {
+		t.Errorf("%q is not a version 4 UUID: %v", a, err)
 	}
 }

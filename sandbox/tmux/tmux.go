@@ -20,25 +20,23 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 )
 
-// Environment shared by supervisor and agent.
 const (
-	// InsideVar is set for the agent started inside the session.
-	InsideVar = "RA_IN_TMUX"
-	// SupervisorVar holds the supervisor's pid, which the agent watches.
-	SupervisorVar = "RA_TMUX_SUPERVISOR_PID"
-	pidFile       = ".agent.pid"
-	exitFile      = ".agent.exit"
-	pollInterval  = 300 * time.Millisecond
+	pidFile      = ".agent.pid"
+	exitFile     = ".agent.exit"
+	pollInterval = 300 * time.Millisecond
 )
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// Usable reports whether the agent should run inside tmux session name: tmux is
-// installed, the name is safe, and this process is not already the inner agent.
-func Usable(name string) bool {
-	if name == "" || !validName.MatchString(name) || os.Getenv(InsideVar) != "" || os.Getenv("RA_NO_TMUX") != "" {
+// Usable reports whether the agent should run inside the tmux session t names:
+// tmux is installed and not disabled, the name is safe, and this process is not
+// already the inner agent.
+func Usable(t agentconfig.Tmux) bool {
+	if t.SessionName == "" || !validName.MatchString(t.SessionName) || t.Inside || t.Disabled {
 		return false
 	}
 	_, err := exec.LookPath("tmux")
@@ -46,14 +44,16 @@ func Usable(name string) bool {
 }
 
 // Supervise starts argv inside tmux session name (socket name too), in workspace,
-// and waits for it. It returns the agent's exit status.
+// and waits for it. It returns the agent's exit status. The agent it starts finds
+// agentconfig.EnvInTmux set and its supervisor's pid in
+// agentconfig.EnvTmuxSupervisorPID.
 func Supervise(ctx context.Context, name, workspace string, argv []string) (int, error) {
 	_ = os.Remove(filepath.Join(workspace, exitFile))
 	_ = os.Remove(filepath.Join(workspace, pidFile))
 	args := append([]string{"-L", name, "-f", "/dev/null", "new-session", "-d", "-s", name, "-x", "200", "-y", "50", "--"}, argv...)
 	cmd := exec.CommandContext(ctx, "tmux", args...)
 	cmd.Dir = workspace
-	cmd.Env = append(os.Environ(), InsideVar+"=1", SupervisorVar+"="+strconv.Itoa(os.Getpid()))
+	cmd.Env = append(os.Environ(), agentconfig.EnvInTmux+"=1", agentconfig.EnvTmuxSupervisorPID+"="+strconv.Itoa(os.Getpid()))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return 1, fmt.Errorf("start tmux session %s: %w: %s", name, err, out)
 	}
@@ -74,11 +74,11 @@ func Supervise(ctx context.Context, name, workspace string, argv []string) (int,
 }
 
 // Inside prepares the inner agent: it records its pid for the supervisor and
-// returns a context that ends when the supervisor dies.
-func Inside(ctx context.Context, workspace string) (context.Context, func(code int)) {
+// returns a context that ends when the supervisor (process sup) dies.
+func Inside(ctx context.Context, workspace string, sup int) (context.Context, func(code int)) {
 	_ = os.WriteFile(filepath.Join(workspace, pidFile), []byte(strconv.Itoa(os.Getpid())), 0o600)
 	ctx, cancel := context.WithCancel(ctx)
-	if sup, err := strconv.Atoi(os.Getenv(SupervisorVar)); err == nil && sup > 1 {
+	if sup > 1 {
 		go func() {
 			for ctx.Err() == nil {
 				if err := syscall.Kill(sup, 0); errors.Is(err, syscall.ESRCH) {

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/cli"
 	"github.com/remote-agents/remote-agents/sandbox/remote"
 	"github.com/remote-agents/remote-agents/sandbox/tmux"
@@ -31,42 +32,50 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if code, ok := cli.Main(ctx, args, stdout, stderr); ok {
-		return code
-	}
 	switch args[0] {
-	case "sandbox":
-		return sandbox(stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "agent", version)
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
-	default:
-		fmt.Fprintf(stderr, "agent: unknown command %q\n\n%s", args[0], usage)
+	}
+	// The environment is read here, once, and passed down.
+	env, err := agentconfig.LoadEnv(os.LookupEnv)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if args[0] == "sandbox" {
+		return sandbox(ctx, env, err, stderr)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "agent:", err)
 		return 2
 	}
+	if code, ok := cli.Main(ctx, env, args, stdout, stderr); ok {
+		return code
+	}
+	fmt.Fprintf(stderr, "agent: unknown command %q\n\n%s", args[0], usage)
+	return 2
 }
 
 // sandbox runs the remote mode, inside the tmux session the platform named when
-// tmux is installed.
-func sandbox(stderr io.Writer) int {
+// tmux is installed. envErr is the environment's, logged like every error of a
+// sandbox.
+func sandbox(ctx context.Context, env agentconfig.Env, envErr error, stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	cfg, err := remote.ConfigFromEnv()
+	if envErr != nil {
+		log.Error(envErr.Error())
+		return 2
+	}
+	cfg, err := remote.NewConfig(env)
 	if err != nil {
 		log.Error(err.Error())
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	name := os.Getenv("RA_TMUX_SESSION_NAME")
-	if tmux.Usable(name) {
+	if tmux.Usable(env.Tmux) {
 		self, err := os.Executable()
 		if err == nil {
-			code, err := tmux.Supervise(ctx, name, cfg.Workspace, []string{self, "sandbox"})
+			code, err := tmux.Supervise(ctx, env.Tmux.SessionName, cfg.Workspace, []string{self, "sandbox"})
 			if err != nil {
 				log.Error("tmux", slog.String("error", err.Error()))
 			}
@@ -74,8 +83,8 @@ func sandbox(stderr io.Writer) int {
 		}
 	}
 	done := func(int) {}
-	if os.Getenv(tmux.InsideVar) != "" {
-		ctx, done = tmux.Inside(ctx, cfg.Workspace)
+	if env.Tmux.Inside {
+		ctx, done = tmux.Inside(ctx, cfg.Workspace, env.Tmux.SupervisorPID)
 	}
 	code := 0
 	if err := remote.Run(ctx, cfg, log); err != nil {

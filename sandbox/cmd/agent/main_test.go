@@ -36,3 +36,24 @@ func TestRun(t *testing.T) {
 		})
 	}
 }
+
+func TestRunReadsTheEnvironmentOnce(t *testing.T) {
+	t.Setenv("RA_TOKEN_LIMIT", "lots")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"validate", "Agentfile"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), `RA_TOKEN_LIMIT: want a whole number of at least 0, got "lots"`) {
+		t.Errorf("exit code %d, stderr %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"sandbox"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), `"level":"ERROR"`) || !strings.Contains(stderr.String(), "RA_TOKEN_LIMIT") {
+		t.Errorf("sandbox: exit code %d, stderr %q", code, stderr.String())
+	}
+
+	t.Setenv("RA_TOKEN_LIMIT", "")
+	t.Setenv("RA_SESSION_ID", "s1")
+	t.Setenv("RA_GATEWAY_URL", "")
+	t.Setenv("RA_SANDBOX_TOKEN", "")
+	stderr.Reset()
+	if code := run([]string{"sandbox"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "RA_GATEWAY_URL, RA_SANDBOX_TOKEN required in a sandbox") {
+		t.Errorf("sandbox without identity: exit code %d, stderr %q", code, stderr.String())
+	}
+}

@@ -1,0 +1,195 @@
+package agentconfig
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+)
+
+// Env is what the agent takes from its environment: in a sandbox, who it is
+// and where the platform is (set by the launcher), its workspace, pacing and
+// model; anywhere, the secrets a configuration names by variable. LoadEnv reads
+// it once, at the agent's entry, and it is passed down from there: no other
+// package of the agent reads RA_* variables.
+type Env struct {
+	// SessionID, GatewayURL (without a trailing slash) and SandboxToken are the
+	// sandbox's identity (RA_SESSION_ID, RA_GATEWAY_URL, RA_SANDBOX_TOKEN);
+	// `agent sandbox` needs all three (CheckSandbox).
+	SessionID    string
+	GatewayURL   string
+	SandboxToken string
+	// Workspace is the folder the agent works in (RA_WORKSPACE, default ".").
+	Workspace string
+	// EnvFile is where env values users submit are written (RA_ENV_FILE,
+	// default EnvFileName in the workspace, made absolute).
+	EnvFile string
+	// Heartbeat is how often a sandbox says it is alive (RA_HEARTBEAT_SECONDS,
+	// default 10 s).
+	Heartbeat time.Duration
+	// LLM is a sandbox's model: the defaults' LLM with RA_LLM_PROVIDER,
+	// RA_LLM_MODEL, RA_LLM_API_KEY_ENV, RA_LLM_BASE_URL and RA_LLM_SCRIPT over
+	// it, and its APIKey read from the variable LLM.KeyEnv names.
+	LLM LLM
+	// TokenLimit ends a sandbox's session once its input and output tokens
+	// exceed it (RA_TOKEN_LIMIT; 0, the default: no limit).
+	TokenLimit int
+	// ContextWindow is the model's context size in tokens, shown against what
+	// the conversation holds (RA_LLM_CONTEXT_WINDOW, default
+	// DefaultContextWindow).
+	ContextWindow int
+	// Tmux says whether and where a sandbox runs inside tmux.
+	Tmux Tmux
+
+	lookup func(string) (string, bool)
+}
+
+// Tmux is the terminal session a sandbox runs in.
+type Tmux struct {
+	// SessionName names the tmux session (RA_TMUX_SESSION_NAME); none: no tmux.
+	SessionName string
+	// Disabled keeps the agent out of tmux (RA_NO_TMUX set to anything).
+	Disabled bool
+	// Inside and SupervisorPID are set by the supervisor for the agent it starts
+	// inside the session (EnvInTmux, EnvTmuxSupervisorPID).
+	Inside        bool
+	SupervisorPID int
+}
+
+// The variables the tmux supervisor sets for the agent it starts.
+const (
+	EnvInTmux            = "RA_IN_TMUX"
+	EnvTmuxSupervisorPID = "RA_TMUX_SUPERVISOR_PID"
+)
+
+// EnvFileName is the env file's name in the workspace unless RA_ENV_FILE says
+// otherwise: a JSON object of the values users submitted.
+const EnvFileName = ".proliferate_env.json"
+
+// DefaultContextWindow is the context window assumed when none is configured.
+const DefaultContextWindow = 200000
+
+// EnvDefaults returns the environment's defaults: the default LLM, the current
+// folder as workspace, 10 s heartbeats, no token limit.
+func EnvDefaults() Env {
+	return Env{
+		Workspace:     ".",
+		Heartbeat:     10 * time.Second,
+		LLM:           Defaults().LLM,
+		ContextWindow: DefaultContextWindow,
+	}
+}
+
+// envVar is one variable of the agent's environment and the field it sets,
+// with its value parsed and checked (the error need not name the variable:
+// LoadEnv does).
+type envVar struct {
+	name string
+	set  func(e *Env, v string) error
+}
+
+// envVars is the table of the agent's variables. An unset or blank variable
+// keeps the default.
+var envVars = []envVar{
+	{name: sandboxwire.EnvSessionID, set: func(e *Env, v string) error { e.SessionID = v; return nil }},
+	{name: sandboxwire.EnvGatewayURL, set: func(e *Env, v string) error { e.GatewayURL = strings.TrimRight(v, "/"); return nil }},
+	{name: sandboxwire.EnvSandboxToken, set: func(e *Env, v string) error { e.SandboxToken = v; return nil }},
+	{name: "RA_WORKSPACE", set: func(e *Env, v string) error { e.Workspace = v; return nil }},
+	{name: "RA_ENV_FILE", set: func(e *Env, v string) error { e.EnvFile = v; return nil }},
+	{name: "RA_HEARTBEAT_SECONDS", set: func(e *Env, v string) error {
+		d, err := time.ParseDuration(v + "s")
+		if err != nil || d <= 0 {
+			return fmt.Errorf("want a positive number of seconds, got %q", v)
+		}
+		e.Heartbeat = d
+		return nil
+	}},
+	{name: "RA_LLM_PROVIDER", set: func(e *Env, v string) error { e.LLM.Provider = v; return checkProvider(v) }},
+	{name: "RA_LLM_MODEL", set: func(e *Env, v string) error { e.LLM.Model = v; return nil }},
+	{name: "RA_LLM_API_KEY_ENV", set: func(e *Env, v string) error { e.LLM.APIKeyEnv = v; return nil }},
+	{name: "RA_LLM_BASE_URL", set: func(e *Env, v string) error { e.LLM.BaseURL = v; return nil }},
+	{name: "RA_LLM_SCRIPT", set: func(e *Env, v string) error { e.LLM.Script = v; return nil }},
+	{name: "RA_TOKEN_LIMIT", set: func(e *Env, v string) (err error) {
+		e.TokenLimit, err = count(v, 0)
+		return err
+	}},
+	{name: "RA_LLM_CONTEXT_WINDOW", set: func(e *Env, v string) (err error) {
+		e.ContextWindow, err = count(v, 1)
+		return err
+	}},
+	{name: sandboxwire.EnvTmuxSessionName, set: func(e *Env, v string) error { e.Tmux.SessionName = v; return nil }},
+	{name: "RA_NO_TMUX", set: func(e *Env, _ string) error { e.Tmux.Disabled = true; return nil }},
+	{name: EnvInTmux, set: func(e *Env, _ string) error { e.Tmux.Inside = true; return nil }},
+	{name: EnvTmuxSupervisorPID, set: func(e *Env, v string) (err error) {
+		e.Tmux.SupervisorPID, err = count(v, 1)
+		return err
+	}},
+}
+
+// count parses a whole number of at least least.
+func count(v string, least int) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least {
+		return 0, fmt.Errorf("want a whole number of at least %d, got %q", least, v)
+	}
+	return n, nil
+}
+
+// LoadEnv reads the agent's variables through lookup (os.LookupEnv) over
+// EnvDefaults. A malformed value is an error naming its variable; missing
+// sandbox variables are reported by CheckSandbox, since only `agent sandbox`
+// needs them. Secrets are read through lookup later, by name (Secret).
+func LoadEnv(lookup func(string) (string, bool)) (Env, error) {
+	e := EnvDefaults()
+	e.lookup = lookup
+	for _, v := range envVars {
+		val, _ := lookup(v.name)
+		val = strings.TrimSpace(val)
+		if val == "" {
+			continue
+		}
+		if err := v.set(&e, val); err != nil {
+			return Env{}, fmt.Errorf("%s: %w", v.name, err)
+		}
+	}
+	if e.EnvFile == "" {
+		abs, err := filepath.Abs(filepath.Join(e.Workspace, EnvFileName))
+		if err != nil {
+			return Env{}, fmt.Errorf("RA_WORKSPACE: %w", err)
+		}
+		e.EnvFile = abs
+	}
+	e.LLM.APIKey = e.Secret(e.LLM.KeyEnv())
+	return e, nil
+}
+
+// CheckSandbox reports the variables a sandbox needs that are not set.
+func (e Env) CheckSandbox() error {
+	var missing []string
+	for _, v := range []struct{ name, value string }{
+		{sandboxwire.EnvSessionID, e.SessionID},
+		{sandboxwire.EnvGatewayURL, e.GatewayURL},
+		{sandboxwire.EnvSandboxToken, e.SandboxToken},
+	} {
+		if v.value == "" {
+			missing = append(missing, v.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s required in a sandbox, not set", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// Secret returns the variable name, which a configuration names as holding a
+// secret (an API key, a token); "" if it is not set or name is empty.
+func (e Env) Secret(name string) string {
+	if name == "" || e.lookup == nil {
+		return ""
+	}
+	v, _ := e.lookup(name)
+	return v
+}

@@ -1,0 +1,153 @@
+package agentconfig_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
+)
+
+// lookup is an environment of the given variables.
+func lookup(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := vars[k]
+		return v, ok
+	}
+}
+
+func TestLoadEnvDefaults(t *testing.T) {
+	e, err := agentconfig.LoadEnv(lookup(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(agentconfig.EnvFileName)
+	if e.Workspace != "." || e.EnvFile != abs || e.Heartbeat != 10*time.Second || e.TokenLimit != 0 ||
+		e.ContextWindow != agentconfig.DefaultContextWindow || e.LLM != agentconfig.Defaults().LLM || e.Tmux != (agentconfig.Tmux{}) {
+		t.Errorf("defaults: %+v", e)
+	}
+	if err := (agentconfig.Env{}).CheckSandbox(); err == nil {
+		t.Error("a zero Env passes CheckSandbox")
+	}
+	err = e.CheckSandbox()
+	for _, name := range []string{"RA_SESSION_ID", "RA_GATEWAY_URL", "RA_SANDBOX_TOKEN"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("CheckSandbox: %v, want %s named", err, name)
+		}
+	}
+}
+
+func TestLoadEnv(t *testing.T) {
+	e, err := agentconfig.LoadEnv(lookup(map[string]string{
+		"RA_SESSION_ID":          "s1",
+		"RA_GATEWAY_URL":         "http://gw.example/ ",
+		"RA_SANDBOX_TOKEN":       "rsb_x",
+		"RA_WORKSPACE":           "/w",
+		"RA_HEARTBEAT_SECONDS":   "2.5",
+		"RA_LLM_PROVIDER":        "openai",
+		"RA_LLM_MODEL":           "gpt",
+		"RA_LLM_API_KEY_ENV":     "MY_KEY",
+		"MY_KEY":                 "sk-1",
+		"OPENAI_API_KEY":         "not this one",
+		"RA_LLM_BASE_URL":        "http://llm.example",
+		"RA_LLM_SCRIPT":          "script.jsonl",
+		"RA_TOKEN_LIMIT":         "1000",
+		"RA_LLM_CONTEXT_WINDOW":  "8000",
+		"RA_TMUX_SESSION_NAME":   "ra-s1",
+		"RA_NO_TMUX":             "1",
+		"RA_IN_TMUX":             "1",
+		"RA_TMUX_SUPERVISOR_PID": "42",
+		"RA_UNKNOWN":             "ignored",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := agentconfig.EnvDefaults()
+	want.SessionID, want.GatewayURL, want.SandboxToken = "s1", "http://gw.example", "rsb_x"
+	want.Workspace, want.EnvFile, want.Heartbeat = "/w", "/w/"+agentconfig.EnvFileName, 2500*time.Millisecond
+	want.LLM.Provider, want.LLM.Model, want.LLM.APIKeyEnv, want.LLM.APIKey = "openai", "gpt", "MY_KEY", "sk-1"
+	want.LLM.BaseURL, want.LLM.Script = "http://llm.example", "script.jsonl"
+	want.TokenLimit, want.ContextWindow = 1000, 8000
+	want.Tmux = agentconfig.Tmux{SessionName: "ra-s1", Disabled: true, Inside: true, SupervisorPID: 42}
+	if e.SessionID != want.SessionID || e.GatewayURL != want.GatewayURL || e.SandboxToken != want.SandboxToken ||
+		e.Workspace != want.Workspace || e.EnvFile != want.EnvFile || e.Heartbeat != want.Heartbeat || e.LLM != want.LLM ||
+		e.TokenLimit != want.TokenLimit || e.ContextWindow != want.ContextWindow || e.Tmux != want.Tmux {
+		t.Errorf("got  %+v\nwant %+v", e, want)
+	}
+	if err := e.CheckSandbox(); err != nil {
+		t.Error(err)
+	}
+	if got := e.Secret("MY_KEY"); got != "sk-1" {
+		t.Errorf("Secret(MY_KEY) = %q", got)
+	}
+	if got := e.Secret(""); got != "" {
+		t.Errorf("Secret(\"\") = %q", got)
+	}
+}
+
+func TestLoadEnvValues(t *testing.T) {
+	tests := []struct {
+		name string
+		vars map[string]string
+		want func(agentconfig.Env) bool
+	}{
+		{"blank keeps the default", map[string]string{"RA_WORKSPACE": " ", "RA_LLM_PROVIDER": ""},
+			func(e agentconfig.Env) bool { return e.Workspace == "." && e.LLM.Provider == "scripted" }},
+		{"env file beside the workspace", map[string]string{"RA_WORKSPACE": "/w/x"},
+			func(e agentconfig.Env) bool { return e.EnvFile == "/w/x/"+agentconfig.EnvFileName }},
+		{"env file named", map[string]string{"RA_WORKSPACE": "/w", "RA_ENV_FILE": "/etc/env.json"},
+			func(e agentconfig.Env) bool { return e.EnvFile == "/etc/env.json" }},
+		{"provider's usual key", map[string]string{"RA_LLM_PROVIDER": "anthropic", "ANTHROPIC_API_KEY": "k"},
+			func(e agentconfig.Env) bool { return e.LLM.APIKey == "k" && e.LLM.KeyEnv() == "ANTHROPIC_API_KEY" }},
+		{"no key for bedrock", map[string]string{"RA_LLM_PROVIDER": "bedrock", "ANTHROPIC_API_KEY": "k"},
+			func(e agentconfig.Env) bool { return e.LLM.APIKey == "" }},
+		{"token limit 0 is none", map[string]string{"RA_TOKEN_LIMIT": "0"},
+			func(e agentconfig.Env) bool { return e.TokenLimit == 0 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := agentconfig.LoadEnv(lookup(tt.vars))
+			if err != nil || !tt.want(e) {
+				t.Errorf("%+v, %v", e, err)
+			}
+		})
+	}
+}
+
+func TestLoadEnvErrorsNameTheVariable(t *testing.T) {
+	tests := []struct{ name, value string }{
+		{"RA_HEARTBEAT_SECONDS", "soon"},
+		{"RA_HEARTBEAT_SECONDS", "0"},
+		{"RA_HEARTBEAT_SECONDS", "-3"},
+		{"RA_TOKEN_LIMIT", "-1"},
+		{"RA_TOKEN_LIMIT", "lots"},
+		{"RA_LLM_CONTEXT_WINDOW", "0"},
+		{"RA_LLM_PROVIDER", "gemini"},
+		{"RA_TMUX_SUPERVISOR_PID", "pid"},
+	}
+	for _, tt := range tests {
+		_, err := agentconfig.LoadEnv(lookup(map[string]string{tt.name: tt.value}))
+		if err == nil || !strings.HasPrefix(err.Error(), tt.name+": ") || !strings.Contains(err.Error(), tt.value) {
+			t.Errorf("%s=%q: %v, want an error naming the variable and the value", tt.name, tt.value, err)
+		}
+	}
+}
+
+func FuzzLoadEnv(f *testing.F) {
+	for _, v := range []string{"10", "0.5", "-1", "1e3", "NaN", "9999999999999999999", "", " 7 "} {
+		f.Add(v)
+	}
+	names := []string{"RA_HEARTBEAT_SECONDS", "RA_TOKEN_LIMIT", "RA_LLM_CONTEXT_WINDOW", "RA_TMUX_SUPERVISOR_PID", "RA_LLM_PROVIDER"}
+	f.Fuzz(func(t *testing.T, v string) {
+		for _, name := range names {
+			e, err := agentconfig.LoadEnv(lookup(map[string]string{name: v}))
+			switch {
+			case err != nil && !strings.HasPrefix(err.Error(), name+": "):
+				t.Errorf("%s=%q: error %q does not name the variable", name, v, err)
+			case err == nil && (e.Heartbeat <= 0 || e.TokenLimit < 0 || e.ContextWindow <= 0 || e.Tmux.SupervisorPID < 0):
+				t.Errorf("%s=%q accepted as %+v", name, v, e)
+			}
+		}
+	})
+}

@@ -1,0 +1,149 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
+	"github.com/remote-agents/remote-agents/sandbox/retry"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+)
+
+func TestNewConfig(t *testing.T) {
+	env, err := agentconfig.LoadEnv(func(k string) (string, bool) {
+		v, ok := map[string]string{"RA_SESSION_ID": "s1", "RA_GATEWAY_URL": "http://gw/", "RA_SANDBOX_TOKEN": "tok",
+			"RA_WORKSPACE": "/w", "RA_TOKEN_LIMIT": "9", "RA_LLM_MODEL": "m"}[k]
+		return v, ok
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewConfig(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SessionID != "s1" || c.Gateway != "http://gw" || c.Token != "tok" || c.Workspace != "/w" || c.EnvFile != "/w/.proliferate_env.json" ||
+		c.Heartbeat != 10*time.Second || c.Poll != time.Second || c.TokenLimit != 9 || c.LLM.Model != "m" || c.ContextWindow != agentconfig.DefaultContextWindow {
+		t.Errorf("config %+v", c)
+	}
+	if _, err := NewConfig(agentconfig.Env{}); err == nil || !strings.Contains(err.Error(), "RA_SESSION_ID") {
+		t.Errorf("without identity: %v", err)
+	}
+}
+
+// flaky is a gateway answering request i (from 0) with statuses[i], the last
+// one repeating; 200 answers with orders to stop.
+func flaky(t *testing.T, statuses ...int) (*client, *atomic.Int32) {
+	t.Helper()
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := int(n.Add(1)) - 1
+		if r.URL.Path != "/sandbox/s1/heartbeat" || r.Header.Get("Authorization") != "Bearer tok" {
+			http.Error(w, "wrong request", http.StatusBadRequest)
+			return
+		}
+		status := statuses[min(i, len(statuses)-1)]
+		w.WriteHeader(status)
+		if status == http.StatusOK {
+			_ = json.NewEncoder(w).Encode(sandboxwire.Orders{Stop: true})
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return &client{c: Config{SessionID: "s1", Gateway: srv.URL, Token: "tok"}, http: srv.Client(),
+		retry: retry.Policy{Retries: 4, Initial: time.Millisecond, Max: 2 * time.Millisecond}}, &n
+}
+
+func TestClientRetries(t *testing.T) {
+	tests := []struct {
+		name     string
+		statuses []int
+		requests int32
+		err      func(error) bool
+	}{
+		{"503 twice, then 200", []int{503, 503, 200}, 3, func(err error) bool { return err == nil }},
+		{"429, then 200", []int{429, 200}, 2, func(err error) bool { return err == nil }},
+		{"503 always", []int{503}, 5, func(err error) bool { return err != nil && strings.Contains(err.Error(), "gateway answered 503") }},
+		{"401 is not retried", []int{401, 200}, 1, func(err error) bool { _, ok := errors.AsType[*authError](err); return ok }},
+		{"403 is not retried", []int{403, 200}, 1, func(err error) bool { _, ok := errors.AsType[*authError](err); return ok }},
+		{"404 is not retried", []int{404, 200}, 1, func(err error) bool { return err != nil && strings.Contains(err.Error(), "gateway answered 404") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cl, n := flaky(t, tt.statuses...)
+			var orders sandboxwire.Orders
+			err := cl.do(t.Context(), http.MethodPost, sandboxwire.RouteHeartbeat, struct{}{}, &orders)
+			if !tt.err(err) || n.Load() != tt.requests {
+				t.Errorf("%v after %d requests, want %d", err, n.Load(), tt.requests)
+			}
+			if err == nil && !orders.Stop {
+				t.Error("orders not decoded")
+			}
+		})
+	}
+}
+
+func TestClientStopsRetryingWhenCancelled(t *testing.T) {
+	cl, n := flaky(t, 503)
+	cl.retry = retry.Policy{Retries: 100, Initial: time.Hour}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	var orders sandboxwire.Orders
+	err := cl.do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, struct{}{}, &orders)
+	if !errors.Is(err, context.DeadlineExceeded) || n.Load() != 1 {
+		t.Errorf("%v after %d requests", err, n.Load())
+	}
+}
+
+func TestMergeEnv(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ws", ".proliferate_env.json")
+	read := func() (map[string]string, os.FileMode) {
+		t.Helper()
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]string
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, info.Mode().Perm()
+	}
+	if err := MergeEnv(path, map[string]string{"A": "1", "B": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if m, mode := read(); len(m) != 2 || m["A"] != "1" || mode != 0o600 {
+		t.Errorf("new file: %v, %v", m, mode)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := MergeEnv(path, map[string]string{"B": "3", "C": "4"}); err != nil {
+		t.Fatal(err)
+	}
+	if m, mode := read(); len(m) != 3 || m["A"] != "1" || m["B"] != "3" || m["C"] != "4" || mode != 0o600 {
+		t.Errorf("merged: %v, %v", m, mode)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Errorf("left behind: %v", entries)
+	}
+	if err := os.WriteFile(path, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := MergeEnv(path, map[string]string{"D": "5"}); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Errorf("damaged file: %v", err)
+	}
+}

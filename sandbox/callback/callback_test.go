@@ -109,7 +109,7 @@ func TestRetriesTransportFailuresWithTheSameID(t *testing.T) {
 }
 
 func TestRetriesServerErrors(t *testing.T) {
-	g := &gateway{steps: []func(http.ResponseWriter){answer(503, `{}`), answer(503, `{}`), answer(200, ok)}}
+	g := &gateway{steps: []step{answer(503, `{}`), answer(503, `{}`), answer(200, ok)}}
 	c, _ := client(t, g)
 	res := c.Call(t.Context(), "verify", "v-1", map[string]any{})
 	if !res.Success || g.attempts() != 3 {
@@ -122,7 +122,7 @@ func TestRetriesServerErrors(t *testing.T) {
 
 func TestDoesNotRetryClientErrors(t *testing.T) {
 	for _, status := range []int{400, 401, 403, 404, 409} {
-		g := &gateway{steps: []func(http.ResponseWriter){answer(status, `{"message":"No."}`), answer(200, ok)}}
+		g := &gateway{steps: []step{answer(status, `{"message":"No."}`), answer(200, ok)}}
 		c, _ := client(t, g)
 		if res := c.Call(t.Context(), "verify", "v", map[string]any{}); res.Success || res.Result != "No." || g.attempts() != 1 {
 			t.Errorf("%d: result %+v after %d attempts, want the gateway's message after 1", status, res, g.attempts())
@@ -132,7 +132,7 @@ func TestDoesNotRetryClientErrors(t *testing.T) {
 
 // The backoff would wait an hour; the gateway's Retry-After says now.
 func TestRespectsRetryAfter(t *testing.T) {
-	g := &gateway{steps: []func(http.ResponseWriter){answer(429, `{"message":"Slow down."}`, "Retry-After", "0"), answer(200, ok)}}
+	g := &gateway{steps: []step{answer(429, `{"message":"Slow down."}`, "Retry-After", "0"), answer(200, ok)}}
 	c, _ := client(t, g)
 	c.BaseDelay = time.Hour
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -145,8 +145,8 @@ func TestRespectsRetryAfter(t *testing.T) {
 func TestCancelStopsRetrying(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	failAndCancel := func(w http.ResponseWriter) { cancel(); answer(503, `{}`)(w) }
-	g := &gateway{steps: []func(http.ResponseWriter){failAndCancel, answer(200, ok)}}
+	failAndCancel := func(w http.ResponseWriter, r *http.Request) { cancel(); answer(503, `{}`)(w, r) }
+	g := &gateway{steps: []step{failAndCancel, answer(200, ok)}}
 	c, _ := client(t, g)
 	c.BaseDelay = time.Hour
 	if res := c.Call(ctx, "verify", "v", map[string]any{}); res.Success || !strings.Contains(res.Result, "cancelled") || g.attempts() != 1 {

@@ -20,7 +20,7 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/providers"
 	"github.com/remote-agents/remote-agents/sandbox/rpc"
-	"github.com/remote-agents/remote-agents/sandbox/sessions"
+	"github.com/remote-agents/remote-agents/sandbox/runlog"
 	"github.com/remote-agents/remote-agents/sandbox/telemetry"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/sandbox/workflow"
@@ -236,7 +236,7 @@ func (s *setup) options(file string) (workflow.Options, error) {
 }
 
 // sessions opens the configured session store (its path is relative to the config).
-func (s *setup) sessions() (sessions.Store, error) {
+func (s *setup) sessions() (runlog.Store, error) {
 	path := s.cfg.Session.Path
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(s.cfgDir, path)
@@ -244,12 +244,12 @@ func (s *setup) sessions() (sessions.Store, error) {
 	if s.cfg.Session.Store == "sqlite" && filepath.Ext(path) == "" {
 		path = filepath.Join(path, "sessions.db")
 	}
-	return sessions.Open(s.cfg.Session.Store, path)
+	return runlog.Open(s.cfg.Session.Store, path)
 }
 
 // persist records the run in the session: the outputs after each goal (the state
 // a resume starts from), every message and every tool call.
-func persist(ctx context.Context, store sessions.Store, ses *sessions.Session, opts *workflow.Options, stderr io.Writer) {
+func persist(ctx context.Context, store runlog.Store, ses *runlog.Session, opts *workflow.Options, stderr io.Writer) {
 	ctx = context.WithoutCancel(ctx)
 	opts.Done = ses.Outputs
 	warn := func(err error) {
@@ -262,12 +262,12 @@ func persist(ctx context.Context, store sessions.Store, ses *sessions.Session, o
 		return store.Update(ctx, *ses)
 	}
 	opts.OnMessage = func(goal, agent string, m llm.Message) {
-		warn(store.AddMessage(ctx, ses.ID, sessions.Message{Goal: goal, Agent: agent, Role: string(m.Role), Content: m.Content, At: time.Now().UTC()}))
+		warn(store.AddMessage(ctx, ses.ID, runlog.Message{Goal: goal, Agent: agent, Role: string(m.Role), Content: m.Content, At: time.Now().UTC()}))
 	}
 	events := opts.OnEvent
 	opts.OnEvent = func(e workflow.Event) {
 		if e.Type == workflow.ToolCallEvent {
-			warn(store.AddToolCall(ctx, ses.ID, sessions.ToolCall{Goal: e.Goal, Agent: e.Agent, Tool: e.Tool, Args: e.Args,
+			warn(store.AddToolCall(ctx, ses.ID, runlog.ToolCall{Goal: e.Goal, Agent: e.Agent, Tool: e.Tool, Args: e.Args,
 				Result: e.Output, IsError: e.IsError, At: e.Time, Duration: time.Duration(e.Latency * float64(time.Millisecond))}))
 		}
 		if events != nil {
@@ -277,13 +277,13 @@ func persist(ctx context.Context, store sessions.Store, ses *sessions.Session, o
 }
 
 // newSession is a fresh running session of wf with inputs.
-func newSession(wf *agentfile.Workflow, inputs map[string]string) sessions.Session {
-	return sessions.Session{ID: sessions.NewID(), Workflow: wf.Name, File: wf.File, Inputs: inputs, Status: sessions.Running, Outputs: map[string]string{}}
+func newSession(wf *agentfile.Workflow, inputs map[string]string) runlog.Session {
+	return runlog.Session{ID: runlog.NewID(), Workflow: wf.Name, File: wf.File, Inputs: inputs, Status: runlog.Running, Outputs: map[string]string{}}
 }
 
 // runSession runs wf in the stored session ses: it persists every goal, message
 // and tool call, exports telemetry, and records how the run ended.
-func (s *setup) runSession(ctx context.Context, store sessions.Store, ses *sessions.Session, wf *agentfile.Workflow, inputs map[string]string, opts workflow.Options, stderr io.Writer) (workflow.Result, error) {
+func (s *setup) runSession(ctx context.Context, store runlog.Store, ses *runlog.Session, wf *agentfile.Workflow, inputs map[string]string, opts workflow.Options, stderr io.Writer) (workflow.Result, error) {
 	persist(ctx, store, ses, &opts, stderr)
 	exporter, err := s.telemetry(ses.ID)
 	if err != nil {
@@ -292,9 +292,9 @@ func (s *setup) runSession(ctx context.Context, store sessions.Store, ses *sessi
 	defer func() { _ = exporter.Close(context.WithoutCancel(ctx)) }()
 	observe(exporter, ses.ID, wf.Name, &opts)
 	res, err := workflow.Run(ctx, wf, inputs, opts)
-	ses.Status, ses.Outputs = sessions.Completed, res.Outputs
+	ses.Status, ses.Outputs = runlog.Completed, res.Outputs
 	if err != nil {
-		ses.Status, ses.Error = sessions.Failed, err.Error()
+		ses.Status, ses.Error = runlog.Failed, err.Error()
 	}
 	if uerr := store.Update(context.WithoutCancel(ctx), *ses); uerr != nil {
 		fmt.Fprintln(stderr, "agent: save session:", uerr)
@@ -412,7 +412,7 @@ func Run(ctx context.Context, env agentconfig.Env, args []string, stdout, stderr
 		return ExitUsage
 	}
 	defer func() { _ = store.Close() }()
-	var ses sessions.Session
+	var ses runlog.Session
 	if *resume != "" {
 		if ses, err = store.Get(ctx, *resume); err != nil {
 			fmt.Fprintln(stderr, "agent:", err)

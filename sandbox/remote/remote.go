@@ -107,112 +107,130 @@ const ConversationFile = "conversation.json"
 // Run is the sandbox's life: prime, report ready, then heartbeat and poll until
 // told to stop or ctx ends (SIGTERM). It reports ended before returning.
 func Run(ctx context.Context, c Config, log *slog.Logger) error {
-	cl := &client{c: c, http: &http.Client{Timeout: 30 * time.Second}, retry: gatewayRetry}
-	var spec sandboxwire.Spec
-	if err := cl.do(ctx, http.MethodGet, sandboxwire.RouteSpec, nil, &spec); err != nil {
-		return err
-	}
-	primed, err := Prime(spec)
+	r := &run{c: c, log: log, asked: &questions{}, turnDone: make(chan error, 1),
+		cl: &client{c: c, http: &http.Client{Timeout: 30 * time.Second}, retry: gatewayRetry}}
+	spec, primed, err := r.prime(ctx)
 	if err != nil {
-		_ = cl.status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonError)
 		return err
 	}
-	raw, err := json.MarshalIndent(primed, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode conversation: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(c.Workspace, ConversationFile), raw, 0o600); err != nil {
-		return fmt.Errorf("write conversation: %w", err)
-	}
-	if err := cl.status(ctx, sandboxwire.Ready, spec.Guardrails.Hash, ""); err != nil {
-		return err
-	}
-	log.Info("sandbox ready", slog.String("session_id", c.SessionID), slog.String("guardrails_hash", spec.Guardrails.Hash))
-
 	// The first turn answers the initial prompt while heartbeats go on.
 	turnCtx, cancelTurn := context.WithCancel(ctx)
 	defer cancelTurn()
-	turnDone := make(chan error, 1)
-	var conv *conversation
-	turning := false
-	var pending []string // user messages that arrived during a turn
-	asked := &questions{}
-	contractTools := func(r *tools.Registry, p *policy.Policy) error {
-		if err := r.Register(asked.tool(cl.Emit)); err != nil {
+	r.converse(turnCtx, spec, primed)
+	return r.serve(ctx, turnCtx)
+}
+
+// run is one sandbox's life: its gateway client, its conversation and the user
+// messages that wait for the next turn.
+type run struct {
+	c     Config
+	log   *slog.Logger
+	cl    *client
+	asked *questions
+	// conv is nil when no model could be built: the agent cannot answer.
+	conv     *conversation
+	turning  bool
+	pending  []string // user messages that arrived during a turn
+	turnDone chan error
+	after    int64 // the inbox cursor
+}
+
+// prime fetches the spec, writes the primed conversation to the workspace and
+// reports ready with the guardrails' hash; a spec it cannot prime with is
+// reported failed.
+func (r *run) prime(ctx context.Context) (sandboxwire.Spec, []Message, error) {
+	var spec sandboxwire.Spec
+	if err := r.cl.do(ctx, http.MethodGet, sandboxwire.RouteSpec, nil, &spec); err != nil {
+		return spec, nil, err
+	}
+	primed, err := Prime(spec)
+	if err != nil {
+		_ = r.cl.status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonError)
+		return spec, nil, err
+	}
+	raw, err := json.MarshalIndent(primed, "", "  ")
+	if err != nil {
+		return spec, nil, fmt.Errorf("encode conversation: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(r.c.Workspace, ConversationFile), raw, 0o600); err != nil {
+		return spec, nil, fmt.Errorf("write conversation: %w", err)
+	}
+	if err := r.cl.status(ctx, sandboxwire.Ready, spec.Guardrails.Hash, ""); err != nil {
+		return spec, nil, err
+	}
+	r.log.Info("sandbox ready", slog.String("session_id", r.c.SessionID), slog.String("guardrails_hash", spec.Guardrails.Hash))
+	return spec, primed, nil
+}
+
+// converse builds the brain (model, tools, the contract tools of the session's
+// type) and starts the first turn, on the initial prompt.
+func (r *run) converse(ctx context.Context, spec sandboxwire.Spec, primed []Message) {
+	contractTools := func(reg *tools.Registry, p *policy.Policy) error {
+		if err := reg.Register(r.asked.tool(r.cl.Emit)); err != nil {
 			return err
 		}
-		return contract.Register(r, p, contract.Options{
-			Callback: &callback.Client{Gateway: c.Gateway, SessionID: c.SessionID, Token: c.Token},
-			Channel:  cl,
+		return contract.Register(reg, p, contract.Options{
+			Callback: &callback.Client{Gateway: r.c.Gateway, SessionID: r.c.SessionID, Token: r.c.Token},
+			Channel:  r.cl,
 			Setup:    spec.SessionType == sandboxwire.SessionSetup,
-			EnvFile:  c.EnvFile,
+			EnvFile:  r.c.EnvFile,
 		})
 	}
-	if brain, err := NewBrain(c, contractTools); err != nil {
-		log.Error("no model: the agent cannot answer", slog.String("error", err.Error()))
-	} else {
-		if brain.Provider.Name() == "scripted" {
-			log.Warn("no LLM is configured (RA_LLM_PROVIDER): replies come from the scripted provider")
-		}
-		conv = &conversation{brain: brain, cl: cl, system: primed[0].Content, msgs: []llm.Message{{Role: llm.User, Content: primed[1].Content}}, log: log}
-		turning = true
-		go func() { turnDone <- conv.turn(turnCtx) }()
+	brain, err := NewBrain(r.c, contractTools)
+	if err != nil {
+		r.log.Error("no model: the agent cannot answer", slog.String("error", err.Error()))
+		return
 	}
-	// startTurn answers the pending user messages, one turn for all of them.
-	startTurn := func() {
-		if conv == nil || turning || len(pending) == 0 {
-			return
-		}
-		conv.msgs = append(conv.msgs, llm.Message{Role: llm.User, Content: strings.Join(pending, "\n\n")})
-		pending, turning = nil, true
-		go func() { turnDone <- conv.turn(turnCtx) }()
+	if brain.Provider.Name() == "scripted" {
+		r.log.Warn("no LLM is configured (RA_LLM_PROVIDER): replies come from the scripted provider")
 	}
-	var after int64
+	r.conv = &conversation{brain: brain, cl: r.cl, system: primed[0].Content, msgs: []llm.Message{{Role: llm.User, Content: primed[1].Content}}, log: r.log}
+	r.turning = true
+	go func() { r.turnDone <- r.conv.turn(ctx) }()
+}
 
-	beat := time.NewTicker(c.Heartbeat)
+// startTurn answers the pending user messages, one turn for all of them.
+func (r *run) startTurn(ctx context.Context) {
+	if r.conv == nil || r.turning || len(r.pending) == 0 {
+		return
+	}
+	r.conv.msgs = append(r.conv.msgs, llm.Message{Role: llm.User, Content: strings.Join(r.pending, "\n\n")})
+	r.pending, r.turning = nil, true
+	go func() { r.turnDone <- r.conv.turn(ctx) }()
+}
+
+// serve heartbeats and reads the inbox until told to stop, ctx ends (SIGTERM)
+// or the token budget is spent, and reports how it ended.
+func (r *run) serve(ctx, turnCtx context.Context) error {
+	beat := time.NewTicker(r.c.Heartbeat)
 	defer beat.Stop()
-	poll := time.NewTicker(c.Poll)
+	poll := time.NewTicker(r.c.Poll)
 	defer poll.Stop()
 	for {
 		var orders sandboxwire.Orders
+		var err error
 		select {
 		case <-ctx.Done():
-			log.Info("sandbox stopping: signal")
-			return cl.status(context.WithoutCancel(ctx), sandboxwire.Ended, "", sandboxwire.ReasonShutdown)
+			r.log.Info("sandbox stopping: signal")
+			return r.cl.status(context.WithoutCancel(ctx), sandboxwire.Ended, "", sandboxwire.ReasonShutdown)
 		case <-beat.C:
-			err = cl.do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, struct{}{}, &orders)
+			err = r.cl.do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, struct{}{}, &orders)
 		case <-poll.C:
-			err = cl.do(ctx, http.MethodGet, sandboxwire.RouteInbox+"?"+sandboxwire.InboxAfter+"="+strconv.FormatInt(after, 10), nil, &orders)
+			err = r.cl.do(ctx, http.MethodGet, sandboxwire.RouteInbox+"?"+sandboxwire.InboxAfter+"="+strconv.FormatInt(r.after, 10), nil, &orders)
 			if err == nil {
-				after = max(after, orders.Next)
-				for _, m := range orders.Messages {
-					saved, err := download(ctx, c.Workspace, m)
-					if err != nil {
-						log.Warn("attachment", slog.String("error", err.Error()))
-					}
-					if text := asked.text(m, saved); text != "" {
-						pending = append(pending, text)
-					}
-				}
-				if len(orders.Env) > 0 {
-					if err := MergeEnv(c.EnvFile, orders.Env); err != nil {
-						log.Error("write env file", slog.String("error", err.Error()))
-					} else {
-						pending = append(pending, fmt.Sprintf("The user submitted values for %s; they are in %s.", strings.Join(slices.Sorted(maps.Keys(orders.Env)), ", "), c.EnvFile))
-					}
-				}
-				startTurn()
+				r.take(ctx, orders)
+				r.startTurn(turnCtx)
 			}
-		case terr := <-turnDone:
-			turning = false
+		case terr := <-r.turnDone:
+			r.turning = false
 			switch {
 			case errors.Is(terr, errTokenLimit):
-				log.Info("sandbox stopping: token limit")
-				return cl.status(context.WithoutCancel(ctx), sandboxwire.Ended, "", sandboxwire.ReasonTokenLimit)
+				r.log.Info("sandbox stopping: token limit")
+				return r.cl.status(context.WithoutCancel(ctx), sandboxwire.Ended, "", sandboxwire.ReasonTokenLimit)
 			case terr != nil && ctx.Err() == nil:
-				log.Warn("conversation turn failed", slog.String("error", terr.Error()))
+				r.log.Warn("conversation turn failed", slog.String("error", terr.Error()))
 			}
-			startTurn()
+			r.startTurn(turnCtx)
 			continue
 		}
 		var unauthorized *authError
@@ -220,15 +238,39 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 		case errors.As(err, &unauthorized):
 			return err // replaced or ended: this sandbox may no longer act
 		case err != nil:
-			log.Warn("gateway call failed", slog.String("error", err.Error()))
+			r.log.Warn("gateway call failed", slog.String("error", err.Error()))
 		case orders.Stop:
-			log.Info("sandbox stopping: inbox")
+			r.log.Info("sandbox stopping: inbox")
 			if orders.State.Terminal() {
 				return nil
 			}
-			return cl.status(ctx, sandboxwire.Ended, "", sandboxwire.ReasonShutdown)
+			return r.cl.status(ctx, sandboxwire.Ended, "", sandboxwire.ReasonShutdown)
 		}
 	}
+}
+
+// take queues what the inbox brought for the next turn: user messages (their
+// attachments saved in the workspace, answers in words) and env values (written
+// to the env file, named to the model).
+func (r *run) take(ctx context.Context, orders sandboxwire.Orders) {
+	r.after = max(r.after, orders.Next)
+	for _, m := range orders.Messages {
+		saved, err := download(ctx, r.c.Workspace, m)
+		if err != nil {
+			r.log.Warn("attachment", slog.String("error", err.Error()))
+		}
+		if text := r.asked.text(m, saved); text != "" {
+			r.pending = append(r.pending, text)
+		}
+	}
+	if len(orders.Env) == 0 {
+		return
+	}
+	if err := MergeEnv(r.c.EnvFile, orders.Env); err != nil {
+		r.log.Error("write env file", slog.String("error", err.Error()))
+		return
+	}
+	r.pending = append(r.pending, fmt.Sprintf("The user submitted values for %s; they are in %s.", strings.Join(slices.Sorted(maps.Keys(orders.Env)), ", "), r.c.EnvFile))
 }
 
 // MergeEnv merges values into the JSON env file at path (created 0600), written

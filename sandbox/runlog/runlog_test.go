@@ -1,4 +1,4 @@
-package sessions_test
+package runlog_test
 
 import (
 	"errors"
@@ -11,16 +11,16 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/remote-agents/remote-agents/sandbox/sessions"
+	"github.com/remote-agents/remote-agents/sandbox/runlog"
 )
 
 // contract is the suite every Store passes.
-func contract(t *testing.T, open func(t *testing.T) sessions.Store) {
+func contract(t *testing.T, open func(t *testing.T) runlog.Store) {
 	t.Run("lifecycle", func(t *testing.T) {
 		t.Parallel()
 		st := open(t)
-		id := sessions.NewID()
-		s := sessions.Session{ID: id, Workflow: "w", File: "Agentfile", Inputs: map[string]string{"topic": "Go"}, Status: sessions.Running, Outputs: map[string]string{}}
+		id := runlog.NewID()
+		s := runlog.Session{ID: id, Workflow: "w", File: "Agentfile", Inputs: map[string]string{"topic": "Go"}, Status: runlog.Running, Outputs: map[string]string{}}
 		if err := st.Create(t.Context(), s); err != nil {
 			t.Fatal(err)
 		}
@@ -28,7 +28,7 @@ func contract(t *testing.T, open func(t *testing.T) sessions.Store) {
 		if err := st.Update(t.Context(), s); err != nil {
 			t.Fatal(err)
 		}
-		s.Status, s.Error = sessions.Failed, "model unreachable"
+		s.Status, s.Error = runlog.Failed, "model unreachable"
 		if err := st.Update(t.Context(), s); err != nil {
 			t.Fatal(err)
 		}
@@ -36,40 +36,40 @@ func contract(t *testing.T, open func(t *testing.T) sessions.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Workflow != "w" || got.Inputs["topic"] != "Go" || got.Outputs["research"] != "facts" || got.Status != sessions.Failed ||
+		if got.Workflow != "w" || got.Inputs["topic"] != "Go" || got.Outputs["research"] != "facts" || got.Status != runlog.Failed ||
 			got.Error != "model unreachable" || got.CreatedAt.IsZero() || got.UpdatedAt.Before(got.CreatedAt) {
 			t.Errorf("session %+v", got)
 		}
-		if _, err := st.Get(t.Context(), sessions.NewID()); !errors.Is(err, sessions.ErrNotFound) {
+		if _, err := st.Get(t.Context(), runlog.NewID()); !errors.Is(err, runlog.ErrNotFound) {
 			t.Errorf("unknown id: %v", err)
 		}
-		if _, err := st.Get(t.Context(), "../../etc/passwd"); !errors.Is(err, sessions.ErrNotFound) {
+		if _, err := st.Get(t.Context(), "../../etc/passwd"); !errors.Is(err, runlog.ErrNotFound) {
 			t.Errorf("path as id: %v", err)
 		}
-		if err := st.Update(t.Context(), sessions.Session{ID: sessions.NewID()}); !errors.Is(err, sessions.ErrNotFound) {
+		if err := st.Update(t.Context(), runlog.Session{ID: runlog.NewID()}); !errors.Is(err, runlog.ErrNotFound) {
 			t.Errorf("update of unknown: %v", err)
 		}
 	})
 	t.Run("messages and tool calls in order", func(t *testing.T) {
 		t.Parallel()
 		st := open(t)
-		id := sessions.NewID()
-		if err := st.Create(t.Context(), sessions.Session{ID: id, Workflow: "w", Status: sessions.Running}); err != nil {
+		id := runlog.NewID()
+		if err := st.Create(t.Context(), runlog.Session{ID: id, Workflow: "w", Status: runlog.Running}); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
 		for i := range 20 {
 			wg.Go(func() {
-				if err := st.AddMessage(t.Context(), id, sessions.Message{Goal: "g", Role: "user", Content: strings.Repeat("x", i), At: time.Now()}); err != nil {
+				if err := st.AddMessage(t.Context(), id, runlog.Message{Goal: "g", Role: "user", Content: strings.Repeat("x", i), At: time.Now()}); err != nil {
 					t.Error(err)
 				}
 			})
 		}
 		wg.Wait()
-		if err := st.AddToolCall(t.Context(), id, sessions.ToolCall{Goal: "g", Tool: "read", Args: `{"path":"a"}`, Result: "text", At: time.Now(), Duration: 3 * time.Millisecond}); err != nil {
+		if err := st.AddToolCall(t.Context(), id, runlog.ToolCall{Goal: "g", Tool: "read", Args: `{"path":"a"}`, Result: "text", At: time.Now(), Duration: 3 * time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.AddToolCall(t.Context(), id, sessions.ToolCall{Goal: "g", Agent: "critic", Tool: "bash", IsError: true, Result: "exit 1"}); err != nil {
+		if err := st.AddToolCall(t.Context(), id, runlog.ToolCall{Goal: "g", Agent: "critic", Tool: "bash", IsError: true, Result: "exit 1"}); err != nil {
 			t.Fatal(err)
 		}
 		msgs, err := st.Messages(t.Context(), id)
@@ -85,8 +85,8 @@ func contract(t *testing.T, open func(t *testing.T) sessions.Store) {
 
 func TestFiles(t *testing.T) {
 	t.Parallel()
-	contract(t, func(t *testing.T) sessions.Store {
-		st, err := sessions.OpenFiles(t.TempDir())
+	contract(t, func(t *testing.T) runlog.Store {
+		st, err := runlog.OpenFiles(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,8 +96,8 @@ func TestFiles(t *testing.T) {
 
 func TestSQLite(t *testing.T) {
 	t.Parallel()
-	contract(t, func(t *testing.T) sessions.Store {
-		st, err := sessions.OpenSQLite(filepath.Join(t.TempDir(), "sessions.db"))
+	contract(t, func(t *testing.T) runlog.Store {
+		st, err := runlog.OpenSQLite(filepath.Join(t.TempDir(), "sessions.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,38 +109,38 @@ func TestSQLite(t *testing.T) {
 func TestFilesAreAtomicAndSurviveReopen(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	st, _ := sessions.OpenFiles(dir)
-	id := sessions.NewID()
-	if err := st.Create(t.Context(), sessions.Session{ID: id, Workflow: "w", Status: sessions.Running}); err != nil {
+	st, _ := runlog.OpenFiles(dir)
+	id := runlog.NewID()
+	if err := st.Create(t.Context(), runlog.Session{ID: id, Workflow: "w", Status: runlog.Running}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 10 {
-		_ = st.AddMessage(t.Context(), id, sessions.Message{Role: "user", Content: strings.Repeat("y", i)})
+		_ = st.AddMessage(t.Context(), id, runlog.Message{Role: "user", Content: strings.Repeat("y", i)})
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 || entries[0].Name() != id+".json" {
 		t.Errorf("folder holds %v, want one file and no temporaries", entries)
 	}
-	again, _ := sessions.OpenFiles(dir)
+	again, _ := runlog.OpenFiles(dir)
 	if msgs, err := again.Messages(t.Context(), id); err != nil || len(msgs) != 10 {
 		t.Errorf("after reopen: %d messages, %v", len(msgs), err)
 	}
 	db := filepath.Join(t.TempDir(), "s.db")
-	sq, _ := sessions.OpenSQLite(db)
-	_ = sq.Create(t.Context(), sessions.Session{ID: id, Workflow: "w", Status: sessions.Completed})
+	sq, _ := runlog.OpenSQLite(db)
+	_ = sq.Create(t.Context(), runlog.Session{ID: id, Workflow: "w", Status: runlog.Completed})
 	_ = sq.Close()
-	sq2, err := sessions.OpenSQLite(db)
+	sq2, err := runlog.OpenSQLite(db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = sq2.Close() }()
-	if got, err := sq2.Get(t.Context(), id); err != nil || got.Status != sessions.Completed {
+	if got, err := sq2.Get(t.Context(), id); err != nil || got.Status != runlog.Completed {
 		t.Errorf("sqlite after reopen: %+v, %v", got, err)
 	}
 }
 
 func TestNewID(t *testing.T) {
-	a, b := sessions.NewID(), sessions.NewID()
+	a, b := runlog.NewID(), runlog.NewID()
 	if a == b || len(a) != 32 || strings.ToLower(a) != a {
 		t.Fatalf("ids %q, %q: want two different 32 lower-case hex digits", a, b)
 	}

@@ -1,9 +1,9 @@
-// Package sessions persists workflow runs: the session (workflow, inputs, status,
+// Package runlog persists workflow runs: the session (workflow, inputs, status,
 // the outputs of completed goals), every message and every tool call with its
 // timing. Two backends share one contract: SQLite (modernc.org/sqlite, no cgo)
 // and one JSON file per session, written atomically. A failed or interrupted run
 // resumes from its last completed goal.
-package sessions
+package runlog
 
 import (
 	"context"

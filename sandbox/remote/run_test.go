@@ -1,0 +1,143 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
+	"github.com/remote-agents/remote-agents/sandbox/llm"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+)
+
+// platform plays the gateway's side of the sandbox channel for one session:
+// it serves the spec, hands out one user message and one env value, and says
+// stop once the agent has answered the message.
+type platform struct {
+	mu       sync.Mutex
+	states   []sandboxwire.StatusReport
+	events   []sandboxwire.Event
+	answered bool
+	inboxes  int
+}
+
+func (p *platform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r.Header.Get("Authorization") != "Bearer rsb_token" {
+		http.Error(w, `{"error_code":"invalid_token"}`, http.StatusUnauthorized)
+		return
+	}
+	var out any = sandboxwire.Orders{State: sandboxwire.Working}
+	switch strings.TrimPrefix(r.URL.Path, "/sandbox/s1/") {
+	case sandboxwire.RouteSpec:
+		out = sandboxwire.Spec{SessionID: "s1", Generation: 1, InitialPrompt: "Say hello",
+			Guardrails: sandboxwire.Guardrails{Content: "# Rules\nBe safe.", Hash: strings.Repeat("a", sandboxwire.GuardrailsHashLen)},
+			Persona:    sandboxwire.Persona{Slug: "helper", Skill: "Helps."}, SessionType: "coding"}
+	case sandboxwire.RouteStatus:
+		var in sandboxwire.StatusReport
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		p.states = append(p.states, in)
+	case sandboxwire.RouteEvents:
+		var in sandboxwire.EventsRequest
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		for _, e := range in.Events {
+			p.events = append(p.events, e)
+			if e.Type == sandboxwire.TypeAgentMessage && strings.Contains(string(e.Data), "how are you") {
+				p.answered = true
+			}
+		}
+		out = sandboxwire.EventsResponse{FirstSeq: 1, LastSeq: 1}
+	case sandboxwire.RouteHeartbeat:
+	case sandboxwire.RouteInbox:
+		p.inboxes++
+		orders := sandboxwire.Orders{State: sandboxwire.Idle, Next: 1}
+		switch {
+		case r.URL.Query().Get(sandboxwire.InboxAfter) == "0":
+			orders.Messages = []sandboxwire.InboxMessage{{Seq: 1, Text: "how are you"}}
+			orders.Env = map[string]string{"API_KEY": "secret"}
+		case p.answered:
+			orders.Stop, orders.State = true, sandboxwire.Ending
+		}
+		out = orders
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// TestRunLivesASandboxLife runs remote mode against a gateway on httptest: it
+// primes (guardrails first), reports ready with the guardrails' hash, answers
+// the initial prompt and a user message, writes the env values, and ends when
+// its inbox says stop.
+func TestRunLivesASandboxLife(t *testing.T) {
+	gw := &platform{}
+	srv := httptest.NewServer(gw)
+	defer srv.Close()
+	ws := t.TempDir()
+	c := Config{
+		SessionID: "s1", Gateway: srv.URL, Token: "rsb_token", Workspace: ws,
+		Heartbeat: 5 * time.Millisecond, Poll: 5 * time.Millisecond, EnvFile: filepath.Join(ws, agentconfig.EnvFileName),
+		LLM: agentconfig.LLM{Provider: "scripted"}, ContextWindow: 1000,
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := Run(ctx, c, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
+	if len(gw.states) < 2 || gw.states[0].State != sandboxwire.Ready || gw.states[0].GuardrailsHash != strings.Repeat("a", 64) {
+		t.Fatalf("states %+v: want ready with the guardrails hash first", gw.states)
+	}
+	if last := gw.states[len(gw.states)-1]; last.State != sandboxwire.Ended || last.Reason != sandboxwire.ReasonShutdown {
+		t.Errorf("last state %+v, want ended by shutdown", last)
+	}
+	var replies []string
+	for _, e := range gw.events {
+		if e.Type == sandboxwire.TypeAgentMessage {
+			var m sandboxwire.AgentMessage
+			if err := json.Unmarshal(e.Data, &m); err != nil {
+				t.Fatal(err)
+			}
+			replies = append(replies, m.Text)
+		}
+	}
+	if len(replies) != 2 || !strings.Contains(replies[0], "Say hello") || !strings.Contains(replies[1], "how are you") ||
+		!strings.HasPrefix(replies[1], llm.ScriptedNotice) {
+		t.Errorf("replies %q: want the initial prompt's, then the message's", replies)
+	}
+	var primed []Message
+	raw, err := os.ReadFile(filepath.Join(ws, ConversationFile))
+	if err != nil || json.Unmarshal(raw, &primed) != nil || len(primed) != 2 || !strings.HasPrefix(primed[0].Content, "# Rules") {
+		t.Errorf("conversation %s %v: want the guardrails first", raw, err)
+	}
+	env, err := os.ReadFile(c.EnvFile)
+	if err != nil || !strings.Contains(string(env), `"API_KEY": "secret"`) {
+		t.Errorf("env file %s %v", env, err)
+	}
+}
+
+// TestRunStopsWhenItsTokenIsRefused: a sandbox whose token the gateway refuses
+// (replaced, or its session over) stops at once, without reporting.
+func TestRunStopsWhenItsTokenIsRefused(t *testing.T) {
+	srv := httptest.NewServer(&platform{})
+	defer srv.Close()
+	c := Config{SessionID: "s1", Gateway: srv.URL, Token: "rsb_other", Workspace: t.TempDir(), Heartbeat: time.Millisecond, Poll: time.Millisecond}
+	var auth *authError
+	err := Run(t.Context(), c, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err == nil || !errors.As(err, &auth) {
+		t.Fatalf("Run with a refused token: %v", err)
+	}
+}

@@ -246,6 +246,10 @@ func unmarshal(item map[string]types.AttributeValue, out any) error {
 // are; use it for struct and slice values in updates and conditions.
 func Value(v any) expression.ValueBuilder {
 	return expression.ValueWithOptions(v, func(o *expression.ValueBuilderOptions) {
-		o.EncoderOptions = append(o.EncoderOptions, func(e *attributevalue.EncoderOptions) { e.TagKey = "json" })
+		o.EncoderOptions = append(o.EncoderOptions, func(e *attributevalue.EncoderOptions) {
+			e.TagKey = "json"
+			e.OmitEmptyTime = true
+			e.EncodeTime = encodeTime
+		})
 	})
 }

@@ -16,8 +16,8 @@ var ErrNotFound = errors.New("not registered")
 
 // Project is a registered project agents work for.
 type Project struct {
-	Name      string `json:"name"`
-	CreatedAt string `json:"created_at,omitempty"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at,omitempty,omitzero"`
 }
 
 // Persona is who an agent is: its skill and experience are primed after the
@@ -47,7 +47,7 @@ type Configuration struct {
 	ServiceCommands []toolspec.ServiceCommand `json:"service_commands,omitempty"`
 	// EnvFiles say which keys go into which env file; never their values.
 	EnvFiles  []toolspec.EnvFile `json:"env_files,omitempty"`
-	UpdatedAt string             `json:"updated_at,omitempty"`
+	UpdatedAt time.Time          `json:"updated_at,omitempty,omitzero"`
 }
 
 // ConfigurationUpdate is what a setup session records in its configuration:
@@ -62,11 +62,11 @@ type ConfigurationUpdate struct {
 
 // Snapshot is a saved workspace archive.
 type Snapshot struct {
-	Key       string `json:"key"`
-	SizeBytes int64  `json:"size_bytes"`
-	Message   string `json:"message,omitempty"`
-	SessionID string `json:"session_id"`
-	SavedAt   string `json:"saved_at"`
+	Key       string    `json:"key"`
+	SizeBytes int64     `json:"size_bytes"`
+	Message   string    `json:"message,omitempty"`
+	SessionID string    `json:"session_id"`
+	SavedAt   time.Time `json:"saved_at"`
 }
 
 // Store reads and writes registry items.

@@ -96,7 +96,7 @@ func (s *Service) PostMessage(ctx context.Context, id, tok string, req MessageRe
 		Key:         messageKey(id, req.ClientMessageID),
 		SessionID:   id,
 		RequestHash: hashOf(req),
-		CreatedAt:   now.Format(time.RFC3339Nano),
+		CreatedAt:   now,
 		ExpiresAt:   now.Add(messageRetention).Unix(),
 	}
 	if prev, err := s.o.Store.Idempotency(ctx, rec.Key); err == nil {

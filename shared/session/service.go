@@ -207,7 +207,7 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 		rec = &IdempotencyRecord{
 			Key:         idempotencyRecordKey(app.ID, req.IdempotencyKey),
 			RequestHash: hashOf(req),
-			CreatedAt:   now.Format(time.RFC3339Nano),
+			CreatedAt:   now,
 			ExpiresAt:   now.Add(IdempotencyRetention).Unix(),
 		}
 		if sess, plain, found, err := s.resume(ctx, rec); found || err != nil {

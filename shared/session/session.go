@@ -141,9 +141,9 @@ type IdempotencyRecord struct {
 	SessionID   string `json:"session_id"`
 	RequestHash string `json:"request_hash"`
 	// Seq is the event a message's client_message_id appended.
-	Seq       int64  `json:"seq,omitempty"`
-	CreatedAt string `json:"created_at"`
-	ExpiresAt int64  `json:"expires_at"`
+	Seq       int64     `json:"seq,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt int64     `json:"expires_at"`
 }
 
 // Change is a transition: the states it may leave, the state it enters, and the

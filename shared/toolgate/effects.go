@@ -25,16 +25,16 @@ const (
 
 // RunCompletion is an automation run's recorded outcome.
 type RunCompletion struct {
-	RunID           string   `json:"run_id"`
-	CompletionID    string   `json:"completion_id"`
-	Outcome         string   `json:"outcome"`
-	SessionID       string   `json:"session_id"`
-	SummaryMarkdown string   `json:"summary_markdown,omitempty"`
-	Citations       []string `json:"citations,omitempty"`
-	DiffRef         string   `json:"diff_ref,omitempty"`
-	TestReportRef   string   `json:"test_report_ref,omitempty"`
-	SideEffectRefs  []string `json:"side_effect_refs,omitempty"`
-	CompletedAt     string   `json:"completed_at"`
+	RunID           string    `json:"run_id"`
+	CompletionID    string    `json:"completion_id"`
+	Outcome         string    `json:"outcome"`
+	SessionID       string    `json:"session_id"`
+	SummaryMarkdown string    `json:"summary_markdown,omitempty"`
+	Citations       []string  `json:"citations,omitempty"`
+	DiffRef         string    `json:"diff_ref,omitempty"`
+	TestReportRef   string    `json:"test_report_ref,omitempty"`
+	SideEffectRefs  []string  `json:"side_effect_refs,omitempty"`
+	CompletedAt     time.Time `json:"completed_at"`
 }
 
 // Runs records automation run outcomes.
@@ -135,7 +135,7 @@ func (e *Effects) snapshot(ctx context.Context, c Call, a toolspec.SnapshotArgs)
 		return Result{}, err
 	}
 	now := e.now()
-	snap := registry.Snapshot{Key: key, SizeBytes: size, Message: a.Message, SessionID: c.Session.ID, SavedAt: now.UTC().Format(time.RFC3339Nano)}
+	snap := registry.Snapshot{Key: key, SizeBytes: size, Message: a.Message, SessionID: c.Session.ID, SavedAt: now.UTC()}
 	if target == "configuration" {
 		if err := e.Registry.UpdateConfiguration(ctx, owner, registry.ConfigurationUpdate{Snapshot: &snap, UpdatedAt: now}); err != nil {
 			return Result{}, err
@@ -155,7 +155,7 @@ func (e *Effects) complete(ctx context.Context, c Call, a toolspec.CompleteArgs)
 		RunID: a.RunID, CompletionID: a.CompletionID, Outcome: a.Outcome, SessionID: c.Session.ID,
 		SummaryMarkdown: a.SummaryMarkdown, Citations: a.Citations, DiffRef: a.DiffRef,
 		TestReportRef: a.TestReportRef, SideEffectRefs: a.SideEffectRefs,
-		CompletedAt: e.now().UTC().Format(time.RFC3339Nano),
+		CompletedAt: e.now().UTC(),
 	})
 	if err != nil {
 		return Result{}, err

@@ -46,10 +46,10 @@ type Record struct {
 	// may complete the record.
 	Attempt int `json:"attempt"`
 	// LeaseUntil (epoch ms) is when an in-progress run counts as crashed.
-	LeaseUntil  int64   `json:"lease_until"`
-	Result      *Result `json:"result,omitempty"`
-	CreatedAt   string  `json:"created_at"`
-	CompletedAt string  `json:"completed_at,omitempty"`
+	LeaseUntil  int64     `json:"lease_until"`
+	Result      *Result   `json:"result,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	CompletedAt time.Time `json:"completed_at,omitempty,omitzero"`
 	// ExpiresAt (epoch seconds) is when TTL removes the record; a record past it
 	// counts as absent even before TTL gets to it.
 	ExpiresAt int64 `json:"expires_at"`

@@ -223,7 +223,7 @@ func (s *Service) run(ctx context.Context, def toolspec.Def, call Call, canon []
 		Key: call.Key, SessionID: call.Session.ID, Tool: call.Tool, CallID: call.CallID,
 		PayloadHash: payloadHash(call.Tool, canon), Args: canon,
 		State: InProgress, Phase: Handler, Attempt: 1, LeaseUntil: deadline.UnixMilli(),
-		CreatedAt: now.UTC().Format(time.RFC3339Nano), ExpiresAt: now.Add(inProgressTTL).Unix(),
+		CreatedAt: now.UTC(), ExpiresAt: now.Add(inProgressTTL).Unix(),
 	}
 	cur, created, err := s.o.Records.Begin(ctx, rec, now)
 	if err != nil {

@@ -22,14 +22,14 @@ func Run(t *testing.T, newStore func(t *testing.T) registry.Store) {
 	t.Run("projects", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)
-		p := registry.Project{Name: "project-" + unique(t), CreatedAt: "2026-01-01T00:00:00Z"}
+		p := registry.Project{Name: "project-" + unique(t), CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 		if err := st.PutProject(t.Context(), p); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := st.Project(t.Context(), p.Name); err != nil || got != p {
 			t.Errorf("Project = %+v, %v; want %+v", got, err, p)
 		}
-		p.CreatedAt = "2026-02-02T00:00:00Z"
+		p.CreatedAt = time.Date(2026, 2, 2, 0, 0, 0, 0, time.UTC)
 		if err := st.PutProject(t.Context(), p); err != nil {
 			t.Fatal(err)
 		}
@@ -94,10 +94,10 @@ func Run(t *testing.T, newStore func(t *testing.T) registry.Store) {
 		st := newStore(t)
 		c := registry.Configuration{
 			ID: "cfg-" + unique(t), RepoName: "acme/shop",
-			Snapshot:        &registry.Snapshot{Key: "snapshots/a.tar.gz", SizeBytes: 1 << 20, Message: "deps", SessionID: "s-1", SavedAt: "2026-01-01T00:00:00Z"},
+			Snapshot:        &registry.Snapshot{Key: "snapshots/a.tar.gz", SizeBytes: 1 << 20, Message: "deps", SessionID: "s-1", SavedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
 			ServiceCommands: []toolspec.ServiceCommand{{Name: "web", Command: "npm start", Cwd: "app"}},
 			EnvFiles:        []toolspec.EnvFile{{Path: ".env", Format: "dotenv", Mode: "0600", Keys: []toolspec.EnvKey{{Key: "API_URL"}}}},
-			UpdatedAt:       "2026-01-01T00:00:00Z",
+			UpdatedAt:       time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		}
 		if err := st.PutConfiguration(t.Context(), c); err != nil {
 			t.Fatal(err)
@@ -120,12 +120,12 @@ func Run(t *testing.T, newStore func(t *testing.T) registry.Store) {
 	t.Run("update configuration sets fields of an existing one", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)
-		c := registry.Configuration{ID: "cfg-" + unique(t), RepoName: "acme/shop", UpdatedAt: "2026-01-01T00:00:00Z"}
+		c := registry.Configuration{ID: "cfg-" + unique(t), RepoName: "acme/shop", UpdatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 		if err := st.PutConfiguration(t.Context(), c); err != nil {
 			t.Fatal(err)
 		}
 		saved := time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)
-		snap := registry.Snapshot{Key: "snapshots/b.tar.gz", SizeBytes: 42, SessionID: "s-2", SavedAt: "2026-03-03T00:00:00Z"}
+		snap := registry.Snapshot{Key: "snapshots/b.tar.gz", SizeBytes: 42, SessionID: "s-2", SavedAt: time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)}
 		cmds := []toolspec.ServiceCommand{{Name: "api", Command: "go run ./cmd/api", WorkspacePath: "/w"}}
 		if err := st.UpdateConfiguration(t.Context(), c.ID, registry.ConfigurationUpdate{Snapshot: &snap, ServiceCommands: cmds, UpdatedAt: saved}); err != nil {
 			t.Fatal(err)

@@ -53,7 +53,7 @@ func record(t *testing.T, kind, sessionID string) session.IdempotencyRecord {
 	now := time.Now().UTC()
 	return session.IdempotencyRecord{
 		Key: kind + "#" + newID(t), SessionID: sessionID, RequestHash: "request-hash",
-		CreatedAt: stamp(now), ExpiresAt: now.Add(time.Hour).Unix(),
+		CreatedAt: now, ExpiresAt: now.Add(time.Hour).Unix(),
 	}
 }
 
@@ -69,7 +69,6 @@ func newID(t *testing.T) string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // notBefore checks that the timestamp field was set, to a time not before t.
 func notBefore(t *testing.T, field string, at, before time.Time) {

@@ -69,7 +69,6 @@ func newID(t *testing.T) string {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-
 // notBefore checks that the timestamp field was set, to a time not before t.
 func notBefore(t *testing.T, field string, at, before time.Time) {
 	t.Helper()

@@ -23,6 +23,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/callback"
 	"github.com/remote-agents/remote-agents/sandbox/contract"
@@ -321,8 +323,9 @@ func (cl *client) Emit(ctx context.Context, p sandboxwire.Payload) error {
 	if err != nil {
 		return err
 	}
+	// The id makes a retried append (its answer lost) append nothing twice.
 	var out sandboxwire.EventsResponse
-	return cl.do(ctx, http.MethodPost, sandboxwire.RouteEvents, sandboxwire.EventsRequest{Events: []sandboxwire.Event{ev}}, &out)
+	return cl.do(ctx, http.MethodPost, sandboxwire.RouteEvents, sandboxwire.EventsRequest{ID: uuid.NewString(), Events: []sandboxwire.Event{ev}}, &out)
 }
 
 // Uploads asks for presigned upload URLs for a gateway tool call's files.

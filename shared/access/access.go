@@ -100,7 +100,9 @@ var table = map[string]Access{
 		Tables: map[string][]string{
 			Sessions: {GetItem, UpdateItem},
 			Events:   {PutItem, Query},
-			Registry: {GetItem},
+			// Appends with an id are exactly-once through an idempotency record.
+			Idempotency: {GetItem, PutItem},
+			Registry:    {GetItem},
 		},
 		Objects: map[string][]string{
 			GuardrailsKey:              {GetObject},

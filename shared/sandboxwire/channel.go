@@ -151,8 +151,15 @@ const AttachmentTTL = 15 * time.Minute
 // EventsRequest is what a sandbox appends (POST events): 1 to
 // MaxEventsPerAppend events.
 type EventsRequest struct {
+	// ID, if set, makes the append exactly-once: a retry with the same ID
+	// appends nothing again and is answered the first append's numbers. An
+	// append with an ID carries exactly one event.
+	ID     string  `json:"id,omitempty"`
 	Events []Event `json:"events"`
 }
+
+// MaxAppendIDLen bounds an EventsRequest's ID (printable ASCII).
+const MaxAppendIDLen = 128
 
 // EventsResponse numbers the appended events.
 type EventsResponse struct {

@@ -254,6 +254,9 @@ func (c *Channel) Append(ctx context.Context, id, tok string, in sandboxwire.Eve
 		}
 		events[i] = Event{Type: e.Type, Data: data}
 	}
+	if in.ID != "" {
+		return c.appendOnce(ctx, sess, in.ID, events)
+	}
 	stored, err := c.o.Store.AppendEvents(ctx, sess.ID, sess.Generation, events)
 	if errors.Is(err, ErrConflict) {
 		return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "The session has ended.")
@@ -262,6 +265,35 @@ func (c *Channel) Append(ctx context.Context, id, tok string, in sandboxwire.Eve
 		return sandboxwire.EventsResponse{}, err
 	}
 	return sandboxwire.EventsResponse{FirstSeq: stored[0].Seq, LastSeq: stored[len(stored)-1].Seq}, nil
+}
+
+// eventRetention is how long an append's ID is remembered: far longer than a
+// sandbox retries.
+const eventRetention = 24 * time.Hour
+
+// appendOnce appends the one event of an append with an ID, once.
+func (c *Channel) appendOnce(ctx context.Context, sess Session, appendID string, events []Event) (sandboxwire.EventsResponse, error) {
+	if len(events) != 1 || len(appendID) > sandboxwire.MaxAppendIDLen || !printable.MatchString(appendID) {
+		return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "An append with an id carries one event, and its id is 1 to %d printable ASCII characters.", sandboxwire.MaxAppendIDLen)
+	}
+	now := c.o.Now().UTC()
+	rec := IdempotencyRecord{
+		Key:         scopedKey("event", sess.ID, appendID),
+		SessionID:   sess.ID,
+		RequestHash: hashOf(events[0]),
+		CreatedAt:   now,
+		ExpiresAt:   now.Add(eventRetention).Unix(),
+	}
+	got, replayed, err := appendOnce(ctx, c.o.Store, sess.ID, sess.Generation, events[0], rec)
+	switch {
+	case errors.Is(err, ErrConflict):
+		return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "The session has ended.")
+	case err != nil:
+		return sandboxwire.EventsResponse{}, err
+	case replayed && got.RequestHash != rec.RequestHash:
+		return sandboxwire.EventsResponse{}, apierror.New(apierror.IdempotencyKeyReused, "This append id was used for a different event.")
+	}
+	return sandboxwire.EventsResponse{FirstSeq: got.Seq, LastSeq: got.Seq}, nil
 }
 
 // Uploads returns presigned PUT URLs for the files of one gateway tool call:

@@ -389,3 +389,50 @@ func TestChannelUploads(t *testing.T) {
 		t.Errorf("uploads without a sandbox token: %v", err)
 	}
 }
+
+// TestChannelAppendWithAnIDIsExactlyOnce: a sandbox retrying an append whose
+// answer it lost appends nothing twice, concurrent retries included.
+func TestChannelAppendWithAnIDIsExactlyOnce(t *testing.T) {
+	t.Parallel()
+	c := newChannel(t, session.Working)
+	msg, err := sandboxwire.NewEvent(sandboxwire.AgentMessage{Text: "once"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := sandboxwire.EventsRequest{ID: "append-1", Events: []sandboxwire.Event{msg}}
+	const n = 8
+	outs := make([]sandboxwire.EventsResponse, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { outs[i], errs[i] = c.ch.Append(t.Context(), c.sess.ID, c.tok, req) })
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || outs[i] != outs[0] || outs[i].FirstSeq == 0 {
+			t.Errorf("append %d: %+v %v; want %+v", i, outs[i], errs[i], outs[0])
+		}
+	}
+	stored, err := c.store.Events(t.Context(), c.sess.ID, 0, 100)
+	if err != nil || len(stored) != 1 {
+		t.Fatalf("stored %d events (%v), want 1", len(stored), err)
+	}
+	other, _ := sandboxwire.NewEvent(sandboxwire.AgentMessage{Text: "another"})
+	if _, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, sandboxwire.EventsRequest{ID: "append-1", Events: []sandboxwire.Event{other}}); code(err) != apierror.IdempotencyKeyReused {
+		t.Errorf("the id with another event: %v", err)
+	}
+	for _, bad := range []sandboxwire.EventsRequest{
+		{ID: "two", Events: []sandboxwire.Event{msg, msg}},
+		{ID: "has space", Events: []sandboxwire.Event{msg}},
+		{ID: strings.Repeat("x", sandboxwire.MaxAppendIDLen+1), Events: []sandboxwire.Event{msg}},
+	} {
+		if _, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, bad); code(err) != apierror.InvalidRequest {
+			t.Errorf("append %q of %d events: %v", bad.ID, len(bad.Events), err)
+		}
+	}
+	// Another session's append of the same id is its own.
+	s2, tok2 := c.add(t, session.Working)
+	if out, err := c.ch.Append(t.Context(), s2.ID, tok2, req); err != nil || out.FirstSeq != 1 {
+		t.Errorf("the same id in another session: %+v %v", out, err)
+	}
+}

@@ -99,23 +99,36 @@ func (s *Service) PostMessage(ctx context.Context, id, tok string, req MessageRe
 		CreatedAt:   now,
 		ExpiresAt:   now.Add(messageRetention).Unix(),
 	}
-	if prev, err := s.o.Store.Idempotency(ctx, rec.Key); err == nil {
-		return replayMessage(id, req, rec, prev)
-	} else if !errors.Is(err, ErrNotFound) {
-		return MessageReceipt{}, err
+	got, replayed, err := appendOnce(ctx, s.o.Store, id, sess.Generation, ev, rec)
+	switch {
+	case err != nil:
+		return MessageReceipt{}, notAlive(err)
+	case replayed:
+		return replayMessage(id, req, rec, got)
 	}
-	out, err := s.o.Store.AppendOnce(ctx, id, sess.Generation, ev, rec)
+	return MessageReceipt{AgentID: id, Status: "queued", MessageID: got.Seq, ClientMessageID: req.ClientMessageID}, nil
+}
+
+// appendOnce appends ev under the idempotency record rec, once. It returns the
+// record the append wrote, or the first append's when rec's key was used
+// before (replayed): whether that one carried the same content is the
+// caller's to check, by RequestHash.
+func appendOnce(ctx context.Context, st Store, id string, gen int, ev Event, rec IdempotencyRecord) (IdempotencyRecord, bool, error) {
+	if prev, err := st.Idempotency(ctx, rec.Key); err == nil {
+		return prev, true, nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return IdempotencyRecord{}, false, err
+	}
+	out, err := st.AppendOnce(ctx, id, gen, ev, rec)
 	if errors.Is(err, ErrIdempotencyTaken) {
-		prev, err := s.o.Store.Idempotency(ctx, rec.Key)
-		if err != nil {
-			return MessageReceipt{}, err
-		}
-		return replayMessage(id, req, rec, prev)
+		prev, err := st.Idempotency(ctx, rec.Key)
+		return prev, err == nil, err
 	}
 	if err != nil {
-		return MessageReceipt{}, notAlive(err)
+		return IdempotencyRecord{}, false, err
 	}
-	return MessageReceipt{AgentID: id, Status: "queued", MessageID: out.Seq, ClientMessageID: req.ClientMessageID}, nil
+	rec.Seq = out.Seq
+	return rec, false, nil
 }
 
 func replayMessage(id string, req MessageRequest, rec, prev IdempotencyRecord) (MessageReceipt, error) {

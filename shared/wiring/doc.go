@@ -7,5 +7,5 @@
 // An Env holds what every function starts from (configuration, the AWS
 // configuration, resource names, the logger) and builds the clients, stores,
 // queues and services a constructor asks for on first use, once. A function
-// that never asks for a queue resolves no queue URL and links no queue code.
+// that never asks for a queue resolves no queue URL at its cold start.
 package wiring

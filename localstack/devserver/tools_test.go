@@ -203,10 +203,11 @@ func TestToolCallbacksInASetupSession(t *testing.T) {
 	}
 
 	// Who may call: the sandbox of this session, nobody else.
-	wantToolError(t, s.tool(id, "", "verify", "a", map[string]any{}), 401, "missing_token")
+	// Every caller but this session's sandbox is refused alike (agent contract 6.3).
+	wantToolError(t, s.tool(id, "", "verify", "a", map[string]any{}), 403, "forbidden")
 	wantToolError(t, s.tool(id, sessionTok, "verify", "a", map[string]any{}), 403, "forbidden")
 	wantToolError(t, s.tool(id, appKey, "verify", "a", map[string]any{}), 403, "forbidden")
-	wantToolError(t, s.tool(id, sb+"x", "verify", "a", map[string]any{}), 401, "invalid_token")
+	wantToolError(t, s.tool(id, sb+"x", "verify", "a", map[string]any{}), 403, "forbidden")
 	wantToolError(t, s.tool(id, sb, "request_env_variables", "a", map[string]any{"keys": []any{map[string]any{"key": "A"}}}), 400, "invalid_request")
 	wantToolError(t, s.tool(id, sb, "delete_everything", "a", map[string]any{}), 404, "not_found")
 	wantToolError(t, s.call(http.MethodPost, "/proliferate/"+id+"/tools/verify", sb, `{"tool_call_id":"a","args":{},"extra":1}`), 400, "invalid_request")
@@ -257,8 +258,8 @@ func TestSetupToolsAndTokensAreGated(t *testing.T) {
 
 	// A second session's sandbox token is refused on the first.
 	id2, _, sb2, _ := s.readySecond(t, id)
-	wantToolError(t, s.tool(id, sb2, "verify", "x", map[string]any{}), 401, "invalid_token")
-	wantToolError(t, s.tool(id2, sb, "verify", "x", map[string]any{}), 401, "invalid_token")
+	wantToolError(t, s.tool(id, sb2, "verify", "x", map[string]any{}), 403, "forbidden")
+	wantToolError(t, s.tool(id2, sb, "verify", "x", map[string]any{}), 403, "forbidden")
 
 	// Bad uploads are refused.
 	for _, bad := range []map[string]any{

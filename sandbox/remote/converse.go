@@ -132,7 +132,7 @@ func (c *conversation) report(ctx context.Context, e llm.LoopEvent) error {
 		})
 	case llm.ToolFinished:
 		return c.emit(ctx, sandboxwire.ToolCall{
-			Tool: e.Call.Name, Args: sanitize.Clip(string(e.Call.Args), maxEventChars), IsError: e.Message.IsError, Output: sanitize.Clip(e.Message.Content, maxEventChars),
+			ToolCallID: e.Call.ID, Tool: e.Call.Name, Args: sanitize.Clip(string(e.Call.Args), maxEventChars), IsError: e.Message.IsError, Output: sanitize.Clip(e.Message.Content, maxEventChars),
 		})
 	}
 	return nil

@@ -269,3 +269,32 @@ func TestToolEventsAreClippedAndFailuresSanitised(t *testing.T) {
 		t.Error("the model got a clipped tool output")
 	}
 }
+
+// TestToolCallEventsCarryTheirCallID: a tool.call event names the model's call
+// id, which is the tool_call_id of a gateway tool's callback record.
+func TestToolCallEventsCarryTheirCallID(t *testing.T) {
+	t.Parallel()
+	p := &fakeProvider{answer: func(_ llm.Request, n int) (llm.Response, error) {
+		if n == 1 {
+			call := sh("x", false)
+			call.ID = "call-42"
+			return llm.Response{ToolCalls: []llm.ToolCall{call}}, nil
+		}
+		return llm.Response{Content: "done"}, nil
+	}}
+	c, gw := newConversation(t, &Brain{Provider: p, Tools: shellTools{}})
+	if err := c.turn(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
+	var ids []any
+	for _, e := range gw.events {
+		if e.Type == sandboxwire.TypeToolCall {
+			ids = append(ids, e.Data["tool_call_id"])
+		}
+	}
+	if len(ids) != 1 || ids[0] != "call-42" {
+		t.Errorf("tool.call events carry tool_call_id %v, want [call-42]", ids)
+	}
+}

@@ -116,7 +116,7 @@ var table = map[string]Access{
 			Sessions:    {GetItem, UpdateItem},
 			Events:      {PutItem},
 			Idempotency: {GetItem, PutItem, UpdateItem},
-			Registry:    {GetItem, UpdateItem},
+			Registry:    {UpdateItem},
 			Jobs:        {PutItem},
 		},
 		Send:    []string{ToolsQueue},

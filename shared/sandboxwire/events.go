@@ -105,12 +105,14 @@ type Option struct {
 }
 
 // ToolCall is one tool the agent ran, with its arguments and output cut to
-// MaxEventTextChars.
+// MaxEventTextChars. ToolCallID is the model's id of the call, which is also
+// the tool_call_id of a gateway tool's callback.
 type ToolCall struct {
-	Tool    string `json:"tool"`
-	Args    string `json:"args"`
-	IsError bool   `json:"is_error"`
-	Output  string `json:"output"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Tool       string `json:"tool"`
+	Args       string `json:"args"`
+	IsError    bool   `json:"is_error"`
+	Output     string `json:"output"`
 }
 
 // StateChanged says the agent is working or idle.

@@ -333,7 +333,8 @@ type AliveStatus struct {
 	GuardrailsStale   bool   `json:"guardrails_stale"`
 }
 
-// Alive reports whether a session is still usable.
+// Alive reports whether a session is still active, that is not ended: a
+// provisioning or ending agent is alive, and State says which.
 func (s *Service) Alive(ctx context.Context, id, tok string) (AliveStatus, error) {
 	if tok == "" {
 		return AliveStatus{}, apierror.New(apierror.MissingToken, "A session token is required.")
@@ -371,7 +372,7 @@ func (s *Service) Alive(ctx context.Context, id, tok string) (AliveStatus, error
 	}
 	return AliveStatus{
 		AgentID:           id,
-		Alive:             slices.Contains(Running, sess.State) && !sess.Lost(s.o.Now()),
+		Alive:             slices.Contains(Live, sess.State) && !sess.Lost(s.o.Now()), // not ended (the spec)
 		State:             string(sess.State),
 		GuardrailsVersion: sess.GuardrailsHash,
 		GuardrailsStale:   sess.GuardrailsHash != "" && sess.GuardrailsHash != current,

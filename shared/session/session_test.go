@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -75,5 +76,38 @@ func TestAliveMarksSilentSandboxLost(t *testing.T) {
 	}
 	if len(pub.sent) != 1 || pub.sent[0].Type != jobs.SessionStop || pub.sent[0].SessionID != id {
 		t.Errorf("published %+v, want one session.stop for the lost sandbox", pub.sent)
+	}
+}
+
+// TestAliveIsNotEnded: an agent is alive while it is not ended (remote-agents
+// spec, "still active (not ended)"): provisioning and ending included, with the
+// state telling which; ended and failed are not.
+func TestAliveIsNotEnded(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	store := storetest.NewMemory()
+	svc := session.NewService(session.Options{Store: store, Guardrails: guardrails.File(t.TempDir() + "/none.md"), Jobs: &publisher{},
+		Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	for i, tt := range []struct {
+		state session.State
+		alive bool
+	}{
+		{session.Provisioning, true},
+		{session.Ready, true},
+		{session.Working, true},
+		{session.Idle, true},
+		{session.Ending, true},
+		{session.Ended, false},
+		{session.Failed, false},
+	} {
+		tok, hash := token.New(token.Session)
+		id := fmt.Sprintf("0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5b%02d", i)
+		if err := store.Create(t.Context(), session.Session{ID: id, State: tt.state, Generation: 1, TokenHashes: []string{hash}, HeartbeatAt: now}, nil); err != nil {
+			t.Fatal(err)
+		}
+		st, err := svc.Alive(t.Context(), id, tok)
+		if err != nil || st.Alive != tt.alive || st.State != string(tt.state) {
+			t.Errorf("%s: %+v %v, want alive %v", tt.state, st, err, tt.alive)
+		}
 	}
 }

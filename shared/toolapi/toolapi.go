@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/toolgate"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
@@ -49,8 +48,10 @@ func (h *Handlers) Callback(ctx context.Context, req httpapi.Request) (httpapi.R
 		Tool:      req.PathParameters["toolName"],
 		Token:     httpapi.BearerToken(req),
 	}
-	if in.Token == "" {
-		return h.error(ctx, apierror.New(apierror.MissingToken, "A sandbox token is required.")), nil
+	// Who calls comes first: no body is read for a caller that may not call.
+	sess, err := h.Gate.Authenticate(ctx, in.SessionID, in.Token)
+	if err != nil {
+		return h.error(ctx, err), nil
 	}
 	var body struct {
 		ToolCallID string          `json:"tool_call_id"`
@@ -60,7 +61,7 @@ func (h *Handlers) Callback(ctx context.Context, req httpapi.Request) (httpapi.R
 		return h.error(ctx, err), nil
 	}
 	in.ToolCallID, in.Args = body.ToolCallID, body.Args
-	out, err := h.Gate.Call(ctx, in)
+	out, err := h.Gate.CallAs(ctx, sess, in)
 	if err != nil {
 		return h.error(ctx, err), nil
 	}

@@ -27,9 +27,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/prompts"
-	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/session"
-	"github.com/remote-agents/remote-agents/shared/token"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
 
@@ -79,21 +77,13 @@ type Enqueuer interface {
 	Send(ctx context.Context, body string, delay time.Duration) (string, error)
 }
 
-// AppKeys finds app keys by the hash of their secret (registry.Store has it).
-type AppKeys interface {
-	AppKeyByHash(ctx context.Context, hash string) (registry.AppKey, error)
-}
-
 // Options configure a Service.
 type Options struct {
 	Sessions session.Store
 	Records  Store
 	Executor Executor
 	// Queue is the tools queue, for long tools.
-	Queue Enqueuer
-	// AppKeys, if set, recognises app keys of any shape, so that they are refused
-	// as the non-sandbox credentials they are (403), not as unknown tokens (401).
-	AppKeys     AppKeys
+	Queue       Enqueuer
 	Retention   time.Duration
 	Margin      time.Duration
 	LongWait    time.Duration
@@ -153,20 +143,34 @@ type Pending struct {
 	RetryAfterSeconds int    `json:"retry_after_seconds"`
 }
 
+// Authenticate returns the live session whose current sandbox holds tok. Every
+// other caller is refused alike with forbidden (agent contract 6.3: "reject any
+// non-sandbox caller regardless of bearer token presence"): no token, an
+// unknown one, another session's sandbox token, a session token, an app key,
+// or the token of a session that has ended.
+func (s *Service) Authenticate(ctx context.Context, sessionID, tok string) (session.Session, error) {
+	sess, err := session.AuthenticateSandbox(ctx, s.o.Sessions, sessionID, tok)
+	switch {
+	case err != nil && apierror.CodeOf(err) == "":
+		return session.Session{}, err // the store failed: not the caller's doing
+	case err != nil || sess.State.Terminal():
+		return session.Session{}, apierror.New(apierror.Forbidden, "Only this session's running sandbox may call its tools.")
+	}
+	return sess, nil
+}
+
 // Call authenticates, validates and runs (or replays) one callback.
 func (s *Service) Call(ctx context.Context, req Request) (Outcome, error) {
-	sess, err := session.AuthenticateSandbox(ctx, s.o.Sessions, req.SessionID, req.Token)
+	sess, err := s.Authenticate(ctx, req.SessionID, req.Token)
 	if err != nil {
-		if apierror.CodeOf(err) == apierror.InvalidToken && s.o.AppKeys != nil && token.Check(token.Sandbox, req.Token) != nil && len(req.Token) <= 256 {
-			if _, kerr := s.o.AppKeys.AppKeyByHash(ctx, token.Hash(req.Token)); kerr == nil {
-				return Outcome{}, apierror.New(apierror.Forbidden, "Only a sandbox token is accepted here.")
-			}
-		}
 		return Outcome{}, err
 	}
-	if sess.State.Terminal() {
-		return Outcome{}, apierror.New(apierror.InvalidToken, "The session has ended; its sandbox token is no longer valid.")
-	}
+	return s.CallAs(ctx, sess, req)
+}
+
+// CallAs validates and runs (or replays) one callback of sess, whose sandbox
+// Authenticate has recognised.
+func (s *Service) CallAs(ctx context.Context, sess session.Session, req Request) (Outcome, error) {
 	def, ok := toolspec.Lookup(req.Tool)
 	if !ok {
 		return Outcome{}, apierror.New(apierror.NotFound, "No gateway tool is called %q.", req.Tool)

@@ -461,11 +461,11 @@ func TestCallsAreCheckedBeforeAnythingRuns(t *testing.T) {
 		req  toolgate.Request
 		code apierror.Code
 	}{
-		{"no token", toolgate.Request{SessionID: h.sess.ID, Tool: toolspec.Verify, ToolCallID: "a"}, apierror.MissingToken},
+		{"no token", toolgate.Request{SessionID: h.sess.ID, Tool: toolspec.Verify, ToolCallID: "a"}, apierror.Forbidden},
 		{"session token", toolgate.Request{SessionID: h.sess.ID, Tool: toolspec.Verify, Token: sessionTok, ToolCallID: "a"}, apierror.Forbidden},
-		{"garbage token", toolgate.Request{SessionID: h.sess.ID, Tool: toolspec.Verify, Token: "hello", ToolCallID: "a"}, apierror.InvalidToken},
-		{"another session's token", toolgate.Request{SessionID: h.sess.ID, Tool: toolspec.Verify, Token: otherTok, ToolCallID: "a"}, apierror.InvalidToken},
-		{"unknown session", toolgate.Request{SessionID: "not-a-session", Tool: toolspec.Verify, Token: h.token, ToolCallID: "a"}, apierror.InvalidToken},
+		{"garbage token", toolgate.Request{SessionID: h.sess.ID, Tool: toolspec.Verify, Token: "hello", ToolCallID: "a"}, apierror.Forbidden},
+		{"another session's token", toolgate.Request{SessionID: h.sess.ID, Tool: toolspec.Verify, Token: otherTok, ToolCallID: "a"}, apierror.Forbidden},
+		{"unknown session", toolgate.Request{SessionID: "not-a-session", Tool: toolspec.Verify, Token: h.token, ToolCallID: "a"}, apierror.Forbidden},
 		{"unknown tool", h.req("rm_rf", "a", `{}`), apierror.NotFound},
 		{"sandbox-local tool", h.req(toolspec.RequestEnvVariables, "a", `{"keys":[{"key":"A"}]}`), apierror.InvalidRequest},
 		{"no tool_call_id", h.req(toolspec.Verify, "", `{}`), apierror.InvalidRequest},
@@ -494,5 +494,5 @@ func TestCallsAreCheckedBeforeAnythingRuns(t *testing.T) {
 	}
 	r.ToolCallID = "b"
 	_, err := svc.Call(t.Context(), r)
-	wantCode(t, err, apierror.InvalidToken)
+	wantCode(t, err, apierror.Forbidden)
 }

@@ -212,7 +212,6 @@ func tools(ctx context.Context, e *Env) (*toolgate.Service, error) {
 		Records:  dynamo.NewToolCalls(ddb, set.Idempotency.Name),
 		Executor: &toolgate.Effects{Blob: e.Bucket(), Registry: e.Registry(), Sessions: e.SessionStore(), Runs: dynamo.NewRuns(ddb, set.Jobs.Name)},
 		Queue:    q,
-		AppKeys:  e.Registry(),
 		Log:      e.Log,
 	}), nil
 }

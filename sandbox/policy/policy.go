@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -273,6 +274,17 @@ func (p *Policy) expand(s string) string {
 
 // CheckCommand checks a bash command: every command it runs, however it is
 // chained or wrapped (;, &&, ||, |, $(…), `…`, bash -c, env, nohup …), must pass.
+// CheckKey checks a memory tool's key: allow and deny patterns are globs over
+// keys (path.Match), and under default_deny a key no allow pattern matches is
+// refused (R6.2.5), as for every other tool.
+func (p *Policy) CheckKey(tool, key string) error {
+	return p.decide(tool, key, func(pat string) bool {
+		ok, err := path.Match(pat, key)
+		return err == nil && ok
+	})
+}
+
+// CheckCommand checks a bash command line: every command of it must pass.
 func (p *Policy) CheckCommand(command string) error {
 	if strings.TrimSpace(command) == "" {
 		return denied("bash: empty command")

@@ -99,10 +99,10 @@ rate_limit = 2
 		{"read deny wins", func() error { _, err := p.CheckPath("read", "src/key.pem"); return err }()},
 		{"read private", func() error { _, err := p.CheckPath("read", "private/x"); return err }()},
 		{"write disabled", func() error { _, err := p.CheckPath("write", "src/a.go"); return err }()},
-		{"memory under default_deny", nil},
+		{"memory under default_deny", p.CheckKey("memory_write", "notes")},
 	}
-	wantDenied := map[string]bool{"read deny wins": true, "read private": true, "write disabled": true}
-	for _, tt := range tests[:4] {
+	wantDenied := map[string]bool{"read deny wins": true, "read private": true, "write disabled": true, "memory under default_deny": true}
+	for _, tt := range tests {
 		if errors.Is(tt.err, policy.ErrDenied) != wantDenied[tt.name] {
 			t.Errorf("%s: %v", tt.name, tt.err)
 		}

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+
+	"github.com/remote-agents/remote-agents/sandbox/policy"
 )
 
 // Limits of memory.
@@ -62,7 +64,9 @@ func (m *memory) with(fn func(data map[string]string) (string, bool, error)) (st
 	return out, nil
 }
 
-func memoryTools(path string) []Tool {
+// memoryTools are memory_read and memory_write over the file at path, each key
+// checked by the policy.
+func memoryTools(p *policy.Policy, path string) []Tool {
 	m := &memory{path: path}
 	return []Tool{
 		{
@@ -73,6 +77,9 @@ func memoryTools(path string) []Tool {
 			Run: func(_ context.Context, raw json.RawMessage) (string, error) {
 				a, err := decode[struct{ Key string }](raw)
 				if err != nil {
+					return "", err
+				}
+				if err := p.CheckKey("memory_read", a.Key); err != nil {
 					return "", err
 				}
 				return m.with(func(data map[string]string) (string, bool, error) {
@@ -93,6 +100,9 @@ func memoryTools(path string) []Tool {
 			Run: func(_ context.Context, raw json.RawMessage) (string, error) {
 				a, err := decode[struct{ Key, Value string }](raw)
 				if err != nil {
+					return "", err
+				}
+				if err := p.CheckKey("memory_write", a.Key); err != nil {
 					return "", err
 				}
 				return m.with(func(data map[string]string) (string, bool, error) {

@@ -56,7 +56,7 @@ type Options struct {
 func New(p *policy.Policy, o Options) (*Registry, error) {
 	r := &Registry{tools: map[string]Tool{}, schemas: map[string]*jsonschema.Schema{}}
 	builtins := append(fileTools(p), bashTool(p))
-	builtins = append(builtins, memoryTools(o.MemoryPath)...)
+	builtins = append(builtins, memoryTools(p, o.MemoryPath)...)
 	builtins = append(builtins, webTools(p, o)...)
 	for _, t := range builtins {
 		if !p.Enabled(t.Name) {

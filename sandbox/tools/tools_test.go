@@ -177,3 +177,23 @@ func TestDisabledToolsAreNotOffered(t *testing.T) {
 	}
 	fails(t, call(t, r, "bash", `{"command":"ls"}`), "unknown tool")
 }
+
+// TestMemoryUnderDefaultDeny: with default_deny, the memory tools reach only
+// the keys an allow pattern names (R6.2.5); deny wins as everywhere.
+func TestMemoryUnderDefaultDeny(t *testing.T) {
+	t.Parallel()
+	r, _ := setup(t, `
+default_deny = true
+
+[tools.memory_write]
+allow = ["notes/*"]
+deny = ["notes/secret*"]
+
+[tools.memory_read]
+enabled = true
+`)
+	ok(t, call(t, r, "memory_write", `{"key":"notes/a","value":"1"}`), "stored")
+	fails(t, call(t, r, "memory_write", `{"key":"other","value":"1"}`), "not allowed")
+	fails(t, call(t, r, "memory_write", `{"key":"notes/secret-1","value":"1"}`), "deny pattern")
+	fails(t, call(t, r, "memory_read", `{"key":"notes/a"}`), "not allowed")
+}

@@ -173,6 +173,12 @@ func TestValidate(t *testing.T) {
 		{"self cycle", "NAME w\nGOAL a \"again $a\"\nRUN r USING a", []string{"circle: a → $a"}},
 		{"duplicates", "NAME w\nINPUT i\nINPUT i\nGOAL g \"x\"\nGOAL g \"y\"\nRUN r USING g\nRUN r USING g", []string{"input i is defined twice", "goal g is defined twice", "step r is defined twice"}},
 		{"escaped dollar", "NAME w\nGOAL g \"costs \\$5 and \\$x\"\nRUN r USING g", nil},
+		// Files written for the reference runtime: a name ends at the first
+		// character that is not a letter, digit or '_'; a goal may share an
+		// input's name ($x is the input until goal x has run).
+		{"variable ends at a dash", "NAME w\nINPUT word_count\nGOAL g \"a $word_count-word essay\"\nRUN r USING g", nil},
+		{"goal named like an input", "NAME w\nINPUT draft\nGOAL draft \"Improve $draft\"\nGOAL review \"Review $draft\"\nRUN r USING draft, review", nil},
+		{"goals named like inputs refer to each other", "NAME w\nINPUT a\nINPUT b\nGOAL a \"after $b\"\nGOAL b \"after $a\"\nRUN r USING a, b", nil},
 	}
 	for _, tt := range tests {
 		wf, err := agentfile.Parse("A", tt.src)
@@ -196,18 +202,23 @@ func TestValidate(t *testing.T) {
 
 func TestInterpolate(t *testing.T) {
 	t.Parallel()
-	vars := map[string]string{"topic": "Go", "scan": "3 issues", "a-b": "dash"}
+	vars := map[string]string{"topic": "Go", "scan": "3 issues", "a-b": "dash", "word_count": "500"}
 	tests := []struct{ in, want string }{
 		{"About $topic.", "About Go."},
 		{"$scan found; $unknown stays", "3 issues found; $unknown stays"},
 		{`price \$5, literal \$topic`, "price $5, literal $topic"},
-		{"$a-b and $", "dash and $"},
+		{"$a-b and $", "$a-b and $"}, // $a is the name, and it is unknown
+		{"a $word_count-word essay", "a 500-word essay"},
+		{"$9 and $_x", "$9 and $_x"},
 		{"$$topic", "$Go"},
 	}
 	for _, tt := range tests {
 		if got := agentfile.Interpolate(tt.in, vars); got != tt.want {
 			t.Errorf("Interpolate(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+	if got := agentfile.Refs("a $word_count-word essay on $topic."); !reflect.DeepEqual(got, []string{"word_count", "topic"}) {
+		t.Errorf("Refs stops at the first non-name character: %v", got)
 	}
 	if got := agentfile.Refs(`$a and $b, $a again, \$c`); !reflect.DeepEqual(got, []string{"a", "b"}) {
 		t.Errorf("Refs = %v", got)

@@ -39,9 +39,6 @@ func Validate(wf *Workflow) error {
 		if goals[g.Name] != nil {
 			add(g.Pos, "goal %s is defined twice", g.Name)
 		}
-		if inputs[g.Name] != nil {
-			add(g.Pos, "goal %s has the name of an input: $%s would be ambiguous", g.Name, g.Name)
-		}
 		goals[g.Name] = g
 		for _, name := range g.Using {
 			a := agents[name]
@@ -80,7 +77,7 @@ func Validate(wf *Workflow) error {
 	if len(wf.Steps) == 0 {
 		add(Pos{File: wf.File, Line: 1, Col: 1}, "no RUN or LOOP step: nothing would run")
 	}
-	for _, cycle := range goalCycles(wf.Goals) {
+	for _, cycle := range goalCycles(wf.Goals, inputs) {
 		g := goals[cycle[0]]
 		add(g.Pos, "goals refer to each other in a circle: %s", strings.Join(append(cycle, cycle[0]), " → $"))
 	}
@@ -99,8 +96,10 @@ func Validate(wf *Workflow) error {
 
 func before(a, b Pos) bool { return a.Line < b.Line || (a.Line == b.Line && a.Col < b.Col) }
 
-// goalCycles finds the cycles of $goal references between goal prompts.
-func goalCycles(goals []*Goal) [][]string {
+// goalCycles finds the cycles of $goal references between goal prompts. A
+// name that is also an input's is no edge: $x is the input until goal x has
+// produced output (and in goal x's own prompt), so it never waits on x.
+func goalCycles(goals []*Goal, inputs map[string]*Input) [][]string {
 	deps := map[string][]string{}
 	names := map[string]bool{}
 	for _, g := range goals {
@@ -108,7 +107,7 @@ func goalCycles(goals []*Goal) [][]string {
 	}
 	for _, g := range goals {
 		for _, r := range Refs(g.Prompt) {
-			if names[r] {
+			if names[r] && inputs[r] == nil {
 				deps[g.Name] = append(deps[g.Name], r)
 			}
 		}
@@ -146,7 +145,8 @@ func goalCycles(goals []*Goal) [][]string {
 }
 
 // Refs returns the names a prompt refers to with $name, in order, without repeats;
-// an escaped \$ is no reference.
+// an escaped \$ is no reference. A name is the letters, digits and '_' after
+// the '$' (VarLen): in "a $word_count-word essay" it is word_count.
 func Refs(prompt string) []string {
 	var out []string
 	for i := 0; i < len(prompt); i++ {
@@ -157,10 +157,7 @@ func Refs(prompt string) []string {
 		if prompt[i] != '$' {
 			continue
 		}
-		j := i + 1
-		for j < len(prompt) && IsIdent(prompt[i+1:j+1]) {
-			j++
-		}
+		j := i + 1 + VarLen(prompt[i+1:])
 		if name := prompt[i+1 : j]; name != "" && !slices.Contains(out, name) {
 			out = append(out, name)
 		}
@@ -183,10 +180,7 @@ func Interpolate(prompt string, vars map[string]string) string {
 			b.WriteByte(prompt[i])
 			continue
 		}
-		j := i + 1
-		for j < len(prompt) && IsIdent(prompt[i+1:j+1]) {
-			j++
-		}
+		j := i + 1 + VarLen(prompt[i+1:])
 		if v, ok := vars[prompt[i+1:j]]; ok && j > i+1 {
 			b.WriteString(v)
 			i = j - 1
@@ -196,6 +190,26 @@ func Interpolate(prompt string, vars map[string]string) string {
 	}
 	return b.String()
 }
+
+// VarLen is the length of the variable name at the start of s: letters,
+// digits and '_', the first not a digit; 0 if there is none. Every place that
+// reads $name in a prompt (validation, interpolation, inspect, the dependency
+// graph) reads it this way, as the language's reference runtime does.
+func VarLen(s string) int {
+	n := 0
+	for n < len(s) && n < maxVarLen {
+		c := s[n]
+		letter := (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'
+		if !letter && (n == 0 || c < '0' || c > '9') {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// maxVarLen bounds a variable name, as identifiers are bounded.
+const maxVarLen = 128
 
 // PromptExtensions are the prompt file types FROM accepts.
 var PromptExtensions = []string{".md", ".txt"}

@@ -79,6 +79,8 @@ func inputFor(dir string) string {
 		return "plan=Adopt Fargate"
 	case "goal-from-file":
 		return "issue=Timeouts"
+	case "sequential-vars":
+		return "word_count=30"
 	default:
 		return "topic=Go"
 	}

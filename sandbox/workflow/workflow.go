@@ -424,8 +424,15 @@ func (r *run) userPrompt(g *agentfile.Goal, step *agentfile.Step, iteration int,
 	for k, v := range r.inputs {
 		vars[k] = v
 	}
+	// Sequential variables: $x is input x until goal x has produced output,
+	// and goal x's output after; in goal x's own prompt it stays the input.
+	outputs := make(map[string]string, len(r.outputs))
 	for k, v := range r.outputs {
+		outputs[k] = v
 		vars[k] = v
+	}
+	if in, ok := r.inputs[g.Name]; ok {
+		vars[g.Name] = in
 	}
 	r.mu.Unlock()
 	var b strings.Builder
@@ -433,7 +440,7 @@ func (r *run) userPrompt(g *agentfile.Goal, step *agentfile.Step, iteration int,
 	referenced := agentfile.Refs(g.Prompt)
 	var earlier []string
 	for _, other := range r.wf.Goals {
-		out, ok := vars[other.Name]
+		out, ok := outputs[other.Name]
 		if ok && other.Name != g.Name && !contains(referenced, other.Name) {
 			earlier = append(earlier, fmt.Sprintf("- %s: %s", other.Name, sanitize.Clip(out, maxContext)))
 		}

@@ -285,3 +285,31 @@ func TestGoalConversationEndsAtMaxToolTurns(t *testing.T) {
 		t.Errorf("events %v", events)
 	}
 }
+
+// TestSequentialVariables: a goal may share an input's name. $draft is the
+// input until goal draft has produced output, and goal draft's output after;
+// in goal draft's own prompt it is the input, however often it runs.
+func TestSequentialVariables(t *testing.T) {
+	t.Parallel()
+	wf := parse(t, "NAME w\nINPUT draft\nGOAL draft \"Improve $draft\"\nGOAL review \"Review $draft\"\nRUN first USING draft, review\nRUN again USING draft")
+	p := &recorder{answer: func(req llm.Request, n int) llm.Response {
+		return llm.Response{Content: map[int]string{1: "better text", 2: "looks fine", 3: "best text", 4: "done"}[n]}
+	}}
+	if _, err := workflow.Run(t.Context(), wf, map[string]string{"draft": "rough text"}, workflow.Options{Provider: p}); err != nil {
+		t.Fatal(err)
+	}
+	prompts := make([]string, len(p.reqs))
+	for i, r := range p.reqs {
+		prompts[i] = r.Messages[0].Content
+	}
+	if len(prompts) < 3 {
+		t.Fatalf("%d model calls", len(prompts))
+	}
+	if !strings.Contains(prompts[0], "Improve rough text") || !strings.Contains(prompts[1], "Review better text") ||
+		!strings.Contains(prompts[2], "Improve rough text") {
+		t.Errorf("prompts:\n%s", strings.Join(prompts, "\n---\n"))
+	}
+	if strings.Contains(prompts[0], "Results of earlier goals") {
+		t.Errorf("the input was shown as a goal's result:\n%s", prompts[0])
+	}
+}

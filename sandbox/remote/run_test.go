@@ -24,7 +24,9 @@ import (
 // it serves the spec, hands out one user message and one env value, and says
 // stop once the agent has answered the message.
 type platform struct {
-	mu       sync.Mutex
+	// guardrails, if set, replaces the spec's guardrails content.
+	guardrails *string
+	mu         sync.Mutex
 	states   []sandboxwire.StatusReport
 	events   []sandboxwire.Event
 	answered bool
@@ -44,6 +46,11 @@ func (p *platform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out = sandboxwire.Spec{SessionID: "s1", Generation: 1, InitialPrompt: "Say hello",
 			Guardrails: sandboxwire.Guardrails{Content: "# Rules\nBe safe.", Hash: strings.Repeat("a", sandboxwire.GuardrailsHashLen)},
 			Persona:    sandboxwire.Persona{Slug: "helper", Skill: "Helps."}, SessionType: "coding"}
+		if p.guardrails != nil {
+			spec := out.(sandboxwire.Spec)
+			spec.Guardrails.Content = *p.guardrails
+			out = spec
+		}
 	case sandboxwire.RouteStatus:
 		var in sandboxwire.StatusReport
 		_ = json.NewDecoder(r.Body).Decode(&in)
@@ -139,5 +146,32 @@ func TestRunStopsWhenItsTokenIsRefused(t *testing.T) {
 	err := Run(t.Context(), c, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err == nil || !errors.As(err, &auth) {
 		t.Fatalf("Run with a refused token: %v", err)
+	}
+}
+
+// TestRunRefusesEmptyGuardrails (FR3.2): a spec whose guardrails are empty or
+// blank primes nothing (no conversation file, no skill, no prompt), reports
+// failed, and the sandbox stops.
+func TestRunRefusesEmptyGuardrails(t *testing.T) {
+	for _, content := range []string{"", "  \n\t\n"} {
+		gw := &platform{guardrails: &content}
+		srv := httptest.NewServer(gw)
+		ws := t.TempDir()
+		c := Config{SessionID: "s1", Gateway: srv.URL, Token: "rsb_token", Workspace: ws, Heartbeat: time.Millisecond, Poll: time.Millisecond,
+			LLM: agentconfig.LLM{Provider: "scripted"}}
+		err := Run(t.Context(), c, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		srv.Close()
+		if err == nil {
+			t.Errorf("guardrails %q: Run primed anyway", content)
+		}
+		if len(gw.states) != 1 || gw.states[0].State != sandboxwire.Failed || gw.states[0].Reason != sandboxwire.ReasonError {
+			t.Errorf("guardrails %q: states %+v, want one failed report", content, gw.states)
+		}
+		if len(gw.events) != 0 {
+			t.Errorf("guardrails %q: the agent emitted %d events", content, len(gw.events))
+		}
+		if _, err := os.Stat(filepath.Join(ws, ConversationFile)); !os.IsNotExist(err) {
+			t.Errorf("guardrails %q: a conversation was written (%v)", content, err)
+		}
 	}
 }

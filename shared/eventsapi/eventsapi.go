@@ -207,6 +207,19 @@ func Public(e session.Event) map[string]any {
 		if s, ok := out["text"].(string); ok {
 			out["text"] = sanitize.Error(s)
 		}
+	case sandboxwire.TypeOutputVerification:
+		delete(out, "prefix")
+		if files, ok := out["files"].([]any); ok {
+			shown := make([]any, 0, len(files))
+			for _, f := range files {
+				if m, ok := f.(map[string]any); ok {
+					shown = append(shown, map[string]any{"path": m["path"], "size_bytes": m["size_bytes"]})
+				}
+			}
+			out["files"] = shown
+		}
+	case sandboxwire.TypeOutputSnapshot:
+		delete(out, "snapshot_key")
 	case sandboxwire.TypeUserMessage:
 		if atts, ok := out["attachments"].([]any); ok {
 			var names []any

@@ -1,6 +1,7 @@
 package eventsapi
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -32,5 +33,33 @@ func TestPublicHidesWhatViewersMustNotSee(t *testing.T) {
 	Public(e)
 	if e.Data["ref"] != "r" {
 		t.Error("Public changed the stored event")
+	}
+}
+
+// TestPublicHidesObjectKeys: viewers never see where outputs are kept (object
+// keys and prefixes), only what they are.
+func TestPublicHidesObjectKeys(t *testing.T) {
+	ver, err := session.NewEvent(sandboxwire.OutputVerification{Tool: "verify", ToolCallID: "c1", Folder: ".proliferate/verify",
+		Prefix: "sessions/s/tools/verify/ab/", Files: []sandboxwire.VerifiedFile{{Path: "shot.png", Key: "sessions/s/tools/verify/ab/shot.png", SizeBytes: 9}},
+		FileCount: 1, TotalBytes: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := session.NewEvent(sandboxwire.OutputSnapshot{Tool: "save_snapshot", ToolCallID: "c2", SnapshotKey: "snapshots/session/s/x.tar.gz", Target: "session", SizeBytes: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []session.Event{ver, snap} {
+		out := Public(e)
+		raw := fmt.Sprint(out)
+		if strings.Contains(raw, "sessions/") || strings.Contains(raw, "snapshots/") {
+			t.Errorf("%s shows an object key: %v", e.Type, out)
+		}
+	}
+	if out := Public(ver); out["file_count"] == nil || out["files"].([]any)[0].(map[string]any)["path"] != "shot.png" {
+		t.Errorf("verification lost what it is: %v", out)
+	}
+	if out := Public(snap); out["target"] != "session" || out["size_bytes"] == nil {
+		t.Errorf("snapshot lost what it is: %v", out)
 	}
 }

@@ -1,14 +1,17 @@
 package session
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -251,6 +254,9 @@ func (c *Channel) Append(ctx context.Context, id, tok string, in sandboxwire.Eve
 			if err := json.Unmarshal(e.Data, &data); err != nil {
 				return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "events[%d].data must be a JSON object.", i)
 			}
+			if err := checkData(e.Data); err != nil {
+				return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "events[%d].data: %s", i, err.Error())
+			}
 		}
 		events[i] = Event{Type: e.Type, Data: data}
 	}
@@ -368,4 +374,81 @@ func orders(s Session) sandboxwire.Orders {
 // the one place such an exception is built.
 func reportGuardrails(ctx context.Context, r Reporter, sev report.Severity, msg string, context map[string]string) {
 	r.Report(ctx, report.Exception{Source: "guardrail_injection", Severity: sev, Message: msg, Context: context})
+}
+
+// Bounds of event data the store can keep: DynamoDB nests at most 32 levels
+// (the item and its data take two), has no empty attribute names, and keeps
+// numbers of up to 38 digits between 1e-130 and 1e126.
+const (
+	maxDataDepth  = 16
+	maxNumDigits  = 38
+	maxNumExp10   = 126
+	minNumExp10   = -130
+	maxDataKeyLen = 255
+)
+
+// checkData refuses event data the store could not keep, so that it is a 400
+// and not a failed write.
+func checkData(raw json.RawMessage) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return errors.New("not valid JSON")
+	}
+	return checkValue(v, 1)
+}
+
+func checkValue(v any, depth int) error {
+	if depth > maxDataDepth {
+		return fmt.Errorf("nested deeper than %d levels", maxDataDepth)
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if k == "" || len(k) > maxDataKeyLen {
+				return fmt.Errorf("a key must be 1 to %d bytes", maxDataKeyLen)
+			}
+			if err := checkValue(e, depth+1); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if err := checkValue(e, depth+1); err != nil {
+				return err
+			}
+		}
+	case json.Number:
+		if !storableNumber(string(t)) {
+			return fmt.Errorf("the number %.40s is out of range (at most %d digits, magnitude 1e%d to 1e%d)", t, maxNumDigits, minNumExp10, maxNumExp10)
+		}
+	}
+	return nil
+}
+
+// storableNumber reports whether a JSON number has at most maxNumDigits
+// significant digits and, unless zero, a magnitude in [1e-130, 1e126).
+func storableNumber(n string) bool {
+	mant, exp, _ := strings.Cut(strings.ToLower(strings.TrimPrefix(n, "-")), "e")
+	e := 0
+	if exp != "" {
+		v, err := strconv.Atoi(exp)
+		if err != nil || v > 1000 || v < -1000 {
+			return false
+		}
+		e = v
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(whole+frac, "0")
+	if digits == "" {
+		return true // zero
+	}
+	// The first significant digit's power of ten.
+	lead := e + len(strings.TrimLeft(whole, "0")) - 1
+	if strings.TrimLeft(whole, "0") == "" {
+		lead = e - (len(frac) - len(strings.TrimLeft(frac, "0"))) - 1
+	}
+	sig := strings.TrimRight(digits, "0")
+	return len(sig) <= maxNumDigits && lead < maxNumExp10 && lead >= minNumExp10
 }

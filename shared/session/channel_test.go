@@ -309,6 +309,12 @@ func TestChannelAppend(t *testing.T) {
 		{"a type too long", []sandboxwire.Event{ev(strings.Repeat("a", sandboxwire.MaxEventTypeLen+1), `{}`)}},
 		{"data that is not an object", []sandboxwire.Event{ev("agent.message", `[1,2]`)}},
 		{"data too large", []sandboxwire.Event{ev("agent.message", big)}},
+		// What DynamoDB cannot keep is refused up front, not a failed write.
+		{"data nested too deep", []sandboxwire.Event{ev("agent.message", strings.Repeat(`{"a":`, 40)+"1"+strings.Repeat("}", 40))}},
+		{"an empty key", []sandboxwire.Event{ev("agent.message", `{"":1}`)}},
+		{"a number too large", []sandboxwire.Event{ev("agent.message", `{"n":1e200}`)}},
+		{"a number too small", []sandboxwire.Event{ev("agent.message", `{"n":[1e-200]}`)}},
+		{"a number too precise", []sandboxwire.Event{ev("agent.message", `{"n":1234567890123456789012345678901234567890}`)}},
 	} {
 		if _, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, sandboxwire.EventsRequest{Events: bad.events}); code(err) != apierror.InvalidRequest {
 			t.Errorf("%s: %v, want invalid_request", bad.name, err)

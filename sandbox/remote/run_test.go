@@ -27,10 +27,10 @@ type platform struct {
 	// guardrails, if set, replaces the spec's guardrails content.
 	guardrails *string
 	mu         sync.Mutex
-	states   []sandboxwire.StatusReport
-	events   []sandboxwire.Event
-	answered bool
-	inboxes  int
+	states     []sandboxwire.StatusReport
+	events     []sandboxwire.Event
+	answered   bool
+	inboxes    int
 }
 
 func (p *platform) ServeHTTP(w http.ResponseWriter, r *http.Request) {

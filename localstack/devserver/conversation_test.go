@@ -119,3 +119,8 @@ func TestAgentAnswersUserMessages(t *testing.T) {
 		t.Errorf("reply at seq %d, before the user message", reply.Seq)
 	}
 }
+
+// withoutModel gives sandboxes no RA_LLM_PROVIDER.
+func withoutModel() option {
+	return func(o *devserver.Options) { o.SandboxEnv = nil }
+}

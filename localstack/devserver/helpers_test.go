@@ -125,10 +125,12 @@ func start(t testing.TB, opts ...option) *stack {
 		Env:            awstest.UniqueEnv(t),
 		Config:         cfg,
 		SandboxCommand: []string{agentBin, "sandbox"},
-		WorkDir:        work,
-		SeedDir:        "../seed",
-		AppKey:         appKey,
-		Log:            slog.New(slog.NewJSONHandler(logs, nil)),
+		// A sandbox uses only the model it is given, the scripted one included.
+		SandboxEnv: []string{"RA_LLM_PROVIDER=scripted"},
+		WorkDir:    work,
+		SeedDir:    "../seed",
+		AppKey:     appKey,
+		Log:        slog.New(slog.NewJSONHandler(logs, nil)),
 	}
 	// Every AWS call a function's code makes must be one its declared access
 	// (package access, what the CDK stack grants) allows.

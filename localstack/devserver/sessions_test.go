@@ -427,3 +427,17 @@ func TestServesTheRouteTable(t *testing.T) {
 		t.Errorf("the dev server serves %s, which the route table lacks", key)
 	}
 }
+
+// TestCreateWithoutAModelIs503: ready means usable. A sandbox given no model
+// (RA_LLM_PROVIDER unset) never reports ready: create answers 503
+// model_unavailable, not retryable, and nothing is left running.
+func TestCreateWithoutAModelIs503(t *testing.T) {
+	t.Parallel()
+	s := start(t, withoutModel())
+	r := s.create(createBody("Hello"))
+	wantError(t, r, http.StatusServiceUnavailable, "model_unavailable")
+	if r.body["retryable"] != false {
+		t.Errorf("model_unavailable is retryable: %s", r.raw)
+	}
+	eventually(t, 20*time.Second, "no sandbox left running", func() bool { return len(s.srv.Launcher.Running()) == 0 })
+}

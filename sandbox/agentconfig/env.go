@@ -76,9 +76,11 @@ const DefaultContextWindow = 200000
 // folder as workspace, 10 s heartbeats, no token limit.
 func EnvDefaults() Env {
 	return Env{
-		Workspace:     ".",
-		Heartbeat:     10 * time.Second,
-		LLM:           Defaults().LLM,
+		Workspace: ".",
+		Heartbeat: 10 * time.Second,
+		// No provider until RA_LLM_PROVIDER names one: a sandbox never falls back
+		// to the scripted provider by itself.
+		LLM:           LLM{MaxTokens: Defaults().LLM.MaxTokens, TimeoutSeconds: Defaults().LLM.TimeoutSeconds},
 		ContextWindow: DefaultContextWindow,
 	}
 }

@@ -24,7 +24,7 @@ func TestLoadEnvDefaults(t *testing.T) {
 	}
 	abs, _ := filepath.Abs(agentconfig.EnvFileName)
 	if e.Workspace != "." || e.EnvFile != abs || e.Heartbeat != 10*time.Second || e.TokenLimit != 0 ||
-		e.ContextWindow != agentconfig.DefaultContextWindow || e.LLM != agentconfig.Defaults().LLM || e.Tmux != (agentconfig.Tmux{}) {
+		e.ContextWindow != agentconfig.DefaultContextWindow || e.LLM.Provider != "" || e.LLM.MaxTokens != agentconfig.Defaults().LLM.MaxTokens || e.Tmux != (agentconfig.Tmux{}) {
 		t.Errorf("defaults: %+v", e)
 	}
 	if err := (agentconfig.Env{}).CheckSandbox(); err == nil {
@@ -93,7 +93,7 @@ func TestLoadEnvValues(t *testing.T) {
 		want func(agentconfig.Env) bool
 	}{
 		{"blank keeps the default", map[string]string{"RA_WORKSPACE": " ", "RA_LLM_PROVIDER": ""},
-			func(e agentconfig.Env) bool { return e.Workspace == "." && e.LLM.Provider == "scripted" }},
+			func(e agentconfig.Env) bool { return e.Workspace == "." && e.LLM.Provider == "" }}, // no provider: none named
 		{"env file beside the workspace", map[string]string{"RA_WORKSPACE": "/w/x"},
 			func(e agentconfig.Env) bool { return e.EnvFile == "/w/x/"+agentconfig.EnvFileName }},
 		{"env file named", map[string]string{"RA_WORKSPACE": "/w", "RA_ENV_FILE": "/etc/env.json"},

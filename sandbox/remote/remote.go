@@ -115,10 +115,22 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// Ready means usable: without a model the agent could never answer.
+	brain, err := r.brain(spec)
+	if err != nil {
+		r.log.Error("no usable model: the sandbox does not start", slog.String("error", err.Error()))
+		_ = r.cl.status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonModelUnavailable)
+		return err
+	}
+	if err := r.cl.status(ctx, sandboxwire.Ready, spec.Guardrails.Hash, ""); err != nil {
+		return err
+	}
+	r.log.Info("sandbox ready", slog.String("session_id", r.c.SessionID), slog.String("guardrails_hash", spec.Guardrails.Hash),
+		slog.String("provider", brain.Provider.Name()))
 	// The first turn answers the initial prompt while heartbeats go on.
 	turnCtx, cancelTurn := context.WithCancel(ctx)
 	defer cancelTurn()
-	r.converse(turnCtx, spec, primed)
+	r.converse(turnCtx, brain, primed)
 	return r.serve(ctx, turnCtx)
 }
 
@@ -137,9 +149,8 @@ type run struct {
 	after    int64 // the inbox cursor
 }
 
-// prime fetches the spec, writes the primed conversation to the workspace and
-// reports ready with the guardrails' hash; a spec it cannot prime with is
-// reported failed.
+// prime fetches the spec and writes the primed conversation to the workspace;
+// a spec it cannot prime with is reported failed.
 func (r *run) prime(ctx context.Context) (sandboxwire.Spec, []Message, error) {
 	var spec sandboxwire.Spec
 	if err := r.cl.do(ctx, http.MethodGet, sandboxwire.RouteSpec, nil, &spec); err != nil {
@@ -157,16 +168,16 @@ func (r *run) prime(ctx context.Context) (sandboxwire.Spec, []Message, error) {
 	if err := os.WriteFile(filepath.Join(r.c.Workspace, ConversationFile), raw, 0o600); err != nil {
 		return spec, nil, fmt.Errorf("write conversation: %w", err)
 	}
-	if err := r.cl.status(ctx, sandboxwire.Ready, spec.Guardrails.Hash, ""); err != nil {
-		return spec, nil, err
-	}
-	r.log.Info("sandbox ready", slog.String("session_id", r.c.SessionID), slog.String("guardrails_hash", spec.Guardrails.Hash))
 	return spec, primed, nil
 }
 
-// converse builds the brain (model, tools, the contract tools of the session's
-// type) and starts the first turn, on the initial prompt.
-func (r *run) converse(ctx context.Context, spec sandboxwire.Spec, primed []Message) {
+// brain builds the model and the tools (with the contract tools of the
+// session's type). A sandbox uses only the provider RA_LLM_PROVIDER names:
+// the scripted provider too must be asked for.
+func (r *run) brain(spec sandboxwire.Spec) (*Brain, error) {
+	if r.c.LLM.Provider == "" {
+		return nil, errors.New("no model is configured: set RA_LLM_PROVIDER (scripted, anthropic, openai or bedrock)")
+	}
 	contractTools := func(reg *tools.Registry, p *policy.Policy) error {
 		if err := reg.Register(r.asked.tool(r.cl.Emit)); err != nil {
 			return err
@@ -178,14 +189,11 @@ func (r *run) converse(ctx context.Context, spec sandboxwire.Spec, primed []Mess
 			EnvFile:  r.c.EnvFile,
 		})
 	}
-	brain, err := NewBrain(r.c, contractTools)
-	if err != nil {
-		r.log.Error("no model: the agent cannot answer", slog.String("error", err.Error()))
-		return
-	}
-	if brain.Provider.Name() == "scripted" {
-		r.log.Warn("no LLM is configured (RA_LLM_PROVIDER): replies come from the scripted provider")
-	}
+	return NewBrain(r.c, contractTools)
+}
+
+// converse starts the conversation's first turn, on the initial prompt.
+func (r *run) converse(ctx context.Context, brain *Brain, primed []Message) {
 	r.conv = &conversation{brain: brain, cl: r.cl, system: primed[0].Content, msgs: []llm.Message{{Role: llm.User, Content: primed[1].Content}}, log: r.log}
 	r.turning = true
 	go func() { r.turnDone <- r.conv.turn(ctx) }()

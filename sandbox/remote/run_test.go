@@ -175,3 +175,25 @@ func TestRunRefusesEmptyGuardrails(t *testing.T) {
 		}
 	}
 }
+
+// TestRunWithoutAModelDoesNotStart: ready means usable. A sandbox whose
+// RA_LLM_PROVIDER names no model reports failed (model_unavailable), never
+// ready, and stops; it does not fall back to the scripted provider by itself.
+func TestRunWithoutAModelDoesNotStart(t *testing.T) {
+	for _, llmCfg := range []agentconfig.LLM{{}, {Provider: "anthropic"}} { // none; one without its key
+		gw := &platform{}
+		srv := httptest.NewServer(gw)
+		c := Config{SessionID: "s1", Gateway: srv.URL, Token: "rsb_token", Workspace: t.TempDir(), Heartbeat: time.Millisecond, Poll: time.Millisecond, LLM: llmCfg}
+		err := Run(t.Context(), c, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		srv.Close()
+		if err == nil {
+			t.Errorf("provider %q: Run started without a model", llmCfg.Provider)
+		}
+		if len(gw.states) != 1 || gw.states[0].State != sandboxwire.Failed || gw.states[0].Reason != sandboxwire.ReasonModelUnavailable {
+			t.Errorf("provider %q: states %+v, want one failed report (model_unavailable)", llmCfg.Provider, gw.states)
+		}
+		if len(gw.events) != 0 {
+			t.Errorf("provider %q: %d events", llmCfg.Provider, len(gw.events))
+		}
+	}
+}

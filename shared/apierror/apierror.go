@@ -32,6 +32,9 @@ const (
 	ServiceUnavailable   Code = "service_unavailable"
 	GuardrailsMissing    Code = "guardrails_missing"
 	AgentNotAlive        Code = "agent_not_alive"
+	// ModelUnavailable: the agent's sandbox found no usable model, so it was not
+	// started; the platform's model settings need fixing.
+	ModelUnavailable Code = "model_unavailable"
 )
 
 // Error is an error a client may see.

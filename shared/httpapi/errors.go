@@ -25,6 +25,7 @@ var statuses = map[apierror.Code]int{
 	apierror.ServiceUnavailable:   http.StatusServiceUnavailable,
 	apierror.GuardrailsMissing:    http.StatusServiceUnavailable,
 	apierror.AgentNotAlive:        http.StatusConflict,
+	apierror.ModelUnavailable:     http.StatusServiceUnavailable,
 }
 
 // retryable lists the codes a client may retry unchanged.

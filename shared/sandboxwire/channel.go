@@ -47,10 +47,13 @@ const (
 	ReasonError    Reason = "error"
 	// ReasonTokenLimit: the session used up its token budget.
 	ReasonTokenLimit Reason = "token_limit"
+	// ReasonModelUnavailable: the sandbox found no usable model (none
+	// configured, or its key missing), so the agent could not answer.
+	ReasonModelUnavailable Reason = "model_unavailable"
 )
 
 // Reportable lists the reasons a sandbox may send with ended or failed.
-var Reportable = []Reason{ReasonShutdown, ReasonIdle, ReasonError, ReasonTimeout, ReasonCrashed, ReasonTokenLimit}
+var Reportable = []Reason{ReasonShutdown, ReasonIdle, ReasonError, ReasonTimeout, ReasonCrashed, ReasonTokenLimit, ReasonModelUnavailable}
 
 // SessionSetup is the session type whose sandbox registers the setup-only tools.
 const SessionSetup = "setup"

@@ -308,6 +308,8 @@ func (s *Service) waitReady(ctx context.Context, id string) (Session, error) {
 		case err == nil && (slices.Contains(Running, sess.State) || !sess.ReadyAt.IsZero()):
 			// Ready, or ready once and already moved on (a one-turn agent ending).
 			return sess, nil
+		case err == nil && sess.Reason == ReasonModelUnavailable:
+			return Session{}, apierror.New(apierror.ModelUnavailable, "The agent has no usable model: the platform's model settings (RA_LLM_PROVIDER and its key) need fixing.")
 		case err == nil && (sess.State.Terminal() || sess.State == Ending):
 			return Session{}, apierror.New(apierror.ServiceUnavailable, "The agent failed to start; try again.")
 		}

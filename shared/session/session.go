@@ -53,6 +53,8 @@ const (
 	ReasonIdle       = sandboxwire.ReasonIdle
 	ReasonError      = sandboxwire.ReasonError
 	ReasonTokenLimit = sandboxwire.ReasonTokenLimit
+	// ReasonModelUnavailable: the sandbox found no usable model.
+	ReasonModelUnavailable = sandboxwire.ReasonModelUnavailable
 )
 
 // HeartbeatTimeout is how long a running sandbox may go without a heartbeat before

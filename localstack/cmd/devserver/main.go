@@ -79,6 +79,7 @@ func run() error {
 	fmt.Printf(`
 Remote Agents dev server: %s   (health: %s/healthz)
 Sandbox logs: %s
+Model: %s (RA_LLM_PROVIDER%s)
 
 Create an agent:
 
@@ -87,18 +88,23 @@ Create an agent:
     -d '{"project_name":"demo","persona_slug":"assistant","initial_prompt":"Hello!"}'
 
 Ctrl-C stops the server, its sandboxes and the emulators.
-`, srv.URL, srv.URL, filepath.Join(work, "sandboxes"), srv.URL, appKey)
+`, srv.URL, srv.URL, filepath.Join(work, "sandboxes"), provider(), modelNote(), srv.URL, appKey)
 	<-ctx.Done()
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return srv.Close(shutdown)
 }
 
+// defaultProvider is the model sandboxes get when RA_LLM_PROVIDER is unset: a
+// sandbox falls back to none by itself, so the dev server says which.
+const defaultProvider = "scripted"
+
 // modelEnv passes the model settings, and the key variable they name, on to
-// sandboxes (which inherit no RA_ or AWS_ variable otherwise).
+// sandboxes (which inherit no RA_ or AWS_ variable otherwise). Without
+// RA_LLM_PROVIDER, sandboxes get the scripted provider, and the banner says so.
 func modelEnv() []string {
-	var env []string
-	for _, k := range []string{"RA_LLM_PROVIDER", "RA_LLM_MODEL", "RA_LLM_BASE_URL", "RA_LLM_API_KEY_ENV", "RA_LLM_SCRIPT", "RA_TOKEN_LIMIT", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"} {
+	env := []string{"RA_LLM_PROVIDER=" + provider()}
+	for _, k := range []string{"RA_LLM_MODEL", "RA_LLM_BASE_URL", "RA_LLM_API_KEY_ENV", "RA_LLM_SCRIPT", "RA_TOKEN_LIMIT", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
@@ -110,6 +116,17 @@ func modelEnv() []string {
 	}
 	return env
 }
+
+// modelNote says where the model setting came from.
+func modelNote() string {
+	if os.Getenv("RA_LLM_PROVIDER") == "" {
+		return " unset: the scripted provider, which answers without a model"
+	}
+	return ""
+}
+
+// provider is the model provider sandboxes run with.
+func provider() string { return envOr("RA_LLM_PROVIDER", defaultProvider) }
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

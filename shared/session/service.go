@@ -275,12 +275,13 @@ func (s *Service) resume(ctx context.Context, rec *IdempotencyRecord) (Session, 
 		return Session{}, "", true, err
 	}
 	if sess.State.Terminal() || sess.State == Ending {
-		return Session{}, "", true, apierror.New(apierror.ServiceUnavailable, "The agent created with this Idempotency-Key has ended; use a new key.")
+		// Permanent: retrying the same request cannot help (not retryable).
+		return Session{}, "", true, apierror.New(apierror.IdempotencyKeyReused, "The agent created with this Idempotency-Key has ended; create a new agent with a new Idempotency-Key.")
 	}
 	plain, hash := token.New(token.Session)
 	if err := s.o.Store.AddToken(ctx, sess.ID, hash); err != nil {
 		if errors.Is(err, ErrConflict) {
-			return Session{}, "", true, apierror.New(apierror.ServiceUnavailable, "The agent created with this Idempotency-Key cannot be resumed; use a new key.")
+			return Session{}, "", true, apierror.New(apierror.IdempotencyKeyReused, "This Idempotency-Key has handed out %d session tokens, the most one agent holds; use one of those, or a new Idempotency-Key for a new agent.", MaxTokens)
 		}
 		return Session{}, "", true, err
 	}

@@ -45,6 +45,11 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeResponse(w, httpapi.Error(r.Context(), nil, apierror.New(apierror.NotFound, "No such route.")))
 		return
 	}
+	// A body declared larger than the limit is refused before any of it is read.
+	if r.ContentLength > maxRequestBytes {
+		writeResponse(w, httpapi.Error(r.Context(), nil, apierror.New(apierror.PayloadTooLarge, "The request body is too large.")))
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
 	if err != nil {
 		writeResponse(w, httpapi.Error(r.Context(), nil, apierror.New(apierror.InvalidRequest, "The request body could not be read.")))

@@ -1,7 +1,10 @@
 package devserver_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -476,4 +479,33 @@ func TestIdempotencyKeyOfAFinishedAgentIsFinal(t *testing.T) {
 	}
 	eventually(t, 15*time.Second, "session ended", func() bool { return s.alive(id, tok).str("state") == "ended" })
 	final(s.create(createBody("Hello"), "Idempotency-Key", "ended-1"), "an ended agent")
+}
+
+// TestBodyLimitBeforeReading: like API Gateway, a body declared larger than
+// 10 MB is refused with 413 before any of it is read: the client that sent
+// only the headers gets its answer.
+func TestBodyLimitBeforeReading(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	if err := conn.SetDeadline(time.Now().Add(20 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	req := "POST /api/remote_agents/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 20000000\r\n\r\n"
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer while the body is unsent: %v", err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(raw), "payload_too_large") {
+		t.Errorf("got %d %s", res.StatusCode, raw)
+	}
 }

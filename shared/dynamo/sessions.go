@@ -245,6 +245,7 @@ func setFields(up expression.UpdateBuilder, f session.Fields) expression.UpdateB
 		}
 	}
 	str("guardrails_version_hash", f.GuardrailsHash)
+	str("served_guardrails_hash", f.ServedGuardrailsHash)
 	at("prompt_injected_at", f.PromptInjectedAt)
 	at("ready_at", f.ReadyAt)
 	at("heartbeat_at", f.HeartbeatAt)

@@ -48,6 +48,12 @@ func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 		reportGuardrails(ctx, c.o.Reporter, report.Critical, err.Error(), map[string]string{"agent_id": sess.ID, "persona_slug": sess.PersonaSlug})
 		return sandboxwire.Spec{}, apierror.New(apierror.GuardrailsMissing, "The platform guardrails are unavailable.")
 	}
+	// Ready will have to name exactly these guardrails.
+	if _, err := c.o.Store.Touch(ctx, sess.ID, sess.Generation, Fields{ServedGuardrailsHash: doc.Hash}); errors.Is(err, ErrConflict) {
+		return sandboxwire.Spec{}, apierror.New(apierror.InvalidRequest, "The session has ended.")
+	} else if err != nil {
+		return sandboxwire.Spec{}, err
+	}
 	persona, err := c.o.Registry.Persona(ctx, sess.PersonaSlug)
 	if err != nil {
 		return sandboxwire.Spec{}, err
@@ -110,6 +116,10 @@ func changeFor(sess Session, in sandboxwire.StatusReport, now time.Time) (Change
 	case Ready:
 		if len(in.GuardrailsHash) != sandboxwire.GuardrailsHashLen {
 			return c, apierror.New(apierror.InvalidRequest, "ready needs the guardrails_hash the agent was primed with.")
+		}
+		// The sandbox proves what it used: the guardrails this gateway served it.
+		if in.GuardrailsHash != sess.ServedGuardrailsHash {
+			return c, apierror.New(apierror.InvalidRequest, "guardrails_hash is not that of the guardrails this sandbox was served; fetch the spec and prime with it.")
 		}
 		c.From = []State{Provisioning}
 		c.Set = Fields{GuardrailsHash: in.GuardrailsHash, PromptInjectedAt: now, ReadyAt: now, HeartbeatAt: now}

@@ -165,6 +165,17 @@ func TestChannelReport(t *testing.T) {
 			t.Errorf("%s: %v, want invalid_request", bad.name, err)
 		}
 	}
+	// Ready proves what the sandbox used: the hash of the guardrails it was
+	// served, not any 64 hex digits, and not before it was served any.
+	if _, err := report(sandboxwire.Ready, hash, ""); code(err) != apierror.InvalidRequest {
+		t.Errorf("ready before any spec: %v, want invalid_request", err)
+	}
+	if _, err := c.ch.Spec(t.Context(), c.sess.ID, c.tok); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := report(sandboxwire.Ready, strings.Repeat("0", 64), ""); code(err) != apierror.InvalidRequest {
+		t.Errorf("ready with a hash it was not served: %v, want invalid_request", err)
+	}
 	orders, err := report(sandboxwire.Ready, hash, "")
 	if err != nil || orders.Stop || orders.State != sandboxwire.Ready {
 		t.Fatalf("ready: %+v %v", orders, err)

@@ -102,14 +102,17 @@ type Session struct {
 	// LaunchLease (epoch ms) is when a claimed but unfinished launch may be retried.
 	LaunchLease int64 `json:"launch_lease,omitempty"`
 	// GuardrailsHash is the SHA-256 of the guardrails the agent was primed with.
-	GuardrailsHash   string    `json:"guardrails_version_hash,omitempty"`
-	PromptInjectedAt time.Time `json:"prompt_injected_at,omitempty,omitzero"`
-	TmuxSessionName  string    `json:"tmux_session_name"`
-	CreatedAt        time.Time `json:"created_at"`
-	UpdatedAt        time.Time `json:"updated_at"`
-	ReadyAt          time.Time `json:"ready_at,omitempty,omitzero"`
-	EndedAt          time.Time `json:"ended_at,omitempty,omitzero"`
-	HeartbeatAt      time.Time `json:"heartbeat_at,omitempty,omitzero"`
+	GuardrailsHash string `json:"guardrails_version_hash,omitempty"`
+	// ServedGuardrailsHash is the hash of the guardrails the sandbox was last
+	// served (its spec); ready must report exactly it.
+	ServedGuardrailsHash string    `json:"served_guardrails_hash,omitempty"`
+	PromptInjectedAt     time.Time `json:"prompt_injected_at,omitempty,omitzero"`
+	TmuxSessionName      string    `json:"tmux_session_name"`
+	CreatedAt            time.Time `json:"created_at"`
+	UpdatedAt            time.Time `json:"updated_at"`
+	ReadyAt              time.Time `json:"ready_at,omitempty,omitzero"`
+	EndedAt              time.Time `json:"ended_at,omitempty,omitzero"`
+	HeartbeatAt          time.Time `json:"heartbeat_at,omitempty,omitzero"`
 	// ExpiresAt (epoch seconds) is set when the session ends; TTL removes it later.
 	ExpiresAt int64 `json:"expires_at,omitempty"`
 }
@@ -162,11 +165,13 @@ type Change struct {
 // Fields are what a transition or a touch sets besides the state. A zero
 // field sets nothing; how each is stored is the Store's business.
 type Fields struct {
-	// GuardrailsHash is the hash of the guardrails the agent was primed with.
-	GuardrailsHash   string
-	PromptInjectedAt time.Time
-	ReadyAt          time.Time
-	HeartbeatAt      time.Time
+	// GuardrailsHash is the hash of the guardrails the agent was primed with;
+	// ServedGuardrailsHash that of the guardrails its sandbox was served.
+	GuardrailsHash       string
+	ServedGuardrailsHash string
+	PromptInjectedAt     time.Time
+	ReadyAt              time.Time
+	HeartbeatAt          time.Time
 	// SandboxRef identifies the running sandbox to its launcher.
 	SandboxRef string
 	// SnapshotKey is the object key of the session's last saved snapshot.

@@ -256,6 +256,7 @@ func set(s *session.Session, f session.Fields) error {
 		}
 	}
 	str(&s.GuardrailsHash, f.GuardrailsHash)
+	str(&s.ServedGuardrailsHash, f.ServedGuardrailsHash)
 	at(&s.PromptInjectedAt, f.PromptInjectedAt)
 	at(&s.ReadyAt, f.ReadyAt)
 	at(&s.HeartbeatAt, f.HeartbeatAt)

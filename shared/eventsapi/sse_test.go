@@ -144,7 +144,7 @@ func FuzzWriteReadsBackAsWritten(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, typ, text string) {
 		if !sandboxwire.ValidEventType(typ) {
-			t.Skip("the channel accepts no such type")
+			return // the channel accepts no such type: nothing to check
 		}
 		e := session.Event{Seq: 42, Type: typ, At: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Data: map[string]any{"text": text, text: typ}}
 		var out bytes.Buffer

@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -95,9 +94,6 @@ func Parse(name string, data []byte, lookup func(string) (string, bool)) (Platfo
 		}
 	}
 	if err := c.applyEnv(lookup); err != nil {
-		return Platform{}, fmt.Errorf("config: %w", err)
-	}
-	if err := c.applyPlatformEnv(lookup); err != nil {
 		return Platform{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
@@ -250,65 +246,11 @@ type features struct {
 	VoiceMic     bool `yaml:"voice_mic"`
 }
 
-// remoteAgentsEnv is the table of the remote_agents section's environment
-// overrides: each sets one field.
-var remoteAgentsEnv = []struct {
-	name string
-	set  func(c *RemoteAgents, v string) error
-}{
-	{"RA_ALLOWED_ORIGINS", func(c *RemoteAgents, v string) (err error) {
-		c.AllowedOrigins, err = origins("RA_ALLOWED_ORIGINS", splitList(v))
-		return err
-	}},
-	{"RA_EMBED_FEATURES", func(c *RemoteAgents, v string) error {
-		c.EmbedFeatures = Features{}
-		for _, f := range splitList(v) {
-			field, known := featureNames[f]
-			if !known {
-				return fmt.Errorf("RA_EMBED_FEATURES: unknown feature %q (want file_upload, context_usage, voice_mic)", f)
-			}
-			*field(&c.EmbedFeatures) = true
-		}
-		return nil
-	}},
-	{"RA_CREATION_TIMEOUT_SECONDS", func(c *RemoteAgents, v string) error {
-		secs, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil {
-			return fmt.Errorf("RA_CREATION_TIMEOUT_SECONDS: want a whole number of seconds, got %q", v)
-		}
-		c.CreationTimeout, err = timeout("RA_CREATION_TIMEOUT_SECONDS", secs)
-		return err
-	}},
-	{"RA_PUBLIC_BASE_URL", func(c *RemoteAgents, v string) error {
-		c.PublicBaseURL = v
-		return checkBaseURL("RA_PUBLIC_BASE_URL", v)
-	}},
-	{"RA_GUARDRAILS_PATH", func(c *RemoteAgents, v string) error { c.GuardrailsPath = v; return nil }},
-	{"RA_EXCEPTION_WEBHOOK_URL", func(c *RemoteAgents, v string) error {
-		c.ExceptionWebhookURL = v
-		return checkBaseURL("RA_EXCEPTION_WEBHOOK_URL", v)
-	}},
-}
-
 // featureNames maps each feature's configuration name to its field.
 var featureNames = map[string]func(*Features) *bool{
 	"file_upload":   func(f *Features) *bool { return &f.FileUpload },
 	"context_usage": func(f *Features) *bool { return &f.ContextUsage },
 	"voice_mic":     func(f *Features) *bool { return &f.VoiceMic },
-}
-
-func (c *RemoteAgents) applyEnv(lookup func(string) (string, bool)) error {
-	for _, e := range remoteAgentsEnv {
-		v, ok := lookup(e.name)
-		// An empty list of origins or features is a value; other empties keep the default.
-		if !ok || (v == "" && e.name != "RA_ALLOWED_ORIGINS" && e.name != "RA_EMBED_FEATURES") {
-			continue
-		}
-		if err := e.set(c, v); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func timeout(name string, secs int) (time.Duration, error) {

@@ -59,22 +59,58 @@ func PlatformDefaults() Platform {
 	}
 }
 
-// platformEnv is the table of the deployment's environment variables: each
-// sets one field, and an empty value keeps the default.
-var platformEnv = []struct {
-	name string
-	set  func(p *Platform, v string) error
+// envVars is the one table of the platform's environment variables: each
+// sets one field. A blank value keeps the default, but for the lists where
+// empty is a value (no origins, no features).
+var envVars = []struct {
+	name         string
+	emptyIsValue bool
+	set          func(p *Platform, v string) error
 }{
-	{"RA_ENV", func(p *Platform, v string) error { p.Env = v; return nil }},
-	{"RA_JOBS_QUEUE_URL", func(p *Platform, v string) error { p.Queues.Jobs = v; return nil }},
-	{"RA_JOBS_DLQ_URL", func(p *Platform, v string) error { p.Queues.JobsDLQ = v; return nil }},
-	{"RA_TOOLS_QUEUE_URL", func(p *Platform, v string) error { p.Queues.Tools = v; return nil }},
-	{"RA_TOOLS_DLQ_URL", func(p *Platform, v string) error { p.Queues.ToolsDLQ = v; return nil }},
-	{"RA_GATEWAY_URL", func(p *Platform, v string) error {
+	// The remote_agents section's overrides.
+	{"RA_ALLOWED_ORIGINS", true, func(p *Platform, v string) (err error) {
+		p.AllowedOrigins, err = origins("RA_ALLOWED_ORIGINS", splitList(v))
+		return err
+	}},
+	{"RA_EMBED_FEATURES", true, func(p *Platform, v string) error {
+		p.EmbedFeatures = Features{}
+		for _, f := range splitList(v) {
+			field, known := featureNames[f]
+			if !known {
+				return fmt.Errorf("RA_EMBED_FEATURES: unknown feature %q (want file_upload, context_usage, voice_mic)", f)
+			}
+			*field(&p.EmbedFeatures) = true
+		}
+		return nil
+	}},
+	{"RA_CREATION_TIMEOUT_SECONDS", false, func(p *Platform, v string) error {
+		secs, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("RA_CREATION_TIMEOUT_SECONDS: want a whole number of seconds, got %q", v)
+		}
+		p.CreationTimeout, err = timeout("RA_CREATION_TIMEOUT_SECONDS", secs)
+		return err
+	}},
+	{"RA_PUBLIC_BASE_URL", false, func(p *Platform, v string) error {
+		p.PublicBaseURL = v
+		return checkBaseURL("RA_PUBLIC_BASE_URL", v)
+	}},
+	{"RA_GUARDRAILS_PATH", false, func(p *Platform, v string) error { p.GuardrailsPath = v; return nil }},
+	{"RA_EXCEPTION_WEBHOOK_URL", false, func(p *Platform, v string) error {
+		p.ExceptionWebhookURL = v
+		return checkBaseURL("RA_EXCEPTION_WEBHOOK_URL", v)
+	}},
+	// The deployment's settings.
+	{"RA_ENV", false, func(p *Platform, v string) error { p.Env = v; return nil }},
+	{"RA_JOBS_QUEUE_URL", false, func(p *Platform, v string) error { p.Queues.Jobs = v; return nil }},
+	{"RA_JOBS_DLQ_URL", false, func(p *Platform, v string) error { p.Queues.JobsDLQ = v; return nil }},
+	{"RA_TOOLS_QUEUE_URL", false, func(p *Platform, v string) error { p.Queues.Tools = v; return nil }},
+	{"RA_TOOLS_DLQ_URL", false, func(p *Platform, v string) error { p.Queues.ToolsDLQ = v; return nil }},
+	{"RA_GATEWAY_URL", false, func(p *Platform, v string) error {
 		p.GatewayURL = strings.TrimRight(v, "/")
 		return checkBaseURL("RA_GATEWAY_URL", v)
 	}},
-	{"RA_EVENTS_MAX_SECONDS", func(p *Platform, v string) error {
+	{"RA_EVENTS_MAX_SECONDS", false, func(p *Platform, v string) error {
 		secs, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || secs <= 0 {
 			return fmt.Errorf("RA_EVENTS_MAX_SECONDS: want a positive whole number of seconds, got %q", v)
@@ -82,24 +118,26 @@ var platformEnv = []struct {
 		p.EventsMaxDuration = time.Duration(secs) * time.Second
 		return nil
 	}},
-	{"RA_ECS_CLUSTER", func(p *Platform, v string) error { p.Fargate.Cluster = v; return nil }},
-	{"RA_ECS_TASK_DEFINITION", func(p *Platform, v string) error { p.Fargate.TaskDefinition = v; return nil }},
-	{"RA_ECS_CONTAINER", func(p *Platform, v string) error { p.Fargate.Container = v; return nil }},
-	{"RA_ECS_SUBNETS", func(p *Platform, v string) error { p.Fargate.Subnets = splitList(v); return nil }},
-	{"RA_ECS_SECURITY_GROUPS", func(p *Platform, v string) error { p.Fargate.SecurityGroups = splitList(v); return nil }},
-	{"RA_ECS_ASSIGN_PUBLIC_IP", func(p *Platform, v string) error { p.Fargate.AssignPublicIP = v == "true"; return nil }},
-	{"RA_ECS_CPU", func(p *Platform, v string) error { p.Fargate.CPU = v; return nil }},
-	{"RA_ECS_MEMORY", func(p *Platform, v string) error { p.Fargate.Memory = v; return nil }},
+	{"RA_ECS_CLUSTER", false, func(p *Platform, v string) error { p.Fargate.Cluster = v; return nil }},
+	{"RA_ECS_TASK_DEFINITION", false, func(p *Platform, v string) error { p.Fargate.TaskDefinition = v; return nil }},
+	{"RA_ECS_CONTAINER", false, func(p *Platform, v string) error { p.Fargate.Container = v; return nil }},
+	{"RA_ECS_SUBNETS", false, func(p *Platform, v string) error { p.Fargate.Subnets = splitList(v); return nil }},
+	{"RA_ECS_SECURITY_GROUPS", false, func(p *Platform, v string) error { p.Fargate.SecurityGroups = splitList(v); return nil }},
+	{"RA_ECS_ASSIGN_PUBLIC_IP", false, func(p *Platform, v string) error { p.Fargate.AssignPublicIP = v == "true"; return nil }},
+	{"RA_ECS_CPU", false, func(p *Platform, v string) error { p.Fargate.CPU = v; return nil }},
+	{"RA_ECS_MEMORY", false, func(p *Platform, v string) error { p.Fargate.Memory = v; return nil }},
 }
 
-// applyPlatformEnv applies the deployment's variables, then the defaults that
-// follow from others.
-func (p *Platform) applyPlatformEnv(lookup func(string) (string, bool)) error {
-	for _, e := range platformEnv {
-		if v, ok := lookup(e.name); ok && strings.TrimSpace(v) != "" {
-			if err := e.set(p, strings.TrimSpace(v)); err != nil {
-				return err
-			}
+// applyEnv applies the environment's variables, then the defaults that follow
+// from others.
+func (p *Platform) applyEnv(lookup func(string) (string, bool)) error {
+	for _, e := range envVars {
+		v, ok := lookup(e.name)
+		if v = strings.TrimSpace(v); !ok || (v == "" && !e.emptyIsValue) {
+			continue
+		}
+		if err := e.set(p, v); err != nil {
+			return err
 		}
 	}
 	if p.GatewayURL == "" {

@@ -210,28 +210,34 @@ func Public(e session.Event) map[string]any {
 	case sandboxwire.TypeOutputVerification:
 		delete(out, "prefix")
 		if files, ok := out["files"].([]any); ok {
-			shown := make([]any, 0, len(files))
-			for _, f := range files {
-				if m, ok := f.(map[string]any); ok {
-					shown = append(shown, map[string]any{"path": m["path"], "size_bytes": m["size_bytes"]})
-				}
-			}
-			out["files"] = shown
+			out["files"] = only(files, "path", "size_bytes")
 		}
 	case sandboxwire.TypeOutputSnapshot:
 		delete(out, "snapshot_key")
 	case sandboxwire.TypeUserMessage:
 		if atts, ok := out["attachments"].([]any); ok {
-			var names []any
-			for _, a := range atts {
-				if m, ok := a.(map[string]any); ok {
-					names = append(names, map[string]any{"name": m["name"], "size_bytes": m["size_bytes"]})
-				}
-			}
-			out["attachments"] = names
+			out["attachments"] = only(atts, "name", "size_bytes")
 		}
 	}
 	return out
+}
+
+// only keeps the named fields of each object of list (file names and sizes,
+// not the object keys they are kept under).
+func only(list []any, fields ...string) []any {
+	var kept []any
+	for _, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			continue
+		}
+		k := make(map[string]any, len(fields))
+		for _, f := range fields {
+			k[f] = m[f]
+		}
+		kept = append(kept, k)
+	}
+	return kept
 }
 
 func invalidLastEventID() error {

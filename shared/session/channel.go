@@ -261,10 +261,12 @@ func (c *Channel) Append(ctx context.Context, id, tok string, in sandboxwire.Eve
 		}
 		var data map[string]any
 		if len(e.Data) > 0 {
-			if err := json.Unmarshal(e.Data, &data); err != nil {
+			dec := json.NewDecoder(bytes.NewReader(e.Data))
+			dec.UseNumber() // numbers are checked as written, then stored as float64
+			if err := dec.Decode(&data); err != nil {
 				return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "events[%d].data must be a JSON object.", i)
 			}
-			if err := checkData(e.Data); err != nil {
+			if err := storable(data, 1); err != nil {
 				return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "events[%d].data: %s", i, err.Error())
 			}
 		}
@@ -397,19 +399,10 @@ const (
 	maxDataKeyLen = 255
 )
 
-// checkData refuses event data the store could not keep, so that it is a 400
-// and not a failed write.
-func checkData(raw json.RawMessage) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return errors.New("not valid JSON")
-	}
-	return checkValue(v, 1)
-}
-
-func checkValue(v any, depth int) error {
+// storable refuses event data the store could not keep, so that it is a 400
+// and not a failed write, and turns its numbers (decoded as json.Number) into
+// the float64 the store encodes, in place.
+func storable(v any, depth int) error {
 	if depth > maxDataDepth {
 		return fmt.Errorf("nested deeper than %d levels", maxDataDepth)
 	}
@@ -419,14 +412,20 @@ func checkValue(v any, depth int) error {
 			if k == "" || len(k) > maxDataKeyLen {
 				return fmt.Errorf("a key must be 1 to %d bytes", maxDataKeyLen)
 			}
-			if err := checkValue(e, depth+1); err != nil {
+			if err := storable(e, depth+1); err != nil {
 				return err
+			}
+			if n, ok := e.(json.Number); ok {
+				t[k], _ = n.Float64()
 			}
 		}
 	case []any:
-		for _, e := range t {
-			if err := checkValue(e, depth+1); err != nil {
+		for i, e := range t {
+			if err := storable(e, depth+1); err != nil {
 				return err
+			}
+			if n, ok := e.(json.Number); ok {
+				t[i], _ = n.Float64()
 			}
 		}
 	case json.Number:

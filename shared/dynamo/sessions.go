@@ -109,18 +109,21 @@ func (s *Sessions) AddToken(ctx context.Context, id, tokenHash string) error {
 	return err
 }
 
-// ClaimLaunch takes the launch lease of a provisioning session's generation.
-func (s *Sessions) ClaimLaunch(ctx context.Context, id string, generation int, sandboxTokenHash string, leaseUntil time.Time) error {
+// ClaimLaunch takes the launch lease of generation gen of a provisioning
+// session: the first claim of its current generation, or the replacement of an
+// expired claim of generation gen-1, which moves the session to gen.
+func (s *Sessions) ClaimLaunch(ctx context.Context, id string, gen int, sandboxTokenHash string, leaseUntil time.Time) error {
 	now := s.now()
+	generation, lease := expression.Name("generation"), expression.Name("launch_lease")
 	up := expression.Set(expression.Name("sandbox_token_hash"), expression.Value(sandboxTokenHash)).
-		Set(expression.Name("launch_lease"), expression.Value(leaseUntil.UnixMilli())).
+		Set(lease, expression.Value(leaseUntil.UnixMilli())).
+		Set(generation, expression.Value(gen)).
 		Set(expression.Name("updated_at"), expression.Value(now.UTC().Format(time.RFC3339Nano)))
-	free := expression.AttributeNotExists(expression.Name("launch_lease")).
-		Or(expression.Name("launch_lease").LessThan(expression.Value(now.UnixMilli())))
+	first := generation.Equal(expression.Value(gen)).And(expression.AttributeNotExists(lease))
+	replacement := generation.Equal(expression.Value(gen - 1)).And(lease.LessThan(expression.Value(now.UnixMilli())))
 	cond := inStates([]session.State{session.Provisioning}).
-		And(expression.Name("generation").Equal(expression.Value(generation))).
 		And(expression.AttributeNotExists(expression.Name("sandbox_ref"))).
-		And(free)
+		And(expression.Or(first, replacement))
 	_, err := s.update(ctx, id, up, cond)
 	return err
 }

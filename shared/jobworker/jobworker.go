@@ -24,7 +24,11 @@ import (
 	"github.com/remote-agents/remote-agents/shared/toolgate"
 )
 
-// LaunchLease is how long a launch claim holds before another delivery may retry it.
+// LaunchLease is how long a launch claim holds before another delivery may
+// replace it with the launch of the next generation: long enough for the
+// launcher to start a sandbox and the worker to record it (the jobs queue's
+// visibility timeout, after which the message of a worker that died comes back,
+// is longer).
 const LaunchLease = 2 * time.Minute
 
 // stopGrace is what session.stop gives a sandbox between SIGTERM (or StopTask) and
@@ -46,6 +50,8 @@ type Worker struct {
 	Tools    ToolRunner
 	ToolsDLQ Sender
 	Log      *slog.Logger
+	// Now is the clock launch leases are taken by; nil means time.Now.
+	Now func() time.Time
 }
 
 // ToolRunner runs a tools-queue message (toolgate.Service).
@@ -112,6 +118,13 @@ func (w *Worker) Do(ctx context.Context, m jobs.Message) error {
 	}
 }
 
+// start launches the sandbox of m's session, if it has none yet. A claim that
+// lost its lease (its worker died, or took longer than LaunchLease to record
+// the sandbox) is replaced by the launch of the next generation with a new
+// token: the launcher would answer the lost claim's generation with the sandbox
+// it may have started, which holds the lost claim's token. That sandbox can no
+// longer act (stale token and generation) and stops at its first call; the worker
+// that lost its claim stops the sandbox it started when recording it fails.
 func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 	sess, err := w.Store.Get(ctx, m.SessionID)
 	if errors.Is(err, session.ErrNotFound) {
@@ -120,20 +133,26 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 	if err != nil {
 		return err
 	}
-	if sess.State != session.Provisioning || sess.Generation != m.Generation || sess.SandboxRef != "" {
-		return nil // launched already, replaced, or over
+	// A start of an earlier generation still asks for the session's sandbox:
+	// its generation moved on only because a claim was replaced.
+	if sess.State != session.Provisioning || m.Generation > sess.Generation || sess.SandboxRef != "" {
+		return nil // launched already, or over
+	}
+	gen := sess.Generation
+	if sess.LaunchLease != 0 {
+		gen++ // the claim of sess.Generation ran out (or still runs: ErrConflict)
 	}
 	plain, hash := token.New(token.Sandbox)
-	err = w.Store.ClaimLaunch(ctx, sess.ID, sess.Generation, hash, time.Now().Add(LaunchLease))
+	err = w.Store.ClaimLaunch(ctx, sess.ID, gen, hash, w.now().Add(LaunchLease))
 	if errors.Is(err, session.ErrConflict) {
-		return nil // another delivery holds the launch
+		return nil // another delivery holds the launch, or it is done
 	}
 	if err != nil {
 		return err
 	}
 	ref, err := w.Launcher.Launch(ctx, launch.Spec{
 		SessionID:       sess.ID,
-		Generation:      sess.Generation,
+		Generation:      gen,
 		GatewayURL:      w.GatewayURL,
 		SandboxToken:    plain,
 		TmuxSessionName: sess.TmuxSessionName,
@@ -141,11 +160,29 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 	if err != nil {
 		return fmt.Errorf("launch %s: %w", sess.ID, err)
 	}
-	if _, err := w.Store.Touch(ctx, sess.ID, sess.Generation, session.Fields{SandboxRef: ref}); err != nil && !errors.Is(err, session.ErrConflict) {
+	_, err = w.Store.Touch(ctx, sess.ID, gen, session.Fields{SandboxRef: ref})
+	if errors.Is(err, session.ErrConflict) {
+		// The session ended, or our claim was replaced: nobody else will stop
+		// this sandbox.
+		w.Log.WarnContext(ctx, "sandbox launched for a session that moved on: stopping it", slog.String("session_id", sess.ID),
+			slog.Int("generation", gen), slog.String("sandbox_ref", ref))
+		if err := w.Launcher.Stop(ctx, ref, stopGrace); err != nil {
+			return fmt.Errorf("stop unrecorded sandbox of %s: %w", sess.ID, err)
+		}
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("record sandbox of %s: %w", sess.ID, err)
 	}
-	w.Log.InfoContext(ctx, "sandbox launched", slog.String("session_id", sess.ID), slog.Int("generation", sess.Generation), slog.String("sandbox_ref", ref))
+	w.Log.InfoContext(ctx, "sandbox launched", slog.String("session_id", sess.ID), slog.Int("generation", gen), slog.String("sandbox_ref", ref))
 	return nil
+}
+
+func (w *Worker) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
 }
 
 // live returns the session m is about, if it is still live in m's generation.

@@ -14,10 +14,12 @@ import (
 	"github.com/remote-agents/remote-agents/localstack/awstest"
 	"github.com/remote-agents/remote-agents/shared/awsconfig"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
+	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/jobworker"
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sqsqueue"
+	"github.com/remote-agents/remote-agents/shared/token"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
@@ -175,5 +177,100 @@ func TestStopAfterGraceStopsSandbox(t *testing.T) {
 	}
 	if len(l.stops) != 2 {
 		t.Errorf("stops %v, want the sandbox stopped again", l.stops)
+	}
+}
+
+// launcherFunc is a launcher whose Launch is a function; it records stops.
+type launcherFunc struct {
+	launch func(launch.Spec) (string, error)
+	mu     sync.Mutex
+	stops  []string
+}
+
+func (l *launcherFunc) Launch(_ context.Context, spec launch.Spec) (string, error) {
+	return l.launch(spec)
+}
+
+func (l *launcherFunc) Stop(_ context.Context, ref string, _ time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stops = append(l.stops, ref)
+	return nil
+}
+
+// The clock of a worker whose claim has run out by now.
+func longAgo() time.Time { return time.Now().Add(-jobworker.LaunchLease - time.Minute) }
+
+// A launch whose worker died before recording its sandbox is taken over by the
+// next generation with a new token, never by the same generation (which the
+// launcher would answer with the sandbox holding the old token).
+func TestLaunchAfterLostClaimIsTheNextGeneration(t *testing.T) {
+	t.Parallel()
+	w, store, l, _ := setup(t)
+	provisioning(t, store, "s4")
+	start := jobs.Message{Type: jobs.SessionStart, SessionID: "s4", Generation: 1}
+	died := *w
+	died.Now = longAgo
+	died.Launcher = &launcherFunc{launch: func(spec launch.Spec) (string, error) {
+		if _, err := l.Launch(t.Context(), spec); err != nil {
+			return "", err
+		}
+		return "", errors.New("the worker died after starting the sandbox")
+	}}
+	if err := died.Do(t.Context(), start); err == nil {
+		t.Fatal("the dying launch reported success")
+	}
+	if err := w.Do(t.Context(), start); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.launches) != 2 {
+		t.Fatalf("launches %+v, want the lost one and its replacement", l.launches)
+	}
+	lost, next := l.launches[0], l.launches[1]
+	if lost.Generation != 1 || next.Generation != 2 || next.SandboxToken == lost.SandboxToken {
+		t.Errorf("replacement launch %+v after %+v: want generation 2 with a new token", next, lost)
+	}
+	got, err := store.Get(t.Context(), "s4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Generation != 2 || got.SandboxRef != "pid:1" || got.SandboxTokenHash != token.Hash(next.SandboxToken) {
+		t.Errorf("session after the replacement: %+v; want generation 2 holding the hash of the replacement's token", got)
+	}
+	// The start message names generation 1: it still asks for nothing more.
+	if err := w.Do(t.Context(), start); err != nil || len(l.launches) != 2 {
+		t.Errorf("start redelivered: %v, %d launches", err, len(l.launches))
+	}
+}
+
+// A worker whose claim was replaced while it launched stops the sandbox it
+// started: nobody else knows it.
+func TestLaunchOfAReplacedClaimIsStopped(t *testing.T) {
+	t.Parallel()
+	w, store, l, _ := setup(t)
+	provisioning(t, store, "s5")
+	start := jobs.Message{Type: jobs.SessionStart, SessionID: "s5", Generation: 1}
+	slow := *w
+	slow.Now = longAgo
+	replaced := make(chan error, 1)
+	sl := &launcherFunc{launch: func(launch.Spec) (string, error) {
+		// While the slow worker's launch is under way, its lease runs out and
+		// the message comes back.
+		replaced <- w.Do(t.Context(), start)
+		return "pid:slow", nil
+	}}
+	slow.Launcher = sl
+	if err := slow.Do(t.Context(), start); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-replaced; err != nil {
+		t.Fatal(err)
+	}
+	if len(sl.stops) != 1 || sl.stops[0] != "pid:slow" {
+		t.Errorf("slow worker's stops %v, want its own sandbox stopped", sl.stops)
+	}
+	got, _ := store.Get(t.Context(), "s5")
+	if got.Generation != 2 || got.SandboxRef != "pid:1" || len(l.launches) != 1 || got.SandboxTokenHash != token.Hash(l.launches[0].SandboxToken) {
+		t.Errorf("session %+v, launches %+v: want the replacement's sandbox and token", got, l.launches)
 	}
 }

@@ -99,7 +99,8 @@ type Session struct {
 	SandboxTokenHash string `json:"sandbox_token_hash,omitempty"`
 	// SandboxRef identifies the running sandbox to its launcher (task ARN, pid).
 	SandboxRef string `json:"sandbox_ref,omitempty"`
-	// LaunchLease (epoch ms) is when a claimed but unfinished launch may be retried.
+	// LaunchLease (epoch ms) is when a claimed but unfinished launch may be
+	// replaced by the launch of the next generation.
 	LaunchLease int64 `json:"launch_lease,omitempty"`
 	// GuardrailsHash is the SHA-256 of the guardrails the agent was primed with.
 	GuardrailsHash string `json:"guardrails_version_hash,omitempty"`
@@ -222,10 +223,16 @@ type Store interface {
 	// AddToken adds a session token hash if the session holds fewer than MaxTokens
 	// and is not terminal; ErrConflict otherwise.
 	AddToken(ctx context.Context, id, tokenHash string) error
-	// ClaimLaunch claims the launch of a provisioning session's generation: it sets
-	// the sandbox token hash and a lease until leaseUntil, if no sandbox was launched
-	// for it yet and no other lease is running. ErrConflict otherwise.
-	ClaimLaunch(ctx context.Context, id string, generation int, sandboxTokenHash string, leaseUntil time.Time) error
+	// ClaimLaunch claims the launch of generation gen of a provisioning session
+	// that has no sandbox recorded: it sets the sandbox token hash and a lease until
+	// leaseUntil. The claim is either the first of the session's current generation
+	// gen (no lease taken yet), or it replaces the claim of generation gen-1 whose
+	// lease ran out before a sandbox was recorded, and moves the session to gen:
+	// whatever the lost claim may have started holds a token and a generation that
+	// no longer work, so a claim never hands out a token its sandbox does not hold.
+	// ErrConflict otherwise (a lease runs, a sandbox is recorded, the session moved
+	// on).
+	ClaimLaunch(ctx context.Context, id string, gen int, sandboxTokenHash string, leaseUntil time.Time) error
 	// AppendEvents gives events the next sequence numbers of a live session of the
 	// given generation and stores them, all or nothing. It returns them numbered.
 	AppendEvents(ctx context.Context, id string, generation int, events []Event) ([]Event, error)

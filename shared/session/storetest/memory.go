@@ -122,14 +122,21 @@ func (m *Memory) AddToken(_ context.Context, id, tokenHash string) error {
 	return err
 }
 
-// ClaimLaunch takes the launch lease of a provisioning session's generation.
-func (m *Memory) ClaimLaunch(_ context.Context, id string, generation int, sandboxTokenHash string, leaseUntil time.Time) error {
+// ClaimLaunch takes the launch lease of generation gen of a provisioning
+// session: the first claim of its current generation, or the replacement of an
+// expired claim of generation gen-1, which moves the session to gen.
+func (m *Memory) ClaimLaunch(_ context.Context, id string, gen int, sandboxTokenHash string, leaseUntil time.Time) error {
 	now := m.now()
 	_, err := m.update(id, func(s *session.Session) error {
-		free := s.LaunchLease == 0 || s.LaunchLease < now.UnixMilli()
-		if s.State != session.Provisioning || s.Generation != generation || s.SandboxRef != "" || !free {
+		first := s.Generation == gen && s.LaunchLease == 0
+		replacement := s.Generation == gen-1 && s.LaunchLease != 0 && s.LaunchLease < now.UnixMilli()
+		if s.State != session.Provisioning || s.SandboxRef != "" {
 			return session.ErrConflict
 		}
+		if !first && !replacement {
+			return session.ErrConflict
+		}
+		s.Generation = gen
 		s.SandboxTokenHash = sandboxTokenHash
 		s.LaunchLease = leaseUntil.UnixMilli()
 		s.UpdatedAt = now.UTC()

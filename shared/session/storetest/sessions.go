@@ -228,13 +228,33 @@ func runSessions(t *testing.T, newStore func(t *testing.T) session.Store) {
 			t.Errorf("a refused claim replaced the sandbox token hash: %q", got.SandboxTokenHash)
 		}
 
-		// A lease that ran out may be claimed again.
+		if err := st.ClaimLaunch(t.Context(), s.ID, 3, "sandbox-3", lease); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("claim of the next generation while a lease runs: %v, want ErrConflict", err)
+		}
+
+		// A claim whose lease ran out is replaced by the claim of the next
+		// generation, never by another claim of its own: the sandbox it may have
+		// started holds its token.
 		expired := create(t, st, sample(t, session.Provisioning, 1))
 		if err := st.ClaimLaunch(t.Context(), expired.ID, 1, "a", time.Now().Add(-time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.ClaimLaunch(t.Context(), expired.ID, 1, "b", lease); err != nil {
-			t.Errorf("claim after the lease ran out: %v", err)
+		if err := st.ClaimLaunch(t.Context(), expired.ID, 1, "b", lease); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("second claim of generation 1: %v, want ErrConflict", err)
+		}
+		if err := st.ClaimLaunch(t.Context(), expired.ID, 3, "b", lease); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("claim of generation 3 after generation 1: %v, want ErrConflict", err)
+		}
+		if err := st.ClaimLaunch(t.Context(), expired.ID, 2, "b", lease); err != nil {
+			t.Fatalf("claim of generation 2 after the lease of 1 ran out: %v", err)
+		}
+		got, _ = st.Get(t.Context(), expired.ID)
+		if got.Generation != 2 || got.SandboxTokenHash != "b" || got.LaunchLease != lease.UnixMilli() || got.State != session.Provisioning {
+			t.Errorf("after the replacing claim: generation %d, hash %q, lease %d (want %d), state %s",
+				got.Generation, got.SandboxTokenHash, got.LaunchLease, lease.UnixMilli(), got.State)
+		}
+		if err := st.ClaimLaunch(t.Context(), expired.ID, 3, "c", lease); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("claim while the replacing lease runs: %v, want ErrConflict", err)
 		}
 		// Once a sandbox was launched for it, never again.
 		launched := create(t, st, sample(t, session.Provisioning, 1))

@@ -53,16 +53,20 @@ type Tmux struct {
 	SessionName string
 	// Disabled keeps the agent out of tmux (RA_NO_TMUX set to anything).
 	Disabled bool
-	// Inside and SupervisorPID are set by the supervisor for the agent it starts
-	// inside the session (EnvInTmux, EnvTmuxSupervisorPID).
+	// Inside, SupervisorPID and LogPipe are set by the supervisor for the agent
+	// it starts inside the session (EnvInTmux, EnvTmuxSupervisorPID,
+	// EnvTmuxLogPipe): LogPipe is where the agent writes its logs for the
+	// supervisor's log stream.
 	Inside        bool
 	SupervisorPID int
+	LogPipe       string
 }
 
 // The variables the tmux supervisor sets for the agent it starts.
 const (
 	EnvInTmux            = "RA_IN_TMUX"
 	EnvTmuxSupervisorPID = "RA_TMUX_SUPERVISOR_PID"
+	EnvTmuxLogPipe       = "RA_TMUX_LOG_PIPE"
 )
 
 // EnvFileName is the env file's name in the workspace unless RA_ENV_FILE says
@@ -129,6 +133,7 @@ var envVars = []envVar{
 		e.Tmux.SupervisorPID, err = count(v, 1)
 		return err
 	}},
+	{name: EnvTmuxLogPipe, set: func(e *Env, v string) error { e.Tmux.LogPipe = v; return nil }},
 }
 
 // count parses a whole number of at least least.

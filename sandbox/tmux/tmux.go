@@ -6,16 +6,26 @@
 // forwards SIGTERM and SIGINT to the agent, waits for the session to end and exits
 // with the agent's status. The agent watches its supervisor and stops if it dies,
 // so a killed sandbox leaves nothing running behind.
+//
+// What the supervisor knows of the agent it learns from tmux, never from a file
+// the agent (or a command it runs) can write: the pid it signals is the pane's
+// process, which tmux reports when it creates the pane, and the exit status is
+// the one tmux keeps for the dead pane. The agent's logs reach the supervisor's
+// log stream (the container's, which CloudWatch reads) through a pipe: the pane
+// alone is a terminal nobody reads.
 package tmux
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,9 +35,12 @@ import (
 )
 
 const (
-	pidFile      = ".agent.pid"
-	exitFile     = ".agent.exit"
 	pollInterval = 300 * time.Millisecond
+	// drainTimeout bounds the wait for the agent's last log lines once its pane
+	// is dead (a process it started may hold the pipe open).
+	drainTimeout = 5 * time.Second
+	// maxLogChunk is the most of one log line copied in one write.
+	maxLogChunk = 64 << 10
 )
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -45,40 +58,159 @@ func Usable(t agentconfig.Tmux) bool {
 
 // Supervise starts argv inside tmux session name (socket name too), in workspace,
 // and waits for it. It returns the agent's exit status. The agent it starts finds
-// agentconfig.EnvInTmux set and its supervisor's pid in
-// agentconfig.EnvTmuxSupervisorPID.
-func Supervise(ctx context.Context, name, workspace string, argv []string) (int, error) {
-	_ = os.Remove(filepath.Join(workspace, exitFile))
-	_ = os.Remove(filepath.Join(workspace, pidFile))
-	args := append([]string{"-L", name, "-f", "/dev/null", "new-session", "-d", "-s", name, "-x", "200", "-y", "50", "--"}, argv...)
-	cmd := exec.CommandContext(ctx, "tmux", args...)
-	cmd.Dir = workspace
-	cmd.Env = append(os.Environ(), agentconfig.EnvInTmux+"=1", agentconfig.EnvTmuxSupervisorPID+"="+strconv.Itoa(os.Getpid()))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return 1, fmt.Errorf("start tmux session %s: %w: %s", name, err, out)
+// agentconfig.EnvInTmux set, its supervisor's pid in
+// agentconfig.EnvTmuxSupervisorPID, and in agentconfig.EnvTmuxLogPipe the pipe
+// whose lines Supervise copies to logs.
+func Supervise(ctx context.Context, name, workspace string, argv []string, logs io.Writer) (int, error) {
+	pipe, err := newLogPipe()
+	if err != nil {
+		return 1, err
 	}
+	defer pipe.close()
+	go pipe.copyTo(logs)
+
+	// The pane stays when the agent exits, so that its exit status can be read;
+	// the option is set before the pane exists.
+	args := []string{"-L", name, "-f", "/dev/null", "set-option", "-g", "remain-on-exit", "on", ";",
+		"new-session", "-d", "-s", name, "-x", "200", "-y", "50", "-P", "-F", "#{pane_pid}", "--"}
+	cmd := exec.CommandContext(ctx, "tmux", append(args, argv...)...)
+	cmd.Dir = workspace
+	cmd.Env = append(os.Environ(), agentconfig.EnvInTmux+"=1", agentconfig.EnvTmuxSupervisorPID+"="+strconv.Itoa(os.Getpid()),
+		agentconfig.EnvTmuxLogPipe+"="+pipe.path)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 1, fmt.Errorf("start tmux session %s: %w: %s", name, err, stderr.String())
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil || pid <= 1 {
+		_ = exec.Command("tmux", "-L", name, "kill-session", "-t", "="+name).Run()
+		return 1, fmt.Errorf("start tmux session %s: no pane pid in %q", name, out)
+	}
+	code := wait(ctx, name, pid)
+	pipe.drain()
+	return code, nil
+}
+
+// wait polls the session until its pane is dead (or the session is gone) and
+// returns the pane's exit status; when ctx ends it sends SIGTERM to the pane's
+// process, once.
+func wait(ctx context.Context, name string, pid int) int {
 	signalled := false
 	for {
-		if !hasSession(name) {
-			return exitStatus(workspace), nil
+		dead, code, ok := pane(name)
+		if !ok {
+			return 1 // the session was killed: the agent did not say how it ended
+		}
+		if dead {
+			_ = exec.Command("tmux", "-L", name, "kill-session", "-t", "="+name).Run()
+			return code
 		}
 		select {
 		case <-ctx.Done():
 			if !signalled {
 				signalled = true
-				signalAgent(workspace, syscall.SIGTERM)
+				_ = syscall.Kill(pid, syscall.SIGTERM)
 			}
 		case <-time.After(pollInterval):
 		}
 	}
 }
 
-// Inside prepares the inner agent: it records its pid for the supervisor and
-// returns a context that ends when the supervisor (process sup) dies.
-func Inside(ctx context.Context, workspace string, sup int) (context.Context, func(code int)) {
-	_ = os.WriteFile(filepath.Join(workspace, pidFile), []byte(strconv.Itoa(os.Getpid())), 0o600)
+// pane reports whether the session's pane is dead and, if so, its exit status
+// (1 when it died of a signal). ok is false when the session is gone.
+func pane(name string) (dead bool, code int, ok bool) {
+	out, err := exec.Command("tmux", "-L", name, "list-panes", "-t", "="+name, "-F", "#{pane_dead} #{pane_dead_status}").Output()
+	if err != nil {
+		return false, 0, false
+	}
+	fields := strings.Fields(string(out))
+	if len(fields) == 0 || fields[0] != "1" {
+		return false, 0, true
+	}
+	code = 1
+	if len(fields) > 1 {
+		if c, err := strconv.Atoi(fields[1]); err == nil {
+			code = c
+		}
+	}
+	return true, code, true
+}
+
+// logPipe is the named pipe the agent writes its logs to, in a directory of
+// its own. The supervisor holds a write end itself, so that reading waits for
+// lines instead of ending before the agent opened the pipe; once the agent is
+// gone, closing it lets reading end after the last line.
+type logPipe struct {
+	dir, path string
+	r, keep   *os.File
+	done      chan struct{}
+}
+
+func newLogPipe() (*logPipe, error) {
+	dir, err := os.MkdirTemp("", "ra-tmux-")
+	if err != nil {
+		return nil, fmt.Errorf("log pipe: %w", err)
+	}
+	p := &logPipe{dir: dir, path: filepath.Join(dir, "log"), done: make(chan struct{})}
+	if err := syscall.Mkfifo(p.path, 0o600); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("log pipe: %w", err)
+	}
+	// Opening the read end does not wait for a writer (O_NONBLOCK); the write
+	// end opens at once since a reader exists.
+	if p.r, err = os.OpenFile(p.path, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+		p.keep, err = os.OpenFile(p.path, os.O_WRONLY, 0)
+	}
+	if err != nil {
+		p.close()
+		return nil, fmt.Errorf("log pipe: %w", err)
+	}
+	return p, nil
+}
+
+// copyTo copies what the agent writes to w, a line (or maxLogChunk of one) per
+// write, until every write end is closed.
+func (p *logPipe) copyTo(w io.Writer) {
+	defer close(p.done)
+	br := bufio.NewReaderSize(p.r, maxLogChunk)
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			_, _ = w.Write(chunk)
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+	}
+}
+
+// drain waits, for a while, for the lines the agent wrote before it ended.
+func (p *logPipe) drain() {
+	_ = p.keep.Close()
+	select {
+	case <-p.done:
+	case <-time.After(drainTimeout):
+	}
+}
+
+func (p *logPipe) close() {
+	for _, f := range []*os.File{p.keep, p.r} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+	_ = os.RemoveAll(p.dir)
+}
+
+// Inside prepares the agent the supervisor started in the session t describes.
+// It returns a context that ends when the supervisor dies, and the pipe to the
+// supervisor's log stream (nil when there is none: the agent then logs to its
+// pane only), which also receives the report of a crash. stop releases both.
+func Inside(ctx context.Context, t agentconfig.Tmux) (_ context.Context, logs io.Writer, stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	if sup > 1 {
+	if sup := t.SupervisorPID; sup > 1 {
 		go func() {
 			for ctx.Err() == nil {
 				if err := syscall.Kill(sup, 0); errors.Is(err, syscall.ESRCH) {
@@ -89,34 +221,17 @@ func Inside(ctx context.Context, workspace string, sup int) (context.Context, fu
 			}
 		}()
 	}
-	return ctx, func(code int) {
+	if t.LogPipe == "" {
+		return ctx, nil, cancel
+	}
+	// O_NONBLOCK: without a supervisor reading, opening fails instead of waiting.
+	f, err := os.OpenFile(t.LogPipe, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return ctx, nil, cancel
+	}
+	_ = debug.SetCrashOutput(f, debug.CrashOptions{})
+	return ctx, f, func() {
 		cancel()
-		_ = os.WriteFile(filepath.Join(workspace, exitFile), []byte(strconv.Itoa(code)), 0o600)
+		_ = f.Close()
 	}
-}
-
-func hasSession(name string) bool {
-	return exec.Command("tmux", "-L", name, "has-session", "-t", "="+name).Run() == nil
-}
-
-func signalAgent(workspace string, sig syscall.Signal) {
-	b, err := os.ReadFile(filepath.Join(workspace, pidFile))
-	if err != nil {
-		return
-	}
-	if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
-		_ = syscall.Kill(pid, sig)
-	}
-}
-
-func exitStatus(workspace string) int {
-	b, err := os.ReadFile(filepath.Join(workspace, exitFile))
-	if err != nil {
-		return 1 // the agent ended without saying how: treat as a failure
-	}
-	code, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 1
-	}
-	return code
 }

@@ -60,9 +60,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // sandbox runs the remote mode, inside the tmux session the platform named when
 // tmux is installed. envErr is the environment's, logged like every error of a
-// sandbox.
+// sandbox. Inside tmux, the agent logs to its pane and to its supervisor's log
+// stream.
 func sandbox(ctx context.Context, env agentconfig.Env, envErr error, stderr io.Writer) int {
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	logOut := stderr
+	if env.Tmux.Inside {
+		var logs io.Writer
+		var stop func()
+		ctx, logs, stop = tmux.Inside(ctx, env.Tmux)
+		defer stop()
+		if logs != nil {
+			logOut = io.MultiWriter(stderr, logs)
+		}
+	}
+	log := slog.New(slog.NewJSONHandler(logOut, nil))
 	if envErr != nil {
 		log.Error(envErr.Error())
 		return 2
@@ -75,22 +86,16 @@ func sandbox(ctx context.Context, env agentconfig.Env, envErr error, stderr io.W
 	if tmux.Usable(env.Tmux) {
 		self, err := os.Executable()
 		if err == nil {
-			code, err := tmux.Supervise(ctx, env.Tmux.SessionName, cfg.Workspace, []string{self, "sandbox"})
+			code, err := tmux.Supervise(ctx, env.Tmux.SessionName, cfg.Workspace, []string{self, "sandbox"}, stderr)
 			if err != nil {
 				log.Error("tmux", slog.String("error", err.Error()))
 			}
 			return code
 		}
 	}
-	done := func(int) {}
-	if env.Tmux.Inside {
-		ctx, done = tmux.Inside(ctx, cfg.Workspace, env.Tmux.SupervisorPID)
-	}
-	code := 0
 	if err := remote.Run(ctx, cfg, log); err != nil {
 		log.Error("sandbox failed", slog.String("error", err.Error()))
-		code = 1
+		return 1
 	}
-	done(code)
-	return code
+	return 0
 }

@@ -2,9 +2,24 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 )
+
+// TestMain lets the test binary be the agent its tmux supervisor starts: the
+// supervisor runs its own executable with "sandbox".
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "sandbox" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
 
 func TestRun(t *testing.T) {
 	t.Parallel()
@@ -55,5 +70,53 @@ func TestRunReadsTheEnvironmentOnce(t *testing.T) {
 	stderr.Reset()
 	if code := run([]string{"sandbox"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "RA_GATEWAY_URL, RA_SANDBOX_TOKEN required in a sandbox") {
 		t.Errorf("sandbox without identity: exit code %d, stderr %q", code, stderr.String())
+	}
+}
+
+// lockedBuffer is written by the supervisor and its log copier.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Inside tmux, what the agent logs reaches its supervisor's stderr, the
+// sandbox's log stream (CloudWatch on Fargate), not only the pane.
+func TestAgentInTmuxLogsToTheSupervisorsStream(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is not installed: .ci/run installs it")
+	}
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"status":401,"error_code":"invalid_token","message":"The sandbox token is not valid.","retryable":false}`))
+	}))
+	defer gateway.Close()
+	name := fmt.Sprintf("ra-main-test-%d", os.Getpid())
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", name, "kill-server").Run() })
+	for k, v := range map[string]string{
+		"RA_SESSION_ID": "5b1f6d7e-0c2a-4e8b-9f3d-1a2b3c4d5e6f", "RA_GATEWAY_URL": gateway.URL,
+		"RA_SANDBOX_TOKEN": "rsb_refused", "RA_WORKSPACE": t.TempDir(), "RA_TMUX_SESSION_NAME": name,
+		"RA_NO_TMUX": "", "RA_IN_TMUX": "", "RA_TMUX_SUPERVISOR_PID": "", "RA_TMUX_LOG_PIPE": "", "RA_LLM_PROVIDER": "scripted",
+	} {
+		t.Setenv(k, v)
+	}
+	var stdout bytes.Buffer
+	var stderr lockedBuffer
+	code := run([]string{"sandbox"}, &stdout, &stderr)
+	// The agent, refused by the gateway, logs why and exits 1.
+	if code != 1 || !strings.Contains(stderr.String(), `"msg":"sandbox failed"`) || !strings.Contains(stderr.String(), "401") {
+		t.Errorf("supervisor: exit %d, stderr %q; want the agent's 1 and its log line", code, stderr.String())
 	}
 }

@@ -1,0 +1,119 @@
+package tmux_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/remote-agents/remote-agents/sandbox/tmux"
+)
+
+// innerArg makes the test binary play the agent inside the tmux session.
+const innerArg = "tmux-test-agent"
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == innerArg {
+		os.Exit(forger(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+// forger is an agent that writes, as a command run by the model could, the
+// files an old supervisor trusted: the pid of another process in .agent.pid and
+// a clean exit in .agent.exit. It says "up" on the fifo args[2], then exits 7 on
+// SIGTERM.
+func forger(args []string) int {
+	victim, workspace, ready := args[0], args[1], args[2]
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	if os.WriteFile(filepath.Join(workspace, ".agent.pid"), []byte(victim), 0o600) != nil ||
+		os.WriteFile(filepath.Join(workspace, ".agent.exit"), []byte("0"), 0o600) != nil ||
+		os.WriteFile(ready, []byte("up\n"), 0o600) != nil {
+		return 3
+	}
+	<-term
+	return 7
+}
+
+var sessions atomic.Int32
+
+// session returns a tmux session name of its own, and kills its server at the
+// end of the test.
+func session(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is not installed: .ci/run installs it")
+	}
+	name := fmt.Sprintf("ra-test-%d-%d", os.Getpid(), sessions.Add(1))
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", name, "kill-server").Run() })
+	return name
+}
+
+// The supervisor signals the process tmux runs in the pane and reports the
+// status tmux saw it exit with, whatever the agent wrote in its workspace.
+func TestSupervisorTrustsTmuxNotTheWorkspace(t *testing.T) {
+	t.Parallel()
+	name := session(t)
+	workspace := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := exec.Command("sleep", "600")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	victimDone := make(chan struct{})
+	go func() { _ = victim.Wait(); close(victimDone) }()
+	t.Cleanup(func() { _ = victim.Process.Kill(); <-victimDone })
+	ready := filepath.Join(t.TempDir(), "ready")
+	if err := syscall.Mkfifo(ready, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	type result struct {
+		code int
+		err  error
+	}
+	supervised := make(chan result, 1)
+	go func() {
+		code, err := tmux.Supervise(ctx, name, workspace, []string{self, innerArg, strconv.Itoa(victim.Process.Pid), workspace, ready}, io.Discard)
+		supervised <- result{code, err}
+	}()
+	up := make(chan string, 1)
+	go func() { b, _ := os.ReadFile(ready); up <- string(b) }()
+	select {
+	case got := <-up:
+		if got != "up\n" {
+			t.Fatalf("the agent said %q", got)
+		}
+	case r := <-supervised:
+		t.Fatalf("the agent ended before it was up: %d, %v", r.code, r.err)
+	}
+
+	cancel() // what SIGTERM to the supervisor does
+	select {
+	case <-victimDone:
+		t.Fatal("the supervisor signalled the pid the agent wrote in its workspace")
+	case r := <-supervised:
+		if r.err != nil || r.code != 7 {
+			t.Errorf("supervise: status %d, %v; want the agent's own 7, not what it wrote in .agent.exit", r.code, r.err)
+		}
+	}
+	select {
+	case <-victimDone:
+		t.Error("the supervisor signalled the pid the agent wrote in its workspace")
+	default:
+	}
+}

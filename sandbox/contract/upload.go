@@ -25,8 +25,10 @@ type Uploader struct {
 	HTTP *http.Client
 }
 
-// Put uploads the file at path to a presigned URL.
-func (u *Uploader) Put(ctx context.Context, url, path, contentType string) error {
+// Put uploads the file at path to a presigned URL with the headers the gateway
+// signed into it (the file's length and type among them: the object store
+// refuses a file that is not what was asked for).
+func (u *Uploader) Put(ctx context.Context, url, path string, headers map[string]string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -41,8 +43,8 @@ func (u *Uploader) Put(ctx context.Context, url, path, contentType string) error
 		return err
 	}
 	req.ContentLength = info.Size()
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+	for k, v := range headers {
+		req.Header.Set(k, v) // Content-Length and Host are the client's own: set above, from the file and the URL
 	}
 	client := u.HTTP
 	if client == nil {
@@ -136,16 +138,12 @@ func (o Options) upload(ctx context.Context, in sandboxwire.UploadsRequest, loca
 	if err != nil {
 		return fmt.Errorf("the upload could not start: %w", err)
 	}
-	types := map[string]string{}
-	for _, f := range in.Files {
-		types[f.Path] = f.ContentType
-	}
 	for _, up := range out.Uploads {
 		path, ok := local[up.Path]
 		if !ok {
 			return fmt.Errorf("the gateway offered an upload for an unknown file %q", up.Path)
 		}
-		if err := o.Uploader.Put(ctx, up.URL, path, types[up.Path]); err != nil {
+		if err := o.Uploader.Put(ctx, up.URL, path, up.Headers); err != nil {
 			return err
 		}
 	}

@@ -1,10 +1,10 @@
 package session_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -381,8 +381,10 @@ func TestChannelUploads(t *testing.T) {
 			t.Errorf("%s: %v, want invalid_request", bad.name, err)
 		}
 	}
+	png := file("shots/a.png", 10)
+	png.ContentType = "image/png"
 	out, err := c.ch.Uploads(t.Context(), c.sess.ID, c.tok, sandboxwire.UploadsRequest{
-		Tool: toolspec.Verify, ToolCallID: "c1", Files: []sandboxwire.UploadFile{file("shots/a.png", 10), file("log.txt", 3)},
+		Tool: toolspec.Verify, ToolCallID: "c1", Files: []sandboxwire.UploadFile{png, file("log.txt", 3)},
 	})
 	if err != nil || len(out.Uploads) != 2 {
 		t.Fatalf("uploads: %+v %v", out, err)
@@ -393,14 +395,33 @@ func TestChannelUploads(t *testing.T) {
 			t.Errorf("upload %d: %+v", i, u)
 		}
 	}
-	// The URL really takes the file, under the key the tool's effect reads.
-	if err := c.bucket.Put(t.Context(), out.Uploads[1].Key, bytes.NewReader([]byte("log")), 3, "text/plain"); err != nil {
-		t.Fatal(err)
+	// Each URL is signed for the file's size and type, which the headers say.
+	if h := out.Uploads[0].Headers; h["Content-Length"] != "10" || h["Content-Type"] != "image/png" {
+		t.Errorf("headers of a.png: %v", h)
+	}
+	log := out.Uploads[1]
+	if h := log.Headers; h["Content-Length"] != "3" || h["Content-Type"] != "application/octet-stream" {
+		t.Errorf("headers of log.txt (no type given): %v", h)
+	}
+	// The URL takes the file it was asked for, and nothing longer, under the
+	// key the tool's effect reads.
+	if status := putTo(t, log, "a much longer log than asked for"); status != 403 {
+		t.Errorf("a longer file: %d, want 403", status)
+	}
+	if status := putTo(t, log, "log"); status != 200 {
+		t.Fatalf("the file: %d", status)
 	}
 	if r, _, err := c.bucket.Get(t.Context(), prefix+"log.txt"); err != nil {
 		t.Errorf("uploaded file: %v", err)
 	} else {
 		_ = r.Close()
+	}
+	for _, ct := range []string{"text/plain\r\nX-Evil: 1", "no-slash", "tëxt/plain"} {
+		bad := file("c.txt", 1)
+		bad.ContentType = ct
+		if _, err := c.ch.Uploads(t.Context(), c.sess.ID, c.tok, sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: "c2", Files: []sandboxwire.UploadFile{bad}}); code(err) != apierror.InvalidRequest {
+			t.Errorf("content type %q: %v, want invalid_request", ct, err)
+		}
 	}
 	if _, err := c.ch.Uploads(t.Context(), c.sess.ID, "ra_sess_not_a_sandbox_token", sandboxwire.UploadsRequest{}); err == nil || errors.Is(err, context.Canceled) {
 		t.Errorf("uploads without a sandbox token: %v", err)
@@ -452,4 +473,22 @@ func TestChannelAppendWithAnIDIsExactlyOnce(t *testing.T) {
 	if out, err := c.ch.Append(t.Context(), s2.ID, tok2, req); err != nil || out.FirstSeq != 1 {
 		t.Errorf("the same id in another session: %+v %v", out, err)
 	}
+}
+
+// putTo PUTs body to an upload's URL with its headers and returns the status.
+func putTo(t *testing.T, up sandboxwire.Upload, body string) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, up.URL, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range up.Headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	return res.StatusCode
 }

@@ -198,8 +198,8 @@ func TestChannelReport(t *testing.T) {
 	if got, _ := c.store.Get(t.Context(), c.sess.ID); got.Reason != session.ReasonShutdown {
 		t.Errorf("reason %q, want shutdown", got.Reason)
 	}
-	if _, err := report(sandboxwire.Idle, "", ""); code(err) != apierror.InvalidRequest {
-		t.Errorf("idle after ended: %v", err)
+	if _, err := report(sandboxwire.Idle, "", ""); code(err) != apierror.InvalidToken {
+		t.Errorf("idle after ended: %v, want invalid_token: the token ended with the session", err)
 	}
 }
 
@@ -238,8 +238,52 @@ func TestChannelHeartbeat(t *testing.T) {
 	if _, err := c.store.Transition(t.Context(), c.sess.ID, session.Change{From: session.Live, To: session.Ended}); err != nil {
 		t.Fatal(err)
 	}
-	if orders, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok); err != nil || !orders.Stop {
-		t.Errorf("heartbeat once ended: %+v %v", orders, err)
+	// Once ended, the token is refused (the sandbox stops on it).
+	if _, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok); code(err) != apierror.InvalidToken {
+		t.Errorf("heartbeat once ended: %v, want invalid_token", err)
+	}
+}
+
+// TestSandboxTokensEndWithTheSession: once its session has ended or failed, a
+// sandbox token opens nothing: no spec, no inbox (user messages, env values),
+// no upload URLs, no events, no status.
+func TestSandboxTokensEndWithTheSession(t *testing.T) {
+	t.Parallel()
+	for _, end := range []session.State{session.Ended, session.Failed} {
+		c := newChannel(t, session.Working)
+		if _, err := c.ch.Inbox(t.Context(), c.sess.ID, c.tok, 0); err != nil {
+			t.Fatalf("inbox while working: %v", err)
+		}
+		if _, err := c.store.Transition(t.Context(), c.sess.ID, session.Change{From: session.Live, To: end, Reason: session.ReasonError}); err != nil {
+			t.Fatal(err)
+		}
+		msg, err := sandboxwire.NewEvent(sandboxwire.AgentMessage{Text: "late"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := map[string]func() error{
+			"spec":      func() error { _, err := c.ch.Spec(t.Context(), c.sess.ID, c.tok); return err },
+			"inbox":     func() error { _, err := c.ch.Inbox(t.Context(), c.sess.ID, c.tok, 0); return err },
+			"heartbeat": func() error { _, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok); return err },
+			"events": func() error {
+				_, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, sandboxwire.EventsRequest{Events: []sandboxwire.Event{msg}})
+				return err
+			},
+			"uploads": func() error {
+				_, err := c.ch.Uploads(t.Context(), c.sess.ID, c.tok, sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: "c1",
+					Files: []sandboxwire.UploadFile{{Path: "a.txt", SizeBytes: 1}}})
+				return err
+			},
+			"status": func() error {
+				_, err := c.ch.Report(t.Context(), c.sess.ID, c.tok, sandboxwire.StatusReport{State: sandboxwire.Ended})
+				return err
+			},
+		}
+		for name, call := range calls {
+			if err := call(); code(err) != apierror.InvalidToken {
+				t.Errorf("%s once %s: %v, want invalid_token", name, end, err)
+			}
+		}
 	}
 }
 
@@ -350,8 +394,8 @@ func TestChannelAppend(t *testing.T) {
 	if _, err := c.store.Transition(t.Context(), c.sess.ID, session.Change{From: session.Live, To: session.Ended}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, sandboxwire.EventsRequest{Events: []sandboxwire.Event{msg}}); code(err) != apierror.InvalidRequest {
-		t.Errorf("append once ended: %v", err)
+	if _, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, sandboxwire.EventsRequest{Events: []sandboxwire.Event{msg}}); code(err) != apierror.InvalidToken {
+		t.Errorf("append once ended: %v, want invalid_token", err)
 	}
 }
 

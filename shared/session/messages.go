@@ -273,7 +273,8 @@ func (s *Service) PresignAttachment(ctx context.Context, id, tok string, name, c
 }
 
 // Authorize returns the session a session token belongs to: 401 for a missing or
-// wrong token, 404 for an unknown agent.
+// wrong token, or one of an agent that ended more than TokenGrace ago; 404 for
+// an unknown agent.
 func (s *Service) Authorize(ctx context.Context, id, tok string) (Session, error) {
 	return s.authorize(ctx, id, tok)
 }
@@ -293,8 +294,8 @@ func (s *Service) authorize(ctx context.Context, id, tok string) (Session, error
 	if err != nil {
 		return Session{}, err
 	}
-	if !tokenMatches(sess, tok) {
-		return Session{}, apierror.New(apierror.InvalidToken, "The session token is not valid for this agent.")
+	if err := checkToken(sess, tok, s.o.Now()); err != nil {
+		return Session{}, err
 	}
 	return sess, nil
 }

@@ -109,15 +109,16 @@ func (o Options) uploadFolder(ctx context.Context, p *policy.Policy, id, folder 
 	return len(files), o.upload(ctx, sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: id, Files: files}, local)
 }
 
-// uploadSnapshot archives the workspace (without the agent's own state and the
-// env file) and uploads it for save_snapshot call id.
-func (o Options) uploadSnapshot(ctx context.Context, p *policy.Policy, id, envFile string) error {
+// uploadSnapshot archives the workspace, without what is the session's rather
+// than the workspace's (the agent's state, the env file, o.Private), and
+// uploads it for save_snapshot call id.
+func (o Options) uploadSnapshot(ctx context.Context, p *policy.Policy, id string) error {
 	tmp, err := os.CreateTemp("", "snapshot-*.tar.gz")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = os.Remove(tmp.Name()) }()
-	size, err := archive(ctx, tmp, p.Workspace(), envFile)
+	size, err := archive(ctx, tmp, p.Workspace(), o.private(p.Workspace()))
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -150,9 +151,25 @@ func (o Options) upload(ctx context.Context, in sandboxwire.UploadsRequest, loca
 	return nil
 }
 
-// archive writes a gzipped tar of dir to w, skipping the agent's state folder and
-// the env file, and returns the bytes written.
-func archive(ctx context.Context, w io.Writer, dir, envFile string) (int64, error) {
+// agentState is the agent's own folder in the workspace (memory, sessions).
+const agentState = ".agent"
+
+// private is the set of workspace-relative paths a snapshot leaves out.
+func (o Options) private(workspace string) map[string]bool {
+	skip := map[string]bool{agentState: true}
+	if rel, err := filepath.Rel(workspace, o.EnvFile); o.EnvFile != "" && err == nil {
+		skip[filepath.ToSlash(rel)] = true
+	}
+	for _, p := range o.Private {
+		skip[filepath.ToSlash(filepath.Clean(p))] = true
+	}
+	return skip
+}
+
+// archive writes a gzipped tar of dir to w, leaving out the paths in skip
+// (relative to dir, with '/'; a folder with all it holds), and returns the
+// bytes written.
+func archive(ctx context.Context, w io.Writer, dir string, skip map[string]bool) (int64, error) {
 	root, err := os.OpenRoot(dir) // files are opened inside dir, whatever links change meanwhile
 	if err != nil {
 		return 0, err
@@ -172,7 +189,7 @@ func archive(ctx context.Context, w io.Writer, dir, envFile string) (int64, erro
 		if err != nil || rel == "." {
 			return err
 		}
-		if rel == ".agent" || path == envFile {
+		if skip[filepath.ToSlash(rel)] {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}

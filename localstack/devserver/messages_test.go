@@ -37,7 +37,14 @@ func TestMessagesAreQueuedOncePerClientID(t *testing.T) {
 	if up.status != http.StatusOK {
 		t.Fatalf("attachments: %d %s", up.status, up.raw)
 	}
-	put(t, up.str("upload_url"), "text/plain", []byte("notes"))
+	if h, _ := up.body["upload_headers"].(map[string]any); h["Content-Length"] != "5" || h["Content-Type"] != "text/plain" {
+		t.Errorf("upload headers: %s", up.raw)
+	}
+	// The URL takes the 5 bytes asked for, not 2 MB.
+	if status := send(t, up.str("upload_url"), up.body["upload_headers"], []byte(strings.Repeat("x", 2<<20))); status != http.StatusForbidden {
+		t.Errorf("2 MB to an upload of 5 bytes: %d, want 403", status)
+	}
+	put(t, up.str("upload_url"), up.body["upload_headers"], []byte("notes"))
 	att := s.call(http.MethodPost, path, tok, map[string]any{"text": "see attached", "client_message_id": "m-3",
 		"attachments": []any{map[string]any{"key": up.str("key"), "name": "notes.txt", "size_bytes": 5, "content_type": "text/plain"}}})
 	if att.status != http.StatusOK {
@@ -71,6 +78,29 @@ func TestMessagesAreQueuedOncePerClientID(t *testing.T) {
 	} {
 		wantError(t, s.call(http.MethodPost, path, tok, bad), 400, "invalid_request")
 	}
+	// File names that are not plain names are a 400, never a 500 nor a stored
+	// name: control characters (C0, DEL, C1) and bidirectional controls.
+	attachments := "/api/remote_agents/" + id + "/attachments"
+	okKey := up.str("key")
+	for _, name := range []string{"a\x00b", "tab\there", "del\x7f.txt", "c1\u0085.txt", "invoice\u202efdp.exe", "x\u2066y", "a/b", `a\b`, "..", ""} {
+		wantError(t, s.call(http.MethodPost, attachments, tok, map[string]any{"name": name, "size_bytes": 1, "content_type": "text/plain"}), 400, "invalid_request")
+		wantError(t, s.call(http.MethodPost, path, tok, map[string]any{"text": "x",
+			"attachments": []any{map[string]any{"key": okKey, "name": name, "size_bytes": 5}}}), 400, "invalid_request")
+		badKey := okKey[:strings.LastIndex(okKey, "/")+1] + name
+		wantError(t, s.call(http.MethodPost, path, tok, map[string]any{"text": "x",
+			"attachments": []any{map[string]any{"key": badKey, "name": "notes.txt", "size_bytes": 5}}}), 400, "invalid_request")
+	}
+	for _, ct := range []string{"text/plain\r\nX-Injected: 1", "text", "tëxt/plain", strings.Repeat("a", 250) + "/plain"} {
+		wantError(t, s.call(http.MethodPost, attachments, tok, map[string]any{"name": "a.txt", "size_bytes": 1, "content_type": ct}), 400, "invalid_request")
+	}
+	for _, size := range []int{0, -1, 25<<20 + 1} {
+		wantError(t, s.call(http.MethodPost, attachments, tok, map[string]any{"name": "a.txt", "size_bytes": size}), 400, "invalid_request")
+	}
+	if ok := s.call(http.MethodPost, attachments, tok, map[string]any{"name": "résumé (1) 🙂.pdf", "size_bytes": 1}); ok.status != http.StatusOK ||
+		ok.body["upload_headers"].(map[string]any)["Content-Type"] != "application/octet-stream" {
+		t.Errorf("a plain name with no type: %d %s", ok.status, ok.raw)
+	}
+
 	wantError(t, s.call(http.MethodPost, path, "", map[string]any{"text": "x"}), 401, "missing_token")
 	wantError(t, s.call(http.MethodPost, path, "rak_wrong", map[string]any{"text": "x"}), 401, "invalid_token")
 	wantError(t, s.call(http.MethodPost, "/api/remote_agents/00000000-0000-4000-8000-000000000000/messages", tok, map[string]any{"text": "x"}), 404, "agent_not_found")

@@ -153,12 +153,15 @@ func TestToolCallbacksInASetupSession(t *testing.T) {
 	}
 	for _, u := range up.body["uploads"].([]any) {
 		u := u.(map[string]any)
-		ct := "text/plain"
 		body := []byte("all green")
 		if u["path"] == "shots/home.png" {
-			ct, body = "image/png", []byte("\x89PNG")
+			body = []byte("\x89PNG")
 		}
-		put(t, u["url"].(string), ct, body)
+		// A URL takes the file it was asked for, not a larger one.
+		if status := send(t, u["url"].(string), u["headers"], append(body, '!')); status != http.StatusForbidden {
+			t.Errorf("a file longer than asked for: %d, want 403", status)
+		}
+		put(t, u["url"].(string), u["headers"], body)
 	}
 	v := s.toolDone(t, id, sb, "verify", "call-verify", map[string]any{"folder": "evidence"})
 	if v.status != http.StatusOK || v.body["success"] != true || v.body["data"].(map[string]any)["file_count"] != float64(2) {
@@ -175,7 +178,8 @@ func TestToolCallbacksInASetupSession(t *testing.T) {
 	if up.status != http.StatusOK {
 		t.Fatalf("uploads: %d %s", up.status, up.raw)
 	}
-	put(t, up.body["uploads"].([]any)[0].(map[string]any)["url"].(string), "application/gzip", []byte("not-a-tarball"[:11]))
+	snapFile := up.body["uploads"].([]any)[0].(map[string]any)
+	put(t, snapFile["url"].(string), snapFile["headers"], []byte("not-a-tarball"[:11]))
 	snap := s.toolDone(t, id, sb, "save_snapshot", "call-snap", map[string]any{"message": "node 20 and postgres"})
 	if snap.status != http.StatusOK || snap.body["success"] != true {
 		t.Fatalf("save_snapshot: %d %s", snap.status, snap.raw)
@@ -214,21 +218,33 @@ func TestToolCallbacksInASetupSession(t *testing.T) {
 	wantToolError(t, s.call(http.MethodPost, "/proliferate/"+id+"/tools/verify", sb, `{"args":{}}`), 400, "invalid_request")
 }
 
-func put(t *testing.T, url, contentType string, body []byte) {
+// put PUTs body to a presigned URL with the headers its answer gave (a JSON
+// object), and fails the test unless it is stored.
+func put(t *testing.T, url string, headers any, body []byte) {
+	t.Helper()
+	if status := send(t, url, headers, body); status != http.StatusOK {
+		t.Fatalf("PUT presigned: %d", status)
+	}
+}
+
+// send PUTs body to a presigned URL with headers (a JSON object) and returns
+// the status.
+func send(t *testing.T, url string, headers any, body []byte) int {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, url, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", contentType)
+	h, _ := headers.(map[string]any)
+	for k, v := range h {
+		req.Header.Set(k, v.(string))
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("PUT presigned: %d", res.StatusCode)
-	}
+	return res.StatusCode
 }
 
 // Setup-only tools are refused outside setup sessions, and a sandbox token works
@@ -248,7 +264,8 @@ func TestSetupToolsAndTokensAreGated(t *testing.T) {
 	wantToolError(t, s.tool(id, sb, "save_env_files", "c2", map[string]any{"files": []any{map[string]any{"path": ".env", "format": "dotenv", "mode": "secret", "keys": []any{map[string]any{"key": "A", "required": true}}}}}), 403, "forbidden")
 	// A snapshot outside setup is the session's.
 	snapUp := s.call(http.MethodPost, "/sandbox/"+id+"/uploads", sb, map[string]any{"tool": "save_snapshot", "tool_call_id": "snap", "files": []any{map[string]any{"path": "snapshot.tar.gz", "size_bytes": 3}}})
-	put(t, snapUp.body["uploads"].([]any)[0].(map[string]any)["url"].(string), "", []byte("abc"))
+	snapFile := snapUp.body["uploads"].([]any)[0].(map[string]any)
+	put(t, snapFile["url"].(string), snapFile["headers"], []byte("abc"))
 	if r := s.toolDone(t, id, sb, "save_snapshot", "snap", map[string]any{}); r.body["data"].(map[string]any)["target"] != "session" {
 		t.Errorf("snapshot of a coding session: %s", r.raw)
 	}

@@ -4,7 +4,10 @@
 //   - DynamoDB Local 1.25.1, the jar shipped in the npm package
 //     amplify-dynamodb-simulator@2.9.30 (localstack/package.json), run with Java 17+;
 //   - goaws v0.5.4 for SQS and gofakes3 v1.2.0 for S3, both pinned in
-//     localstack/tools/go.mod and built once into .cache/bin.
+//     localstack/tools/go.mod and built once into .cache/bin. gofakes3 checks no
+//     signature, so S3 is served through a front in this process that checks
+//     presigned URLs as S3 does (package s3sig): an upload of another length or
+//     type than its URL was signed for is refused, as in AWS.
 //
 // Env returns the endpoint variables that shared/awsconfig reads.
 package emulators
@@ -13,8 +16,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +29,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/remote-agents/remote-agents/localstack/s3sig"
 )
 
 // QuirksSQSVar names the environment variable saying which SQS emulator is in use.
@@ -29,6 +38,12 @@ const QuirksSQSVar = "RA_EMULATED_SQS"
 
 // Region is the region the emulators are addressed in.
 const Region = "us-east-1"
+
+// The credentials Env gives clients; S3's front checks presigned URLs with them.
+const (
+	AccessKeyID     = "test"
+	SecretAccessKey = "test"
+)
 
 // How long to wait for emulators to start and to stop.
 const (
@@ -53,6 +68,7 @@ type Emulators struct {
 
 	ownLog   bool // LogDir is temporary: removed by Stop
 	procs    []*proc
+	s3Front  *http.Server
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -93,7 +109,7 @@ func Start(ctx context.Context, opts Options) (*Emulators, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(3)
+	ports, err := freePorts(4) // the last is gofakes3's own, behind the front
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +133,7 @@ func Start(ctx context.Context, opts Options) (*Emulators, error) {
 			"-Djava.library.path=./DynamoDBLocal_lib", "-jar", "DynamoDBLocal.jar",
 			"-inMemory", "-sharedDb", "-port", strconv.Itoa(ports[0])}},
 		{"sqs", logDir, []string{bins.goaws, "-config", goawsConfig, "-loglevel", "warn", "Local"}},
-		{"s3", logDir, []string{bins.gofakes3, "-host", "127.0.0.1:" + strconv.Itoa(ports[2]), "-backend", "memory", "-quiet"}},
+		{"s3", logDir, []string{bins.gofakes3, "-host", "127.0.0.1:" + strconv.Itoa(ports[3]), "-backend", "memory", "-quiet"}},
 	}
 	for _, s := range specs {
 		p, err := launch(s.name, s.dir, s.args, logDir)
@@ -127,9 +143,14 @@ func Start(ctx context.Context, opts Options) (*Emulators, error) {
 		}
 		e.procs = append(e.procs, p)
 	}
+	gofakes3 := "http://127.0.0.1:" + strconv.Itoa(ports[3])
+	if err := e.serveS3Front(ports[2], gofakes3); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	for i, url := range []string{e.DynamoDB, e.SQS, e.S3} {
+	for i, url := range []string{e.DynamoDB, e.SQS, gofakes3} {
 		if err := waitHTTP(ctx, url, e.procs[i]); err != nil {
 			tail := logTail(filepath.Join(logDir, e.procs[i].name+".log"))
 			_ = e.Stop()
@@ -146,8 +167,8 @@ func (e *Emulators) Env() []string {
 		"AWS_ENDPOINT_URL_SQS=" + e.SQS,
 		"AWS_ENDPOINT_URL_S3=" + e.S3,
 		"AWS_REGION=" + Region,
-		"AWS_ACCESS_KEY_ID=test",
-		"AWS_SECRET_ACCESS_KEY=test",
+		"AWS_ACCESS_KEY_ID=" + AccessKeyID,
+		"AWS_SECRET_ACCESS_KEY=" + SecretAccessKey,
 		// Tests read it to know goaws's quirks (e.g. ApproximateReceiveCount stays 1).
 		QuirksSQSVar + "=goaws",
 	}
@@ -158,6 +179,9 @@ func (e *Emulators) Env() []string {
 func (e *Emulators) Stop() error {
 	e.stopOnce.Do(func() {
 		var errs []error
+		if e.s3Front != nil {
+			errs = append(errs, e.s3Front.Close())
+		}
 		for _, p := range e.procs {
 			if err := p.stop(); err != nil {
 				errs = append(errs, err)
@@ -178,6 +202,25 @@ func (e *Emulators) Pids() []int {
 		pids[i] = p.cmd.Process.Pid
 	}
 	return pids
+}
+
+// serveS3Front serves S3 on port: gofakes3 at backend, behind the check of
+// presigned URLs it lacks.
+func (e *Emulators) serveS3Front(port int, backend string) error {
+	target, err := url.Parse(backend)
+	if err != nil {
+		return fmt.Errorf("emulators: %w", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return fmt.Errorf("emulators: S3 front: %w", err)
+	}
+	check := s3sig.Checker{AccessKeyID: AccessKeyID, SecretAccessKey: SecretAccessKey}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ErrorLog = log.New(io.Discard, "", 0) // a client going away is no news
+	e.s3Front = &http.Server{Handler: check.Front(proxy), ReadHeaderTimeout: 30 * time.Second}
+	go func() { _ = e.s3Front.Serve(l) }()
+	return nil
 }
 
 func launch(name, dir string, args []string, logDir string) (*proc, error) {

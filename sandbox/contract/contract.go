@@ -41,6 +41,11 @@ type Options struct {
 	Setup bool
 	// EnvFile is where submitted env values are written (shown to the model).
 	EnvFile string
+	// Private lists workspace-relative paths (files or folders) that are the
+	// session's, not the workspace's: save_snapshot leaves them out, with the
+	// agent's state folder (.agent) and EnvFile. A sandbox lists its
+	// conversation and the user's attachments.
+	Private []string
 	// Uploader PUTs files to presigned URLs; nil uses a plain HTTP client.
 	Uploader *Uploader
 }
@@ -118,7 +123,7 @@ func (o Options) runner(d toolspec.Def, p *policy.Policy) (runFunc, error) {
 			if err != nil {
 				return "", err
 			}
-			if err := o.uploadSnapshot(ctx, p, id, o.EnvFile); err != nil {
+			if err := o.uploadSnapshot(ctx, p, id); err != nil {
 				return "", err
 			}
 			return answer(o.Callback.Call(ctx, name, id, args))

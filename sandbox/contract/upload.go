@@ -25,8 +25,10 @@ type Uploader struct {
 	HTTP *http.Client
 }
 
-// Put uploads the file at path to a presigned URL.
-func (u *Uploader) Put(ctx context.Context, url, path, contentType string) error {
+// Put uploads the file at path to a presigned URL with the headers the gateway
+// signed into it (the file's length and type among them: the object store
+// refuses a file that is not what was asked for).
+func (u *Uploader) Put(ctx context.Context, url, path string, headers map[string]string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -41,8 +43,8 @@ func (u *Uploader) Put(ctx context.Context, url, path, contentType string) error
 		return err
 	}
 	req.ContentLength = info.Size()
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+	for k, v := range headers {
+		req.Header.Set(k, v) // Content-Length and Host are the client's own: set above, from the file and the URL
 	}
 	client := u.HTTP
 	if client == nil {
@@ -107,15 +109,16 @@ func (o Options) uploadFolder(ctx context.Context, p *policy.Policy, id, folder 
 	return len(files), o.upload(ctx, sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: id, Files: files}, local)
 }
 
-// uploadSnapshot archives the workspace (without the agent's own state and the
-// env file) and uploads it for save_snapshot call id.
-func (o Options) uploadSnapshot(ctx context.Context, p *policy.Policy, id, envFile string) error {
+// uploadSnapshot archives the workspace, without what is the session's rather
+// than the workspace's (the agent's state, the env file, o.Private), and
+// uploads it for save_snapshot call id.
+func (o Options) uploadSnapshot(ctx context.Context, p *policy.Policy, id string) error {
 	tmp, err := os.CreateTemp("", "snapshot-*.tar.gz")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = os.Remove(tmp.Name()) }()
-	size, err := archive(ctx, tmp, p.Workspace(), envFile)
+	size, err := archive(ctx, tmp, p.Workspace(), o.private(p.Workspace()))
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -136,25 +139,37 @@ func (o Options) upload(ctx context.Context, in sandboxwire.UploadsRequest, loca
 	if err != nil {
 		return fmt.Errorf("the upload could not start: %w", err)
 	}
-	types := map[string]string{}
-	for _, f := range in.Files {
-		types[f.Path] = f.ContentType
-	}
 	for _, up := range out.Uploads {
 		path, ok := local[up.Path]
 		if !ok {
 			return fmt.Errorf("the gateway offered an upload for an unknown file %q", up.Path)
 		}
-		if err := o.Uploader.Put(ctx, up.URL, path, types[up.Path]); err != nil {
+		if err := o.Uploader.Put(ctx, up.URL, path, up.Headers); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// archive writes a gzipped tar of dir to w, skipping the agent's state folder and
-// the env file, and returns the bytes written.
-func archive(ctx context.Context, w io.Writer, dir, envFile string) (int64, error) {
+// agentState is the agent's own folder in the workspace (memory, sessions).
+const agentState = ".agent"
+
+// private is the set of workspace-relative paths a snapshot leaves out.
+func (o Options) private(workspace string) map[string]bool {
+	skip := map[string]bool{agentState: true}
+	if rel, err := filepath.Rel(workspace, o.EnvFile); o.EnvFile != "" && err == nil {
+		skip[filepath.ToSlash(rel)] = true
+	}
+	for _, p := range o.Private {
+		skip[filepath.ToSlash(filepath.Clean(p))] = true
+	}
+	return skip
+}
+
+// archive writes a gzipped tar of dir to w, leaving out the paths in skip
+// (relative to dir, with '/'; a folder with all it holds), and returns the
+// bytes written.
+func archive(ctx context.Context, w io.Writer, dir string, skip map[string]bool) (int64, error) {
 	root, err := os.OpenRoot(dir) // files are opened inside dir, whatever links change meanwhile
 	if err != nil {
 		return 0, err
@@ -174,7 +189,7 @@ func archive(ctx context.Context, w io.Writer, dir, envFile string) (int64, erro
 		if err != nil || rel == "." {
 			return err
 		}
-		if rel == ".agent" || path == envFile {
+		if skip[filepath.ToSlash(rel)] {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}

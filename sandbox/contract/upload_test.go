@@ -33,7 +33,8 @@ func TestArchiveKeepsTheWorkspaceButNotTheAgentsState(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	n, err := archive(t.Context(), &buf, dir, filepath.Join(dir, ".proliferate_env.json"))
+	o := Options{EnvFile: filepath.Join(dir, ".proliferate_env.json")}
+	n, err := archive(t.Context(), &buf, dir, o.private(dir))
 	if err != nil || n != int64(buf.Len()) {
 		t.Fatalf("archive: %d %v (buffer %d)", n, err, buf.Len())
 	}

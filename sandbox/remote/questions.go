@@ -101,6 +101,9 @@ func (q *questions) text(m sandboxwire.InboxMessage, saved []string) string {
 	return strings.Join(parts, "\n\n")
 }
 
+// AttachmentsDir is the workspace folder the user's attachments are saved in.
+const AttachmentsDir = "attachments"
+
 // maxAttachment bounds a download.
 const maxAttachment = 25 << 20
 
@@ -114,7 +117,7 @@ func download(ctx context.Context, workspace string, m sandboxwire.InboxMessage)
 		if name == "." || name == ".." || name == "/" {
 			return saved, errors.New("an attachment has no usable name")
 		}
-		rel := filepath.Join("attachments", strconv.FormatInt(m.Seq, 10)+"-"+name)
+		rel := filepath.Join(AttachmentsDir, strconv.FormatInt(m.Seq, 10)+"-"+name)
 		if err := fetch(ctx, client, a.URL, filepath.Join(workspace, rel)); err != nil {
 			return saved, err
 		}

@@ -187,6 +187,9 @@ func (r *run) brain(spec sandboxwire.Spec) (*Brain, error) {
 			Channel:  r.cl,
 			Setup:    spec.SessionType == sandboxwire.SessionSetup,
 			EnvFile:  r.c.EnvFile,
+			// A snapshot is of the workspace, not of this session's conversation
+			// (guardrails and all) or of what its user attached.
+			Private: []string{ConversationFile, AttachmentsDir},
 		})
 	}
 	return NewBrain(r.c, contractTools)

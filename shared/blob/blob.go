@@ -35,6 +35,14 @@ type Page struct {
 	Next    string
 }
 
+// Presigned is a presigned request: its URL, and the headers the client must
+// send with it as they are (they are signed). Content-Length is among them:
+// HTTP clients set it from the body, which must be exactly that long.
+type Presigned struct {
+	URL     string
+	Headers map[string]string
+}
+
 // Store is a bucket of objects.
 type Store interface {
 	// Put stores size bytes from r under key.
@@ -46,8 +54,10 @@ type Store interface {
 	List(ctx context.Context, prefix, after string, limit int) (Page, error)
 	// PresignGet returns a URL that reads key for ttl (at most MaxPresignTTL).
 	PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error)
-	// PresignPut returns a URL that writes key with contentType for ttl.
-	PresignPut(ctx context.Context, key, contentType string, ttl time.Duration) (string, error)
+	// PresignPut returns a request that writes exactly size bytes of
+	// contentType under key for ttl: the length and type are signed, so the
+	// store refuses a body of any other length.
+	PresignPut(ctx context.Context, key, contentType string, size int64, ttl time.Duration) (Presigned, error)
 	// Copy copies the object under src to dst; ErrNotFound if src is absent.
 	Copy(ctx context.Context, src, dst string) error
 }

@@ -294,7 +294,8 @@ function eventStream(source) {
       for (const file of fileInput.files) {
         try {
           const up = await post("/attachments", { name: file.name, size_bytes: file.size, content_type: file.type || "application/octet-stream" });
-          const put = await fetch(up.upload_url, { method: "PUT", body: file, headers: { "Content-Type": file.type || "application/octet-stream" }, referrerPolicy: "no-referrer" });
+          // The headers are signed (the browser sets Content-Length from the file).
+          const put = await fetch(up.upload_url, { method: "PUT", body: file, headers: up.upload_headers || {}, referrerPolicy: "no-referrer" });
           if (!put.ok) throw new Error("The upload of " + file.name + " failed.");
           attachments.push({ key: up.key, name: file.name, size_bytes: file.size, content_type: file.type || "application/octet-stream" });
           const li = document.createElement("li");

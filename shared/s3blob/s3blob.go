@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -171,21 +172,51 @@ func (s *Store) PresignGet(ctx context.Context, key string, ttl time.Duration) (
 	return req.URL, nil
 }
 
-// PresignPut returns a URL that uploads key, with contentType, until ttl passes.
-func (s *Store) PresignPut(ctx context.Context, key, contentType string, ttl time.Duration) (string, error) {
+// PresignPut returns a request that uploads exactly size bytes of contentType
+// under key until ttl passes. The length and type are signed headers, so S3
+// refuses a body of another length (403 SignatureDoesNotMatch). S3 signs no
+// length of zero: an empty upload signs the digest of an empty body instead,
+// which S3 checks against what it receives (400 BadDigest).
+func (s *Store) PresignPut(ctx context.Context, key, contentType string, size int64, ttl time.Duration) (blob.Presigned, error) {
 	if err := checkPresign(key, ttl); err != nil {
-		return "", fmt.Errorf("presign put %s: %w", key, err)
+		return blob.Presigned{}, fmt.Errorf("presign put %s: %w", key, err)
 	}
-	in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key}
+	if size < 0 || size > MaxPutBytes {
+		return blob.Presigned{}, fmt.Errorf("presign put %s: size %d outside 0..%d", key, size, int64(MaxPutBytes))
+	}
+	in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, ContentLength: aws.Int64(size)}
 	if contentType != "" {
 		in.ContentType = &contentType
 	}
+	if size == 0 {
+		in.ContentMD5 = aws.String(emptyMD5)
+	}
 	req, err := s.presign.PresignPutObject(ctx, in, s3.WithPresignExpires(ttl))
 	if err != nil {
-		return "", fmt.Errorf("presign put %s in %s: %w", key, s.bucket, err)
+		return blob.Presigned{}, fmt.Errorf("presign put %s in %s: %w", key, s.bucket, err)
 	}
-	return req.URL, nil
+	headers := make(map[string]string, len(req.SignedHeader))
+	for k, v := range req.SignedHeader {
+		if k != "Host" { // the client's own, from the URL
+			headers[k] = strings.Join(v, ",")
+		}
+	}
+	if size > 0 && headers["Content-Length"] != strconv.FormatInt(size, 10) {
+		// Unsigned, the length would be the client's to choose: refuse to hand
+		// out such a URL rather than hand out an unbounded one.
+		return blob.Presigned{}, fmt.Errorf("presign put %s: the length is not signed", key)
+	}
+	if _, ok := headers["Content-Type"]; !ok && contentType != "" {
+		headers["Content-Type"] = contentType // stored with the object, though unsigned
+	}
+	return blob.Presigned{URL: req.URL, Headers: headers}, nil
 }
+
+// MaxPutBytes is S3's limit on one PUT (5 GiB).
+const MaxPutBytes = 5 << 30
+
+// emptyMD5 is the Content-MD5 of an empty body.
+const emptyMD5 = "1B2M2Y8AsgTpgAmY7PhCfg=="
 
 func checkPresign(key string, ttl time.Duration) error {
 	if err := ValidKey(key); err != nil {

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,22 +92,12 @@ func TestListByPrefixPages(t *testing.T) {
 func TestPresignedURLsWithPlainHTTP(t *testing.T) {
 	t.Parallel()
 	s := store(t)
-	put, err := s.PresignPut(t.Context(), "sessions/s1/uploads/report.json", "application/json", 5*time.Minute)
+	put, err := s.PresignPut(t.Context(), "sessions/s1/uploads/report.json", "application/json", 11, 5*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, put, strings.NewReader(`{"ok":true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("presigned PUT: %s", res.Status)
+	if status := send(t, put, strings.NewReader(`{"ok":true}`)); status != http.StatusOK {
+		t.Fatalf("presigned PUT: %d", status)
 	}
 
 	get, err := s.PresignGet(t.Context(), "sessions/s1/uploads/report.json", time.Minute)
@@ -143,7 +136,91 @@ func TestRejectsUnsafeKeysAndTTLs(t *testing.T) {
 	if _, err := s.PresignGet(t.Context(), "ok", 8*24*time.Hour); err == nil {
 		t.Error("presign beyond MaxPresignTTL accepted")
 	}
-	if _, err := s.PresignPut(t.Context(), "ok", "", 0); err == nil {
+	if _, err := s.PresignPut(t.Context(), "ok", "", 1, 0); err == nil {
 		t.Error("presign with zero TTL accepted")
+	}
+	for _, size := range []int64{-1, s3blob.MaxPutBytes + 1} {
+		if _, err := s.PresignPut(t.Context(), "ok", "", size, time.Minute); err == nil {
+			t.Errorf("presign of %d bytes accepted", size)
+		}
+	}
+}
+
+// send PUTs body to a presigned request with its headers and returns the status.
+func send(t *testing.T, p blob.Presigned, body io.Reader) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, p.URL, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range p.Headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	return res.StatusCode
+}
+
+// TestPresignedPutsAreBoundedBySize: a presigned PUT takes exactly the length
+// and type it was signed for; the object store (S3, or the emulators' front
+// that checks as S3 does) refuses 2 MB to a URL presigned for 10 bytes.
+func TestPresignedPutsAreBoundedBySize(t *testing.T) {
+	t.Parallel()
+	s := store(t)
+	ten := bytes.Repeat([]byte("x"), 10)
+	p, err := s.PresignPut(t.Context(), "sessions/s1/uploads/ten.txt", "text/plain", 10, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(p.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := strings.Split(u.Query().Get("X-Amz-SignedHeaders"), ";")
+	if !slices.Contains(signed, "content-length") || !slices.Contains(signed, "content-type") {
+		t.Errorf("signed headers %v lack the length or the type", signed)
+	}
+	if !maps.Equal(p.Headers, map[string]string{"Content-Length": "10", "Content-Type": "text/plain"}) {
+		t.Errorf("headers to send: %v", p.Headers)
+	}
+
+	if status := send(t, p, bytes.NewReader(bytes.Repeat([]byte("x"), 2<<20))); status != http.StatusForbidden {
+		t.Errorf("2 MB to a URL presigned for 10 bytes: %d, want 403", status)
+	}
+	if _, _, err := s.Get(t.Context(), "sessions/s1/uploads/ten.txt"); !errors.Is(err, blob.ErrNotFound) {
+		t.Errorf("after the refused PUT: %v, want no object", err)
+	}
+	if status := send(t, p, io.MultiReader(bytes.NewReader(ten))); status != http.StatusForbidden {
+		t.Errorf("10 bytes chunked, with no length: %d, want 403", status)
+	}
+	other := blob.Presigned{URL: p.URL, Headers: map[string]string{"Content-Type": "text/html"}}
+	if status := send(t, other, bytes.NewReader(ten)); status != http.StatusForbidden {
+		t.Errorf("another type: %d, want 403", status)
+	}
+	if status := send(t, p, bytes.NewReader(ten)); status != http.StatusOK {
+		t.Fatalf("the 10 bytes signed for: %d", status)
+	}
+	r, obj, err := s.Get(t.Context(), "sessions/s1/uploads/ten.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r.Close()
+	if obj.Size != 10 || obj.ContentType != "text/plain" {
+		t.Errorf("stored %+v", obj)
+	}
+
+	// S3 signs no length of zero: an empty upload is bound by its digest.
+	empty, err := s.PresignPut(t.Context(), "sessions/s1/uploads/empty", "text/plain", 0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status := send(t, empty, bytes.NewReader(ten)); status/100 == 2 {
+		t.Errorf("10 bytes to a URL presigned for none: %d", status)
+	}
+	if status := send(t, empty, http.NoBody); status != http.StatusOK {
+		t.Errorf("the empty body signed for: %d", status)
 	}
 }

@@ -190,9 +190,11 @@ type UploadsResponse struct {
 	Uploads []Upload `json:"uploads"`
 }
 
-// Upload is where one file goes.
+// Upload is where one file goes: a PUT to URL with Headers, exactly (they
+// are signed), and a body of exactly the size asked for.
 type Upload struct {
-	Path string `json:"path"`
-	Key  string `json:"key"`
-	URL  string `json:"url"`
+	Path    string            `json:"path"`
+	Key     string            `json:"key"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
 }

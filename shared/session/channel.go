@@ -329,11 +329,11 @@ func (c *Channel) Uploads(ctx context.Context, id, tok string, in sandboxwire.Up
 	out := sandboxwire.UploadsResponse{Uploads: make([]sandboxwire.Upload, 0, len(in.Files))}
 	for _, f := range in.Files {
 		key := prefix + f.Path
-		u, err := c.o.Blob.PresignPut(ctx, key, f.ContentType, sandboxwire.UploadTTL)
+		u, err := c.o.Blob.PresignPut(ctx, key, cmp.Or(f.ContentType, defaultContentType), f.SizeBytes, sandboxwire.UploadTTL)
 		if err != nil {
 			return sandboxwire.UploadsResponse{}, err
 		}
-		out.Uploads = append(out.Uploads, sandboxwire.Upload{Path: f.Path, Key: key, URL: u})
+		out.Uploads = append(out.Uploads, sandboxwire.Upload{Path: f.Path, Key: key, URL: u.URL, Headers: u.Headers})
 	}
 	return out, nil
 }
@@ -370,8 +370,8 @@ func checkUploads(in sandboxwire.UploadsRequest) error {
 		if f.SizeBytes < 0 || (in.Tool == toolspec.Verify && f.SizeBytes > sandboxwire.MaxEvidenceBytes) {
 			return invalid("files[%d] must be at most %d bytes.", i, sandboxwire.MaxEvidenceBytes)
 		}
-		if len(f.ContentType) > sandboxwire.MaxContentTypeBytes {
-			return invalid("files[%d].content_type is too long.", i)
+		if f.ContentType != "" && !validContentType(f.ContentType) {
+			return invalid("files[%d].content_type must be a media type such as text/plain, of at most %d bytes.", i, sandboxwire.MaxContentTypeBytes)
 		}
 	}
 	return nil

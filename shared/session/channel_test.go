@@ -1,10 +1,10 @@
 package session_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -198,8 +198,8 @@ func TestChannelReport(t *testing.T) {
 	if got, _ := c.store.Get(t.Context(), c.sess.ID); got.Reason != session.ReasonShutdown {
 		t.Errorf("reason %q, want shutdown", got.Reason)
 	}
-	if _, err := report(sandboxwire.Idle, "", ""); code(err) != apierror.InvalidRequest {
-		t.Errorf("idle after ended: %v", err)
+	if _, err := report(sandboxwire.Idle, "", ""); code(err) != apierror.InvalidToken {
+		t.Errorf("idle after ended: %v, want invalid_token: the token ended with the session", err)
 	}
 }
 
@@ -238,8 +238,52 @@ func TestChannelHeartbeat(t *testing.T) {
 	if _, err := c.store.Transition(t.Context(), c.sess.ID, session.Change{From: session.Live, To: session.Ended}); err != nil {
 		t.Fatal(err)
 	}
-	if orders, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok); err != nil || !orders.Stop {
-		t.Errorf("heartbeat once ended: %+v %v", orders, err)
+	// Once ended, the token is refused (the sandbox stops on it).
+	if _, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok); code(err) != apierror.InvalidToken {
+		t.Errorf("heartbeat once ended: %v, want invalid_token", err)
+	}
+}
+
+// TestSandboxTokensEndWithTheSession: once its session has ended or failed, a
+// sandbox token opens nothing: no spec, no inbox (user messages, env values),
+// no upload URLs, no events, no status.
+func TestSandboxTokensEndWithTheSession(t *testing.T) {
+	t.Parallel()
+	for _, end := range []session.State{session.Ended, session.Failed} {
+		c := newChannel(t, session.Working)
+		if _, err := c.ch.Inbox(t.Context(), c.sess.ID, c.tok, 0); err != nil {
+			t.Fatalf("inbox while working: %v", err)
+		}
+		if _, err := c.store.Transition(t.Context(), c.sess.ID, session.Change{From: session.Live, To: end, Reason: session.ReasonError}); err != nil {
+			t.Fatal(err)
+		}
+		msg, err := sandboxwire.NewEvent(sandboxwire.AgentMessage{Text: "late"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := map[string]func() error{
+			"spec":      func() error { _, err := c.ch.Spec(t.Context(), c.sess.ID, c.tok); return err },
+			"inbox":     func() error { _, err := c.ch.Inbox(t.Context(), c.sess.ID, c.tok, 0); return err },
+			"heartbeat": func() error { _, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok); return err },
+			"events": func() error {
+				_, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, sandboxwire.EventsRequest{Events: []sandboxwire.Event{msg}})
+				return err
+			},
+			"uploads": func() error {
+				_, err := c.ch.Uploads(t.Context(), c.sess.ID, c.tok, sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: "c1",
+					Files: []sandboxwire.UploadFile{{Path: "a.txt", SizeBytes: 1}}})
+				return err
+			},
+			"status": func() error {
+				_, err := c.ch.Report(t.Context(), c.sess.ID, c.tok, sandboxwire.StatusReport{State: sandboxwire.Ended})
+				return err
+			},
+		}
+		for name, call := range calls {
+			if err := call(); code(err) != apierror.InvalidToken {
+				t.Errorf("%s once %s: %v, want invalid_token", name, end, err)
+			}
+		}
 	}
 }
 
@@ -350,8 +394,8 @@ func TestChannelAppend(t *testing.T) {
 	if _, err := c.store.Transition(t.Context(), c.sess.ID, session.Change{From: session.Live, To: session.Ended}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, sandboxwire.EventsRequest{Events: []sandboxwire.Event{msg}}); code(err) != apierror.InvalidRequest {
-		t.Errorf("append once ended: %v", err)
+	if _, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, sandboxwire.EventsRequest{Events: []sandboxwire.Event{msg}}); code(err) != apierror.InvalidToken {
+		t.Errorf("append once ended: %v, want invalid_token", err)
 	}
 }
 
@@ -381,8 +425,10 @@ func TestChannelUploads(t *testing.T) {
 			t.Errorf("%s: %v, want invalid_request", bad.name, err)
 		}
 	}
+	png := file("shots/a.png", 10)
+	png.ContentType = "image/png"
 	out, err := c.ch.Uploads(t.Context(), c.sess.ID, c.tok, sandboxwire.UploadsRequest{
-		Tool: toolspec.Verify, ToolCallID: "c1", Files: []sandboxwire.UploadFile{file("shots/a.png", 10), file("log.txt", 3)},
+		Tool: toolspec.Verify, ToolCallID: "c1", Files: []sandboxwire.UploadFile{png, file("log.txt", 3)},
 	})
 	if err != nil || len(out.Uploads) != 2 {
 		t.Fatalf("uploads: %+v %v", out, err)
@@ -393,14 +439,33 @@ func TestChannelUploads(t *testing.T) {
 			t.Errorf("upload %d: %+v", i, u)
 		}
 	}
-	// The URL really takes the file, under the key the tool's effect reads.
-	if err := c.bucket.Put(t.Context(), out.Uploads[1].Key, bytes.NewReader([]byte("log")), 3, "text/plain"); err != nil {
-		t.Fatal(err)
+	// Each URL is signed for the file's size and type, which the headers say.
+	if h := out.Uploads[0].Headers; h["Content-Length"] != "10" || h["Content-Type"] != "image/png" {
+		t.Errorf("headers of a.png: %v", h)
+	}
+	log := out.Uploads[1]
+	if h := log.Headers; h["Content-Length"] != "3" || h["Content-Type"] != "application/octet-stream" {
+		t.Errorf("headers of log.txt (no type given): %v", h)
+	}
+	// The URL takes the file it was asked for, and nothing longer, under the
+	// key the tool's effect reads.
+	if status := putTo(t, log, "a much longer log than asked for"); status != 403 {
+		t.Errorf("a longer file: %d, want 403", status)
+	}
+	if status := putTo(t, log, "log"); status != 200 {
+		t.Fatalf("the file: %d", status)
 	}
 	if r, _, err := c.bucket.Get(t.Context(), prefix+"log.txt"); err != nil {
 		t.Errorf("uploaded file: %v", err)
 	} else {
 		_ = r.Close()
+	}
+	for _, ct := range []string{"text/plain\r\nX-Evil: 1", "no-slash", "tëxt/plain"} {
+		bad := file("c.txt", 1)
+		bad.ContentType = ct
+		if _, err := c.ch.Uploads(t.Context(), c.sess.ID, c.tok, sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: "c2", Files: []sandboxwire.UploadFile{bad}}); code(err) != apierror.InvalidRequest {
+			t.Errorf("content type %q: %v, want invalid_request", ct, err)
+		}
 	}
 	if _, err := c.ch.Uploads(t.Context(), c.sess.ID, "ra_sess_not_a_sandbox_token", sandboxwire.UploadsRequest{}); err == nil || errors.Is(err, context.Canceled) {
 		t.Errorf("uploads without a sandbox token: %v", err)
@@ -452,4 +517,22 @@ func TestChannelAppendWithAnIDIsExactlyOnce(t *testing.T) {
 	if out, err := c.ch.Append(t.Context(), s2.ID, tok2, req); err != nil || out.FirstSeq != 1 {
 		t.Errorf("the same id in another session: %+v %v", out, err)
 	}
+}
+
+// putTo PUTs body to an upload's URL with its headers and returns the status.
+func putTo(t *testing.T, up sandboxwire.Upload, body string) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, up.URL, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range up.Headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	return res.StatusCode
 }

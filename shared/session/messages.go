@@ -1,14 +1,16 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"path"
+	"mime"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
@@ -28,9 +30,12 @@ const (
 )
 
 var (
-	answerID       = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)
-	attachmentName = regexp.MustCompile(`^[^/\\\x00-\x1f]+$`)
+	answerID     = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)
+	attachmentID = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
 )
+
+// defaultContentType is the type of an upload that names none.
+const defaultContentType = "application/octet-stream"
 
 // MessageRequest is what a user (the embed view, an app) sends an agent: text
 // (with attachments), an answer to a question, or env values.
@@ -178,38 +183,79 @@ func validateMessage(id string, req MessageRequest) error {
 		}
 	}
 	for i, a := range req.Attachments {
-		clean := path.Clean(a.Key)
-		if clean != a.Key || !strings.HasPrefix(a.Key, AttachmentPrefix(id)) || strings.Count(strings.TrimPrefix(a.Key, AttachmentPrefix(id)), "/") != 1 {
+		rest, ok := strings.CutPrefix(a.Key, AttachmentPrefix(id))
+		upload, name, _ := strings.Cut(rest, "/")
+		if !ok || !attachmentID.MatchString(upload) || !validAttachmentName(name) {
 			return invalid("attachments[%d].key is not an upload of this agent.", i)
 		}
-		if len(a.Name) > MaxAttachmentName || !utf8.ValidString(a.Name) || !attachmentName.MatchString(a.Name) || a.Name == "." || a.Name == ".." {
-			return invalid("attachments[%d].name must be a file name of at most %d bytes.", i, MaxAttachmentName)
+		if !validAttachmentName(a.Name) {
+			return invalid("attachments[%d].name must be a file name of 1 to %d bytes, without '/', '\\' or control characters.", i, MaxAttachmentName)
 		}
-		if a.SizeBytes < 0 || a.SizeBytes > MaxAttachmentBytes || len(a.ContentType) > 255 {
+		if a.SizeBytes < 0 || a.SizeBytes > MaxAttachmentBytes {
 			return invalid("attachments[%d] must be at most %d bytes.", i, MaxAttachmentBytes)
+		}
+		if a.ContentType != "" && !validContentType(a.ContentType) {
+			return invalid("attachments[%d].content_type must be a media type such as text/plain.", i)
 		}
 	}
 	return nil
 }
 
-// AttachmentUpload is where the browser PUTs one attachment.
+// validAttachmentName reports whether name can name a file, be shown and be
+// part of an object key: 1 to MaxAttachmentName bytes of UTF-8, not "." or
+// "..", without a path separator, a control character (C0, DEL, C1) or a
+// bidirectional formatting character (which can make "exe.txt" of "txt.exe").
+func validAttachmentName(name string) bool {
+	if name == "" || len(name) > MaxAttachmentName || !utf8.ValidString(name) || name == "." || name == ".." {
+		return false
+	}
+	for _, r := range name {
+		if r == '/' || r == '\\' || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return false
+		}
+	}
+	return true
+}
+
+// validContentType reports whether ct is a media type (type/subtype, with
+// parameters) of at most sandboxwire.MaxContentTypeBytes printable ASCII
+// characters: a header value a client can send and S3 can sign.
+func validContentType(ct string) bool {
+	if len(ct) > sandboxwire.MaxContentTypeBytes {
+		return false
+	}
+	for i := range len(ct) {
+		if ct[i] < 0x20 || ct[i] > 0x7e {
+			return false
+		}
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && strings.Count(mt, "/") == 1 && !strings.HasPrefix(mt, "/") && !strings.HasSuffix(mt, "/")
+}
+
+// AttachmentUpload is where the browser PUTs one attachment: to UploadURL,
+// with UploadHeaders as they are (they are signed) and a body of exactly the
+// size asked for.
 type AttachmentUpload struct {
-	Key       string `json:"key"`
-	UploadURL string `json:"upload_url"`
-	ExpiresIn int    `json:"expires_in_seconds"`
+	Key           string            `json:"key"`
+	UploadURL     string            `json:"upload_url"`
+	UploadHeaders map[string]string `json:"upload_headers"`
+	ExpiresIn     int               `json:"expires_in_seconds"`
 }
 
 // PresignAttachment returns a presigned PUT URL for one file the user attaches
 // to a message (the embed view's file upload).
 func (s *Service) PresignAttachment(ctx context.Context, id, tok string, name, contentType string, size int64) (AttachmentUpload, error) {
-	if len(name) > MaxAttachmentName || !utf8.ValidString(name) || !attachmentName.MatchString(name) || name == "." || name == ".." {
-		return AttachmentUpload{}, apierror.New(apierror.InvalidRequest, "name must be a file name of at most %d bytes.", MaxAttachmentName)
+	if !validAttachmentName(name) {
+		return AttachmentUpload{}, apierror.New(apierror.InvalidRequest, "name must be a file name of 1 to %d bytes, without '/', '\\' or control characters.", MaxAttachmentName)
 	}
-	if size < 0 || size > MaxAttachmentBytes {
-		return AttachmentUpload{}, apierror.New(apierror.InvalidRequest, "Files may be at most %d MB.", MaxAttachmentBytes>>20)
+	if size < 1 || size > MaxAttachmentBytes {
+		// An empty file is refused too: its upload would need a signed
+		// Content-MD5, which the bucket's CORS rule does not let browsers send.
+		return AttachmentUpload{}, apierror.New(apierror.InvalidRequest, "size_bytes must be 1 byte to %d MB: the file's exact size.", MaxAttachmentBytes>>20)
 	}
-	if len(contentType) > 255 {
-		return AttachmentUpload{}, apierror.New(apierror.InvalidRequest, "content_type is too long.")
+	if contentType != "" && !validContentType(contentType) {
+		return AttachmentUpload{}, apierror.New(apierror.InvalidRequest, "content_type must be a media type such as text/plain, of at most %d bytes.", sandboxwire.MaxContentTypeBytes)
 	}
 	sess, err := s.authorize(ctx, id, tok)
 	if err != nil {
@@ -219,15 +265,16 @@ func (s *Service) PresignAttachment(ctx context.Context, id, tok string, name, c
 		return AttachmentUpload{}, apierror.New(apierror.AgentNotAlive, "The agent is %s and takes no more files.", sess.State)
 	}
 	key := AttachmentPrefix(id) + newID() + "/" + name
-	u, err := s.o.Blob.PresignPut(ctx, key, contentType, attachmentUploadTTL)
+	u, err := s.o.Blob.PresignPut(ctx, key, cmp.Or(contentType, defaultContentType), size, attachmentUploadTTL)
 	if err != nil {
 		return AttachmentUpload{}, fmt.Errorf("presign attachment: %w", err)
 	}
-	return AttachmentUpload{Key: key, UploadURL: u, ExpiresIn: int(attachmentUploadTTL.Seconds())}, nil
+	return AttachmentUpload{Key: key, UploadURL: u.URL, UploadHeaders: u.Headers, ExpiresIn: int(attachmentUploadTTL.Seconds())}, nil
 }
 
 // Authorize returns the session a session token belongs to: 401 for a missing or
-// wrong token, 404 for an unknown agent.
+// wrong token, or one of an agent that ended more than TokenGrace ago; 404 for
+// an unknown agent.
 func (s *Service) Authorize(ctx context.Context, id, tok string) (Session, error) {
 	return s.authorize(ctx, id, tok)
 }
@@ -247,8 +294,8 @@ func (s *Service) authorize(ctx context.Context, id, tok string) (Session, error
 	if err != nil {
 		return Session{}, err
 	}
-	if !tokenMatches(sess, tok) {
-		return Session{}, apierror.New(apierror.InvalidToken, "The session token is not valid for this agent.")
+	if err := checkToken(sess, tok, s.o.Now()); err != nil {
+		return Session{}, err
 	}
 	return sess, nil
 }

@@ -9,7 +9,9 @@ import (
 )
 
 // AuthenticateSandbox returns the session whose current sandbox holds tok. A
-// missing or wrong token is 401; a session token or app key is 403, whatever
+// missing or wrong token is 401, and so is the token of a session that has
+// ended or failed: a sandbox has nothing left to do once its session is over
+// (the sandbox stops on it). A session token or app key is 403, whatever
 // session it belongs to: only sandboxes call sandbox routes.
 func AuthenticateSandbox(ctx context.Context, store Store, id, tok string) (Session, error) {
 	if tok == "" {
@@ -28,6 +30,9 @@ func AuthenticateSandbox(ctx context.Context, store Store, id, tok string) (Sess
 	sess, err := store.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) || (err == nil && !token.Match(token.Sandbox, tok, sess.SandboxTokenHash)) {
 		return Session{}, invalid
+	}
+	if err == nil && sess.State.Terminal() {
+		return Session{}, apierror.New(apierror.InvalidToken, "The session is %s; its sandbox token no longer works.", sess.State)
 	}
 	return sess, err
 }

@@ -353,8 +353,8 @@ func (s *Service) Alive(ctx context.Context, id, tok string) (AliveStatus, error
 	if err != nil {
 		return AliveStatus{}, err
 	}
-	if !tokenMatches(sess, tok) {
-		return AliveStatus{}, apierror.New(apierror.InvalidToken, "The session token is not valid for this agent.")
+	if err := checkToken(sess, tok, s.o.Now()); err != nil {
+		return AliveStatus{}, err
 	}
 	if sess.Lost(s.o.Now()) {
 		lost, err := s.Transition(ctx, id, Change{From: Running, To: Ended, Reason: ReasonLost})
@@ -468,6 +468,18 @@ func validateCreate(req CreateRequest) error {
 		return invalid("system_prompt must be at most %d bytes of UTF-8.", MaxPromptBytes)
 	case len(req.IdempotencyKey) > MaxIdempotencyKeyLen || (req.IdempotencyKey != "" && !printable.MatchString(req.IdempotencyKey)):
 		return invalid("Idempotency-Key must be 1 to %d printable ASCII characters.", MaxIdempotencyKeyLen)
+	}
+	return nil
+}
+
+// checkToken is nil when tok is one of sess's session tokens and still works:
+// 401 invalid_token otherwise, also once sess ended more than TokenGrace ago.
+func checkToken(sess Session, tok string, now time.Time) error {
+	if !tokenMatches(sess, tok) {
+		return apierror.New(apierror.InvalidToken, "The session token is not valid for this agent.")
+	}
+	if sess.TokensExpired(now) {
+		return apierror.New(apierror.InvalidToken, "The agent has ended; its session token no longer works.")
 	}
 	return nil
 }

@@ -64,6 +64,12 @@ const HeartbeatTimeout = 60 * time.Second
 // Retention is how long an ended session's record stays before TTL removes it.
 const Retention = 7 * 24 * time.Hour
 
+// TokenGrace is how long a session's tokens keep working after it ended
+// (ended_at): long enough for a viewer to read the final events and see the
+// end, short enough that a leaked token is soon worth nothing. Sandbox tokens
+// have none: they stop when the session ends.
+const TokenGrace = 5 * time.Minute
+
 // MaxTokens bounds the session tokens one session holds (each idempotent replay
 // of its create adds one).
 const MaxTokens = 10
@@ -116,6 +122,19 @@ type Session struct {
 	HeartbeatAt          time.Time `json:"heartbeat_at,omitempty,omitzero"`
 	// ExpiresAt (epoch seconds) is set when the session ends; TTL removes it later.
 	ExpiresAt int64 `json:"expires_at,omitempty"`
+}
+
+// TokensExpired reports whether the session ended (or failed) more than
+// TokenGrace before now, so that its session tokens no longer work.
+func (s Session) TokensExpired(now time.Time) bool {
+	if !s.State.Terminal() {
+		return false
+	}
+	end := s.EndedAt
+	if end.IsZero() {
+		end = s.UpdatedAt // every terminal transition sets ended_at; fail closed without
+	}
+	return now.Sub(end) > TokenGrace
 }
 
 // Lost reports whether a running session's sandbox has stopped heart-beating.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -102,12 +103,88 @@ func TestAliveIsNotEnded(t *testing.T) {
 	} {
 		tok, hash := token.New(token.Session)
 		id := fmt.Sprintf("0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5b%02d", i)
-		if err := store.Create(t.Context(), session.Session{ID: id, State: tt.state, Generation: 1, TokenHashes: []string{hash}, HeartbeatAt: now}, nil); err != nil {
+		s := session.Session{ID: id, State: tt.state, Generation: 1, TokenHashes: []string{hash}, HeartbeatAt: now}
+		if tt.state.Terminal() {
+			s.EndedAt = now
+		}
+		if err := store.Create(t.Context(), s, nil); err != nil {
 			t.Fatal(err)
 		}
 		st, err := svc.Alive(t.Context(), id, tok)
 		if err != nil || st.Alive != tt.alive || st.State != string(tt.state) {
 			t.Errorf("%s: %+v %v, want alive %v", tt.state, st, err, tt.alive)
 		}
+	}
+}
+
+// TestSessionTokensEndAfterTheGrace: a session token works until its session
+// has been ended for TokenGrace (a viewer reads the final events meanwhile),
+// then every route refuses it with invalid_token.
+func TestSessionTokensEndAfterTheGrace(t *testing.T) {
+	t.Parallel()
+	created := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	now := created
+	store := storetest.NewMemory()
+	store.Now = func() time.Time { return now }
+	svc := session.NewService(session.Options{Store: store, Guardrails: guardrails.File(t.TempDir() + "/none.md"), Jobs: &publisher{},
+		Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tok, hash := token.New(token.Session)
+	id := "0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5b6a"
+	if err := store.Create(t.Context(), session.Session{ID: id, State: session.Idle, Generation: 1, TokenHashes: []string{hash}, HeartbeatAt: now, CreatedAt: now}, nil); err != nil {
+		t.Fatal(err)
+	}
+	routes := map[string]func() error{
+		"alive":     func() error { _, err := svc.Alive(t.Context(), id, tok); return err },
+		"authorize": func() error { _, err := svc.Authorize(t.Context(), id, tok); return err }, // events, embed
+		"shutdown":  func() error { _, err := svc.Shutdown(t.Context(), id, tok); return err },
+		"messages": func() error {
+			_, err := svc.PostMessage(t.Context(), id, tok, session.MessageRequest{Text: "still there?"})
+			if apierror.CodeOf(err) == apierror.AgentNotAlive {
+				return nil // the token worked: an ended agent takes no messages
+			}
+			return err
+		},
+	}
+	check := func(when string, want apierror.Code) {
+		t.Helper()
+		for name, call := range routes {
+			if err := call(); apierror.CodeOf(err) != want {
+				t.Errorf("%s %s: %v, want %q", name, when, err, want)
+			}
+		}
+	}
+	// A live session's token has no age limit.
+	now = created.Add(30 * 24 * time.Hour)
+	heartbeat(t, store, id, now)
+	for name, call := range routes {
+		if name == "shutdown" {
+			continue
+		}
+		if err := call(); err != nil {
+			t.Errorf("%s of a live session a month on: %v", name, err)
+		}
+	}
+	if _, err := store.Transition(t.Context(), id, session.Change{From: session.Live, To: session.Ended, Reason: session.ReasonIdle}); err != nil {
+		t.Fatal(err)
+	}
+	ended := now
+	now = ended.Add(session.TokenGrace)
+	check("within the grace", "")
+	if st, err := svc.Alive(t.Context(), id, tok); err != nil || st.Alive {
+		t.Errorf("alive within the grace: %+v %v, want alive false", st, err)
+	}
+	now = ended.Add(session.TokenGrace + time.Second)
+	check("after the grace", apierror.InvalidToken)
+}
+
+// heartbeat records a heartbeat at now, so that the session is not lost.
+func heartbeat(t *testing.T, store session.Store, id string, now time.Time) {
+	t.Helper()
+	got, err := store.Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Touch(t.Context(), id, got.Generation, session.Fields{HeartbeatAt: now}); err != nil {
+		t.Fatal(err)
 	}
 }

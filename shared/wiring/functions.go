@@ -167,11 +167,11 @@ func Embed(ctx context.Context, e *Env) (Function, error) {
 // uploadOrigin is the origin presigned upload URLs point at, which the embed
 // view's Content-Security-Policy lets the page PUT attachments to.
 func uploadOrigin(ctx context.Context, e *Env) string {
-	u, err := e.Bucket().PresignPut(ctx, "origin-probe", "", time.Minute)
+	u, err := e.Bucket().PresignPut(ctx, "origin-probe", "", 0, time.Minute)
 	if err != nil {
 		return ""
 	}
-	parsed, err := url.Parse(u)
+	parsed, err := url.Parse(u.URL)
 	if err != nil {
 		return ""
 	}

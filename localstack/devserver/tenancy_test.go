@@ -204,6 +204,20 @@ func TestRunsAreScopedByTenant(t *testing.T) {
 	if r := complete(mine, mySB, "run-2", "mine-3", "succeeded"); r.body["success"] != true {
 		t.Errorf("run-2 was pre-empted by another tenant: %s", r.raw)
 	}
+
+	// A session of no tenant (created before tenants) has no runs at all.
+	tok, hash := token.New(token.Sandbox)
+	now := time.Now().UTC()
+	legacy := session.Session{
+		ID: uuid.NewString(), PersonaSlug: "assistant", ClientType: "automation",
+		State: session.Ready, Generation: 1, SandboxTokenHash: hash, TmuxSessionName: "ra-legacy", CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.srv.Env.SessionStore().Create(t.Context(), legacy, nil); err != nil {
+		t.Fatal(err)
+	}
+	if r := complete(legacy.ID, tok, "run-3", "legacy-1", "succeeded"); r.status != http.StatusOK || r.body["success"] != false {
+		t.Errorf("a session of no tenant completed a run: %d %s", r.status, r.raw)
+	}
 }
 
 // A create's Idempotency-Key is its app's: the same key, with the same

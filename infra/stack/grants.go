@@ -33,8 +33,9 @@ func (s *Stack) grant(sb sandboxes) {
 		fn := s.Functions[fnName]
 		for table, actions := range a.Tables {
 			fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-				Actions:   jsii.Strings(actions...),
-				Resources: &[]*string{s.Tables[s.name(table)].TableArn()},
+				Actions:    jsii.Strings(actions...),
+				Resources:  &[]*string{s.Tables[s.name(table)].TableArn()},
+				Conditions: leadingKeys(a.LeadingKeys[table]),
 			}))
 		}
 		for _, q := range a.Send {
@@ -76,4 +77,17 @@ func (s *Stack) grant(sb sandboxes) {
 			}))
 		}
 	}
+}
+
+// leadingKeys is the condition limiting a table's statement to the items whose
+// partition key starts with one of prefixes; nil (no condition) for none.
+func leadingKeys(prefixes []string) *map[string]any {
+	if len(prefixes) == 0 {
+		return nil
+	}
+	patterns := make([]string, len(prefixes))
+	for i, p := range prefixes {
+		patterns[i] = p + "*"
+	}
+	return &map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": patterns}}
 }

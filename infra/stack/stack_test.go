@@ -397,6 +397,16 @@ func TestEachFunctionGetsOnlyItsGrants(t *testing.T) {
 					}
 					table := strings.TrimPrefix(tableIDs[ref(resourcesOf)], "ra-dev-")
 					got[table] = append(got[table], a)
+					// Items: exactly the declared partition key prefixes, or all.
+					var patterns []string
+					for _, p := range want.LeadingKeys[table] {
+						patterns = append(patterns, p+"*")
+					}
+					cond, _ := st["Condition"].(map[string]any)
+					like, _ := cond["ForAllValues:StringLike"].(map[string]any)
+					if got := list(like["dynamodb:LeadingKeys"]); !slices.Equal(got, patterns) || len(cond) > min(len(patterns), 1) || len(like) > min(len(patterns), 1) {
+						t.Errorf("%s: %s on %s under condition %v, want the items %v", fn, a, table, st["Condition"], patterns)
+					}
 				}
 			}
 		}

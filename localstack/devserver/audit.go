@@ -8,11 +8,13 @@ import (
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/remote-agents/remote-agents/shared/access"
+	"github.com/remote-agents/remote-agents/shared/resources"
 )
 
 // AWSCall is one AWS action a function's code took, as IAM sees it: the action
@@ -23,6 +25,9 @@ type AWSCall struct {
 	Function string
 	Action   string
 	Resource string
+	// Key is the partition key of the one item a DynamoDB item action acts on
+	// (what IAM's dynamodb:LeadingKeys sees); "" for other actions.
+	Key string
 }
 
 type functionKey struct{}
@@ -33,15 +38,19 @@ func withFunction(ctx context.Context, fn string) context.Context {
 }
 
 // auditor returns an SDK option that reports each call of a function's code.
-func auditor(env string, report func(AWSCall)) func(*middleware.Stack) error {
-	prefix := "ra-" + env + "-"
+func auditor(set resources.Set, report func(AWSCall)) func(*middleware.Stack) error {
+	prefix := "ra-" + set.Env + "-"
 	short := func(name string) string { return strings.TrimPrefix(name, prefix) }
+	partitionKeys := map[string]string{}
+	for _, t := range set.Tables() {
+		partitionKeys[t.Name] = t.PartitionKey.Name
+	}
 	return func(st *middleware.Stack) error {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("RemoteAgentsAudit",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 				fn, _ := ctx.Value(functionKey{}).(string)
 				if fn != "" {
-					for _, c := range calls(awsmiddleware.GetOperationName(ctx), in.Parameters, short) {
+					for _, c := range calls(awsmiddleware.GetOperationName(ctx), in.Parameters, short, partitionKeys) {
 						c.Function = fn
 						report(c)
 					}
@@ -51,8 +60,9 @@ func auditor(env string, report func(AWSCall)) func(*middleware.Stack) error {
 	}
 }
 
-// calls is what one SDK operation does in IAM's terms.
-func calls(op string, params any, short func(string) string) []AWSCall {
+// calls is what one SDK operation does in IAM's terms; partitionKeys names
+// each table's partition key attribute, by the table's full name.
+func calls(op string, params any, short func(string) string, partitionKeys map[string]string) []AWSCall {
 	str := func(p *string) string {
 		if p == nil {
 			return ""
@@ -60,15 +70,22 @@ func calls(op string, params any, short func(string) string) []AWSCall {
 		return *p
 	}
 	queue := func(u *string) string { return short(path.Base(str(u))) }
+	item := func(action string, table *string, key map[string]types.AttributeValue) AWSCall {
+		c := AWSCall{Action: action, Resource: short(str(table))}
+		if v, ok := key[partitionKeys[str(table)]].(*types.AttributeValueMemberS); ok {
+			c.Key = v.Value
+		}
+		return c
+	}
 	switch in := params.(type) {
 	case *dynamodb.GetItemInput:
-		return []AWSCall{{Action: access.GetItem, Resource: short(str(in.TableName))}}
+		return []AWSCall{item(access.GetItem, in.TableName, in.Key)}
 	case *dynamodb.PutItemInput:
-		return []AWSCall{{Action: access.PutItem, Resource: short(str(in.TableName))}}
+		return []AWSCall{item(access.PutItem, in.TableName, in.Item)}
 	case *dynamodb.UpdateItemInput:
-		return []AWSCall{{Action: access.UpdateItem, Resource: short(str(in.TableName))}}
+		return []AWSCall{item(access.UpdateItem, in.TableName, in.Key)}
 	case *dynamodb.DeleteItemInput:
-		return []AWSCall{{Action: "dynamodb:DeleteItem", Resource: short(str(in.TableName))}}
+		return []AWSCall{item("dynamodb:DeleteItem", in.TableName, in.Key)}
 	case *dynamodb.QueryInput:
 		return []AWSCall{{Action: access.Query, Resource: short(str(in.TableName))}}
 	case *dynamodb.TransactWriteItemsInput:
@@ -76,13 +93,13 @@ func calls(op string, params any, short func(string) string) []AWSCall {
 		for _, it := range in.TransactItems {
 			switch {
 			case it.Put != nil:
-				out = append(out, AWSCall{Action: access.PutItem, Resource: short(str(it.Put.TableName))})
+				out = append(out, item(access.PutItem, it.Put.TableName, it.Put.Item))
 			case it.Update != nil:
-				out = append(out, AWSCall{Action: access.UpdateItem, Resource: short(str(it.Update.TableName))})
+				out = append(out, item(access.UpdateItem, it.Update.TableName, it.Update.Key))
 			case it.Delete != nil:
-				out = append(out, AWSCall{Action: "dynamodb:DeleteItem", Resource: short(str(it.Delete.TableName))})
+				out = append(out, item("dynamodb:DeleteItem", it.Delete.TableName, it.Delete.Key))
 			case it.ConditionCheck != nil:
-				out = append(out, AWSCall{Action: "dynamodb:ConditionCheckItem", Resource: short(str(it.ConditionCheck.TableName))})
+				out = append(out, item("dynamodb:ConditionCheckItem", it.ConditionCheck.TableName, it.ConditionCheck.Key))
 			}
 		}
 		return out
@@ -115,7 +132,7 @@ func Allowed(c AWSCall) bool {
 	}
 	switch {
 	case strings.HasPrefix(c.Action, "dynamodb:"):
-		return a.AllowsTable(c.Resource, c.Action)
+		return a.AllowsItem(c.Resource, c.Action, c.Key)
 	case c.Action == "sqs:SendMessage":
 		return a.AllowsSend(c.Resource)
 	case c.Action == "s3:ListBucket":

@@ -151,7 +151,7 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 		return fmt.Errorf("devserver: bootstrap %s: %w", env, err)
 	}
 	if o.Audit != nil {
-		awsCfg.APIOptions = append(awsCfg.APIOptions, auditor(env, o.Audit))
+		awsCfg.APIOptions = append(awsCfg.APIOptions, auditor(set, o.Audit))
 	}
 	e, err := wiring.New(cfg, awsCfg, o.Log)
 	if err != nil {

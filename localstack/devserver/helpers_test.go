@@ -154,7 +154,7 @@ func start(t testing.TB, opts ...option) *stack {
 			t.Errorf("close dev server: %v", err)
 		}
 		for _, c := range denied.list() {
-			t.Errorf("function %s did %s on %q, which its declared access (shared/access) does not allow", c.Function, c.Action, c.Resource)
+			t.Errorf("function %s did %s on %q (item %q), which its declared access (shared/access) does not allow", c.Function, c.Action, c.Resource, c.Key)
 		}
 		if t.Failed() {
 			t.Logf("server logs:\n%s", logs.String())

@@ -15,8 +15,14 @@ import (
 // DefaultAppKey is the development app key unless RA_DEV_APP_KEY says otherwise.
 const DefaultAppKey = "ra_dev_app_key"
 
+// DevTenant is the tenant of the development app key, and of the fixtures'
+// projects and configurations.
+const DevTenant = "dev"
+
 // Seed loads the fixtures of dir (projects.json, personas.json, configurations.json; any may be
-// missing) into the registry and registers appKey, by its hash, as "dev".
+// missing) into the registry and registers appKey, by its hash, as "dev" of
+// tenant DevTenant. A fixture names its tenant; one that names none is the
+// platform's (the personas).
 func Seed(ctx context.Context, reg registry.Store, dir, appKey string) error {
 	if dir != "" {
 		var projects []registry.Project
@@ -48,7 +54,7 @@ func Seed(ctx context.Context, reg registry.Store, dir, appKey string) error {
 		}
 	}
 	if appKey != "" {
-		if err := reg.PutAppKey(ctx, registry.AppKey{ID: "dev", Label: "development app key", Hash: token.Hash(appKey)}); err != nil {
+		if err := reg.PutAppKey(ctx, registry.AppKey{ID: "dev", Label: "development app key", Hash: token.Hash(appKey), Tenant: DevTenant}); err != nil {
 			return fmt.Errorf("seed app key: %w", err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remote-agents/remote-agents/localstack/devserver"
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
@@ -107,7 +108,7 @@ func TestToolCallbacksInASetupSession(t *testing.T) {
 	if again.status != http.StatusOK || again.headers.Get("Idempotent-Replayed") != "true" || again.raw != r.raw {
 		t.Errorf("replay: %d %v %s", again.status, again.headers, again.raw)
 	}
-	cfg, err := s.srv.Env.Registry().Configuration(ctx, "demo-web")
+	cfg, err := s.srv.Env.Registry().Configuration(ctx, devserver.DevTenant, "demo-web")
 	if err != nil || len(cfg.ServiceCommands) != 1 || cfg.ServiceCommands[0].Cwd != "apps/web" {
 		t.Errorf("configuration %+v %v", cfg, err)
 	}
@@ -119,7 +120,7 @@ func TestToolCallbacksInASetupSession(t *testing.T) {
 	if r := s.tool(id, sb, "save_env_files", "call-env", files); r.status != http.StatusOK || r.body["success"] != true {
 		t.Fatalf("save_env_files: %d %s", r.status, r.raw)
 	}
-	cfg, _ = s.srv.Env.Registry().Configuration(ctx, "demo-web")
+	cfg, _ = s.srv.Env.Registry().Configuration(ctx, devserver.DevTenant, "demo-web")
 	if len(cfg.EnvFiles) != 1 || cfg.EnvFiles[0].Keys[0].Key != "DATABASE_URL" || cfg.EnvFiles[0].WorkspacePath != "." {
 		t.Errorf("env files %+v", cfg.EnvFiles)
 	}
@@ -184,7 +185,7 @@ func TestToolCallbacksInASetupSession(t *testing.T) {
 	if snap.status != http.StatusOK || snap.body["success"] != true {
 		t.Fatalf("save_snapshot: %d %s", snap.status, snap.raw)
 	}
-	cfg, _ = s.srv.Env.Registry().Configuration(ctx, "demo-web")
+	cfg, _ = s.srv.Env.Registry().Configuration(ctx, devserver.DevTenant, "demo-web")
 	if cfg.Snapshot == nil || cfg.Snapshot.SizeBytes != 11 || cfg.Snapshot.Message != "node 20 and postgres" || !strings.HasPrefix(cfg.Snapshot.Key, "snapshots/configuration/demo-web/") {
 		t.Errorf("configuration snapshot %+v", cfg.Snapshot)
 	}

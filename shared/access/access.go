@@ -1,5 +1,6 @@
 // Package access declares what each Lambda function may do to the system's data:
-// per table, the DynamoDB actions; the queues it sends to; the object key
+// per table, the DynamoDB actions, and for some tables the items (by partition
+// key prefix) they are limited to; the queues it sends to; the object key
 // patterns it reads or writes (presigned URLs included: they carry the
 // function's permissions); the key prefixes it lists; whether it launches
 // sandboxes. The CDK stack grants exactly this and nothing more, and the dev
@@ -40,6 +41,15 @@ const (
 // GuardrailsKey is where the guardrails document is deployed in the bucket.
 const GuardrailsKey = "platform/platform-guardrails.md"
 
+// Partition key prefixes of items (package dynamo's keys).
+const (
+	// ConfigurationItems starts the key of every configuration in the
+	// registry (never an app key, project or persona).
+	ConfigurationItems = "configuration#"
+	// RunItems starts the key of every automation run record in the jobs table.
+	RunItems = "run#"
+)
+
 // Access is one function's access.
 type Access struct {
 	Tables  map[string][]string
@@ -47,20 +57,32 @@ type Access struct {
 	Objects map[string][]string
 	List    []string
 	Launch  bool
+
+	// LeadingKeys limits the function, on a table it names, to the items whose
+	// partition key starts with one of the prefixes (IAM's
+	// dynamodb:LeadingKeys); on other tables it is not limited by item.
+	LeadingKeys map[string][]string
 }
+
+// toolWrites is what the gateway tools write besides sessions: the
+// configuration of a setup session, a run's completion. Nothing else of the
+// registry (app keys least of all) and of the jobs table.
+var toolWrites = map[string][]string{Registry: {ConfigurationItems}, Jobs: {RunItems}}
 
 var worker = Access{
 	Tables: map[string][]string{
 		Sessions:    {GetItem, UpdateItem},
 		Events:      {PutItem},
 		Idempotency: {GetItem, UpdateItem},
-		Registry:    {GetItem, UpdateItem},
+		Registry:    {UpdateItem},
 		Jobs:        {PutItem},
 	},
 	Send:    []string{JobsDLQ, ToolsDLQ},
 	Objects: map[string][]string{"sessions/*/tools/*": {GetObject}, "snapshots/*": {PutObject}},
 	List:    []string{"sessions/"},
 	Launch:  true,
+
+	LeadingKeys: toolWrites,
 }
 
 var table = map[string]Access{
@@ -122,6 +144,8 @@ var table = map[string]Access{
 		Send:    []string{ToolsQueue},
 		Objects: map[string][]string{"sessions/*/tools/*": {GetObject}, "snapshots/*": {PutObject}},
 		List:    []string{"sessions/"},
+
+		LeadingKeys: toolWrites,
 	},
 	"jobworker": worker,
 }
@@ -145,6 +169,24 @@ func Functions() []string {
 // AllowsTable reports whether a allows action on the table called name.
 func (a Access) AllowsTable(name, action string) bool {
 	return slices.Contains(a.Tables[name], action)
+}
+
+// AllowsItem reports whether a allows action on the item of the table called
+// name whose partition key is key ("" when the call names no one item).
+func (a Access) AllowsItem(name, action, key string) bool {
+	if !a.AllowsTable(name, action) {
+		return false
+	}
+	prefixes, limited := a.LeadingKeys[name]
+	if !limited {
+		return true
+	}
+	for _, p := range prefixes {
+		if key != "" && strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // AllowsSend reports whether a may send to the queue called name.

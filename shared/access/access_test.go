@@ -38,3 +38,37 @@ func TestMatching(t *testing.T) {
 		t.Error("jobworker access")
 	}
 }
+
+// The gateway tools' functions write, of the registry and the jobs table, only
+// configurations and run records: never an app key, project or persona.
+func TestToolWritesAreLimitedByItem(t *testing.T) {
+	cases := []struct {
+		table, action, key string
+		want               bool
+	}{
+		{Registry, UpdateItem, "configuration#dev#demo-web", true},
+		{Registry, UpdateItem, "app_key#0123abcd", false},
+		{Registry, UpdateItem, "project#dev#demo", false},
+		{Registry, UpdateItem, "persona#platform#assistant", false},
+		{Registry, UpdateItem, "", false},
+		{Registry, PutItem, "configuration#dev#demo-web", false},
+		{Registry, GetItem, "configuration#dev#demo-web", false},
+		{Jobs, PutItem, "run#dev#run-1", true},
+		{Jobs, PutItem, "job-1", false},
+		// Tables not limited by item.
+		{Sessions, UpdateItem, "a-session", true},
+		{Sessions, UpdateItem, "", true},
+	}
+	for _, fn := range []string{"toolcallback", "jobworker"} {
+		a, _ := For(fn)
+		for _, c := range cases {
+			if got := a.AllowsItem(c.table, c.action, c.key); got != c.want {
+				t.Errorf("%s: %s on %s item %q: %v, want %v", fn, c.action, c.table, c.key, got, c.want)
+			}
+		}
+	}
+	// create reads every kind of registry item (app keys first).
+	if c, _ := For("create"); !c.AllowsItem(Registry, GetItem, "app_key#0123abcd") || !c.AllowsItem(Registry, GetItem, "") {
+		t.Error("create cannot read app keys")
+	}
+}

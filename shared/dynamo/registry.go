@@ -15,8 +15,11 @@ import (
 
 var _ registry.Store = (*Registry)(nil)
 
-// Registry stores registry items in the registry table: one item per thing, keyed
-// "<KIND>#<id>", listed by kind through the by_kind index.
+// Registry stores registry items in the registry table: one item per thing,
+// keyed "<kind>#<tenant>#<id>" (app keys "app_key#<hash>": they are looked up
+// before the tenant is known), listed by kind through the by_kind index, whose
+// sort key is "<tenant>#<id>". A tenant's names are its own: the key of
+// another tenant's item is never formed from its lookups.
 type Registry struct {
 	t *Table
 }
@@ -39,8 +42,12 @@ type registryKey struct {
 	SK string `json:"sk"`
 }
 
-func regKey(kind, id string) registryKey {
-	return registryKey{PK: kind + "#" + id, SK: kind}
+func regKey(kind, tenant, id string) registryKey {
+	return registryKey{PK: kind + "#" + tenant + "#" + id, SK: kind}
+}
+
+func appKeyKey(hash string) registryKey {
+	return registryKey{PK: kindAppKey + "#" + hash, SK: kindAppKey}
 }
 
 type projectItem struct {
@@ -64,22 +71,29 @@ type appKeyItem struct {
 	registry.AppKey
 }
 
-// Project returns a project.
-func (r *Registry) Project(ctx context.Context, name string) (registry.Project, error) {
+type configItem struct {
+	registryKey
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	registry.Configuration
+}
+
+// Project returns a project of tenant or of the platform.
+func (r *Registry) Project(ctx context.Context, tenant, name string) (registry.Project, error) {
 	var it projectItem
-	if err := r.get(ctx, regKey(kindProject, name), &it); err != nil {
+	if err := r.lookup(ctx, kindProject, tenant, name, &it); err != nil {
 		return registry.Project{}, fmt.Errorf("project %q: %w", name, err)
 	}
 	// The item's own name attribute (the by_kind sort key) shadows the embedded
 	// project's on decode.
-	it.Project.Name = it.Name
+	it.Project.Name = name
 	return it.Project, nil
 }
 
-// Persona returns a persona.
-func (r *Registry) Persona(ctx context.Context, slug string) (registry.Persona, error) {
+// Persona returns a persona of tenant or of the platform.
+func (r *Registry) Persona(ctx context.Context, tenant, slug string) (registry.Persona, error) {
 	var it personaItem
-	if err := r.get(ctx, regKey(kindPersona, slug), &it); err != nil {
+	if err := r.lookup(ctx, kindPersona, tenant, slug, &it); err != nil {
 		return registry.Persona{}, fmt.Errorf("persona %q: %w", slug, err)
 	}
 	return it.Persona, nil
@@ -88,20 +102,28 @@ func (r *Registry) Persona(ctx context.Context, slug string) (registry.Persona, 
 // AppKeyByHash returns an app key by the hash of its secret.
 func (r *Registry) AppKeyByHash(ctx context.Context, hash string) (registry.AppKey, error) {
 	var it appKeyItem
-	if err := r.get(ctx, regKey(kindAppKey, hash), &it); err != nil {
+	if err := r.get(ctx, appKeyKey(hash), &it); err != nil {
 		return registry.AppKey{}, fmt.Errorf("app key: %w", err)
 	}
 	return it.AppKey, nil
 }
 
-// PutProject stores a project.
+// PutProject stores a project of its tenant.
 func (r *Registry) PutProject(ctx context.Context, p registry.Project) error {
-	return r.t.Put(ctx, projectItem{registryKey: regKey(kindProject, p.Name), Kind: kindProject, Name: p.Name, Project: p})
+	p.Tenant = registry.Owner(p.Tenant)
+	if err := registry.ValidTenant(p.Tenant); err != nil {
+		return fmt.Errorf("put project %q: %w", p.Name, err)
+	}
+	return r.t.Put(ctx, projectItem{registryKey: regKey(kindProject, p.Tenant, p.Name), Kind: kindProject, Name: p.Tenant + "#" + p.Name, Project: p})
 }
 
-// PutPersona stores a persona.
+// PutPersona stores a persona of its tenant.
 func (r *Registry) PutPersona(ctx context.Context, p registry.Persona) error {
-	return r.t.Put(ctx, personaItem{registryKey: regKey(kindPersona, p.Slug), Kind: kindPersona, Name: p.Slug, Persona: p})
+	p.Tenant = registry.Owner(p.Tenant)
+	if err := registry.ValidTenant(p.Tenant); err != nil {
+		return fmt.Errorf("put persona %q: %w", p.Slug, err)
+	}
+	return r.t.Put(ctx, personaItem{registryKey: regKey(kindPersona, p.Tenant, p.Slug), Kind: kindPersona, Name: p.Tenant + "#" + p.Slug, Persona: p})
 }
 
 // PutAppKey stores an app key under its hash.
@@ -109,32 +131,35 @@ func (r *Registry) PutAppKey(ctx context.Context, k registry.AppKey) error {
 	if k.Hash == "" {
 		return errors.New("app key without hash")
 	}
-	return r.t.Put(ctx, appKeyItem{registryKey: regKey(kindAppKey, k.Hash), Kind: kindAppKey, Name: k.ID, AppKey: k})
+	if err := registry.ValidTenant(k.Tenant); err != nil || k.Tenant == registry.Platform {
+		return fmt.Errorf("app key %q: its tenant %q is not one an app can be", k.ID, k.Tenant)
+	}
+	return r.t.Put(ctx, appKeyItem{registryKey: appKeyKey(k.Hash), Kind: kindAppKey, Name: k.Tenant + "#" + k.ID, AppKey: k})
 }
 
-type configItem struct {
-	registryKey
-	Kind string `json:"kind"`
-	Name string `json:"name"`
-	registry.Configuration
-}
-
-// Configuration returns a configuration.
-func (r *Registry) Configuration(ctx context.Context, id string) (registry.Configuration, error) {
+// Configuration returns a configuration of tenant or of the platform.
+func (r *Registry) Configuration(ctx context.Context, tenant, id string) (registry.Configuration, error) {
 	var it configItem
-	if err := r.get(ctx, regKey(kindConfig, id), &it); err != nil {
+	if err := r.lookup(ctx, kindConfig, tenant, id, &it); err != nil {
 		return registry.Configuration{}, fmt.Errorf("configuration %q: %w", id, err)
 	}
 	return it.Configuration, nil
 }
 
-// PutConfiguration stores a configuration.
+// PutConfiguration stores a configuration of its tenant.
 func (r *Registry) PutConfiguration(ctx context.Context, c registry.Configuration) error {
-	return r.t.Put(ctx, configItem{registryKey: regKey(kindConfig, c.ID), Kind: kindConfig, Name: c.ID, Configuration: c})
+	c.Tenant = registry.Owner(c.Tenant)
+	if err := registry.ValidTenant(c.Tenant); err != nil {
+		return fmt.Errorf("put configuration %q: %w", c.ID, err)
+	}
+	return r.t.Put(ctx, configItem{registryKey: regKey(kindConfig, c.Tenant, c.ID), Kind: kindConfig, Name: c.Tenant + "#" + c.ID, Configuration: c})
 }
 
-// UpdateConfiguration sets fields of an existing configuration.
-func (r *Registry) UpdateConfiguration(ctx context.Context, id string, u registry.ConfigurationUpdate) error {
+// UpdateConfiguration sets fields of an existing configuration of tenant.
+func (r *Registry) UpdateConfiguration(ctx context.Context, tenant, id string, u registry.ConfigurationUpdate) error {
+	if !ownTenant(tenant) {
+		return fmt.Errorf("configuration %q: %w", id, registry.ErrNotFound)
+	}
 	set := map[string]any{}
 	if u.Snapshot != nil {
 		set["snapshot"] = u.Snapshot
@@ -159,11 +184,34 @@ func (r *Registry) UpdateConfiguration(ctx context.Context, id string, u registr
 		}
 		upd = upd.Set(expression.Name(name), Value(set[name]))
 	}
-	err := r.t.Update(ctx, regKey(kindConfig, id), upd, nil, expression.AttributeExists(expression.Name("pk")))
+	err := r.t.Update(ctx, regKey(kindConfig, tenant, id), upd, nil, expression.AttributeExists(expression.Name("pk")))
 	if errors.Is(err, ErrConditionFailed) {
 		return fmt.Errorf("configuration %q: %w", id, registry.ErrNotFound)
 	}
 	return err
+}
+
+// lookup reads the item of kind called id that tenant may use into out: its
+// own, or else the platform's.
+func (r *Registry) lookup(ctx context.Context, kind, tenant, id string, out any) error {
+	owners := []string{registry.Platform}
+	if ownTenant(tenant) {
+		owners = []string{tenant, registry.Platform}
+	} else if tenant != "" && tenant != registry.Platform {
+		// Not a tenant anybody can have: its key is never formed.
+		return registry.ErrNotFound
+	}
+	for _, owner := range owners {
+		if err := r.get(ctx, regKey(kind, owner, id), out); !errors.Is(err, registry.ErrNotFound) {
+			return err
+		}
+	}
+	return registry.ErrNotFound
+}
+
+// ownTenant reports whether tenant is one that owns items it may change.
+func ownTenant(tenant string) bool {
+	return tenant != registry.Platform && registry.ValidTenant(tenant) == nil
 }
 
 func (r *Registry) get(ctx context.Context, key registryKey, out any) error {

@@ -7,13 +7,15 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
+	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/toolgate"
 )
 
 var _ toolgate.Runs = (*Runs)(nil)
 
 // Runs stores automation run completions in the jobs table, one item per run
-// (job_id "run#<run_id>", sk "completion").
+// of a tenant (job_id "run#<tenant>#<run_id>", sk "completion"): a run id
+// names a different run in each tenant.
 type Runs struct {
 	t *Table
 }
@@ -23,6 +25,9 @@ func NewRuns(api API, jobsTable string) *Runs {
 	return &Runs{t: NewTable(api, jobsTable)}
 }
 
+// runKeyPrefix starts the job_id of every run item.
+const runKeyPrefix = "run#"
+
 type runItem struct {
 	JobID string `json:"job_id"`
 	SK    string `json:"sk"`
@@ -31,7 +36,10 @@ type runItem struct {
 
 // Complete records c unless the run has another completion already.
 func (r *Runs) Complete(ctx context.Context, c toolgate.RunCompletion) (toolgate.RunCompletion, error) {
-	item := runItem{JobID: "run#" + c.RunID, SK: "completion", RunCompletion: c}
+	if err := registry.ValidTenant(c.Tenant); err != nil {
+		return toolgate.RunCompletion{}, fmt.Errorf("run %s: %w", c.RunID, err)
+	}
+	item := runItem{JobID: runKeyPrefix + c.Tenant + "#" + c.RunID, SK: "completion", RunCompletion: c}
 	err := r.t.Put(ctx, item, expression.Or(
 		expression.AttributeNotExists(expression.Name("job_id")),
 		expression.Name("completion_id").Equal(expression.Value(c.CompletionID)),

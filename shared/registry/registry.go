@@ -1,22 +1,57 @@
 // Package registry holds what operators register: projects, personas, agent types
 // and the app keys that may create sessions. Types and the store interface only;
 // dynamo.Registry stores them in DynamoDB.
+//
+// Every item belongs to a tenant. An app key carries its tenant; a tenant reads
+// and changes only its own projects, personas and configurations. Platform items
+// (tenant Platform: the seeded personas) are read by every tenant and changed by
+// none. To a tenant, another tenant's item does not exist: lookups answer
+// ErrNotFound, exactly as for a name nobody registered, and two tenants may use
+// the same name for different items.
 package registry
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
 
-// ErrNotFound: no such project, persona or app key.
+// ErrNotFound: no such project, persona, configuration or app key, or one of
+// another tenant.
 var ErrNotFound = errors.New("not registered")
+
+// Platform is the tenant of platform items: every tenant reads them, none
+// changes them. An item put with no tenant is a platform item.
+const Platform = "platform"
+
+var tenantPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// ValidTenant reports whether id can name a tenant: 1-63 lower-case letters,
+// digits, '_' or '-', starting with a letter or digit.
+func ValidTenant(id string) error {
+	if !tenantPattern.MatchString(id) {
+		return fmt.Errorf("tenant %q: want 1-63 lower-case letters, digits, '_' or '-'", id)
+	}
+	return nil
+}
+
+// Owner is the tenant an item put with tenant belongs to: Platform for "".
+func Owner(tenant string) string {
+	if tenant == "" {
+		return Platform
+	}
+	return tenant
+}
 
 // Project is a registered project agents work for.
 type Project struct {
-	Name      string    `json:"name"`
+	Name string `json:"name"`
+	// Tenant owns the project ("" or Platform: every tenant's).
+	Tenant    string    `json:"tenant,omitempty"`
 	CreatedAt time.Time `json:"created_at,omitempty,omitzero"`
 }
 
@@ -28,21 +63,28 @@ type Persona struct {
 	Skill      string `json:"skill"`
 	Experience string `json:"experience"`
 	Active     bool   `json:"active"`
+	// Tenant owns the persona ("" or Platform: every tenant's).
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // AppKey lets an app create sessions. Only the key's hash is stored.
 type AppKey struct {
-	ID       string `json:"app_key_id"`
-	Label    string `json:"label"`
-	Hash     string `json:"key_hash"`
+	ID    string `json:"app_key_id"`
+	Label string `json:"label"`
+	Hash  string `json:"key_hash"`
+	// Tenant is whose items the key uses; never Platform.
+	Tenant   string `json:"tenant"`
 	Disabled bool   `json:"disabled"`
 }
 
 // Configuration is a repository's reusable workspace setup: what setup sessions
 // record (the snapshot, service commands, env file specs) for later sessions.
 type Configuration struct {
-	ID              string                    `json:"configuration_id"`
-	RepoName        string                    `json:"repo_name"`
+	ID       string `json:"configuration_id"`
+	RepoName string `json:"repo_name"`
+	// Tenant owns the configuration ("" or Platform: every tenant reads it,
+	// no setup session changes it).
+	Tenant          string                    `json:"tenant,omitempty"`
 	Snapshot        *Snapshot                 `json:"snapshot,omitempty"`
 	ServiceCommands []toolspec.ServiceCommand `json:"service_commands,omitempty"`
 	// EnvFiles say which keys go into which env file; never their values.
@@ -69,23 +111,30 @@ type Snapshot struct {
 	SavedAt   time.Time `json:"saved_at"`
 }
 
-// Store reads and writes registry items.
+// Store reads and writes registry items. Lookups take the caller's tenant and
+// find its own items and platform items; another tenant's is ErrNotFound.
 type Store interface {
-	// Project returns the project called name, or ErrNotFound.
-	Project(ctx context.Context, name string) (Project, error)
-	// Persona returns the persona with slug, active or not, or ErrNotFound.
-	Persona(ctx context.Context, slug string) (Persona, error)
+	// Project returns the project called name that tenant may use, or ErrNotFound.
+	Project(ctx context.Context, tenant, name string) (Project, error)
+	// Persona returns the persona with slug that tenant may use, active or not,
+	// or ErrNotFound.
+	Persona(ctx context.Context, tenant, slug string) (Persona, error)
 	// AppKeyByHash returns the app key whose hash is hash, or ErrNotFound.
 	AppKeyByHash(ctx context.Context, hash string) (AppKey, error)
-	// PutProject, PutPersona and PutAppKey create or replace items (seeding, admin).
+	// PutProject, PutPersona and PutAppKey create or replace items of the
+	// tenant the item names (seeding, admin); an app key needs a tenant other
+	// than Platform, and a hash.
 	PutProject(ctx context.Context, p Project) error
 	PutPersona(ctx context.Context, p Persona) error
 	PutAppKey(ctx context.Context, k AppKey) error
-	// Configuration returns the configuration with id, or ErrNotFound.
-	Configuration(ctx context.Context, id string) (Configuration, error)
-	// PutConfiguration creates or replaces a configuration (seeding, admin).
+	// Configuration returns the configuration with id that tenant may use, or
+	// ErrNotFound.
+	Configuration(ctx context.Context, tenant, id string) (Configuration, error)
+	// PutConfiguration creates or replaces a configuration of the tenant it
+	// names (seeding, admin).
 	PutConfiguration(ctx context.Context, c Configuration) error
-	// UpdateConfiguration sets the fields u sets of an existing configuration;
-	// ErrNotFound if there is none.
-	UpdateConfiguration(ctx context.Context, id string, u ConfigurationUpdate) error
+	// UpdateConfiguration sets the fields u sets of tenant's own configuration
+	// id; ErrNotFound if tenant has none (a platform configuration is nobody's
+	// to change).
+	UpdateConfiguration(ctx context.Context, tenant, id string, u ConfigurationUpdate) error
 }

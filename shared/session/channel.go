@@ -54,13 +54,13 @@ func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 	} else if err != nil {
 		return sandboxwire.Spec{}, err
 	}
-	persona, err := c.o.Registry.Persona(ctx, sess.PersonaSlug)
+	persona, err := c.o.Registry.Persona(ctx, sess.Tenant, sess.PersonaSlug)
 	if err != nil {
 		return sandboxwire.Spec{}, err
 	}
 	pc := prompts.Context{SessionType: sess.SessionType, ClientType: sess.ClientType, Override: sess.SystemPrompt}
 	if sess.ConfigurationID != "" {
-		cfg, err := c.o.Registry.Configuration(ctx, sess.ConfigurationID)
+		cfg, err := c.o.Registry.Configuration(ctx, sess.Tenant, sess.ConfigurationID)
 		if err != nil && !errors.Is(err, registry.ErrNotFound) {
 			return sandboxwire.Spec{}, err
 		}
@@ -71,7 +71,7 @@ func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 		SessionID:       sess.ID,
 		Generation:      sess.Generation,
 		Guardrails:      sandboxwire.Guardrails{Content: doc.Content, Hash: doc.Hash},
-		Persona:         sandboxwire.Persona(persona),
+		Persona:         sandboxwire.Persona{Slug: persona.Slug, Name: persona.Name, Skill: persona.Skill, Experience: persona.Experience, Active: persona.Active},
 		InitialPrompt:   sess.InitialPrompt,
 		FeatureFlags:    sess.Features,
 		TmuxSessionName: sess.TmuxSessionName,

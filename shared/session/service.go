@@ -135,7 +135,8 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (registry.App
 		return registry.AppKey{}, apierror.New(apierror.InvalidToken, "The app key is not valid.")
 	}
 	key, err := s.o.Registry.AppKeyByHash(ctx, token.Hash(secret))
-	if errors.Is(err, registry.ErrNotFound) || (err == nil && key.Disabled) {
+	// A key of no tenant could use nobody's items: it is no key (fail closed).
+	if errors.Is(err, registry.ErrNotFound) || (err == nil && (key.Disabled || key.Tenant == "" || key.Tenant == registry.Platform)) {
 		return registry.AppKey{}, apierror.New(apierror.InvalidToken, "The app key is not valid.")
 	}
 	if err != nil {
@@ -155,13 +156,15 @@ func (s *Service) Create(ctx context.Context, app registry.AppKey, req CreateReq
 		reportGuardrails(ctx, s.o.Reporter, report.Critical, err.Error(), map[string]string{"agent_id": "", "persona_slug": req.PersonaSlug, "project_name": req.ProjectName})
 		return Created{}, apierror.New(apierror.GuardrailsMissing, "Agents cannot be created: the platform guardrails are unavailable.")
 	}
-	if _, err := s.o.Registry.Project(ctx, req.ProjectName); err != nil {
+	// The app's tenant's items, and the platform's: another tenant's are not
+	// found, exactly like items nobody registered.
+	if _, err := s.o.Registry.Project(ctx, app.Tenant, req.ProjectName); err != nil {
 		if errors.Is(err, registry.ErrNotFound) {
 			return Created{}, apierror.New(apierror.ProjectNotFound, "No project is registered as %q.", req.ProjectName)
 		}
 		return Created{}, err
 	}
-	persona, err := s.o.Registry.Persona(ctx, req.PersonaSlug)
+	persona, err := s.o.Registry.Persona(ctx, app.Tenant, req.PersonaSlug)
 	if errors.Is(err, registry.ErrNotFound) || (err == nil && !persona.Active) {
 		return Created{}, apierror.New(apierror.PersonaNotFound, "No active persona has the slug %q.", req.PersonaSlug)
 	}
@@ -169,11 +172,16 @@ func (s *Service) Create(ctx context.Context, app registry.AppKey, req CreateReq
 		return Created{}, err
 	}
 	if req.ConfigurationID != "" {
-		if _, err := s.o.Registry.Configuration(ctx, req.ConfigurationID); err != nil {
-			if errors.Is(err, registry.ErrNotFound) {
-				return Created{}, apierror.New(apierror.NotFound, "No configuration has the id %q.", req.ConfigurationID)
-			}
+		cfg, err := s.o.Registry.Configuration(ctx, app.Tenant, req.ConfigurationID)
+		if errors.Is(err, registry.ErrNotFound) {
+			return Created{}, apierror.New(apierror.NotFound, "No configuration has the id %q.", req.ConfigurationID)
+		}
+		if err != nil {
 			return Created{}, err
+		}
+		if req.SessionType == "setup" && cfg.Tenant != app.Tenant {
+			// A platform configuration is read by every tenant, changed by none.
+			return Created{}, apierror.New(apierror.Forbidden, "Configuration %q is the platform's: a setup session can only change its own app's configurations.", req.ConfigurationID)
 		}
 	}
 
@@ -205,7 +213,7 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 	var rec *IdempotencyRecord
 	if req.IdempotencyKey != "" {
 		rec = &IdempotencyRecord{
-			Key:         idempotencyRecordKey(app.ID, req.IdempotencyKey),
+			Key:         idempotencyRecordKey(app, req.IdempotencyKey),
 			RequestHash: hashOf(req),
 			CreatedAt:   now,
 			ExpiresAt:   now.Add(IdempotencyRetention).Unix(),
@@ -227,6 +235,7 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 		InitialPrompt:   req.InitialPrompt,
 		Features:        features,
 		AppKeyID:        app.ID,
+		Tenant:          app.Tenant,
 		SessionType:     req.SessionType,
 		ClientType:      req.ClientType,
 		ConfigurationID: req.ConfigurationID,
@@ -494,9 +503,11 @@ func tokenMatches(sess Session, tok string) bool {
 	return ok
 }
 
-// idempotencyRecordKey scopes a client key to its app key and hides it.
-func idempotencyRecordKey(appKeyID, key string) string {
-	return scopedKey("create", appKeyID, key)
+// idempotencyRecordKey scopes a client key to its app key (in its tenant) and
+// hides it.
+func idempotencyRecordKey(app registry.AppKey, key string) string {
+	// App key ids are unique within a tenant only.
+	return scopedKey("create", app.Tenant+"/"+app.ID, key)
 }
 
 // scopedKey is an idempotency record key: kind, then the hash of a client's key

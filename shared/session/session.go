@@ -86,6 +86,9 @@ type Session struct {
 	InitialPrompt string   `json:"initial_prompt"`
 	Features      Features `json:"feature_flags"`
 	AppKeyID      string   `json:"app_key_id,omitempty"`
+	// Tenant is the app key's tenant: the session uses its projects, personas
+	// and configurations, and its automation runs are that tenant's.
+	Tenant string `json:"tenant,omitempty"`
 	// SessionType is "coding" (default) or "setup"; ClientType "automation" marks
 	// an automation run. With ConfigurationID and SystemPrompt they select the
 	// agent's mode prompt and its tools (see package prompts and toolspec).

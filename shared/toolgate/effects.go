@@ -23,8 +23,10 @@ const (
 	SnapshotObject = sandboxwire.SnapshotObject
 )
 
-// RunCompletion is an automation run's recorded outcome.
+// RunCompletion is an automation run's recorded outcome. Runs are a tenant's:
+// run ids of different tenants never meet.
 type RunCompletion struct {
+	Tenant          string    `json:"tenant"`
 	RunID           string    `json:"run_id"`
 	CompletionID    string    `json:"completion_id"`
 	Outcome         string    `json:"outcome"`
@@ -39,8 +41,8 @@ type RunCompletion struct {
 
 // Runs records automation run outcomes.
 type Runs interface {
-	// Complete records c unless the run already has a completion; it returns the
-	// completion the run has after the call.
+	// Complete records c unless c.Tenant's run c.RunID already has a
+	// completion; it returns the completion the run has after the call.
 	Complete(ctx context.Context, c RunCompletion) (RunCompletion, error)
 }
 
@@ -137,8 +139,8 @@ func (e *Effects) snapshot(ctx context.Context, c Call, a toolspec.SnapshotArgs)
 	now := e.now()
 	snap := registry.Snapshot{Key: key, SizeBytes: size, Message: a.Message, SessionID: c.Session.ID, SavedAt: now.UTC()}
 	if target == "configuration" {
-		if err := e.Registry.UpdateConfiguration(ctx, owner, registry.ConfigurationUpdate{Snapshot: &snap, UpdatedAt: now}); err != nil {
-			return Result{}, err
+		if err := e.Registry.UpdateConfiguration(ctx, c.Session.Tenant, owner, registry.ConfigurationUpdate{Snapshot: &snap, UpdatedAt: now}); err != nil {
+			return configFailure(err)
 		}
 	} else if _, err := e.Sessions.Touch(ctx, c.Session.ID, c.Session.Generation, session.Fields{SnapshotKey: key}); err != nil && !errors.Is(err, session.ErrConflict) {
 		return Result{}, err
@@ -151,8 +153,12 @@ func (e *Effects) snapshot(ctx context.Context, c Call, a toolspec.SnapshotArgs)
 }
 
 func (e *Effects) complete(ctx context.Context, c Call, a toolspec.CompleteArgs) (Result, error) {
+	if c.Session.Tenant == "" {
+		// A session of no tenant (created before tenants) has no runs to complete.
+		return Result{Success: false, Result: "This session belongs to no app's tenant: it cannot complete automation runs."}, nil
+	}
 	got, err := e.Runs.Complete(ctx, RunCompletion{
-		RunID: a.RunID, CompletionID: a.CompletionID, Outcome: a.Outcome, SessionID: c.Session.ID,
+		Tenant: c.Session.Tenant, RunID: a.RunID, CompletionID: a.CompletionID, Outcome: a.Outcome, SessionID: c.Session.ID,
 		SummaryMarkdown: a.SummaryMarkdown, Citations: a.Citations, DiffRef: a.DiffRef,
 		TestReportRef: a.TestReportRef, SideEffectRefs: a.SideEffectRefs,
 		CompletedAt: e.now().UTC(),
@@ -195,7 +201,7 @@ func (e *Effects) updateConfiguration(ctx context.Context, c Call, u registry.Co
 		return errNoConfiguration
 	}
 	u.UpdatedAt = e.now()
-	return e.Registry.UpdateConfiguration(ctx, c.Session.ConfigurationID, u)
+	return e.Registry.UpdateConfiguration(ctx, c.Session.Tenant, c.Session.ConfigurationID, u)
 }
 
 func configFailure(err error) (Result, error) {

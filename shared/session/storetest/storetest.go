@@ -29,7 +29,7 @@ func sample(t *testing.T, state session.State, gen int) session.Session {
 	now := time.Now().UTC()
 	s := session.Session{
 		ID: id, ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "Hello",
-		Features: session.Features{FileUpload: true, VoiceMic: true}, AppKeyID: "key-1",
+		Features: session.Features{FileUpload: true, VoiceMic: true}, AppKeyID: "key-1", Tenant: "tenant-1",
 		SessionType: "setup", ClientType: "automation", ConfigurationID: "cfg-1",
 		State: state, Generation: gen, TokenHashes: []string{"hash-0"},
 		TmuxSessionName: "ra-" + id[:8], CreatedAt: now, UpdatedAt: now,

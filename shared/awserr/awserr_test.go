@@ -182,7 +182,7 @@ func s3Get(t *testing.T, endpoint string) error {
 func TestClassifyLeavesOtherErrors(t *testing.T) {
 	t.Parallel()
 	plain := errors.New("marshal item: bad")
-	if got := awserr.Classify(plain); got != plain {
+	if got := awserr.Classify(plain); !errors.Is(got, plain) || apierror.CodeOf(got) != "" {
 		t.Errorf("Classify(%v) = %v", plain, got)
 	}
 	if awserr.Classify(nil) != nil {

@@ -70,6 +70,7 @@ type Server struct {
 	Launcher *process.Launcher
 
 	http   *http.Server
+	health *health
 	table  []httpapi.Route
 	worker wiring.Function
 	cancel context.CancelFunc
@@ -100,10 +101,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		g.functions[r.Key()] = r.Function
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"ok":true}`))
-	})
+	mux.Handle("GET /healthz", s.health)
 	mux.Handle("/", g)
 	// Like API Gateway: a request is read within 30 s (streams are not bounded:
 	// only their reading is), and a client that goes away is no error of ours.
@@ -113,6 +111,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.health.queueURL = jobsQueue.URL()
 	toolsQueue, err := s.Env.ToolsQueue(ctx)
 	if err != nil {
 		return nil, err
@@ -147,9 +146,11 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("devserver: %w", err)
 	}
-	if _, err := bootstrap.Run(ctx, bootstrap.ClientsFor(awsCfg), set); err != nil {
+	clients := bootstrap.ClientsFor(awsCfg)
+	if _, err := bootstrap.Run(ctx, clients, set); err != nil {
 		return fmt.Errorf("devserver: bootstrap %s: %w", env, err)
 	}
+	s.health = &health{clients: clients, table: set.Sessions.Name, bucket: set.Bucket.Name, log: o.Log}
 	if o.Audit != nil {
 		awsCfg.APIOptions = append(awsCfg.APIOptions, auditor(set, o.Audit))
 	}

@@ -161,7 +161,8 @@ func TestSetupSessionsChangeOnlyTheirTenantsConfiguration(t *testing.T) {
 	if up.status != http.StatusOK {
 		t.Fatalf("uploads: %d %s", up.status, up.raw)
 	}
-	put(t, up.body["uploads"].([]any)[0].(map[string]any)["url"].(string), "application/gzip", []byte("abc"))
+	snap := up.body["uploads"].([]any)[0].(map[string]any)
+	put(t, snap["url"].(string), snap["headers"], []byte("abc"))
 	if r := s.toolDone(t, stray.ID, tok, "save_snapshot", "snap", map[string]any{}); r.status != http.StatusOK || r.body["success"] != false {
 		t.Errorf("a session saved a snapshot to another tenant's configuration: %d %s", r.status, r.raw)
 	}

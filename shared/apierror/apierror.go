@@ -60,3 +60,27 @@ func CodeOf(err error) Code {
 	}
 	return ""
 }
+
+// UnavailableRetryAfter is how many seconds a client is told to wait before
+// retrying after an outage (see Unavailable).
+const UnavailableRetryAfter = 5
+
+// Unavailable returns the error clients see as service_unavailable (retryable,
+// after UnavailableRetryAfter seconds) for cause: a service the platform depends
+// on could not be reached or could not serve the request now. cause stays in the
+// chain for logs and errors.Is/As, and never reaches the client.
+func Unavailable(cause error) error {
+	return &unavailable{cause: cause}
+}
+
+type unavailable struct{ cause error }
+
+func (u *unavailable) Error() string { return string(ServiceUnavailable) + ": " + u.cause.Error() }
+
+func (u *unavailable) Unwrap() []error {
+	return []error{&Error{
+		Code:       ServiceUnavailable,
+		Message:    "A service the platform depends on is unavailable; try again shortly.",
+		RetryAfter: UnavailableRetryAfter,
+	}, u.cause}
+}

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -42,7 +43,9 @@ const (
 const DefaultRegion = "us-east-1"
 
 // Retry and transport limits. Calls that wait on purpose (SQS long polling) carry
-// their own context deadline, so there is no overall client timeout.
+// their own context deadline, so there is no overall client timeout. The SDK's
+// AWS_MAX_ATTEMPTS, if set, replaces maxAttempts (1: no retries, as tests of
+// outages want).
 const (
 	maxAttempts      = 5
 	maxBackoff       = 2 * time.Second
@@ -77,7 +80,7 @@ func Load(ctx context.Context) (aws.Config, error) {
 		config.WithLogger(newSDKLogger(os.Stderr)),
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
-				o.MaxAttempts = maxAttempts
+				o.MaxAttempts = attempts()
 				o.MaxBackoff = maxBackoff
 			})
 		}),
@@ -95,6 +98,15 @@ func Load(ctx context.Context) (aws.Config, error) {
 		return aws.Config{}, fmt.Errorf("load AWS config: %w", err)
 	}
 	return cfg, nil
+}
+
+// attempts is how many times a call is tried: AWS_MAX_ATTEMPTS if it is a
+// positive number (the SDK refuses one that is not a number), else maxAttempts.
+func attempts() int {
+	if n, err := strconv.Atoi(os.Getenv("AWS_MAX_ATTEMPTS")); err == nil && n > 0 {
+		return n
+	}
+	return maxAttempts
 }
 
 // Default returns the process-wide aws.Config, built on first use.

@@ -99,3 +99,20 @@ func TestDefaultRegion(t *testing.T) {
 		t.Errorf("region = %q, want %q", cfg.Region, awsconfig.DefaultRegion)
 	}
 }
+
+// AWS_MAX_ATTEMPTS is how often a failing call is tried, as the SDK documents.
+func TestMaxAttemptsFromEnvironment(t *testing.T) {
+	for _, tt := range []struct {
+		env  string
+		want int
+	}{{"1", 1}, {"2", 2}, {"", 5}} {
+		t.Setenv("AWS_MAX_ATTEMPTS", tt.env)
+		cfg, err := awsconfig.Load(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Retryer().MaxAttempts(); got != tt.want {
+			t.Errorf("AWS_MAX_ATTEMPTS=%q: %d attempts, want %d", tt.env, got, tt.want)
+		}
+	}
+}

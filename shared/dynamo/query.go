@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/remote-agents/remote-agents/shared/awserr"
 )
 
 // Page sizes. A query never returns more than MaxPageSize items: callers page on
@@ -87,7 +89,7 @@ func (t *Table) Query(ctx context.Context, q Query, out any) (Cursor, error) {
 	}
 	res, err := t.api.Query(ctx, in)
 	if err != nil {
-		return "", fmt.Errorf("query %s: %w", t.name, err)
+		return "", fmt.Errorf("query %s: %w", t.name, awserr.Classify(err))
 	}
 	if err := attributevalue.UnmarshalListOfMapsWithOptions(res.Items, out, func(o *attributevalue.DecoderOptions) {
 		o.TagKey = "json"

@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/remote-agents/remote-agents/shared/awserr"
 )
 
 // API is the part of the DynamoDB client the adapter calls; *dynamodb.Client has it.
@@ -89,7 +91,7 @@ func (t *Table) Get(ctx context.Context, key, out any) error {
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return fmt.Errorf("get from %s: %w", t.name, err)
+		return fmt.Errorf("get from %s: %w", t.name, awserr.Classify(err))
 	}
 	if len(res.Item) == 0 {
 		return fmt.Errorf("get from %s: %w", t.name, ErrNotFound)
@@ -189,7 +191,7 @@ func (t *Table) writeErr(op string, err error) error {
 	if errors.As(err, &ccf) {
 		return fmt.Errorf("%s %s: %w", op, t.name, &ConditionFailedError{Table: t.name, Item: ccf.Item})
 	}
-	return fmt.Errorf("%s %s: %w", op, t.name, err)
+	return fmt.Errorf("%s %s: %w", op, t.name, awserr.Classify(err))
 }
 
 // build combines conditions (ANDed) and an optional update into one expression.

@@ -9,6 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/awserr"
 )
 
 // MaxTxOps is DynamoDB's limit on the operations of one transaction.
@@ -123,6 +126,23 @@ func (e *TxCanceledError) Is(target error) bool {
 	return false
 }
 
+// transient reports whether the transaction was canceled only because DynamoDB
+// could not serve it now (throttled, or in conflict with another transaction):
+// the same transaction may succeed when retried.
+func (e *TxCanceledError) transient() bool {
+	found := false
+	for _, r := range e.Reasons {
+		switch r {
+		case "None":
+		case "ThrottlingError", "TransactionConflict", "ProvisionedThroughputExceeded":
+			found = true
+		default:
+			return false
+		}
+	}
+	return found
+}
+
 // Transact runs ops as one all-or-nothing transaction. clientToken, if not empty,
 // makes retries of the same transaction idempotent for ten minutes (DynamoDB's
 // ClientRequestToken). A canceled transaction returns a *TxCanceledError.
@@ -151,9 +171,13 @@ func Transact(ctx context.Context, api API, clientToken string, ops ...TxOp) err
 					reasons[i] = *r.Code
 				}
 			}
-			return fmt.Errorf("transact write: %w", &TxCanceledError{Reasons: reasons})
+			tx := &TxCanceledError{Reasons: reasons}
+			if tx.transient() {
+				return fmt.Errorf("transact write: %w", apierror.Unavailable(tx))
+			}
+			return fmt.Errorf("transact write: %w", tx)
 		}
-		return fmt.Errorf("transact write: %w", err)
+		return fmt.Errorf("transact write: %w", awserr.Classify(err))
 	}
 	return nil
 }

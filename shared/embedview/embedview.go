@@ -21,6 +21,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
@@ -112,13 +113,19 @@ func (h *Handlers) errorPage(ctx context.Context, err error) httpapi.Response {
 		msg = "This link is not valid: ask for a new one."
 	case apierror.AgentNotFound:
 		msg = "This agent does not exist."
+	case apierror.ServiceUnavailable:
+		msg = "This agent cannot be reached right now: reload the page in a moment."
 	}
 	var buf bytes.Buffer
 	_ = errorPage.Execute(&buf, struct {
 		Message string
 		Style   template.CSS
 	}{msg, template.CSS(errorStyle)}) //nolint:gosec // a constant style, allowed by hash
-	return h.html(env.Status, buf.String(), "", errorHash)
+	res := h.html(env.Status, buf.String(), "", errorHash)
+	if env.RetryAfterSeconds > 0 {
+		res.Headers["Retry-After"] = strconv.Itoa(env.RetryAfterSeconds)
+	}
+	return res
 }
 
 // html answers a page with the headers an iframe embed needs.

@@ -8,6 +8,10 @@
 // past a sequence number that is not written yet (see session.Contiguous), so
 // there are no gaps and no duplicates. Comments keep idle connections open. What
 // is shown is sanitised (FR2) and internal fields are dropped.
+//
+// When the events cannot be read (the store is unavailable) a few times in a
+// row, the stream does not idle on: it sends an `unavailable` event with the
+// error envelope, a `retry:` hint of when to reconnect, and ends.
 package eventsapi
 
 import (
@@ -41,6 +45,9 @@ const (
 	page = 100
 	// overCheck is how often an idle stream checks whether the session ended.
 	overCheck = 2 * time.Second
+	// MaxReadFailures is how many reads of the events may fail in a row before
+	// the stream ends with a retry hint.
+	MaxReadFailures = 3
 )
 
 // Handlers serve the events route.
@@ -111,6 +118,7 @@ func (h *Handlers) stream(ctx context.Context, id string, after int64, w io.Writ
 	flush()
 	began := time.Now()
 	lastEvent, lastWrite, lastCheck := began, began, time.Time{}
+	failures := 0
 	for {
 		evs, err := h.Store.Events(ctx, id, after, page)
 		if err != nil {
@@ -118,6 +126,11 @@ func (h *Handlers) stream(ctx context.Context, id string, after int64, w io.Writ
 				return nil
 			}
 			h.Log.WarnContext(ctx, "read events", slog.String("session_id", id), slog.String("error", err.Error()))
+			if failures++; failures >= MaxReadFailures {
+				return unavailable(w, flush, err)
+			}
+		} else {
+			failures = 0
 		}
 		ready := session.Contiguous(evs, after, time.Now())
 		for _, e := range ready {
@@ -162,6 +175,22 @@ func (h *Handlers) stream(ctx context.Context, id string, after int64, w io.Writ
 		case <-time.After(wait):
 		}
 	}
+}
+
+// unavailable ends a stream whose events cannot be read: the error envelope as
+// an `unavailable` event, and a retry hint of when to reconnect (with
+// Last-Event-ID, so nothing is lost).
+func unavailable(w io.Writer, flush func(), cause error) error {
+	env := httpapi.EnvelopeOf(apierror.Unavailable(cause))
+	raw, err := json.Marshal(env)
+	if err != nil {
+		return fmt.Errorf("encode unavailable: %w", err)
+	}
+	if _, err := fmt.Fprintf(w, "retry: %d\nevent: unavailable\ndata: %s\n\n", env.RetryAfterSeconds*1000, raw); err != nil {
+		return err
+	}
+	flush()
+	return nil
 }
 
 // over reports whether the session ended (so no event will follow the last).

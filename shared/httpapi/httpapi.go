@@ -49,11 +49,16 @@ func JSON(status int, v any) Response {
 }
 
 // Error returns the error envelope for err. Internal errors are logged (when log is
-// not nil) and shown to the client only as server_error.
+// not nil) and shown to the client only as server_error; outages (a dependency
+// unavailable) are logged as warnings, with the cause the client does not see.
 func Error(ctx context.Context, log *slog.Logger, err error) Response {
 	env := EnvelopeOf(err)
-	if log != nil && Internal(err) {
+	switch {
+	case log == nil:
+	case Internal(err):
 		log.ErrorContext(ctx, "request failed", slog.String("error", err.Error()))
+	case env.ErrorCode == apierror.ServiceUnavailable:
+		log.WarnContext(ctx, "service unavailable", slog.String("error", err.Error()))
 	}
 	res := JSON(env.Status, env)
 	if env.RetryAfterSeconds > 0 {
@@ -145,7 +150,8 @@ func describeJSONError(err error) string {
 		}
 		return "The request body must be a JSON object."
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return "Unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ") + "."
+		// The name is the client's text: not repeated back.
+		return "The request body has a field this route does not take."
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "The request body is truncated JSON."
 	default:

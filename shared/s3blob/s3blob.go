@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/remote-agents/remote-agents/shared/awserr"
 	"github.com/remote-agents/remote-agents/shared/blob"
 )
 
@@ -79,7 +80,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64, co
 		in.ContentType = &contentType
 	}
 	if _, err := s.api.PutObject(ctx, in); err != nil {
-		return fmt.Errorf("put %s in %s: %w", key, s.bucket, err)
+		return fmt.Errorf("put %s in %s: %w", key, s.bucket, awserr.Classify(err))
 	}
 	return nil
 }
@@ -94,7 +95,7 @@ func (s *Store) Get(ctx context.Context, key string) (io.ReadCloser, blob.Object
 		if isNotFound(err) {
 			return nil, blob.Object{}, fmt.Errorf("get %s from %s: %w", key, s.bucket, blob.ErrNotFound)
 		}
-		return nil, blob.Object{}, fmt.Errorf("get %s from %s: %w", key, s.bucket, err)
+		return nil, blob.Object{}, fmt.Errorf("get %s from %s: %w", key, s.bucket, awserr.Classify(err))
 	}
 	return res.Body, blob.Object{
 		Key:         key,
@@ -119,7 +120,7 @@ func (s *Store) Copy(ctx context.Context, src, dst string) error {
 		if isNotFound(err) {
 			return fmt.Errorf("copy %s in %s: %w", src, s.bucket, blob.ErrNotFound)
 		}
-		return fmt.Errorf("copy %s to %s in %s: %w", src, dst, s.bucket, err)
+		return fmt.Errorf("copy %s to %s in %s: %w", src, dst, s.bucket, awserr.Classify(err))
 	}
 	return nil
 }
@@ -142,7 +143,7 @@ func (s *Store) List(ctx context.Context, prefix, after string, limit int) (blob
 	}
 	res, err := s.api.ListObjectsV2(ctx, in)
 	if err != nil {
-		return blob.Page{}, fmt.Errorf("list %s in %s: %w", prefix, s.bucket, err)
+		return blob.Page{}, fmt.Errorf("list %s in %s: %w", prefix, s.bucket, awserr.Classify(err))
 	}
 	page := blob.Page{Objects: make([]blob.Object, 0, len(res.Contents))}
 	for _, o := range res.Contents {

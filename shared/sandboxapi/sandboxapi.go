@@ -1,6 +1,8 @@
 // Package sandboxapi serves the sandbox channel, /sandbox/{sessionId}/… (see
 // package sandboxwire for its bodies): the only way a sandbox touches platform
-// state. Each handler decodes, makes one call to session.Channel, and encodes.
+// state. Each handler authenticates the sandbox, then decodes the body (none is
+// read for a caller that may not call), makes one call to session.Channel, and
+// encodes.
 package sandboxapi
 
 import (
@@ -43,11 +45,15 @@ func (h *Handlers) Spec(ctx context.Context, req httpapi.Request) (httpapi.Respo
 
 // Status serves POST /sandbox/{sessionId}/status.
 func (h *Handlers) Status(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authenticate(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
 	var in sandboxwire.StatusReport
 	if err := httpapi.DecodeJSON(req, sandboxwire.MaxStatusBytes, &in); err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
-	out, err := h.Channel.Report(ctx, sessionID(req), httpapi.BearerToken(req), in)
+	out, err := h.Channel.Report(ctx, sess, in)
 	return h.answer(ctx, out, err), nil
 }
 
@@ -69,21 +75,29 @@ func (h *Handlers) Inbox(ctx context.Context, req httpapi.Request) (httpapi.Resp
 
 // Events serves POST /sandbox/{sessionId}/events.
 func (h *Handlers) Events(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authenticate(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
 	var in sandboxwire.EventsRequest
 	if err := httpapi.DecodeJSON(req, sandboxwire.MaxEventsPerAppend*sandboxwire.MaxEventBytes, &in); err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
-	out, err := h.Channel.Append(ctx, sessionID(req), httpapi.BearerToken(req), in)
+	out, err := h.Channel.Append(ctx, sess, in)
 	return h.answer(ctx, out, err), nil
 }
 
 // Uploads serves POST /sandbox/{sessionId}/uploads.
 func (h *Handlers) Uploads(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authenticate(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
 	var in sandboxwire.UploadsRequest
 	if err := httpapi.DecodeJSON(req, sandboxwire.MaxUploadsRequestBytes, &in); err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
-	out, err := h.Channel.Uploads(ctx, sessionID(req), httpapi.BearerToken(req), in)
+	out, err := h.Channel.Uploads(ctx, sess, in)
 	return h.answer(ctx, out, err), nil
 }
 
@@ -95,3 +109,9 @@ func (h *Handlers) answer(ctx context.Context, out any, err error) httpapi.Respo
 }
 
 func sessionID(req httpapi.Request) string { return req.PathParameters["sessionId"] }
+
+// authenticate returns the session the request's sandbox token is for, the
+// one named in the path.
+func (h *Handlers) authenticate(ctx context.Context, req httpapi.Request) (session.Session, error) {
+	return h.Channel.Authenticate(ctx, sessionID(req), httpapi.BearerToken(req))
+}

@@ -82,13 +82,17 @@ func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 	}, nil
 }
 
-// Report applies a state the sandbox reports and returns its orders. A state
-// the session cannot move to from where it is is invalid_request.
-func (c *Channel) Report(ctx context.Context, id, tok string, in sandboxwire.StatusReport) (sandboxwire.Orders, error) {
-	sess, err := AuthenticateSandbox(ctx, c.o.Store, id, tok)
-	if err != nil {
-		return sandboxwire.Orders{}, err
-	}
+// Authenticate returns the session a sandbox token belongs to (see
+// AuthenticateSandbox): what Report, Append and Uploads act for, checked
+// before their bodies are read.
+func (c *Channel) Authenticate(ctx context.Context, id, tok string) (Session, error) {
+	return AuthenticateSandbox(ctx, c.o.Store, id, tok)
+}
+
+// Report applies a state the sandbox of sess (see Authenticate) reports and
+// returns its orders. A state the session cannot move to from where it is is
+// invalid_request.
+func (c *Channel) Report(ctx context.Context, sess Session, in sandboxwire.StatusReport) (sandboxwire.Orders, error) {
 	change, err := changeFor(sess, in, c.o.Now())
 	if err != nil {
 		return sandboxwire.Orders{}, err
@@ -241,13 +245,9 @@ func (c *Channel) envValues(ctx context.Context, sessionID string, e Event) (map
 	return values, nil
 }
 
-// Append appends the sandbox's events to its session and returns their
-// sequence numbers.
-func (c *Channel) Append(ctx context.Context, id, tok string, in sandboxwire.EventsRequest) (sandboxwire.EventsResponse, error) {
-	sess, err := AuthenticateSandbox(ctx, c.o.Store, id, tok)
-	if err != nil {
-		return sandboxwire.EventsResponse{}, err
-	}
+// Append appends the events of the sandbox of sess (see Authenticate) to its
+// session and returns their sequence numbers.
+func (c *Channel) Append(ctx context.Context, sess Session, in sandboxwire.EventsRequest) (sandboxwire.EventsResponse, error) {
 	if len(in.Events) == 0 || len(in.Events) > sandboxwire.MaxEventsPerAppend {
 		return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "Send 1 to %d events.", sandboxwire.MaxEventsPerAppend)
 	}
@@ -317,11 +317,7 @@ func (c *Channel) appendOnce(ctx context.Context, sess Session, appendID string,
 // Uploads returns presigned PUT URLs for the files of one gateway tool call:
 // verify's evidence files and save_snapshot's archive go straight to the
 // bucket, under the call's prefix, where the tool's effect finds them.
-func (c *Channel) Uploads(ctx context.Context, id, tok string, in sandboxwire.UploadsRequest) (sandboxwire.UploadsResponse, error) {
-	sess, err := AuthenticateSandbox(ctx, c.o.Store, id, tok)
-	if err != nil {
-		return sandboxwire.UploadsResponse{}, err
-	}
+func (c *Channel) Uploads(ctx context.Context, sess Session, in sandboxwire.UploadsRequest) (sandboxwire.UploadsResponse, error) {
 	if err := checkUploads(in); err != nil {
 		return sandboxwire.UploadsResponse{}, err
 	}

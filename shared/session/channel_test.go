@@ -104,6 +104,16 @@ func (c *channel) add(t *testing.T, state session.State) (session.Session, strin
 	return s, tok
 }
 
+// auth is the session as the channel recognises its sandbox now.
+func (c *channel) auth(t *testing.T, id, tok string) session.Session {
+	t.Helper()
+	sess, err := c.ch.Authenticate(t.Context(), id, tok)
+	if err != nil {
+		t.Fatalf("authenticate: %v", err)
+	}
+	return sess
+}
+
 func code(err error) apierror.Code { return apierror.CodeOf(err) }
 
 func TestChannelSpec(t *testing.T) {
@@ -146,7 +156,7 @@ func TestChannelReport(t *testing.T) {
 	c := newChannel(t, session.Provisioning)
 	hash := guardrails.Hash([]byte(rules))
 	report := func(st sandboxwire.State, hash string, reason sandboxwire.Reason) (sandboxwire.Orders, error) {
-		return c.ch.Report(t.Context(), c.sess.ID, c.tok, sandboxwire.StatusReport{State: st, GuardrailsHash: hash, Reason: reason})
+		return c.ch.Report(t.Context(), c.auth(t, c.sess.ID, c.tok), sandboxwire.StatusReport{State: st, GuardrailsHash: hash, Reason: reason})
 	}
 	for _, bad := range []struct {
 		name   string
@@ -198,7 +208,7 @@ func TestChannelReport(t *testing.T) {
 	if got, _ := c.store.Get(t.Context(), c.sess.ID); got.Reason != session.ReasonShutdown {
 		t.Errorf("reason %q, want shutdown", got.Reason)
 	}
-	if _, err := report(sandboxwire.Idle, "", ""); code(err) != apierror.InvalidToken {
+	if _, err := c.ch.Authenticate(t.Context(), c.sess.ID, c.tok); code(err) != apierror.InvalidToken {
 		t.Errorf("idle after ended: %v, want invalid_token: the token ended with the session", err)
 	}
 }
@@ -206,7 +216,7 @@ func TestChannelReport(t *testing.T) {
 func TestChannelReportsAPrimingFailure(t *testing.T) {
 	t.Parallel()
 	c := newChannel(t, session.Provisioning)
-	if _, err := c.ch.Report(t.Context(), c.sess.ID, c.tok, sandboxwire.StatusReport{State: sandboxwire.Failed}); err != nil {
+	if _, err := c.ch.Report(t.Context(), c.auth(t, c.sess.ID, c.tok), sandboxwire.StatusReport{State: sandboxwire.Failed}); err != nil {
 		t.Fatal(err)
 	}
 	got := c.reports.all()
@@ -257,27 +267,13 @@ func TestSandboxTokensEndWithTheSession(t *testing.T) {
 		if _, err := c.store.Transition(t.Context(), c.sess.ID, session.Change{From: session.Live, To: end, Reason: session.ReasonError}); err != nil {
 			t.Fatal(err)
 		}
-		msg, err := sandboxwire.NewEvent(sandboxwire.AgentMessage{Text: "late"})
-		if err != nil {
-			t.Fatal(err)
-		}
 		calls := map[string]func() error{
 			"spec":      func() error { _, err := c.ch.Spec(t.Context(), c.sess.ID, c.tok); return err },
 			"inbox":     func() error { _, err := c.ch.Inbox(t.Context(), c.sess.ID, c.tok, 0); return err },
 			"heartbeat": func() error { _, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok); return err },
-			"events": func() error {
-				_, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, sandboxwire.EventsRequest{Events: []sandboxwire.Event{msg}})
-				return err
-			},
-			"uploads": func() error {
-				_, err := c.ch.Uploads(t.Context(), c.sess.ID, c.tok, sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: "c1",
-					Files: []sandboxwire.UploadFile{{Path: "a.txt", SizeBytes: 1}}})
-				return err
-			},
-			"status": func() error {
-				_, err := c.ch.Report(t.Context(), c.sess.ID, c.tok, sandboxwire.StatusReport{State: sandboxwire.Ended})
-				return err
-			},
+			// The routes with a body (events, uploads, status) authenticate
+			// with this before reading it.
+			"events, uploads, status": func() error { _, err := c.ch.Authenticate(t.Context(), c.sess.ID, c.tok); return err },
 		}
 		for name, call := range calls {
 			if err := call(); code(err) != apierror.InvalidToken {
@@ -371,7 +367,7 @@ func TestChannelAppend(t *testing.T) {
 		{"a number too small", []sandboxwire.Event{ev("agent.message", `{"n":[1e-200]}`)}},
 		{"a number too precise", []sandboxwire.Event{ev("agent.message", `{"n":1234567890123456789012345678901234567890}`)}},
 	} {
-		if _, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, sandboxwire.EventsRequest{Events: bad.events}); code(err) != apierror.InvalidRequest {
+		if _, err := c.ch.Append(t.Context(), c.auth(t, c.sess.ID, c.tok), sandboxwire.EventsRequest{Events: bad.events}); code(err) != apierror.InvalidRequest {
 			t.Errorf("%s: %v, want invalid_request", bad.name, err)
 		}
 	}
@@ -379,7 +375,7 @@ func TestChannelAppend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, sandboxwire.EventsRequest{Events: []sandboxwire.Event{msg, ev("state.changed", `{"state":"idle"}`)}})
+	out, err := c.ch.Append(t.Context(), c.auth(t, c.sess.ID, c.tok), sandboxwire.EventsRequest{Events: []sandboxwire.Event{msg, ev("state.changed", `{"state":"idle"}`)}})
 	if err != nil || out.FirstSeq != 1 || out.LastSeq != 2 {
 		t.Fatalf("append: %+v %v", out, err)
 	}
@@ -394,7 +390,7 @@ func TestChannelAppend(t *testing.T) {
 	if _, err := c.store.Transition(t.Context(), c.sess.ID, session.Change{From: session.Live, To: session.Ended}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, sandboxwire.EventsRequest{Events: []sandboxwire.Event{msg}}); code(err) != apierror.InvalidToken {
+	if _, err := c.ch.Authenticate(t.Context(), c.sess.ID, c.tok); code(err) != apierror.InvalidToken {
 		t.Errorf("append once ended: %v, want invalid_token", err)
 	}
 }
@@ -421,13 +417,13 @@ func TestChannelUploads(t *testing.T) {
 		{"a snapshot of another name", sandboxwire.UploadsRequest{Tool: toolspec.SaveSnapshot, ToolCallID: "c1", Files: []sandboxwire.UploadFile{file("x.tar", 1)}}},
 		{"a snapshot too large", sandboxwire.UploadsRequest{Tool: toolspec.SaveSnapshot, ToolCallID: "c1", Files: []sandboxwire.UploadFile{file(sandboxwire.SnapshotObject, sandboxwire.MaxSnapshotBytes+1)}}},
 	} {
-		if _, err := c.ch.Uploads(t.Context(), c.sess.ID, c.tok, bad.in); code(err) != apierror.InvalidRequest {
+		if _, err := c.ch.Uploads(t.Context(), c.auth(t, c.sess.ID, c.tok), bad.in); code(err) != apierror.InvalidRequest {
 			t.Errorf("%s: %v, want invalid_request", bad.name, err)
 		}
 	}
 	png := file("shots/a.png", 10)
 	png.ContentType = "image/png"
-	out, err := c.ch.Uploads(t.Context(), c.sess.ID, c.tok, sandboxwire.UploadsRequest{
+	out, err := c.ch.Uploads(t.Context(), c.auth(t, c.sess.ID, c.tok), sandboxwire.UploadsRequest{
 		Tool: toolspec.Verify, ToolCallID: "c1", Files: []sandboxwire.UploadFile{png, file("log.txt", 3)},
 	})
 	if err != nil || len(out.Uploads) != 2 {
@@ -463,11 +459,11 @@ func TestChannelUploads(t *testing.T) {
 	for _, ct := range []string{"text/plain\r\nX-Evil: 1", "no-slash", "tëxt/plain"} {
 		bad := file("c.txt", 1)
 		bad.ContentType = ct
-		if _, err := c.ch.Uploads(t.Context(), c.sess.ID, c.tok, sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: "c2", Files: []sandboxwire.UploadFile{bad}}); code(err) != apierror.InvalidRequest {
+		if _, err := c.ch.Uploads(t.Context(), c.auth(t, c.sess.ID, c.tok), sandboxwire.UploadsRequest{Tool: toolspec.Verify, ToolCallID: "c2", Files: []sandboxwire.UploadFile{bad}}); code(err) != apierror.InvalidRequest {
 			t.Errorf("content type %q: %v, want invalid_request", ct, err)
 		}
 	}
-	if _, err := c.ch.Uploads(t.Context(), c.sess.ID, "ra_sess_not_a_sandbox_token", sandboxwire.UploadsRequest{}); err == nil || errors.Is(err, context.Canceled) {
+	if _, err := c.ch.Authenticate(t.Context(), c.sess.ID, "ra_sess_not_a_sandbox_token"); err == nil || errors.Is(err, context.Canceled) {
 		t.Errorf("uploads without a sandbox token: %v", err)
 	}
 }
@@ -486,8 +482,9 @@ func TestChannelAppendWithAnIDIsExactlyOnce(t *testing.T) {
 	outs := make([]sandboxwire.EventsResponse, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
+	sess := c.auth(t, c.sess.ID, c.tok)
 	for i := range n {
-		wg.Go(func() { outs[i], errs[i] = c.ch.Append(t.Context(), c.sess.ID, c.tok, req) })
+		wg.Go(func() { outs[i], errs[i] = c.ch.Append(t.Context(), sess, req) })
 	}
 	wg.Wait()
 	for i := range n {
@@ -500,7 +497,7 @@ func TestChannelAppendWithAnIDIsExactlyOnce(t *testing.T) {
 		t.Fatalf("stored %d events (%v), want 1", len(stored), err)
 	}
 	other, _ := sandboxwire.NewEvent(sandboxwire.AgentMessage{Text: "another"})
-	if _, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, sandboxwire.EventsRequest{ID: "append-1", Events: []sandboxwire.Event{other}}); code(err) != apierror.IdempotencyKeyReused {
+	if _, err := c.ch.Append(t.Context(), c.auth(t, c.sess.ID, c.tok), sandboxwire.EventsRequest{ID: "append-1", Events: []sandboxwire.Event{other}}); code(err) != apierror.IdempotencyKeyReused {
 		t.Errorf("the id with another event: %v", err)
 	}
 	for _, bad := range []sandboxwire.EventsRequest{
@@ -508,13 +505,13 @@ func TestChannelAppendWithAnIDIsExactlyOnce(t *testing.T) {
 		{ID: "has space", Events: []sandboxwire.Event{msg}},
 		{ID: strings.Repeat("x", sandboxwire.MaxAppendIDLen+1), Events: []sandboxwire.Event{msg}},
 	} {
-		if _, err := c.ch.Append(t.Context(), c.sess.ID, c.tok, bad); code(err) != apierror.InvalidRequest {
+		if _, err := c.ch.Append(t.Context(), c.auth(t, c.sess.ID, c.tok), bad); code(err) != apierror.InvalidRequest {
 			t.Errorf("append %q of %d events: %v", bad.ID, len(bad.Events), err)
 		}
 	}
 	// Another session's append of the same id is its own.
 	s2, tok2 := c.add(t, session.Working)
-	if out, err := c.ch.Append(t.Context(), s2.ID, tok2, req); err != nil || out.FirstSeq != 1 {
+	if out, err := c.ch.Append(t.Context(), c.auth(t, s2.ID, tok2), req); err != nil || out.FirstSeq != 1 {
 		t.Errorf("the same id in another session: %+v %v", out, err)
 	}
 }

@@ -34,9 +34,10 @@ type EnvReceipt struct {
 }
 
 // SubmitEnv hands values a user entered (for the agent's request_env_variables)
-// to the session's sandbox, which writes them to its env file. The values are kept
-// in the object store under the session and reach only the sandbox.
-func (s *Service) SubmitEnv(ctx context.Context, id, tok string, values map[string]string) (EnvReceipt, error) {
+// to the sandbox of sess (see Authorize), which writes them to its env file. The
+// values are kept in the object store under the session and reach only the sandbox.
+func (s *Service) SubmitEnv(ctx context.Context, sess Session, values map[string]string) (EnvReceipt, error) {
+	id := sess.ID
 	if len(values) == 0 || len(values) > MaxEnvKeys {
 		return EnvReceipt{}, apierror.New(apierror.InvalidRequest, "Send 1 to %d values.", MaxEnvKeys)
 	}
@@ -51,10 +52,6 @@ func (s *Service) SubmitEnv(ctx context.Context, id, tok string, values map[stri
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	sess, err := s.authorize(ctx, id, tok)
-	if err != nil {
-		return EnvReceipt{}, err
-	}
 	if !slices.Contains(Running, sess.State) {
 		return EnvReceipt{}, apierror.New(apierror.AgentNotAlive, "The agent is %s; values can only be sent to a running agent.", sess.State)
 	}

@@ -63,14 +63,11 @@ type MessageReceipt struct {
 	Replayed bool `json:"-"`
 }
 
-// PostMessage queues a user's message to the agent's inbox, once per
-// client_message_id: a retry gets the first receipt back.
-func (s *Service) PostMessage(ctx context.Context, id, tok string, req MessageRequest) (MessageReceipt, error) {
+// PostMessage queues a user's message to the inbox of sess (see Authorize),
+// once per client_message_id: a retry gets the first receipt back.
+func (s *Service) PostMessage(ctx context.Context, sess Session, req MessageRequest) (MessageReceipt, error) {
+	id := sess.ID
 	if err := validateMessage(id, req); err != nil {
-		return MessageReceipt{}, err
-	}
-	sess, err := s.authorize(ctx, id, tok)
-	if err != nil {
 		return MessageReceipt{}, err
 	}
 	if !slices.Contains(Running, sess.State) && sess.State != Provisioning {
@@ -80,7 +77,7 @@ func (s *Service) PostMessage(ctx context.Context, id, tok string, req MessageRe
 		if req.Text != "" || req.Answer != nil || len(req.Attachments) > 0 {
 			return MessageReceipt{}, apierror.New(apierror.InvalidRequest, "Send env_values on their own.")
 		}
-		if _, err := s.SubmitEnv(ctx, id, tok, req.EnvValues); err != nil {
+		if _, err := s.SubmitEnv(ctx, sess, req.EnvValues); err != nil {
 			return MessageReceipt{}, err
 		}
 		return MessageReceipt{AgentID: id, Status: "submitted", ClientMessageID: req.ClientMessageID}, nil
@@ -244,8 +241,9 @@ type AttachmentUpload struct {
 }
 
 // PresignAttachment returns a presigned PUT URL for one file the user attaches
-// to a message (the embed view's file upload).
-func (s *Service) PresignAttachment(ctx context.Context, id, tok string, name, contentType string, size int64) (AttachmentUpload, error) {
+// to a message to sess (see Authorize): the embed view's file upload.
+func (s *Service) PresignAttachment(ctx context.Context, sess Session, name, contentType string, size int64) (AttachmentUpload, error) {
+	id := sess.ID
 	if !validAttachmentName(name) {
 		return AttachmentUpload{}, apierror.New(apierror.InvalidRequest, "name must be a file name of 1 to %d bytes, without '/', '\\' or control characters.", MaxAttachmentName)
 	}
@@ -256,10 +254,6 @@ func (s *Service) PresignAttachment(ctx context.Context, id, tok string, name, c
 	}
 	if contentType != "" && !validContentType(contentType) {
 		return AttachmentUpload{}, apierror.New(apierror.InvalidRequest, "content_type must be a media type such as text/plain, of at most %d bytes.", sandboxwire.MaxContentTypeBytes)
-	}
-	sess, err := s.authorize(ctx, id, tok)
-	if err != nil {
-		return AttachmentUpload{}, err
 	}
 	if !slices.Contains(Running, sess.State) {
 		return AttachmentUpload{}, apierror.New(apierror.AgentNotAlive, "The agent is %s and takes no more files.", sess.State)
@@ -274,7 +268,8 @@ func (s *Service) PresignAttachment(ctx context.Context, id, tok string, name, c
 
 // Authorize returns the session a session token belongs to: 401 for a missing or
 // wrong token, or one of an agent that ended more than TokenGrace ago; 404 for
-// an unknown agent.
+// an unknown agent. Routes with a body call it before reading the body, and
+// hand the session to the operation.
 func (s *Service) Authorize(ctx context.Context, id, tok string) (Session, error) {
 	return s.authorize(ctx, id, tok)
 }

@@ -261,8 +261,14 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 		return Session{}, "", err
 	}
 	if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.SessionStart, SessionID: id, Generation: 1}, 0); err != nil {
-		s.fail(ctx, id, 1, ReasonError)
-		return Session{}, "", apierror.New(apierror.ServiceUnavailable, "The agent could not be started; try again.")
+		s.o.Log.WarnContext(ctx, "publish session.start", slog.String("session_id", id), slog.String("error", err.Error()))
+		if rec == nil {
+			// Nothing can come back to this session: a retry starts another.
+			s.fail(ctx, id, 1, ReasonError)
+		}
+		// With an Idempotency-Key the session stays provisioning, and a retry
+		// with the same key queues its start again (see resume).
+		return Session{}, "", &apierror.Error{Code: apierror.ServiceUnavailable, Message: "The agent could not be started; try again.", RetryAfter: apierror.UnavailableRetryAfter}
 	}
 	return sess, plain, nil
 }
@@ -287,19 +293,21 @@ func (s *Service) resume(ctx context.Context, rec *IdempotencyRecord) (Session, 
 		// Permanent: retrying the same request cannot help (not retryable).
 		return Session{}, "", true, apierror.New(apierror.IdempotencyKeyReused, "The agent created with this Idempotency-Key has ended; create a new agent with a new Idempotency-Key.")
 	}
+	if sess.State == Provisioning {
+		// The first attempt may have died, or failed to queue its start; start is
+		// idempotent per session and generation, so asking again is safe. It is
+		// asked before a token is spent on this attempt.
+		if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.SessionStart, SessionID: sess.ID, Generation: sess.Generation}, 0); err != nil {
+			s.o.Log.WarnContext(ctx, "re-publish session.start", slog.String("session_id", sess.ID), slog.String("error", err.Error()))
+			return Session{}, "", true, &apierror.Error{Code: apierror.ServiceUnavailable, Message: "The agent could not be started; try again.", RetryAfter: apierror.UnavailableRetryAfter}
+		}
+	}
 	plain, hash := token.New(token.Session)
 	if err := s.o.Store.AddToken(ctx, sess.ID, hash); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return Session{}, "", true, apierror.New(apierror.IdempotencyKeyReused, "This Idempotency-Key has handed out %d session tokens, the most one agent holds; use one of those, or a new Idempotency-Key for a new agent.", MaxTokens)
 		}
 		return Session{}, "", true, err
-	}
-	if sess.State == Provisioning {
-		// The first attempt may have died before its start was queued; start is
-		// idempotent per session and generation, so asking again is safe.
-		if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.SessionStart, SessionID: sess.ID, Generation: sess.Generation}, 0); err != nil {
-			s.o.Log.WarnContext(ctx, "re-publish session.start", slog.String("session_id", sess.ID), slog.String("error", err.Error()))
-		}
 	}
 	return sess, plain, true, nil
 }
@@ -406,6 +414,8 @@ const (
 
 // Shutdown asks a session's sandbox to stop: the session moves to ending (which its
 // inbox reports as stop), and session.stop, after StopGrace, stops it for good.
+// A shutdown of an ending session queues session.stop again (it is idempotent),
+// so that a shutdown whose stop could not be queued is finished by a retry.
 func (s *Service) Shutdown(ctx context.Context, id, tok string) (ShutdownStatus, error) {
 	for range maxShutdownRetries {
 		sess, err := s.authorize(ctx, id, tok)
@@ -415,22 +425,26 @@ func (s *Service) Shutdown(ctx context.Context, id, tok string) (ShutdownStatus,
 		switch {
 		case sess.State.Terminal():
 			return ShutdownStatus{AgentID: id, Status: AlreadyTerminated}, nil
-		case sess.State == Ending:
-			return ShutdownStatus{AgentID: id, Status: ShutdownInitiated}, nil
-		}
-		_, err = s.o.Store.Transition(ctx, id, Change{From: []State{Provisioning, Ready, Working, Idle}, To: Ending, Reason: ReasonShutdown})
-		if errors.Is(err, ErrConflict) {
-			continue // it moved meanwhile: look again
-		}
-		if err != nil {
-			return ShutdownStatus{}, err
+		case sess.State != Ending:
+			_, err = s.o.Store.Transition(ctx, id, Change{From: []State{Provisioning, Ready, Working, Idle}, To: Ending, Reason: ReasonShutdown})
+			if errors.Is(err, ErrConflict) {
+				continue // it moved meanwhile: look again
+			}
+			if err != nil {
+				return ShutdownStatus{}, err
+			}
 		}
 		if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.SessionStop, SessionID: id, Generation: sess.Generation}, StopGrace); err != nil {
-			return ShutdownStatus{}, err
+			s.o.Log.WarnContext(ctx, "publish session.stop", slog.String("session_id", id), slog.String("error", err.Error()))
+			return ShutdownStatus{}, &apierror.Error{
+				Code:       apierror.ServiceUnavailable,
+				Message:    "The agent is ending, but its stop could not be queued; retry the shutdown.",
+				RetryAfter: apierror.UnavailableRetryAfter,
+			}
 		}
 		return ShutdownStatus{AgentID: id, Status: ShutdownInitiated}, nil
 	}
-	return ShutdownStatus{}, apierror.New(apierror.ServiceUnavailable, "The agent is changing state; try again.")
+	return ShutdownStatus{}, &apierror.Error{Code: apierror.ServiceUnavailable, Message: "The agent is changing state; try again.", RetryAfter: 1}
 }
 
 // Transition applies a change to a session (for the worker and sandbox channel).

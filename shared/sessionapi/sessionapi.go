@@ -1,5 +1,7 @@
 // Package sessionapi serves the remote agent routes apps call: create, alive and
-// shutdown. Each handler decodes, makes one call to the session service, encodes.
+// shutdown, messages, attachments and env. Each handler authenticates the caller,
+// then decodes the body (none is read for a caller that may not call), makes one
+// call to the session service, and encodes.
 package sessionapi
 
 import (
@@ -74,13 +76,17 @@ func (h *Handlers) Shutdown(ctx context.Context, req httpapi.Request) (httpapi.R
 // SubmitEnv serves POST /api/remote_agents/{id}/env: {"values": {"KEY": "value"}},
 // the answer to the agent's request_env_variables.
 func (h *Handlers) SubmitEnv(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authorize(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
 	var in struct {
 		Values map[string]string `json:"values"`
 	}
 	if err := httpapi.DecodeJSON(req, session.MaxEnvBytes, &in); err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}
-	out, err := h.svc.SubmitEnv(ctx, req.PathParameters["id"], httpapi.BearerToken(req), in.Values)
+	out, err := h.svc.SubmitEnv(ctx, sess, in.Values)
 	if err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}
@@ -91,11 +97,15 @@ func (h *Handlers) SubmitEnv(ctx context.Context, req httpapi.Request) (httpapi.
 // attachments), an answer to a question, or env values, queued to the agent's
 // inbox once per client_message_id.
 func (h *Handlers) Messages(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authorize(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
 	var in session.MessageRequest
 	if err := httpapi.DecodeJSON(req, session.MaxMessageBytes+session.MaxEnvBytes, &in); err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}
-	out, err := h.svc.PostMessage(ctx, req.PathParameters["id"], httpapi.BearerToken(req), in)
+	out, err := h.svc.PostMessage(ctx, sess, in)
 	if err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}
@@ -110,6 +120,10 @@ func (h *Handlers) Messages(ctx context.Context, req httpapi.Request) (httpapi.R
 // {"name","size_bytes","content_type"} → a presigned URL to PUT the file to,
 // and the key to attach to a message.
 func (h *Handlers) Attachments(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authorize(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
 	var in struct {
 		Name        string `json:"name"`
 		SizeBytes   int64  `json:"size_bytes"`
@@ -118,9 +132,15 @@ func (h *Handlers) Attachments(ctx context.Context, req httpapi.Request) (httpap
 	if err := httpapi.DecodeJSON(req, 4096, &in); err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}
-	out, err := h.svc.PresignAttachment(ctx, req.PathParameters["id"], httpapi.BearerToken(req), in.Name, in.ContentType, in.SizeBytes)
+	out, err := h.svc.PresignAttachment(ctx, sess, in.Name, in.ContentType, in.SizeBytes)
 	if err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}
 	return httpapi.JSON(http.StatusOK, out), nil
+}
+
+// authorize returns the session the request's token is for, the agent named
+// in the path.
+func (h *Handlers) authorize(ctx context.Context, req httpapi.Request) (session.Session, error) {
+	return h.svc.Authorize(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/remote-agents/remote-agents/shared/awserr"
 	"github.com/remote-agents/remote-agents/shared/queue"
 )
 
@@ -74,7 +75,7 @@ func (q *Queue) Send(ctx context.Context, body string, delay time.Duration) (str
 		DelaySeconds: d,
 	})
 	if err != nil {
-		return "", fmt.Errorf("send to %s: %w", q.url, err)
+		return "", fmt.Errorf("send to %s: %w", q.url, awserr.Classify(err))
 	}
 	return aws.ToString(res.MessageId), nil
 }
@@ -160,7 +161,7 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, wait time.Duration
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("receive from %s: %w", q.url, err)
+		return nil, fmt.Errorf("receive from %s: %w", q.url, awserr.Classify(err))
 	}
 	msgs := make([]queue.Message, len(res.Messages))
 	for i, m := range res.Messages {
@@ -178,7 +179,7 @@ func (q *Queue) Receive(ctx context.Context, maxMessages int, wait time.Duration
 // Delete removes a received message.
 func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
 	if _, err := q.api.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &q.url, ReceiptHandle: &receiptHandle}); err != nil {
-		return fmt.Errorf("delete from %s: %w", q.url, err)
+		return fmt.Errorf("delete from %s: %w", q.url, awserr.Classify(err))
 	}
 	return nil
 }
@@ -193,7 +194,7 @@ func (q *Queue) ChangeVisibility(ctx context.Context, receiptHandle string, d ti
 		ReceiptHandle:     &receiptHandle,
 		VisibilityTimeout: int32(d / time.Second),
 	}); err != nil {
-		return fmt.Errorf("change visibility on %s: %w", q.url, err)
+		return fmt.Errorf("change visibility on %s: %w", q.url, awserr.Classify(err))
 	}
 	return nil
 }

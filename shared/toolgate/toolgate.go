@@ -151,7 +151,7 @@ type Pending struct {
 func (s *Service) Authenticate(ctx context.Context, sessionID, tok string) (session.Session, error) {
 	sess, err := session.AuthenticateSandbox(ctx, s.o.Sessions, sessionID, tok)
 	switch {
-	case err != nil && apierror.CodeOf(err) == "":
+	case err != nil && (apierror.CodeOf(err) == "" || apierror.CodeOf(err) == apierror.ServiceUnavailable):
 		return session.Session{}, err // the store failed: not the caller's doing
 	case err != nil || sess.State.Terminal():
 		return session.Session{}, apierror.New(apierror.Forbidden, "Only this session's running sandbox may call its tools.")

@@ -13,7 +13,7 @@ import (
 
 // A sandbox that only records its token, so the test can act as the sandbox.
 func fakeSandbox() option {
-	return withSandbox("/bin/sh", "-c", `echo "$RA_SANDBOX_TOKEN" > token; exec sleep 60`)
+	return withSandbox("/bin/sh", "-c", `echo "$SANDBOX_MCP_AUTH_TOKEN" > token; exec sleep 60`)
 }
 
 func (s *stack) sandboxToken(t testing.TB, id string) string {

@@ -14,10 +14,11 @@ import (
 // and where the platform is (set by the launcher), its workspace, pacing and
 // model; anywhere, the secrets a configuration names by variable. LoadEnv reads
 // it once, at the agent's entry, and it is passed down from there: no other
-// package of the agent reads RA_* variables.
+// package of the agent reads these variables.
 type Env struct {
 	// SessionID, GatewayURL (without a trailing slash) and SandboxToken are the
-	// sandbox's identity (RA_SESSION_ID, RA_GATEWAY_URL, RA_SANDBOX_TOKEN);
+	// sandbox's identity, under the agent contract's names
+	// (PROLIFERATE_SESSION_ID, PROLIFERATE_GATEWAY_URL, SANDBOX_MCP_AUTH_TOKEN);
 	// `agent sandbox` needs all three (CheckSandbox).
 	SessionID    string
 	GatewayURL   string

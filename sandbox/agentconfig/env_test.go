@@ -31,7 +31,7 @@ func TestLoadEnvDefaults(t *testing.T) {
 		t.Error("a zero Env passes CheckSandbox")
 	}
 	err = e.CheckSandbox()
-	for _, name := range []string{"RA_SESSION_ID", "RA_GATEWAY_URL", "RA_SANDBOX_TOKEN"} {
+	for _, name := range []string{"PROLIFERATE_SESSION_ID", "PROLIFERATE_GATEWAY_URL", "SANDBOX_MCP_AUTH_TOKEN"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("CheckSandbox: %v, want %s named", err, name)
 		}
@@ -40,9 +40,13 @@ func TestLoadEnvDefaults(t *testing.T) {
 
 func TestLoadEnv(t *testing.T) {
 	e, err := agentconfig.LoadEnv(lookup(map[string]string{
-		"RA_SESSION_ID":          "s1",
-		"RA_GATEWAY_URL":         "http://gw.example/ ",
-		"RA_SANDBOX_TOKEN":       "rsb_x",
+		"PROLIFERATE_SESSION_ID":  "s1",
+		"PROLIFERATE_GATEWAY_URL": "http://gw.example/ ",
+		"SANDBOX_MCP_AUTH_TOKEN":  "rsb_x",
+		// The platform's old names are no sandbox's identity.
+		"RA_SESSION_ID":          "old",
+		"RA_GATEWAY_URL":         "http://old.example",
+		"RA_SANDBOX_TOKEN":       "old",
 		"RA_WORKSPACE":           "/w",
 		"RA_HEARTBEAT_SECONDS":   "2.5",
 		"RA_LLM_PROVIDER":        "openai",

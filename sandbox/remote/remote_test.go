@@ -20,7 +20,7 @@ import (
 
 func TestNewConfig(t *testing.T) {
 	env, err := agentconfig.LoadEnv(func(k string) (string, bool) {
-		v, ok := map[string]string{"RA_SESSION_ID": "s1", "RA_GATEWAY_URL": "http://gw/", "RA_SANDBOX_TOKEN": "tok",
+		v, ok := map[string]string{"PROLIFERATE_SESSION_ID": "s1", "PROLIFERATE_GATEWAY_URL": "http://gw/", "SANDBOX_MCP_AUTH_TOKEN": "tok",
 			"RA_WORKSPACE": "/w", "RA_TOKEN_LIMIT": "9", "RA_LLM_MODEL": "m"}[k]
 		return v, ok
 	})
@@ -35,7 +35,7 @@ func TestNewConfig(t *testing.T) {
 		c.Heartbeat != 10*time.Second || c.Poll != time.Second || c.TokenLimit != 9 || c.LLM.Model != "m" || c.ContextWindow != agentconfig.DefaultContextWindow {
 		t.Errorf("config %+v", c)
 	}
-	if _, err := NewConfig(agentconfig.Env{}); err == nil || !strings.Contains(err.Error(), "RA_SESSION_ID") {
+	if _, err := NewConfig(agentconfig.Env{}); err == nil || !strings.Contains(err.Error(), "PROLIFERATE_SESSION_ID") {
 		t.Errorf("without identity: %v", err)
 	}
 }

@@ -49,11 +49,11 @@ func TestRunReadsTheEnvironmentOnce(t *testing.T) {
 	}
 
 	t.Setenv("RA_TOKEN_LIMIT", "")
-	t.Setenv("RA_SESSION_ID", "s1")
-	t.Setenv("RA_GATEWAY_URL", "")
-	t.Setenv("RA_SANDBOX_TOKEN", "")
+	t.Setenv("PROLIFERATE_SESSION_ID", "s1")
+	t.Setenv("PROLIFERATE_GATEWAY_URL", "")
+	t.Setenv("SANDBOX_MCP_AUTH_TOKEN", "")
 	stderr.Reset()
-	if code := run([]string{"sandbox"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "RA_GATEWAY_URL, RA_SANDBOX_TOKEN required in a sandbox") {
+	if code := run([]string{"sandbox"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "PROLIFERATE_GATEWAY_URL, SANDBOX_MCP_AUTH_TOKEN required in a sandbox") {
 		t.Errorf("sandbox without identity: exit code %d, stderr %q", code, stderr.String())
 	}
 }

@@ -362,7 +362,9 @@ func TestAgentUsesContractTools(t *testing.T) {
 	if sub.status != http.StatusOK || sub.str("status") != "submitted" {
 		t.Fatalf("submit env: %d %s", sub.status, sub.raw)
 	}
-	envFile := filepath.Join(s.work, "sandboxes", id+"-1", ".proliferate_env.json")
+	// Outside the workspace, in the sandbox's private folder (local sandboxes
+	// share /tmp).
+	envFile := filepath.Join(s.work, "sandboxes", id+"-1.tmp", ".proliferate_env.json")
 	var env map[string]string
 	eventually(t, 10*time.Second, "env file written", func() bool {
 		raw, err := os.ReadFile(envFile)

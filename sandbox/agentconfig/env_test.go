@@ -1,7 +1,6 @@
 package agentconfig_test
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,8 +21,7 @@ func TestLoadEnvDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	abs, _ := filepath.Abs(agentconfig.EnvFileName)
-	if e.Workspace != "." || e.EnvFile != abs || e.Heartbeat != 10*time.Second || e.TokenLimit != 0 ||
+	if e.Workspace != "." || e.EnvFile != "/tmp/.proliferate_env.json" || e.Heartbeat != 10*time.Second || e.TokenLimit != 0 ||
 		e.ContextWindow != agentconfig.DefaultContextWindow || e.LLM.Provider != "" || e.LLM.MaxTokens != agentconfig.Defaults().LLM.MaxTokens || e.Tmux != (agentconfig.Tmux{}) {
 		t.Errorf("defaults: %+v", e)
 	}
@@ -69,7 +67,7 @@ func TestLoadEnv(t *testing.T) {
 	}
 	want := agentconfig.EnvDefaults()
 	want.SessionID, want.GatewayURL, want.SandboxToken = "s1", "http://gw.example", "rsb_x"
-	want.Workspace, want.EnvFile, want.Heartbeat = "/w", "/w/"+agentconfig.EnvFileName, 2500*time.Millisecond
+	want.Workspace, want.EnvFile, want.Heartbeat = "/w", "/tmp/.proliferate_env.json", 2500*time.Millisecond
 	want.LLM.Provider, want.LLM.Model, want.LLM.APIKeyEnv, want.LLM.APIKey = "openai", "gpt", "MY_KEY", "sk-1"
 	want.LLM.BaseURL, want.LLM.Script = "http://llm.example", "script.jsonl"
 	want.TokenLimit, want.ContextWindow = 1000, 8000
@@ -98,8 +96,8 @@ func TestLoadEnvValues(t *testing.T) {
 	}{
 		{"blank keeps the default", map[string]string{"RA_WORKSPACE": " ", "RA_LLM_PROVIDER": ""},
 			func(e agentconfig.Env) bool { return e.Workspace == "." && e.LLM.Provider == "" }}, // no provider: none named
-		{"env file beside the workspace", map[string]string{"RA_WORKSPACE": "/w/x"},
-			func(e agentconfig.Env) bool { return e.EnvFile == "/w/x/"+agentconfig.EnvFileName }},
+		{"env file outside the workspace", map[string]string{"RA_WORKSPACE": "/w/x"},
+			func(e agentconfig.Env) bool { return e.EnvFile == "/tmp/.proliferate_env.json" }},
 		{"env file named", map[string]string{"RA_WORKSPACE": "/w", "RA_ENV_FILE": "/etc/env.json"},
 			func(e agentconfig.Env) bool { return e.EnvFile == "/etc/env.json" }},
 		{"provider's usual key", map[string]string{"RA_LLM_PROVIDER": "anthropic", "ANTHROPIC_API_KEY": "k"},

@@ -95,7 +95,7 @@ func TestRunLivesASandboxLife(t *testing.T) {
 	ws := t.TempDir()
 	c := Config{
 		SessionID: "s1", Gateway: srv.URL, Token: "rsb_token", Workspace: ws,
-		Heartbeat: 5 * time.Millisecond, Poll: 5 * time.Millisecond, EnvFile: filepath.Join(ws, agentconfig.EnvFileName),
+		Heartbeat: 5 * time.Millisecond, Poll: 5 * time.Millisecond, EnvFile: filepath.Join(ws, ".proliferate_env.json"),
 		LLM: agentconfig.LLM{Provider: "scripted"}, ContextWindow: 1000,
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

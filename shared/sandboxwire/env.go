@@ -21,3 +21,14 @@ const (
 // EnvTmuxSessionName names the terminal session the agent runs in, if tmux is
 // there.
 const EnvTmuxSessionName = "RA_TMUX_SESSION_NAME"
+
+// The env file: a JSON object of the env values users submit (and those
+// persisted for the session's configuration), which the agent reads key by
+// key. Outside the workspace, so that no commit or snapshot takes it along.
+const (
+	// DefaultEnvFile is where it is (agent-contract.md 6.6).
+	DefaultEnvFile = "/tmp/.proliferate_env.json"
+	// EnvFileVar moves it: a launcher running several sandboxes on one machine
+	// gives each its own.
+	EnvFileVar = "RA_ENV_FILE"
+)

@@ -12,7 +12,7 @@ const (
 	EnvGatewayURL = "PROLIFERATE_GATEWAY_URL"
 	// EnvSandboxToken is the sandbox token: bearer of every channel call and
 	// tool callback.
-	EnvSandboxToken = "SANDBOX_MCP_AUTH_TOKEN"
+	EnvSandboxToken = "SANDBOX_MCP_AUTH_TOKEN" //nolint:gosec // the variable's name, not a credential
 	// EnvGeneration is the launch generation it runs for (the contract names
 	// none; informational).
 	EnvGeneration = "RA_GENERATION"

@@ -150,8 +150,9 @@ type run struct {
 	after    int64 // the inbox cursor
 }
 
-// prime fetches the spec and writes the primed conversation to the workspace;
-// a spec it cannot prime with is reported failed.
+// prime fetches the spec, merges the env values it carries into the env file
+// and writes the primed conversation to the workspace; a spec it cannot prime
+// with is reported failed.
 func (r *run) prime(ctx context.Context) (sandboxwire.Spec, []Message, error) {
 	var spec sandboxwire.Spec
 	if err := r.cl.do(ctx, http.MethodGet, sandboxwire.RouteSpec, nil, &spec); err != nil {
@@ -161,6 +162,16 @@ func (r *run) prime(ctx context.Context) (sandboxwire.Spec, []Message, error) {
 	if err != nil {
 		_ = r.cl.status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonError)
 		return spec, nil, err
+	}
+	// Values persisted for the configuration are in the env file before the
+	// agent starts; the model is told their keys, never their values.
+	if len(spec.Env) > 0 {
+		if err := MergeEnv(r.c.EnvFile, spec.Env); err != nil {
+			_ = r.cl.status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonError)
+			return spec, nil, fmt.Errorf("write the configuration's env values: %w", err)
+		}
+		primed[1].Content += fmt.Sprintf("\n\n(Environment values saved for this configuration are in %s: %s.)",
+			r.c.EnvFile, strings.Join(slices.Sorted(maps.Keys(spec.Env)), ", "))
 	}
 	raw, err := json.MarshalIndent(primed, "", "  ")
 	if err != nil {

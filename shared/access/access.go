@@ -40,6 +40,11 @@ const (
 // GuardrailsKey is where the guardrails document is deployed in the bucket.
 const GuardrailsKey = "platform/platform-guardrails.md"
 
+// ConfigurationEnv is the pattern of the objects holding the env values
+// persisted for configurations (session.ConfigurationEnvKey), written only
+// with server-side encryption.
+const ConfigurationEnv = "configurations/*/env.json"
+
 // Access is one function's access.
 type Access struct {
 	Tables  map[string][]string
@@ -88,7 +93,12 @@ var table = map[string]Access{
 			Events:      {PutItem},
 			Idempotency: {GetItem, PutItem},
 		},
-		Objects: map[string][]string{"sessions/*/env/*": {PutObject}, "sessions/*/attachments/*": {PutObject}},
+		Objects: map[string][]string{
+			"sessions/*/env/*":         {PutObject},
+			"sessions/*/attachments/*": {PutObject},
+			// Persisted env values: read, merged, written back (sealed).
+			ConfigurationEnv: {GetObject, PutObject},
+		},
 	},
 	"events": {
 		Tables: map[string][]string{Sessions: {GetItem}, Events: {Query}},
@@ -106,6 +116,7 @@ var table = map[string]Access{
 		},
 		Objects: map[string][]string{
 			GuardrailsKey:              {GetObject},
+			ConfigurationEnv:           {GetObject},
 			"sessions/*/env/*":         {GetObject},
 			"sessions/*/attachments/*": {GetObject},
 			"sessions/*/tools/*":       {PutObject},

@@ -75,7 +75,7 @@ func (s *Service) PostMessage(ctx context.Context, id, tok string, req MessageRe
 		if req.Text != "" || req.Answer != nil || len(req.Attachments) > 0 {
 			return MessageReceipt{}, apierror.New(apierror.InvalidRequest, "Send env_values on their own.")
 		}
-		if _, err := s.SubmitEnv(ctx, id, tok, req.EnvValues); err != nil {
+		if _, err := s.SubmitEnv(ctx, id, tok, EnvSubmission{Values: req.EnvValues}); err != nil {
 			return MessageReceipt{}, err
 		}
 		return MessageReceipt{AgentID: id, Status: "submitted", ClientMessageID: req.ClientMessageID}, nil

@@ -71,16 +71,15 @@ func (h *Handlers) Shutdown(ctx context.Context, req httpapi.Request) (httpapi.R
 	return httpapi.JSON(http.StatusOK, out), nil
 }
 
-// SubmitEnv serves POST /api/remote_agents/{id}/env: {"values": {"KEY": "value"}},
-// the answer to the agent's request_env_variables.
+// SubmitEnv serves POST /api/remote_agents/{id}/env, the answer to the agent's
+// request_env_variables: {"values": {"KEY": "value"}, "secrets": [{"key",
+// "value", "persist"}], "saveToConfiguration": bool} (session.EnvSubmission).
 func (h *Handlers) SubmitEnv(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
-	var in struct {
-		Values map[string]string `json:"values"`
-	}
+	var in session.EnvSubmission
 	if err := httpapi.DecodeJSON(req, session.MaxEnvBytes, &in); err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}
-	out, err := h.svc.SubmitEnv(ctx, req.PathParameters["id"], httpapi.BearerToken(req), in.Values)
+	out, err := h.svc.SubmitEnv(ctx, req.PathParameters["id"], httpapi.BearerToken(req), in)
 	if err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}

@@ -34,8 +34,9 @@ func (s *stack) firstSandbox(t *testing.T) string {
 	eventually(t, 10*time.Second, "sandbox started", func() bool {
 		entries, _ := os.ReadDir(filepath.Join(s.work, "sandboxes"))
 		for _, e := range entries {
-			if e.IsDir() {
-				id = strings.TrimSuffix(e.Name(), "-1")
+			// A sandbox's workspace, not its private folder (<key>.tmp).
+			if name, ok := strings.CutSuffix(e.Name(), "-1"); ok && e.IsDir() {
+				id = name
 				return true
 			}
 		}

@@ -45,7 +45,8 @@ func (s *stack) firstSandboxExcept(t testing.TB, skip map[string]bool) string {
 	eventually(t, 10*time.Second, "sandbox started", func() bool {
 		entries, _ := os.ReadDir(filepath.Join(s.work, "sandboxes"))
 		for _, e := range entries {
-			if name := strings.TrimSuffix(e.Name(), "-1"); e.IsDir() && !skip[name] {
+			// A sandbox's workspace, not its private folder (<key>.tmp).
+			if name, ok := strings.CutSuffix(e.Name(), "-1"); ok && e.IsDir() && !skip[name] {
 				id = name
 				return true
 			}

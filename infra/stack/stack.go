@@ -291,7 +291,7 @@ func bucket(scope constructs.Construct, name string, p Props, removal awscdk.Rem
 			MaxAge:         jsii.Number(600),
 		})
 	}
-	return awss3.NewBucket(scope, jsii.String("Data"), &awss3.BucketProps{
+	b := awss3.NewBucket(scope, jsii.String("Data"), &awss3.BucketProps{
 		BucketName:        jsii.String(name),
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
 		Encryption:        awss3.BucketEncryption_S3_MANAGED,
@@ -306,6 +306,16 @@ func bucket(scope constructs.Construct, name string, p Props, removal awscdk.Rem
 			{Id: jsii.String("incomplete-uploads"), AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(2))},
 		},
 	})
+	// Env values persisted for configurations are written sealed, never in a
+	// request that does not ask for SSE-S3.
+	b.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("s3:PutObject"),
+		Resources:  &[]*string{b.ArnForObjects(jsii.String(access.ConfigurationEnv))},
+		Conditions: &map[string]any{"StringNotEquals": map[string]any{"s3:x-amz-server-side-encryption": "AES256"}},
+	}))
+	return b
 }
 
 // environment is what every function gets: where the resources are, and the

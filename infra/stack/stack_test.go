@@ -463,5 +463,18 @@ func TestBucketIsPrivateAndEncrypted(t *testing.T) {
 	if !denied {
 		t.Error("the bucket policy does not deny requests without TLS")
 	}
+	sealed := false
+	for _, pol := range tp.byType("AWS::S3::BucketPolicy") {
+		for _, st := range props(pol)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			st := st.(map[string]any)
+			if st["Effect"] == "Deny" && st["Action"] == "s3:PutObject" && strings.Contains(fmt.Sprint(st["Resource"]), "/configurations/*/*/env.json") &&
+				strings.Contains(fmt.Sprint(st["Condition"]), "StringNotEquals:map[s3:x-amz-server-side-encryption:AES256]") {
+				sealed = true
+			}
+		}
+	}
+	if !sealed {
+		t.Error("the bucket policy lets persisted env values be written without server-side encryption")
+	}
 	tp.raw.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), map[string]any{"LogGroupName": "/aws/lambda/ra-dev-create", "RetentionInDays": 14})
 }

@@ -13,7 +13,7 @@ import (
 
 // A sandbox that only records its token, so the test can act as the sandbox.
 func fakeSandbox() option {
-	return withSandbox("/bin/sh", "-c", `echo "$RA_SANDBOX_TOKEN" > token; exec sleep 60`)
+	return withSandbox("/bin/sh", "-c", `echo "$SANDBOX_MCP_AUTH_TOKEN" > token; exec sleep 60`)
 }
 
 func (s *stack) sandboxToken(t testing.TB, id string) string {
@@ -34,8 +34,9 @@ func (s *stack) firstSandbox(t *testing.T) string {
 	eventually(t, 10*time.Second, "sandbox started", func() bool {
 		entries, _ := os.ReadDir(filepath.Join(s.work, "sandboxes"))
 		for _, e := range entries {
-			if e.IsDir() {
-				id = strings.TrimSuffix(e.Name(), "-1")
+			// A sandbox's workspace, not its private folder (<key>.tmp).
+			if name, ok := strings.CutSuffix(e.Name(), "-1"); ok && e.IsDir() {
+				id = name
 				return true
 			}
 		}

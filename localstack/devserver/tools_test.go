@@ -46,7 +46,8 @@ func (s *stack) firstSandboxExcept(t testing.TB, skip map[string]bool) string {
 	eventually(t, 10*time.Second, "sandbox started", func() bool {
 		entries, _ := os.ReadDir(filepath.Join(s.work, "sandboxes"))
 		for _, e := range entries {
-			if name := strings.TrimSuffix(e.Name(), "-1"); e.IsDir() && !skip[name] {
+			// A sandbox's workspace, not its private folder (<key>.tmp).
+			if name, ok := strings.CutSuffix(e.Name(), "-1"); ok && e.IsDir() && !skip[name] {
 				id = name
 				return true
 			}
@@ -380,7 +381,9 @@ func TestAgentUsesContractTools(t *testing.T) {
 	if sub.status != http.StatusOK || sub.str("status") != "submitted" {
 		t.Fatalf("submit env: %d %s", sub.status, sub.raw)
 	}
-	envFile := filepath.Join(s.work, "sandboxes", id+"-1", ".proliferate_env.json")
+	// Outside the workspace, in the sandbox's private folder (local sandboxes
+	// share /tmp).
+	envFile := filepath.Join(s.work, "sandboxes", id+"-1.tmp", ".proliferate_env.json")
 	var env map[string]string
 	eventually(t, 10*time.Second, "env file written", func() bool {
 		raw, err := os.ReadFile(envFile)

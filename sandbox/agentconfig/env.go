@@ -2,7 +2,6 @@ package agentconfig
 
 import (
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -14,18 +13,20 @@ import (
 // and where the platform is (set by the launcher), its workspace, pacing and
 // model; anywhere, the secrets a configuration names by variable. LoadEnv reads
 // it once, at the agent's entry, and it is passed down from there: no other
-// package of the agent reads RA_* variables.
+// package of the agent reads these variables.
 type Env struct {
 	// SessionID, GatewayURL (without a trailing slash) and SandboxToken are the
-	// sandbox's identity (RA_SESSION_ID, RA_GATEWAY_URL, RA_SANDBOX_TOKEN);
+	// sandbox's identity, under the agent contract's names
+	// (PROLIFERATE_SESSION_ID, PROLIFERATE_GATEWAY_URL, SANDBOX_MCP_AUTH_TOKEN);
 	// `agent sandbox` needs all three (CheckSandbox).
 	SessionID    string
 	GatewayURL   string
 	SandboxToken string
 	// Workspace is the folder the agent works in (RA_WORKSPACE, default ".").
 	Workspace string
-	// EnvFile is where env values users submit are written (RA_ENV_FILE,
-	// default EnvFileName in the workspace, made absolute).
+	// EnvFile is where env values users submit, and those persisted for the
+	// session's configuration, are written (RA_ENV_FILE, default
+	// sandboxwire.DefaultEnvFile).
 	EnvFile string
 	// Heartbeat is how often a sandbox says it is alive (RA_HEARTBEAT_SECONDS,
 	// default 10 s).
@@ -69,18 +70,15 @@ const (
 	EnvTmuxLogPipe       = "RA_TMUX_LOG_PIPE"
 )
 
-// EnvFileName is the env file's name in the workspace unless RA_ENV_FILE says
-// otherwise: a JSON object of the values users submitted.
-const EnvFileName = ".proliferate_env.json"
-
 // DefaultContextWindow is the context window assumed when none is configured.
 const DefaultContextWindow = 200000
 
 // EnvDefaults returns the environment's defaults: the default LLM, the current
-// folder as workspace, 10 s heartbeats, no token limit.
+// folder as workspace, the contract's env file, 10 s heartbeats, no token limit.
 func EnvDefaults() Env {
 	return Env{
 		Workspace: ".",
+		EnvFile:   sandboxwire.DefaultEnvFile,
 		Heartbeat: 10 * time.Second,
 		// No provider until RA_LLM_PROVIDER names one: a sandbox never falls back
 		// to the scripted provider by itself.
@@ -104,7 +102,7 @@ var envVars = []envVar{
 	{name: sandboxwire.EnvGatewayURL, set: func(e *Env, v string) error { e.GatewayURL = strings.TrimRight(v, "/"); return nil }},
 	{name: sandboxwire.EnvSandboxToken, set: func(e *Env, v string) error { e.SandboxToken = v; return nil }},
 	{name: "RA_WORKSPACE", set: func(e *Env, v string) error { e.Workspace = v; return nil }},
-	{name: "RA_ENV_FILE", set: func(e *Env, v string) error { e.EnvFile = v; return nil }},
+	{name: sandboxwire.EnvFileVar, set: func(e *Env, v string) error { e.EnvFile = v; return nil }},
 	{name: "RA_HEARTBEAT_SECONDS", set: func(e *Env, v string) error {
 		d, err := time.ParseDuration(v + "s")
 		if err != nil || d <= 0 {
@@ -161,13 +159,6 @@ func LoadEnv(lookup func(string) (string, bool)) (Env, error) {
 		if err := v.set(&e, val); err != nil {
 			return Env{}, fmt.Errorf("%s: %w", v.name, err)
 		}
-	}
-	if e.EnvFile == "" {
-		abs, err := filepath.Abs(filepath.Join(e.Workspace, EnvFileName))
-		if err != nil {
-			return Env{}, fmt.Errorf("RA_WORKSPACE: %w", err)
-		}
-		e.EnvFile = abs
 	}
 	e.LLM.APIKey = e.Secret(e.LLM.KeyEnv())
 	return e, nil

@@ -1,7 +1,6 @@
 package agentconfig_test
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,8 +21,7 @@ func TestLoadEnvDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	abs, _ := filepath.Abs(agentconfig.EnvFileName)
-	if e.Workspace != "." || e.EnvFile != abs || e.Heartbeat != 10*time.Second || e.TokenLimit != 0 ||
+	if e.Workspace != "." || e.EnvFile != "/tmp/.proliferate_env.json" || e.Heartbeat != 10*time.Second || e.TokenLimit != 0 ||
 		e.ContextWindow != agentconfig.DefaultContextWindow || e.LLM.Provider != "" || e.LLM.MaxTokens != agentconfig.Defaults().LLM.MaxTokens || e.Tmux != (agentconfig.Tmux{}) {
 		t.Errorf("defaults: %+v", e)
 	}
@@ -31,7 +29,7 @@ func TestLoadEnvDefaults(t *testing.T) {
 		t.Error("a zero Env passes CheckSandbox")
 	}
 	err = e.CheckSandbox()
-	for _, name := range []string{"RA_SESSION_ID", "RA_GATEWAY_URL", "RA_SANDBOX_TOKEN"} {
+	for _, name := range []string{"PROLIFERATE_SESSION_ID", "PROLIFERATE_GATEWAY_URL", "SANDBOX_MCP_AUTH_TOKEN"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("CheckSandbox: %v, want %s named", err, name)
 		}
@@ -40,9 +38,13 @@ func TestLoadEnvDefaults(t *testing.T) {
 
 func TestLoadEnv(t *testing.T) {
 	e, err := agentconfig.LoadEnv(lookup(map[string]string{
-		"RA_SESSION_ID":          "s1",
-		"RA_GATEWAY_URL":         "http://gw.example/ ",
-		"RA_SANDBOX_TOKEN":       "rsb_x",
+		"PROLIFERATE_SESSION_ID":  "s1",
+		"PROLIFERATE_GATEWAY_URL": "http://gw.example/ ",
+		"SANDBOX_MCP_AUTH_TOKEN":  "rsb_x",
+		// The platform's old names are no sandbox's identity.
+		"RA_SESSION_ID":          "old",
+		"RA_GATEWAY_URL":         "http://old.example",
+		"RA_SANDBOX_TOKEN":       "old",
 		"RA_WORKSPACE":           "/w",
 		"RA_HEARTBEAT_SECONDS":   "2.5",
 		"RA_LLM_PROVIDER":        "openai",
@@ -65,7 +67,7 @@ func TestLoadEnv(t *testing.T) {
 	}
 	want := agentconfig.EnvDefaults()
 	want.SessionID, want.GatewayURL, want.SandboxToken = "s1", "http://gw.example", "rsb_x"
-	want.Workspace, want.EnvFile, want.Heartbeat = "/w", "/w/"+agentconfig.EnvFileName, 2500*time.Millisecond
+	want.Workspace, want.EnvFile, want.Heartbeat = "/w", "/tmp/.proliferate_env.json", 2500*time.Millisecond
 	want.LLM.Provider, want.LLM.Model, want.LLM.APIKeyEnv, want.LLM.APIKey = "openai", "gpt", "MY_KEY", "sk-1"
 	want.LLM.BaseURL, want.LLM.Script = "http://llm.example", "script.jsonl"
 	want.TokenLimit, want.ContextWindow = 1000, 8000
@@ -94,8 +96,8 @@ func TestLoadEnvValues(t *testing.T) {
 	}{
 		{"blank keeps the default", map[string]string{"RA_WORKSPACE": " ", "RA_LLM_PROVIDER": ""},
 			func(e agentconfig.Env) bool { return e.Workspace == "." && e.LLM.Provider == "" }}, // no provider: none named
-		{"env file beside the workspace", map[string]string{"RA_WORKSPACE": "/w/x"},
-			func(e agentconfig.Env) bool { return e.EnvFile == "/w/x/"+agentconfig.EnvFileName }},
+		{"env file outside the workspace", map[string]string{"RA_WORKSPACE": "/w/x"},
+			func(e agentconfig.Env) bool { return e.EnvFile == "/tmp/.proliferate_env.json" }},
 		{"env file named", map[string]string{"RA_WORKSPACE": "/w", "RA_ENV_FILE": "/etc/env.json"},
 			func(e agentconfig.Env) bool { return e.EnvFile == "/etc/env.json" }},
 		{"provider's usual key", map[string]string{"RA_LLM_PROVIDER": "anthropic", "ANTHROPIC_API_KEY": "k"},

@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -149,8 +150,9 @@ type run struct {
 	after    int64 // the inbox cursor
 }
 
-// prime fetches the spec and writes the primed conversation to the workspace;
-// a spec it cannot prime with is reported failed.
+// prime fetches the spec, merges the env values it carries into the env file
+// and writes the primed conversation to the workspace; a spec it cannot prime
+// with is reported failed.
 func (r *run) prime(ctx context.Context) (sandboxwire.Spec, []Message, error) {
 	var spec sandboxwire.Spec
 	if err := r.cl.do(ctx, http.MethodGet, sandboxwire.RouteSpec, nil, &spec); err != nil {
@@ -160,6 +162,16 @@ func (r *run) prime(ctx context.Context) (sandboxwire.Spec, []Message, error) {
 	if err != nil {
 		_ = r.cl.status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonError)
 		return spec, nil, err
+	}
+	// Values persisted for the configuration are in the env file before the
+	// agent starts; the model is told their keys, never their values.
+	if len(spec.Env) > 0 {
+		if err := MergeEnv(r.c.EnvFile, spec.Env); err != nil {
+			_ = r.cl.status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonError)
+			return spec, nil, fmt.Errorf("write the configuration's env values: %w", err)
+		}
+		primed[1].Content += fmt.Sprintf("\n\n(Environment values saved for this configuration are in %s: %s.)",
+			r.c.EnvFile, strings.Join(slices.Sorted(maps.Keys(spec.Env)), ", "))
 	}
 	raw, err := json.MarshalIndent(primed, "", "  ")
 	if err != nil {
@@ -287,21 +299,13 @@ func (r *run) take(ctx context.Context, orders sandboxwire.Orders) {
 }
 
 // MergeEnv merges values into the JSON env file at path (created 0600), written
-// atomically (safefile): the agent reads single keys from it.
+// atomically (safefile): the agent reads single keys from it. Keys it holds
+// that values does not name are kept. Anything but a regular file at path (a
+// link planted in a shared /tmp) is refused and left alone.
 func MergeEnv(path string, values map[string]string) error {
-	cur := map[string]string{}
-	raw, err := os.ReadFile(path)
-	switch {
-	case err == nil:
-		if err := json.Unmarshal(raw, &cur); err != nil {
-			return fmt.Errorf("env file %s is damaged: %w", path, err)
-		}
-		// It holds secrets: 0600 whatever it was, which the rewrite keeps.
-		if err := os.Chmod(path, 0o600); err != nil {
-			return fmt.Errorf("env file: %w", err)
-		}
-	case !errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("env file: %w", err)
+	cur, err := readEnv(path)
+	if err != nil {
+		return err
 	}
 	maps.Copy(cur, values)
 	out, err := json.MarshalIndent(cur, "", "  ")
@@ -309,6 +313,36 @@ func MergeEnv(path string, values map[string]string) error {
 		return fmt.Errorf("encode env file: %w", err)
 	}
 	return safefile.Write(path, out, 0o600)
+}
+
+// readEnv reads the env file at path (none: empty), without following a link,
+// and makes it 0600 whatever it was: it holds secrets, and the rewrite keeps
+// its mode.
+func readEnv(path string) (map[string]string, error) {
+	cur := map[string]string{}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return cur, nil
+	case errors.Is(err, syscall.ELOOP):
+		return nil, fmt.Errorf("env file %s is not a regular file", path)
+	case err != nil:
+		return nil, fmt.Errorf("env file: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("env file %s is not a regular file", path)
+	}
+	if err := json.NewDecoder(f).Decode(&cur); err != nil {
+		return nil, fmt.Errorf("env file %s is damaged: %w", path, err)
+	}
+	if err := f.Chmod(0o600); err != nil {
+		return nil, fmt.Errorf("env file: %w", err)
+	}
+	if cur == nil { // the file held null
+		cur = map[string]string{}
+	}
+	return cur, nil
 }
 
 type client struct {

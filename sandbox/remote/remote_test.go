@@ -20,7 +20,7 @@ import (
 
 func TestNewConfig(t *testing.T) {
 	env, err := agentconfig.LoadEnv(func(k string) (string, bool) {
-		v, ok := map[string]string{"RA_SESSION_ID": "s1", "RA_GATEWAY_URL": "http://gw/", "RA_SANDBOX_TOKEN": "tok",
+		v, ok := map[string]string{"PROLIFERATE_SESSION_ID": "s1", "PROLIFERATE_GATEWAY_URL": "http://gw/", "SANDBOX_MCP_AUTH_TOKEN": "tok",
 			"RA_WORKSPACE": "/w", "RA_TOKEN_LIMIT": "9", "RA_LLM_MODEL": "m"}[k]
 		return v, ok
 	})
@@ -31,11 +31,11 @@ func TestNewConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.SessionID != "s1" || c.Gateway != "http://gw" || c.Token != "tok" || c.Workspace != "/w" || c.EnvFile != "/w/.proliferate_env.json" ||
+	if c.SessionID != "s1" || c.Gateway != "http://gw" || c.Token != "tok" || c.Workspace != "/w" || c.EnvFile != "/tmp/.proliferate_env.json" ||
 		c.Heartbeat != 10*time.Second || c.Poll != time.Second || c.TokenLimit != 9 || c.LLM.Model != "m" || c.ContextWindow != agentconfig.DefaultContextWindow {
 		t.Errorf("config %+v", c)
 	}
-	if _, err := NewConfig(agentconfig.Env{}); err == nil || !strings.Contains(err.Error(), "RA_SESSION_ID") {
+	if _, err := NewConfig(agentconfig.Env{}); err == nil || !strings.Contains(err.Error(), "PROLIFERATE_SESSION_ID") {
 		t.Errorf("without identity: %v", err)
 	}
 }
@@ -145,5 +145,36 @@ func TestMergeEnv(t *testing.T) {
 	}
 	if err := MergeEnv(path, map[string]string{"D": "5"}); err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Errorf("damaged file: %v", err)
+	}
+	if err := os.WriteFile(path, []byte("null"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := MergeEnv(path, map[string]string{"D": "5"}); err != nil {
+		t.Errorf("a file holding null: %v", err)
+	}
+}
+
+// The env file lives in /tmp, which others may write: a link planted at its
+// path is refused, and what it points at stays as it was.
+func TestMergeEnvRefusesALink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "elsewhere.json")
+	if err := os.WriteFile(target, []byte(`{"X":"1"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, ".proliferate_env.json")
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := MergeEnv(path, map[string]string{"A": "secret"}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("merge through a link: %v", err)
+	}
+	raw, _ := os.ReadFile(target)
+	info, _ := os.Stat(target)
+	if string(raw) != `{"X":"1"}` || info.Mode().Perm() != 0o644 {
+		t.Errorf("the link's target changed: %q %v", raw, info.Mode())
+	}
+	if link, err := os.Lstat(path); err != nil || link.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v %v", link, err)
 	}
 }

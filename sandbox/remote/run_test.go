@@ -26,6 +26,11 @@ import (
 type platform struct {
 	// guardrails, if set, replaces the spec's guardrails content.
 	guardrails *string
+	// env is the spec's persisted env values; envFile the sandbox's env file,
+	// read into envAtReady when the sandbox reports ready.
+	env        map[string]string
+	envFile    string
+	envAtReady string
 	mu         sync.Mutex
 	states     []sandboxwire.StatusReport
 	events     []sandboxwire.Event
@@ -46,15 +51,20 @@ func (p *platform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out = sandboxwire.Spec{SessionID: "s1", Generation: 1, InitialPrompt: "Say hello",
 			Guardrails: sandboxwire.Guardrails{Content: "# Rules\nBe safe.", Hash: strings.Repeat("a", sandboxwire.GuardrailsHashLen)},
 			Persona:    sandboxwire.Persona{Slug: "helper", Skill: "Helps."}, SessionType: "coding"}
+		spec := out.(sandboxwire.Spec)
 		if p.guardrails != nil {
-			spec := out.(sandboxwire.Spec)
 			spec.Guardrails.Content = *p.guardrails
-			out = spec
 		}
+		spec.Env = p.env
+		out = spec
 	case sandboxwire.RouteStatus:
 		var in sandboxwire.StatusReport
 		_ = json.NewDecoder(r.Body).Decode(&in)
 		p.states = append(p.states, in)
+		if in.State == sandboxwire.Ready && p.envFile != "" {
+			raw, _ := os.ReadFile(p.envFile)
+			p.envAtReady = string(raw)
+		}
 	case sandboxwire.RouteEvents:
 		var in sandboxwire.EventsRequest
 		_ = json.NewDecoder(r.Body).Decode(&in)
@@ -95,7 +105,7 @@ func TestRunLivesASandboxLife(t *testing.T) {
 	ws := t.TempDir()
 	c := Config{
 		SessionID: "s1", Gateway: srv.URL, Token: "rsb_token", Workspace: ws,
-		Heartbeat: 5 * time.Millisecond, Poll: 5 * time.Millisecond, EnvFile: filepath.Join(ws, agentconfig.EnvFileName),
+		Heartbeat: 5 * time.Millisecond, Poll: 5 * time.Millisecond, EnvFile: filepath.Join(ws, ".proliferate_env.json"),
 		LLM: agentconfig.LLM{Provider: "scripted"}, ContextWindow: 1000,
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -133,6 +143,53 @@ func TestRunLivesASandboxLife(t *testing.T) {
 	env, err := os.ReadFile(c.EnvFile)
 	if err != nil || !strings.Contains(string(env), `"API_KEY": "secret"`) {
 		t.Errorf("env file %s %v", env, err)
+	}
+}
+
+// TestRunWritesTheConfigurationsEnvBeforeReady: the env values the spec carries
+// (persisted for the session's configuration) are merged into the env file
+// before the sandbox reports ready, keeping what the file held; the model is
+// told their keys, never their values.
+func TestRunWritesTheConfigurationsEnvBeforeReady(t *testing.T) {
+	ws := t.TempDir()
+	envFile := filepath.Join(t.TempDir(), ".proliferate_env.json")
+	if err := os.WriteFile(envFile, []byte(`{"OLD":"kept"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw := &platform{env: map[string]string{"SAVED_KEY": "sv_secret", "OTHER": "o"}, envFile: envFile}
+	srv := httptest.NewServer(gw)
+	defer srv.Close()
+	c := Config{
+		SessionID: "s1", Gateway: srv.URL, Token: "rsb_token", Workspace: ws,
+		Heartbeat: 5 * time.Millisecond, Poll: 5 * time.Millisecond, EnvFile: envFile,
+		LLM: agentconfig.LLM{Provider: "scripted"}, ContextWindow: 1000,
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := Run(ctx, c, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
+	var atReady map[string]string
+	if err := json.Unmarshal([]byte(gw.envAtReady), &atReady); err != nil || atReady["SAVED_KEY"] != "sv_secret" || atReady["OTHER"] != "o" || atReady["OLD"] != "kept" {
+		t.Errorf("env file when ready: %q %v", gw.envAtReady, err)
+	}
+	if info, err := os.Stat(envFile); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("env file mode: %v %v", info, err)
+	}
+	var primed []Message
+	raw, err := os.ReadFile(filepath.Join(ws, ConversationFile))
+	if err != nil || json.Unmarshal(raw, &primed) != nil || len(primed) != 2 {
+		t.Fatalf("conversation %s %v", raw, err)
+	}
+	if !strings.Contains(primed[1].Content, "OTHER, SAVED_KEY") || !strings.Contains(primed[1].Content, envFile) || strings.Contains(string(raw), "sv_secret") {
+		t.Errorf("first turn %q: want the saved keys and the env file named, no value", primed[1].Content)
+	}
+	for _, e := range gw.events {
+		if strings.Contains(string(e.Data), "sv_secret") {
+			t.Errorf("a saved value is in an event: %s", e.Data)
+		}
 	}
 }
 

@@ -26,13 +26,15 @@ import (
 // the workspace is there, the conversation (guardrails and all), the user's
 // attachments, the env values and the agent's state are not.
 func TestSnapshotsLeaveOutTheSessionsOwnFiles(t *testing.T) {
+	// The env file is outside the workspace by default; a setting may move it in.
+	const envInWorkspace = ".proliferate_env.json"
 	ws := t.TempDir()
 	files := map[string]string{
 		"main.go":                       "package main",
 		"src/attachments/kept.go":       "package attachments", // a folder of the project's, of the same name
 		ConversationFile:                `[{"role":"system","content":"# Rules"}]`,
 		AttachmentsDir + "/1-notes.txt": "the user's notes",
-		agentconfig.EnvFileName:         `{"API_KEY":"secret"}`,
+		envInWorkspace:                  `{"API_KEY":"secret"}`,
 		".agent/memory.json":            "{}",
 	}
 	for name, content := range files {
@@ -73,7 +75,7 @@ func TestSnapshotsLeaveOutTheSessionsOwnFiles(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := Config{SessionID: "s1", Gateway: srv.URL, Token: "rsb_token", Workspace: ws,
-		EnvFile: filepath.Join(ws, agentconfig.EnvFileName), LLM: agentconfig.LLM{Provider: "scripted"}}
+		EnvFile: filepath.Join(ws, envInWorkspace), LLM: agentconfig.LLM{Provider: "scripted"}}
 	r := &run{c: c, log: slog.New(slog.NewTextHandler(io.Discard, nil)), asked: &questions{},
 		cl: &client{c: c, http: srv.Client(), retry: gatewayRetry}}
 	brain, err := r.brain(sandboxwire.Spec{SessionType: "coding"})
@@ -92,7 +94,7 @@ func TestSnapshotsLeaveOutTheSessionsOwnFiles(t *testing.T) {
 			t.Errorf("%s missing from the snapshot %v", want, names)
 		}
 	}
-	for _, not := range []string{ConversationFile, AttachmentsDir, AttachmentsDir + "/1-notes.txt", agentconfig.EnvFileName, ".agent", ".agent/memory.json"} {
+	for _, not := range []string{ConversationFile, AttachmentsDir, AttachmentsDir + "/1-notes.txt", envInWorkspace, ".agent", ".agent/memory.json"} {
 		if slices.Contains(names, not) {
 			t.Errorf("%s is in the snapshot %v", not, names)
 		}

@@ -50,6 +50,11 @@ const (
 	RunItems = "run#"
 )
 
+// ConfigurationEnv is the pattern of the objects holding the env values
+// persisted for configurations (session.ConfigurationEnvKey), written only
+// with server-side encryption.
+const ConfigurationEnv = "configurations/*/*/env.json"
+
 // Access is one function's access.
 type Access struct {
 	Tables  map[string][]string
@@ -110,7 +115,12 @@ var table = map[string]Access{
 			Events:      {PutItem},
 			Idempotency: {GetItem, PutItem},
 		},
-		Objects: map[string][]string{"sessions/*/env/*": {PutObject}, "sessions/*/attachments/*": {PutObject}},
+		Objects: map[string][]string{
+			"sessions/*/env/*":         {PutObject},
+			"sessions/*/attachments/*": {PutObject},
+			// Persisted env values: read, merged, written back (sealed).
+			ConfigurationEnv: {GetObject, PutObject},
+		},
 	},
 	"events": {
 		Tables: map[string][]string{Sessions: {GetItem}, Events: {Query}},
@@ -128,6 +138,7 @@ var table = map[string]Access{
 		},
 		Objects: map[string][]string{
 			GuardrailsKey:              {GetObject},
+			ConfigurationEnv:           {GetObject},
 			"sessions/*/env/*":         {GetObject},
 			"sessions/*/attachments/*": {GetObject},
 			"sessions/*/tools/*":       {PutObject},

@@ -27,6 +27,10 @@ func TestMatching(t *testing.T) {
 		{"snapshots/x", PutObject, false},
 		{GuardrailsKey, GetObject, true},
 		{"platform/other.md", GetObject, false},
+		// Persisted env values: the sandbox channel reads them into specs only.
+		{"configurations/acme/cfg-1/env.json", GetObject, true},
+		{"configurations/acme/cfg-1/env.json", PutObject, false},
+		{"configurations/acme/cfg-1/other.json", GetObject, false},
 	}
 	for _, c := range cases {
 		if got := a.AllowsObject(c.key, c.action); got != c.want {

@@ -1,6 +1,7 @@
 // Package blob defines the object store that holds outputs, logs, snapshots and
 // artifacts: objects under keys, listed by prefix, and short-lived presigned URLs a
-// sandbox or browser can use without credentials. s3blob implements it on Amazon S3.
+// sandbox or browser can use without credentials; and Sealed, small secret
+// documents encrypted at rest. s3blob implements both on Amazon S3.
 package blob
 
 import (
@@ -19,6 +20,9 @@ const (
 
 // ErrNotFound: no object has that key.
 var ErrNotFound = errors.New("object not found")
+
+// ErrChanged: the object is not at the version a conditional write expected.
+var ErrChanged = errors.New("object changed since it was read")
 
 // Object describes a stored object.
 type Object struct {
@@ -60,4 +64,16 @@ type Store interface {
 	PresignPut(ctx context.Context, key, contentType string, size int64, ttl time.Duration) (Presigned, error)
 	// Copy copies the object under src to dst; ErrNotFound if src is absent.
 	Copy(ctx context.Context, src, dst string) error
+}
+
+// Sealed keeps small secret documents (env values kept for a configuration):
+// encrypted at rest by the store, each replaced only if unchanged since it was
+// read, so that concurrent read-modify-writes lose nothing.
+type Sealed interface {
+	// ReadSealed returns the document under key, of at most limit bytes, and its
+	// version. ErrNotFound if absent; an error if larger than limit.
+	ReadSealed(ctx context.Context, key string, limit int64) (data []byte, version string, err error)
+	// WriteSealed stores data under key, encrypted at rest, if the document is
+	// at version (absent, if version is ""). ErrChanged if it is not.
+	WriteSealed(ctx context.Context, key string, data []byte, version string) error
 }

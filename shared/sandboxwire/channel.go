@@ -75,6 +75,10 @@ type Spec struct {
 	// right after the guardrails.
 	PromptMode   string `json:"prompt_mode"`
 	SystemPrompt string `json:"system_prompt"`
+	// Env holds the env values users persisted for the session's
+	// configuration, which the sandbox merges into its env file before it
+	// reports ready. Secret: served to the sandbox only, never stored or logged.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // Guardrails is the platform guardrails document and its SHA-256, which ready

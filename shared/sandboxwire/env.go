@@ -1,19 +1,34 @@
 package sandboxwire
 
 // The environment a launcher gives a sandbox: who it is, where the platform
-// is, and its token. The sandbox inherits nothing else of the platform's.
+// is, and its token, under the names of the agent contract (agent-contract.md
+// 6.4), which the agent reads. The sandbox inherits nothing else of the
+// platform's.
 const (
 	// EnvSessionID is the session the sandbox runs.
-	EnvSessionID = "RA_SESSION_ID"
-	// EnvGeneration is the launch generation it runs for.
-	EnvGeneration = "RA_GENERATION"
+	EnvSessionID = "PROLIFERATE_SESSION_ID"
 	// EnvGatewayURL is the platform's base URL (the sandbox channel and tool
 	// callbacks hang off it).
-	EnvGatewayURL = "RA_GATEWAY_URL"
-	// EnvSandboxToken is the sandbox token: bearer of every channel call.
-	EnvSandboxToken = "RA_SANDBOX_TOKEN"
+	EnvGatewayURL = "PROLIFERATE_GATEWAY_URL"
+	// EnvSandboxToken is the sandbox token: bearer of every channel call and
+	// tool callback.
+	EnvSandboxToken = "SANDBOX_MCP_AUTH_TOKEN" //nolint:gosec // the variable's name, not a credential
+	// EnvGeneration is the launch generation it runs for (the contract names
+	// none; informational).
+	EnvGeneration = "RA_GENERATION"
 )
 
 // EnvTmuxSessionName names the terminal session the agent runs in, if tmux is
 // there.
 const EnvTmuxSessionName = "RA_TMUX_SESSION_NAME"
+
+// The env file: a JSON object of the env values users submit (and those
+// persisted for the session's configuration), which the agent reads key by
+// key. Outside the workspace, so that no commit or snapshot takes it along.
+const (
+	// DefaultEnvFile is where it is (agent-contract.md 6.6).
+	DefaultEnvFile = "/tmp/.proliferate_env.json"
+	// EnvFileVar moves it: a launcher running several sandboxes on one machine
+	// gives each its own.
+	EnvFileVar = "RA_ENV_FILE"
+)

@@ -204,10 +204,12 @@ type Attachment struct {
 }
 
 // EnvSubmitted names the env keys a user submitted and where the values are
-// kept (never the values: events are shown to apps).
+// kept (never the values: events are shown to apps), and which of the keys
+// were persisted for the session's configuration.
 type EnvSubmitted struct {
-	Keys []string `json:"keys"`
-	Ref  string   `json:"ref"`
+	Keys      []string `json:"keys"`
+	Ref       string   `json:"ref"`
+	Persisted []string `json:"persisted,omitempty"`
 }
 
 // EventType implements Payload.

@@ -32,11 +32,12 @@ type Channel struct {
 }
 
 // NewChannel returns the sandbox channel's service. It uses o's Store,
-// Registry, Guardrails, Reporter, Blob, Log and Now.
+// Registry, Guardrails, Reporter, Blob, Secrets, Log and Now.
 func NewChannel(o Options) *Channel { return &Channel{o: o.withDefaults()} }
 
 // Spec is what the sandbox of session id runs: guardrails, persona, initial
-// prompt, mode prompt and flags. It fails closed with guardrails_missing when
+// prompt, mode prompt, flags, and the env values persisted for its
+// configuration. It fails closed with guardrails_missing when
 // the guardrails cannot be read.
 func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, error) {
 	sess, err := AuthenticateSandbox(ctx, c.o.Store, id, tok)
@@ -59,12 +60,18 @@ func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 		return sandboxwire.Spec{}, err
 	}
 	pc := prompts.Context{SessionType: sess.SessionType, ClientType: sess.ClientType, Override: sess.SystemPrompt}
+	var env map[string]string
 	if sess.ConfigurationID != "" {
 		cfg, err := c.o.Registry.Configuration(ctx, sess.Tenant, sess.ConfigurationID)
 		if err != nil && !errors.Is(err, registry.ErrNotFound) {
 			return sandboxwire.Spec{}, err
 		}
 		pc.HasConfiguration, pc.RepoName = err == nil, cfg.RepoName
+		if pc.HasConfiguration && c.o.Secrets != nil {
+			if env, _, err = configurationEnv(ctx, c.o.Secrets, sess.Tenant, sess.ConfigurationID); err != nil {
+				return sandboxwire.Spec{}, err
+			}
+		}
 	}
 	mode, text := prompts.Select(pc)
 	return sandboxwire.Spec{
@@ -79,6 +86,7 @@ func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 		ConfigurationID: sess.ConfigurationID,
 		PromptMode:      string(mode),
 		SystemPrompt:    text,
+		Env:             env,
 	}, nil
 }
 

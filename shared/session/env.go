@@ -26,34 +26,95 @@ func envPrefix(id string) string { return "sessions/" + id + "/env/" }
 
 var envKeyPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,199}$`)
 
-// EnvReceipt answers an env submission.
+// EnvSubmission is a user's answer to the agent's request_env_variables. Every
+// value reaches the session's env file; which are also persisted for later
+// sessions of the session's configuration is the submission's to say
+// (agent-contract.md 6.6): each secret by its Persist, and the keys that do not
+// say (Values, secrets without Persist) by SaveToConfiguration.
+type EnvSubmission struct {
+	// Values are keys and values that say nothing about persistence.
+	Values map[string]string `json:"values,omitempty"`
+	// Secrets are keys and values, each of which may say whether it persists.
+	Secrets []EnvSecret `json:"secrets,omitempty"`
+	// SaveToConfiguration persists the keys that do not say.
+	SaveToConfiguration bool `json:"saveToConfiguration,omitempty"`
+}
+
+// EnvSecret is one submitted value.
+type EnvSecret struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	// Persist, if set, says whether the value is kept for the configuration;
+	// if absent, the submission's SaveToConfiguration decides.
+	Persist *bool `json:"persist,omitempty"`
+}
+
+// EnvReceipt answers an env submission: the keys delivered, and those of them
+// persisted for the configuration.
 type EnvReceipt struct {
-	AgentID string   `json:"agent_id"`
-	Status  string   `json:"status"`
-	Keys    []string `json:"keys"`
+	AgentID   string   `json:"agent_id"`
+	Status    string   `json:"status"`
+	Keys      []string `json:"keys"`
+	Persisted []string `json:"persisted"`
+}
+
+// split checks a submission and returns all its values, and those to persist.
+func (in EnvSubmission) split() (all, persist map[string]string, err error) {
+	all, persist = map[string]string{}, map[string]string{}
+	add := func(k, v string, keep bool) error {
+		if !envKeyPattern.MatchString(k) {
+			return apierror.New(apierror.InvalidRequest, "%q is not an environment variable name.", k)
+		}
+		if len(v) > MaxEnvValueBytes {
+			return apierror.New(apierror.InvalidRequest, "The value of %s is larger than %d bytes.", k, MaxEnvValueBytes)
+		}
+		if _, dup := all[k]; dup {
+			return apierror.New(apierror.InvalidRequest, "%s is sent twice.", k)
+		}
+		all[k] = v
+		if keep {
+			persist[k] = v
+		}
+		return nil
+	}
+	if n := len(in.Values) + len(in.Secrets); n == 0 || n > MaxEnvKeys {
+		return nil, nil, apierror.New(apierror.InvalidRequest, "Send 1 to %d values.", MaxEnvKeys)
+	}
+	for k, v := range in.Values {
+		if err := add(k, v, in.SaveToConfiguration); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, s := range in.Secrets {
+		keep := in.SaveToConfiguration
+		if s.Persist != nil {
+			keep = *s.Persist
+		}
+		if err := add(s.Key, s.Value, keep); err != nil {
+			return nil, nil, err
+		}
+	}
+	return all, persist, nil
 }
 
 // SubmitEnv hands values a user entered (for the agent's request_env_variables)
-// to the sandbox of sess (see Authorize), which writes them to its env file. The
-// values are kept in the object store under the session and reach only the sandbox.
-func (s *Service) SubmitEnv(ctx context.Context, sess Session, values map[string]string) (EnvReceipt, error) {
+// to the sandbox of sess (see Authorize), which writes them to its env file,
+// and persists those the submission says to for the session's configuration.
+// The values are kept in the object store (the session's under the session, the
+// persisted ones sealed under the configuration) and reach only sandboxes; the
+// env.submitted event names the keys.
+func (s *Service) SubmitEnv(ctx context.Context, sess Session, in EnvSubmission) (EnvReceipt, error) {
 	id := sess.ID
-	if len(values) == 0 || len(values) > MaxEnvKeys {
-		return EnvReceipt{}, apierror.New(apierror.InvalidRequest, "Send 1 to %d values.", MaxEnvKeys)
+	values, persist, err := in.split()
+	if err != nil {
+		return EnvReceipt{}, err
 	}
-	keys := make([]string, 0, len(values))
-	for k, v := range values {
-		if !envKeyPattern.MatchString(k) {
-			return EnvReceipt{}, apierror.New(apierror.InvalidRequest, "%q is not an environment variable name.", k)
-		}
-		if len(v) > MaxEnvValueBytes {
-			return EnvReceipt{}, apierror.New(apierror.InvalidRequest, "The value of %s is larger than %d bytes.", k, MaxEnvValueBytes)
-		}
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys, kept := sortedKeys(values), sortedKeys(persist)
 	if !slices.Contains(Running, sess.State) {
 		return EnvReceipt{}, apierror.New(apierror.AgentNotAlive, "The agent is %s; values can only be sent to a running agent.", sess.State)
+	}
+	if len(kept) > 0 && sess.ConfigurationID == "" {
+		return EnvReceipt{}, apierror.New(apierror.InvalidRequest, "The agent has no configuration to persist %s for; send it without persist or saveToConfiguration.", kept[0])
 	}
 	if s.o.Blob == nil {
 		return EnvReceipt{}, errors.New("env submissions need an object store")
@@ -66,7 +127,12 @@ func (s *Service) SubmitEnv(ctx context.Context, sess Session, values map[string
 	if err := s.o.Blob.Put(ctx, ref, bytes.NewReader(raw), int64(len(raw)), "application/json"); err != nil {
 		return EnvReceipt{}, err
 	}
-	ev, err := NewEvent(sandboxwire.EnvSubmitted{Keys: keys, Ref: ref})
+	if len(kept) > 0 {
+		if err := persistEnv(ctx, s.o.Secrets, sess.Tenant, sess.ConfigurationID, persist); err != nil {
+			return EnvReceipt{}, err
+		}
+	}
+	ev, err := NewEvent(sandboxwire.EnvSubmitted{Keys: keys, Ref: ref, Persisted: kept})
 	if err != nil {
 		return EnvReceipt{}, err
 	}
@@ -77,5 +143,14 @@ func (s *Service) SubmitEnv(ctx context.Context, sess Session, values map[string
 	if err != nil {
 		return EnvReceipt{}, err
 	}
-	return EnvReceipt{AgentID: id, Status: "submitted", Keys: keys}, nil
+	return EnvReceipt{AgentID: id, Status: "submitted", Keys: keys, Persisted: kept}, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -77,7 +77,7 @@ func (s *Service) PostMessage(ctx context.Context, sess Session, req MessageRequ
 		if req.Text != "" || req.Answer != nil || len(req.Attachments) > 0 {
 			return MessageReceipt{}, apierror.New(apierror.InvalidRequest, "Send env_values on their own.")
 		}
-		if _, err := s.SubmitEnv(ctx, sess, req.EnvValues); err != nil {
+		if _, err := s.SubmitEnv(ctx, sess, EnvSubmission{Values: req.EnvValues}); err != nil {
 			return MessageReceipt{}, err
 		}
 		return MessageReceipt{AgentID: id, Status: "submitted", ClientMessageID: req.ClientMessageID}, nil

@@ -71,6 +71,9 @@ type Options struct {
 	DefaultFeatures Features
 	// Blob keeps what must not be in events (env values users submit).
 	Blob blob.Store
+	// Secrets keeps the env values users chose to persist for a configuration,
+	// encrypted at rest (ConfigurationEnvKey).
+	Secrets blob.Sealed
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

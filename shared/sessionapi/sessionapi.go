@@ -73,20 +73,19 @@ func (h *Handlers) Shutdown(ctx context.Context, req httpapi.Request) (httpapi.R
 	return httpapi.JSON(http.StatusOK, out), nil
 }
 
-// SubmitEnv serves POST /api/remote_agents/{id}/env: {"values": {"KEY": "value"}},
-// the answer to the agent's request_env_variables.
+// SubmitEnv serves POST /api/remote_agents/{id}/env, the answer to the agent's
+// request_env_variables: {"values": {"KEY": "value"}, "secrets": [{"key",
+// "value", "persist"}], "saveToConfiguration": bool} (session.EnvSubmission).
 func (h *Handlers) SubmitEnv(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	sess, err := h.authorize(ctx, req)
 	if err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}
-	var in struct {
-		Values map[string]string `json:"values"`
-	}
+	var in session.EnvSubmission
 	if err := httpapi.DecodeJSON(req, session.MaxEnvBytes, &in); err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}
-	out, err := h.svc.SubmitEnv(ctx, sess, in.Values)
+	out, err := h.svc.SubmitEnv(ctx, sess, in)
 	if err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}

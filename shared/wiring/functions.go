@@ -134,7 +134,7 @@ func Shutdown(ctx context.Context, e *Env) (Function, error) {
 // Messages builds the messages function: what users send an agent (messages,
 // attachments, env values).
 func Messages(_ context.Context, e *Env) (Function, error) {
-	svc := session.NewService(session.Options{Store: e.SessionStore(), Blob: e.Bucket(), Log: e.Log})
+	svc := session.NewService(session.Options{Store: e.SessionStore(), Blob: e.Bucket(), Secrets: e.Bucket(), Log: e.Log})
 	return sessionRoutes("messages", svc, e)
 }
 
@@ -186,6 +186,7 @@ func Sandbox(_ context.Context, e *Env) (Function, error) {
 		Guardrails: e.Guardrails(),
 		Reporter:   e.Reporter(),
 		Blob:       e.Bucket(),
+		Secrets:    e.Bucket(),
 		Log:        e.Log,
 	})
 	return pick("sandbox", (&sandboxapi.Handlers{Channel: ch, Log: e.Log}).Routes())

@@ -64,11 +64,11 @@ func TestRunReadsTheEnvironmentOnce(t *testing.T) {
 	}
 
 	t.Setenv("RA_TOKEN_LIMIT", "")
-	t.Setenv("RA_SESSION_ID", "s1")
-	t.Setenv("RA_GATEWAY_URL", "")
-	t.Setenv("RA_SANDBOX_TOKEN", "")
+	t.Setenv("PROLIFERATE_SESSION_ID", "s1")
+	t.Setenv("PROLIFERATE_GATEWAY_URL", "")
+	t.Setenv("SANDBOX_MCP_AUTH_TOKEN", "")
 	stderr.Reset()
-	if code := run([]string{"sandbox"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "RA_GATEWAY_URL, RA_SANDBOX_TOKEN required in a sandbox") {
+	if code := run([]string{"sandbox"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "PROLIFERATE_GATEWAY_URL, SANDBOX_MCP_AUTH_TOKEN required in a sandbox") {
 		t.Errorf("sandbox without identity: exit code %d, stderr %q", code, stderr.String())
 	}
 }
@@ -106,8 +106,8 @@ func TestAgentInTmuxLogsToTheSupervisorsStream(t *testing.T) {
 	name := fmt.Sprintf("ra-main-test-%d", os.Getpid())
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", name, "kill-server").Run() })
 	for k, v := range map[string]string{
-		"RA_SESSION_ID": "5b1f6d7e-0c2a-4e8b-9f3d-1a2b3c4d5e6f", "RA_GATEWAY_URL": gateway.URL,
-		"RA_SANDBOX_TOKEN": "rsb_refused", "RA_WORKSPACE": t.TempDir(), "RA_TMUX_SESSION_NAME": name,
+		"PROLIFERATE_SESSION_ID": "5b1f6d7e-0c2a-4e8b-9f3d-1a2b3c4d5e6f", "PROLIFERATE_GATEWAY_URL": gateway.URL,
+		"SANDBOX_MCP_AUTH_TOKEN": "rsb_refused", "RA_WORKSPACE": t.TempDir(), "RA_TMUX_SESSION_NAME": name,
 		"RA_NO_TMUX": "", "RA_IN_TMUX": "", "RA_TMUX_SUPERVISOR_PID": "", "RA_TMUX_LOG_PIPE": "", "RA_LLM_PROVIDER": "scripted",
 	} {
 		t.Setenv(k, v)

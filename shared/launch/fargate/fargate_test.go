@@ -200,8 +200,8 @@ func TestLaunchBuildsRunTask(t *testing.T) {
 	}
 	container := overrides["containerOverrides"].([]any)[0].(map[string]any)
 	env := fake.env(t, ref)
-	if container["name"] != "agent" || env["RA_SESSION_ID"] != spec.SessionID || env["RA_GENERATION"] != "2" ||
-		env["RA_GATEWAY_URL"] != spec.GatewayURL || env["RA_SANDBOX_TOKEN"] != "rsb_x" || env["RA_TMUX_SESSION_NAME"] != "ra-6071cda9" {
+	if container["name"] != "agent" || env["PROLIFERATE_SESSION_ID"] != spec.SessionID || env["RA_GENERATION"] != "2" ||
+		env["PROLIFERATE_GATEWAY_URL"] != spec.GatewayURL || env["SANDBOX_MCP_AUTH_TOKEN"] != "rsb_x" || env["RA_TMUX_SESSION_NAME"] != "ra-6071cda9" {
 		t.Errorf("container override %v", container)
 	}
 }

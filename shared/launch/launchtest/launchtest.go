@@ -56,7 +56,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		if ref3 == ref || ref3 == ref2 {
 			t.Fatalf("another session got the sandbox %q", ref3)
 		}
-		if env := h.Up(t, ref3); env["RA_SESSION_ID"] != other.SessionID {
+		if env := h.Up(t, ref3); env["PROLIFERATE_SESSION_ID"] != other.SessionID {
 			t.Errorf("another session started with %v", env)
 		}
 		wantRunning(t, h, ref, ref2, ref3)

@@ -1,6 +1,7 @@
 // Package process launches sandboxes as local child processes: the local stand-in
 // for Fargate tasks. Each sandbox runs in its own working directory and process
-// group, with its identity in the environment; Stop sends SIGTERM, then SIGKILL
+// group, with its identity in the environment and its env file in a private
+// folder beside the working directory; Stop sends SIGTERM, then SIGKILL
 // after the grace period.
 package process
 
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 var _ launch.Launcher = (*Launcher)(nil)
@@ -78,8 +80,13 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 		return ref, nil
 	}
 	dir := filepath.Join(l.o.Dir, key)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("launch %s: %w", key, err)
+	// Sandboxes share this machine's /tmp: each keeps its env file in a private
+	// folder beside its workspace instead.
+	private := dir + ".tmp"
+	for _, d := range []string{dir, private} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return "", fmt.Errorf("launch %s: %w", key, err)
+		}
 	}
 	cmd := exec.Command(l.o.Command[0], l.o.Command[1:]...)
 	cmd.Dir = dir
@@ -87,7 +94,7 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 	for k, v := range spec.Env() {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.Env = append(cmd.Env, "RA_WORKSPACE="+dir)
+	cmd.Env = append(cmd.Env, "RA_WORKSPACE="+dir, sandboxwire.EnvFileVar+"="+filepath.Join(private, filepath.Base(sandboxwire.DefaultEnvFile)))
 	var logFile *os.File
 	if l.o.LogDir != "" {
 		f, err := os.Create(filepath.Join(l.o.LogDir, key+".log"))

@@ -17,7 +17,7 @@ import (
 
 // A sandbox script reports "pid:<its pid>|<its identity>" on the ready pipe once
 // its signal trap is installed; tests wait for that line, never for a while.
-const report = `echo "pid:$$|$RA_SESSION_ID|$RA_GENERATION|$RA_GATEWAY_URL|$RA_SANDBOX_TOKEN|$RA_TMUX_SESSION_NAME" > "$READY"`
+const report = `echo "pid:$$|$PROLIFERATE_SESSION_ID|$RA_GENERATION|$PROLIFERATE_GATEWAY_URL|$SANDBOX_MCP_AUTH_TOKEN|$RA_TMUX_SESSION_NAME" > "$READY"`
 
 // ready is a named pipe sandboxes report on, and the lines they reported, by ref.
 type ready struct {
@@ -82,7 +82,7 @@ func (r *ready) wait(t *testing.T, ref string) map[string]string {
 	fields := strings.Split(r.lines[ref], "|")
 	r.mu.Unlock()
 	env := map[string]string{}
-	for i, k := range []string{"RA_SESSION_ID", "RA_GENERATION", "RA_GATEWAY_URL", "RA_SANDBOX_TOKEN", "RA_TMUX_SESSION_NAME"} {
+	for i, k := range []string{"PROLIFERATE_SESSION_ID", "RA_GENERATION", "PROLIFERATE_GATEWAY_URL", "SANDBOX_MCP_AUTH_TOKEN", "RA_TMUX_SESSION_NAME"} {
 		if i < len(fields) {
 			env[k] = fields[i]
 		}
@@ -121,7 +121,7 @@ func TestLauncherContract(t *testing.T) {
 func TestSandboxGetsItsIdentityAndNoSecrets(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "platform-secret")
 	t.Setenv("RA_DEV_APP_KEY", "platform-app-key")
-	l, _, ex, dir := newLauncher(t, `echo "$RA_SESSION_ID $RA_GENERATION $RA_GATEWAY_URL $RA_SANDBOX_TOKEN" > identity; pwd > where; echo "$AWS_SECRET_ACCESS_KEY$RA_DEV_APP_KEY" > secrets; exit 3`)
+	l, _, ex, dir := newLauncher(t, `echo "$PROLIFERATE_SESSION_ID $RA_GENERATION $PROLIFERATE_GATEWAY_URL $SANDBOX_MCP_AUTH_TOKEN" > identity; pwd > where; echo "$RA_ENV_FILE" > envfile; echo "$AWS_SECRET_ACCESS_KEY$RA_DEV_APP_KEY" > secrets; exit 3`)
 	spec := launch.Spec{SessionID: "s1", Generation: 2, GatewayURL: "http://127.0.0.1:1", SandboxToken: "rsb_t"}
 	ref, err := l.Launch(t.Context(), spec)
 	if err != nil {
@@ -141,6 +141,16 @@ func TestSandboxGetsItsIdentityAndNoSecrets(t *testing.T) {
 	}
 	if where, _ := os.ReadFile(filepath.Join(work, "where")); strings.TrimSpace(string(where)) != work {
 		t.Errorf("ran in %q, want %q", where, work)
+	}
+	// Its env file is its own (sandboxes share this machine's /tmp), outside its
+	// workspace, in a folder only it may enter.
+	envFile, _ := os.ReadFile(filepath.Join(work, "envfile"))
+	private := filepath.Join(dir, "s1-2.tmp")
+	if got := strings.TrimSpace(string(envFile)); got != filepath.Join(private, ".proliferate_env.json") {
+		t.Errorf("env file %q, want one in %s", got, private)
+	}
+	if info, err := os.Stat(private); err != nil || !info.IsDir() || info.Mode().Perm() != 0o700 {
+		t.Errorf("env file folder: %v %v", info, err)
 	}
 }
 

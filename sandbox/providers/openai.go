@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -18,29 +17,28 @@ import (
 // 5xx with backoff, honouring retry-after, up to MaxRetries times.
 type OpenAI struct {
 	client openai.Client
-	model  string
+	opts   Options
 }
 
-// NewOpenAI returns an OpenAI provider; baseURL "" means the public API.
-func NewOpenAI(apiKey, baseURL, model string, timeout time.Duration, maxRetries int) *OpenAI {
-	opts := []option.RequestOption{option.WithAPIKey(apiKey), option.WithMaxRetries(maxRetries), option.WithRequestTimeout(timeout)}
-	if baseURL != "" {
-		opts = append(opts, option.WithBaseURL(baseURL))
+// NewOpenAI returns an OpenAI provider.
+func NewOpenAI(o Options) *OpenAI {
+	opts := []option.RequestOption{option.WithAPIKey(o.APIKey), option.WithMaxRetries(o.MaxRetries), option.WithRequestTimeout(o.Timeout)}
+	if o.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(o.BaseURL))
 	}
-	return &OpenAI{client: openai.NewClient(opts...), model: model}
+	return &OpenAI{client: openai.NewClient(opts...), opts: o}
 }
 
 // Name is "openai".
 func (o *OpenAI) Name() string { return "openai" }
 
 func (o *OpenAI) params(req llm.Request) (openai.ChatCompletionNewParams, error) {
-	model := req.Model
-	if model == "" {
-		model = o.model
+	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(o.opts.model("openai", req))}
+	if n := o.opts.maxTokens(req); n > 0 {
+		p.MaxCompletionTokens = openai.Int(int64(n))
 	}
-	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(ProviderModelID("openai", model))}
-	if req.MaxTokens > 0 {
-		p.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
+	if t := o.opts.Temperature; t != nil {
+		p.Temperature = openai.Float(*t)
 	}
 	if req.System != "" {
 		p.Messages = append(p.Messages, openai.SystemMessage(req.System))

@@ -3,6 +3,7 @@ package providers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -14,9 +15,19 @@ import (
 )
 
 // New returns the provider cfg names, with the API key cfg carries (the caller
-// reads it from the variable cfg.KeyEnv names). dir is where the config file
-// lives; the scripted provider's script path is relative to it.
+// reads it from the variables cfg.KeyEnvs names), its model, max tokens and
+// temperature. dir is where the config file lives; the scripted provider's
+// script path is relative to it.
 func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
+	o := Options{
+		APIKey:      cfg.APIKey,
+		BaseURL:     cfg.BaseURL,
+		Model:       cfg.Model,
+		MaxTokens:   cfg.MaxTokens,
+		Temperature: cfg.Temperature,
+		Timeout:     timeoutOf(cfg),
+		MaxRetries:  MaxRetries,
+	}
 	switch cfg.Provider {
 	case "", "scripted":
 		if cfg.Script == "" {
@@ -35,11 +46,13 @@ func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
 		if cfg.APIKey == "" {
 			return nil, fmt.Errorf("llm.provider %s needs an API key in $%s", cfg.Provider, cfg.KeyEnv())
 		}
-		timeout := timeoutOf(cfg)
 		if cfg.Provider == "anthropic" {
-			return NewAnthropic(cfg.APIKey, cfg.BaseURL, cfg.Model, timeout, MaxRetries), nil
+			if cfg.Temperature != nil {
+				return nil, errors.New("llm.temperature: anthropic takes none (its API version 2026-10-21 refuses sampling parameters); leave it unset")
+			}
+			return NewAnthropic(o), nil
 		}
-		return NewOpenAI(cfg.APIKey, cfg.BaseURL, cfg.Model, timeout, MaxRetries), nil
+		return NewOpenAI(o), nil
 	case "bedrock":
 		// Credentials come from the environment: the task role inside AWS.
 		awsCfg, err := config.LoadDefaultConfig(context.Background())
@@ -49,7 +62,7 @@ func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
 		if cfg.BaseURL != "" {
 			awsCfg.BaseEndpoint = &cfg.BaseURL
 		}
-		return NewBedrock(awsCfg, cfg.Model, timeoutOf(cfg), MaxRetries), nil
+		return NewBedrock(awsCfg, o), nil
 	default:
 		return nil, fmt.Errorf("llm.provider %q is not available in this build of the agent (available: scripted, anthropic, openai, bedrock)", cfg.Provider)
 	}

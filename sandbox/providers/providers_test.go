@@ -1,14 +1,19 @@
 package providers_test
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
+	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/providers"
 )
 
 func TestNew(t *testing.T) {
+	warm := 0.7
 	tests := []struct {
 		cfg  agentconfig.LLM
 		name string
@@ -17,8 +22,10 @@ func TestNew(t *testing.T) {
 		{agentconfig.LLM{Provider: "scripted"}, "scripted", ""},
 		{agentconfig.LLM{Provider: "anthropic", APIKey: "k", TimeoutSeconds: 10}, "anthropic", ""},
 		{agentconfig.LLM{Provider: "anthropic", APIKeyEnv: "MY_KEY"}, "", "needs an API key in $MY_KEY"},
+		{agentconfig.LLM{Provider: "anthropic", APIKey: "k", Temperature: &warm}, "", "llm.temperature: anthropic takes none"},
 		{agentconfig.LLM{Provider: "openai"}, "", "needs an API key in $OPENAI_API_KEY"},
-		{agentconfig.LLM{Provider: "gemini"}, "", "not available"},
+		{agentconfig.LLM{Provider: "openai", APIKey: "k", Temperature: &warm}, "openai", ""},
+		{agentconfig.LLM{Provider: "vertex"}, "", "not available"},
 		{agentconfig.LLM{Provider: "bedrock", Model: "claude-sonnet-4.5"}, "bedrock", ""},
 		{agentconfig.LLM{Provider: "scripted", Script: "missing.jsonl"}, "", "load script"},
 	}
@@ -39,5 +46,32 @@ func TestNew(t *testing.T) {
 	}
 	if got := providers.ProviderModelID("anthropic", "my-own-model"); got != "my-own-model" {
 		t.Errorf("unknown id rewritten to %q", got)
+	}
+}
+
+// TestNewCarriesTheSettings checks that the configuration's model, max tokens
+// and temperature reach the request a provider New built sends.
+func TestNewCarriesTheSettings(t *testing.T) {
+	bodies := make(chan map[string]any, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		bodies <- body
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"c1","object":"chat.completion","created":1,"model":"gpt-5","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`))
+	}))
+	t.Cleanup(srv.Close)
+	warm := 0.7
+	p, err := providers.New(agentconfig.LLM{Provider: "openai", APIKey: "k", BaseURL: srv.URL, Model: "gpt-5", MaxTokens: 300, Temperature: &warm, TimeoutSeconds: 5}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "hi"}}})
+	if err != nil || res.Usage != (llm.Usage{InputTokens: 3, OutputTokens: 1}) {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	body := <-bodies
+	if body["model"] != "gpt-5" || body["max_completion_tokens"] != float64(300) || body["temperature"] != 0.7 {
+		t.Errorf("request %v: want model gpt-5, max_completion_tokens 300, temperature 0.7", body)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -42,11 +43,14 @@ func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
 			return nil, err
 		}
 		return llm.NewScripted(steps), nil
-	case "anthropic", "openai":
+	case "anthropic", "openai", "gemini":
 		if cfg.APIKey == "" {
-			return nil, fmt.Errorf("llm.provider %s needs an API key in $%s", cfg.Provider, cfg.KeyEnv())
+			return nil, fmt.Errorf("llm.provider %s needs an API key in $%s", cfg.Provider, strings.Join(cfg.KeyEnvs(), " or $"))
 		}
-		if cfg.Provider == "anthropic" {
+		switch cfg.Provider {
+		case "gemini":
+			return NewGemini(o)
+		case "anthropic":
 			if cfg.Temperature != nil {
 				return nil, errors.New("llm.temperature: anthropic takes none (its API version 2026-10-21 refuses sampling parameters); leave it unset")
 			}

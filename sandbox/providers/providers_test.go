@@ -25,6 +25,8 @@ func TestNew(t *testing.T) {
 		{agentconfig.LLM{Provider: "anthropic", APIKey: "k", Temperature: &warm}, "", "llm.temperature: anthropic takes none"},
 		{agentconfig.LLM{Provider: "openai"}, "", "needs an API key in $OPENAI_API_KEY"},
 		{agentconfig.LLM{Provider: "openai", APIKey: "k", Temperature: &warm}, "openai", ""},
+		{agentconfig.LLM{Provider: "gemini"}, "", "needs an API key in $GEMINI_API_KEY or $GOOGLE_API_KEY"},
+		{agentconfig.LLM{Provider: "gemini", APIKey: "k", Temperature: &warm}, "gemini", ""},
 		{agentconfig.LLM{Provider: "vertex"}, "", "not available"},
 		{agentconfig.LLM{Provider: "bedrock", Model: "claude-sonnet-4.5"}, "bedrock", ""},
 		{agentconfig.LLM{Provider: "scripted", Script: "missing.jsonl"}, "", "load script"},

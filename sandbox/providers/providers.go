@@ -1,7 +1,12 @@
-// Package providers builds the configured model provider.
+// Package providers builds the configured model provider: Anthropic, OpenAI
+// (and servers compatible with it), Bedrock, Gemini and Mistral through native
+// SDKs, local OpenAI-compatible servers (Ollama, vLLM…), or the scripted
+// provider. One contract suite (contract_test.go) runs against each, over a
+// local server speaking its wire format.
 package providers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,7 +28,7 @@ func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
 	o := Options{
 		APIKey:      cfg.APIKey,
 		BaseURL:     cfg.BaseURL,
-		Model:       cfg.Model,
+		Model:       cmp.Or(cfg.Model, DefaultModel(cfg.Provider)),
 		MaxTokens:   cfg.MaxTokens,
 		Temperature: cfg.Temperature,
 		Timeout:     timeoutOf(cfg),
@@ -43,13 +48,15 @@ func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
 			return nil, err
 		}
 		return llm.NewScripted(steps), nil
-	case "anthropic", "openai", "gemini":
+	case "anthropic", "openai", "gemini", "mistral":
 		if cfg.APIKey == "" {
 			return nil, fmt.Errorf("llm.provider %s needs an API key in $%s", cfg.Provider, strings.Join(cfg.KeyEnvs(), " or $"))
 		}
 		switch cfg.Provider {
 		case "gemini":
 			return NewGemini(o)
+		case "mistral":
+			return NewMistral(o), nil
 		case "anthropic":
 			if cfg.Temperature != nil {
 				return nil, errors.New("llm.temperature: anthropic takes none (its API version 2026-10-21 refuses sampling parameters); leave it unset")
@@ -57,6 +64,19 @@ func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
 			return NewAnthropic(o), nil
 		}
 		return NewOpenAI(o), nil
+	case "ollama", "openai-compatible":
+		// Local servers: no key unless llm.api_key_env names one, and no
+		// default model, since each has its own.
+		if cfg.Provider == "ollama" {
+			o.BaseURL = cmp.Or(o.BaseURL, OllamaBaseURL)
+		}
+		if o.BaseURL == "" {
+			return nil, fmt.Errorf("llm.provider %s needs the server's address in llm.base_url ($RA_LLM_BASE_URL), such as http://localhost:8000/v1 for vLLM", cfg.Provider)
+		}
+		if o.Model == "" {
+			return nil, fmt.Errorf("llm.provider %s needs llm.model ($RA_LLM_MODEL): a model the server has", cfg.Provider)
+		}
+		return NewOpenAICompatible(cfg.Provider, o), nil
 	case "bedrock":
 		// Credentials come from the environment: the task role inside AWS.
 		awsCfg, err := config.LoadDefaultConfig(context.Background())
@@ -68,7 +88,7 @@ func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
 		}
 		return NewBedrock(awsCfg, o), nil
 	default:
-		return nil, fmt.Errorf("llm.provider %q is not available in this build of the agent (available: scripted, anthropic, openai, bedrock)", cfg.Provider)
+		return nil, fmt.Errorf("llm.provider %q is not available in this build of the agent (available: %s)", cfg.Provider, strings.Join(agentconfig.Providers(), ", "))
 	}
 }
 

@@ -27,7 +27,13 @@ func TestNew(t *testing.T) {
 		{agentconfig.LLM{Provider: "openai", APIKey: "k", Temperature: &warm}, "openai", ""},
 		{agentconfig.LLM{Provider: "gemini"}, "", "needs an API key in $GEMINI_API_KEY or $GOOGLE_API_KEY"},
 		{agentconfig.LLM{Provider: "gemini", APIKey: "k", Temperature: &warm}, "gemini", ""},
-		{agentconfig.LLM{Provider: "vertex"}, "", "not available"},
+		{agentconfig.LLM{Provider: "mistral"}, "", "needs an API key in $MISTRAL_API_KEY"},
+		{agentconfig.LLM{Provider: "mistral", APIKey: "k", Temperature: &warm}, "mistral", ""},
+		{agentconfig.LLM{Provider: "ollama", Model: "llama3.2"}, "ollama", ""},
+		{agentconfig.LLM{Provider: "ollama"}, "", "needs llm.model ($RA_LLM_MODEL)"},
+		{agentconfig.LLM{Provider: "openai-compatible", Model: "qwen3"}, "", "needs the server's address in llm.base_url"},
+		{agentconfig.LLM{Provider: "openai-compatible", Model: "qwen3", BaseURL: "http://localhost:8000/v1"}, "openai-compatible", ""},
+		{agentconfig.LLM{Provider: "vertex"}, "", "not available in this build of the agent (available: scripted, anthropic, openai, bedrock, gemini, mistral, ollama, openai-compatible)"},
 		{agentconfig.LLM{Provider: "bedrock", Model: "claude-sonnet-4.5"}, "bedrock", ""},
 		{agentconfig.LLM{Provider: "scripted", Script: "missing.jsonl"}, "", "load script"},
 	}
@@ -48,6 +54,51 @@ func TestNew(t *testing.T) {
 	}
 	if got := providers.ProviderModelID("anthropic", "my-own-model"); got != "my-own-model" {
 		t.Errorf("unknown id rewritten to %q", got)
+	}
+	if got := providers.ProviderModelID("mistral", "mistral-large"); got != "mistral-large-latest" {
+		t.Errorf("mistral id %q", got)
+	}
+	if got := providers.ProviderModelID("ollama", "claude-sonnet-4.5"); got != "claude-sonnet-4.5" {
+		t.Errorf("a local server's model rewritten to %q", got)
+	}
+	// Every provider but the local servers and the scripted one has a default
+	// model.
+	for _, name := range agentconfig.Providers() {
+		model := providers.DefaultModel(name)
+		switch name {
+		case "scripted", "ollama", "openai-compatible":
+			if model != "" {
+				t.Errorf("%s has default model %q", name, model)
+			}
+		default:
+			if model == "" {
+				t.Errorf("%s has no default model", name)
+			}
+		}
+	}
+}
+
+// TestNewUsesTheDefaultModel checks that a hosted provider without llm.model
+// asks for its default model rather than for none.
+func TestNewUsesTheDefaultModel(t *testing.T) {
+	models := make(chan any, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		models <- body["model"]
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`))
+	}))
+	t.Cleanup(srv.Close)
+	p, err := providers.New(agentconfig.LLM{Provider: "mistral", APIKey: "k", BaseURL: srv.URL, TimeoutSeconds: 5}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-models; got != "mistral-large-latest" {
+		t.Errorf("model %v, want mistral-large-latest", got)
 	}
 }
 

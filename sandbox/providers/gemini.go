@@ -147,13 +147,13 @@ func functionResponses(c *genai.Content) bool {
 	return true
 }
 
-// reply accumulates a response, whole or streamed chunk by chunk.
-type reply struct {
+// geminiReply accumulates a response, whole or streamed chunk by chunk.
+type geminiReply struct {
 	res llm.Response
 }
 
 // add adds a response (a chunk, when streaming) and returns its text.
-func (r *reply) add(resp *genai.GenerateContentResponse) (string, error) {
+func (r *geminiReply) add(resp *genai.GenerateContentResponse) (string, error) {
 	if resp.ModelVersion != "" {
 		r.res.Model = resp.ModelVersion
 	}
@@ -216,7 +216,7 @@ func (g *Gemini) Chat(ctx context.Context, req llm.Request) (llm.Response, error
 	if err != nil {
 		return llm.Response{}, fmt.Errorf("gemini: %w", err)
 	}
-	r := reply{res: llm.Response{Model: model}}
+	r := geminiReply{res: llm.Response{Model: model}}
 	if _, err := r.add(resp); err != nil {
 		return llm.Response{}, err
 	}
@@ -232,7 +232,7 @@ func (g *Gemini) Stream(ctx context.Context, req llm.Request) (<-chan llm.Event,
 	ch := make(chan llm.Event, 16)
 	go func() {
 		defer close(ch)
-		r := reply{res: llm.Response{Model: model}}
+		r := geminiReply{res: llm.Response{Model: model}}
 		for chunk, err := range g.client.Models.GenerateContentStream(ctx, model, contents, cfg) {
 			if err != nil {
 				ch <- llm.Event{Type: llm.Failed, Err: fmt.Errorf("gemini: %w", err)}

@@ -3,6 +3,7 @@ package providers
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -75,7 +76,7 @@ func (t retrying) RoundTrip(req *http.Request) (*http.Response, error) {
 				header.Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 			}
 		}
-		return resp, retry.Status(fmt.Errorf("%s", resp.Status), resp.StatusCode, header)
+		return resp, retry.Status(errors.New(resp.Status), resp.StatusCode, header)
 	})
 	switch {
 	case err != nil && ctx.Err() != nil:

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // DefaultPath is read when no --config is given, if it exists.
@@ -34,17 +36,29 @@ type Agent struct {
 
 // LLM selects the model.
 type LLM struct {
-	// Provider is scripted, anthropic, openai or bedrock.
+	// Provider is one of Providers: scripted, anthropic, openai, bedrock,
+	// gemini, mistral, ollama or openai-compatible.
 	Provider string `json:"provider"`
-	Model    string `json:"model"`
+	// Model is a canonical model ID (claude-sonnet-4.5) or the provider's own;
+	// "" is the provider's default model, and ollama and openai-compatible
+	// have none.
+	Model string `json:"model"`
 	// APIKeyEnv names the environment variable holding the API key (default
-	// KeyEnv's).
+	// KeyEnvs').
 	APIKeyEnv string `json:"api_key_env"`
 	// APIKey is the key itself, read from that variable by whoever loads the
 	// configuration (never from the file).
-	APIKey    string `json:"-"`
-	MaxTokens int    `json:"max_tokens"`
-	// BaseURL points openai at any compatible endpoint (LiteLLM, vLLM…).
+	APIKey string `json:"-"`
+	// MaxTokens bounds each reply (max_tokens, max_completion_tokens,
+	// maxOutputTokens: the provider's name for it).
+	MaxTokens int `json:"max_tokens"`
+	// Temperature is sent with every request, 0..2; nil (absent) sends none,
+	// leaving the model's default.
+	Temperature *float64 `json:"temperature"`
+	// BaseURL is the provider's endpoint: for openai any compatible one
+	// (LiteLLM…), for ollama another host than localhost:11434, for
+	// openai-compatible (vLLM, llama.cpp, LM Studio…) required. "" is the
+	// provider's public API.
 	BaseURL string `json:"base_url"`
 	// Script is the JSONL script of the scripted provider, relative to the config.
 	Script string `json:"script"`
@@ -58,13 +72,55 @@ type Web struct {
 	GatewayTokenEnv string `json:"gateway_token_env"`
 }
 
-// KeyEnv is the variable holding the provider's API key: APIKeyEnv, else the
-// provider's usual one; "" for providers without a key.
-func (l LLM) KeyEnv() string {
-	if l.APIKeyEnv != "" {
-		return l.APIKeyEnv
+// providers are the model providers this build of the agent has, in the order
+// messages list them, each with the variables its API key is read from by
+// default, first set first ("" for none: scripted; bedrock uses the AWS
+// credentials; local servers take no key unless APIKeyEnv names one).
+var providers = []struct {
+	name    string
+	keyEnvs []string
+}{
+	{"scripted", nil},
+	{"anthropic", []string{"ANTHROPIC_API_KEY"}},
+	{"openai", []string{"OPENAI_API_KEY"}},
+	{"bedrock", nil},
+	{"gemini", []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}},
+	{"mistral", []string{"MISTRAL_API_KEY"}},
+	{"ollama", nil},
+	{"openai-compatible", nil},
+}
+
+// Providers names the model providers this build of the agent has.
+func Providers() []string {
+	names := make([]string, len(providers))
+	for i, p := range providers {
+		names[i] = p.name
 	}
-	return map[string]string{"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}[l.Provider]
+	return names
+}
+
+// KeyEnvs are the variables the provider's API key is read from, the first set
+// one winning: APIKeyEnv alone, else the provider's usual ones (GEMINI_API_KEY
+// then GOOGLE_API_KEY for gemini); none for providers without a key.
+func (l LLM) KeyEnvs() []string {
+	if l.APIKeyEnv != "" {
+		return []string{l.APIKeyEnv}
+	}
+	for _, p := range providers {
+		if p.name == l.Provider {
+			return p.keyEnvs
+		}
+	}
+	return nil
+}
+
+// KeyEnv is the first of KeyEnvs, the one messages name; "" for providers
+// without a key.
+func (l LLM) KeyEnv() string {
+	if envs := l.KeyEnvs(); len(envs) > 0 {
+		return envs[0]
+	}
+	return ""
 }
 
 // Telemetry configures the exporter.
@@ -124,8 +180,11 @@ func (c Config) Validate() error {
 	if err := checkProvider(c.LLM.Provider); err != nil {
 		return fmt.Errorf("llm.provider %w", err)
 	}
-	if c.LLM.MaxTokens < 1 || c.LLM.MaxTokens > 1_000_000 {
-		return fmt.Errorf("llm.max_tokens %d: want 1..1000000", c.LLM.MaxTokens)
+	if c.LLM.MaxTokens < 1 || c.LLM.MaxTokens > maxMaxTokens {
+		return fmt.Errorf("llm.max_tokens %d: want 1..%d", c.LLM.MaxTokens, maxMaxTokens)
+	}
+	if err := checkTemperature(c.LLM.Temperature); err != nil {
+		return fmt.Errorf("llm.temperature %w", err)
 	}
 	if c.LLM.TimeoutSeconds < 1 || c.LLM.TimeoutSeconds > 3600 {
 		return fmt.Errorf("llm.timeout_seconds %d: want 1..3600", c.LLM.TimeoutSeconds)
@@ -145,9 +204,24 @@ func (c Config) Validate() error {
 
 // checkProvider accepts the providers this build of the agent has.
 func checkProvider(name string) error {
-	switch name {
-	case "scripted", "anthropic", "openai", "bedrock":
+	names := Providers()
+	if slices.Contains(names, name) {
 		return nil
 	}
-	return fmt.Errorf("%q: want scripted, anthropic, openai or bedrock", name)
+	return fmt.Errorf("%q: want one of %s", name, strings.Join(names, ", "))
+}
+
+// maxMaxTokens bounds llm.max_tokens.
+const maxMaxTokens = 1_000_000
+
+// MaxTemperature is the highest temperature accepted; providers whose range is
+// narrower (Anthropic's is 0..1) answer a higher one with their own error.
+const MaxTemperature = 2
+
+// checkTemperature accepts nil (the model's default) and 0..MaxTemperature.
+func checkTemperature(t *float64) error {
+	if t != nil && !(*t >= 0 && *t <= MaxTemperature) {
+		return fmt.Errorf("%v: want 0..%d", *t, MaxTemperature)
+	}
+	return nil
 }

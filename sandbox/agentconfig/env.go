@@ -32,8 +32,9 @@ type Env struct {
 	// default 10 s).
 	Heartbeat time.Duration
 	// LLM is a sandbox's model: the defaults' LLM with RA_LLM_PROVIDER,
-	// RA_LLM_MODEL, RA_LLM_API_KEY_ENV, RA_LLM_BASE_URL and RA_LLM_SCRIPT over
-	// it, and its APIKey read from the variable LLM.KeyEnv names.
+	// RA_LLM_MODEL, RA_LLM_API_KEY_ENV, RA_LLM_BASE_URL, RA_LLM_SCRIPT,
+	// RA_LLM_MAX_TOKENS and RA_LLM_TEMPERATURE over it, and its APIKey read
+	// from the variables LLM.KeyEnvs names (Key).
 	LLM LLM
 	// TokenLimit ends a sandbox's session once its input and output tokens
 	// exceed it (RA_TOKEN_LIMIT; 0, the default: no limit).
@@ -116,6 +117,22 @@ var envVars = []envVar{
 	{name: "RA_LLM_API_KEY_ENV", set: func(e *Env, v string) error { e.LLM.APIKeyEnv = v; return nil }},
 	{name: "RA_LLM_BASE_URL", set: func(e *Env, v string) error { e.LLM.BaseURL = v; return nil }},
 	{name: "RA_LLM_SCRIPT", set: func(e *Env, v string) error { e.LLM.Script = v; return nil }},
+	{name: "RA_LLM_MAX_TOKENS", set: func(e *Env, v string) (err error) {
+		n, err := count(v, 1)
+		if err == nil && n > maxMaxTokens {
+			err = fmt.Errorf("want at most %d, got %q", maxMaxTokens, v)
+		}
+		e.LLM.MaxTokens = n
+		return err
+	}},
+	{name: "RA_LLM_TEMPERATURE", set: func(e *Env, v string) error {
+		t, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("want a number 0..%d, got %q", MaxTemperature, v)
+		}
+		e.LLM.Temperature = &t
+		return checkTemperature(&t)
+	}},
 	{name: "RA_TOKEN_LIMIT", set: func(e *Env, v string) (err error) {
 		e.TokenLimit, err = count(v, 0)
 		return err
@@ -160,8 +177,19 @@ func LoadEnv(lookup func(string) (string, bool)) (Env, error) {
 			return Env{}, fmt.Errorf("%s: %w", v.name, err)
 		}
 	}
-	e.LLM.APIKey = e.Secret(e.LLM.KeyEnv())
+	e.LLM.APIKey = e.Key(e.LLM)
 	return e, nil
+}
+
+// Key returns l's API key: the value of the first of l.KeyEnvs that is set;
+// "" when none is (or l takes no key).
+func (e Env) Key(l LLM) string {
+	for _, name := range l.KeyEnvs() {
+		if v := e.Secret(name); v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // CheckSandbox reports the variables a sandbox needs that are not set.

@@ -104,6 +104,24 @@ func TestLoadEnvValues(t *testing.T) {
 			func(e agentconfig.Env) bool { return e.LLM.APIKey == "k" && e.LLM.KeyEnv() == "ANTHROPIC_API_KEY" }},
 		{"no key for bedrock", map[string]string{"RA_LLM_PROVIDER": "bedrock", "ANTHROPIC_API_KEY": "k"},
 			func(e agentconfig.Env) bool { return e.LLM.APIKey == "" }},
+		{"gemini's key", map[string]string{"RA_LLM_PROVIDER": "gemini", "GEMINI_API_KEY": "g", "GOOGLE_API_KEY": "o"},
+			func(e agentconfig.Env) bool { return e.LLM.APIKey == "g" && e.LLM.KeyEnv() == "GEMINI_API_KEY" }},
+		{"gemini's key from GOOGLE_API_KEY", map[string]string{"RA_LLM_PROVIDER": "gemini", "GEMINI_API_KEY": "", "GOOGLE_API_KEY": "o"},
+			func(e agentconfig.Env) bool { return e.LLM.APIKey == "o" }},
+		{"mistral's key", map[string]string{"RA_LLM_PROVIDER": "mistral", "MISTRAL_API_KEY": "m", "OPENAI_API_KEY": "not this"},
+			func(e agentconfig.Env) bool { return e.LLM.APIKey == "m" && e.LLM.KeyEnv() == "MISTRAL_API_KEY" }},
+		{"no key for a local server", map[string]string{"RA_LLM_PROVIDER": "ollama", "OPENAI_API_KEY": "not this"},
+			func(e agentconfig.Env) bool { return e.LLM.APIKey == "" && e.LLM.KeyEnv() == "" }},
+		{"a local server's key when named", map[string]string{"RA_LLM_PROVIDER": "openai-compatible", "RA_LLM_API_KEY_ENV": "VLLM_KEY", "VLLM_KEY": "v"},
+			func(e agentconfig.Env) bool { return e.LLM.APIKey == "v" }},
+		{"temperature and max tokens", map[string]string{"RA_LLM_TEMPERATURE": "0.2", "RA_LLM_MAX_TOKENS": "8192"},
+			func(e agentconfig.Env) bool {
+				return e.LLM.Temperature != nil && *e.LLM.Temperature == 0.2 && e.LLM.MaxTokens == 8192
+			}},
+		{"temperature 0 is a temperature", map[string]string{"RA_LLM_TEMPERATURE": "0"},
+			func(e agentconfig.Env) bool { return e.LLM.Temperature != nil && *e.LLM.Temperature == 0 }},
+		{"no temperature: the model's default", nil,
+			func(e agentconfig.Env) bool { return e.LLM.Temperature == nil }},
 		{"token limit 0 is none", map[string]string{"RA_TOKEN_LIMIT": "0"},
 			func(e agentconfig.Env) bool { return e.TokenLimit == 0 }},
 	}
@@ -125,7 +143,13 @@ func TestLoadEnvErrorsNameTheVariable(t *testing.T) {
 		{"RA_TOKEN_LIMIT", "-1"},
 		{"RA_TOKEN_LIMIT", "lots"},
 		{"RA_LLM_CONTEXT_WINDOW", "0"},
-		{"RA_LLM_PROVIDER", "gemini"},
+		{"RA_LLM_PROVIDER", "vertex"},
+		{"RA_LLM_TEMPERATURE", "warm"},
+		{"RA_LLM_TEMPERATURE", "2.5"},
+		{"RA_LLM_TEMPERATURE", "-0.1"},
+		{"RA_LLM_TEMPERATURE", "NaN"},
+		{"RA_LLM_MAX_TOKENS", "0"},
+		{"RA_LLM_MAX_TOKENS", "2000000"},
 		{"RA_TMUX_SUPERVISOR_PID", "pid"},
 	}
 	for _, tt := range tests {
@@ -140,14 +164,16 @@ func FuzzLoadEnv(f *testing.F) {
 	for _, v := range []string{"10", "0.5", "-1", "1e3", "NaN", "9999999999999999999", "", " 7 "} {
 		f.Add(v)
 	}
-	names := []string{"RA_HEARTBEAT_SECONDS", "RA_TOKEN_LIMIT", "RA_LLM_CONTEXT_WINDOW", "RA_TMUX_SUPERVISOR_PID", "RA_LLM_PROVIDER"}
+	names := []string{"RA_HEARTBEAT_SECONDS", "RA_TOKEN_LIMIT", "RA_LLM_CONTEXT_WINDOW", "RA_TMUX_SUPERVISOR_PID", "RA_LLM_PROVIDER", "RA_LLM_TEMPERATURE", "RA_LLM_MAX_TOKENS"}
 	f.Fuzz(func(t *testing.T, v string) {
 		for _, name := range names {
 			e, err := agentconfig.LoadEnv(lookup(map[string]string{name: v}))
 			switch {
 			case err != nil && !strings.HasPrefix(err.Error(), name+": "):
 				t.Errorf("%s=%q: error %q does not name the variable", name, v, err)
-			case err == nil && (e.Heartbeat <= 0 || e.TokenLimit < 0 || e.ContextWindow <= 0 || e.Tmux.SupervisorPID < 0):
+			case err == nil && (e.Heartbeat <= 0 || e.TokenLimit < 0 || e.ContextWindow <= 0 || e.Tmux.SupervisorPID < 0 ||
+				e.LLM.MaxTokens < 1 || e.LLM.MaxTokens > 1_000_000 ||
+				e.LLM.Temperature != nil && !(*e.LLM.Temperature >= 0 && *e.LLM.Temperature <= agentconfig.MaxTemperature)):
 				t.Errorf("%s=%q accepted as %+v", name, v, e)
 			}
 		}

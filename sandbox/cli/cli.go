@@ -197,7 +197,7 @@ func newSetup(env agentconfig.Env, configPath, policyPath, workspace string) (*s
 	if err != nil {
 		return nil, err
 	}
-	cfg.LLM.APIKey = env.Secret(cfg.LLM.KeyEnv())
+	cfg.LLM.APIKey = env.Key(cfg.LLM)
 	ws := cfg.Agent.Workspace
 	switch {
 	case workspace != "":

@@ -36,6 +36,11 @@ type ToolCall struct {
 	ID   string          `json:"id"`
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args"`
+	// Signature is opaque data the provider attached to the call and wants back
+	// with it when the conversation is sent again (Gemini's thought signature,
+	// without which Gemini 3 refuses the history); other providers leave it
+	// empty and ignore it.
+	Signature []byte `json:"signature,omitempty"`
 }
 
 // Tool is a tool definition as the model sees it: its arguments' JSON Schema.

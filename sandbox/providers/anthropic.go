@@ -1,10 +1,10 @@
 package providers
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -13,32 +13,30 @@ import (
 )
 
 // Anthropic is Claude through the native SDK. The SDK retries 429 and 5xx with
-// backoff, honouring retry-after, up to MaxRetries times.
+// backoff, honouring retry-after, up to MaxRetries times. It speaks API version
+// 2026-10-21, which takes no temperature (it answers one with a 400): New
+// refuses a configured temperature, and Options.Temperature is not sent.
 type Anthropic struct {
 	client anthropic.Client
-	model  string
+	opts   Options
 }
 
-// NewAnthropic returns an Anthropic provider; baseURL "" means the public API.
-func NewAnthropic(apiKey, baseURL, model string, timeout time.Duration, maxRetries int) *Anthropic {
-	opts := []option.RequestOption{option.WithAPIKey(apiKey), option.WithMaxRetries(maxRetries), option.WithRequestTimeout(timeout)}
-	if baseURL != "" {
-		opts = append(opts, option.WithBaseURL(baseURL))
+// NewAnthropic returns an Anthropic provider.
+func NewAnthropic(o Options) *Anthropic {
+	opts := []option.RequestOption{option.WithAPIKey(o.APIKey), option.WithMaxRetries(o.MaxRetries), option.WithRequestTimeout(o.Timeout)}
+	if o.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(o.BaseURL))
 	}
-	return &Anthropic{client: anthropic.NewClient(opts...), model: model}
+	return &Anthropic{client: anthropic.NewClient(opts...), opts: o}
 }
 
 // Name is "anthropic".
 func (a *Anthropic) Name() string { return "anthropic" }
 
 func (a *Anthropic) params(req llm.Request) (anthropic.MessageNewParams, error) {
-	model := req.Model
-	if model == "" {
-		model = a.model
-	}
 	p := anthropic.MessageNewParams{
-		Model:     anthropic.Model(ProviderModelID("anthropic", model)),
-		MaxTokens: int64(req.MaxTokens),
+		Model:     anthropic.Model(a.opts.model("anthropic", req)),
+		MaxTokens: int64(cmp.Or(a.opts.maxTokens(req), fallbackMaxTokens)),
 	}
 	if req.System != "" {
 		p.System = []anthropic.TextBlockParam{{Text: req.System}}

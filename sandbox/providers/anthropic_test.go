@@ -5,14 +5,20 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/providers"
 )
 
-// anthropicWire answers like POST /v1/messages of the Anthropic API.
-func anthropicWire(t *testing.T) func(w http.ResponseWriter, r *http.Request, scenario string, n int, body map[string]any, stream bool) {
+// anthropicWire answers like POST /v1/messages of the Anthropic API, version
+// 2026-10-21 (the SDK's): no temperature, which it refuses with a 400.
+func anthropicWire(t *testing.T) wireFormat {
+	return wireFormat{handle: anthropicHandler(t), noTemperature: true, settings: func(body map[string]any) (any, any) {
+		return body["temperature"], body["max_tokens"]
+	}}
+}
+
+func anthropicHandler(t *testing.T) handler {
 	return func(w http.ResponseWriter, r *http.Request, scenario string, n int, body map[string]any, stream bool) {
 		key := r.Header.Get("X-Api-Key")
 		if key == "" {
@@ -21,8 +27,8 @@ func anthropicWire(t *testing.T) func(w http.ResponseWriter, r *http.Request, sc
 		if r.URL.Path != "/v1/messages" || key != "test-key" || r.Header.Get("Anthropic-Version") == "" {
 			t.Errorf("request %s %s key %q version %q", r.Method, r.URL.Path, key, r.Header.Get("Anthropic-Version"))
 		}
-		if body["model"] != "claude-sonnet-4-5" || body["max_tokens"] != float64(256) {
-			t.Errorf("model/max_tokens in %v", body)
+		if body["model"] != "claude-sonnet-4-5" {
+			t.Errorf("model in %v", body)
 		}
 		if sys, _ := body["system"].([]any); len(sys) != 1 {
 			t.Errorf("system %v", body["system"])
@@ -34,6 +40,12 @@ func anthropicWire(t *testing.T) func(w http.ResponseWriter, r *http.Request, sc
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(status)
 			fmt.Fprintf(w, `{"type":"error","error":{"type":%q,"message":"try later"}}`, kind)
+		}
+		if _, ok := body["temperature"]; ok {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"type":"error","error":{"type":"invalid_request_error","message":"temperature: Extra inputs are not permitted"}}`)
+			return
 		}
 		text := `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Hello there."}],"stop_reason":"end_turn","usage":{"input_tokens":12,"output_tokens":4}}`
 		switch {
@@ -55,7 +67,7 @@ func anthropicWire(t *testing.T) func(w http.ResponseWriter, r *http.Request, sc
 				t.Errorf("tool result not sent back: %v", last)
 			}
 			prev, _ := msgs[len(msgs)-2].(map[string]any)
-			if prevContent, _ := prev["content"].([]any); prev["role"] != "assistant" || len(prevContent) != 1 || prevContent[0].(map[string]any)["type"] != "tool_use" {
+			if prevContent, _ := prev["content"].([]any); prev["role"] != "assistant" || len(prevContent) != 2 || prevContent[1].(map[string]any)["type"] != "tool_use" {
 				t.Errorf("assistant tool use not replayed: %v", prev)
 			}
 			text = `{"id":"msg_3","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"The file is titled Demo."}],"stop_reason":"end_turn","usage":{"input_tokens":20,"output_tokens":6}}`
@@ -71,6 +83,17 @@ func anthropicWire(t *testing.T) func(w http.ResponseWriter, r *http.Request, sc
 				`event: message_delta` + "\n" + `data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":4}}`,
 				`event: message_stop` + "\n" + `data: {"type":"message_stop"}`,
 			}
+			if scenario == scenarioTool {
+				events = []string{
+					`event: message_start` + "\n" + `data: {"type":"message_start","message":{"id":"msg_2","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"usage":{"input_tokens":12,"output_tokens":1}}}`,
+					`event: content_block_start` + "\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"call_1","name":"read","input":{}}}`,
+					`event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"path\":"}}`,
+					`event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"\"README.md\"}"}}`,
+					`event: content_block_stop` + "\n" + `data: {"type":"content_block_stop","index":0}`,
+					`event: message_delta` + "\n" + `data: {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}`,
+					`event: message_stop` + "\n" + `data: {"type":"message_stop"}`,
+				}
+			}
 			for _, e := range events {
 				fmt.Fprint(w, e+"\n\n")
 				w.(http.Flusher).Flush()
@@ -84,7 +107,8 @@ func anthropicWire(t *testing.T) func(w http.ResponseWriter, r *http.Request, sc
 
 func TestAnthropicContract(t *testing.T) {
 	t.Parallel()
-	contract(t, anthropicWire(t), func(baseURL string, timeout time.Duration, retries int) llm.Provider {
-		return providers.NewAnthropic("test-key", baseURL, "claude-sonnet-4.5", timeout, retries)
+	contract(t, anthropicWire(t), func(o providers.Options) llm.Provider {
+		o.APIKey, o.Model = "test-key", "claude-sonnet-4.5"
+		return providers.NewAnthropic(o)
 	})
 }

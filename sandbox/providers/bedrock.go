@@ -23,21 +23,21 @@ import (
 // Bedrock is Amazon Bedrock's Converse API: the natural provider inside AWS, where
 // the task role authorises the calls and no API key exists to leak.
 type Bedrock struct {
-	client  *bedrockruntime.Client
-	model   string
-	timeout time.Duration
+	client *bedrockruntime.Client
+	opts   Options
 }
 
-// NewBedrock returns a Bedrock provider over cfg (region, credentials, endpoint).
-// Throttling and 5xx are retried with backoff that honours Retry-After.
-func NewBedrock(cfg aws.Config, model string, timeout time.Duration, maxRetries int) *Bedrock {
-	client := bedrockruntime.NewFromConfig(cfg, func(o *bedrockruntime.Options) {
-		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
-			so.MaxAttempts = maxRetries + 1
+// NewBedrock returns a Bedrock provider over cfg (region, credentials,
+// endpoint); o's APIKey and BaseURL are not used. Throttling and 5xx are
+// retried with backoff that honours Retry-After.
+func NewBedrock(cfg aws.Config, o Options) *Bedrock {
+	client := bedrockruntime.NewFromConfig(cfg, func(bo *bedrockruntime.Options) {
+		bo.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.MaxAttempts = o.MaxRetries + 1
 			so.Backoff = retryAfter{fallback: retry.NewExponentialJitterBackoff(20 * time.Second)}
 		})
 	})
-	return &Bedrock{client: client, model: model, timeout: timeout}
+	return &Bedrock{client: client, opts: o}
 }
 
 // retryAfter waits what a Retry-After header asks, else the fallback backoff.
@@ -69,13 +69,15 @@ type converseParts struct {
 }
 
 func (b *Bedrock) parts(req llm.Request) (converseParts, error) {
-	model := req.Model
-	if model == "" {
-		model = b.model
-	}
-	p := converseParts{model: aws.String(ProviderModelID("bedrock", model))}
-	if req.MaxTokens > 0 {
-		p.infer = &types.InferenceConfiguration{MaxTokens: aws.Int32(int32(min(req.MaxTokens, math.MaxInt32)))}
+	p := converseParts{model: aws.String(b.opts.model("bedrock", req))}
+	if n, t := b.opts.maxTokens(req), b.opts.Temperature; n > 0 || t != nil {
+		p.infer = &types.InferenceConfiguration{}
+		if n > 0 {
+			p.infer.MaxTokens = aws.Int32(int32(min(n, math.MaxInt32)))
+		}
+		if t != nil {
+			p.infer.Temperature = aws.Float32(float32(*t))
+		}
 	}
 	if req.System != "" {
 		p.system = []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: req.System}}
@@ -149,7 +151,7 @@ func (b *Bedrock) Chat(ctx context.Context, req llm.Request) (llm.Response, erro
 	if err != nil {
 		return llm.Response{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	ctx, cancel := b.opts.withTimeout(ctx)
 	defer cancel()
 	out, err := b.client.Converse(ctx, &bedrockruntime.ConverseInput{
 		ModelId: p.model, Messages: p.messages, System: p.system, InferenceConfig: p.infer, ToolConfig: p.tools,
@@ -188,7 +190,7 @@ func (b *Bedrock) Stream(ctx context.Context, req llm.Request) (<-chan llm.Event
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	ctx, cancel := b.opts.withTimeout(ctx)
 	out, err := b.client.ConverseStream(ctx, &bedrockruntime.ConverseStreamInput{
 		ModelId: p.model, Messages: p.messages, System: p.system, InferenceConfig: p.infer, ToolConfig: p.tools,
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/llm"
+	"github.com/remote-agents/remote-agents/sandbox/providers"
 )
 
 // Scenarios every provider's wire-format server plays.
@@ -22,15 +23,46 @@ const (
 	scenarioToolBack = "tool_back" // checks the tool result was sent back
 )
 
-// wire is a local server speaking one provider's wire format. Its handle function
-// answers one request for the current scenario; n counts requests of the scenario.
+// The usage each wire format reports: a text reply, a tool call, the answer
+// after a tool result.
+var (
+	textUsage     = llm.Usage{InputTokens: 12, OutputTokens: 4}
+	toolUsage     = llm.Usage{InputTokens: 12, OutputTokens: 9}
+	toolBackUsage = llm.Usage{InputTokens: 20, OutputTokens: 6}
+)
+
+// handler answers one request of a scenario; n counts the scenario's requests
+// (from 1) and stream says whether the client asked for a stream.
+type handler func(w http.ResponseWriter, r *http.Request, scenario string, n int, body map[string]any, stream bool)
+
+// wireFormat is one provider's wire format, as a local server speaks it. It
+// answers text and tool calls, whole and streamed: for scenarioText "Hello
+// there." (streamed in at least two parts) with textUsage; for scenarioTool a
+// call "call_1" of read with {"path":"README.md"} with toolUsage; for
+// scenarioToolBack, after checking the tool result came back, "The file is
+// titled Demo." with toolBackUsage; 429 with "Retry-After: 1" and then 500
+// before the scenario's first success.
+type wireFormat struct {
+	handle handler
+	// settings reads the temperature and the bound on the reply from a request
+	// body, in the provider's field names; nil where absent.
+	settings func(body map[string]any) (temperature, maxTokens any)
+	// noTemperature says that the API takes no temperature, which must not be sent.
+	noTemperature bool
+}
+
+// wire is a local server speaking one provider's wire format, recording the
+// requests of the current scenario and checking each one's settings.
 type wire struct {
+	t        *testing.T
+	format   wireFormat
 	mu       sync.Mutex
 	scenario string
 	n        int
 	times    []time.Time
 	bodies   []map[string]any
-	handle   func(w http.ResponseWriter, r *http.Request, scenario string, n int, body map[string]any, stream bool)
+	// want are the temperature and max tokens every request must carry.
+	wantTemperature, wantMaxTokens any
 }
 
 func (s *wire) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -41,7 +73,12 @@ func (s *wire) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n, scenario := s.n, s.scenario
 	s.times = append(s.times, time.Now())
 	s.bodies = append(s.bodies, body)
+	wantTemperature, wantMaxTokens := s.wantTemperature, s.wantMaxTokens
 	s.mu.Unlock()
+	temperature, maxTokens := s.format.settings(body)
+	if temperature != wantTemperature || maxTokens != wantMaxTokens {
+		s.t.Errorf("%s request %d: temperature %v, max tokens %v; want %v, %v", scenario, n, temperature, maxTokens, wantTemperature, wantMaxTokens)
+	}
 	if scenario == scenarioSlow {
 		// Slower than any timeout: hold the request until the client gives up on
 		// it. (Bounded, so that a client that never does fails the test.)
@@ -52,13 +89,16 @@ func (s *wire) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stream, _ := body["stream"].(bool)
-	s.handle(w, r, scenario, n, body, stream)
+	s.format.handle(w, r, scenario, n, body, stream)
 }
 
-func (s *wire) set(scenario string) {
+// set starts a scenario whose requests must carry temperature and maxTokens
+// (as JSON decodes them: float64, or nil for absent).
+func (s *wire) set(scenario string, temperature, maxTokens any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.scenario, s.n, s.times, s.bodies = scenario, 0, nil, nil
+	s.wantTemperature, s.wantMaxTokens = temperature, maxTokens
 }
 
 func (s *wire) requests() ([]time.Time, []map[string]any) {
@@ -67,82 +107,101 @@ func (s *wire) requests() ([]time.Time, []map[string]any) {
 	return append([]time.Time(nil), s.times...), append([]map[string]any(nil), s.bodies...)
 }
 
-// newProvider builds the provider under test against baseURL.
-type newProvider func(baseURL string, timeout time.Duration, retries int) llm.Provider
+// newProvider builds the provider under test with o, which the suite fills
+// with the server's address, the timeout, retries and settings; the builder
+// adds the key and the model.
+type newProvider func(o providers.Options) llm.Provider
 
 var readTool = llm.Tool{Name: "read", Description: "read a file", Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)}
 
-// contract runs the provider contract suite: plain reply, tool call round trip,
-// streaming, 429 with retry-after, 500 then success, timeout.
-func contract(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, scenario string, n int, body map[string]any, stream bool), build newProvider) {
+// The settings the suite configures: a request's bound wins over the
+// configured one, which applies to requests without.
+const (
+	suiteTemperature = 0.25
+	suiteMaxTokens   = 512
+	requestMaxTokens = 256
+)
+
+// contract runs the provider contract suite against a local server speaking
+// format: plain reply, tool call round trip, streaming (text and a tool call),
+// 429 with Retry-After, 500 then success, timeout; temperature and max tokens
+// in every request, in the provider's field names; usage in every result.
+func contract(t *testing.T, format wireFormat, build newProvider) {
 	t.Helper()
-	s := &wire{handle: handle}
+	s := &wire{t: t, format: format}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	p := build(srv.URL, 2*time.Second, 3)
-	req := llm.Request{Model: "claude-sonnet-4.5", System: "be brief", MaxTokens: 256,
+	temperature := suiteTemperature
+	wantTemperature := any(suiteTemperature)
+	if format.noTemperature {
+		wantTemperature = nil
+	}
+	options := func(timeout time.Duration, retries int, temperature *float64) providers.Options {
+		return providers.Options{BaseURL: srv.URL, Timeout: timeout, MaxRetries: retries, MaxTokens: suiteMaxTokens, Temperature: temperature}
+	}
+	tempOf := &temperature
+	if format.noTemperature {
+		tempOf = nil
+	}
+	p := build(options(2*time.Second, 3, tempOf))
+	req := llm.Request{Model: "", System: "be brief", MaxTokens: requestMaxTokens,
 		Messages: []llm.Message{{Role: llm.User, Content: "hello"}}, Tools: []llm.Tool{readTool}}
+	set := func(scenario string) { s.set(scenario, wantTemperature, float64(requestMaxTokens)) }
 
 	t.Run("plain reply", func(t *testing.T) {
-		s.set(scenarioText)
+		set(scenarioText)
 		res, err := p.Chat(t.Context(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Content != "Hello there." || len(res.ToolCalls) != 0 || res.Usage.InputTokens != 12 || res.Usage.OutputTokens != 4 {
-			t.Errorf("reply %+v", res)
+		if res.Content != "Hello there." || len(res.ToolCalls) != 0 || res.Usage != textUsage {
+			t.Errorf("reply %+v, want Hello there. and usage %+v", res, textUsage)
 		}
 	})
 	t.Run("tool call round trip", func(t *testing.T) {
-		s.set(scenarioTool)
+		set(scenarioTool)
 		res, err := p.Chat(t.Context(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.ToolCalls) != 1 || res.ToolCalls[0].Name != "read" || res.ToolCalls[0].ID != "call_1" {
-			t.Fatalf("tool calls %+v", res)
+		checkToolCall(t, res.ToolCalls)
+		if res.Usage != toolUsage {
+			t.Errorf("usage %+v, want %+v", res.Usage, toolUsage)
 		}
-		var args struct{ Path string }
-		if err := json.Unmarshal(res.ToolCalls[0].Args, &args); err != nil || args.Path != "README.md" {
-			t.Errorf("args %s", res.ToolCalls[0].Args)
-		}
-		s.set(scenarioToolBack)
+		set(scenarioToolBack)
 		next := req
 		next.Messages = append(append([]llm.Message{}, req.Messages...),
-			llm.Message{Role: llm.Assistant, ToolCalls: res.ToolCalls},
+			llm.Message{Role: llm.Assistant, Content: res.Content, ToolCalls: res.ToolCalls},
 			llm.Message{Role: llm.ToolRole, ToolCallID: "call_1", Content: "# Demo", IsError: false})
 		back, err := p.Chat(t.Context(), next)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if back.Content != "The file is titled Demo." {
+		if back.Content != "The file is titled Demo." || back.Usage != toolBackUsage {
 			t.Errorf("after tool result: %+v", back)
 		}
 	})
 	t.Run("streaming", func(t *testing.T) {
-		s.set(scenarioText)
-		ch, err := p.Stream(t.Context(), req)
-		if err != nil {
-			t.Fatal(err)
+		set(scenarioText)
+		deltas, calls, done := collect(t, p, req)
+		if len(deltas) < 2 || strings.Join(deltas, "") != "Hello there." || len(calls) != 0 {
+			t.Errorf("streamed %q and calls %+v", deltas, calls)
 		}
-		var deltas []string
-		var done *llm.Response
-		for e := range ch {
-			switch e.Type {
-			case llm.TextDelta:
-				deltas = append(deltas, e.Text)
-			case llm.Done:
-				done = e.Response
-			case llm.Failed:
-				t.Fatal(e.Err)
-			}
+		if done.Content != "Hello there." || done.Usage != textUsage {
+			t.Errorf("done %+v, want usage %+v", done, textUsage)
 		}
-		if len(deltas) < 2 || strings.Join(deltas, "") != "Hello there." || done == nil || done.Content != "Hello there." {
-			t.Errorf("streamed %q, done %+v", deltas, done)
+	})
+	t.Run("streaming a tool call", func(t *testing.T) {
+		set(scenarioTool)
+		_, calls, done := collect(t, p, req)
+		checkToolCall(t, calls)
+		checkToolCall(t, done.ToolCalls)
+		if done.Usage != toolUsage {
+			t.Errorf("usage %+v, want %+v", done.Usage, toolUsage)
 		}
 	})
 	t.Run("429 honours retry-after", func(t *testing.T) {
-		s.set(scenario429)
+		set(scenario429)
 		res, err := p.Chat(t.Context(), req)
 		if err != nil {
 			t.Fatal(err)
@@ -156,7 +215,7 @@ func contract(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, 
 		}
 	})
 	t.Run("500 then success", func(t *testing.T) {
-		s.set(scenario500)
+		set(scenario500)
 		res, err := p.Chat(t.Context(), req)
 		if err != nil {
 			t.Fatal(err)
@@ -165,9 +224,19 @@ func contract(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, 
 			t.Errorf("reply %+v after %d requests", res, len(times))
 		}
 	})
+	t.Run("configured max tokens and no temperature", func(t *testing.T) {
+		s.set(scenarioText, nil, float64(suiteMaxTokens))
+		plain := build(options(2*time.Second, 0, nil))
+		unbounded := req
+		unbounded.MaxTokens = 0
+		res, err := plain.Chat(t.Context(), unbounded)
+		if err != nil || res.Usage != textUsage {
+			t.Errorf("%+v, %v", res, err)
+		}
+	})
 	t.Run("timeout", func(t *testing.T) {
-		s.set(scenarioSlow)
-		quick := build(srv.URL, 300*time.Millisecond, 0)
+		set(scenarioSlow)
+		quick := build(options(300*time.Millisecond, 0, tempOf))
 		began := time.Now()
 		_, err := quick.Chat(t.Context(), req)
 		if err == nil {
@@ -177,4 +246,55 @@ func contract(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, 
 			t.Errorf("timed out after %s, configured 300ms", took)
 		}
 	})
+}
+
+// collect streams req from p until Done, failing the test on Failed.
+func collect(t *testing.T, p llm.Provider, req llm.Request) (deltas []string, calls []llm.ToolCall, done llm.Response) {
+	t.Helper()
+	ch, err := p.Stream(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *llm.Response
+	for e := range ch {
+		switch e.Type {
+		case llm.TextDelta:
+			deltas = append(deltas, e.Text)
+		case llm.ToolCallDone:
+			calls = append(calls, *e.ToolCall)
+		case llm.Done:
+			got = e.Response
+		case llm.Failed:
+			t.Fatal(e.Err)
+		}
+	}
+	if got == nil {
+		t.Fatal("the stream ended without Done")
+	}
+	return deltas, calls, *got
+}
+
+// checkToolCall checks calls are the one call of scenarioTool.
+func checkToolCall(t *testing.T, calls []llm.ToolCall) {
+	t.Helper()
+	if len(calls) != 1 || calls[0].Name != "read" || calls[0].ID != "call_1" {
+		t.Fatalf("tool calls %+v", calls)
+	}
+	var args struct{ Path string }
+	if err := json.Unmarshal(calls[0].Args, &args); err != nil || args.Path != "README.md" {
+		t.Errorf("args %s", calls[0].Args)
+	}
+}
+
+// field returns body's value at path (object keys), nil where absent.
+func field(body map[string]any, path ...string) any {
+	var v any = body
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
 }

@@ -1,10 +1,17 @@
-// Package providers builds the configured model provider.
+// Package providers builds the configured model provider: Anthropic, OpenAI
+// (and servers compatible with it), Bedrock, Gemini and Mistral through native
+// SDKs, local OpenAI-compatible servers (Ollama, vLLM…), or the scripted
+// provider. One contract suite (contract_test.go) runs against each, over a
+// local server speaking its wire format.
 package providers
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -14,9 +21,19 @@ import (
 )
 
 // New returns the provider cfg names, with the API key cfg carries (the caller
-// reads it from the variable cfg.KeyEnv names). dir is where the config file
-// lives; the scripted provider's script path is relative to it.
+// reads it from the variables cfg.KeyEnvs names), its model, max tokens and
+// temperature. dir is where the config file lives; the scripted provider's
+// script path is relative to it.
 func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
+	o := Options{
+		APIKey:      cfg.APIKey,
+		BaseURL:     cfg.BaseURL,
+		Model:       cmp.Or(cfg.Model, DefaultModel(cfg.Provider)),
+		MaxTokens:   cfg.MaxTokens,
+		Temperature: cfg.Temperature,
+		Timeout:     timeoutOf(cfg),
+		MaxRetries:  MaxRetries,
+	}
 	switch cfg.Provider {
 	case "", "scripted":
 		if cfg.Script == "" {
@@ -31,15 +48,35 @@ func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
 			return nil, err
 		}
 		return llm.NewScripted(steps), nil
-	case "anthropic", "openai":
+	case "anthropic", "openai", "gemini", "mistral":
 		if cfg.APIKey == "" {
-			return nil, fmt.Errorf("llm.provider %s needs an API key in $%s", cfg.Provider, cfg.KeyEnv())
+			return nil, fmt.Errorf("llm.provider %s needs an API key in $%s", cfg.Provider, strings.Join(cfg.KeyEnvs(), " or $"))
 		}
-		timeout := timeoutOf(cfg)
-		if cfg.Provider == "anthropic" {
-			return NewAnthropic(cfg.APIKey, cfg.BaseURL, cfg.Model, timeout, MaxRetries), nil
+		switch cfg.Provider {
+		case "gemini":
+			return NewGemini(o)
+		case "mistral":
+			return NewMistral(o), nil
+		case "anthropic":
+			if cfg.Temperature != nil {
+				return nil, errors.New("llm.temperature: anthropic takes none (its API version 2026-10-21 refuses sampling parameters); leave it unset")
+			}
+			return NewAnthropic(o), nil
 		}
-		return NewOpenAI(cfg.APIKey, cfg.BaseURL, cfg.Model, timeout, MaxRetries), nil
+		return NewOpenAI(o), nil
+	case "ollama", "openai-compatible":
+		// Local servers: no key unless llm.api_key_env names one, and no
+		// default model, since each has its own.
+		if cfg.Provider == "ollama" {
+			o.BaseURL = cmp.Or(o.BaseURL, OllamaBaseURL)
+		}
+		if o.BaseURL == "" {
+			return nil, fmt.Errorf("llm.provider %s needs the server's address in llm.base_url ($RA_LLM_BASE_URL), such as http://localhost:8000/v1 for vLLM", cfg.Provider)
+		}
+		if o.Model == "" {
+			return nil, fmt.Errorf("llm.provider %s needs llm.model ($RA_LLM_MODEL): a model the server has", cfg.Provider)
+		}
+		return NewOpenAICompatible(cfg.Provider, o), nil
 	case "bedrock":
 		// Credentials come from the environment: the task role inside AWS.
 		awsCfg, err := config.LoadDefaultConfig(context.Background())
@@ -49,9 +86,9 @@ func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
 		if cfg.BaseURL != "" {
 			awsCfg.BaseEndpoint = &cfg.BaseURL
 		}
-		return NewBedrock(awsCfg, cfg.Model, timeoutOf(cfg), MaxRetries), nil
+		return NewBedrock(awsCfg, o), nil
 	default:
-		return nil, fmt.Errorf("llm.provider %q is not available in this build of the agent (available: scripted, anthropic, openai, bedrock)", cfg.Provider)
+		return nil, fmt.Errorf("llm.provider %q is not available in this build of the agent (available: %s)", cfg.Provider, strings.Join(agentconfig.Providers(), ", "))
 	}
 }
 

@@ -104,7 +104,8 @@ const defaultProvider = "scripted"
 // RA_LLM_PROVIDER, sandboxes get the scripted provider, and the banner says so.
 func modelEnv() []string {
 	env := []string{"RA_LLM_PROVIDER=" + provider()}
-	for _, k := range []string{"RA_LLM_MODEL", "RA_LLM_BASE_URL", "RA_LLM_API_KEY_ENV", "RA_LLM_SCRIPT", "RA_TOKEN_LIMIT", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"} {
+	for _, k := range []string{"RA_LLM_MODEL", "RA_LLM_BASE_URL", "RA_LLM_API_KEY_ENV", "RA_LLM_SCRIPT", "RA_TOKEN_LIMIT", "RA_LLM_MAX_TOKENS", "RA_LLM_TEMPERATURE",
+		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MISTRAL_API_KEY"} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}

@@ -17,11 +17,15 @@ import (
 type Env struct {
 	// SessionID, GatewayURL (without a trailing slash) and SandboxToken are the
 	// sandbox's identity, under the agent contract's names
-	// (PROLIFERATE_SESSION_ID, PROLIFERATE_GATEWAY_URL, SANDBOX_MCP_AUTH_TOKEN);
-	// `agent sandbox` needs all three (CheckSandbox).
-	SessionID    string
-	GatewayURL   string
-	SandboxToken string
+	// (PROLIFERATE_SESSION_ID, PROLIFERATE_GATEWAY_URL, SANDBOX_MCP_AUTH_TOKEN).
+	// The platform's launchers pass BootstrapCode (RA_BOOTSTRAP_CODE) instead of
+	// the token, a one-time code the agent exchanges for it at start; `agent
+	// sandbox` needs the session, the gateway and one of the two
+	// (CheckSandbox).
+	SessionID     string
+	GatewayURL    string
+	SandboxToken  string
+	BootstrapCode string
 	// Workspace is the folder the agent works in (RA_WORKSPACE, default ".").
 	Workspace string
 	// EnvFile is where env values users submit, and those persisted for the
@@ -102,6 +106,7 @@ var envVars = []envVar{
 	{name: sandboxwire.EnvSessionID, set: func(e *Env, v string) error { e.SessionID = v; return nil }},
 	{name: sandboxwire.EnvGatewayURL, set: func(e *Env, v string) error { e.GatewayURL = strings.TrimRight(v, "/"); return nil }},
 	{name: sandboxwire.EnvSandboxToken, set: func(e *Env, v string) error { e.SandboxToken = v; return nil }},
+	{name: sandboxwire.EnvBootstrapCode, set: func(e *Env, v string) error { e.BootstrapCode = v; return nil }},
 	{name: "RA_WORKSPACE", set: func(e *Env, v string) error { e.Workspace = v; return nil }},
 	{name: sandboxwire.EnvFileVar, set: func(e *Env, v string) error { e.EnvFile = v; return nil }},
 	{name: "RA_HEARTBEAT_SECONDS", set: func(e *Env, v string) error {
@@ -195,10 +200,11 @@ func (e Env) Key(l LLM) string {
 // CheckSandbox reports the variables a sandbox needs that are not set.
 func (e Env) CheckSandbox() error {
 	var missing []string
+	credential := e.SandboxToken + e.BootstrapCode
 	for _, v := range []struct{ name, value string }{
 		{sandboxwire.EnvSessionID, e.SessionID},
 		{sandboxwire.EnvGatewayURL, e.GatewayURL},
-		{sandboxwire.EnvSandboxToken, e.SandboxToken},
+		{sandboxwire.EnvBootstrapCode + " (or " + sandboxwire.EnvSandboxToken + ")", credential},
 	} {
 		if v.value == "" {
 			missing = append(missing, v.name)

@@ -41,10 +41,13 @@ import (
 type Config struct {
 	SessionID string
 	Gateway   string
-	Token     string
-	Workspace string
-	Heartbeat time.Duration
-	Poll      time.Duration
+	// Token is the sandbox token; without one, Run gets it for BootstrapCode
+	// before anything else (POST bootstrap), and forgets the code.
+	Token         string
+	BootstrapCode string
+	Workspace     string
+	Heartbeat     time.Duration
+	Poll          time.Duration
 	// EnvFile is where env values the user submits are written.
 	EnvFile string
 	// LLM, TokenLimit and ContextWindow are the brain's (see Brain).
@@ -63,6 +66,7 @@ func NewConfig(env agentconfig.Env) (Config, error) {
 		SessionID:     env.SessionID,
 		Gateway:       env.GatewayURL,
 		Token:         env.SandboxToken,
+		BootstrapCode: env.BootstrapCode,
 		Workspace:     env.Workspace,
 		Heartbeat:     env.Heartbeat,
 		Poll:          time.Second,
@@ -107,11 +111,20 @@ func Prime(spec sandboxwire.Spec) ([]Message, error) {
 // ConversationFile is where the primed conversation is written in the workspace.
 const ConversationFile = "conversation.json"
 
-// Run is the sandbox's life: prime, report ready, then heartbeat and poll until
-// told to stop or ctx ends (SIGTERM). It reports ended before returning.
+// Run is the sandbox's life: get its token for its bootstrap code, prime,
+// report ready, then heartbeat and poll until told to stop or ctx ends
+// (SIGTERM). It reports ended before returning.
 func Run(ctx context.Context, c Config, log *slog.Logger) error {
-	r := &run{c: c, log: log, asked: &questions{}, turnDone: make(chan error, 1),
-		cl: &client{c: c, http: &http.Client{Timeout: 30 * time.Second}, retry: gatewayRetry}}
+	cl := &client{c: c, http: &http.Client{Timeout: 30 * time.Second}, retry: gatewayRetry}
+	if c.Token == "" {
+		tok, err := cl.bootstrap(ctx)
+		if err != nil {
+			return err
+		}
+		c.Token, c.BootstrapCode = tok, ""
+		cl.c = c
+	}
+	r := &run{c: c, log: log, asked: &questions{}, turnDone: make(chan error, 1), cl: cl}
 	spec, primed, err := r.prime(ctx)
 	if err != nil {
 		return err
@@ -360,6 +373,27 @@ type authError struct{ status int }
 
 func (e *authError) Error() string {
 	return fmt.Sprintf("gateway refused the sandbox token (%d)", e.status)
+}
+
+// bootstrap exchanges the client's bootstrap code for the sandbox token. The
+// code works once: a refused code (spent, expired, replaced by a later launch)
+// is an *authError, never retried; a transport failure or 5xx is retried with
+// the same code (an exchange whose answer was lost has spent it, and the
+// retry is refused: the sandbox then stops, and its session fails).
+func (cl *client) bootstrap(ctx context.Context) (string, error) {
+	if cl.c.BootstrapCode == "" {
+		return "", errors.New("sandbox: neither a sandbox token nor a bootstrap code")
+	}
+	withCode := *cl
+	withCode.c.Token = cl.c.BootstrapCode
+	var out sandboxwire.BootstrapResponse
+	if err := withCode.do(ctx, http.MethodPost, sandboxwire.RouteBootstrap, struct{}{}, &out); err != nil {
+		return "", fmt.Errorf("exchange the bootstrap code: %w", err)
+	}
+	if out.SandboxToken == "" {
+		return "", errors.New("exchange the bootstrap code: the gateway sent no token")
+	}
+	return out.SandboxToken, nil
 }
 
 // Emit appends one event to the session.

@@ -1,9 +1,17 @@
 package sandboxwire
 
 // The environment a launcher gives a sandbox: who it is, where the platform
-// is, and its token, under the names of the agent contract (agent-contract.md
-// 6.4), which the agent reads. The sandbox inherits nothing else of the
-// platform's.
+// is, under the names of the agent contract (agent-contract.md 6.4), and a
+// one-time bootstrap code, which the agent exchanges for its sandbox token
+// (RouteBootstrap) before anything else. The sandbox inherits nothing else of
+// the platform's.
+//
+// The token itself is never in a launcher's environment: on ECS that
+// environment is in the RunTask overrides, which DescribeTasks and CloudTrail
+// show; a code spent at start is worth nothing to their readers.
+// SANDBOX_MCP_AUTH_TOKEN keeps its contract meaning, the sandbox token, inside
+// the agent (which takes it from the environment too, when a launcher of its
+// own sets it instead of a code).
 const (
 	// EnvSessionID is the session the sandbox runs.
 	EnvSessionID = "PROLIFERATE_SESSION_ID"
@@ -13,6 +21,9 @@ const (
 	// EnvSandboxToken is the sandbox token: bearer of every channel call and
 	// tool callback.
 	EnvSandboxToken = "SANDBOX_MCP_AUTH_TOKEN" //nolint:gosec // the variable's name, not a credential
+	// EnvBootstrapCode is the one-time code the sandbox exchanges for its
+	// token (POST RouteBootstrap, the code as bearer).
+	EnvBootstrapCode = "RA_BOOTSTRAP_CODE"
 	// EnvGeneration is the launch generation it runs for (the contract names
 	// none; informational).
 	EnvGeneration = "RA_GENERATION"

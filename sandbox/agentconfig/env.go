@@ -2,6 +2,7 @@ package agentconfig
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,10 @@ type Env struct {
 	ContextWindow int
 	// Tmux says whether and where a sandbox runs inside tmux.
 	Tmux Tmux
+	// ToolUser names the user (name or id) a sandbox runs its tools' commands
+	// as (RA_TOOL_USER): the agent must then run as root. "" runs them as the
+	// agent's own user.
+	ToolUser string
 
 	lookup func(string) (string, bool)
 }
@@ -66,6 +71,9 @@ type Tmux struct {
 	Inside        bool
 	SupervisorPID int
 	LogPipe       string
+	// EnvPipe is where the agent inside reads the environment the launcher
+	// gave its supervisor (EnvTmuxEnvPipe).
+	EnvPipe string
 }
 
 // The variables the tmux supervisor sets for the agent it starts.
@@ -73,7 +81,16 @@ const (
 	EnvInTmux            = "RA_IN_TMUX"
 	EnvTmuxSupervisorPID = "RA_TMUX_SUPERVISOR_PID"
 	EnvTmuxLogPipe       = "RA_TMUX_LOG_PIPE"
+	// EnvTmuxEnvPipe names the pipe the supervisor hands the agent its
+	// environment through: the tmux server, which any process of the user can
+	// ask for its environment, gets only the host variables.
+	EnvTmuxEnvPipe = "RA_TMUX_ENV_PIPE"
 )
+
+// TmuxVariables are the variables the supervisor sets for the agent inside:
+// that agent takes them from its own environment, everything else from the
+// environment handed over.
+var TmuxVariables = []string{EnvInTmux, EnvTmuxSupervisorPID, EnvTmuxLogPipe, EnvTmuxEnvPipe}
 
 // DefaultContextWindow is the context window assumed when none is configured.
 const DefaultContextWindow = 200000
@@ -154,6 +171,8 @@ var envVars = []envVar{
 		return err
 	}},
 	{name: EnvTmuxLogPipe, set: func(e *Env, v string) error { e.Tmux.LogPipe = v; return nil }},
+	{name: EnvTmuxEnvPipe, set: func(e *Env, v string) error { e.Tmux.EnvPipe = v; return nil }},
+	{name: "RA_TOOL_USER", set: func(e *Env, v string) error { e.ToolUser = v; return nil }},
 }
 
 // count parses a whole number of at least least.
@@ -224,4 +243,40 @@ func (e Env) Secret(name string) string {
 	}
 	v, _ := e.lookup(name)
 	return v
+}
+
+// secretSuffixes end the names of variables that hold secrets, by convention.
+var secretSuffixes = []string{"_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIALS_RELATIVE_URI", "_CREDENTIALS_FULL_URI"}
+
+// SecretName reports whether the variable name holds a secret of the agent's:
+// its sandbox token and bootstrap code, a model provider's key, any *_API_KEY,
+// *_KEY, *_TOKEN, *_SECRET, *_PASSWORD, and the ECS credential endpoints
+// (AWS_CONTAINER_CREDENTIALS_*). A sandbox hides their values in what it
+// lets out and removes them from its environment once read.
+func SecretName(name string) bool {
+	if name == sandboxwire.EnvSandboxToken || name == sandboxwire.EnvBootstrapCode {
+		return true
+	}
+	upper := strings.ToUpper(name)
+	for _, s := range secretSuffixes {
+		if strings.HasSuffix(upper, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Secrets returns the names and values of the variables of environ
+// ("NAME=value" entries) that hold secrets: those SecretName recognises and
+// those the configured model reads its key from (LLM.KeyEnvs).
+func (e Env) Secrets(environ []string) map[string]string {
+	keys := e.LLM.KeyEnvs()
+	out := map[string]string{}
+	for _, kv := range environ {
+		name, value, ok := strings.Cut(kv, "=")
+		if ok && value != "" && (SecretName(name) || slices.Contains(keys, name)) {
+			out[name] = value
+		}
+	}
+	return out
 }

@@ -1,5 +1,10 @@
 package sandboxwire
 
+import (
+	"slices"
+	"strings"
+)
+
 // The environment a launcher gives a sandbox: who it is, where the platform
 // is, under the names of the agent contract (agent-contract.md 6.4), and a
 // one-time bootstrap code, which the agent exchanges for its sandbox token
@@ -43,3 +48,27 @@ const (
 	// gives each its own.
 	EnvFileVar = "RA_ENV_FILE"
 )
+
+// HostVariables are the variables of a host's environment that a sandbox, and
+// every command its agent runs, take over: where programs are, whose home,
+// the language (LC_* too) and the terminal. Nothing else of a launcher's
+// environment (its credentials, its settings, its keys) reaches a sandbox,
+// and nothing else of the agent's reaches its tools.
+var HostVariables = []string{"PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL"}
+
+// FromHost reports whether the host variable name passes (HostVariables,
+// LC_*).
+func FromHost(name string) bool {
+	return slices.Contains(HostVariables, name) || (strings.HasPrefix(name, "LC_") && len(name) > len("LC_"))
+}
+
+// HostEnv returns the entries ("NAME=value") of environ that pass FromHost.
+func HostEnv(environ []string) []string {
+	out := make([]string, 0, len(HostVariables))
+	for _, kv := range environ {
+		if name, _, ok := strings.Cut(kv, "="); ok && FromHost(name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

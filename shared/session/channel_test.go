@@ -630,7 +630,11 @@ func TestChannelBootstrap(t *testing.T) {
 func TestChannelBootstrapIsSpentOnce(t *testing.T) {
 	t.Parallel()
 	c := newChannel(t, session.Working)
-	s, bootCode := c.launched(t, time.Now().Add(time.Hour).Add(c.now.Sub(time.Now()).Abs()))
+	later := c.now
+	if now := time.Now(); now.After(later) {
+		later = now
+	}
+	s, bootCode := c.launched(t, later.Add(time.Hour))
 	outs := make([]sandboxwire.BootstrapResponse, 4)
 	errs := make([]error, len(outs))
 	var wg sync.WaitGroup

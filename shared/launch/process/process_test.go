@@ -121,7 +121,9 @@ func TestLauncherContract(t *testing.T) {
 func TestSandboxGetsItsIdentityAndNoSecrets(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "platform-secret")
 	t.Setenv("RA_DEV_APP_KEY", "platform-app-key")
-	l, _, ex, dir := newLauncher(t, `echo "$PROLIFERATE_SESSION_ID $RA_GENERATION $PROLIFERATE_GATEWAY_URL $RA_BOOTSTRAP_CODE" > identity; pwd > where; echo "$RA_ENV_FILE" > envfile; echo "$AWS_SECRET_ACCESS_KEY$RA_DEV_APP_KEY" > secrets; exit 3`)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-platform-key")
+	t.Setenv("GITHUB_TOKEN", "ghp_platform")
+	l, _, ex, dir := newLauncher(t, `echo "$PROLIFERATE_SESSION_ID $RA_GENERATION $PROLIFERATE_GATEWAY_URL $RA_BOOTSTRAP_CODE" > identity; pwd > where; echo "$RA_ENV_FILE" > envfile; echo "$AWS_SECRET_ACCESS_KEY$RA_DEV_APP_KEY$ANTHROPIC_API_KEY$GITHUB_TOKEN" > secrets; exit 3`)
 	spec := launch.Spec{SessionID: "s1", Generation: 2, GatewayURL: "http://127.0.0.1:1", BootstrapCode: "rbc_t"}
 	ref, err := l.Launch(t.Context(), spec)
 	if err != nil {

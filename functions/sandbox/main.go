@@ -1,5 +1,5 @@
 // Command sandbox is the Lambda function of the sandbox channel,
-// /sandbox/{sessionId}/{spec,status,heartbeat,inbox,events,uploads}: sandbox tokens only.
+// /sandbox/{sessionId}/{bootstrap,spec,status,heartbeat,inbox,events,uploads}: sandbox tokens only.
 package main
 
 import (

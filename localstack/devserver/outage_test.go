@@ -16,6 +16,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/awsconfig"
 	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/token"
 )
 
 // The outage tests are not parallel: each points the dev server's AWS
@@ -195,6 +196,10 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 		},
 		"POST /proliferate/{sessionId}/tools/{toolName}": func() reply {
 			return o.call(http.MethodPost, "/proliferate/"+id+"/tools/verify", sb, map[string]any{"tool_call_id": "c1", "args": map[string]any{}})
+		},
+		"POST /sandbox/{sessionId}/bootstrap": func() reply {
+			code, _ := token.New(token.Bootstrap)
+			return o.call(http.MethodPost, "/sandbox/"+id+"/bootstrap", code, nil)
 		},
 		"GET /sandbox/{sessionId}/spec": func() reply { return o.call(http.MethodGet, "/sandbox/"+id+"/spec", sb, nil) },
 		"POST /sandbox/{sessionId}/status": func() reply {

@@ -2,6 +2,7 @@ package agentconfig
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,11 +18,15 @@ import (
 type Env struct {
 	// SessionID, GatewayURL (without a trailing slash) and SandboxToken are the
 	// sandbox's identity, under the agent contract's names
-	// (PROLIFERATE_SESSION_ID, PROLIFERATE_GATEWAY_URL, SANDBOX_MCP_AUTH_TOKEN);
-	// `agent sandbox` needs all three (CheckSandbox).
-	SessionID    string
-	GatewayURL   string
-	SandboxToken string
+	// (PROLIFERATE_SESSION_ID, PROLIFERATE_GATEWAY_URL, SANDBOX_MCP_AUTH_TOKEN).
+	// The platform's launchers pass BootstrapCode (RA_BOOTSTRAP_CODE) instead of
+	// the token, a one-time code the agent exchanges for it at start; `agent
+	// sandbox` needs the session, the gateway and one of the two
+	// (CheckSandbox).
+	SessionID     string
+	GatewayURL    string
+	SandboxToken  string
+	BootstrapCode string
 	// Workspace is the folder the agent works in (RA_WORKSPACE, default ".").
 	Workspace string
 	// EnvFile is where env values users submit, and those persisted for the
@@ -45,6 +50,10 @@ type Env struct {
 	ContextWindow int
 	// Tmux says whether and where a sandbox runs inside tmux.
 	Tmux Tmux
+	// ToolUser names the user (name or id) a sandbox runs its tools' commands
+	// as (RA_TOOL_USER): the agent must then run as root. "" runs them as the
+	// agent's own user.
+	ToolUser string
 
 	lookup func(string) (string, bool)
 }
@@ -62,6 +71,9 @@ type Tmux struct {
 	Inside        bool
 	SupervisorPID int
 	LogPipe       string
+	// EnvPipe is where the agent inside reads the environment the launcher
+	// gave its supervisor (EnvTmuxEnvPipe).
+	EnvPipe string
 }
 
 // The variables the tmux supervisor sets for the agent it starts.
@@ -69,7 +81,16 @@ const (
 	EnvInTmux            = "RA_IN_TMUX"
 	EnvTmuxSupervisorPID = "RA_TMUX_SUPERVISOR_PID"
 	EnvTmuxLogPipe       = "RA_TMUX_LOG_PIPE"
+	// EnvTmuxEnvPipe names the pipe the supervisor hands the agent its
+	// environment through: the tmux server, which any process of the user can
+	// ask for its environment, gets only the host variables.
+	EnvTmuxEnvPipe = "RA_TMUX_ENV_PIPE"
 )
+
+// TmuxVariables are the variables the supervisor sets for the agent inside:
+// that agent takes them from its own environment, everything else from the
+// environment handed over.
+var TmuxVariables = []string{EnvInTmux, EnvTmuxSupervisorPID, EnvTmuxLogPipe, EnvTmuxEnvPipe}
 
 // DefaultContextWindow is the context window assumed when none is configured.
 const DefaultContextWindow = 200000
@@ -102,6 +123,7 @@ var envVars = []envVar{
 	{name: sandboxwire.EnvSessionID, set: func(e *Env, v string) error { e.SessionID = v; return nil }},
 	{name: sandboxwire.EnvGatewayURL, set: func(e *Env, v string) error { e.GatewayURL = strings.TrimRight(v, "/"); return nil }},
 	{name: sandboxwire.EnvSandboxToken, set: func(e *Env, v string) error { e.SandboxToken = v; return nil }},
+	{name: sandboxwire.EnvBootstrapCode, set: func(e *Env, v string) error { e.BootstrapCode = v; return nil }},
 	{name: "RA_WORKSPACE", set: func(e *Env, v string) error { e.Workspace = v; return nil }},
 	{name: sandboxwire.EnvFileVar, set: func(e *Env, v string) error { e.EnvFile = v; return nil }},
 	{name: "RA_HEARTBEAT_SECONDS", set: func(e *Env, v string) error {
@@ -149,6 +171,8 @@ var envVars = []envVar{
 		return err
 	}},
 	{name: EnvTmuxLogPipe, set: func(e *Env, v string) error { e.Tmux.LogPipe = v; return nil }},
+	{name: EnvTmuxEnvPipe, set: func(e *Env, v string) error { e.Tmux.EnvPipe = v; return nil }},
+	{name: "RA_TOOL_USER", set: func(e *Env, v string) error { e.ToolUser = v; return nil }},
 }
 
 // count parses a whole number of at least least.
@@ -195,10 +219,11 @@ func (e Env) Key(l LLM) string {
 // CheckSandbox reports the variables a sandbox needs that are not set.
 func (e Env) CheckSandbox() error {
 	var missing []string
+	credential := e.SandboxToken + e.BootstrapCode
 	for _, v := range []struct{ name, value string }{
 		{sandboxwire.EnvSessionID, e.SessionID},
 		{sandboxwire.EnvGatewayURL, e.GatewayURL},
-		{sandboxwire.EnvSandboxToken, e.SandboxToken},
+		{sandboxwire.EnvBootstrapCode + " (or " + sandboxwire.EnvSandboxToken + ")", credential},
 	} {
 		if v.value == "" {
 			missing = append(missing, v.name)
@@ -218,4 +243,40 @@ func (e Env) Secret(name string) string {
 	}
 	v, _ := e.lookup(name)
 	return v
+}
+
+// secretSuffixes end the names of variables that hold secrets, by convention.
+var secretSuffixes = []string{"_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIALS_RELATIVE_URI", "_CREDENTIALS_FULL_URI"}
+
+// SecretName reports whether the variable name holds a secret of the agent's:
+// its sandbox token and bootstrap code, a model provider's key, any *_API_KEY,
+// *_KEY, *_TOKEN, *_SECRET, *_PASSWORD, and the ECS credential endpoints
+// (AWS_CONTAINER_CREDENTIALS_*). A sandbox hides their values in what it
+// lets out and removes them from its environment once read.
+func SecretName(name string) bool {
+	if name == sandboxwire.EnvSandboxToken || name == sandboxwire.EnvBootstrapCode {
+		return true
+	}
+	upper := strings.ToUpper(name)
+	for _, s := range secretSuffixes {
+		if strings.HasSuffix(upper, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Secrets returns the names and values of the variables of environ
+// ("NAME=value" entries) that hold secrets: those SecretName recognises and
+// those the configured model reads its key from (LLM.KeyEnvs).
+func (e Env) Secrets(environ []string) map[string]string {
+	keys := e.LLM.KeyEnvs()
+	out := map[string]string{}
+	for _, kv := range environ {
+		name, value, ok := strings.Cut(kv, "=")
+		if ok && value != "" && (SecretName(name) || slices.Contains(keys, name)) {
+			out[name] = value
+		}
+	}
+	return out
 }

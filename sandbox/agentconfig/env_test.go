@@ -41,6 +41,7 @@ func TestLoadEnv(t *testing.T) {
 		"PROLIFERATE_SESSION_ID":  "s1",
 		"PROLIFERATE_GATEWAY_URL": "http://gw.example/ ",
 		"SANDBOX_MCP_AUTH_TOKEN":  "rsb_x",
+		"RA_BOOTSTRAP_CODE":       "rbc_x",
 		// The platform's old names are no sandbox's identity.
 		"RA_SESSION_ID":          "old",
 		"RA_GATEWAY_URL":         "http://old.example",

@@ -166,6 +166,6 @@ func (o Options) requestEnv(ctx context.Context, id string, a toolspec.RequestEn
 	if err := o.Channel.Emit(ctx, sandboxwire.EnvRequest{ToolCallID: id, Keys: a.Keys}); err != nil {
 		return "", fmt.Errorf("the request could not be shown to the user: %w", err)
 	}
-	return fmt.Sprintf("Asked the user for %s. The values they submit are written to %s as a JSON object; read single keys from it (for example with jq -r .KEY), never print the whole file.",
+	return fmt.Sprintf("Asked the user for %s. The values they submit are written to %s as a JSON object and put in the environment of your commands under their names; use them there (for example $KEY), never print them.",
 		strings.Join(keys, ", "), o.EnvFile), nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/providers"
+	"github.com/remote-agents/remote-agents/sandbox/redact"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/sanitize"
@@ -49,7 +50,11 @@ func NewBrain(c Config, extra func(*tools.Registry, *policy.Policy) error) (*Bra
 	if err != nil {
 		return nil, err
 	}
-	reg, err := tools.New(pol, tools.Options{MemoryPath: filepath.Join(pol.Workspace(), ".agent", "memory.json")})
+	o := tools.Options{MemoryPath: filepath.Join(pol.Workspace(), ".agent", "memory.json"), User: c.ToolUser}
+	if c.Tools != nil {
+		o.Env = c.Tools.Environ
+	}
+	reg, err := tools.New(pol, o)
 	if err != nil {
 		return nil, err
 	}
@@ -58,17 +63,24 @@ func NewBrain(c Config, extra func(*tools.Registry, *policy.Policy) error) (*Bra
 			return nil, err
 		}
 	}
-	return &Brain{Provider: provider, Model: c.LLM.Model, Tools: Sanitised{reg}, TokenLimit: c.TokenLimit, MaxTokens: c.LLM.MaxTokens,
+	return &Brain{Provider: provider, Model: c.LLM.Model, Tools: Sanitised{Tools: reg, Secrets: c.Secrets}, TokenLimit: c.TokenLimit, MaxTokens: c.LLM.MaxTokens,
 		ContextWindow: cmp.Or(c.ContextWindow, agentconfig.DefaultContextWindow)}, nil
 }
 
-// Sanitised wraps tools so that failures reach the model and the events only as
+// Sanitised wraps tools so that their output reaches the model and the events
+// without the secrets the sandbox knows (redacted), and failures only as
 // sanitised text (FR2): no paths, tracebacks, module names or pids.
-type Sanitised struct{ llm.Tools }
+type Sanitised struct {
+	llm.Tools
+	Secrets *redact.Secrets
+}
 
-// Run runs a call and sanitises a failure.
+// Run runs a call, redacts its output and sanitises a failure.
 func (s Sanitised) Run(ctx context.Context, call llm.ToolCall) (llm.ToolResult, error) {
 	res, err := s.Tools.Run(ctx, call)
+	if err == nil {
+		res.Content = s.Secrets.String(res.Content)
+	}
 	if err == nil && res.IsError {
 		res.Content = sanitize.Error(res.Content)
 	}
@@ -131,8 +143,11 @@ func (c *conversation) report(ctx context.Context, e llm.LoopEvent) error {
 			},
 		})
 	case llm.ToolFinished:
+		// The arguments are JSON, which the event carries as a string: a secret
+		// in them is found as JSON escapes it (Emit redacts the event too).
+		args := c.cl.c.Secrets.JSON(e.Call.Args)
 		return c.emit(ctx, sandboxwire.ToolCall{
-			ToolCallID: e.Call.ID, Tool: e.Call.Name, Args: sanitize.Clip(string(e.Call.Args), maxEventChars), IsError: e.Message.IsError, Output: sanitize.Clip(e.Message.Content, maxEventChars),
+			ToolCallID: e.Call.ID, Tool: e.Call.Name, Args: sanitize.Clip(string(args), maxEventChars), IsError: e.Message.IsError, Output: sanitize.Clip(e.Message.Content, maxEventChars),
 		})
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/remote-agents/remote-agents/sandbox/llm"
+	"github.com/remote-agents/remote-agents/sandbox/redact"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
@@ -239,7 +240,7 @@ func TestToolEventsAreClippedAndFailuresSanitised(t *testing.T) {
 		}
 		return llm.Response{Content: "ok"}, nil
 	}}
-	c, gw := newConversation(t, &Brain{Provider: p, Tools: Sanitised{shellTools{}}})
+	c, gw := newConversation(t, &Brain{Provider: p, Tools: Sanitised{Tools: shellTools{}}})
 	if err := c.turn(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -296,5 +297,42 @@ func TestToolCallEventsCarryTheirCallID(t *testing.T) {
 	}
 	if len(ids) != 1 || ids[0] != "call-42" {
 		t.Errorf("tool.call events carry tool_call_id %v, want [call-42]", ids)
+	}
+}
+
+// Defence in depth: a secret the sandbox knows that a tool's output, or the
+// model's own text, carries anyway reaches neither the model nor the events.
+func TestSecretsAreRedacted(t *testing.T) {
+	t.Parallel()
+	const token, key, userValue = "rsb_the-sandbox-token-0123456789", "sk-ant-the-key-0123456789", `pa"ss-wörd-0123`
+	secrets := redact.New(token, key)
+	secrets.Add(userValue)
+	p := &fakeProvider{answer: func(_ llm.Request, n int) (llm.Response, error) {
+		if n == 1 {
+			return llm.Response{Content: "Reading " + key, ToolCalls: []llm.ToolCall{
+				sh("SANDBOX_MCP_AUTH_TOKEN="+token+"\nSTRIPE="+userValue, false), sh("auth failed for "+key, true)}}, nil
+		}
+		return llm.Response{Content: "done"}, nil
+	}}
+	c, gw := newConversation(t, &Brain{Provider: p, Tools: Sanitised{Tools: shellTools{}, Secrets: secrets}})
+	c.cl.c.Secrets = secrets
+	if err := c.turn(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
+	raw, _ := json.Marshal(gw.events)
+	for _, secret := range []string{token, key, userValue, "ss-w"} {
+		if strings.Contains(string(raw), secret) {
+			t.Errorf("the events hold %q: %s", secret, raw)
+		}
+	}
+	if !strings.Contains(string(raw), "SANDBOX_MCP_AUTH_TOKEN=[redacted]") || !strings.Contains(string(raw), "Reading [redacted]") {
+		t.Errorf("events %s", raw)
+	}
+	for _, m := range c.msgs {
+		if m.Role == llm.ToolRole && (strings.Contains(m.Content, token) || strings.Contains(m.Content, key) || strings.Contains(m.Content, userValue)) {
+			t.Errorf("the model was shown a secret: %q", m.Content)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/remote-agents/remote-agents/sandbox/toolenv"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
@@ -107,9 +108,9 @@ const AttachmentsDir = "attachments"
 // maxAttachment bounds a download.
 const maxAttachment = 25 << 20
 
-// download saves a message's attachments under attachments/ in the workspace and
-// returns their workspace paths.
-func download(ctx context.Context, workspace string, m sandboxwire.InboxMessage) ([]string, error) {
+// download saves a message's attachments under attachments/ in the workspace,
+// given to the tools' user u (if any), and returns their workspace paths.
+func download(ctx context.Context, workspace string, m sandboxwire.InboxMessage, u *toolenv.User) ([]string, error) {
 	var saved []string
 	client := &http.Client{Timeout: 5 * time.Minute}
 	for _, a := range m.Attachments {
@@ -118,7 +119,12 @@ func download(ctx context.Context, workspace string, m sandboxwire.InboxMessage)
 			return saved, errors.New("an attachment has no usable name")
 		}
 		rel := filepath.Join(AttachmentsDir, strconv.FormatInt(m.Seq, 10)+"-"+name)
-		if err := fetch(ctx, client, a.URL, filepath.Join(workspace, rel)); err != nil {
+		dst := filepath.Join(workspace, rel)
+		existed := toolenv.FirstExisting(filepath.Dir(dst))
+		if err := fetch(ctx, client, a.URL, dst); err != nil {
+			return saved, err
+		}
+		if err := u.OwnCreated(existed, dst); err != nil {
 			return saved, err
 		}
 		saved = append(saved, filepath.ToSlash(rel))

@@ -31,8 +31,10 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/contract"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
+	"github.com/remote-agents/remote-agents/sandbox/redact"
 	"github.com/remote-agents/remote-agents/sandbox/retry"
 	"github.com/remote-agents/remote-agents/sandbox/safefile"
+	"github.com/remote-agents/remote-agents/sandbox/toolenv"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
@@ -41,28 +43,56 @@ import (
 type Config struct {
 	SessionID string
 	Gateway   string
-	Token     string
-	Workspace string
-	Heartbeat time.Duration
-	Poll      time.Duration
+	// Token is the sandbox token; without one, Run gets it for BootstrapCode
+	// before anything else (POST bootstrap), and forgets the code.
+	Token         string
+	BootstrapCode string
+	Workspace     string
+	Heartbeat     time.Duration
+	Poll          time.Duration
 	// EnvFile is where env values the user submits are written.
 	EnvFile string
 	// LLM, TokenLimit and ContextWindow are the brain's (see Brain).
 	LLM           agentconfig.LLM
 	TokenLimit    int
 	ContextWindow int
+	// Tools is the environment of the commands the agent runs (never its
+	// own); ToolUser, if set, who they run as. Nil Tools passes the agent's
+	// own environment (tests).
+	Tools    *toolenv.Env
+	ToolUser *toolenv.User
+	// Secrets are the secret values the sandbox knows, hidden from tool
+	// output, events and logs; Run adds its token and the user's env values.
+	Secrets *redact.Secrets
 }
 
 // NewConfig takes the sandbox's settings from the agent's environment, which
-// must name the sandbox's session, gateway and token.
-func NewConfig(env agentconfig.Env) (Config, error) {
+// must name the sandbox's session, gateway and token or bootstrap code.
+// environ is that environment's entries, of which the commands the agent runs
+// get the host variables only; secrets are the values to hide.
+func NewConfig(env agentconfig.Env, environ []string, secrets *redact.Secrets) (Config, error) {
 	if err := env.CheckSandbox(); err != nil {
 		return Config{}, fmt.Errorf("sandbox: %w", err)
 	}
+	workspace, err := filepath.Abs(env.Workspace)
+	if err != nil {
+		return Config{}, fmt.Errorf("sandbox: workspace: %w", err)
+	}
+	var user *toolenv.User
+	if env.ToolUser != "" {
+		if user, err = toolenv.LookupUser(env.ToolUser, workspace); err != nil {
+			return Config{}, fmt.Errorf("sandbox: RA_TOOL_USER: %w", err)
+		}
+	}
+	secrets.Add(env.SandboxToken, env.BootstrapCode, env.LLM.APIKey)
 	return Config{
+		Tools:         toolenv.New(environ, workspace, user),
+		ToolUser:      user,
+		Secrets:       secrets,
 		SessionID:     env.SessionID,
 		Gateway:       env.GatewayURL,
 		Token:         env.SandboxToken,
+		BootstrapCode: env.BootstrapCode,
 		Workspace:     env.Workspace,
 		Heartbeat:     env.Heartbeat,
 		Poll:          time.Second,
@@ -107,11 +137,32 @@ func Prime(spec sandboxwire.Spec) ([]Message, error) {
 // ConversationFile is where the primed conversation is written in the workspace.
 const ConversationFile = "conversation.json"
 
-// Run is the sandbox's life: prime, report ready, then heartbeat and poll until
-// told to stop or ctx ends (SIGTERM). It reports ended before returning.
+// Run is the sandbox's life: get its token for its bootstrap code, prime,
+// report ready, then heartbeat and poll until told to stop or ctx ends
+// (SIGTERM). It reports ended before returning.
 func Run(ctx context.Context, c Config, log *slog.Logger) error {
-	r := &run{c: c, log: log, asked: &questions{}, turnDone: make(chan error, 1),
-		cl: &client{c: c, http: &http.Client{Timeout: 30 * time.Second}, retry: gatewayRetry}}
+	cl := &client{c: c, http: &http.Client{Timeout: 30 * time.Second}, retry: gatewayRetry}
+	if c.Token == "" {
+		tok, err := cl.bootstrap(ctx)
+		if err != nil {
+			return err
+		}
+		c.Token, c.BootstrapCode = tok, ""
+		cl.c = c
+	}
+	c.Secrets.Add(c.Token)
+	// The workspace is the tools' user's, to work in.
+	if err := c.ToolUser.OwnTree(c.Workspace); err != nil {
+		return err
+	}
+	r := &run{c: c, log: log, asked: &questions{}, turnDone: make(chan error, 1), cl: cl}
+	// Values an earlier run of this sandbox wrote are the commands' already.
+	if cur, err := readEnv(c.EnvFile); err == nil && len(cur) > 0 {
+		if c.Tools != nil {
+			c.Tools.SetValues(cur)
+		}
+		c.Secrets.Add(slices.Collect(maps.Values(cur))...)
+	}
 	spec, primed, err := r.prime(ctx)
 	if err != nil {
 		return err
@@ -166,7 +217,7 @@ func (r *run) prime(ctx context.Context) (sandboxwire.Spec, []Message, error) {
 	// Values persisted for the configuration are in the env file before the
 	// agent starts; the model is told their keys, never their values.
 	if len(spec.Env) > 0 {
-		if err := MergeEnv(r.c.EnvFile, spec.Env); err != nil {
+		if err := r.mergeEnv(spec.Env); err != nil {
 			_ = r.cl.status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonError)
 			return spec, nil, fmt.Errorf("write the configuration's env values: %w", err)
 		}
@@ -280,7 +331,7 @@ func (r *run) serve(ctx, turnCtx context.Context) error {
 func (r *run) take(ctx context.Context, orders sandboxwire.Orders) {
 	r.after = max(r.after, orders.Next)
 	for _, m := range orders.Messages {
-		saved, err := download(ctx, r.c.Workspace, m)
+		saved, err := download(ctx, r.c.Workspace, m, r.c.ToolUser)
 		if err != nil {
 			r.log.Warn("attachment", slog.String("error", err.Error()))
 		}
@@ -291,11 +342,31 @@ func (r *run) take(ctx context.Context, orders sandboxwire.Orders) {
 	if len(orders.Env) == 0 {
 		return
 	}
-	if err := MergeEnv(r.c.EnvFile, orders.Env); err != nil {
+	if err := r.mergeEnv(orders.Env); err != nil {
 		r.log.Error("write env file", slog.String("error", err.Error()))
 		return
 	}
-	r.pending = append(r.pending, fmt.Sprintf("The user submitted values for %s; they are in %s.", strings.Join(slices.Sorted(maps.Keys(orders.Env)), ", "), r.c.EnvFile))
+	r.pending = append(r.pending, fmt.Sprintf("The user submitted values for %s; they are in %s, and in the environment of your commands under their names.",
+		strings.Join(slices.Sorted(maps.Keys(orders.Env)), ", "), r.c.EnvFile))
+}
+
+// mergeEnv merges values into the env file, gives it to the tools' user, and
+// puts the file's values into the tools' environment and into what is hidden
+// from their output: the user's values are for the workspace's programs, not
+// for the events apps and viewers read.
+func (r *run) mergeEnv(values map[string]string) error {
+	merged, err := mergeEnv(r.c.EnvFile, values)
+	if err != nil {
+		return err
+	}
+	if err := r.c.ToolUser.Own(r.c.EnvFile); err != nil {
+		return err
+	}
+	if r.c.Tools != nil {
+		r.c.Tools.SetValues(merged)
+	}
+	r.c.Secrets.Add(slices.Collect(maps.Values(merged))...)
+	return nil
 }
 
 // MergeEnv merges values into the JSON env file at path (created 0600), written
@@ -303,16 +374,22 @@ func (r *run) take(ctx context.Context, orders sandboxwire.Orders) {
 // that values does not name are kept. Anything but a regular file at path (a
 // link planted in a shared /tmp) is refused and left alone.
 func MergeEnv(path string, values map[string]string) error {
+	_, err := mergeEnv(path, values)
+	return err
+}
+
+// mergeEnv is MergeEnv, returning the merged values.
+func mergeEnv(path string, values map[string]string) (map[string]string, error) {
 	cur, err := readEnv(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	maps.Copy(cur, values)
 	out, err := json.MarshalIndent(cur, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode env file: %w", err)
+		return nil, fmt.Errorf("encode env file: %w", err)
 	}
-	return safefile.Write(path, out, 0o600)
+	return cur, safefile.Write(path, out, 0o600)
 }
 
 // readEnv reads the env file at path (none: empty), without following a link,
@@ -362,12 +439,34 @@ func (e *authError) Error() string {
 	return fmt.Sprintf("gateway refused the sandbox token (%d)", e.status)
 }
 
+// bootstrap exchanges the client's bootstrap code for the sandbox token. The
+// code works once: a refused code (spent, expired, replaced by a later launch)
+// is an *authError, never retried; a transport failure or 5xx is retried with
+// the same code (an exchange whose answer was lost has spent it, and the
+// retry is refused: the sandbox then stops, and its session fails).
+func (cl *client) bootstrap(ctx context.Context) (string, error) {
+	if cl.c.BootstrapCode == "" {
+		return "", errors.New("sandbox: neither a sandbox token nor a bootstrap code")
+	}
+	withCode := *cl
+	withCode.c.Token = cl.c.BootstrapCode
+	var out sandboxwire.BootstrapResponse
+	if err := withCode.do(ctx, http.MethodPost, sandboxwire.RouteBootstrap, struct{}{}, &out); err != nil {
+		return "", fmt.Errorf("exchange the bootstrap code: %w", err)
+	}
+	if out.SandboxToken == "" {
+		return "", errors.New("exchange the bootstrap code: the gateway sent no token")
+	}
+	return out.SandboxToken, nil
+}
+
 // Emit appends one event to the session.
 func (cl *client) Emit(ctx context.Context, p sandboxwire.Payload) error {
 	ev, err := sandboxwire.NewEvent(p)
 	if err != nil {
 		return err
 	}
+	ev.Data = cl.c.Secrets.JSON(ev.Data)
 	// The id makes a retried append (its answer lost) append nothing twice.
 	var out sandboxwire.EventsResponse
 	return cl.do(ctx, http.MethodPost, sandboxwire.RouteEvents, sandboxwire.EventsRequest{ID: uuid.NewString(), Events: []sandboxwire.Event{ev}}, &out)

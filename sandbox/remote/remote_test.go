@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -27,7 +28,7 @@ func TestNewConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewConfig(env)
+	c, err := NewConfig(env, []string{"PATH=/bin", "SANDBOX_MCP_AUTH_TOKEN=tok", "ANTHROPIC_API_KEY=sk-ant-key-1"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +36,20 @@ func TestNewConfig(t *testing.T) {
 		c.Heartbeat != 10*time.Second || c.Poll != time.Second || c.TokenLimit != 9 || c.LLM.Model != "m" || c.ContextWindow != agentconfig.DefaultContextWindow {
 		t.Errorf("config %+v", c)
 	}
-	if _, err := NewConfig(agentconfig.Env{}); err == nil || !strings.Contains(err.Error(), "PROLIFERATE_SESSION_ID") {
+	if _, err := NewConfig(agentconfig.Env{}, nil, nil); err == nil || !strings.Contains(err.Error(), "PROLIFERATE_SESSION_ID") {
 		t.Errorf("without identity: %v", err)
+	}
+	// The commands the agent runs get the host variables and the workspace,
+	// never its token or a key.
+	if got := c.Tools.Environ(); !slices.Equal(got, []string{"PATH=/bin", "WORKSPACE=/w"}) {
+		t.Errorf("tools' environment %q", got)
+	}
+	// A tool user that cannot be had is an error, never tools run as the agent.
+	for _, user := range []string{"root", "0", "no-such-user-of-this-host"} {
+		env.ToolUser = user
+		if _, err := NewConfig(env, nil, nil); err == nil || !strings.Contains(err.Error(), "RA_TOOL_USER") {
+			t.Errorf("tool user %s: %v", user, err)
+		}
 	}
 }
 

@@ -36,17 +36,28 @@ type platform struct {
 	events     []sandboxwire.Event
 	answered   bool
 	inboxes    int
+	// calls lists the routes called, in order; spent says the bootstrap code
+	// rbc_code was exchanged (for rsb_token).
+	calls []string
+	spent bool
 }
 
 func (p *platform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	route := strings.TrimPrefix(r.URL.Path, "/sandbox/s1/")
+	p.calls = append(p.calls, route)
+	if route == sandboxwire.RouteBootstrap && r.Header.Get("Authorization") == "Bearer rbc_code" && !p.spent {
+		p.spent = true
+		_ = json.NewEncoder(w).Encode(sandboxwire.BootstrapResponse{SandboxToken: "rsb_token", Generation: 1})
+		return
+	}
 	if r.Header.Get("Authorization") != "Bearer rsb_token" {
 		http.Error(w, `{"error_code":"invalid_token"}`, http.StatusUnauthorized)
 		return
 	}
 	var out any = sandboxwire.Orders{State: sandboxwire.Working}
-	switch strings.TrimPrefix(r.URL.Path, "/sandbox/s1/") {
+	switch route {
 	case sandboxwire.RouteSpec:
 		out = sandboxwire.Spec{SessionID: "s1", Generation: 1, InitialPrompt: "Say hello",
 			Guardrails: sandboxwire.Guardrails{Content: "# Rules\nBe safe.", Hash: strings.Repeat("a", sandboxwire.GuardrailsHashLen)},
@@ -252,5 +263,42 @@ func TestRunWithoutAModelDoesNotStart(t *testing.T) {
 		if len(gw.events) != 0 {
 			t.Errorf("provider %q: %d events", llmCfg.Provider, len(gw.events))
 		}
+	}
+}
+
+// A sandbox launched with a bootstrap code spends it before anything else and
+// uses the token it gets for every call after.
+func TestRunSpendsItsBootstrapCodeFirst(t *testing.T) {
+	gw := &platform{}
+	srv := httptest.NewServer(gw)
+	defer srv.Close()
+	ws := t.TempDir()
+	c := Config{
+		SessionID: "s1", Gateway: srv.URL, BootstrapCode: "rbc_code", Workspace: ws,
+		Heartbeat: 5 * time.Millisecond, Poll: 5 * time.Millisecond, EnvFile: filepath.Join(ws, ".proliferate_env.json"),
+		LLM: agentconfig.LLM{Provider: "scripted"}, ContextWindow: 1000,
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := Run(ctx, c, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
+	if len(gw.calls) < 3 || gw.calls[0] != sandboxwire.RouteBootstrap || gw.calls[1] != sandboxwire.RouteSpec || !gw.spent {
+		t.Errorf("calls %v: want the bootstrap exchange first, then the spec with the token", gw.calls[:min(len(gw.calls), 3)])
+	}
+	if n := strings.Count(strings.Join(gw.calls, " "), sandboxwire.RouteBootstrap); n != 1 {
+		t.Errorf("%d bootstrap exchanges, want 1", n)
+	}
+
+	// A code that is refused (spent already) stops the sandbox at once.
+	gw.calls = nil
+	gw.mu.Unlock()
+	err := Run(ctx, c, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	gw.mu.Lock()
+	var auth *authError
+	if !errors.As(err, &auth) || len(gw.calls) != 1 {
+		t.Errorf("Run with a spent code: %v after %v; want the refusal and no other call", err, gw.calls)
 	}
 }

@@ -13,11 +13,18 @@
 // the one tmux keeps for the dead pane. The agent's logs reach the supervisor's
 // log stream (the container's, which CloudWatch reads) through a pipe: the pane
 // alone is a terminal nobody reads.
+//
+// The environment the launcher gave the supervisor (the bootstrap code, the
+// model settings, any key) reaches the agent through another pipe, never
+// through tmux: the tmux server keeps the environment it is started with, and
+// any process of the same user can read it (/proc/<pid>/environ, `tmux
+// show-environment`). The server gets the host variables only.
 package tmux
 
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +39,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 const (
@@ -59,15 +67,22 @@ func Usable(t agentconfig.Tmux) bool {
 // Supervise starts argv inside tmux session name (socket name too), in workspace,
 // and waits for it. It returns the agent's exit status. The agent it starts finds
 // agentconfig.EnvInTmux set, its supervisor's pid in
-// agentconfig.EnvTmuxSupervisorPID, and in agentconfig.EnvTmuxLogPipe the pipe
-// whose lines Supervise copies to logs.
-func Supervise(ctx context.Context, name, workspace string, argv []string, logs io.Writer) (int, error) {
+// agentconfig.EnvTmuxSupervisorPID, in agentconfig.EnvTmuxLogPipe the pipe
+// whose lines Supervise copies to logs, and in agentconfig.EnvTmuxEnvPipe the
+// pipe it reads environ from (ReadEnv): the environment it is to run with,
+// which tmux never sees.
+func Supervise(ctx context.Context, name, workspace string, argv, environ []string, logs io.Writer) (int, error) {
 	pipe, err := newLogPipe()
 	if err != nil {
 		return 1, err
 	}
 	defer pipe.close()
 	go pipe.copyTo(logs)
+	handoff, err := newEnvPipe(pipe.dir, environ)
+	if err != nil {
+		return 1, err
+	}
+	defer handoff.close()
 
 	// The pane stays when the agent exits, so that its exit status can be read;
 	// the option is set before the pane exists.
@@ -75,8 +90,8 @@ func Supervise(ctx context.Context, name, workspace string, argv []string, logs 
 		"new-session", "-d", "-s", name, "-x", "200", "-y", "50", "-P", "-F", "#{pane_pid}", "--"}
 	cmd := exec.CommandContext(ctx, "tmux", append(args, argv...)...)
 	cmd.Dir = workspace
-	cmd.Env = append(os.Environ(), agentconfig.EnvInTmux+"=1", agentconfig.EnvTmuxSupervisorPID+"="+strconv.Itoa(os.Getpid()),
-		agentconfig.EnvTmuxLogPipe+"="+pipe.path)
+	cmd.Env = append(sandboxwire.HostEnv(os.Environ()), agentconfig.EnvInTmux+"=1", agentconfig.EnvTmuxSupervisorPID+"="+strconv.Itoa(os.Getpid()),
+		agentconfig.EnvTmuxLogPipe+"="+pipe.path, agentconfig.EnvTmuxEnvPipe+"="+handoff.path)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -234,4 +249,67 @@ func Inside(ctx context.Context, t agentconfig.Tmux) (_ context.Context, logs io
 		cancel()
 		_ = f.Close()
 	}
+}
+
+// maxEnvBytes bounds the environment handed over.
+const maxEnvBytes = 1 << 20
+
+// envPipe is the named pipe the supervisor hands the agent its environment
+// through: one line of JSON, written before tmux starts. The supervisor holds
+// it open for reading and writing, so that the agent's open does not wait and
+// the line stays in the pipe until read (or the supervisor ends).
+type envPipe struct {
+	path string
+	f    *os.File
+	done chan struct{}
+}
+
+func newEnvPipe(dir string, environ []string) (*envPipe, error) {
+	line, err := json.Marshal(environ)
+	if err != nil {
+		return nil, fmt.Errorf("env pipe: %w", err)
+	}
+	if len(line) >= maxEnvBytes {
+		return nil, fmt.Errorf("env pipe: the environment is %d bytes, more than %d", len(line), maxEnvBytes)
+	}
+	p := &envPipe{path: filepath.Join(dir, "env"), done: make(chan struct{})}
+	if err := syscall.Mkfifo(p.path, 0o600); err != nil {
+		return nil, fmt.Errorf("env pipe: %w", err)
+	}
+	if p.f, err = os.OpenFile(p.path, os.O_RDWR, 0); err != nil {
+		return nil, fmt.Errorf("env pipe: %w", err)
+	}
+	// A line longer than the pipe's buffer is written as the agent reads it.
+	go func() {
+		defer close(p.done)
+		_, _ = p.f.Write(append(line, '\n'))
+	}()
+	return p, nil
+}
+
+func (p *envPipe) close() {
+	_ = p.f.Close()
+	<-p.done
+	_ = os.Remove(p.path)
+}
+
+// ReadEnv reads the environment the supervisor hands over at path
+// (agentconfig.EnvTmuxEnvPipe) and removes the pipe, so that nobody else
+// reads it.
+func ReadEnv(path string) ([]string, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read the environment: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	_ = os.Remove(path)
+	line, err := bufio.NewReader(io.LimitReader(f, maxEnvBytes)).ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("read the environment: %w", err)
+	}
+	var environ []string
+	if err := json.Unmarshal(line, &environ); err != nil {
+		return nil, fmt.Errorf("read the environment: %w", err)
+	}
+	return environ, nil
 }

@@ -2,8 +2,11 @@ package tmux_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"os"
 	"os/exec"
@@ -14,17 +17,42 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/tmux"
 )
 
 // innerArg makes the test binary play the agent inside the tmux session.
-const innerArg = "tmux-test-agent"
+const (
+	innerArg  = "tmux-test-agent"
+	readerArg = "tmux-test-env-reader"
+)
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == innerArg {
 		os.Exit(forger(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == readerArg {
+		os.Exit(envReader(os.Args[2:]))
+	}
 	os.Exit(m.Run())
+}
+
+// envReader is an agent that reads the environment its supervisor hands over
+// and writes it, with its own, to the file args[0], then says "up" on the fifo
+// args[1] and waits for SIGTERM.
+func envReader(args []string) int {
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	handed, err := tmux.ReadEnv(os.Getenv(agentconfig.EnvTmuxEnvPipe))
+	if err != nil {
+		return 3
+	}
+	raw, _ := json.Marshal(map[string][]string{"handed": handed, "own": os.Environ()})
+	if os.WriteFile(args[0], raw, 0o600) != nil || os.WriteFile(args[1], []byte("up\n"), 0o600) != nil {
+		return 3
+	}
+	<-term
+	return 0
 }
 
 // forger is an agent that writes, as a command run by the model could, the
@@ -88,7 +116,7 @@ func TestSupervisorTrustsTmuxNotTheWorkspace(t *testing.T) {
 	}
 	supervised := make(chan result, 1)
 	go func() {
-		code, err := tmux.Supervise(ctx, name, workspace, []string{self, innerArg, strconv.Itoa(victim.Process.Pid), workspace, ready}, io.Discard)
+		code, err := tmux.Supervise(ctx, name, workspace, []string{self, innerArg, strconv.Itoa(victim.Process.Pid), workspace, ready}, os.Environ(), io.Discard)
 		supervised <- result{code, err}
 	}()
 	up := make(chan string, 1)
@@ -116,4 +144,59 @@ func TestSupervisorTrustsTmuxNotTheWorkspace(t *testing.T) {
 		t.Error("the supervisor signalled the pid the agent wrote in its workspace")
 	default:
 	}
+}
+
+// The launcher's environment reaches the agent through the supervisor's pipe,
+// never through tmux: the tmux server, which any process of the user can ask
+// for its environment, holds the host variables only.
+// (Not parallel: it sets the process's environment.)
+func TestTheEnvironmentGoesAroundTmux(t *testing.T) {
+	name := session(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out, ready := filepath.Join(dir, "env.json"), filepath.Join(dir, "ready")
+	if err := syscall.Mkfifo(ready, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The supervisor's own environment, as the launcher gave it.
+	const secret = "RA_BOOTSTRAP_CODE=rbc_handed_over_only"
+	t.Setenv("RA_BOOTSTRAP_CODE", "rbc_handed_over_only")
+	environ := os.Environ()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	supervised := make(chan int, 1)
+	go func() {
+		code, _ := tmux.Supervise(ctx, name, dir, []string{self, readerArg, out, ready}, environ, io.Discard)
+		supervised <- code
+	}()
+	up := make(chan struct{})
+	go func() { _, _ = os.ReadFile(ready); close(up) }()
+	select {
+	case <-up:
+	case code := <-supervised:
+		t.Fatalf("the agent ended before it was up: %d", code)
+	}
+	var got map[string][]string
+	raw, err := os.ReadFile(out)
+	if err != nil || json.Unmarshal(raw, &got) != nil {
+		t.Fatalf("the agent's report %q: %v", raw, err)
+	}
+	if !slices.Equal(got["handed"], environ) {
+		t.Errorf("the agent was handed %d variables, want the supervisor's %d", len(got["handed"]), len(environ))
+	}
+	if slices.Contains(got["own"], secret) {
+		t.Error("the agent's own environment, which tmux gave it, holds the launcher's secret")
+	}
+	server, err := exec.Command("tmux", "-L", name, "show-environment", "-g").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(server), "rbc_handed_over_only") {
+		t.Errorf("the tmux server's environment holds the secret:\n%s", server)
+	}
+	cancel()
+	<-supervised
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/policy"
+	"github.com/remote-agents/remote-agents/sandbox/toolenv"
 )
 
 // Limits of bash.
@@ -21,7 +22,7 @@ const (
 	maxOutputBytes     = 64 * 1024
 )
 
-func bashTool(p *policy.Policy) Tool {
+func bashTool(p *policy.Policy, o Options) Tool {
 	return Tool{
 		Name:        "bash",
 		Description: "Run a shell command in the workspace. Returns the exit code, stdout and stderr (each capped at 64 KiB).",
@@ -43,7 +44,11 @@ func bashTool(p *policy.Policy) Tool {
 			if a.Timeout > 0 {
 				timeout = min(time.Duration(a.Timeout)*time.Second, maxBashTimeout)
 			}
-			return runShell(ctx, p.Workspace(), a.Command, timeout)
+			var env []string
+			if o.Env != nil {
+				env = o.Env()
+			}
+			return runShell(ctx, shellRun{dir: p.Workspace(), command: a.Command, timeout: timeout, env: env, user: o.User})
 		},
 	}
 }
@@ -74,16 +79,29 @@ func (c *capped) String() string {
 	return c.buf.String()
 }
 
-func runShell(ctx context.Context, dir, command string, timeout time.Duration) (string, error) {
+// shellRun is one command: where, what, for how long, with which
+// environment (nil: the agent's) and as whom (nil: the agent's user).
+type shellRun struct {
+	dir, command string
+	timeout      time.Duration
+	env          []string
+	user         *toolenv.User
+}
+
+func runShell(ctx context.Context, r shellRun) (string, error) {
 	shell := "bash"
 	if _, err := exec.LookPath(shell); err != nil {
 		shell = "sh"
 	}
+	timeout := r.timeout
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, shell, "-c", command)
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd := exec.CommandContext(ctx, shell, "-c", r.command)
+	cmd.Dir = r.dir
+	if r.env != nil {
+		cmd.Env = r.env
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: r.user.Credential()}
 	// On timeout, kill the whole process group, not just the shell.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second

@@ -17,6 +17,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/safefile"
+	"github.com/remote-agents/remote-agents/sandbox/toolenv"
 )
 
 // Limits of the file tools.
@@ -29,8 +30,8 @@ const (
 )
 
 // fileTools are the workspace's file tools, each confined to the paths p allows.
-func fileTools(p *policy.Policy) []Tool {
-	return []Tool{readTool(p), writeTool(p), editTool(p), globTool(p), grepTool(p), lsTool(p)}
+func fileTools(p *policy.Policy, u *toolenv.User) []Tool {
+	return []Tool{readTool(p), writeTool(p, u), editTool(p, u), globTool(p), grepTool(p), lsTool(p)}
 }
 
 // readTool reads a text file, numbered by line.
@@ -60,7 +61,7 @@ func readTool(p *policy.Policy) Tool {
 }
 
 // writeTool writes a file, creating its folders.
-func writeTool(p *policy.Policy) Tool {
+func writeTool(p *policy.Policy, u *toolenv.User) Tool {
 	return Tool{
 		Name:        "write",
 		Description: "Write a file of the workspace, creating parent folders and replacing any content.",
@@ -76,7 +77,7 @@ func writeTool(p *policy.Policy) Tool {
 			if err != nil {
 				return "", err
 			}
-			if err := writeFile(path, []byte(a.Content)); err != nil {
+			if err := writeFile(u, path, []byte(a.Content)); err != nil {
 				return "", err
 			}
 			return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), rel(p, path)), nil
@@ -85,7 +86,7 @@ func writeTool(p *policy.Policy) Tool {
 }
 
 // editTool replaces exact text in a file.
-func editTool(p *policy.Policy) Tool {
+func editTool(p *policy.Policy, u *toolenv.User) Tool {
 	return Tool{
 		Name:        "edit",
 		Description: "Replace exact text in a file. The old text must occur exactly once unless replace_all is set.",
@@ -118,7 +119,7 @@ func editTool(p *policy.Policy) Tool {
 				return "", fmt.Errorf("the text to replace occurs %d times in %s: give more context or set replace_all", n, rel(p, path))
 			}
 			out := strings.Replace(string(data), a.Old, a.New, map[bool]int{true: -1, false: 1}[a.ReplaceAll])
-			if err := writeFile(path, []byte(out)); err != nil {
+			if err := writeFile(u, path, []byte(out)); err != nil {
 				return "", err
 			}
 			return fmt.Sprintf("replaced %d occurrence(s) in %s", map[bool]int{true: n, false: 1}[a.ReplaceAll], rel(p, path)), nil
@@ -358,12 +359,18 @@ func readLines(p *policy.Policy, path string, offset, limit int) (string, error)
 	return b.String(), nil
 }
 
-// writeFile writes a tool's file atomically, within the size limit.
-func writeFile(path string, data []byte) error {
+// writeFile writes a tool's file atomically, within the size limit, and gives
+// it, and the folders it created for it, to the tools' user u (if any): its
+// commands work on what the file tools wrote.
+func writeFile(u *toolenv.User, path string, data []byte) error {
 	if len(data) > maxWriteBytes {
 		return fmt.Errorf("content larger than %d bytes", maxWriteBytes)
 	}
-	return safefile.Write(path, data, 0o644)
+	existed := toolenv.FirstExisting(filepath.Dir(path))
+	if err := safefile.Write(path, data, 0o644); err != nil {
+		return err
+	}
+	return u.OwnCreated(existed, path)
 }
 
 func isText(data []byte) bool {

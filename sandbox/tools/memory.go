@@ -58,7 +58,8 @@ func (m *memory) with(fn func(data map[string]string) (string, bool, error)) (st
 	if err != nil {
 		return "", fmt.Errorf("memory: %w", err)
 	}
-	if err := writeFile(m.path, raw); err != nil {
+	// The memory is the agent's own, not its commands': it stays the agent's user's.
+	if err := writeFile(nil, m.path, raw); err != nil {
 		return "", err
 	}
 	return out, nil

@@ -18,6 +18,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
+	"github.com/remote-agents/remote-agents/sandbox/toolenv"
 	"github.com/remote-agents/remote-agents/sandbox/workflow"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
@@ -50,12 +51,19 @@ type Options struct {
 	WebToken   string
 	// HTTPClient replaces the web tools' client (tests).
 	HTTPClient *http.Client
+	// Env, if set, gives the environment of every command bash runs (a
+	// sandbox's scrubbed one, toolenv.Env.Environ); nil passes the agent's
+	// own (agent run on a developer's machine).
+	Env func() []string
+	// User, if set, is who bash's commands run as, and who is given the files
+	// the file tools write (toolenv.User); nil is the agent's own user.
+	User *toolenv.User
 }
 
 // New registers the built-in tools the policy enables.
 func New(p *policy.Policy, o Options) (*Registry, error) {
 	r := &Registry{tools: map[string]Tool{}, schemas: map[string]*jsonschema.Schema{}}
-	builtins := append(fileTools(p), bashTool(p))
+	builtins := append(fileTools(p, o.User), bashTool(p, o))
 	builtins = append(builtins, memoryTools(p, o.MemoryPath)...)
 	builtins = append(builtins, webTools(p, o)...)
 	for _, t := range builtins {

@@ -2,13 +2,17 @@ package tools_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
+	"github.com/remote-agents/remote-agents/sandbox/toolenv"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/sandbox/workflow"
 )
@@ -196,4 +200,84 @@ enabled = true
 	fails(t, call(t, r, "memory_write", `{"key":"other","value":"1"}`), "not allowed")
 	fails(t, call(t, r, "memory_write", `{"key":"notes/secret-1","value":"1"}`), "deny pattern")
 	fails(t, call(t, r, "memory_read", `{"key":"notes/a"}`), "not allowed")
+}
+
+// In a sandbox bash runs with the environment it is given, never the agent's:
+// whatever the agent holds in its own stays out of its commands.
+func TestBashRunsWithTheGivenEnvironment(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	p, err := policy.Parse("", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	given := []string{"PATH=" + os.Getenv("PATH"), "WORKSPACE=" + root, "STRIPE_KEY=sk_test_1"}
+	r, err := tools.New(p, tools.Options{MemoryPath: filepath.Join(root, "m.json"), Env: func() []string { return given }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := call(t, r, "bash", `{"command":"env; cat /proc/self/environ | tr '\\0' '\\n'"}`)
+	ok(t, res, "STRIPE_KEY=sk_test_1", "WORKSPACE="+root)
+	// What the test process holds (its HOME, GOCACHE…) is not there.
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains([]string{"PATH", "PWD", "SHLVL", "_", "OLDPWD"}, name) && strings.Contains(res.Content, "\n"+name+"=") {
+			t.Errorf("the agent's %s reached the command", name)
+		}
+	}
+}
+
+// As root with a tool user, bash runs as that user, and the files the file
+// tools write are that user's; elsewhere there is no tool user to have.
+func TestToolsRunAsTheToolUser(t *testing.T) {
+	t.Parallel()
+	// A workspace the tool user can reach, as /workspace is in the image.
+	root, err := os.MkdirTemp("", "ra-tooluser-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(root, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	u, err := toolenv.LookupUser("nobody", ws)
+	if os.Geteuid() != 0 {
+		if err == nil {
+			t.Fatal("a tool user without root")
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.OwnTree(ws); err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Parse("", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tools.New(p, tools.Options{MemoryPath: filepath.Join(root, "m.json"), User: u,
+		Env: toolenv.New(os.Environ(), ws, u).Environ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok(t, call(t, r, "bash", `{"command":"id -u"}`), fmt.Sprintf("stdout:\n%d\n", u.UID))
+	// The agent's own process is root's: its environment is out of reach.
+	fails(t, call(t, r, "bash", fmt.Sprintf(`{"command":"cat /proc/%d/environ"}`, os.Getpid())), "exit code: 1")
+	ok(t, call(t, r, "write", `{"path":"new/dir/file.txt","content":"hello"}`))
+	for _, rel := range []string{"new", "new/dir", "new/dir/file.txt"} {
+		info, err := os.Stat(filepath.Join(ws, rel))
+		if err != nil || info.Sys().(*syscall.Stat_t).Uid != u.UID {
+			t.Errorf("%s: %v, not the tool user's", rel, err)
+		}
+	}
+	// …so its commands can change what the file tools wrote.
+	ok(t, call(t, r, "bash", `{"command":"echo more >> new/dir/file.txt && cat new/dir/file.txt"}`), "hello", "more")
+	ok(t, call(t, r, "edit", `{"path":"new/dir/file.txt","old":"hello","new":"bye"}`))
+	ok(t, call(t, r, "bash", `{"command":"echo again >> new/dir/file.txt"}`))
 }

@@ -111,12 +111,15 @@ func (s *Sessions) AddToken(ctx context.Context, id, tokenHash string) error {
 
 // ClaimLaunch takes the launch lease of generation gen of a provisioning
 // session: the first claim of its current generation, or the replacement of an
-// expired claim of generation gen-1, which moves the session to gen.
-func (s *Sessions) ClaimLaunch(ctx context.Context, id string, gen int, sandboxTokenHash string, leaseUntil time.Time) error {
+// expired claim of generation gen-1, which moves the session to gen. It
+// records the claim's bootstrap code and removes any sandbox token.
+func (s *Sessions) ClaimLaunch(ctx context.Context, id string, gen int, c session.LaunchClaim) error {
 	now := s.now()
 	generation, lease := expression.Name("generation"), expression.Name("launch_lease")
-	up := expression.Set(expression.Name("sandbox_token_hash"), expression.Value(sandboxTokenHash)).
-		Set(lease, expression.Value(leaseUntil.UnixMilli())).
+	up := expression.Set(expression.Name("bootstrap_code_hash"), expression.Value(c.BootstrapCodeHash)).
+		Set(expression.Name("bootstrap_expires"), expression.Value(c.CodeExpires.UnixMilli())).
+		Remove(expression.Name("sandbox_token_hash")).
+		Set(lease, expression.Value(c.LeaseUntil.UnixMilli())).
 		Set(generation, expression.Value(gen)).
 		Set(expression.Name("updated_at"), expression.Value(now.UTC().Format(time.RFC3339Nano)))
 	first := generation.Equal(expression.Value(gen)).And(expression.AttributeNotExists(lease))
@@ -124,6 +127,23 @@ func (s *Sessions) ClaimLaunch(ctx context.Context, id string, gen int, sandboxT
 	cond := inStates([]session.State{session.Provisioning}).
 		And(expression.AttributeNotExists(expression.Name("sandbox_ref"))).
 		And(expression.Or(first, replacement))
+	_, err := s.update(ctx, id, up, cond)
+	return err
+}
+
+// RedeemBootstrap spends the unexpired bootstrap code codeHash of generation
+// gen of a live session in one conditional write, recording the sandbox token
+// hash in its place: of two exchanges of one code, one wins.
+func (s *Sessions) RedeemBootstrap(ctx context.Context, id string, gen int, codeHash, sandboxTokenHash string) error {
+	now := s.now()
+	code, expires := expression.Name("bootstrap_code_hash"), expression.Name("bootstrap_expires")
+	up := expression.Set(expression.Name("sandbox_token_hash"), expression.Value(sandboxTokenHash)).
+		Set(expression.Name("updated_at"), expression.Value(now.UTC().Format(time.RFC3339Nano))).
+		Remove(code).Remove(expires)
+	cond := inStates(session.Live).
+		And(expression.Name("generation").Equal(expression.Value(gen))).
+		And(code.Equal(expression.Value(codeHash))).
+		And(expires.GreaterThan(expression.Value(now.UnixMilli())))
 	_, err := s.update(ctx, id, up, cond)
 	return err
 }

@@ -31,6 +31,11 @@ import (
 // is longer).
 const LaunchLease = 2 * time.Minute
 
+// BootstrapTTL is how long a launched sandbox has to spend its bootstrap code:
+// a Fargate task can wait minutes for capacity and its image before the agent
+// starts.
+const BootstrapTTL = 15 * time.Minute
+
 // stopGrace is what session.stop gives a sandbox between SIGTERM (or StopTask) and
 // the kill: the session already had session.StopGrace to end by itself.
 const stopGrace = 5 * time.Second
@@ -118,13 +123,17 @@ func (w *Worker) Do(ctx context.Context, m jobs.Message) error {
 	}
 }
 
-// start launches the sandbox of m's session, if it has none yet. A claim that
-// lost its lease (its worker died, or took longer than LaunchLease to record
-// the sandbox) is replaced by the launch of the next generation with a new
-// token: the launcher would answer the lost claim's generation with the sandbox
-// it may have started, which holds the lost claim's token. That sandbox can no
-// longer act (stale token and generation) and stops at its first call; the worker
-// that lost its claim stops the sandbox it started when recording it fails.
+// start launches the sandbox of m's session, if it has none yet. The sandbox
+// gets a one-time bootstrap code (stored hashed with the claim), which it
+// exchanges for its token at start (session.Channel.Bootstrap): no token is
+// ever in what the launcher passes. A claim that lost its lease (its worker
+// died, or took longer than LaunchLease to record the sandbox) is replaced by
+// the launch of the next generation with a new code: the launcher would answer
+// the lost claim's generation with the sandbox it may have started, which
+// holds the lost claim's code or the token it got for it. That sandbox can no
+// longer act (the claim removed its token, its code and generation are stale)
+// and stops at its first call; the worker that lost its claim stops the
+// sandbox it started when recording it fails.
 func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 	sess, err := w.Store.Get(ctx, m.SessionID)
 	if errors.Is(err, session.ErrNotFound) {
@@ -142,8 +151,9 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 	if sess.LaunchLease != 0 {
 		gen++ // the claim of sess.Generation ran out (or still runs: ErrConflict)
 	}
-	plain, hash := token.New(token.Sandbox)
-	err = w.Store.ClaimLaunch(ctx, sess.ID, gen, hash, w.now().Add(LaunchLease))
+	code, hash := token.New(token.Bootstrap)
+	now := w.now()
+	err = w.Store.ClaimLaunch(ctx, sess.ID, gen, session.LaunchClaim{BootstrapCodeHash: hash, CodeExpires: now.Add(BootstrapTTL), LeaseUntil: now.Add(LaunchLease)})
 	if errors.Is(err, session.ErrConflict) {
 		return nil // another delivery holds the launch, or it is done
 	}
@@ -154,7 +164,7 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 		SessionID:       sess.ID,
 		Generation:      gen,
 		GatewayURL:      w.GatewayURL,
-		SandboxToken:    plain,
+		BootstrapCode:   code,
 		TmuxSessionName: sess.TmuxSessionName,
 	})
 	if err != nil {

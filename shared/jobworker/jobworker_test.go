@@ -96,11 +96,23 @@ func TestBatchWithPoisonAndFailure(t *testing.T) {
 		t.Errorf("DLQ holds %+v, want the poison message", msgs)
 	}
 	got, err := store.Get(t.Context(), "good")
-	if err != nil || got.SandboxRef != "pid:1" || len(got.SandboxTokenHash) != 64 {
+	if err != nil || got.SandboxRef != "pid:1" || len(got.BootstrapCodeHash) != 64 {
 		t.Errorf("launched session %+v, %v", got, err)
 	}
-	if len(l.launches) != 1 || l.launches[0].GatewayURL != "http://gw" || l.launches[0].SandboxToken == "" {
-		t.Errorf("launches %+v", l.launches)
+	if len(l.launches) != 1 || l.launches[0].GatewayURL != "http://gw" || token.Check(token.Bootstrap, l.launches[0].BootstrapCode) != nil ||
+		got.BootstrapCodeHash != token.Hash(l.launches[0].BootstrapCode) {
+		t.Fatalf("launches %+v", l.launches)
+	}
+	// The launcher gets a one-time code, never a token: no sandbox token exists
+	// until the sandbox spends the code, and the code lasts a while.
+	if got.SandboxTokenHash != "" {
+		t.Errorf("a sandbox token exists before the sandbox asked for it: %+v", got)
+	}
+	if left := time.Until(time.UnixMilli(got.BootstrapExpires)); left < jobworker.BootstrapTTL-time.Minute || left > jobworker.BootstrapTTL {
+		t.Errorf("the code expires in %s, want about %s", left, jobworker.BootstrapTTL)
+	}
+	if _, ok := l.launches[0].Env()["SANDBOX_MCP_AUTH_TOKEN"]; ok {
+		t.Errorf("the launch environment names a sandbox token: %v", l.launches[0].Env())
 	}
 }
 
@@ -202,8 +214,8 @@ func (l *launcherFunc) Stop(_ context.Context, ref string, _ time.Duration) erro
 func longAgo() time.Time { return time.Now().Add(-jobworker.LaunchLease - time.Minute) }
 
 // A launch whose worker died before recording its sandbox is taken over by the
-// next generation with a new token, never by the same generation (which the
-// launcher would answer with the sandbox holding the old token).
+// next generation with a new code, never by the same generation (which the
+// launcher would answer with the sandbox holding the old code).
 func TestLaunchAfterLostClaimIsTheNextGeneration(t *testing.T) {
 	t.Parallel()
 	w, store, l, _ := setup(t)
@@ -227,15 +239,15 @@ func TestLaunchAfterLostClaimIsTheNextGeneration(t *testing.T) {
 		t.Fatalf("launches %+v, want the lost one and its replacement", l.launches)
 	}
 	lost, next := l.launches[0], l.launches[1]
-	if lost.Generation != 1 || next.Generation != 2 || next.SandboxToken == lost.SandboxToken {
-		t.Errorf("replacement launch %+v after %+v: want generation 2 with a new token", next, lost)
+	if lost.Generation != 1 || next.Generation != 2 || next.BootstrapCode == lost.BootstrapCode {
+		t.Errorf("replacement launch %+v after %+v: want generation 2 with a new code", next, lost)
 	}
 	got, err := store.Get(t.Context(), "s4")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Generation != 2 || got.SandboxRef != "pid:1" || got.SandboxTokenHash != token.Hash(next.SandboxToken) {
-		t.Errorf("session after the replacement: %+v; want generation 2 holding the hash of the replacement's token", got)
+	if got.Generation != 2 || got.SandboxRef != "pid:1" || got.BootstrapCodeHash != token.Hash(next.BootstrapCode) {
+		t.Errorf("session after the replacement: %+v; want generation 2 holding the hash of the replacement's code", got)
 	}
 	// The start message names generation 1: it still asks for nothing more.
 	if err := w.Do(t.Context(), start); err != nil || len(l.launches) != 2 {
@@ -270,7 +282,7 @@ func TestLaunchOfAReplacedClaimIsStopped(t *testing.T) {
 		t.Errorf("slow worker's stops %v, want its own sandbox stopped", sl.stops)
 	}
 	got, _ := store.Get(t.Context(), "s5")
-	if got.Generation != 2 || got.SandboxRef != "pid:1" || len(l.launches) != 1 || got.SandboxTokenHash != token.Hash(l.launches[0].SandboxToken) {
-		t.Errorf("session %+v, launches %+v: want the replacement's sandbox and token", got, l.launches)
+	if got.Generation != 2 || got.SandboxRef != "pid:1" || len(l.launches) != 1 || got.BootstrapCodeHash != token.Hash(l.launches[0].BootstrapCode) {
+		t.Errorf("session %+v, launches %+v: want the replacement's sandbox and code", got, l.launches)
 	}
 }

@@ -17,8 +17,10 @@ type Spec struct {
 	Generation int
 	// GatewayURL is where the sandbox reaches the platform (its channel routes).
 	GatewayURL string
-	// SandboxToken authenticates the sandbox to the gateway, for this session only.
-	SandboxToken string
+	// BootstrapCode is the one-time code the sandbox exchanges for its token
+	// (never the token: a launcher's environment may be shown, as ECS shows
+	// RunTask overrides).
+	BootstrapCode string
 	// TmuxSessionName names the terminal session the agent runs in, if tmux is there.
 	TmuxSessionName string
 }
@@ -29,7 +31,7 @@ func (s Spec) Env() map[string]string {
 		sandboxwire.EnvSessionID:       s.SessionID,
 		sandboxwire.EnvGeneration:      strconv.Itoa(s.Generation),
 		sandboxwire.EnvGatewayURL:      s.GatewayURL,
-		sandboxwire.EnvSandboxToken:    s.SandboxToken,
+		sandboxwire.EnvBootstrapCode:   s.BootstrapCode,
 		sandboxwire.EnvTmuxSessionName: s.TmuxSessionName,
 	}
 }

@@ -34,6 +34,7 @@ var table = []Route{
 	{Method: "GET", Path: "/api/remote_agents/{id}/events", Function: "events", Stream: true},
 	{Method: "GET", Path: "/embed/{id}", Function: "embed", Public: true},
 	{Method: "POST", Path: "/proliferate/{sessionId}/tools/{toolName}", Function: "toolcallback"},
+	{Method: "POST", Path: "/sandbox/{sessionId}/bootstrap", Function: "sandbox"},
 	{Method: "GET", Path: "/sandbox/{sessionId}/spec", Function: "sandbox"},
 	{Method: "POST", Path: "/sandbox/{sessionId}/status", Function: "sandbox"},
 	{Method: "POST", Path: "/sandbox/{sessionId}/heartbeat", Function: "sandbox"},

@@ -28,6 +28,7 @@ func (h *Handlers) Routes() []httpapi.Route {
 		return httpapi.Route{Method: method, Pattern: sandboxwire.Prefix + "{sessionId}/" + name, Handler: fn}
 	}
 	return []httpapi.Route{
+		route(http.MethodPost, sandboxwire.RouteBootstrap, h.Bootstrap),
 		route(http.MethodGet, sandboxwire.RouteSpec, h.Spec),
 		route(http.MethodPost, sandboxwire.RouteStatus, h.Status),
 		route(http.MethodPost, sandboxwire.RouteHeartbeat, h.Heartbeat),
@@ -35,6 +36,13 @@ func (h *Handlers) Routes() []httpapi.Route {
 		route(http.MethodPost, sandboxwire.RouteEvents, h.Events),
 		route(http.MethodPost, sandboxwire.RouteUploads, h.Uploads),
 	}
+}
+
+// Bootstrap serves POST /sandbox/{sessionId}/bootstrap: the launch's
+// one-time code, as the bearer, for the sandbox token. It reads no body.
+func (h *Handlers) Bootstrap(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	out, err := h.Channel.Bootstrap(ctx, sessionID(req), httpapi.BearerToken(req))
+	return h.answer(ctx, out, err), nil
 }
 
 // Spec serves GET /sandbox/{sessionId}/spec.

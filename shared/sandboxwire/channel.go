@@ -11,6 +11,9 @@ const (
 	RouteInbox     = "inbox"
 	RouteEvents    = "events"
 	RouteUploads   = "uploads"
+	// RouteBootstrap exchanges the launch's one-time bootstrap code (the
+	// bearer) for the sandbox token; a code works once.
+	RouteBootstrap = "bootstrap"
 	// InboxAfter is the inbox's query parameter: the cursor to read after.
 	InboxAfter = "after"
 )
@@ -106,6 +109,14 @@ type Features struct {
 	FileUpload   bool `json:"file_upload"`
 	ContextUsage bool `json:"context_usage"`
 	VoiceMic     bool `json:"voice_mic"`
+}
+
+// BootstrapResponse answers POST bootstrap: the sandbox token, the bearer of
+// every other channel call and tool callback, for the launch generation the
+// code was given to.
+type BootstrapResponse struct {
+	SandboxToken string `json:"sandbox_token"`
+	Generation   int    `json:"generation"`
 }
 
 // StatusReport is what a sandbox reports (POST status).

@@ -8,8 +8,10 @@
 // (.golangci.yml) keeps it so. Both sides encode and decode these types: change
 // a field here and both change together.
 //
-// The channel, under /sandbox/{sessionId}/, authenticated by the sandbox token:
+// The channel, under /sandbox/{sessionId}/, authenticated by the sandbox token
+// (bootstrap by the launch's one-time code):
 //
+//	POST bootstrap  the one-time code for the sandbox token, once
 //	GET  spec       what to run: guardrails, persona, initial prompt, mode, flags
 //	POST status     ready (with the guardrails hash used), working, idle, ended, failed
 //	POST heartbeat  still alive; answers whether to stop

@@ -1,9 +1,22 @@
 package sandboxwire
 
+import (
+	"slices"
+	"strings"
+)
+
 // The environment a launcher gives a sandbox: who it is, where the platform
-// is, and its token, under the names of the agent contract (agent-contract.md
-// 6.4), which the agent reads. The sandbox inherits nothing else of the
-// platform's.
+// is, under the names of the agent contract (agent-contract.md 6.4), and a
+// one-time bootstrap code, which the agent exchanges for its sandbox token
+// (RouteBootstrap) before anything else. The sandbox inherits nothing else of
+// the platform's.
+//
+// The token itself is never in a launcher's environment: on ECS that
+// environment is in the RunTask overrides, which DescribeTasks and CloudTrail
+// show; a code spent at start is worth nothing to their readers.
+// SANDBOX_MCP_AUTH_TOKEN keeps its contract meaning, the sandbox token, inside
+// the agent (which takes it from the environment too, when a launcher of its
+// own sets it instead of a code).
 const (
 	// EnvSessionID is the session the sandbox runs.
 	EnvSessionID = "PROLIFERATE_SESSION_ID"
@@ -13,6 +26,9 @@ const (
 	// EnvSandboxToken is the sandbox token: bearer of every channel call and
 	// tool callback.
 	EnvSandboxToken = "SANDBOX_MCP_AUTH_TOKEN" //nolint:gosec // the variable's name, not a credential
+	// EnvBootstrapCode is the one-time code the sandbox exchanges for its
+	// token (POST RouteBootstrap, the code as bearer).
+	EnvBootstrapCode = "RA_BOOTSTRAP_CODE"
 	// EnvGeneration is the launch generation it runs for (the contract names
 	// none; informational).
 	EnvGeneration = "RA_GENERATION"
@@ -32,3 +48,27 @@ const (
 	// gives each its own.
 	EnvFileVar = "RA_ENV_FILE"
 )
+
+// HostVariables are the variables of a host's environment that a sandbox, and
+// every command its agent runs, take over: where programs are, whose home,
+// the language (LC_* too) and the terminal. Nothing else of a launcher's
+// environment (its credentials, its settings, its keys) reaches a sandbox,
+// and nothing else of the agent's reaches its tools.
+var HostVariables = []string{"PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL"}
+
+// FromHost reports whether the host variable name passes (HostVariables,
+// LC_*).
+func FromHost(name string) bool {
+	return slices.Contains(HostVariables, name) || (strings.HasPrefix(name, "LC_") && len(name) > len("LC_"))
+}
+
+// HostEnv returns the entries ("NAME=value") of environ that pass FromHost.
+func HostEnv(environ []string) []string {
+	out := make([]string, 0, len(HostVariables))
+	for _, kv := range environ {
+		if name, _, ok := strings.Cut(kv, "="); ok && FromHost(name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

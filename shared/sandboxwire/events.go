@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 )
 
 // The event types. Sandboxes append the agent's (agent.*, tool.call,
@@ -34,6 +35,19 @@ var Types = []string{
 	TypeTokenLimit, TypeEnvRequest, TypeUserMessage, TypeEnvSubmitted, TypeOutputVerification,
 	TypeOutputSnapshot, TypeAutomationCompleted,
 }
+
+// SandboxTypes are the event types a sandbox may append (POST events): the
+// agent's own. The others are the platform's, which it appends itself after
+// checking who asked (user.message and env.submitted from a session token's
+// holder, output.* and automation.completed from a tool's effect), so that
+// nothing a sandbox sends passes for a user's message, a submission or a
+// recorded output.
+var SandboxTypes = []string{
+	TypeAgentMessage, TypeAgentError, TypeAgentQuestion, TypeToolCall, TypeStateChanged, TypeTokenLimit, TypeEnvRequest,
+}
+
+// SandboxMaySend reports whether a sandbox may append events of type typ.
+func SandboxMaySend(typ string) bool { return slices.Contains(SandboxTypes, typ) }
 
 // Payload is the data of one event type.
 type Payload interface {

@@ -254,7 +254,9 @@ func (c *Channel) envValues(ctx context.Context, sessionID string, e Event) (map
 }
 
 // Append appends the events of the sandbox of sess (see Authenticate) to its
-// session and returns their sequence numbers.
+// session and returns their sequence numbers. Only the types a sandbox may
+// send (sandboxwire.SandboxTypes) are accepted: a sandbox cannot forge a
+// user's message or env submission, nor an output the platform records.
 func (c *Channel) Append(ctx context.Context, sess Session, in sandboxwire.EventsRequest) (sandboxwire.EventsResponse, error) {
 	if len(in.Events) == 0 || len(in.Events) > sandboxwire.MaxEventsPerAppend {
 		return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "Send 1 to %d events.", sandboxwire.MaxEventsPerAppend)
@@ -263,6 +265,9 @@ func (c *Channel) Append(ctx context.Context, sess Session, in sandboxwire.Event
 	for i, e := range in.Events {
 		if !sandboxwire.ValidEventType(e.Type) {
 			return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "events[%d].type must be lower-case words joined by '.' or '_'.", i)
+		}
+		if !sandboxwire.SandboxMaySend(e.Type) {
+			return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "events[%d].type %s is not one a sandbox may send (%s).", i, e.Type, strings.Join(sandboxwire.SandboxTypes, ", "))
 		}
 		if len(e.Data) > sandboxwire.MaxEventBytes {
 			return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "events[%d].data is larger than %d bytes.", i, sandboxwire.MaxEventBytes)

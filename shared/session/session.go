@@ -104,8 +104,14 @@ type Session struct {
 	Generation int `json:"generation"`
 	// TokenHashes are the hashes of the session's tokens (never the tokens).
 	TokenHashes []string `json:"token_hashes,omitempty"`
-	// SandboxTokenHash is the hash of the current sandbox's token.
+	// SandboxTokenHash is the hash of the current sandbox's token, set when
+	// the sandbox spends its bootstrap code (RedeemBootstrap).
 	SandboxTokenHash string `json:"sandbox_token_hash,omitempty"`
+	// BootstrapCodeHash is the hash of the one-time code the current launch
+	// gave its sandbox, until the sandbox spends it; BootstrapExpires (epoch
+	// ms) is when it stops working unspent.
+	BootstrapCodeHash string `json:"bootstrap_code_hash,omitempty"`
+	BootstrapExpires  int64  `json:"bootstrap_expires,omitempty"`
 	// SandboxRef identifies the running sandbox to its launcher (task ARN, pid).
 	SandboxRef string `json:"sandbox_ref,omitempty"`
 	// LaunchLease (epoch ms) is when a claimed but unfinished launch may be
@@ -201,6 +207,17 @@ type Fields struct {
 	SnapshotKey string
 }
 
+// LaunchClaim is what a launch claim records (Store.ClaimLaunch).
+type LaunchClaim struct {
+	// BootstrapCodeHash is the hash of the one-time code the launcher gives
+	// the sandbox, which it exchanges for its token until CodeExpires.
+	BootstrapCodeHash string
+	CodeExpires       time.Time
+	// LeaseUntil is when the claim, if no sandbox is recorded by then, may be
+	// replaced by the next generation's.
+	LeaseUntil time.Time
+}
+
 // Event is one thing that happened in a session (agent output, state changes,
 // questions), in the order of its sequence number.
 type Event struct {
@@ -246,15 +263,22 @@ type Store interface {
 	// and is not terminal; ErrConflict otherwise.
 	AddToken(ctx context.Context, id, tokenHash string) error
 	// ClaimLaunch claims the launch of generation gen of a provisioning session
-	// that has no sandbox recorded: it sets the sandbox token hash and a lease until
-	// leaseUntil. The claim is either the first of the session's current generation
-	// gen (no lease taken yet), or it replaces the claim of generation gen-1 whose
-	// lease ran out before a sandbox was recorded, and moves the session to gen:
-	// whatever the lost claim may have started holds a token and a generation that
-	// no longer work, so a claim never hands out a token its sandbox does not hold.
-	// ErrConflict otherwise (a lease runs, a sandbox is recorded, the session moved
-	// on).
-	ClaimLaunch(ctx context.Context, id string, gen int, sandboxTokenHash string, leaseUntil time.Time) error
+	// that has no sandbox recorded: it records c's bootstrap code hash, its
+	// expiry and the lease, and removes any sandbox token hash. The claim is
+	// either the first of the session's current generation gen (no lease taken
+	// yet), or it replaces the claim of generation gen-1 whose lease ran out
+	// before a sandbox was recorded, and moves the session to gen: whatever the
+	// lost claim may have started holds a code (or a token it got for one) and a
+	// generation that no longer work, so a claim never hands out a credential its
+	// sandbox does not hold. ErrConflict otherwise (a lease runs, a sandbox is
+	// recorded, the session moved on).
+	ClaimLaunch(ctx context.Context, id string, gen int, c LaunchClaim) error
+	// RedeemBootstrap spends the bootstrap code of generation gen of a live
+	// session: if the session holds exactly codeHash, unexpired, it records
+	// sandboxTokenHash and forgets the code, so that it works once. ErrConflict
+	// otherwise (another code, spent, expired, another generation, the session
+	// over); ErrNotFound for an unknown id.
+	RedeemBootstrap(ctx context.Context, id string, gen int, codeHash, sandboxTokenHash string) error
 	// AppendEvents gives events the next sequence numbers of a live session of the
 	// given generation and stores them, all or nothing. It returns them numbered.
 	AppendEvents(ctx context.Context, id string, generation int, events []Event) ([]Event, error)

@@ -21,7 +21,10 @@ type Kind string
 const (
 	Session Kind = "ras" // apps and browsers, one session
 	Sandbox Kind = "rsb" // the sandbox of one session
-	AppKey  Kind = "rak" // an app creating sessions
+	// Bootstrap is the one-time code a launcher gives a sandbox, which the
+	// sandbox exchanges once for its sandbox token.
+	Bootstrap Kind = "rbc"
+	AppKey    Kind = "rak" // an app creating sessions
 )
 
 // entropyBytes is 256 bits.

@@ -68,7 +68,7 @@ func TestRunReadsTheEnvironmentOnce(t *testing.T) {
 	t.Setenv("PROLIFERATE_GATEWAY_URL", "")
 	t.Setenv("SANDBOX_MCP_AUTH_TOKEN", "")
 	stderr.Reset()
-	if code := run([]string{"sandbox"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "PROLIFERATE_GATEWAY_URL, SANDBOX_MCP_AUTH_TOKEN required in a sandbox") {
+	if code := run([]string{"sandbox"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "PROLIFERATE_GATEWAY_URL, RA_BOOTSTRAP_CODE (or SANDBOX_MCP_AUTH_TOKEN) required in a sandbox") {
 		t.Errorf("sandbox without identity: exit code %d, stderr %q", code, stderr.String())
 	}
 }

@@ -172,7 +172,7 @@ func TestLauncherContract(t *testing.T) {
 func TestLaunchBuildsRunTask(t *testing.T) {
 	t.Parallel()
 	l, fake := newLauncher(t)
-	spec := launch.Spec{SessionID: "6071cda9-7ba1-431a-9ad4-e711d5ed0a30", Generation: 2, GatewayURL: "https://api.example.com", SandboxToken: "rsb_x", TmuxSessionName: "ra-6071cda9"}
+	spec := launch.Spec{SessionID: "6071cda9-7ba1-431a-9ad4-e711d5ed0a30", Generation: 2, GatewayURL: "https://api.example.com", BootstrapCode: "rbc_x", TmuxSessionName: "ra-6071cda9"}
 	ref, err := l.Launch(t.Context(), spec)
 	if err != nil {
 		t.Fatal(err)
@@ -201,8 +201,13 @@ func TestLaunchBuildsRunTask(t *testing.T) {
 	container := overrides["containerOverrides"].([]any)[0].(map[string]any)
 	env := fake.env(t, ref)
 	if container["name"] != "agent" || env["PROLIFERATE_SESSION_ID"] != spec.SessionID || env["RA_GENERATION"] != "2" ||
-		env["PROLIFERATE_GATEWAY_URL"] != spec.GatewayURL || env["SANDBOX_MCP_AUTH_TOKEN"] != "rsb_x" || env["RA_TMUX_SESSION_NAME"] != "ra-6071cda9" {
+		env["PROLIFERATE_GATEWAY_URL"] != spec.GatewayURL || env["RA_BOOTSTRAP_CODE"] != "rbc_x" || env["RA_TMUX_SESSION_NAME"] != "ra-6071cda9" {
 		t.Errorf("container override %v", container)
+	}
+	// The overrides are what DescribeTasks and CloudTrail show: a one-time
+	// code, never a sandbox token.
+	if _, ok := env["SANDBOX_MCP_AUTH_TOKEN"]; ok {
+		t.Errorf("the RunTask overrides carry a sandbox token: %v", env)
 	}
 }
 

@@ -122,7 +122,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 
 // Spec returns a launch spec for session id and generation gen.
 func Spec(id string, gen int) launch.Spec {
-	return launch.Spec{SessionID: id, Generation: gen, GatewayURL: "http://127.0.0.1:1/gw", SandboxToken: "rsb_" + id[:8], TmuxSessionName: "ra-" + id[:8]}
+	return launch.Spec{SessionID: id, Generation: gen, GatewayURL: "http://127.0.0.1:1/gw", BootstrapCode: "rbc_" + id[:8], TmuxSessionName: "ra-" + id[:8]}
 }
 
 func launch1(t *testing.T, h Harness, spec launch.Spec) string {

@@ -1,8 +1,13 @@
 // Package process launches sandboxes as local child processes: the local stand-in
 // for Fargate tasks. Each sandbox runs in its own working directory and process
-// group, with its identity in the environment and its env file in a private
-// folder beside the working directory; Stop sends SIGTERM, then SIGKILL
-// after the grace period.
+// group, with its identity (and its one-time bootstrap code) in the
+// environment and its env file in a private folder beside the working
+// directory; Stop sends SIGTERM, then SIGKILL after the grace period.
+//
+// Of the launcher's own environment a sandbox gets the host variables only
+// (sandboxwire.HostVariables: PATH, HOME, LANG…), never its credentials, its
+// settings or the model keys it holds: what a sandbox needs beyond its
+// identity is given to it explicitly (Options.Env).
 package process
 
 import (
@@ -30,7 +35,8 @@ type Options struct {
 	Command []string
 	// Dir holds one working directory per sandbox.
 	Dir string
-	// Env is added to every sandbox's environment (after the parent's).
+	// Env is added to every sandbox's environment (after the parent's host
+	// variables).
 	Env []string
 	// OnExit, if set, is called when a sandbox process ends by itself or is stopped.
 	OnExit func(launch.Exit)
@@ -90,7 +96,7 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 	}
 	cmd := exec.Command(l.o.Command[0], l.o.Command[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(sandboxEnv(os.Environ()), l.o.Env...)
+	cmd.Env = append(sandboxwire.HostEnv(os.Environ()), l.o.Env...)
 	for k, v := range spec.Env() {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -136,20 +142,6 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 		}
 	}()
 	return ref, nil
-}
-
-// sandboxEnv is the parent's environment without what a sandbox must not hold:
-// AWS credentials and endpoints (a sandbox reaches platform state only through the
-// gateway) and the platform's own RA_ settings.
-func sandboxEnv(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "AWS_") || strings.HasPrefix(kv, "RA_") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
 }
 
 // Stop terminates a sandbox process group: SIGTERM, then SIGKILL after grace.

@@ -17,7 +17,7 @@ import (
 
 // A sandbox script reports "pid:<its pid>|<its identity>" on the ready pipe once
 // its signal trap is installed; tests wait for that line, never for a while.
-const report = `echo "pid:$$|$PROLIFERATE_SESSION_ID|$RA_GENERATION|$PROLIFERATE_GATEWAY_URL|$SANDBOX_MCP_AUTH_TOKEN|$RA_TMUX_SESSION_NAME" > "$READY"`
+const report = `echo "pid:$$|$PROLIFERATE_SESSION_ID|$RA_GENERATION|$PROLIFERATE_GATEWAY_URL|$RA_BOOTSTRAP_CODE|$RA_TMUX_SESSION_NAME" > "$READY"`
 
 // ready is a named pipe sandboxes report on, and the lines they reported, by ref.
 type ready struct {
@@ -82,7 +82,7 @@ func (r *ready) wait(t *testing.T, ref string) map[string]string {
 	fields := strings.Split(r.lines[ref], "|")
 	r.mu.Unlock()
 	env := map[string]string{}
-	for i, k := range []string{"PROLIFERATE_SESSION_ID", "RA_GENERATION", "PROLIFERATE_GATEWAY_URL", "SANDBOX_MCP_AUTH_TOKEN", "RA_TMUX_SESSION_NAME"} {
+	for i, k := range []string{"PROLIFERATE_SESSION_ID", "RA_GENERATION", "PROLIFERATE_GATEWAY_URL", "RA_BOOTSTRAP_CODE", "RA_TMUX_SESSION_NAME"} {
 		if i < len(fields) {
 			env[k] = fields[i]
 		}
@@ -121,8 +121,10 @@ func TestLauncherContract(t *testing.T) {
 func TestSandboxGetsItsIdentityAndNoSecrets(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "platform-secret")
 	t.Setenv("RA_DEV_APP_KEY", "platform-app-key")
-	l, _, ex, dir := newLauncher(t, `echo "$PROLIFERATE_SESSION_ID $RA_GENERATION $PROLIFERATE_GATEWAY_URL $SANDBOX_MCP_AUTH_TOKEN" > identity; pwd > where; echo "$RA_ENV_FILE" > envfile; echo "$AWS_SECRET_ACCESS_KEY$RA_DEV_APP_KEY" > secrets; exit 3`)
-	spec := launch.Spec{SessionID: "s1", Generation: 2, GatewayURL: "http://127.0.0.1:1", SandboxToken: "rsb_t"}
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-platform-key")
+	t.Setenv("GITHUB_TOKEN", "ghp_platform")
+	l, _, ex, dir := newLauncher(t, `echo "$PROLIFERATE_SESSION_ID $RA_GENERATION $PROLIFERATE_GATEWAY_URL $RA_BOOTSTRAP_CODE" > identity; pwd > where; echo "$RA_ENV_FILE" > envfile; echo "$AWS_SECRET_ACCESS_KEY$RA_DEV_APP_KEY$ANTHROPIC_API_KEY$GITHUB_TOKEN" > secrets; exit 3`)
+	spec := launch.Spec{SessionID: "s1", Generation: 2, GatewayURL: "http://127.0.0.1:1", BootstrapCode: "rbc_t"}
 	ref, err := l.Launch(t.Context(), spec)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +135,7 @@ func TestSandboxGetsItsIdentityAndNoSecrets(t *testing.T) {
 	}
 	work := filepath.Join(dir, "s1-2")
 	id, err := os.ReadFile(filepath.Join(work, "identity"))
-	if err != nil || strings.TrimSpace(string(id)) != "s1 2 http://127.0.0.1:1 rsb_t" {
+	if err != nil || strings.TrimSpace(string(id)) != "s1 2 http://127.0.0.1:1 rbc_t" {
 		t.Errorf("identity %q, %v", id, err)
 	}
 	if secrets, _ := os.ReadFile(filepath.Join(work, "secrets")); strings.TrimSpace(string(secrets)) != "" {

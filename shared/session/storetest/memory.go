@@ -125,7 +125,7 @@ func (m *Memory) AddToken(_ context.Context, id, tokenHash string) error {
 // ClaimLaunch takes the launch lease of generation gen of a provisioning
 // session: the first claim of its current generation, or the replacement of an
 // expired claim of generation gen-1, which moves the session to gen.
-func (m *Memory) ClaimLaunch(_ context.Context, id string, gen int, sandboxTokenHash string, leaseUntil time.Time) error {
+func (m *Memory) ClaimLaunch(_ context.Context, id string, gen int, c session.LaunchClaim) error {
 	now := m.now()
 	_, err := m.update(id, func(s *session.Session) error {
 		first := s.Generation == gen && s.LaunchLease == 0
@@ -137,8 +137,26 @@ func (m *Memory) ClaimLaunch(_ context.Context, id string, gen int, sandboxToken
 			return session.ErrConflict
 		}
 		s.Generation = gen
+		s.SandboxTokenHash = ""
+		s.BootstrapCodeHash, s.BootstrapExpires = c.BootstrapCodeHash, c.CodeExpires.UnixMilli()
+		s.LaunchLease = c.LeaseUntil.UnixMilli()
+		s.UpdatedAt = now.UTC()
+		return nil
+	})
+	return err
+}
+
+// RedeemBootstrap spends the unexpired bootstrap code codeHash of generation
+// gen of a live session, recording the sandbox token hash in its place.
+func (m *Memory) RedeemBootstrap(_ context.Context, id string, gen int, codeHash, sandboxTokenHash string) error {
+	now := m.now()
+	_, err := m.update(id, func(s *session.Session) error {
+		if !slices.Contains(session.Live, s.State) || s.Generation != gen || s.BootstrapCodeHash == "" ||
+			s.BootstrapCodeHash != codeHash || s.BootstrapExpires <= now.UnixMilli() {
+			return session.ErrConflict
+		}
 		s.SandboxTokenHash = sandboxTokenHash
-		s.LaunchLease = leaseUntil.UnixMilli()
+		s.BootstrapCodeHash, s.BootstrapExpires = "", 0
 		s.UpdatedAt = now.UTC()
 		return nil
 	})

@@ -44,6 +44,8 @@ import (
 
 const (
 	pollInterval = 300 * time.Millisecond
+	// maxUnreaped bounds the polls wait makes for the status of a dead pane.
+	maxUnreaped = 30
 	// drainTimeout bounds the wait for the agent's last log lines once its pane
 	// is dead (a process it started may hold the pipe open).
 	drainTimeout = 5 * time.Second
@@ -88,7 +90,10 @@ func Supervise(ctx context.Context, name, workspace string, argv, environ []stri
 	// the option is set before the pane exists.
 	args := []string{"-L", name, "-f", "/dev/null", "set-option", "-g", "remain-on-exit", "on", ";",
 		"new-session", "-d", "-s", name, "-x", "200", "-y", "50", "-P", "-F", "#{pane_pid}", "--"}
-	cmd := exec.CommandContext(ctx, "tmux", append(args, argv...)...)
+	// Not tied to ctx: a stop that arrives while the session starts must not
+	// kill the tmux client half way (leaving a pane nobody waits for); wait
+	// signals the agent once it runs.
+	cmd := exec.Command("tmux", append(args, argv...)...)
 	cmd.Dir = workspace
 	cmd.Env = append(sandboxwire.HostEnv(os.Environ()), agentconfig.EnvInTmux+"=1", agentconfig.EnvTmuxSupervisorPID+"="+strconv.Itoa(os.Getpid()),
 		agentconfig.EnvTmuxLogPipe+"="+pipe.path, agentconfig.EnvTmuxEnvPipe+"="+handoff.path)
@@ -112,45 +117,61 @@ func Supervise(ctx context.Context, name, workspace string, argv, environ []stri
 // returns the pane's exit status; when ctx ends it sends SIGTERM to the pane's
 // process, once.
 func wait(ctx context.Context, name string, pid int) int {
-	signalled := false
+	done := ctx.Done()
+	unreaped := 0
 	for {
 		dead, code, ok := pane(name)
 		if !ok {
 			return 1 // the session was killed: the agent did not say how it ended
 		}
+		// tmux marks a pane dead when its terminal closes, and records how its
+		// process ended once it has reaped it: until then, keep waiting (a
+		// bounded while, in case a tmux never says).
+		if dead && code < 0 && unreaped < maxUnreaped {
+			unreaped++
+			dead = false
+		}
 		if dead {
 			_ = exec.Command("tmux", "-L", name, "kill-session", "-t", "="+name).Run()
-			return code
+			return max(code, 1)
 		}
 		select {
-		case <-ctx.Done():
-			if !signalled {
-				signalled = true
-				_ = syscall.Kill(pid, syscall.SIGTERM)
-			}
-		case <-time.After(pollInterval):
+		case <-done:
+			done = nil // signal once, then poll as before
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		case <-time.After(unreapedPoll(unreaped)):
 		}
 	}
 }
 
-// pane reports whether the session's pane is dead and, if so, its exit status
-// (1 when it died of a signal). ok is false when the session is gone.
+// unreapedPoll is how long wait waits before asking tmux again: briefly while
+// a dead pane's status is due, else pollInterval.
+func unreapedPoll(unreaped int) time.Duration {
+	if unreaped > 0 {
+		return pollInterval / 30
+	}
+	return pollInterval
+}
+
+// pane reports whether the session's pane is dead and, if so, its exit status:
+// 1 when it died of a signal, -1 while tmux has not yet reaped its process. ok
+// is false when the session is gone.
 func pane(name string) (dead bool, code int, ok bool) {
-	out, err := exec.Command("tmux", "-L", name, "list-panes", "-t", "="+name, "-F", "#{pane_dead} #{pane_dead_status}").Output()
+	out, err := exec.Command("tmux", "-L", name, "list-panes", "-t", "="+name, "-F", "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}").Output()
 	if err != nil {
 		return false, 0, false
 	}
-	fields := strings.Fields(string(out))
-	if len(fields) == 0 || fields[0] != "1" {
+	fields := strings.Split(strings.TrimSpace(string(out)), ":")
+	if len(fields) != 3 || fields[0] != "1" {
 		return false, 0, true
 	}
-	code = 1
-	if len(fields) > 1 {
-		if c, err := strconv.Atoi(fields[1]); err == nil {
-			code = c
-		}
+	if c, err := strconv.Atoi(fields[1]); err == nil {
+		return true, c, true
 	}
-	return true, code, true
+	if fields[2] != "" {
+		return true, 1, true
+	}
+	return true, -1, true
 }
 
 // logPipe is the named pipe the agent writes its logs to, in a directory of

@@ -34,6 +34,10 @@ type Env struct {
 	// Launcher, if set, starts sandboxes instead of Fargate (the dev server's
 	// local processes).
 	Launcher launch.Launcher
+	// KeyLookup reads the model providers' keys that no secret holds, by
+	// their usual variables (ANTHROPIC_API_KEY…); nil: the process's
+	// environment (the dev server's).
+	KeyLookup func(name string) (string, bool)
 
 	ddb        *dynamodb.Client
 	sqs        *sqs.Client

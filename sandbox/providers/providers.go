@@ -1,7 +1,7 @@
 // Package providers builds the configured model provider: Anthropic, OpenAI
 // (and servers compatible with it), Bedrock, Gemini and Mistral through native
 // SDKs, local OpenAI-compatible servers (Ollama, vLLM…), or the scripted
-// provider. One contract suite (contract_test.go) runs against each, over a
+// provider. One contract suite (package providertest) runs against each, over a
 // local server speaking its wire format.
 package providers
 

@@ -78,13 +78,17 @@ func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
 		}
 		return NewOpenAICompatible(cfg.Provider, o), nil
 	case "bedrock":
-		// Credentials come from the environment: the task role inside AWS.
+		// Credentials come from the environment (the task role inside AWS),
+		// unless an API key takes their place: a Bedrock API key, or in a
+		// sandbox the token the model gateway takes.
 		awsCfg, err := config.LoadDefaultConfig(context.Background())
 		if err != nil {
 			return nil, fmt.Errorf("llm.provider bedrock: %w", err)
 		}
 		if cfg.BaseURL != "" {
 			awsCfg.BaseEndpoint = &cfg.BaseURL
+			// The endpoint is given: the region only scopes signatures.
+			awsCfg.Region = cmp.Or(awsCfg.Region, "us-east-1")
 		}
 		return NewBedrock(awsCfg, o), nil
 	default:

@@ -7,6 +7,7 @@ package remote
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,7 +55,10 @@ type Config struct {
 }
 
 // NewConfig takes the sandbox's settings from the agent's environment, which
-// must name the sandbox's session, gateway and token.
+// must name the sandbox's session, gateway and token. A sandbox calls the
+// hosted model providers through the platform's model gateway (ViaGateway):
+// their SDK's base URL is the session's model route and their key its
+// sandbox token, so no provider key is needed, or used, in a sandbox.
 func NewConfig(env agentconfig.Env) (Config, error) {
 	if err := env.CheckSandbox(); err != nil {
 		return Config{}, fmt.Errorf("sandbox: %w", err)
@@ -67,10 +71,23 @@ func NewConfig(env agentconfig.Env) (Config, error) {
 		Heartbeat:     env.Heartbeat,
 		Poll:          time.Second,
 		EnvFile:       env.EnvFile,
-		LLM:           env.LLM,
+		LLM:           ViaGateway(env),
 		TokenLimit:    env.TokenLimit,
 		ContextWindow: env.ContextWindow,
 	}, nil
+}
+
+// ViaGateway is the model env configures, as a sandbox calls it: a hosted
+// provider (sandboxwire.ViaGateway) through the platform's model route, with
+// the sandbox token as its key, whatever key or base URL the environment
+// holds; a local server or the scripted provider as configured.
+func ViaGateway(env agentconfig.Env) agentconfig.LLM {
+	l := env.LLM
+	if sandboxwire.ViaGateway(l.Provider) {
+		l.BaseURL = sandboxwire.ModelBaseURL(cmp.Or(env.ModelGatewayURL, env.GatewayURL), env.SessionID, l.Provider)
+		l.APIKey, l.APIKeyEnv = env.SandboxToken, ""
+	}
+	return l
 }
 
 // Message is one turn of the conversation.

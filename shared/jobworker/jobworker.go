@@ -46,6 +46,9 @@ type Worker struct {
 	Launcher   launch.Launcher
 	DLQ        Sender
 	GatewayURL string
+	// ModelGatewayURL is where sandboxes reach the model route, if not at
+	// GatewayURL.
+	ModelGatewayURL string
 	// Tools runs tools-queue jobs; ToolsDLQ takes the poison ones.
 	Tools    ToolRunner
 	ToolsDLQ Sender
@@ -154,6 +157,7 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 		SessionID:       sess.ID,
 		Generation:      gen,
 		GatewayURL:      w.GatewayURL,
+		ModelGatewayURL: w.ModelGatewayURL,
 		SandboxToken:    plain,
 		TmuxSessionName: sess.TmuxSessionName,
 	})

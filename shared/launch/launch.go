@@ -17,6 +17,9 @@ type Spec struct {
 	Generation int
 	// GatewayURL is where the sandbox reaches the platform (its channel routes).
 	GatewayURL string
+	// ModelGatewayURL is where it reaches the model route, if not at
+	// GatewayURL (on AWS, the model function's own URL).
+	ModelGatewayURL string
 	// SandboxToken authenticates the sandbox to the gateway, for this session only.
 	SandboxToken string
 	// TmuxSessionName names the terminal session the agent runs in, if tmux is there.
@@ -25,13 +28,17 @@ type Spec struct {
 
 // Env returns the environment the sandbox reads its identity from.
 func (s Spec) Env() map[string]string {
-	return map[string]string{
+	env := map[string]string{
 		sandboxwire.EnvSessionID:       s.SessionID,
 		sandboxwire.EnvGeneration:      strconv.Itoa(s.Generation),
 		sandboxwire.EnvGatewayURL:      s.GatewayURL,
 		sandboxwire.EnvSandboxToken:    s.SandboxToken,
 		sandboxwire.EnvTmuxSessionName: s.TmuxSessionName,
 	}
+	if s.ModelGatewayURL != "" && s.ModelGatewayURL != s.GatewayURL {
+		env[sandboxwire.EnvModelGatewayURL] = s.ModelGatewayURL
+	}
+	return env
 }
 
 // Exit reports a sandbox that stopped, as ECS task-state events do.

@@ -35,6 +35,16 @@ func (e EnvKeys) Key(_ context.Context, provider string) (string, error) {
 	return "", fmt.Errorf("%s: %w", provider, ErrNoKey)
 }
 
+// KeyVariables are the variables every provider's key is kept under in a
+// process's environment (what no sandbox may inherit).
+func KeyVariables() []string {
+	var out []string
+	for _, name := range []string{"anthropic", "openai", "gemini", "mistral", "bedrock"} {
+		out = append(out, providers[name].KeyEnvs...)
+	}
+	return out
+}
+
 // FirstKey asks each of keys in turn: the first key found wins.
 type FirstKey []Keys
 

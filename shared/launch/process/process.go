@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/modelgateway"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
@@ -140,11 +142,14 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 
 // sandboxEnv is the parent's environment without what a sandbox must not hold:
 // AWS credentials and endpoints (a sandbox reaches platform state only through the
-// gateway) and the platform's own RA_ settings.
+// gateway), the platform's own RA_ settings, and the model providers' keys
+// (its model calls go through the platform's model gateway, which holds them).
 func sandboxEnv(env []string) []string {
 	out := make([]string, 0, len(env))
+	keys := modelgateway.KeyVariables()
 	for _, kv := range env {
-		if strings.HasPrefix(kv, "AWS_") || strings.HasPrefix(kv, "RA_") {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(kv, "AWS_") || strings.HasPrefix(kv, "RA_") || slices.Contains(keys, name) {
 			continue
 		}
 		out = append(out, kv)

@@ -121,8 +121,13 @@ func TestLauncherContract(t *testing.T) {
 func TestSandboxGetsItsIdentityAndNoSecrets(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "platform-secret")
 	t.Setenv("RA_DEV_APP_KEY", "platform-app-key")
-	l, _, ex, dir := newLauncher(t, `echo "$PROLIFERATE_SESSION_ID $RA_GENERATION $PROLIFERATE_GATEWAY_URL $SANDBOX_MCP_AUTH_TOKEN" > identity; pwd > where; echo "$RA_ENV_FILE" > envfile; echo "$AWS_SECRET_ACCESS_KEY$RA_DEV_APP_KEY" > secrets; exit 3`)
-	spec := launch.Spec{SessionID: "s1", Generation: 2, GatewayURL: "http://127.0.0.1:1", SandboxToken: "rsb_t"}
+	// The model providers' keys stay with the platform (the model gateway).
+	for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MISTRAL_API_KEY"} {
+		t.Setenv(k, "platform-"+k)
+	}
+	l, _, ex, dir := newLauncher(t, `echo "$PROLIFERATE_SESSION_ID $RA_GENERATION $PROLIFERATE_GATEWAY_URL $SANDBOX_MCP_AUTH_TOKEN $RA_MODEL_GATEWAY_URL" > identity; pwd > where; echo "$RA_ENV_FILE" > envfile; `+
+		`echo "$AWS_SECRET_ACCESS_KEY$RA_DEV_APP_KEY$ANTHROPIC_API_KEY$OPENAI_API_KEY$GEMINI_API_KEY$GOOGLE_API_KEY$MISTRAL_API_KEY" > secrets; exit 3`)
+	spec := launch.Spec{SessionID: "s1", Generation: 2, GatewayURL: "http://127.0.0.1:1", ModelGatewayURL: "http://127.0.0.1:2", SandboxToken: "rsb_t"}
 	ref, err := l.Launch(t.Context(), spec)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +138,7 @@ func TestSandboxGetsItsIdentityAndNoSecrets(t *testing.T) {
 	}
 	work := filepath.Join(dir, "s1-2")
 	id, err := os.ReadFile(filepath.Join(work, "identity"))
-	if err != nil || strings.TrimSpace(string(id)) != "s1 2 http://127.0.0.1:1 rsb_t" {
+	if err != nil || strings.TrimSpace(string(id)) != "s1 2 http://127.0.0.1:1 rsb_t http://127.0.0.1:2" {
 		t.Errorf("identity %q, %v", id, err)
 	}
 	if secrets, _ := os.ReadFile(filepath.Join(work, "secrets")); strings.TrimSpace(string(secrets)) != "" {

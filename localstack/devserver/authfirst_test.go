@@ -33,6 +33,7 @@ func TestAuthenticationComesBeforeTheBody(t *testing.T) {
 		{"/sandbox/" + id + "/status", wrongSandbox},
 		{"/sandbox/" + id + "/events", wrongSandbox},
 		{"/sandbox/" + id + "/uploads", wrongSandbox},
+		{"/sandbox/" + id + "/model/anthropic/v1/messages", wrongSandbox},
 	}
 	bodies := map[string]string{
 		"malformed":      `{"text": `,

@@ -31,6 +31,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/queue"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
+	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/wiring"
 )
 
@@ -54,6 +55,9 @@ type Options struct {
 	// (ANTHROPIC_API_KEY…); nil: the process's environment. Sandboxes never
 	// hold them.
 	ModelKeys func(name string) (string, bool)
+	// Metered, if set, hears the usage of each model call once it is added to
+	// its session (tests).
+	Metered func(sessionID string, u session.Usage)
 	// WorkDir holds sandbox working directories and logs.
 	WorkDir string
 	// SeedDir holds the fixtures loaded at start; "" loads none.
@@ -167,7 +171,7 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("devserver: %w", err)
 	}
-	e.KeyLookup = o.ModelKeys
+	e.KeyLookup, e.Metered = o.ModelKeys, o.Metered
 	s.Env = e
 	if o.SeedDir != "" || o.AppKey != "" {
 		if err := Seed(ctx, e.Registry(), o.SeedDir, o.AppKey); err != nil {

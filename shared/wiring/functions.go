@@ -213,7 +213,7 @@ func Model(_ context.Context, e *Env) (Function, error) {
 	}
 	keys = append(keys, modelgateway.EnvKeys(lookup))
 	gw := modelgateway.New(modelgateway.Options{Store: e.SessionStore(), Model: e.Config.Model, Keys: keys, Region: e.AWS.Region, Log: e.Log})
-	return pick("model", (&modelapi.Handlers{Gateway: gw, AWS: e.AWS, Log: e.Log}).Routes())
+	return pick("model", (&modelapi.Handlers{Gateway: gw, AWS: e.AWS, Log: e.Log, Metered: e.Metered}).Routes())
 }
 
 // ToolCallback builds the toolcallback function: the gateway-mediated tools.

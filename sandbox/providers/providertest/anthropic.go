@@ -10,13 +10,13 @@ import (
 // Anthropic answers like POST /v1/messages of the Anthropic API, version
 // 2026-10-21 (the SDK's): no temperature, which it refuses with a 400. The
 // key it takes is "test-key".
-func Anthropic(t *testing.T) WireFormat {
+func Anthropic(t testing.TB) WireFormat {
 	return WireFormat{handle: anthropicHandler(t), noTemperature: true, settings: func(body map[string]any) (any, any) {
 		return body["temperature"], body["max_tokens"]
 	}}
 }
 
-func anthropicHandler(t *testing.T) handler {
+func anthropicHandler(t testing.TB) handler {
 	return func(w http.ResponseWriter, r *http.Request, scenario string, n int, body map[string]any, stream bool) {
 		key := r.Header.Get("X-Api-Key")
 		if key == "" {

@@ -12,13 +12,13 @@ import (
 // Bedrock answers like the Bedrock runtime's Converse and ConverseStream
 // (REST JSON; the stream in the AWS event stream encoding), for model
 // us.anthropic.claude-sonnet-4-5…, to calls signed with SigV4.
-func Bedrock(t *testing.T) WireFormat {
+func Bedrock(t testing.TB) WireFormat {
 	return WireFormat{handle: bedrockHandler(t), settings: func(body map[string]any) (any, any) {
 		return Field(body, "inferenceConfig", "temperature"), Field(body, "inferenceConfig", "maxTokens")
 	}}
 }
 
-func bedrockHandler(t *testing.T) handler {
+func bedrockHandler(t testing.TB) handler {
 	return func(w http.ResponseWriter, r *http.Request, scenario string, n int, body map[string]any, _ bool) {
 		stream := strings.HasSuffix(r.URL.Path, "/converse-stream")
 		if !strings.HasPrefix(r.URL.Path, "/model/us.anthropic.claude-sonnet-4-5") || !strings.Contains(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256") {

@@ -37,25 +37,25 @@ var (
 
 // OpenAI answers like OpenAI's chat completions API at /chat/completions,
 // for model anthropic/claude-sonnet-4-5 (through LiteLLM) and key "test-key".
-func OpenAI(t *testing.T) WireFormat { return openaiServer.wire(t) }
+func OpenAI(t testing.TB) WireFormat { return openaiServer.wire(t) }
 
 // Mistral answers like Mistral's at /v1/chat/completions, for model
 // mistral-large-latest and key "mistral-key", refusing fields Mistral does
 // not take.
-func Mistral(t *testing.T) WireFormat { return mistralServer.wire(t) }
+func Mistral(t testing.TB) WireFormat { return mistralServer.wire(t) }
 
 // Local answers like a local server's OpenAI-compatible API (Ollama's /v1,
 // vLLM) at /v1/chat/completions, for model llama3.2 and no key.
-func Local(t *testing.T) WireFormat { return localServer.wire(t) }
+func Local(t testing.TB) WireFormat { return localServer.wire(t) }
 
 // wire is the server's wire format.
-func (c chatServer) wire(t *testing.T) WireFormat {
+func (c chatServer) wire(t testing.TB) WireFormat {
 	return WireFormat{handle: c.handler(t), settings: func(body map[string]any) (any, any) {
 		return body["temperature"], body[c.maxTokens]
 	}}
 }
 
-func (c chatServer) handler(t *testing.T) handler {
+func (c chatServer) handler(t testing.TB) handler {
 	return func(w http.ResponseWriter, r *http.Request, scenario string, n int, body map[string]any, stream bool) {
 		if r.URL.Path != c.path || r.Header.Get("Authorization") != c.auth {
 			t.Errorf("request %s %s auth %q, want %s auth %q", r.Method, r.URL.Path, r.Header.Get("Authorization"), c.path, c.auth)

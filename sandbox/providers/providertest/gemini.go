@@ -15,7 +15,7 @@ const geminiSignature = "c2lnbmF0dXJl"
 // /v1beta/models/{model}:generateContent and :streamGenerateContent?alt=sse,
 // for model gemini-2.5-pro and key "gemini-key". Its 429 says when to retry
 // the way the API does, in a RetryInfo detail.
-func Gemini(t *testing.T) WireFormat {
+func Gemini(t testing.TB) WireFormat {
 	return WireFormat{handle: geminiHandler(t), settings: func(body map[string]any) (any, any) {
 		return Field(body, "generationConfig", "temperature"), Field(body, "generationConfig", "maxOutputTokens")
 	}}
@@ -28,7 +28,7 @@ func GeminiError(w http.ResponseWriter, status int, name, details string) {
 	fmt.Fprintf(w, `{"error":{"code":%d,"message":"try later","status":%q,"details":[%s]}}`, status, name, details)
 }
 
-func geminiHandler(t *testing.T) handler {
+func geminiHandler(t testing.TB) handler {
 	return func(w http.ResponseWriter, r *http.Request, scenario string, n int, body map[string]any, _ bool) {
 		const base = "/v1beta/models/gemini-2.5-pro"
 		stream := r.URL.Path == base+":streamGenerateContent" && r.URL.Query().Get("alt") == "sse"

@@ -2,6 +2,7 @@ package modelapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,6 +61,8 @@ func (u *upstream) last(t *testing.T) (*http.Request, string) {
 }
 
 type fixture struct {
+	// ctx is the sandbox's request's context: t.Context() if nil.
+	ctx     context.Context
 	store   *storetest.Memory
 	h       *modelapi.Handlers
 	sb      string
@@ -110,7 +113,11 @@ func (f *fixture) call(t *testing.T, provider, proxy, body string, headers map[s
 			req.Headers[strings.ToLower(k)] = v
 		}
 	}
-	res, stream := f.h.Model(t.Context(), req)
+	ctx := f.ctx
+	if ctx == nil {
+		ctx = t.Context()
+	}
+	res, stream := f.h.Model(ctx, req)
 	if stream != nil {
 		_ = stream(w, func() {})
 	} else {
@@ -230,13 +237,24 @@ func TestRateLimitsPassThrough(t *testing.T) {
 	}
 }
 
-// failingWriter is a sandbox that hangs up after its first read.
-type failingWriter struct{ n int }
+// failingWriter is a sandbox that hangs up at its second read: its
+// request's context ends and writes to it fail.
+type failingWriter struct {
+	n      int
+	hangUp func()
+	// wrote is closed by the first write, gone by the second.
+	wrote, gone chan struct{}
+}
 
 func (w *failingWriter) Write(p []byte) (int, error) {
 	if w.n++; w.n > 1 {
+		if w.n == 2 {
+			w.hangUp()
+			close(w.gone)
+		}
 		return 0, errors.New("connection reset by peer")
 	}
+	close(w.wrote)
 	return len(p), nil
 }
 
@@ -244,21 +262,37 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 // is) is metered all the same: the call runs to its end.
 func TestCallsAreMeteredWhenTheSandboxHangsUp(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
+	more, last := make(chan struct{}), make(chan struct{})
 	up := newUpstream(t, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"Hello\"}}],\"usage\":null}\n\n")
-		w.(http.Flusher).Flush()
-		<-release
-		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":4}}\n\ndata: [DONE]\n\n")
+		for _, part := range []struct {
+			event string
+			after chan struct{}
+		}{
+			{`{"choices":[{"delta":{"content":"Hello"}}],"usage":null}`, more},
+			{`{"choices":[{"delta":{"content":" there"}}],"usage":null}`, last},
+			{`{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":4}}`, nil},
+		} {
+			fmt.Fprintf(w, "data: %s\n\n", part.event)
+			w.(http.Flusher).Flush()
+			if part.after != nil {
+				<-part.after
+			}
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
 	})
 	f := newFixture(t, up.URL)
-	w := &failingWriter{}
+	ctx, hangUp := context.WithCancel(t.Context())
+	f.ctx = ctx
+	w := &failingWriter{hangUp: hangUp, wrote: make(chan struct{}), gone: make(chan struct{})}
 	done := make(chan httpapi.Response)
 	go func() {
 		done <- f.call(t, "openai", "chat/completions", `{"model":"gpt-5","stream":true}`, map[string]string{"Authorization": "Bearer " + f.sb}, w)
 	}()
-	close(release)
+	<-w.wrote // the first event reached the sandbox
+	close(more)
+	<-w.gone // the sandbox hung up at the second
+	close(last)
 	<-done
 	if u := <-f.metered; u != (session.Usage{InputTokens: 12, OutputTokens: 4, Calls: 1}) {
 		t.Errorf("metered %+v", u)

@@ -97,10 +97,11 @@ deploy-local: build $(INFRA_NODE_MODULES) ## deploy to LocalStack with cdklocal 
 sam-local: synth ## run the API with `sam local start-api` on the synthesized template, against LocalStack (SAM CLI, Docker)
 	cd infra && sam local start-api -t cdk.out/RemoteAgents-$(ENV).template.json --env-vars ../localstack/sam-env.json --docker-network host
 
-bench: $(NODE_MODULES) ## benchmarks on the local stack: create → ready over 50 creates; tool callbacks over 500 calls and 32 callers; SSE fan-out to a browser over 100 events
+bench: $(NODE_MODULES) ## benchmarks on the local stack: create → ready over 50 creates; tool callbacks over 500 calls and 32 callers; SSE fan-out to a browser over 100 events; the model gateway's added latency over 200 streamed calls
 	$(EMULATORS) -- sh -c "$(GO) test -run '^$$' -bench CreateReady -benchtime 50x ./localstack/devserver/ && \
 		$(GO) test -run '^$$' -bench ToolCallback -benchtime 500x ./localstack/devserver/ && \
-		$(GO) test -run '^$$' -bench EventFanout -benchtime 100x ./localstack/devserver/"
+		$(GO) test -run '^$$' -bench EventFanout -benchtime 100x ./localstack/devserver/ && \
+		$(GO) test -run '^$$' -bench ModelGateway -benchtime 200x ./localstack/devserver/"
 
 dev: $(NODE_MODULES) dist/agent ## run the system locally: emulators, resources, seed data, the API on 127.0.0.1:$RA_PORT (8080)
 	$(GO) run ./localstack/cmd/devserver

@@ -33,6 +33,7 @@ func TestAuthenticationComesBeforeTheBody(t *testing.T) {
 		{"/sandbox/" + id + "/status", wrongSandbox},
 		{"/sandbox/" + id + "/events", wrongSandbox},
 		{"/sandbox/" + id + "/uploads", wrongSandbox},
+		{"/sandbox/" + id + "/model/anthropic/v1/messages", wrongSandbox},
 	}
 	bodies := map[string]string{
 		"malformed":      `{"text": `,
@@ -54,7 +55,7 @@ func TestAuthenticationComesBeforeTheBody(t *testing.T) {
 
 // storedAgent writes a ready session straight to the store, with no sandbox
 // behind it, and returns its id, session token and sandbox token.
-func (s *stack) storedAgent(t *testing.T) (string, string, string) {
+func (s *stack) storedAgent(t testing.TB) (string, string, string) {
 	t.Helper()
 	tok, tokHash := token.New(token.Session)
 	sb, sbHash := token.New(token.Sandbox)

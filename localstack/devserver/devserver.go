@@ -31,6 +31,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/queue"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
+	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/wiring"
 )
 
@@ -45,9 +46,18 @@ type Options struct {
 	Config config.Platform
 	// SandboxCommand runs a sandbox (see process.CommandFromEnv).
 	SandboxCommand []string
-	// SandboxEnv is added to every sandbox's environment (model settings, keys);
-	// a sandbox inherits no AWS_ or RA_ variable otherwise.
+	// SandboxEnv is added to every sandbox's environment (model settings); a
+	// sandbox inherits no AWS_ or RA_ variable, and no model provider's key,
+	// otherwise.
 	SandboxEnv []string
+	// ModelKeys reads the model providers' keys the model gateway (the dev
+	// server itself) puts on sandboxes' model calls, by their usual variables
+	// (ANTHROPIC_API_KEY…); nil: the process's environment. Sandboxes never
+	// hold them.
+	ModelKeys func(name string) (string, bool)
+	// Metered, if set, hears the usage of each model call once it is added to
+	// its session (tests).
+	Metered func(sessionID string, u session.Usage)
 	// WorkDir holds sandbox working directories and logs.
 	WorkDir string
 	// SeedDir holds the fixtures loaded at start; "" loads none.
@@ -136,6 +146,9 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	if cfg.GatewayURL == "" {
 		cfg.GatewayURL = s.URL
 	}
+	if cfg.Model.GatewayURL == "" {
+		cfg.Model.GatewayURL = cfg.GatewayURL
+	}
 	cfg.Env = cmp.Or(o.Env, cfg.Env, "dev")
 	env := cfg.Env
 	set, err := resources.For(env)
@@ -158,6 +171,7 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("devserver: %w", err)
 	}
+	e.KeyLookup, e.Metered = o.ModelKeys, o.Metered
 	s.Env = e
 	if o.SeedDir != "" || o.AppKey != "" {
 		if err := Seed(ctx, e.Registry(), o.SeedDir, o.AppKey); err != nil {

@@ -212,6 +212,9 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 		"POST /sandbox/{sessionId}/events": func() reply {
 			return o.call(http.MethodPost, "/sandbox/"+id+"/events", sb, map[string]any{"events": []any{map[string]any{"type": "agent.message", "data": map[string]any{"text": "x"}}}})
 		},
+		"POST /sandbox/{sessionId}/model/{provider}/{proxy+}": func() reply {
+			return o.call(http.MethodPost, "/sandbox/"+id+"/model/anthropic/v1/messages", sb, map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 5})
+		},
 		"POST /sandbox/{sessionId}/uploads": func() reply {
 			return o.call(http.MethodPost, "/sandbox/"+id+"/uploads", sb, map[string]any{"tool": "verify", "tool_call_id": "c1", "files": []any{map[string]any{"path": "a.txt", "size_bytes": 1}}})
 		},

@@ -27,6 +27,10 @@ type Env struct {
 	GatewayURL    string
 	SandboxToken  string
 	BootstrapCode string
+	// ModelGatewayURL is where a sandbox reaches the platform's model route
+	// (RA_MODEL_GATEWAY_URL, without a trailing slash), when the platform
+	// serves it elsewhere than GatewayURL; "" for GatewayURL.
+	ModelGatewayURL string
 	// Workspace is the folder the agent works in (RA_WORKSPACE, default ".").
 	Workspace string
 	// EnvFile is where env values users submit, and those persisted for the
@@ -124,6 +128,7 @@ var envVars = []envVar{
 	{name: sandboxwire.EnvGatewayURL, set: func(e *Env, v string) error { e.GatewayURL = strings.TrimRight(v, "/"); return nil }},
 	{name: sandboxwire.EnvSandboxToken, set: func(e *Env, v string) error { e.SandboxToken = v; return nil }},
 	{name: sandboxwire.EnvBootstrapCode, set: func(e *Env, v string) error { e.BootstrapCode = v; return nil }},
+	{name: sandboxwire.EnvModelGatewayURL, set: func(e *Env, v string) error { e.ModelGatewayURL = strings.TrimRight(v, "/"); return nil }},
 	{name: "RA_WORKSPACE", set: func(e *Env, v string) error { e.Workspace = v; return nil }},
 	{name: sandboxwire.EnvFileVar, set: func(e *Env, v string) error { e.EnvFile = v; return nil }},
 	{name: "RA_HEARTBEAT_SECONDS", set: func(e *Env, v string) error {

@@ -293,3 +293,47 @@ func TestPolicyWorkspaceAndDefaultConfig(t *testing.T) {
 		t.Errorf("policy.toml beside the Agentfile ignored:\n%s", errOut)
 	}
 }
+
+// TestRunReadsTheKeyFromTheEnvironment: standalone `agent run` calls the
+// provider itself with the key its environment holds (headless-agent
+// R4.2.5), even beside a sandbox's variables: only `agent sandbox` goes
+// through the platform's model gateway.
+func TestRunReadsTheKeyFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	type seen struct{ path, key string }
+	got := make(chan seen, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("X-Api-Key")
+		if key == "" {
+			key = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		}
+		got <- seen{r.URL.Path, key}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Done."}],"stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":1}}`))
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	af := filepath.Join(dir, "Agentfile")
+	cfg := filepath.Join(dir, "agent.json")
+	if err := os.WriteFile(af, []byte("NAME w\nGOAL g \"say done\"\nRUN r USING g\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(`{"llm":{"provider":"anthropic","base_url":"`+srv.URL+`"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env, err := agentconfig.LoadEnv(func(k string) (string, bool) {
+		v, ok := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-standalone", "PROLIFERATE_SESSION_ID": "s1",
+			"PROLIFERATE_GATEWAY_URL": "http://127.0.0.1:1", "SANDBOX_MCP_AUTH_TOKEN": "rsb_tok"}[k]
+		return v, ok
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code, _ := cli.Main(t.Context(), env, []string{"run", af, "--config", cfg}, &out, &errOut); code != cli.ExitOK {
+		t.Fatalf("run: %d %s %s", code, out.String(), errOut.String())
+	}
+	if s := <-got; s.path != "/v1/messages" || s.key != "sk-ant-standalone" {
+		t.Errorf("the provider got %+v, want the environment's key at /v1/messages", s)
+	}
+}

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	"github.com/aws/smithy-go/auth/bearer"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 )
@@ -28,16 +30,39 @@ type Bedrock struct {
 }
 
 // NewBedrock returns a Bedrock provider over cfg (region, credentials,
-// endpoint); o's APIKey and BaseURL are not used. Throttling and 5xx are
-// retried with backoff that honours Retry-After.
+// endpoint); o's BaseURL is not used. Calls are signed with cfg's AWS
+// credentials, or, when o has an APIKey, carry it as a bearer token instead:
+// a Bedrock API key, or in a sandbox its token for the platform's model
+// gateway, which signs the calls itself. Throttling and 5xx are retried with
+// backoff that honours Retry-After.
 func NewBedrock(cfg aws.Config, o Options) *Bedrock {
 	client := bedrockruntime.NewFromConfig(cfg, func(bo *bedrockruntime.Options) {
 		bo.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
 			so.MaxAttempts = o.MaxRetries + 1
 			so.Backoff = retryAfter{fallback: retry.NewExponentialJitterBackoff(20 * time.Second)}
 		})
+		if o.APIKey != "" {
+			bo.BearerAuthTokenProvider = bearer.StaticTokenProvider{Token: bearer.Token{Value: o.APIKey}}
+			bo.BearerAuthSigner = bearerSigner{}
+			bo.AuthSchemePreference = []string{"httpBearerAuth"}
+		}
 	})
 	return &Bedrock{client: client, opts: o}
+}
+
+// bearerSigner puts a bearer token on a request, over HTTPS or not: the
+// model gateway is on the sandbox channel's address, which is plain HTTP on
+// a developer's machine. (The SDK's own signer refuses HTTP.)
+type bearerSigner struct{}
+
+func (bearerSigner) SignWithBearerToken(_ context.Context, tok bearer.Token, msg bearer.Message) (bearer.Message, error) {
+	req, ok := msg.(*smithyhttp.Request)
+	if !ok {
+		return nil, fmt.Errorf("bedrock: bearer token for a %T", msg)
+	}
+	req = req.Clone()
+	req.Header.Set("Authorization", "Bearer "+tok.Value)
+	return req, nil
 }
 
 // retryAfter waits what a Retry-After header asks, else the fallback backoff.

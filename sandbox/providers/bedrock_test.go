@@ -3,110 +3,21 @@ package providers_test
 import (
 	"fmt"
 	"net/http"
-	"strings"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/providers"
+	"github.com/remote-agents/remote-agents/sandbox/providers/providertest"
 )
-
-// bedrockWire answers like the Bedrock runtime's Converse and ConverseStream
-// (REST JSON; the stream in the AWS event stream encoding).
-func bedrockWire(t *testing.T) wireFormat {
-	return wireFormat{handle: bedrockHandler(t), settings: func(body map[string]any) (any, any) {
-		return field(body, "inferenceConfig", "temperature"), field(body, "inferenceConfig", "maxTokens")
-	}}
-}
-
-func bedrockHandler(t *testing.T) handler {
-	return func(w http.ResponseWriter, r *http.Request, scenario string, n int, body map[string]any, _ bool) {
-		stream := strings.HasSuffix(r.URL.Path, "/converse-stream")
-		if !strings.HasPrefix(r.URL.Path, "/model/us.anthropic.claude-sonnet-4-5") || !strings.Contains(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256") {
-			t.Errorf("request %s %s auth %q", r.Method, r.URL.Path, r.Header.Get("Authorization"))
-		}
-		if sys, _ := body["system"].([]any); len(sys) != 1 {
-			t.Errorf("system %v", body["system"])
-		}
-		tools, _ := body["toolConfig"].(map[string]any)["tools"].([]any)
-		if len(tools) != 1 || tools[0].(map[string]any)["toolSpec"].(map[string]any)["name"] != "read" {
-			t.Errorf("tools %v", body["toolConfig"])
-		}
-		fail := func(status int, kind string) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("X-Amzn-Errortype", kind)
-			w.WriteHeader(status)
-			fmt.Fprint(w, `{"message":"try later"}`)
-		}
-		reply := `{"output":{"message":{"role":"assistant","content":[{"text":"Hello there."}]}},"stopReason":"end_turn","usage":{"inputTokens":12,"outputTokens":4,"totalTokens":16},"metrics":{"latencyMs":3}}`
-		switch {
-		case scenario == scenario429 && n == 1:
-			w.Header().Set("Retry-After", "1")
-			fail(http.StatusTooManyRequests, "ThrottlingException")
-			return
-		case scenario == scenario500 && n == 1:
-			fail(http.StatusInternalServerError, "InternalServerException")
-			return
-		case scenario == scenarioTool:
-			reply = `{"output":{"message":{"role":"assistant","content":[{"text":"Let me look."},{"toolUse":{"toolUseId":"call_1","name":"read","input":{"path":"README.md"}}}]}},"stopReason":"tool_use","usage":{"inputTokens":12,"outputTokens":9,"totalTokens":21},"metrics":{"latencyMs":3}}`
-		case scenario == scenarioToolBack:
-			msgs, _ := body["messages"].([]any)
-			last, _ := msgs[len(msgs)-1].(map[string]any)
-			prev, _ := msgs[len(msgs)-2].(map[string]any)
-			result, _ := last["content"].([]any)[0].(map[string]any)["toolResult"].(map[string]any)
-			prevContent, _ := prev["content"].([]any)
-			use, _ := prevContent[len(prevContent)-1].(map[string]any)["toolUse"].(map[string]any)
-			if last["role"] != "user" || result["toolUseId"] != "call_1" || prev["role"] != "assistant" || use["name"] != "read" {
-				t.Errorf("tool result not sent back: %v / %v", prev, last)
-			}
-			reply = `{"output":{"message":{"role":"assistant","content":[{"text":"The file is titled Demo."}]}},"stopReason":"end_turn","usage":{"inputTokens":20,"outputTokens":6,"totalTokens":26},"metrics":{"latencyMs":3}}`
-		}
-		if stream {
-			w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
-			enc := eventstream.NewEncoder()
-			events := [][2]string{
-				{"messageStart", `{"role":"assistant"}`},
-				{"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"Hello "}}`},
-				{"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"there."}}`},
-				{"contentBlockStop", `{"contentBlockIndex":0}`},
-				{"messageStop", `{"stopReason":"end_turn"}`},
-				{"metadata", `{"usage":{"inputTokens":12,"outputTokens":4,"totalTokens":16},"metrics":{"latencyMs":3}}`},
-			}
-			if scenario == scenarioTool {
-				events = [][2]string{
-					{"messageStart", `{"role":"assistant"}`},
-					{"contentBlockStart", `{"contentBlockIndex":0,"start":{"toolUse":{"toolUseId":"call_1","name":"read"}}}`},
-					{"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"toolUse":{"input":"{\"path\":"}}}`},
-					{"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"toolUse":{"input":"\"README.md\"}"}}}`},
-					{"contentBlockStop", `{"contentBlockIndex":0}`},
-					{"messageStop", `{"stopReason":"tool_use"}`},
-					{"metadata", `{"usage":{"inputTokens":12,"outputTokens":9,"totalTokens":21},"metrics":{"latencyMs":3}}`},
-				}
-			}
-			for _, e := range events {
-				msg := eventstream.Message{Headers: eventstream.Headers{
-					{Name: ":event-type", Value: eventstream.StringValue(e[0])},
-					{Name: ":content-type", Value: eventstream.StringValue("application/json")},
-					{Name: ":message-type", Value: eventstream.StringValue("event")},
-				}, Payload: []byte(e[1])}
-				if err := enc.Encode(w, msg); err != nil {
-					t.Error(err)
-				}
-				w.(http.Flusher).Flush()
-			}
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, reply)
-	}
-}
 
 func TestBedrockContract(t *testing.T) {
 	t.Parallel()
-	contract(t, bedrockWire(t), func(o providers.Options) llm.Provider {
+	providertest.Run(t, providertest.Bedrock(t), func(o providers.Options) llm.Provider {
 		cfg := aws.Config{
 			Region:       "us-east-1",
 			Credentials:  credentials.NewStaticCredentialsProvider("AKID", "SECRET", ""),
@@ -115,4 +26,31 @@ func TestBedrockContract(t *testing.T) {
 		o.Model = "claude-sonnet-4.5"
 		return providers.NewBedrock(cfg, o)
 	})
+}
+
+// TestBedrockBearerToken: with an API key, Bedrock calls carry it as a
+// bearer token instead of a SigV4 signature, over plain HTTP too (the model
+// gateway on a developer's machine), to an endpoint with a path.
+func TestBedrockBearerToken(t *testing.T) {
+	t.Parallel()
+	type seen struct{ path, auth, date string }
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.URL.EscapedPath(), r.Header.Get("Authorization"), r.Header.Get("X-Amz-Date")}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"output":{"message":{"role":"assistant","content":[{"text":"ok"}]}},"stopReason":"end_turn","usage":{"inputTokens":3,"outputTokens":1,"totalTokens":4}}`)
+	}))
+	t.Cleanup(srv.Close)
+	p, err := providers.New(agentconfig.LLM{Provider: "bedrock", Model: "claude-sonnet-4.5", APIKey: "rsb_token", BaseURL: srv.URL + "/sandbox/s1/model/bedrock", TimeoutSeconds: 5}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "hi"}}})
+	if err != nil || res.Content != "ok" || res.Usage != (llm.Usage{InputTokens: 3, OutputTokens: 1}) {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	s := <-got
+	if s.auth != "Bearer rsb_token" || s.date != "" || s.path != "/sandbox/s1/model/bedrock/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse" {
+		t.Errorf("request %+v", s)
+	}
 }

@@ -1,7 +1,7 @@
 // Package providers builds the configured model provider: Anthropic, OpenAI
 // (and servers compatible with it), Bedrock, Gemini and Mistral through native
 // SDKs, local OpenAI-compatible servers (Ollama, vLLM…), or the scripted
-// provider. One contract suite (contract_test.go) runs against each, over a
+// provider. One contract suite (package providertest) runs against each, over a
 // local server speaking its wire format.
 package providers
 
@@ -78,13 +78,17 @@ func New(cfg agentconfig.LLM, dir string) (llm.Provider, error) {
 		}
 		return NewOpenAICompatible(cfg.Provider, o), nil
 	case "bedrock":
-		// Credentials come from the environment: the task role inside AWS.
+		// Credentials come from the environment (the task role inside AWS),
+		// unless an API key takes their place: a Bedrock API key, or in a
+		// sandbox the token the model gateway takes.
 		awsCfg, err := config.LoadDefaultConfig(context.Background())
 		if err != nil {
 			return nil, fmt.Errorf("llm.provider bedrock: %w", err)
 		}
 		if cfg.BaseURL != "" {
 			awsCfg.BaseEndpoint = &cfg.BaseURL
+			// The endpoint is given: the region only scopes signatures.
+			awsCfg.Region = cmp.Or(awsCfg.Region, "us-east-1")
 		}
 		return NewBedrock(awsCfg, o), nil
 	default:

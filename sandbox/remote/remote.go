@@ -7,6 +7,7 @@ package remote
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,7 +70,10 @@ type Config struct {
 // NewConfig takes the sandbox's settings from the agent's environment, which
 // must name the sandbox's session, gateway and token or bootstrap code.
 // environ is that environment's entries, of which the commands the agent runs
-// get the host variables only; secrets are the values to hide.
+// get the host variables only; secrets are the values to hide. A sandbox calls
+// the hosted model providers through the platform's model gateway
+// (ViaGateway): their SDK's base URL is the session's model route and their
+// key its sandbox token, so no provider key is needed, or used, in a sandbox.
 func NewConfig(env agentconfig.Env, environ []string, secrets *redact.Secrets) (Config, error) {
 	if err := env.CheckSandbox(); err != nil {
 		return Config{}, fmt.Errorf("sandbox: %w", err)
@@ -97,10 +101,24 @@ func NewConfig(env agentconfig.Env, environ []string, secrets *redact.Secrets) (
 		Heartbeat:     env.Heartbeat,
 		Poll:          time.Second,
 		EnvFile:       env.EnvFile,
-		LLM:           env.LLM,
+		LLM:           ViaGateway(env),
 		TokenLimit:    env.TokenLimit,
 		ContextWindow: env.ContextWindow,
 	}, nil
+}
+
+// ViaGateway is the model env configures, as a sandbox calls it: a hosted
+// provider (sandboxwire.ViaGateway) through the platform's model route, with
+// the sandbox token as its key, whatever key or base URL the environment
+// holds (a sandbox started with a bootstrap code has no token yet: Run sets
+// it once exchanged); a local server or the scripted provider as configured.
+func ViaGateway(env agentconfig.Env) agentconfig.LLM {
+	l := env.LLM
+	if sandboxwire.ViaGateway(l.Provider) {
+		l.BaseURL = sandboxwire.ModelBaseURL(cmp.Or(env.ModelGatewayURL, env.GatewayURL), env.SessionID, l.Provider)
+		l.APIKey, l.APIKeyEnv = env.SandboxToken, ""
+	}
+	return l
 }
 
 // Message is one turn of the conversation.
@@ -148,6 +166,9 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 			return err
 		}
 		c.Token, c.BootstrapCode = tok, ""
+		if sandboxwire.ViaGateway(c.LLM.Provider) {
+			c.LLM.APIKey = tok // the model route's key (ViaGateway)
+		}
 		cl.c = c
 	}
 	c.Secrets.Add(c.Token)

@@ -62,6 +62,10 @@ type Access struct {
 	Objects map[string][]string
 	List    []string
 	Launch  bool
+	// Models: the function calls the model providers for sandboxes: it reads
+	// the secrets holding their API keys (RA_MODEL_SECRET_<PROVIDER>) and
+	// invokes Bedrock models with its own role.
+	Models bool
 
 	// LeadingKeys limits the function, on a table it names, to the items whose
 	// partition key starts with one of the prefixes (IAM's
@@ -159,6 +163,12 @@ var table = map[string]Access{
 		LeadingKeys: toolWrites,
 	},
 	"jobworker": worker,
+	// The model gateway authenticates the sandbox and adds each call's usage
+	// to its session.
+	"model": {
+		Tables: map[string][]string{Sessions: {GetItem, UpdateItem}},
+		Models: true,
+	},
 }
 
 // For returns a function's access; ok is false for an unknown function.

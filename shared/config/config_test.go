@@ -99,3 +99,54 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		}
 	}
 }
+
+func TestModelSettings(t *testing.T) {
+	t.Parallel()
+	c, err := config.Parse("config.yaml", nil, env("RA_GATEWAY_URL", "https://api.example.com/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.Model.Providers, []string{"anthropic", "openai", "gemini", "mistral", "bedrock"}) ||
+		c.Model.GatewayURL != "https://api.example.com" || len(c.Model.Secrets) != 0 || len(c.Model.Upstreams) != 0 || c.Model.Allowed != nil {
+		t.Errorf("defaults: %+v", c.Model)
+	}
+	c, err = config.Parse("config.yaml", nil, env(
+		"RA_GATEWAY_URL", "https://api.example.com",
+		"RA_MODEL_GATEWAY_URL", "https://model.example.com/",
+		"RA_MODEL_PROVIDERS", "anthropic, bedrock",
+		"RA_MODEL_ALLOWED", "anthropic:claude-sonnet-4-5,bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0,anthropic:claude-haiku-4-5",
+		"RA_MODEL_SECRET_ANTHROPIC", "arn:aws:secretsmanager:us-east-1:123456789012:secret:ra-dev-anthropic",
+		"RA_MODEL_UPSTREAM_ANTHROPIC", "http://127.0.0.1:9000/",
+		"RA_MODEL_UPSTREAM_BEDROCK", "https://bedrock-runtime.eu-west-1.amazonaws.com",
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Model{
+		GatewayURL: "https://model.example.com",
+		Providers:  []string{"anthropic", "bedrock"},
+		Allowed: map[string][]string{
+			"anthropic": {"claude-sonnet-4-5", "claude-haiku-4-5"},
+			"bedrock":   {"us.anthropic.claude-sonnet-4-5-20250929-v1:0"},
+		},
+		Secrets:   map[string]string{"anthropic": "arn:aws:secretsmanager:us-east-1:123456789012:secret:ra-dev-anthropic"},
+		Upstreams: map[string]string{"anthropic": "http://127.0.0.1:9000", "bedrock": "https://bedrock-runtime.eu-west-1.amazonaws.com"},
+	}
+	if !reflect.DeepEqual(c.Model, want) {
+		t.Errorf("from the environment: %+v\nwant %+v", c.Model, want)
+	}
+	if c, err := config.Parse("config.yaml", nil, env("RA_MODEL_PROVIDERS", "")); err != nil || len(c.Model.Providers) != 0 {
+		t.Errorf("RA_MODEL_PROVIDERS empty: %+v, %v; want no provider", c.Model.Providers, err)
+	}
+	for _, bad := range [][2]string{
+		{"RA_MODEL_PROVIDERS", "anthropic,ollama"},
+		{"RA_MODEL_ALLOWED", "claude-sonnet-4-5"},
+		{"RA_MODEL_ALLOWED", "scripted:x"},
+		{"RA_MODEL_UPSTREAM_OPENAI", "api.openai.com"},
+		{"RA_MODEL_GATEWAY_URL", "ftp://x"},
+	} {
+		if _, err := config.Parse("config.yaml", nil, env(bad[0], bad[1])); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%s=%s: error %v, want one naming the variable", bad[0], bad[1], err)
+		}
+	}
+}

@@ -2,9 +2,12 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // Platform is everything a platform process (a Lambda function, the dev
@@ -25,6 +28,8 @@ type Platform struct {
 	EventsMaxDuration time.Duration
 	// Fargate says where sandbox tasks run (RA_ECS_*).
 	Fargate Fargate
+	// Model configures the model gateway (RA_MODEL_*).
+	Model Model
 }
 
 // Queues are the URLs of the jobs and tools queues and their dead-letter queues
@@ -56,17 +61,25 @@ func PlatformDefaults() Platform {
 		Env:               "dev",
 		EventsMaxDuration: DefaultEventsMaxDuration,
 		Fargate:           Fargate{Container: "agent"},
+		Model: Model{
+			Providers: slices.Clone(sandboxwire.ModelProviders),
+			Secrets:   map[string]string{},
+			Upstreams: map[string]string{},
+		},
 	}
+}
+
+// envVar is one variable of the platform's environment: it sets one field.
+type envVar struct {
+	name         string
+	emptyIsValue bool
+	set          func(p *Platform, v string) error
 }
 
 // envVars is the one table of the platform's environment variables: each
 // sets one field. A blank value keeps the default, but for the lists where
-// empty is a value (no origins, no features).
-var envVars = []struct {
-	name         string
-	emptyIsValue bool
-	set          func(p *Platform, v string) error
-}{
+// empty is a value (no origins, no features, no model providers).
+var envVars = append([]envVar{
 	// The remote_agents section's overrides.
 	{"RA_ALLOWED_ORIGINS", true, func(p *Platform, v string) (err error) {
 		p.AllowedOrigins, err = origins("RA_ALLOWED_ORIGINS", splitList(v))
@@ -126,7 +139,7 @@ var envVars = []struct {
 	{"RA_ECS_ASSIGN_PUBLIC_IP", false, func(p *Platform, v string) error { p.Fargate.AssignPublicIP = v == "true"; return nil }},
 	{"RA_ECS_CPU", false, func(p *Platform, v string) error { p.Fargate.CPU = v; return nil }},
 	{"RA_ECS_MEMORY", false, func(p *Platform, v string) error { p.Fargate.Memory = v; return nil }},
-}
+}, modelEnvVars()...)
 
 // applyEnv applies the environment's variables, then the defaults that follow
 // from others.
@@ -142,6 +155,9 @@ func (p *Platform) applyEnv(lookup func(string) (string, bool)) error {
 	}
 	if p.GatewayURL == "" {
 		p.GatewayURL = strings.TrimRight(p.PublicBaseURL, "/")
+	}
+	if p.Model.GatewayURL == "" {
+		p.Model.GatewayURL = p.GatewayURL
 	}
 	return nil
 }

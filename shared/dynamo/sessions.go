@@ -155,6 +155,24 @@ func (s *Sessions) Touch(ctx context.Context, id string, generation int, set ses
 	return s.update(ctx, id, up, cond)
 }
 
+// AddUsage adds u to the session's usage counters with one ADD: concurrent
+// adds all count, and an absent counter starts at 0.
+func (s *Sessions) AddUsage(ctx context.Context, id string, u session.Usage) error {
+	up := expression.Add(expression.Name("input_tokens"), expression.Value(u.InputTokens)).
+		Add(expression.Name("output_tokens"), expression.Value(u.OutputTokens)).
+		Add(expression.Name("cached_tokens"), expression.Value(u.CachedTokens)).
+		Add(expression.Name("model_calls"), expression.Value(u.Calls))
+	err := s.sessions.Update(ctx, sessionKey{id}, up, nil, expression.AttributeExists(expression.Name("session_id")))
+	var cf *ConditionFailedError
+	if errors.As(err, &cf) {
+		return fmt.Errorf("session %s: %w", id, session.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("add usage to session %s: %w", id, err)
+	}
+	return nil
+}
+
 // AppendEvents reserves sequence numbers on the session item (an atomic counter),
 // then writes the events in one transaction.
 func (s *Sessions) AppendEvents(ctx context.Context, id string, generation int, events []session.Event) ([]session.Event, error) {

@@ -7,11 +7,19 @@ import (
 )
 
 // MatchPath matches a path against a route pattern ("/api/{id}/events") and
-// returns the path parameters.
+// returns the path parameters. A last segment {name+} is greedy, as in API
+// Gateway: it takes the rest of the path, one segment or more, slashes
+// included ("/model/{provider}/{proxy+}" gives proxy "v1/messages").
 func MatchPath(pattern, path string) (map[string]string, bool) {
 	ps := strings.Split(strings.Trim(pattern, "/"), "/")
 	xs := strings.Split(strings.Trim(path, "/"), "/")
-	if len(ps) != len(xs) {
+	greedy := ""
+	if last := ps[len(ps)-1]; strings.HasPrefix(last, "{") && strings.HasSuffix(last, "+}") {
+		greedy, ps = last[1:len(last)-2], ps[:len(ps)-1]
+		if len(xs) <= len(ps) {
+			return nil, false
+		}
+	} else if len(ps) != len(xs) {
 		return nil, false
 	}
 	params := map[string]string{}
@@ -26,6 +34,15 @@ func MatchPath(pattern, path string) (map[string]string, bool) {
 		if p != xs[i] {
 			return nil, false
 		}
+	}
+	if greedy != "" {
+		rest := xs[len(ps):]
+		for _, x := range rest {
+			if x == "" {
+				return nil, false
+			}
+		}
+		params[greedy] = strings.Join(rest, "/")
 	}
 	return params, true
 }

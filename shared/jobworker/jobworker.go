@@ -51,6 +51,9 @@ type Worker struct {
 	Launcher   launch.Launcher
 	DLQ        Sender
 	GatewayURL string
+	// ModelGatewayURL is where sandboxes reach the model route, if not at
+	// GatewayURL.
+	ModelGatewayURL string
 	// Tools runs tools-queue jobs; ToolsDLQ takes the poison ones.
 	Tools    ToolRunner
 	ToolsDLQ Sender
@@ -165,6 +168,7 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 		Generation:      gen,
 		GatewayURL:      w.GatewayURL,
 		BootstrapCode:   code,
+		ModelGatewayURL: w.ModelGatewayURL,
 		TmuxSessionName: sess.TmuxSessionName,
 	})
 	if err != nil {

@@ -55,7 +55,7 @@ func setup(t *testing.T) (*jobworker.Worker, *dynamo.Sessions, *countingLauncher
 	store := dynamo.NewSessions(awsconfig.NewDynamoDB(cfg), set.Sessions.Name, set.Idempotency.Name, set.Events.Name)
 	dlq := sqsqueue.New(awsconfig.NewSQS(cfg), report.QueueURLs[set.JobsQueue.DeadLetterName])
 	l := &countingLauncher{}
-	w := &jobworker.Worker{Store: store, Launcher: l, DLQ: dlq, GatewayURL: "http://gw", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	w := &jobworker.Worker{Store: store, Launcher: l, DLQ: dlq, GatewayURL: "http://gw", ModelGatewayURL: "http://model", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	return w, store, l, dlq
 }
 
@@ -99,7 +99,7 @@ func TestBatchWithPoisonAndFailure(t *testing.T) {
 	if err != nil || got.SandboxRef != "pid:1" || len(got.BootstrapCodeHash) != 64 {
 		t.Errorf("launched session %+v, %v", got, err)
 	}
-	if len(l.launches) != 1 || l.launches[0].GatewayURL != "http://gw" || token.Check(token.Bootstrap, l.launches[0].BootstrapCode) != nil ||
+	if len(l.launches) != 1 || l.launches[0].GatewayURL != "http://gw" || l.launches[0].ModelGatewayURL != "http://model" || token.Check(token.Bootstrap, l.launches[0].BootstrapCode) != nil ||
 		got.BootstrapCodeHash != token.Hash(l.launches[0].BootstrapCode) {
 		t.Fatalf("launches %+v", l.launches)
 	}

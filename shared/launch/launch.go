@@ -21,19 +21,26 @@ type Spec struct {
 	// (never the token: a launcher's environment may be shown, as ECS shows
 	// RunTask overrides).
 	BootstrapCode string
+	// ModelGatewayURL is where it reaches the model route, if not at
+	// GatewayURL (on AWS, the model function's own URL).
+	ModelGatewayURL string
 	// TmuxSessionName names the terminal session the agent runs in, if tmux is there.
 	TmuxSessionName string
 }
 
 // Env returns the environment the sandbox reads its identity from.
 func (s Spec) Env() map[string]string {
-	return map[string]string{
+	env := map[string]string{
 		sandboxwire.EnvSessionID:       s.SessionID,
 		sandboxwire.EnvGeneration:      strconv.Itoa(s.Generation),
 		sandboxwire.EnvGatewayURL:      s.GatewayURL,
 		sandboxwire.EnvBootstrapCode:   s.BootstrapCode,
 		sandboxwire.EnvTmuxSessionName: s.TmuxSessionName,
 	}
+	if s.ModelGatewayURL != "" && s.ModelGatewayURL != s.GatewayURL {
+		env[sandboxwire.EnvModelGatewayURL] = s.ModelGatewayURL
+	}
+	return env
 }
 
 // Exit reports a sandbox that stopped, as ECS task-state events do.

@@ -7,11 +7,13 @@ package routes
 // Route is one HTTP route and its function.
 type Route struct {
 	Method string
-	// Path is the API Gateway path pattern, e.g. /api/remote_agents/{id}/alive.
+	// Path is the API Gateway path pattern, e.g. /api/remote_agents/{id}/alive;
+	// a last {name+} takes the rest of the path.
 	Path     string
 	Function string
-	// Stream routes answer with a streamed body (Server-Sent Events): on AWS
-	// they are served through a Lambda function URL with response streaming.
+	// Stream routes answer with a streamed body (Server-Sent Events, AWS
+	// event streams): on AWS they are served through a Lambda function URL
+	// with response streaming.
 	Stream bool
 	// Public routes carry no bearer token an API authorizer could check: they
 	// authenticate in the handler (all do; the flag documents browser routes).
@@ -41,6 +43,9 @@ var table = []Route{
 	{Method: "GET", Path: "/sandbox/{sessionId}/inbox", Function: "sandbox"},
 	{Method: "POST", Path: "/sandbox/{sessionId}/events", Function: "sandbox"},
 	{Method: "POST", Path: "/sandbox/{sessionId}/uploads", Function: "sandbox"},
+	// The model gateway: a sandbox's model calls, forwarded with the
+	// platform's credential; the answer streams back as the provider sends it.
+	{Method: "POST", Path: "/sandbox/{sessionId}/model/{provider}/{proxy+}", Function: "model", Stream: true},
 }
 
 // All returns every route.

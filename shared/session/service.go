@@ -354,6 +354,9 @@ type AliveStatus struct {
 	State             string `json:"state"`
 	GuardrailsVersion string `json:"guardrails_version"`
 	GuardrailsStale   bool   `json:"guardrails_stale"`
+	// Usage is what the agent's model calls used so far, as the platform's
+	// model gateway metered them.
+	Usage Usage `json:"usage"`
 }
 
 // Alive reports whether a session is still active, that is not ended: a
@@ -399,6 +402,7 @@ func (s *Service) Alive(ctx context.Context, id, tok string) (AliveStatus, error
 		State:             string(sess.State),
 		GuardrailsVersion: sess.GuardrailsHash,
 		GuardrailsStale:   sess.GuardrailsHash != "" && sess.GuardrailsHash != current,
+		Usage:             sess.Usage(),
 	}, nil
 }
 

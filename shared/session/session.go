@@ -131,6 +131,31 @@ type Session struct {
 	HeartbeatAt          time.Time `json:"heartbeat_at,omitempty,omitzero"`
 	// ExpiresAt (epoch seconds) is set when the session ends; TTL removes it later.
 	ExpiresAt int64 `json:"expires_at,omitempty"`
+	// InputTokens, OutputTokens, CachedTokens and ModelCalls are what the
+	// session's model calls used, as the model gateway metered them (AddUsage):
+	// see Usage.
+	InputTokens  int64 `json:"input_tokens,omitempty"`
+	OutputTokens int64 `json:"output_tokens,omitempty"`
+	CachedTokens int64 `json:"cached_tokens,omitempty"`
+	ModelCalls   int64 `json:"model_calls,omitempty"`
+}
+
+// Usage counts model tokens: of one call, or all of a session's. The model
+// gateway reads them from the provider's own answer, so a sandbox cannot
+// change them. InputTokens are all the prompt's tokens, those read from the
+// provider's cache included; CachedTokens is that cached part; OutputTokens
+// are the reply's, reasoning included.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	CachedTokens int64 `json:"cached_tokens"`
+	// Calls counts the model calls metered.
+	Calls int64 `json:"calls"`
+}
+
+// Usage is what the session's model calls used so far.
+func (s Session) Usage() Usage {
+	return Usage{InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, CachedTokens: s.CachedTokens, Calls: s.ModelCalls}
 }
 
 // TokensExpired reports whether the session ended (or failed) more than
@@ -290,4 +315,9 @@ type Store interface {
 	// Touch sets fields (heartbeat, sandbox details) on a live session of the given
 	// generation without changing its state; ErrConflict otherwise.
 	Touch(ctx context.Context, id string, generation int, set Fields) (Session, error)
+	// AddUsage adds u to the session's usage, in one atomic update: adds made
+	// at once all count. It counts whatever the session's state, so that a
+	// call that began before the session ended is not lost. ErrNotFound if
+	// there is no such session.
+	AddUsage(ctx context.Context, id string, u Usage) error
 }

@@ -117,6 +117,32 @@ func TestAliveIsNotEnded(t *testing.T) {
 	}
 }
 
+// TestAliveShowsUsage: alive reports the tokens the gateway metered for the
+// session, ended or not.
+func TestAliveShowsUsage(t *testing.T) {
+	t.Parallel()
+	store := storetest.NewMemory()
+	svc := session.NewService(session.Options{Store: store, Guardrails: guardrails.File(t.TempDir() + "/none.md"), Jobs: &publisher{},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tok, hash := token.New(token.Session)
+	id := "0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5bff"
+	if err := store.Create(t.Context(), session.Session{ID: id, State: session.Ready, Generation: 1, TokenHashes: []string{hash}, HeartbeatAt: time.Now()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := svc.Alive(t.Context(), id, tok); err != nil || st.Usage != (session.Usage{}) {
+		t.Errorf("alive before any call: %+v, %v", st, err)
+	}
+	for range 2 {
+		if err := store.AddUsage(t.Context(), id, session.Usage{InputTokens: 12, OutputTokens: 4, CachedTokens: 2, Calls: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := session.Usage{InputTokens: 24, OutputTokens: 8, CachedTokens: 4, Calls: 2}
+	if st, err := svc.Alive(t.Context(), id, tok); err != nil || st.Usage != want {
+		t.Errorf("alive: %+v, %v; want usage %+v", st, err, want)
+	}
+}
+
 // TestSessionTokensEndAfterTheGrace: a session token works until its session
 // has been ended for TokenGrace (a viewer reads the final events meanwhile),
 // then every route refuses it with invalid_token.

@@ -19,6 +19,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/report"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/s3blob"
+	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sqsqueue"
 )
 
@@ -34,6 +35,13 @@ type Env struct {
 	// Launcher, if set, starts sandboxes instead of Fargate (the dev server's
 	// local processes).
 	Launcher launch.Launcher
+	// KeyLookup reads the model providers' keys that no secret holds, by
+	// their usual variables (ANTHROPIC_API_KEY…); nil: the process's
+	// environment (the dev server's).
+	KeyLookup func(name string) (string, bool)
+	// Metered, if set, hears the usage of each model call once recorded
+	// (tests).
+	Metered func(sessionID string, u session.Usage)
 
 	ddb        *dynamodb.Client
 	sqs        *sqs.Client

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
@@ -18,10 +20,13 @@ import (
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/jobworker"
 	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/modelapi"
+	"github.com/remote-agents/remote-agents/shared/modelgateway"
 	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/sandboxapi"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sessionapi"
+	"github.com/remote-agents/remote-agents/shared/smsecrets"
 	"github.com/remote-agents/remote-agents/shared/toolapi"
 	"github.com/remote-agents/remote-agents/shared/toolgate"
 )
@@ -192,6 +197,25 @@ func Sandbox(_ context.Context, e *Env) (Function, error) {
 	return pick("sandbox", (&sandboxapi.Handlers{Channel: ch, Log: e.Log}).Routes())
 }
 
+// Model builds the model function: the model gateway, a streamed route. The
+// providers' keys come from Secrets Manager where RA_MODEL_SECRET_<PROVIDER>
+// names a secret (read once per cold start), else from KeyLookup (the
+// process's environment); Bedrock calls are signed with the function's own
+// AWS credentials.
+func Model(_ context.Context, e *Env) (Function, error) {
+	lookup := e.KeyLookup
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	var keys modelgateway.FirstKey
+	if len(e.Config.Model.Secrets) > 0 {
+		keys = append(keys, smsecrets.New(secretsmanager.NewFromConfig(e.AWS), e.Config.Model.Secrets))
+	}
+	keys = append(keys, modelgateway.EnvKeys(lookup))
+	gw := modelgateway.New(modelgateway.Options{Store: e.SessionStore(), Model: e.Config.Model, Keys: keys, Region: e.AWS.Region, Log: e.Log})
+	return pick("model", (&modelapi.Handlers{Gateway: gw, AWS: e.AWS, Log: e.Log, Metered: e.Metered}).Routes())
+}
+
 // ToolCallback builds the toolcallback function: the gateway-mediated tools.
 func ToolCallback(ctx context.Context, e *Env) (Function, error) {
 	gate, err := tools(ctx, e)
@@ -232,7 +256,7 @@ func JobWorker(ctx context.Context, e *Env) (Function, error) {
 	if err != nil {
 		return Function{}, err
 	}
-	w := &jobworker.Worker{Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, Tools: gate, ToolsDLQ: toolsDLQ, Log: e.Log}
+	w := &jobworker.Worker{Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, ModelGatewayURL: e.Config.Model.GatewayURL, Tools: gate, ToolsDLQ: toolsDLQ, Log: e.Log}
 	return Function{Name: routes.JobWorker, Worker: w.Handle}, nil
 }
 
@@ -273,6 +297,7 @@ func Builders() map[string]Builder {
 		"embed":          Embed,
 		"toolcallback":   ToolCallback,
 		"sandbox":        Sandbox,
+		"model":          Model,
 		routes.JobWorker: JobWorker,
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/awsconfig"
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/launch/process"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 func main() {
@@ -39,6 +40,10 @@ func run() error {
 	cfg, err := config.Load()
 	if err != nil {
 		return err
+	}
+	model := devserver.ModelFromEnv(os.LookupEnv)
+	if model.Upstream != "" && cfg.Model.Upstreams[model.Provider] == "" {
+		cfg.Model.Upstreams[model.Provider] = model.Upstream
 	}
 	if !awsconfig.Overridden() {
 		started := time.Now()
@@ -67,7 +72,8 @@ func run() error {
 		Addr:           "127.0.0.1:" + port,
 		Config:         cfg,
 		SandboxCommand: process.CommandFromEnv(agent),
-		SandboxEnv:     modelEnv(),
+		SandboxEnv:     model.SandboxEnv,
+		ModelKeys:      model.Keys,
 		WorkDir:        work,
 		SeedDir:        filepath.Join("localstack", "seed"),
 		AppKey:         appKey,
@@ -79,7 +85,7 @@ func run() error {
 	fmt.Printf(`
 Remote Agents dev server: %s   (health: %s/healthz)
 Sandbox logs: %s
-Model: %s (RA_LLM_PROVIDER%s)
+Model: %s (RA_LLM_PROVIDER%s)%s
 
 Create an agent:
 
@@ -88,34 +94,11 @@ Create an agent:
     -d '{"project_name":"demo","persona_slug":"assistant","initial_prompt":"Hello!"}'
 
 Ctrl-C stops the server, its sandboxes and the emulators.
-`, srv.URL, srv.URL, filepath.Join(work, "sandboxes"), provider(), modelNote(), srv.URL, appKey)
+`, srv.URL, srv.URL, filepath.Join(work, "sandboxes"), model.Provider, modelNote(), gatewayNote(model.Provider), srv.URL, appKey)
 	<-ctx.Done()
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return srv.Close(shutdown)
-}
-
-// defaultProvider is the model sandboxes get when RA_LLM_PROVIDER is unset: a
-// sandbox falls back to none by itself, so the dev server says which.
-const defaultProvider = "scripted"
-
-// modelEnv passes the model settings, and the key variable they name, on to
-// sandboxes (which inherit no RA_ or AWS_ variable otherwise). Without
-// RA_LLM_PROVIDER, sandboxes get the scripted provider, and the banner says so.
-func modelEnv() []string {
-	env := []string{"RA_LLM_PROVIDER=" + provider()}
-	for _, k := range []string{"RA_LLM_MODEL", "RA_LLM_BASE_URL", "RA_LLM_API_KEY_ENV", "RA_LLM_SCRIPT", "RA_TOKEN_LIMIT", "RA_LLM_MAX_TOKENS", "RA_LLM_TEMPERATURE",
-		"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MISTRAL_API_KEY"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	if k := os.Getenv("RA_LLM_API_KEY_ENV"); k != "" {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	return env
 }
 
 // modelNote says where the model setting came from.
@@ -126,8 +109,13 @@ func modelNote() string {
 	return ""
 }
 
-// provider is the model provider sandboxes run with.
-func provider() string { return envOr("RA_LLM_PROVIDER", defaultProvider) }
+// gatewayNote says that a hosted provider's key stays with the dev server.
+func gatewayNote(provider string) string {
+	if !sandboxwire.ViaGateway(provider) {
+		return ""
+	}
+	return "\nModel calls go through this server's model gateway, with the key from its environment: sandboxes hold none."
+}
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

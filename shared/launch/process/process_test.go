@@ -121,10 +121,14 @@ func TestLauncherContract(t *testing.T) {
 func TestSandboxGetsItsIdentityAndNoSecrets(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "platform-secret")
 	t.Setenv("RA_DEV_APP_KEY", "platform-app-key")
-	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-platform-key")
 	t.Setenv("GITHUB_TOKEN", "ghp_platform")
-	l, _, ex, dir := newLauncher(t, `echo "$PROLIFERATE_SESSION_ID $RA_GENERATION $PROLIFERATE_GATEWAY_URL $RA_BOOTSTRAP_CODE" > identity; pwd > where; echo "$RA_ENV_FILE" > envfile; echo "$AWS_SECRET_ACCESS_KEY$RA_DEV_APP_KEY$ANTHROPIC_API_KEY$GITHUB_TOKEN" > secrets; exit 3`)
-	spec := launch.Spec{SessionID: "s1", Generation: 2, GatewayURL: "http://127.0.0.1:1", BootstrapCode: "rbc_t"}
+	// The model providers' keys stay with the platform (the model gateway).
+	for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MISTRAL_API_KEY"} {
+		t.Setenv(k, "platform-"+k)
+	}
+	l, _, ex, dir := newLauncher(t, `echo "$PROLIFERATE_SESSION_ID $RA_GENERATION $PROLIFERATE_GATEWAY_URL $RA_BOOTSTRAP_CODE $RA_MODEL_GATEWAY_URL" > identity; pwd > where; echo "$RA_ENV_FILE" > envfile; `+
+		`echo "$AWS_SECRET_ACCESS_KEY$RA_DEV_APP_KEY$ANTHROPIC_API_KEY$OPENAI_API_KEY$GEMINI_API_KEY$GOOGLE_API_KEY$MISTRAL_API_KEY$GITHUB_TOKEN" > secrets; exit 3`)
+	spec := launch.Spec{SessionID: "s1", Generation: 2, GatewayURL: "http://127.0.0.1:1", ModelGatewayURL: "http://127.0.0.1:2", BootstrapCode: "rbc_t"}
 	ref, err := l.Launch(t.Context(), spec)
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +139,7 @@ func TestSandboxGetsItsIdentityAndNoSecrets(t *testing.T) {
 	}
 	work := filepath.Join(dir, "s1-2")
 	id, err := os.ReadFile(filepath.Join(work, "identity"))
-	if err != nil || strings.TrimSpace(string(id)) != "s1 2 http://127.0.0.1:1 rbc_t" {
+	if err != nil || strings.TrimSpace(string(id)) != "s1 2 http://127.0.0.1:1 rbc_t http://127.0.0.1:2" {
 		t.Errorf("identity %q, %v", id, err)
 	}
 	if secrets, _ := os.ReadFile(filepath.Join(work, "secrets")); strings.TrimSpace(string(secrets)) != "" {

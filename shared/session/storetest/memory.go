@@ -175,6 +175,18 @@ func (m *Memory) Touch(_ context.Context, id string, generation int, fields sess
 	})
 }
 
+// AddUsage adds u to the session's usage.
+func (m *Memory) AddUsage(_ context.Context, id string, u session.Usage) error {
+	_, err := m.update(id, func(s *session.Session) error {
+		s.InputTokens += u.InputTokens
+		s.OutputTokens += u.OutputTokens
+		s.CachedTokens += u.CachedTokens
+		s.ModelCalls += u.Calls
+		return nil
+	})
+	return err
+}
+
 // AppendEvents numbers events and stores them, all or nothing.
 func (m *Memory) AppendEvents(_ context.Context, id string, generation int, events []session.Event) ([]session.Event, error) {
 	return m.append(id, generation, events, nil)

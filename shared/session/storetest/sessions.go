@@ -398,4 +398,34 @@ func runSessions(t *testing.T, newStore func(t *testing.T) session.Store) {
 		}
 	})
 
+	t.Run("usage adds up, concurrent adds included, in any state", func(t *testing.T) {
+		t.Parallel()
+		st := newStore(t)
+		s := create(t, st, sample(t, session.Ready, 1))
+		one := session.Usage{InputTokens: 12, OutputTokens: 4, CachedTokens: 3, Calls: 1}
+		const n = 8
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				if err := st.AddUsage(t.Context(), s.ID, one); err != nil {
+					t.Errorf("add usage: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		want := session.Usage{InputTokens: n * 12, OutputTokens: n * 4, CachedTokens: n * 3, Calls: n}
+		if got, err := st.Get(t.Context(), s.ID); err != nil || got.Usage() != want || got.State != session.Ready {
+			t.Errorf("usage %+v (state %s), %v; want %+v", got.Usage(), got.State, err, want)
+		}
+		ended := create(t, st, sample(t, session.Ended, 2))
+		if err := st.AddUsage(t.Context(), ended.ID, one); err != nil {
+			t.Errorf("add usage to an ended session: %v", err)
+		}
+		if got, _ := st.Get(t.Context(), ended.ID); got.Usage() != one {
+			t.Errorf("usage of the ended session %+v, want %+v", got.Usage(), one)
+		}
+		if err := st.AddUsage(t.Context(), newID(t), one); !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("add usage to an unknown id: %v, want ErrNotFound", err)
+		}
+	})
 }

@@ -1,4 +1,13 @@
-package providers_test
+// Package providertest is the model providers' contract suite and the local
+// servers it runs against, each speaking one provider's wire format
+// (Anthropic, OpenAI and its dialects, Gemini, Bedrock). Run checks a
+// provider adapter against the documented behaviour of package providers:
+// plain replies, tool calls, streaming, 429 with Retry-After, 500 then
+// success, timeouts, settings in the provider's field names, usage in every
+// result. It runs against the servers directly (package providers' tests)
+// and through the platform's model gateway (the dev server's tests), whose
+// metering it lets compare with what the servers sent (Tally).
+package providertest
 
 import (
 	"encoding/json"
@@ -35,14 +44,14 @@ var (
 // (from 1) and stream says whether the client asked for a stream.
 type handler func(w http.ResponseWriter, r *http.Request, scenario string, n int, body map[string]any, stream bool)
 
-// wireFormat is one provider's wire format, as a local server speaks it. It
+// WireFormat is one provider's wire format, as a local server speaks it. It
 // answers text and tool calls, whole and streamed: for scenarioText "Hello
 // there." (streamed in at least two parts) with textUsage; for scenarioTool a
 // call "call_1" of read with {"path":"README.md"} with toolUsage; for
 // scenarioToolBack, after checking the tool result came back, "The file is
 // titled Demo." with toolBackUsage; 429 with "Retry-After: 1" and then 500
 // before the scenario's first success.
-type wireFormat struct {
+type WireFormat struct {
 	handle handler
 	// settings reads the temperature and the bound on the reply from a request
 	// body, in the provider's field names; nil where absent.
@@ -54,8 +63,8 @@ type wireFormat struct {
 // wire is a local server speaking one provider's wire format, recording the
 // requests of the current scenario and checking each one's settings.
 type wire struct {
-	t        *testing.T
-	format   wireFormat
+	t        testing.TB
+	format   WireFormat
 	mu       sync.Mutex
 	scenario string
 	n        int
@@ -76,7 +85,7 @@ func (s *wire) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	wantTemperature, wantMaxTokens := s.wantTemperature, s.wantMaxTokens
 	s.mu.Unlock()
 	temperature, maxTokens := s.format.settings(body)
-	if temperature != wantTemperature || maxTokens != wantMaxTokens {
+	if wantTemperature != anySettings && (temperature != wantTemperature || maxTokens != wantMaxTokens) {
 		s.t.Errorf("%s request %d: temperature %v, max tokens %v; want %v, %v", scenario, n, temperature, maxTokens, wantTemperature, wantMaxTokens)
 	}
 	if scenario == scenarioSlow {
@@ -107,12 +116,13 @@ func (s *wire) requests() ([]time.Time, []map[string]any) {
 	return append([]time.Time(nil), s.times...), append([]map[string]any(nil), s.bodies...)
 }
 
-// newProvider builds the provider under test with o, which the suite fills
-// with the server's address, the timeout, retries and settings; the builder
-// adds the key and the model.
-type newProvider func(o providers.Options) llm.Provider
+// Build builds the provider under test with o, which the suite fills with
+// the server's address, the timeout, retries and settings; the builder adds
+// the key and the model (and, through a gateway, its own address).
+type Build func(o providers.Options) llm.Provider
 
-var readTool = llm.Tool{Name: "read", Description: "read a file", Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)}
+// ReadTool is the tool the suite offers the model.
+var ReadTool = llm.Tool{Name: "read", Description: "read a file", Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)}
 
 // The settings the suite configures: a request's bound wins over the
 // configured one, which applies to requests without.
@@ -122,15 +132,61 @@ const (
 	requestMaxTokens = 256
 )
 
-// contract runs the provider contract suite against a local server speaking
-// format: plain reply, tool call round trip, streaming (text and a tool call),
-// 429 with Retry-After, 500 then success, timeout; temperature and max tokens
-// in every request, in the provider's field names; usage in every result.
-func contract(t *testing.T, format wireFormat, build newProvider) {
+// Server is a local server speaking one provider's wire format.
+type Server struct {
+	// URL is its address: the provider's base URL (Mistral's and local
+	// servers' add /v1).
+	URL string
+	w   *wire
+}
+
+// NewServer starts a server speaking format until the test ends.
+func NewServer(t testing.TB, format WireFormat) *Server {
 	t.Helper()
-	s := &wire{t: t, format: format}
-	srv := httptest.NewServer(s)
+	w := &wire{t: t, format: format}
+	srv := httptest.NewServer(w)
 	t.Cleanup(srv.Close)
+	return &Server{URL: srv.URL, w: w}
+}
+
+// anySettings marks a scenario that takes any temperature and max tokens.
+var anySettings = new(struct{})
+
+// Reply has the server answer every request from now on with the text reply
+// ("Hello there.", whole or streamed), whatever its settings: the server of
+// a benchmark.
+func (srv *Server) Reply() { srv.w.set(scenarioText, anySettings, anySettings) }
+
+// Tally is what a provider reported over a run of the suite: the usage of
+// its successful results (each checked equal to what the server sent) and
+// how many there were. The server answered exactly these calls with a 2xx.
+type Tally struct {
+	Usage llm.Usage
+	Calls int
+}
+
+func (t *Tally) add(u llm.Usage) {
+	t.Usage.InputTokens += u.InputTokens
+	t.Usage.OutputTokens += u.OutputTokens
+	t.Calls++
+}
+
+// Run runs the provider contract suite against the provider build makes,
+// over a local server speaking format: plain reply, tool call round trip,
+// streaming (text and a tool call), 429 with Retry-After, 500 then success,
+// timeout; temperature and max tokens in every request, in the provider's
+// field names; usage in every result.
+func Run(t *testing.T, format WireFormat, build Build) Tally {
+	t.Helper()
+	return NewServer(t, format).Run(t, build)
+}
+
+// Run runs the contract suite (see the function Run) over srv and returns
+// what the provider reported.
+func (srv *Server) Run(t *testing.T, build Build) Tally {
+	t.Helper()
+	s, format := srv.w, srv.w.format
+	var tally Tally
 	temperature := suiteTemperature
 	wantTemperature := any(suiteTemperature)
 	if format.noTemperature {
@@ -145,7 +201,7 @@ func contract(t *testing.T, format wireFormat, build newProvider) {
 	}
 	p := build(options(2*time.Second, 3, tempOf))
 	req := llm.Request{Model: "", System: "be brief", MaxTokens: requestMaxTokens,
-		Messages: []llm.Message{{Role: llm.User, Content: "hello"}}, Tools: []llm.Tool{readTool}}
+		Messages: []llm.Message{{Role: llm.User, Content: "hello"}}, Tools: []llm.Tool{ReadTool}}
 	set := func(scenario string) { s.set(scenario, wantTemperature, float64(requestMaxTokens)) }
 
 	t.Run("plain reply", func(t *testing.T) {
@@ -154,6 +210,7 @@ func contract(t *testing.T, format wireFormat, build newProvider) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		tally.add(res.Usage)
 		if res.Content != "Hello there." || len(res.ToolCalls) != 0 || res.Usage != textUsage {
 			t.Errorf("reply %+v, want Hello there. and usage %+v", res, textUsage)
 		}
@@ -164,6 +221,7 @@ func contract(t *testing.T, format wireFormat, build newProvider) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		tally.add(res.Usage)
 		checkToolCall(t, res.ToolCalls)
 		if res.Usage != toolUsage {
 			t.Errorf("usage %+v, want %+v", res.Usage, toolUsage)
@@ -177,6 +235,7 @@ func contract(t *testing.T, format wireFormat, build newProvider) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		tally.add(back.Usage)
 		if back.Content != "The file is titled Demo." || back.Usage != toolBackUsage {
 			t.Errorf("after tool result: %+v", back)
 		}
@@ -184,6 +243,7 @@ func contract(t *testing.T, format wireFormat, build newProvider) {
 	t.Run("streaming", func(t *testing.T) {
 		set(scenarioText)
 		deltas, calls, done := collect(t, p, req)
+		tally.add(done.Usage)
 		if len(deltas) < 2 || strings.Join(deltas, "") != "Hello there." || len(calls) != 0 {
 			t.Errorf("streamed %q and calls %+v", deltas, calls)
 		}
@@ -194,6 +254,7 @@ func contract(t *testing.T, format wireFormat, build newProvider) {
 	t.Run("streaming a tool call", func(t *testing.T) {
 		set(scenarioTool)
 		_, calls, done := collect(t, p, req)
+		tally.add(done.Usage)
 		checkToolCall(t, calls)
 		checkToolCall(t, done.ToolCalls)
 		if done.Usage != toolUsage {
@@ -206,6 +267,7 @@ func contract(t *testing.T, format wireFormat, build newProvider) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		tally.add(res.Usage)
 		times, _ := s.requests()
 		if res.Content != "Hello there." || len(times) != 2 {
 			t.Fatalf("reply %+v after %d requests", res, len(times))
@@ -220,6 +282,7 @@ func contract(t *testing.T, format wireFormat, build newProvider) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		tally.add(res.Usage)
 		if times, _ := s.requests(); res.Content != "Hello there." || len(times) != 2 {
 			t.Errorf("reply %+v after %d requests", res, len(times))
 		}
@@ -230,6 +293,9 @@ func contract(t *testing.T, format wireFormat, build newProvider) {
 		unbounded := req
 		unbounded.MaxTokens = 0
 		res, err := plain.Chat(t.Context(), unbounded)
+		if err == nil {
+			tally.add(res.Usage)
+		}
 		if err != nil || res.Usage != textUsage {
 			t.Errorf("%+v, %v", res, err)
 		}
@@ -246,6 +312,7 @@ func contract(t *testing.T, format wireFormat, build newProvider) {
 			t.Errorf("timed out after %s, configured 300ms", took)
 		}
 	})
+	return tally
 }
 
 // collect streams req from p until Done, failing the test on Failed.
@@ -286,8 +353,8 @@ func checkToolCall(t *testing.T, calls []llm.ToolCall) {
 	}
 }
 
-// field returns body's value at path (object keys), nil where absent.
-func field(body map[string]any, path ...string) any {
+// Field returns body's value at path (object keys), nil where absent.
+func Field(body map[string]any, path ...string) any {
 	var v any = body
 	for _, k := range path {
 		m, ok := v.(map[string]any)

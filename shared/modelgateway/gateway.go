@@ -1,0 +1,111 @@
+package modelgateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/config"
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+// Options configure a Gateway.
+type Options struct {
+	// Store holds the sessions: their sandbox tokens and usage.
+	Store session.Store
+	// Model is the platform's model configuration: providers served, models
+	// allowed, upstreams.
+	Model config.Model
+	// Keys holds the providers' API keys.
+	Keys Keys
+	// Region is the AWS region, for Bedrock's default endpoint.
+	Region string
+	Log    *slog.Logger
+}
+
+// Gateway decides the model calls of sandboxes and meters them.
+type Gateway struct {
+	o Options
+}
+
+// New returns a gateway.
+func New(o Options) *Gateway {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Gateway{o: o}
+}
+
+// Authorize returns the session whose current sandbox holds tok (see
+// session.AuthenticateSandbox: a session token is 403, another session's
+// sandbox token or that of a session that is over 401) and the provider
+// named, which the platform must serve: an unknown one is not_found, one the
+// platform does not serve forbidden.
+func (g *Gateway) Authorize(ctx context.Context, id, tok, provider string) (session.Session, Provider, error) {
+	sess, err := session.AuthenticateSandbox(ctx, g.o.Store, id, tok)
+	if err != nil {
+		return session.Session{}, Provider{}, err
+	}
+	p, ok := ProviderNamed(provider)
+	if !ok {
+		return session.Session{}, Provider{}, apierror.New(apierror.NotFound, "No such model provider.")
+	}
+	if !slices.Contains(g.o.Model.Providers, provider) {
+		return session.Session{}, Provider{}, apierror.New(apierror.Forbidden, "The platform does not serve this model provider.")
+	}
+	return sess, p, nil
+}
+
+// Allow checks that the platform lets call's model through: any model of a
+// provider RA_MODEL_ALLOWED does not name, else only those it lists.
+func (g *Gateway) Allow(call Call) error {
+	allowed, limited := g.o.Model.Allowed[call.Provider.Name]
+	if limited && !slices.Contains(allowed, call.Model) {
+		return apierror.New(apierror.Forbidden, "This model is not allowed on this platform.")
+	}
+	return nil
+}
+
+// Upstream is the base URL calls to p go to.
+func (g *Gateway) Upstream(p Provider) string {
+	if u := g.o.Model.Upstreams[p.Name]; u != "" {
+		return u
+	}
+	if p.DefaultUpstream == "" && p.Auth.SigV4 {
+		return "https://bedrock-runtime." + g.o.Region + ".amazonaws.com"
+	}
+	return strings.TrimRight(p.DefaultUpstream, "/")
+}
+
+// Key returns the platform's API key for p: model_unavailable when it holds
+// none, service_unavailable when it cannot be read now.
+func (g *Gateway) Key(ctx context.Context, p Provider) (string, error) {
+	key, err := g.o.Keys.Key(ctx, p.Name)
+	switch {
+	case errors.Is(err, ErrNoKey):
+		g.o.Log.WarnContext(ctx, "no API key for a model provider", slog.String("provider", p.Name))
+		return "", apierror.New(apierror.ModelUnavailable, "The platform holds no API key for this model provider.")
+	case err != nil:
+		return "", err
+	}
+	return key, nil
+}
+
+// Record adds what one call of session id used to its usage. It is called
+// once the answer has ended; a failure is logged (with the numbers, to
+// reconcile) and returned.
+func (g *Gateway) Record(ctx context.Context, id string, p Provider, u session.Usage, reported bool) error {
+	if !reported {
+		g.o.Log.WarnContext(ctx, "model answer without usage", slog.String("session_id", id), slog.String("provider", p.Name))
+	}
+	if err := g.o.Store.AddUsage(ctx, id, u); err != nil {
+		g.o.Log.ErrorContext(ctx, "record model usage", slog.String("session_id", id), slog.String("provider", p.Name),
+			slog.Int64("input_tokens", u.InputTokens), slog.Int64("output_tokens", u.OutputTokens),
+			slog.Int64("cached_tokens", u.CachedTokens), slog.String("error", err.Error()))
+		return err
+	}
+	return nil
+}

@@ -31,7 +31,7 @@ ENV ?= dev
 CDK := cd infra && $(INFRA_ENV) npx --no-install cdk
 INFRA_NODE_MODULES := infra/node_modules/.package-lock.json
 
-.PHONY: help build test fmt-check tidy-check vet lint test-go test-infra bench dev emulators localstack-up localstack-down synth deploy deploy-local sam-local clean FORCE
+.PHONY: help build test fmt-check tidy-check vet lint test-go test-infra bench dev emulators localstack-up localstack-down synth deploy providers deploy-local sam-local clean FORCE
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -88,8 +88,13 @@ synth: build ## synthesize every environment's stack offline into infra/cdk.out 
 $(INFRA_NODE_MODULES): infra/package.json infra/package-lock.json
 	cd infra && npm ci --no-audit --no-fund
 
-deploy: build $(INFRA_NODE_MODULES) ## deploy one environment to AWS: make deploy ENV=dev|staging|prod (AWS credentials; Docker only with -c buildSandboxImage=true)
-	$(CDK) deploy -c env=$(ENV) RemoteAgents-$(ENV) --require-approval broadening
+deploy: build $(INFRA_NODE_MODULES) ## deploy one environment to AWS: make deploy ENV=dev|staging|prod (AWS credentials; Docker only with -c buildSandboxImage=true); then prints which model providers have a key
+	$(CDK) deploy -c env=$(ENV) RemoteAgents-$(ENV) --require-approval broadening --outputs-file cdk.out/outputs-$(ENV).json
+	@$(MAKE) --no-print-directory providers ENV=$(ENV) || echo "The stack is deployed; its model providers' secrets could not be checked (above)."
+
+# Never reads a key: Secrets Manager's DescribeSecret says whether a secret holds one.
+providers: ## which model providers ENV's deployment has a key for, and the sandboxes' default model (AWS credentials; prints no key)
+	cd infra && $(GO) run ./cmd/providers -env $(ENV) -outputs cdk.out/outputs-$(ENV).json
 
 deploy-local: build $(INFRA_NODE_MODULES) ## deploy to LocalStack with cdklocal (make localstack-up first; Docker)
 	cd infra && $(INFRA_ENV) npx --no-install cdklocal bootstrap -c env=$(ENV) && $(INFRA_ENV) npx --no-install cdklocal deploy -c env=$(ENV) RemoteAgents-$(ENV) --require-approval never

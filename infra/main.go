@@ -2,10 +2,14 @@
 // RemoteAgents-<env>. `-c env=<name>` synthesizes one; without it, dev, staging
 // and prod are all synthesized. Other context: allowedOrigins (comma list),
 // creationTimeout (seconds), embedFeatures (comma list), sandboxImage (a prebuilt
-// image URI) or buildSandboxImage=true (builds sandbox/Dockerfile; needs Docker).
+// image URI) or buildSandboxImage=true (builds sandbox/Dockerfile; needs Docker),
+// and the model settings of package models (llmProvider, llmModel,
+// bedrockModels; each also as <key>.<env> for one environment).
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +17,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/remote-agents/remote-agents/infra/models"
 	"github.com/remote-agents/remote-agents/infra/stack"
 )
 
@@ -20,6 +25,13 @@ import (
 var Environments = []string{"dev", "staging", "prod"}
 
 func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
 	defer jsii.Close()
 	app := awscdk.NewApp(nil)
 	ctx := func(key string) string {
@@ -35,6 +47,10 @@ func main() {
 	root, _ := filepath.Abs("..")
 	timeout, _ := strconv.Atoi(ctx("creationTimeout"))
 	for _, env := range envs {
+		settings, err := models.FromContext(env, ctx)
+		if err != nil {
+			return fmt.Errorf("RemoteAgents-%s: %w", env, err)
+		}
 		stack.New(app, "RemoteAgents-"+env, stack.Props{
 			Env:               env,
 			CodeDir:           filepath.Join(root, "dist"),
@@ -45,9 +61,11 @@ func main() {
 			AllowedOrigins:    list(ctx("allowedOrigins")),
 			CreationTimeout:   timeout,
 			EmbedFeatures:     list(ctx("embedFeatures")),
+			Models:            settings,
 		})
 	}
 	app.Synth(nil)
+	return nil
 }
 
 func list(v string) []string {

@@ -13,8 +13,8 @@ import (
 // code and has its access.
 func (s *Stack) Grants() map[string]access.Access {
 	out := map[string]access.Access{}
-	for _, fn := range routes.Functions() {
-		a, ok := access.For(fn)
+	for _, fn := range s.FunctionNames() {
+		a, ok := s.access(fn)
 		if !ok {
 			panic("no access declared for function " + fn)
 		}
@@ -27,8 +27,10 @@ func (s *Stack) Grants() map[string]access.Access {
 // name is a resource's full name in this environment.
 func (s *Stack) name(short string) string { return "ra-" + s.Set.Env + "-" + short }
 
-// grant turns each function's access into statements on exactly those resources.
+// grant turns each function's access into statements on exactly those
+// resources, and gives the model function its secrets and Bedrock models.
 func (s *Stack) grant(sb sandboxes) {
+	s.grantModels()
 	for fnName, a := range s.Grants() {
 		fn := s.Functions[fnName]
 		for table, actions := range a.Tables {

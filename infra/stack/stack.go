@@ -1,10 +1,12 @@
 // Package stack is Remote Agents on AWS, one CloudFormation stack per
 // environment: the HTTP API with one Lambda function per route group, the queues
 // and their worker, the tables and the bucket (all from shared/resources), the
-// Fargate sandboxes, the events stream behind CloudFront, alarms.
+// Fargate sandboxes, the streaming routes (events, model calls) behind
+// CloudFront, the model providers' secrets, alarms.
 //
 // Nothing here is invented twice: names, keys, GSIs and TTLs come from
-// resources.For(env), routes and functions from routes.All(); the tests compare
+// resources.For(env), routes and functions from routes.All(), the model
+// providers' secrets from package models; the tests compare
 // the synthesized template with both.
 package stack
 
@@ -15,9 +17,6 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfrontorigins"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
@@ -31,10 +30,12 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3deployment"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/remote-agents/remote-agents/infra/models"
 	"github.com/remote-agents/remote-agents/shared/access"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
@@ -59,6 +60,14 @@ type Props struct {
 	AllowedOrigins  []string
 	CreationTimeout int
 	EmbedFeatures   []string
+	// Models are the sandboxes' default model (RA_LLM_PROVIDER, RA_LLM_MODEL of
+	// the task definition) and the Bedrock models the model function may invoke.
+	Models models.Settings
+
+	// Routes is the route table, routes.All() when nil; Access is each
+	// function's access, access.For when nil. Tests give their own.
+	Routes []routes.Route
+	Access func(function string) (access.Access, bool)
 }
 
 // Prod reports whether env keeps its data on stack deletion.
@@ -73,6 +82,15 @@ type Stack struct {
 	Bucket    awss3.Bucket
 	Functions map[string]awslambda.Function
 	API       awsapigatewayv2.HttpApi
+	// Routes is the route table the stack serves.
+	Routes []routes.Route
+	// Model is the function of the model route; Secrets are the providers'
+	// secrets it alone reads, by provider.
+	Model   string
+	Secrets map[string]awssecretsmanager.CfnSecret
+
+	access func(function string) (access.Access, bool)
+	models models.Settings
 }
 
 // New builds the stack of one environment.
@@ -81,8 +99,22 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	if err != nil {
 		panic(err)
 	}
+	if err := p.Models.Validate(); err != nil {
+		panic(err)
+	}
+	if p.Routes == nil {
+		p.Routes = routes.All()
+	}
+	if p.Access == nil {
+		p.Access = access.For
+	}
+	model, err := modelFunction(p.Routes)
+	if err != nil {
+		panic(err)
+	}
 	st := awscdk.NewStack(scope, jsii.String(id), &p.StackProps)
-	s := &Stack{Stack: st, Set: set, Tables: map[string]awsdynamodb.Table{}, Queues: map[string]awssqs.Queue{}, Functions: map[string]awslambda.Function{}}
+	s := &Stack{Stack: st, Set: set, Tables: map[string]awsdynamodb.Table{}, Queues: map[string]awssqs.Queue{}, Functions: map[string]awslambda.Function{},
+		Routes: p.Routes, Model: model, access: p.Access, models: p.Models}
 	removal := awscdk.RemovalPolicy_DESTROY
 	if Prod(p.Env) {
 		removal = awscdk.RemovalPolicy_RETAIN
@@ -90,19 +122,22 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	awscdk.Tags_Of(st).Add(jsii.String("remote-agents:env"), jsii.String(p.Env), nil)
 
 	s.data(p, removal)
+	s.secrets(removal)
 	sandbox := s.sandboxes(p, removal)
-	stream := s.functions(p, removal)
-	dist := s.distribution(stream)
-	s.Functions["create"].AddEnvironment(jsii.String("RA_PUBLIC_BASE_URL"), jsii.String("https://"+*dist.DistributionDomainName()), nil)
-	s.workerEnvironment(sandbox)
+	streams := s.functions(p, removal)
+	dist := s.distribution(streams)
+	public := jsii.String("https://" + *dist.DistributionDomainName())
+	s.Functions["create"].AddEnvironment(jsii.String("RA_PUBLIC_BASE_URL"), public, nil)
+	s.workerEnvironment(sandbox, public)
 	s.grant(sandbox)
 	s.eventSources()
 	s.sandboxStopped(p, sandbox)
 	s.alarms()
 
 	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: s.API.ApiEndpoint()})
-	awscdk.NewCfnOutput(st, jsii.String("PublicUrl"), &awscdk.CfnOutputProps{Value: jsii.String("https://" + *dist.DistributionDomainName())})
+	awscdk.NewCfnOutput(st, jsii.String("PublicUrl"), &awscdk.CfnOutputProps{Value: public})
 	awscdk.NewCfnOutput(st, jsii.String("SandboxRepositoryUri"), &awscdk.CfnOutputProps{Value: sandbox.repository})
+	s.modelOutputs()
 	return s
 }
 
@@ -139,48 +174,13 @@ func (s *Stack) data(p Props, removal awscdk.RemovalPolicy) {
 	})
 }
 
-// functions adds the HTTP API, one function per function of the route table
-// (and the tools queue's worker), and their routes; it returns the function URL
-// of the streaming route.
-func (s *Stack) functions(p Props, removal awscdk.RemovalPolicy) awslambda.FunctionUrl {
-	s.API = awsapigatewayv2.NewHttpApi(s.Stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
-		ApiName:     jsii.String("ra-" + p.Env + "-api"),
-		Description: jsii.String("Remote Agents (" + p.Env + ")"),
-	})
-	env := s.environment(p)
-	for _, name := range routes.Functions() {
-		s.Functions[name] = s.function(name, name, p, env, removal)
-	}
-	// Long tool calls run on a second function of the worker's code, whose timeout
-	// fits the tools queue's visibility timeout (the jobs queue's is shorter).
-	s.Functions[ToolWorker] = s.function(ToolWorker, routes.JobWorker, p, env, removal)
-
-	var stream awslambda.FunctionUrl
-	for _, r := range routes.All() {
-		fn := s.Functions[r.Function]
-		if r.Stream {
-			if stream == nil {
-				stream = fn.AddFunctionUrl(&awslambda.FunctionUrlOptions{
-					AuthType:   awslambda.FunctionUrlAuthType_AWS_IAM,
-					InvokeMode: awslambda.InvokeMode_RESPONSE_STREAM,
-				})
-			}
-			continue
-		}
-		s.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
-			Path:        jsii.String(r.Path),
-			Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(r.Method)},
-			Integration: awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(logicalID(r.Key())), fn, nil),
-		})
-	}
-	return stream
-}
-
-// workerEnvironment tells the workers where the gateway is and where sandbox
-// tasks run (config.Platform reads it).
-func (s *Stack) workerEnvironment(sandbox sandboxes) {
+// workerEnvironment tells the workers where the gateway is (the public
+// origin: CloudFront sends the streaming routes, model calls among them, to
+// their function URLs and the rest to the API) and where sandbox tasks run
+// (config.Platform reads it).
+func (s *Stack) workerEnvironment(sandbox sandboxes, gateway *string) {
 	for _, name := range []string{routes.JobWorker, ToolWorker} {
-		s.Functions[name].AddEnvironment(jsii.String("RA_GATEWAY_URL"), s.API.ApiEndpoint(), nil)
+		s.Functions[name].AddEnvironment(jsii.String("RA_GATEWAY_URL"), gateway, nil)
 		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_CLUSTER"), sandbox.cluster.ClusterArn(), nil)
 		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_TASK_DEFINITION"), sandbox.task.TaskDefinitionArn(), nil)
 		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_CONTAINER"), jsii.String(SandboxContainer), nil)
@@ -214,6 +214,9 @@ const (
 	ToolWorker = "toolworker"
 	// SandboxContainer is the sandbox task's container.
 	SandboxContainer = "agent"
+	// SandboxToolUser is who a sandbox's commands run as (RA_TOOL_USER): the
+	// image's own user (sandbox/Dockerfile), never root.
+	SandboxToolUser = "agent"
 	// guardrailsPrefix is where data/ is deployed: the guardrails land at
 	// access.GuardrailsKey.
 	guardrailsPrefix = "platform/"
@@ -338,18 +341,23 @@ func (s *Stack) environment(p Props) map[string]*string {
 	return env
 }
 
-// timeouts of the functions, by name; the rest get defaultTimeout.
+// timeouts of the functions, by name; functions of streaming routes get
+// streamTimeout, the rest defaultTimeout.
 var timeouts = map[string]float64{
 	"create":         30,
-	"events":         900,
 	routes.JobWorker: 270,
 	ToolWorker:       720,
 	"toolcallback":   30,
 }
 
-const defaultTimeout = 15
+const (
+	defaultTimeout = 15
+	// streamTimeout is Lambda's longest: an events stream ends itself a
+	// minute before (RA_EVENTS_MAX_SECONDS); a model reply streams until done.
+	streamTimeout = 900
+)
 
-func (s *Stack) function(name, code string, p Props, env map[string]*string, removal awscdk.RemovalPolicy) awslambda.Function {
+func (s *Stack) function(name, code string, p Props, env map[string]*string, streams bool, removal awscdk.RemovalPolicy) awslambda.Function {
 	fnName := "ra-" + p.Env + "-" + name
 	logs := awslogs.NewLogGroup(s.Stack, jsii.String(logicalID(name)+"Logs"), &awslogs.LogGroupProps{
 		LogGroupName:  jsii.String("/aws/lambda/" + fnName),
@@ -357,7 +365,11 @@ func (s *Stack) function(name, code string, p Props, env map[string]*string, rem
 		RemovalPolicy: removal,
 	})
 	timeout, ok := timeouts[name]
-	if !ok {
+	switch {
+	case ok:
+	case streams:
+		timeout = streamTimeout
+	default:
 		timeout = defaultTimeout
 	}
 	memory := 256.0
@@ -446,10 +458,21 @@ func (s *Stack) sandboxes(p Props, removal awscdk.RemovalPolicy) sandboxes {
 	default:
 		image = awsecs.ContainerImage_FromEcrRepository(repo, jsii.String("latest"))
 	}
+	// The model a sandbox defaults to, and nothing secret: no provider key (its
+	// model calls go through the model route, which puts the key in), no token
+	// (the launcher passes a one-time bootstrap code in RunTask's overrides).
+	// The agent runs as root, not dumpable, and its commands as SandboxToolUser
+	// (the image's user), who can neither read nor signal it.
+	environment := map[string]*string{"RA_LLM_PROVIDER": jsii.String(p.Models.Provider), "RA_TOOL_USER": jsii.String(SandboxToolUser)}
+	if p.Models.Model != "" {
+		environment["RA_LLM_MODEL"] = jsii.String(p.Models.Model)
+	}
 	task.AddContainer(jsii.String(SandboxContainer), &awsecs.ContainerDefinitionOptions{
 		ContainerName: jsii.String(SandboxContainer),
 		Image:         image,
+		User:          jsii.String("0"),
 		Essential:     jsii.Bool(true),
+		Environment:   &environment,
 		Logging: awsecs.LogDrivers_AwsLogs(&awsecs.AwsLogDriverProps{
 			StreamPrefix: jsii.String("sandbox"),
 			LogGroup: awslogs.NewLogGroup(s.Stack, jsii.String("SandboxTaskLogs"), &awslogs.LogGroupProps{
@@ -464,36 +487,6 @@ func (s *Stack) sandboxes(p Props, removal awscdk.RemovalPolicy) sandboxes {
 		subnets = append(subnets, sn.SubnetId())
 	}
 	return sandboxes{cluster: cluster, task: task, group: group, subnets: &subnets, repository: repo.RepositoryUri()}
-}
-
-// distribution is the public entry point: CloudFront in front of the HTTP API
-// and of the events function URL (Lambda response streaming), so that the embed
-// view, its API calls and its event stream share one origin.
-func (s *Stack) distribution(stream awslambda.FunctionUrl) awscloudfront.Distribution {
-	apiDomain := awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), s.API.ApiEndpoint(), nil))
-	api := awscloudfrontorigins.NewHttpOrigin(apiDomain, &awscloudfrontorigins.HttpOriginProps{
-		ProtocolPolicy: awscloudfront.OriginProtocolPolicy_HTTPS_ONLY,
-	})
-	behavior := func(origin awscloudfront.IOrigin) *awscloudfront.BehaviorOptions {
-		return &awscloudfront.BehaviorOptions{
-			Origin:               origin,
-			ViewerProtocolPolicy: awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
-			AllowedMethods:       awscloudfront.AllowedMethods_ALLOW_ALL(),
-			CachePolicy:          awscloudfront.CachePolicy_CACHING_DISABLED(),
-			OriginRequestPolicy:  awscloudfront.OriginRequestPolicy_ALL_VIEWER_EXCEPT_HOST_HEADER(),
-		}
-	}
-	events := awscloudfrontorigins.FunctionUrlOrigin_WithOriginAccessControl(stream, &awscloudfrontorigins.FunctionUrlOriginWithOACProps{
-		ReadTimeout: awscdk.Duration_Seconds(jsii.Number(60)),
-	})
-	return awscloudfront.NewDistribution(s.Stack, jsii.String("Public"), &awscloudfront.DistributionProps{
-		Comment:         jsii.String("Remote Agents (" + s.Set.Env + ")"),
-		DefaultBehavior: behavior(api),
-		AdditionalBehaviors: &map[string]*awscloudfront.BehaviorOptions{
-			"/api/remote_agents/*/events": behavior(events),
-		},
-		HttpVersion: awscloudfront.HttpVersion_HTTP2_AND_3,
-	})
 }
 
 // eventSources connects the workers to their queues, answering with partial
@@ -525,7 +518,7 @@ func (s *Stack) alarms() {
 	for _, q := range s.Set.Queues() {
 		alarm(s.id(q.DeadLetterName, "Depth"), s.Queues[q.DeadLetterName].MetricApproximateNumberOfMessagesVisible(nil), 1, "Messages in "+q.DeadLetterName)
 	}
-	for _, name := range append(routes.Functions(), ToolWorker) {
+	for _, name := range append(s.FunctionNames(), ToolWorker) {
 		fn := s.Functions[name]
 		alarm(logicalID(name)+"Errors", fn.MetricErrors(nil), 5, name+" errors")
 		alarm(logicalID(name)+"Throttles", fn.MetricThrottles(nil), 1, name+" throttles")

@@ -1,0 +1,179 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfrontorigins"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/remote-agents/remote-agents/infra/models"
+	"github.com/remote-agents/remote-agents/shared/routes"
+)
+
+// functions adds the HTTP API, one function per function of the route table
+// (and the tools queue's worker), and their routes; it returns the streaming
+// routes, each served by a function URL with response streaming.
+func (s *Stack) functions(p Props, removal awscdk.RemovalPolicy) []stream {
+	s.API = awsapigatewayv2.NewHttpApi(s.Stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
+		ApiName:     jsii.String("ra-" + p.Env + "-api"),
+		Description: jsii.String("Remote Agents (" + p.Env + ")"),
+	})
+	env := s.environment(p)
+	streaming := map[string]bool{}
+	for _, r := range s.Routes {
+		streaming[r.Function] = streaming[r.Function] || r.Stream
+	}
+	for _, name := range s.FunctionNames() {
+		s.Functions[name] = s.function(name, name, p, env, streaming[name], removal)
+	}
+	// Long tool calls run on a second function of the worker's code, whose timeout
+	// fits the tools queue's visibility timeout (the jobs queue's is shorter).
+	s.Functions[ToolWorker] = s.function(ToolWorker, routes.JobWorker, p, env, false, removal)
+	for provider, secret := range s.Secrets {
+		s.Functions[s.Model].AddEnvironment(jsii.String(models.SecretVariable(provider)), secret.Ref(), nil)
+	}
+
+	var streams []stream
+	urls := map[string]stream{}
+	for _, r := range s.Routes {
+		fn := s.Functions[r.Function]
+		if !r.Stream {
+			s.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+				Path:        jsii.String(r.Path),
+				Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(r.Method)},
+				Integration: awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(logicalID(r.Key())), fn, nil),
+			})
+			continue
+		}
+		st, ok := urls[r.Function]
+		if !ok {
+			auth := awslambda.FunctionUrlAuthType_NONE
+			if signed(r) {
+				auth = awslambda.FunctionUrlAuthType_AWS_IAM
+			}
+			st = stream{url: fn.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: auth, InvokeMode: awslambda.InvokeMode_RESPONSE_STREAM}), signed: signed(r)}
+			urls[r.Function] = st
+		}
+		if st.signed != signed(r) {
+			panic("function " + r.Function + " serves streaming routes with and without a body: give them one function each")
+		}
+		st.pattern = PathPattern(r.Path)
+		streams = append(streams, st)
+	}
+	return streams
+}
+
+// stream is a streaming route: the CloudFront path pattern that reaches its
+// function URL, and whether CloudFront signs its requests to it.
+type stream struct {
+	pattern string
+	url     awslambda.FunctionUrl
+	signed  bool
+}
+
+// signed reports whether CloudFront reaches r's function URL signed (origin
+// access control; the URL takes only AWS_IAM): routes without a body. Lambda
+// takes a signed POST or PUT only with the body's SHA-256 in
+// x-amz-content-sha256, which the caller would have to send (the providers'
+// SDKs do not), and signing replaces the caller's Authorization header, which
+// carries its token. The URL of a route with a body takes any caller (auth
+// NONE), reached through CloudFront like the API, and its handler
+// authenticates every request, as every handler does.
+func signed(r routes.Route) bool { return r.Method == "GET" || r.Method == "HEAD" }
+
+// PathPattern is the CloudFront path pattern of an API Gateway route path:
+// each {parameter} is a '*', and trailing ones ({provider}/{proxy+}) one '*'.
+func PathPattern(path string) string {
+	parts := strings.Split(path, "/")
+	for i, part := range parts {
+		if strings.HasPrefix(part, "{") && strings.HasSuffix(part, "}") {
+			parts[i] = "*"
+		}
+	}
+	for len(parts) > 2 && parts[len(parts)-1] == "*" && parts[len(parts)-2] == "*" {
+		parts = parts[:len(parts)-1]
+	}
+	return strings.Join(parts, "/")
+}
+
+// FunctionNames returns every function of the route table, in its order, and
+// the jobs worker (routes.Functions of the stack's table).
+func (s *Stack) FunctionNames() []string {
+	var out []string
+	for _, r := range s.Routes {
+		if !slices.Contains(out, r.Function) {
+			out = append(out, r.Function)
+		}
+	}
+	return append(out, routes.JobWorker)
+}
+
+// ModelRoutePrefix starts the path of the model route, through which
+// sandboxes call their model provider.
+const ModelRoutePrefix = "/sandbox/{sessionId}/model/"
+
+// modelFunction returns the function of the model route, which must stream:
+// sandboxes reach model providers only through it.
+func modelFunction(rs []routes.Route) (string, error) {
+	for _, r := range rs {
+		if strings.HasPrefix(r.Path, ModelRoutePrefix) {
+			if !r.Stream {
+				return "", fmt.Errorf("the model route %s must stream (a function URL with response streaming)", r.Key())
+			}
+			return r.Function, nil
+		}
+	}
+	return "", errors.New("the route table has no model route (" + ModelRoutePrefix + "{provider}/{proxy+}): deployed sandboxes would reach no model")
+}
+
+// distribution is the public entry point: CloudFront in front of the HTTP API
+// and of the streaming routes' function URLs (Lambda response streaming), so
+// that the embed view, its API calls and its event stream share one origin, and
+// sandboxes reach their channel and their model calls at one gateway URL.
+func (s *Stack) distribution(streams []stream) awscloudfront.Distribution {
+	apiDomain := awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), s.API.ApiEndpoint(), nil))
+	api := awscloudfrontorigins.NewHttpOrigin(apiDomain, &awscloudfrontorigins.HttpOriginProps{
+		ProtocolPolicy: awscloudfront.OriginProtocolPolicy_HTTPS_ONLY,
+	})
+	// Nothing cached, every method, the caller's headers (Authorization among
+	// them) but Host, which must be the origin's.
+	opts := &awscloudfront.AddBehaviorOptions{
+		ViewerProtocolPolicy: awscloudfront.ViewerProtocolPolicy_REDIRECT_TO_HTTPS,
+		AllowedMethods:       awscloudfront.AllowedMethods_ALLOW_ALL(),
+		CachePolicy:          awscloudfront.CachePolicy_CACHING_DISABLED(),
+		OriginRequestPolicy:  awscloudfront.OriginRequestPolicy_ALL_VIEWER_EXCEPT_HOST_HEADER(),
+	}
+	dist := awscloudfront.NewDistribution(s.Stack, jsii.String("Public"), &awscloudfront.DistributionProps{
+		Comment: jsii.String("Remote Agents (" + s.Set.Env + ")"),
+		DefaultBehavior: &awscloudfront.BehaviorOptions{
+			Origin:               api,
+			ViewerProtocolPolicy: opts.ViewerProtocolPolicy,
+			AllowedMethods:       opts.AllowedMethods,
+			CachePolicy:          opts.CachePolicy,
+			OriginRequestPolicy:  opts.OriginRequestPolicy,
+		},
+		HttpVersion: awscloudfront.HttpVersion_HTTP2_AND_3,
+	})
+	// In a fixed order, so that the template does not change between synths.
+	slices.SortFunc(streams, func(a, b stream) int { return strings.Compare(a.pattern, b.pattern) })
+	for _, st := range streams {
+		// The read timeout bounds the wait for each chunk, not the stream.
+		timeout := awscdk.Duration_Seconds(jsii.Number(60))
+		var origin awscloudfront.IOrigin
+		if st.signed {
+			origin = awscloudfrontorigins.FunctionUrlOrigin_WithOriginAccessControl(st.url, &awscloudfrontorigins.FunctionUrlOriginWithOACProps{ReadTimeout: timeout})
+		} else {
+			origin = awscloudfrontorigins.NewFunctionUrlOrigin(st.url, &awscloudfrontorigins.FunctionUrlOriginProps{ReadTimeout: timeout})
+		}
+		dist.AddBehavior(jsii.String(st.pattern), origin, opts)
+	}
+	return dist
+}

@@ -86,31 +86,56 @@ func Supervise(ctx context.Context, name, workspace string, argv, environ []stri
 	}
 	defer handoff.close()
 
-	// The pane stays when the agent exits, so that its exit status can be read;
-	// the option is set before the pane exists.
-	args := []string{"-L", name, "-f", "/dev/null", "set-option", "-g", "remain-on-exit", "on", ";",
-		"new-session", "-d", "-s", name, "-x", "200", "-y", "50", "-P", "-F", "#{pane_pid}", "--"}
-	// Not tied to ctx: a stop that arrives while the session starts must not
-	// kill the tmux client half way (leaving a pane nobody waits for); wait
-	// signals the agent once it runs.
-	cmd := exec.Command("tmux", append(args, argv...)...)
-	cmd.Dir = workspace
-	cmd.Env = append(sandboxwire.HostEnv(os.Environ()), agentconfig.EnvInTmux+"=1", agentconfig.EnvTmuxSupervisorPID+"="+strconv.Itoa(os.Getpid()),
+	env := append(sandboxwire.HostEnv(os.Environ()), agentconfig.EnvInTmux+"=1", agentconfig.EnvTmuxSupervisorPID+"="+strconv.Itoa(os.Getpid()),
 		agentconfig.EnvTmuxLogPipe+"="+pipe.path, agentconfig.EnvTmuxEnvPipe+"="+handoff.path)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	pid, err := start(name, workspace, argv, env)
 	if err != nil {
-		return 1, fmt.Errorf("start tmux session %s: %w: %s", name, err, stderr.String())
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil || pid <= 1 {
-		_ = exec.Command("tmux", "-L", name, "kill-session", "-t", "="+name).Run()
-		return 1, fmt.Errorf("start tmux session %s: no pane pid in %q", name, out)
+		return 1, err
 	}
 	code := wait(ctx, name, pid)
 	pipe.drain()
 	return code, nil
+}
+
+// orphanGrace is how long a dead pane outlives its agent when no supervisor
+// ends its session (one killed outright): then the tmux server ends itself.
+var orphanGrace = 10 * time.Second
+
+// start starts argv in a new tmux session name, in workspace, with env, and
+// returns the pid of the pane's process: the agent itself.
+func start(name, workspace string, argv, env []string) (int, error) {
+	if !validName.MatchString(name) {
+		return 0, fmt.Errorf("tmux session name %q: want letters, digits, '_' or '-'", name)
+	}
+	bin, err := exec.LookPath("tmux")
+	if err != nil {
+		return 0, err
+	}
+	// The pane stays when the agent exits, so that its exit status can be read
+	// (the option is set before the pane exists); should nobody read it, the
+	// server ends itself orphanGrace later.
+	reap := fmt.Sprintf("run-shell -b 'sleep %d; %s -L %s kill-server'", int(orphanGrace.Seconds()), bin, name)
+	args := []string{"-L", name, "-f", "/dev/null", "set-option", "-g", "remain-on-exit", "on", ";",
+		"set-hook", "-g", "pane-died", reap, ";",
+		"new-session", "-d", "-s", name, "-x", "200", "-y", "50", "-P", "-F", "#{pane_pid}", "--"}
+	// Not tied to the supervisor's context: a stop that arrives while the
+	// session starts must not kill the tmux client half way (leaving a pane
+	// nobody waits for); wait signals the agent once it runs.
+	cmd := exec.Command(bin, append(args, argv...)...)
+	cmd.Dir = workspace
+	cmd.Env = env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("start tmux session %s: %w: %s", name, err, stderr.String())
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil || pid <= 1 {
+		_ = exec.Command(bin, "-L", name, "kill-session", "-t", "="+name).Run()
+		return 0, fmt.Errorf("start tmux session %s: no pane pid in %q", name, out)
+	}
+	return pid, nil
 }
 
 // wait polls the session until its pane is dead (or the session is gone) and

@@ -12,10 +12,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/tmux"
@@ -202,4 +204,23 @@ func TestTheEnvironmentGoesAroundTmux(t *testing.T) {
 	}
 	cancel()
 	<-supervised
+}
+
+// A session whose supervisor is gone (killed outright) does not outlive its
+// agent for ever: once the pane has been dead for the orphan grace, the tmux
+// server ends itself.
+func TestOrphanedSessionEndsItself(t *testing.T) {
+	defer tmux.SetOrphanGrace(time.Second)()
+	name := session(t)
+	if _, err := tmux.Start(name, t.TempDir(), []string{"true"}, os.Environ()); err != nil {
+		t.Fatal(err)
+	}
+	// The server's end is the event; the bound only fails a server that stays.
+	deadline := time.Now().Add(30 * time.Second)
+	for exec.Command("tmux", "-L", name, "has-session").Run() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the tmux server of a dead pane nobody reads is still there after 30 s")
+		}
+		runtime.Gosched()
+	}
 }

@@ -199,7 +199,9 @@ func (srv *Server) Run(t *testing.T, build Build) Tally {
 	if format.noTemperature {
 		tempOf = nil
 	}
-	p := build(options(2*time.Second, 3, tempOf))
+	// The calls may retry with backoff (Bedrock jitters up to 2 s after a 500):
+	// the timeout covers retries, and only the timeout scenario tests it.
+	p := build(options(10*time.Second, 3, tempOf))
 	req := llm.Request{Model: "", System: "be brief", MaxTokens: requestMaxTokens,
 		Messages: []llm.Message{{Role: llm.User, Content: "hello"}}, Tools: []llm.Tool{ReadTool}}
 	set := func(scenario string) { s.set(scenario, wantTemperature, float64(requestMaxTokens)) }

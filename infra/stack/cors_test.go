@@ -54,7 +54,7 @@ func TestApiAnswersPreflightsOfTheAllowedOrigins(t *testing.T) {
 		if want := []string{"GET", "OPTIONS", "POST"}; !slices.Equal(methods, want) {
 			t.Errorf("%s: AllowMethods %v, want %v", env, methods, want)
 		}
-		if got := strs(cors["AllowHeaders"]); !slices.Equal(got, []string{"Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"}) ||
+		if got := strs(cors["AllowHeaders"]); !slices.Equal(got, []string{"Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID", "X-Session-Token"}) ||
 			!slices.Equal(got, routes.CORSAllowHeaders()) {
 			t.Errorf("%s: AllowHeaders %v", env, got)
 		}

@@ -81,7 +81,7 @@ const (
 
 // CORSAllowHeaders are the request headers a browser may send.
 func CORSAllowHeaders() []string {
-	return []string{"Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"}
+	return []string{"Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID", "X-Session-Token"}
 }
 
 // CORSExposeHeaders are the response headers a browser's script may read.

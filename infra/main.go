@@ -19,6 +19,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/infra/models"
 	"github.com/remote-agents/remote-agents/infra/stack"
+	"github.com/remote-agents/remote-agents/shared/config"
 )
 
 // Environments are synthesized when no env is given.
@@ -46,6 +47,10 @@ func run() error {
 	}
 	root, _ := filepath.Abs("..")
 	timeout, _ := strconv.Atoi(ctx("creationTimeout"))
+	origins, err := config.Origins("allowedOrigins", list(ctx("allowedOrigins")))
+	if err != nil {
+		return err
+	}
 	for _, env := range envs {
 		settings, err := models.FromContext(env, ctx)
 		if err != nil {
@@ -58,7 +63,7 @@ func run() error {
 			RepoDir:           root,
 			SandboxImage:      ctx("sandboxImage"),
 			BuildSandboxImage: ctx("buildSandboxImage") == "true",
-			AllowedOrigins:    list(ctx("allowedOrigins")),
+			AllowedOrigins:    origins,
 			CreationTimeout:   timeout,
 			EmbedFeatures:     list(ctx("embedFeatures")),
 			Models:            settings,

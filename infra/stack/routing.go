@@ -23,8 +23,9 @@ import (
 // routes, each served by a function URL with response streaming.
 func (s *Stack) functions(p Props, removal awscdk.RemovalPolicy) []stream {
 	s.API = awsapigatewayv2.NewHttpApi(s.Stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
-		ApiName:     jsii.String("ra-" + p.Env + "-api"),
-		Description: jsii.String("Remote Agents (" + p.Env + ")"),
+		ApiName:       jsii.String("ra-" + p.Env + "-api"),
+		Description:   jsii.String("Remote Agents (" + p.Env + ")"),
+		CorsPreflight: s.cors(p.AllowedOrigins),
 	})
 	env := s.environment(p)
 	streaming := map[string]bool{}
@@ -69,6 +70,32 @@ func (s *Stack) functions(p Props, removal awscdk.RemovalPolicy) []stream {
 		streams = append(streams, st)
 	}
 	return streams
+}
+
+// cors is the API's CORS configuration: API Gateway answers preflights itself
+// (its routes have no OPTIONS), for the allowed origins, with the handlers'
+// policy (routes.CORS*) and the methods of the route table's CORS routes; nil
+// (no CORS) without allowed origins. It covers every route of the API; only
+// the browser routes are written for browsers, the rest (sandbox, tool
+// callbacks) take tokens no browser page holds. The events route is not on the
+// API: its handler answers its preflights through CloudFront.
+func (s *Stack) cors(origins []string) *awsapigatewayv2.CorsPreflightOptions {
+	if len(origins) == 0 {
+		return nil
+	}
+	methods := []awsapigatewayv2.CorsHttpMethod{awsapigatewayv2.CorsHttpMethod_OPTIONS}
+	for _, r := range s.Routes {
+		if m := awsapigatewayv2.CorsHttpMethod(r.Method); r.CORS() && !slices.Contains(methods, m) {
+			methods = append(methods, m)
+		}
+	}
+	return &awsapigatewayv2.CorsPreflightOptions{
+		AllowOrigins:  jsii.Strings(origins...),
+		AllowMethods:  &methods,
+		AllowHeaders:  jsii.Strings(routes.CORSAllowHeaders()...),
+		ExposeHeaders: jsii.Strings(routes.CORSExposeHeaders()...),
+		MaxAge:        awscdk.Duration_Seconds(jsii.Number(routes.CORSMaxAge)),
+	}
 }
 
 // stream is a streaming route: the CloudFront path pattern that reaches its

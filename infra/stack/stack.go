@@ -37,6 +37,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/infra/models"
 	"github.com/remote-agents/remote-agents/shared/access"
+	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
 )
@@ -102,6 +103,11 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	if err := p.Models.Validate(); err != nil {
 		panic(err)
 	}
+	// As the handlers read RA_ALLOWED_ORIGINS, so that API Gateway's CORS, the
+	// bucket's and the handlers' agree.
+	if p.AllowedOrigins, err = config.Origins("allowedOrigins", p.AllowedOrigins); err != nil {
+		panic(err)
+	}
 	if p.Routes == nil {
 		p.Routes = routes.All()
 	}
@@ -127,6 +133,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	streams := s.functions(p, removal)
 	dist := s.distribution(streams)
 	public := jsii.String("https://" + *dist.DistributionDomainName())
+	s.uploadsFrom(p, public)
 	s.Functions["create"].AddEnvironment(jsii.String("RA_PUBLIC_BASE_URL"), public, nil)
 	s.workerEnvironment(sandbox, public)
 	s.grant(sandbox)
@@ -284,16 +291,6 @@ func attr(k resources.Key) *awsdynamodb.Attribute {
 }
 
 func bucket(scope constructs.Construct, name string, p Props, removal awscdk.RemovalPolicy) awss3.Bucket {
-	var cors []*awss3.CorsRule
-	if len(p.AllowedOrigins) > 0 {
-		// The embed view PUTs attachments straight to presigned URLs.
-		cors = append(cors, &awss3.CorsRule{
-			AllowedMethods: &[]awss3.HttpMethods{awss3.HttpMethods_PUT},
-			AllowedOrigins: jsii.Strings(p.AllowedOrigins...),
-			AllowedHeaders: jsii.Strings("Content-Type"),
-			MaxAge:         jsii.Number(600),
-		})
-	}
 	b := awss3.NewBucket(scope, jsii.String("Data"), &awss3.BucketProps{
 		BucketName:        jsii.String(name),
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
@@ -302,7 +299,6 @@ func bucket(scope constructs.Construct, name string, p Props, removal awscdk.Rem
 		Versioned:         jsii.Bool(Prod(p.Env)),
 		RemovalPolicy:     removal,
 		AutoDeleteObjects: jsii.Bool(!Prod(p.Env)),
-		Cors:              &cors,
 		LifecycleRules: &[]*awss3.LifecycleRule{
 			{Id: jsii.String("logs"), Prefix: jsii.String("logs/"), Expiration: awscdk.Duration_Days(jsii.Number(30))},
 			{Id: jsii.String("session-files"), Prefix: jsii.String("sessions/"), Expiration: awscdk.Duration_Days(jsii.Number(14))},
@@ -319,6 +315,20 @@ func bucket(scope constructs.Construct, name string, p Props, removal awscdk.Rem
 		Conditions: &map[string]any{"StringNotEquals": map[string]any{"s3:x-amz-server-side-encryption": "AES256"}},
 	}))
 	return b
+}
+
+// uploadsFrom lets browsers at the public origin (the embed view's) and at the
+// allowed origins PUT attachments straight to their presigned URLs: the rule
+// allows the headers the URLs are signed with (Content-Type; browsers set
+// Content-Length themselves).
+func (s *Stack) uploadsFrom(p Props, public *string) {
+	origins := append([]*string{public}, *jsii.Strings(p.AllowedOrigins...)...)
+	s.Bucket.AddCorsRule(&awss3.CorsRule{
+		AllowedMethods: &[]awss3.HttpMethods{awss3.HttpMethods_PUT},
+		AllowedOrigins: &origins,
+		AllowedHeaders: jsii.Strings("Content-Type"),
+		MaxAge:         jsii.Number(routes.CORSMaxAge),
+	})
 }
 
 // environment is what every function gets: where the resources are, and the

@@ -89,7 +89,7 @@ func synth(t *testing.T) map[string]*template {
 			app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(code, "cdk.out-"+env))})
 			st := New(app, "RemoteAgents-"+env, Props{
 				Env: env, CodeDir: code, DataDir: "../../data",
-				AllowedOrigins: []string{"https://app.example.com"}, CreationTimeout: 20,
+				AllowedOrigins: []string{"https://App.Example.com/", "http://localhost:5173"}, CreationTimeout: 20,
 				Models: settings[env], Routes: routeTable(), Access: accessOf,
 			})
 			raw := assertions.Template_FromStack(st.Stack, nil)

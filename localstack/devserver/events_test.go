@@ -31,14 +31,22 @@ type sse struct {
 // openSSE connects to an agent's event stream; lastID > 0 resumes after it.
 func (s *stack) openSSE(t testing.TB, id, tok string, lastID int64, query string) *sse {
 	t.Helper()
+	h := http.Header{}
+	if tok != "" {
+		h.Set("Authorization", "Bearer "+tok)
+	}
+	return s.openSSEWith(t, id, h, lastID, query)
+}
+
+// openSSEWith is openSSE with the request's headers.
+func (s *stack) openSSEWith(t testing.TB, id string, h http.Header, lastID int64, query string) *sse {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.srv.URL+"/api/remote_agents/"+id+"/events"+query, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
+	req.Header = h
 	if lastID > 0 {
 		req.Header.Set("Last-Event-ID", strconv.FormatInt(lastID, 10))
 	}
@@ -121,8 +129,12 @@ func TestEventStreamResumesWithoutGapsOrDuplicates(t *testing.T) {
 
 	viewer1 := s.openSSE(t, a, tokA, 0, "")
 	viewer2 := s.openSSE(t, a, "", 0, "?token="+tokA) // the token as a query parameter works too
-	if viewer1.status != http.StatusOK || viewer2.status != http.StatusOK {
-		t.Fatalf("streams: %d %d", viewer1.status, viewer2.status)
+	// As CloudFront sends it on AWS: its own signature in Authorization, the
+	// token in X-Session-Token.
+	signed := http.Header{"Authorization": {"AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20260101/us-east-1/lambda/aws4_request, SignedHeaders=host, Signature=00"}, "X-Session-Token": {tokA}}
+	viewer3 := s.openSSEWith(t, a, signed, 0, "")
+	if viewer1.status != http.StatusOK || viewer2.status != http.StatusOK || viewer3.status != http.StatusOK {
+		t.Fatalf("streams: %d %d %d", viewer1.status, viewer2.status, viewer3.status)
 	}
 	s.emit(t, a, sbA, "one", "two", "three")
 	s.emit(t, b, sbB, "B only")
@@ -141,6 +153,9 @@ func TestEventStreamResumesWithoutGapsOrDuplicates(t *testing.T) {
 	s.emit(t, a, sbA, "six")
 	if more := resumed.next(t, 1); more[0].ID != first[2].ID+3 {
 		t.Errorf("after resuming: %v", ids(more))
+	}
+	if got := viewer3.next(t, 1); got[0].ID != first[0].ID {
+		t.Errorf("viewer 3 (X-Session-Token) saw %v first", ids(got))
 	}
 	// The second viewer saw the same sequence, and nothing of agent B.
 	all := viewer2.next(t, 6)

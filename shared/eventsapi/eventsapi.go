@@ -1,6 +1,6 @@
 // Package eventsapi serves an agent's events to apps and the embed view as
 // Server-Sent Events: GET /api/remote_agents/{id}/events, with the session token
-// as a bearer header or ?token=.
+// as a bearer header, in TokenHeader, or as ?token=.
 //
 // Every event carries its sequence number as its SSE id. A client that reconnects
 // with Last-Event-ID (header, or ?last_event_id=) gets exactly the events after
@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
@@ -70,9 +71,17 @@ func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
 	return []httpapi.Route{{Method: http.MethodGet, Pattern: Pattern, Stream: httpapi.CORSStream(allowedOrigins, "GET", h.Events), CORS: true}}
 }
 
+// TokenHeader carries the session token where Authorization cannot: on AWS the
+// route's function is reached through CloudFront's origin access control,
+// which signs each request and so overwrites the caller's Authorization.
+const TokenHeader = "X-Session-Token"
+
 // Events serves GET /api/remote_agents/{id}/events.
 func (h *Handlers) Events(ctx context.Context, req httpapi.Request) (httpapi.Response, httpapi.BodyWriter) {
 	tok := httpapi.BearerToken(req)
+	if tok == "" {
+		tok = strings.TrimSpace(httpapi.Header(req, TokenHeader))
+	}
 	if tok == "" {
 		tok = req.QueryStringParameters["token"]
 	}

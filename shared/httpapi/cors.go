@@ -5,7 +5,10 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/remote-agents/remote-agents/shared/routes"
 )
 
 // CORS answers preflight requests and adds CORS headers for allowed origins only.
@@ -51,8 +54,8 @@ func preflight(allowed []string, methods string, req Request) (Response, bool) {
 	if origin, ok := AllowedOrigin(allowed, req); ok {
 		res.Headers["Access-Control-Allow-Origin"] = origin
 		res.Headers["Access-Control-Allow-Methods"] = methods + ", OPTIONS"
-		res.Headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type, Idempotency-Key, Last-Event-ID"
-		res.Headers["Access-Control-Max-Age"] = "600"
+		res.Headers["Access-Control-Allow-Headers"] = strings.Join(routes.CORSAllowHeaders(), ", ")
+		res.Headers["Access-Control-Max-Age"] = strconv.Itoa(routes.CORSMaxAge)
 	}
 	return res, true
 }
@@ -64,7 +67,7 @@ func allowOrigin(allowed []string, req Request, res *Response) {
 	res.Headers["Vary"] = "Origin"
 	if origin, ok := AllowedOrigin(allowed, req); ok {
 		res.Headers["Access-Control-Allow-Origin"] = origin
-		res.Headers["Access-Control-Expose-Headers"] = "Retry-After, Idempotent-Replayed"
+		res.Headers["Access-Control-Expose-Headers"] = strings.Join(routes.CORSExposeHeaders(), ", ")
 	}
 }
 

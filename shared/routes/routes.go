@@ -4,6 +4,8 @@
 // each route on its function; tests keep the three in step with this table.
 package routes
 
+import "strings"
+
 // Route is one HTTP route and its function.
 type Route struct {
 	Method string
@@ -66,3 +68,26 @@ func Functions() []string {
 
 // Key is the route's API Gateway route key, "METHOD /path".
 func (r Route) Key() string { return r.Method + " " + r.Path }
+
+// CORS: browsers at the allowed origins (remote_agents.allowed_origins) call
+// the browser routes. The handlers answer their preflights with this policy
+// (httpapi.CORS; the dev server, and the events route's function URL on AWS),
+// and so does API Gateway for the API's routes (the stack's CorsPreflight), so
+// the two agree.
+const (
+	// CORSMaxAge is how long, in seconds, a browser may cache a preflight.
+	CORSMaxAge = 600
+)
+
+// CORSAllowHeaders are the request headers a browser may send.
+func CORSAllowHeaders() []string {
+	return []string{"Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID", "X-Session-Token"}
+}
+
+// CORSExposeHeaders are the response headers a browser's script may read.
+func CORSExposeHeaders() []string { return []string{"Retry-After", "Idempotent-Replayed"} }
+
+// CORS reports whether browsers call r from the allowed origins: the
+// remote_agents API under /api/remote_agents/. The embed view is served from
+// the public origin itself, and the sandbox and tool routes are servers'.
+func (r Route) CORS() bool { return strings.HasPrefix(r.Path, "/api/remote_agents/") }

@@ -42,7 +42,8 @@ func env(t *testing.T) *wiring.Env {
 
 // TestEveryFunctionIsBuiltFromTheRouteTable builds each function of the route
 // table with its constructor, in an Env of its own: together they serve every
-// route exactly once, each the routes the table gives it, and each hands
+// route exactly once, each the routes the table gives it (with CORS where the
+// table says), and each hands
 // lambda.Start a handler it accepts.
 func TestEveryFunctionIsBuiltFromTheRouteTable(t *testing.T) {
 	t.Parallel()
@@ -69,6 +70,10 @@ func TestEveryFunctionIsBuiltFromTheRouteTable(t *testing.T) {
 			served = append(served, r.Key())
 			if want := functionOf(r.Key()); want != name {
 				t.Errorf("%s serves %s, which the route table gives %q", name, r.Key(), want)
+			}
+			// API Gateway answers the preflights of exactly the table's CORS routes.
+			if want := corsOf(r.Key()); r.CORS != want {
+				t.Errorf("%s answers CORS preflights: %v, the route table says %v", r.Key(), r.CORS, want)
 			}
 		}
 		if (name == routes.JobWorker) != (f.Worker != nil) {
@@ -98,6 +103,15 @@ func streams(fn string) bool {
 	for _, r := range routes.All() {
 		if r.Function == fn && r.Stream {
 			return true
+		}
+	}
+	return false
+}
+
+func corsOf(key string) bool {
+	for _, r := range routes.All() {
+		if r.Key() == key {
+			return r.CORS()
 		}
 	}
 	return false

@@ -149,19 +149,7 @@ func TestRejectsUnsafeKeysAndTTLs(t *testing.T) {
 // send PUTs body to a presigned request with its headers and returns the status.
 func send(t *testing.T, p blob.Presigned, body io.Reader) int {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, p.URL, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range p.Headers {
-		req.Header.Set(k, v)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = res.Body.Close()
-	return res.StatusCode
+	return awstest.Put(t, p.URL, p.Headers, body)
 }
 
 // TestPresignedPutsAreBoundedBySize: a presigned PUT takes exactly the length

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -527,19 +526,7 @@ func TestChannelAppendWithAnIDIsExactlyOnce(t *testing.T) {
 // putTo PUTs body to an upload's URL with its headers and returns the status.
 func putTo(t *testing.T, up sandboxwire.Upload, body string) int {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, up.URL, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range up.Headers {
-		req.Header.Set(k, v)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = res.Body.Close()
-	return res.StatusCode
+	return awstest.Put(t, up.URL, up.Headers, strings.NewReader(body))
 }
 
 // launched writes a provisioning session whose launch claim gave its sandbox

@@ -31,7 +31,7 @@ ENV ?= dev
 CDK := cd infra && $(INFRA_ENV) npx --no-install cdk
 INFRA_NODE_MODULES := infra/node_modules/.package-lock.json
 
-.PHONY: help build test fmt-check tidy-check vet lint test-go test-infra bench dev emulators localstack-up localstack-down synth deploy providers deploy-local sam-local clean FORCE
+.PHONY: help build test fmt-check tidy-check vet lint test-go test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -91,6 +91,14 @@ $(INFRA_NODE_MODULES): infra/package.json infra/package-lock.json
 deploy: build $(INFRA_NODE_MODULES) ## deploy one environment to AWS: make deploy ENV=dev|staging|prod (AWS credentials; Docker only with -c buildSandboxImage=true); then prints which model providers have a key
 	$(CDK) deploy -c env=$(ENV) RemoteAgents-$(ENV) --require-approval broadening --outputs-file cdk.out/outputs-$(ENV).json
 	@$(MAKE) --no-print-directory providers ENV=$(ENV) || echo "The stack is deployed; its model providers' secrets could not be checked (above)."
+
+diff: build $(INFRA_NODE_MODULES) ## what `make deploy ENV=…` would change: cdk diff of RemoteAgents-<env> against the deployed stack (AWS credentials; changes nothing)
+	$(CDK) diff -c env=$(ENV) RemoteAgents-$(ENV)
+
+# cdk destroy asks before deleting (no --force). Prod's RETAIN resources outlive
+# the stack: see infra/README.md.
+destroy: build $(INFRA_NODE_MODULES) ## delete ENV's stack from AWS after asking: make destroy ENV=dev (prod keeps its tables, bucket, queues, log groups, secrets and ECR repository)
+	$(CDK) destroy -c env=$(ENV) RemoteAgents-$(ENV)
 
 # Never reads a key: Secrets Manager's DescribeSecret says whether a secret holds one.
 providers: ## which model providers ENV's deployment has a key for, and the sandboxes' default model (AWS credentials; prints no key)

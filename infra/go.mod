@@ -9,6 +9,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/secretsmanager v1.50.12
 	github.com/aws/constructs-go/constructs/v10 v10.8.1
 	github.com/aws/jsii-runtime-go v1.142.0
+	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.38.2
 	github.com/remote-agents/remote-agents v0.0.0
 )
 

@@ -4,7 +4,8 @@
 // creationTimeout (seconds), embedFeatures (comma list), sandboxImage (a prebuilt
 // image URI) or buildSandboxImage=true (builds sandbox/Dockerfile; needs Docker),
 // and the model settings of package models (llmProvider, llmModel,
-// bedrockModels; each also as <key>.<env> for one environment).
+// bedrockModels; each also as <key>.<env> for one environment), and the API's
+// throttling (apiThrottleRate, apiThrottleBurst).
 package main
 
 import (
@@ -51,6 +52,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	throttle, err := stack.ThrottleFromContext(func(key string) any { return app.Node().TryGetContext(jsii.String(key)) })
+	if err != nil {
+		return err
+	}
 	for _, env := range envs {
 		settings, err := models.FromContext(env, ctx)
 		if err != nil {
@@ -67,6 +72,7 @@ func run() error {
 			CreationTimeout:   timeout,
 			EmbedFeatures:     list(ctx("embedFeatures")),
 			Models:            settings,
+			Throttle:          throttle,
 		})
 	}
 	app.Synth(nil)

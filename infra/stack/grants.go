@@ -1,7 +1,9 @@
 package stack
 
 import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/remote-agents/remote-agents/shared/access"
@@ -61,8 +63,8 @@ func (s *Stack) grant(sb sandboxes) {
 		}
 		if a.Launch {
 			// RunTask of the sandbox task only, in its cluster; StopTask of tasks in
-			// that cluster; PassRole of its two roles. No DescribeTasks: it would
-			// show the tasks' environment.
+			// that cluster (their ARNs, whose ids ECS picks); PassRole of its two
+			// roles. No DescribeTasks: it would show the tasks' environment.
 			fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Actions:    jsii.Strings("ecs:RunTask"),
 				Resources:  &[]*string{sb.task.TaskDefinitionArn()},
@@ -70,7 +72,7 @@ func (s *Stack) grant(sb sandboxes) {
 			}))
 			fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Actions:    jsii.Strings("ecs:StopTask"),
-				Resources:  jsii.Strings("*"),
+				Resources:  &[]*string{s.sandboxTasks()},
 				Conditions: &map[string]any{"ArnEquals": map[string]any{"ecs:cluster": sb.cluster.ClusterArn()}},
 			}))
 			fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -92,4 +94,26 @@ func leadingKeys(prefixes []string) *map[string]any {
 		patterns[i] = p + "*"
 	}
 	return &map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": patterns}}
+}
+
+// sandboxTasks is the ARN pattern of the sandbox cluster's tasks.
+func (s *Stack) sandboxTasks() *string {
+	return s.FormatArn(&awscdk.ArnComponents{
+		Service:      jsii.String("ecs"),
+		Resource:     jsii.String("task"),
+		ResourceName: jsii.String(s.name("sandboxes") + "/*"),
+		ArnFormat:    awscdk.ArnFormat_SLASH_RESOURCE_NAME,
+	})
+}
+
+// functionRole is a function's role, with only the writing of its own log
+// group to start with (AWSLambdaBasicExecutionRole, CDK's default, would let
+// it write to every log group); its grants add the rest.
+func (s *Stack) functionRole(name string, logs awslogs.LogGroup) awsiam.Role {
+	role := awsiam.NewRole(s.Stack, jsii.String(logicalID(name)+"FunctionRole"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("Remote Agents " + name + " (" + s.Set.Env + ")"),
+	})
+	logs.GrantWrite(role)
+	return role
 }

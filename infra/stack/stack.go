@@ -64,6 +64,9 @@ type Props struct {
 	// Models are the sandboxes' default model (RA_LLM_PROVIDER, RA_LLM_MODEL of
 	// the task definition) and the Bedrock models the model function may invoke.
 	Models models.Settings
+	// Throttle is the API stage's default route throttling; zero fields take
+	// DefaultThrottle's.
+	Throttle Throttle
 
 	// Routes is the route table, routes.All() when nil; Access is each
 	// function's access, access.For when nil. Tests give their own.
@@ -131,6 +134,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	s.secrets(removal)
 	sandbox := s.sandboxes(p, removal)
 	streams := s.functions(p, removal)
+	s.stage(p, removal)
 	dist := s.distribution(streams)
 	public := jsii.String("https://" + *dist.DistributionDomainName())
 	s.uploadsFrom(p, public)
@@ -145,6 +149,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	awscdk.NewCfnOutput(st, jsii.String("PublicUrl"), &awscdk.CfnOutputProps{Value: public})
 	awscdk.NewCfnOutput(st, jsii.String("SandboxRepositoryUri"), &awscdk.CfnOutputProps{Value: sandbox.repository})
 	s.modelOutputs()
+	s.suppressFindings()
 	return s
 }
 
@@ -198,8 +203,31 @@ func (s *Stack) workerEnvironment(sandbox sandboxes, gateway *string) {
 }
 
 // sandboxStopped sends ECS task-state changes of stopped sandboxes to the jobs
-// queue (task.state).
+// queue (task.state). An event EventBridge cannot deliver (retried for up to a
+// day) lands in the rule's own dead-letter queue, which alarms.
 func (s *Stack) sandboxStopped(p Props, sandbox sandboxes) {
+	set := s.Set
+	removal := awscdk.RemovalPolicy_DESTROY
+	if Prod(p.Env) {
+		removal = awscdk.RemovalPolicy_RETAIN
+	}
+	dlqName := s.name(SandboxStoppedDLQ)
+	dlq := awssqs.NewQueue(s.Stack, jsii.String(s.id(dlqName, "Queue")), &awssqs.QueueProps{
+		QueueName:       jsii.String(dlqName),
+		RetentionPeriod: awscdk.Duration_Seconds(jsii.Number(set.JobsQueue.DeadLetterRetention.Seconds())),
+		EnforceSSL:      jsii.Bool(true),
+		RemovalPolicy:   removal,
+	})
+	s.Queues[dlqName] = dlq
+	awscloudwatch.NewAlarm(s.Stack, jsii.String(s.id(dlqName, "Depth")), &awscloudwatch.AlarmProps{
+		AlarmName:          jsii.String(dlqName + "-depth"),
+		AlarmDescription:   jsii.String("Stopped-sandbox events EventBridge could not deliver to " + set.JobsQueue.Name),
+		Metric:             dlq.MetricApproximateNumberOfMessagesVisible(nil),
+		Threshold:          jsii.Number(1),
+		EvaluationPeriods:  jsii.Number(1),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
 	awsevents.NewRule(s.Stack, jsii.String("SandboxStopped"), &awsevents.RuleProps{
 		RuleName:    jsii.String("ra-" + p.Env + "-sandbox-stopped"),
 		Description: jsii.String("ECS task-state changes of stopped sandboxes, to the jobs queue (task.state)"),
@@ -211,7 +239,11 @@ func (s *Stack) sandboxStopped(p Props, sandbox sandboxes) {
 				"lastStatus": []string{"STOPPED"},
 			},
 		},
-		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.Queues[s.Set.JobsQueue.Name], nil)},
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.Queues[set.JobsQueue.Name], &awseventstargets.SqsQueueProps{
+			DeadLetterQueue: dlq,
+			RetryAttempts:   jsii.Number(ruleRetryAttempts),
+			MaxEventAge:     awscdk.Duration_Hours(jsii.Number(ruleMaxEventAgeHours)),
+		})},
 	})
 }
 
@@ -227,6 +259,14 @@ const (
 	// guardrailsPrefix is where data/ is deployed: the guardrails land at
 	// access.GuardrailsKey.
 	guardrailsPrefix = "platform/"
+	// SandboxStoppedDLQ is the short name of the dead-letter queue of the
+	// stopped-sandbox rule's target (ra-<env>-sandbox-stopped-dlq): AWS only, no
+	// code reads it.
+	SandboxStoppedDLQ = "sandbox-stopped-dlq"
+	// EventBridge's retry policy for the rule's target: its most attempts, for
+	// at most a day.
+	ruleRetryAttempts    = 185
+	ruleMaxEventAgeHours = 24
 )
 
 // id is the construct id of a named resource: its name without the environment
@@ -397,6 +437,7 @@ func (s *Stack) function(name, code string, p Props, env map[string]*string, str
 		MemorySize:   jsii.Number(memory),
 		Environment:  &env,
 		LogGroup:     logs,
+		Role:         s.functionRole(name, logs),
 		Tracing:      awslambda.Tracing_ACTIVE,
 	})
 }
@@ -432,9 +473,20 @@ func (s *Stack) sandboxes(p Props, removal awscdk.RemovalPolicy) sandboxes {
 		AllowAllOutbound: jsii.Bool(false),
 	})
 	group.AddEgressRule(awsec2.Peer_AnyIpv4(), awsec2.Port_Tcp(jsii.Number(443)), jsii.String("model providers, the gateway, S3"), nil)
+	// Where sandboxes connect (their agents run any code) is on record: the
+	// VPC's flow log, every accepted and rejected flow.
+	vpc.AddFlowLog(jsii.String("FlowLog"), &awsec2.FlowLogOptions{
+		Destination: awsec2.FlowLogDestination_ToCloudWatchLogs(awslogs.NewLogGroup(s.Stack, jsii.String("VpcFlowLogs"), &awslogs.LogGroupProps{
+			LogGroupName:  jsii.String("/ra/" + p.Env + "/vpc-flow-logs"),
+			Retention:     retention(p.Env),
+			RemovalPolicy: removal,
+		}), nil),
+		TrafficType: awsec2.FlowLogTrafficType_ALL,
+	})
 	cluster := awsecs.NewCluster(s.Stack, jsii.String("Cluster"), &awsecs.ClusterProps{
-		ClusterName: jsii.String("ra-" + p.Env + "-sandboxes"),
-		Vpc:         vpc,
+		ClusterName:         jsii.String("ra-" + p.Env + "-sandboxes"),
+		Vpc:                 vpc,
+		ContainerInsightsV2: awsecs.ContainerInsights_ENABLED,
 	})
 	// The task role has no permissions at all: a sandbox acts only through the
 	// gateway, with its own token.

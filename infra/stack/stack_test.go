@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/remote-agents/remote-agents/infra/models"
 	"github.com/remote-agents/remote-agents/shared/access"
@@ -92,6 +93,9 @@ func synth(t *testing.T) map[string]*template {
 				AllowedOrigins: []string{"https://App.Example.com/", "http://localhost:5173"}, CreationTimeout: 20,
 				Models: settings[env], Routes: routeTable(), Access: accessOf,
 			})
+			// cdk-nag's AwsSolutions pack checks the stack as it synthesizes
+			// (TestStackPassesAwsSolutionsChecks reads its findings).
+			awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true), Reports: jsii.Bool(false)}), nil)
 			raw := assertions.Template_FromStack(st.Stack, nil)
 			b, err := json.Marshal(raw.ToJSON())
 			if err != nil {
@@ -298,7 +302,9 @@ func TestWorkersConsumeTheirQueues(t *testing.T) {
 			}
 		}
 	}
-	if len(queues) != 4 {
+	// Each queue of the Go definition and its DLQ, and the stopped-sandbox
+	// rule's DLQ.
+	if len(queues) != 2*len(set.Queues())+1 {
 		t.Errorf("%d queues: %v", len(queues), queues)
 	}
 	for _, q := range set.Queues() {

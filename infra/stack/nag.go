@@ -1,0 +1,135 @@
+package stack
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/remote-agents/remote-agents/infra/models"
+)
+
+// suppressFindings records on each resource the findings of cdk-nag's
+// AwsSolutions pack that the stack accepts, each with its reason and, where
+// the rule names what it found (IAM4, IAM5), exactly what is accepted. The
+// infra tests run the pack on the synthesized stacks and fail on any other
+// finding (TestStackPassesAwsSolutionsChecks). Resources a variant of the
+// stack leaves out are skipped.
+func (s *Stack) suppressFindings() {
+	suppress := func(c constructs.IConstruct, children bool, findings ...*cdknag.NagPackSuppression) {
+		if c != nil {
+			cdknag.NagSuppressions_AddResourceSuppressions(c, &findings, jsii.Bool(children))
+		}
+	}
+	child := func(id string) constructs.IConstruct { return s.Node().TryFindChild(jsii.String(id)) }
+
+	if s.API != nil {
+		suppress(s.API, true, finding("AwsSolutions-APIG4",
+			"Every route authenticates in its handler, with the credential it is for: the app's key on create; the session token on "+
+				"a session's routes and the embed view; the sandbox token on /sandbox/* and tool callbacks; the one-time code on "+
+				"bootstrap (stored hashed, compared in constant time). An API Gateway authorizer would repeat that check for one "+
+				"more Lambda call per request."))
+	}
+	for _, secret := range s.Secrets {
+		suppress(secret, false, finding("AwsSolutions-SMG4",
+			"A model provider's API key, issued by the provider (Anthropic, OpenAI, Google, Mistral), none of which has an API "+
+				"a rotation function could call; the operator rotates it with put-secret-value (infra/README.md)."))
+	}
+	if s.Bucket != nil {
+		suppress(s.Bucket, false, finding("AwsSolutions-S1",
+			"Server access logs record each request's query string, which for the presigned URLs the platform hands out "+
+				"(attachment uploads and downloads, sandbox uploads) holds their signature: the log would keep working URLs."))
+	}
+	suppress(child("Public"), false,
+		finding("AwsSolutions-CFR1", "The platform serves apps and sandboxes wherever they run: no country is to be refused."),
+		finding("AwsSolutions-CFR2",
+			"No web ACL by default (AWS WAF charges per ACL and per request): the API throttles at its stage, every route "+
+				"authenticates, and an operator may attach an ACL to the distribution."),
+		finding("AwsSolutions-CFR3",
+			"CloudFront's standard logs record the query string, and the embed URL carries the session token as ?token= "+
+				"(and so may the events stream's): the log would hold live tokens. The API's access log (no query string) records "+
+				"API calls; the streaming functions log their own."),
+		finding("AwsSolutions-CFR4",
+			"The distribution uses CloudFront's default *.cloudfront.net certificate, whose security policy CloudFront fixes "+
+				"(TLSv1); a minimum of TLSv1.2 needs a custom domain and its ACM certificate, which the stack does not configure."))
+	suppress(child("SandboxTask"), true,
+		finding("AwsSolutions-ECS2",
+			"The task's environment is the sandboxes' default model and tool user (RA_LLM_PROVIDER, RA_LLM_MODEL, RA_TOOL_USER), "+
+				"nothing secret: the session's credentials come in RunTask's overrides, provider keys never reach a sandbox."),
+		finding("AwsSolutions-IAM5",
+			"The execution role's ecr:GetAuthorizationToken, which takes no resource ARN (the image pull itself is on the "+
+				"repository's ARN).", "Resource::*"))
+	if !Prod(s.Set.Env) {
+		for _, t := range s.Tables {
+			suppress(t, false, finding("AwsSolutions-DDB3",
+				"A non-prod environment: its tables hold disposable data and are deleted with the stack; prod has point-in-time recovery."))
+		}
+	}
+	if dlq, ok := s.Queues[s.name(SandboxStoppedDLQ)]; ok {
+		suppress(dlq, false, finding("AwsSolutions-SQS3",
+			"It is itself a dead-letter queue: the stopped-sandbox rule's target's (EventBridge's DeadLetterConfig, not a redrive policy)."))
+	}
+	for name, fn := range s.Functions {
+		suppress(fn.Role(), true, finding("AwsSolutions-IAM5", "Only what the function's access needs, on ARNs whose ids the platform or AWS makes: "+
+			"X-Ray's PutTraceSegments and PutTelemetryRecords take no resource ARN (Resource::*); the objects of its key patterns "+
+			"(shared/access: a session's, a configuration's); the sandbox cluster's tasks, whose ids ECS picks; a Bedrock model "+
+			"in every Region its cross-Region inference profile routes to, only through that profile.", s.wildcards(name)...))
+	}
+	for _, c := range *s.Node().Children() {
+		if strings.HasPrefix(*c.Node().Id(), "Custom::CDKBucketDeployment") {
+			suppress(c, true,
+				finding("AwsSolutions-L1", "aws-cdk-lib's BucketDeployment handler (it copies data/ into the bucket at deploy): its runtime is aws-cdk-lib's to choose."),
+				finding("AwsSolutions-IAM4", "aws-cdk-lib's BucketDeployment handler writes its own log group with CDK's role.",
+					"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"),
+				finding("AwsSolutions-IAM5", "aws-cdk-lib's BucketDeployment handler reads the deploy's asset from CDK's assets bucket and "+
+					"writes it to the data bucket, with aws-cdk-lib's grants.",
+					"Action::s3:GetObject*", "Action::s3:GetBucket*", "Action::s3:List*", "Action::s3:DeleteObject*", "Action::s3:Abort*",
+					"Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-<AWS::Region>/*",
+					"Resource::<"+s.logicalID(s.Bucket)+".Arn>/*"))
+		}
+	}
+}
+
+// wildcards are the wildcard resources of a function's statements, as cdk-nag
+// names them.
+func (s *Stack) wildcards(function string) []string {
+	out := []string{"Resource::*"}
+	a := s.Grants()[function]
+	for _, pattern := range slices.Sorted(maps.Keys(a.Objects)) {
+		if strings.Contains(pattern, "*") {
+			out = append(out, "Resource::<"+s.logicalID(s.Bucket)+".Arn>/"+pattern)
+		}
+	}
+	if a.Launch {
+		out = append(out, "Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/"+s.name("sandboxes")+"/*")
+	}
+	if function == s.Model {
+		for _, id := range s.models.Bedrock {
+			if b, err := models.ParseBedrock(id); err == nil && b.Profile() {
+				out = append(out, "Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/"+b.Model)
+			}
+		}
+	}
+	return out
+}
+
+// logicalID is the logical id of a construct's resource.
+func (s *Stack) logicalID(c constructs.IConstruct) string {
+	return *s.GetLogicalId(c.Node().DefaultChild().(awscdk.CfnElement))
+}
+
+func finding(id, reason string, appliesTo ...string) *cdknag.NagPackSuppression {
+	f := &cdknag.NagPackSuppression{Id: jsii.String(id), Reason: jsii.String(reason)}
+	if len(appliesTo) > 0 {
+		to := make([]any, len(appliesTo))
+		for i, a := range appliesTo {
+			to[i] = a
+		}
+		f.AppliesTo = &to
+	}
+	return f
+}

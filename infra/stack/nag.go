@@ -59,7 +59,7 @@ func (s *Stack) suppressFindings() {
 	suppress(child("SandboxTask"), true,
 		finding("AwsSolutions-ECS2",
 			"The task's environment is the sandboxes' default model and tool user (RA_LLM_PROVIDER, RA_LLM_MODEL, RA_TOOL_USER), "+
-				"nothing secret: the session's credentials come in RunTask's overrides, provider keys never reach a sandbox."),
+				"nothing secret: a launch passes its one-time bootstrap code in RunTask's overrides, and provider keys never reach a sandbox."),
 		finding("AwsSolutions-IAM5",
 			"The execution role's ecr:GetAuthorizationToken, which takes no resource ARN (the image pull itself is on the "+
 				"repository's ARN).", "Resource::*"))
@@ -74,16 +74,14 @@ func (s *Stack) suppressFindings() {
 			"It is itself a dead-letter queue: the stopped-sandbox rule's target's (EventBridge's DeadLetterConfig, not a redrive policy)."))
 	}
 	for name, fn := range s.Functions {
-		suppress(fn.Role(), true, finding("AwsSolutions-IAM5", "Only what the function's access needs, on ARNs whose ids the platform or AWS makes: "+
-			"X-Ray's PutTraceSegments and PutTelemetryRecords take no resource ARN (Resource::*); the objects of its key patterns "+
-			"(shared/access: a session's, a configuration's); the sandbox cluster's tasks, whose ids ECS picks; a Bedrock model "+
-			"in every Region its cross-Region inference profile routes to, only through that profile.", s.wildcards(name)...))
+		reason, appliesTo := s.wildcards(name)
+		suppress(fn.Role(), true, finding("AwsSolutions-IAM5", reason, appliesTo...))
 	}
 	for _, c := range *s.Node().Children() {
 		if strings.HasPrefix(*c.Node().Id(), "Custom::CDKBucketDeployment") {
 			suppress(c, true,
 				finding("AwsSolutions-L1", "aws-cdk-lib's BucketDeployment handler (it copies data/ into the bucket at deploy): its runtime is aws-cdk-lib's to choose."),
-				finding("AwsSolutions-IAM4", "aws-cdk-lib's BucketDeployment handler writes its own log group with CDK's role.",
+				finding("AwsSolutions-IAM4", "aws-cdk-lib's BucketDeployment handler: aws-cdk-lib makes its role, with this policy for its logs.",
 					"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"),
 				finding("AwsSolutions-IAM5", "aws-cdk-lib's BucketDeployment handler reads the deploy's asset from CDK's assets bucket and "+
 					"writes it to the data bucket, with aws-cdk-lib's grants.",
@@ -95,26 +93,39 @@ func (s *Stack) suppressFindings() {
 }
 
 // wildcards are the wildcard resources of a function's statements, as cdk-nag
-// names them.
-func (s *Stack) wildcards(function string) []string {
-	out := []string{"Resource::*"}
+// names them, and why each is one.
+func (s *Stack) wildcards(function string) (reason string, appliesTo []string) {
+	why := []string{"X-Ray's PutTraceSegments and PutTelemetryRecords take no resource ARN (Resource::*)"}
+	appliesTo = []string{"Resource::*"}
 	a := s.Grants()[function]
+	var patterns []string
 	for _, pattern := range slices.Sorted(maps.Keys(a.Objects)) {
 		if strings.Contains(pattern, "*") {
-			out = append(out, "Resource::<"+s.logicalID(s.Bucket)+".Arn>/"+pattern)
+			patterns = append(patterns, pattern)
+			appliesTo = append(appliesTo, "Resource::<"+s.logicalID(s.Bucket)+".Arn>/"+pattern)
 		}
+	}
+	if len(patterns) > 0 {
+		why = append(why, "its objects are those of its shared/access key patterns ("+strings.Join(patterns, ", ")+
+			"), whose parts are the ids of sessions and configurations the platform makes")
 	}
 	if a.Launch {
-		out = append(out, "Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/"+s.name("sandboxes")+"/*")
+		why = append(why, "it stops sandbox tasks, whose ids ECS picks, only in the sandbox cluster (task/"+s.name("sandboxes")+"/*)")
+		appliesTo = append(appliesTo, "Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/"+s.name("sandboxes")+"/*")
 	}
 	if function == s.Model {
+		before := len(appliesTo)
 		for _, id := range s.models.Bedrock {
 			if b, err := models.ParseBedrock(id); err == nil && b.Profile() {
-				out = append(out, "Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/"+b.Model)
+				appliesTo = append(appliesTo, "Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/"+b.Model)
 			}
 		}
+		if len(appliesTo) > before {
+			why = append(why, "a cross-Region inference profile routes each call to its model in any Region of its geography, "+
+				"so the model's ARN is in every Region (bedrock:*), allowed only through that profile (bedrock:InferenceProfileArn)")
+		}
 	}
-	return out
+	return "Wildcards " + function + " needs, and nothing else: " + strings.Join(why, "; ") + ".", appliesTo
 }
 
 // logicalID is the logical id of a construct's resource.

@@ -135,3 +135,31 @@ func TestParseTarget(t *testing.T) {
 		}
 	}
 }
+
+// LocalStack serves only the services its compose file turns on: every
+// resource type of the variant is one of them.
+func TestComposeTurnsOnTheVariantsServices(t *testing.T) {
+	compose, err := os.ReadFile("../../localstack/docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var services []string
+	for _, line := range strings.Split(string(compose), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "SERVICES:"); ok {
+			services = strings.Split(strings.TrimSpace(v), ",")
+		}
+	}
+	// cdklocal deploys through CloudFormation; its bootstrap stack has a
+	// role, a parameter and a bucket.
+	for _, want := range []string{"cloudformation", "iam", "ssm", "s3", "sts"} {
+		if !slices.Contains(services, want) {
+			t.Errorf("SERVICES %v lacks %s (cdklocal)", services, want)
+		}
+	}
+	for _, typ := range communityLocalStack {
+		service := strings.ToLower(strings.Split(typ, "::")[1])
+		if !slices.Contains(services, service) {
+			t.Errorf("SERVICES %v lacks %s (%s)", services, service, typ)
+		}
+	}
+}

@@ -257,7 +257,9 @@ func between(s, start, end string) string {
 
 // localstack/sam-env.json overrides only what the SAM template declares (SAM
 // drops the rest): its Parameters on every function, a function's own
-// section (by logical id) on that function. The AWS template declares none of
+// section (by logical id) on that function. Its Parameters set every
+// variable of stack.SAMVariables: SAM would otherwise take the shell's
+// value of a declared variable over the template's. The AWS template declares none of
 // the variables Lambda reserves.
 func TestSAMEnvOverridesOnlyDeclaredVariables(t *testing.T) {
 	b, err := os.ReadFile("../localstack/sam-env.json")

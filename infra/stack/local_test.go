@@ -89,6 +89,21 @@ func TestLocalStackVariantServesEveryRouteThroughFunctionURLs(t *testing.T) {
 				t.Errorf("%s: %s is %s, want it to name %s", name, key, b, want)
 			}
 		}
+		// The workers build their Fargate launcher at cold start
+		// (fargate.New refuses an empty setting): without ECS its RunTask
+		// fails, the worker does not.
+		var need []string
+		switch fnNames[id] {
+		case routes.JobWorker, ToolWorker:
+			need = []string{"RA_GATEWAY_URL", "RA_ECS_CLUSTER", "RA_ECS_TASK_DEFINITION", "RA_ECS_CONTAINER", "RA_ECS_SUBNETS"}
+		case "create":
+			need = []string{"RA_PUBLIC_BASE_URL"}
+		}
+		for _, key := range need {
+			if v, ok := vars[key]; !ok || v == "" {
+				t.Errorf("%s: no %s", name, key)
+			}
+		}
 	}
 	modes := map[string]string{}
 	for _, r := range tp.byType("AWS::Lambda::Url") {

@@ -80,7 +80,9 @@ test-infra:
 	@mkdir -p .cache/tmp .cache/jsii
 	cd infra && $(GO) vet ./... && $(INFRA_ENV) $(GO) test -count=1 ./...
 
-synth: build ## synthesize every environment's stack offline into infra/cdk.out (RemoteAgents-<env>.template.json)
+# `go run .` starts from cdk.json's context with asset metadata on, as the CDK
+# CLI does (infra/main.go), so the templates name each function's code.
+synth: build ## synthesize every environment's stack offline into infra/cdk.out (RemoteAgents-<env>.template.json, with asset metadata)
 	@mkdir -p .cache/tmp .cache/jsii
 	cd infra && rm -rf cdk.out && $(INFRA_ENV) CDK_OUTDIR=cdk.out $(GO) run .
 	@ls infra/cdk.out/*.template.json
@@ -104,11 +106,21 @@ destroy: build $(INFRA_NODE_MODULES) ## delete ENV's stack from AWS after asking
 providers: ## which model providers ENV's deployment has a key for, and the sandboxes' default model (AWS credentials; prints no key)
 	cd infra && $(GO) run ./cmd/providers -env $(ENV) -outputs cdk.out/outputs-$(ENV).json
 
-deploy-local: build $(INFRA_NODE_MODULES) ## deploy to LocalStack with cdklocal (make localstack-up first; Docker)
-	cd infra && $(INFRA_ENV) npx --no-install cdklocal bootstrap -c env=$(ENV) && $(INFRA_ENV) npx --no-install cdklocal deploy -c env=$(ENV) RemoteAgents-$(ENV) --require-approval never
+# The LocalStack variant of the stack (target=localstack): functions behind
+# function URLs (printed as outputs), on the tables, queues and bucket the
+# init hook made; no API Gateway, CloudFront or ECS (LocalStack Pro).
+deploy-local: build $(INFRA_NODE_MODULES) ## deploy the stack's LocalStack variant with cdklocal: functions behind function URLs, no sandboxes (make localstack-up first; Docker)
+	cd infra && $(INFRA_ENV) npx --no-install cdklocal bootstrap -c env=$(ENV) -c target=localstack && \
+		$(INFRA_ENV) npx --no-install cdklocal deploy -c env=$(ENV) -c target=localstack RemoteAgents-$(ENV) --require-approval never \
+		--outputs-file cdk.out/outputs-localstack-$(ENV).json
 
-sam-local: synth ## run the API with `sam local start-api` on the synthesized template, against LocalStack (SAM CLI, Docker)
-	cd infra && sam local start-api -t cdk.out/RemoteAgents-$(ENV).template.json --env-vars ../localstack/sam-env.json --docker-network host
+# The SAM target's template (infra/cdk.out/sam, never deployed) declares the
+# endpoint, region and credentials SAM must override; infra/samconfig.toml
+# holds the rest (localstack/sam-env.json, the host network, the port).
+sam-local: build ## run the API with `sam local start-api` against LocalStack (make localstack-up first; SAM CLI, Docker); the streaming routes are not served (README)
+	@mkdir -p .cache/tmp .cache/jsii
+	cd infra && rm -rf cdk.out/sam && $(INFRA_ENV) CDK_OUTDIR=cdk.out/sam CDK_CONTEXT_JSON='{"env":"$(ENV)","target":"sam"}' $(GO) run .
+	cd infra && sam local start-api --config-file samconfig.toml -t cdk.out/sam/RemoteAgents-$(ENV).template.json
 
 bench: $(NODE_MODULES) ## benchmarks on the local stack: create → ready over 50 creates; tool callbacks over 500 calls and 32 callers; SSE fan-out to a browser over 100 events; the model gateway's added latency over 200 streamed calls
 	$(EMULATORS) -- sh -c "$(GO) test -run '^$$' -bench CreateReady -benchtime 50x ./localstack/devserver/ && \

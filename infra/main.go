@@ -3,12 +3,20 @@
 // and prod are all synthesized. Other context: allowedOrigins (comma list),
 // creationTimeout (seconds), embedFeatures (comma list), sandboxImage (a prebuilt
 // image URI) or buildSandboxImage=true (builds sandbox/Dockerfile; needs Docker),
-// and the model settings of package models (llmProvider, llmModel,
+// target (aws, the default; sam: the AWS stack with the variables `sam local`
+// overrides; localstack: the variant community LocalStack deploys; see package
+// stack), and the model settings of package models (llmProvider, llmModel,
 // bedrockModels; each also as <key>.<env> for one environment), and the API's
 // throttling (apiThrottleRate, apiThrottleBurst).
+//
+// Run by the CDK CLI or by itself (`go run .`, as make synth does), it starts
+// from the same context: cdk.json's, with asset metadata on (what the CLI sets
+// by default, and what `sam local` reads to find each function's code); the
+// CLI's context and CDK_CONTEXT_JSON win over it.
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +34,11 @@ import (
 // Environments are synthesized when no env is given.
 var Environments = []string{"dev", "staging", "prod"}
 
+// AssetMetadataContext is the context key that makes every asset's resource
+// carry aws:asset:path and aws:asset:property (the CDK CLI sets it unless
+// --no-asset-metadata); SAM finds a function's code through them.
+const AssetMetadataContext = "aws:cdk:enable-asset-metadata"
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -35,7 +48,42 @@ func main() {
 
 func run() error {
 	defer jsii.Close()
-	app := awscdk.NewApp(nil)
+	defaults, err := Defaults("cdk.json")
+	if err != nil {
+		return err
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &defaults})
+	if err := Build(app, ".."); err != nil {
+		return err
+	}
+	app.Synth(nil)
+	return nil
+}
+
+// Defaults is the app's starting context: the context of the CDK config file
+// at path (cdk.json), and asset metadata on.
+func Defaults(path string) (map[string]any, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the CDK config: %w", err)
+	}
+	var cfg struct {
+		Context map[string]any `json:"context"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if cfg.Context == nil {
+		cfg.Context = map[string]any{}
+	}
+	cfg.Context[AssetMetadataContext] = true
+	return cfg.Context, nil
+}
+
+// Build adds the stacks the app's context asks for; root is the repository
+// (code from root/dist unless the codeDir context names another folder, the
+// guardrails from root/data).
+func Build(app awscdk.App, root string) error {
 	ctx := func(key string) string {
 		if v, ok := app.Node().TryGetContext(jsii.String(key)).(string); ok {
 			return v
@@ -46,7 +94,18 @@ func run() error {
 	if e := ctx("env"); e != "" {
 		envs = []string{e}
 	}
-	root, _ := filepath.Abs("..")
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return err
+	}
+	code := filepath.Join(root, "dist")
+	if d := ctx("codeDir"); d != "" {
+		code = d
+	}
+	target, err := stack.ParseTarget(ctx("target"))
+	if err != nil {
+		return err
+	}
 	timeout, _ := strconv.Atoi(ctx("creationTimeout"))
 	origins, err := config.Origins("allowedOrigins", list(ctx("allowedOrigins")))
 	if err != nil {
@@ -63,7 +122,8 @@ func run() error {
 		}
 		stack.New(app, "RemoteAgents-"+env, stack.Props{
 			Env:               env,
-			CodeDir:           filepath.Join(root, "dist"),
+			Target:            target,
+			CodeDir:           code,
 			DataDir:           filepath.Join(root, "data"),
 			RepoDir:           root,
 			SandboxImage:      ctx("sandboxImage"),
@@ -75,7 +135,6 @@ func run() error {
 			Throttle:          throttle,
 		})
 	}
-	app.Synth(nil)
 	return nil
 }
 

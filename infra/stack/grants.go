@@ -30,7 +30,8 @@ func (s *Stack) Grants() map[string]access.Access {
 func (s *Stack) name(short string) string { return "ra-" + s.Set.Env + "-" + short }
 
 // grant turns each function's access into statements on exactly those
-// resources, and gives the model function its secrets and Bedrock models.
+// resources, and gives the model function its secrets and Bedrock models; the
+// launchers' ECS statements only where sb has a task (not on LocalStack).
 func (s *Stack) grant(sb sandboxes) {
 	s.grantModels()
 	for fnName, a := range s.Grants() {
@@ -61,7 +62,7 @@ func (s *Stack) grant(sb sandboxes) {
 				Conditions: &map[string]any{"StringLike": map[string]any{"s3:prefix": []string{prefix + "*"}}},
 			}))
 		}
-		if a.Launch {
+		if a.Launch && sb.task != nil {
 			// RunTask of the sandbox task only, in its cluster; StopTask of tasks in
 			// that cluster (their ARNs, whose ids ECS picks); PassRole of its two
 			// roles. No DescribeTasks: it would show the tasks' environment.

@@ -27,20 +27,7 @@ func (s *Stack) functions(p Props, removal awscdk.RemovalPolicy) []stream {
 		Description:   jsii.String("Remote Agents (" + p.Env + ")"),
 		CorsPreflight: s.cors(p.AllowedOrigins),
 	})
-	env := s.environment(p)
-	streaming := map[string]bool{}
-	for _, r := range s.Routes {
-		streaming[r.Function] = streaming[r.Function] || r.Stream
-	}
-	for _, name := range s.FunctionNames() {
-		s.Functions[name] = s.function(name, name, p, env, streaming[name], removal)
-	}
-	// Long tool calls run on a second function of the worker's code, whose timeout
-	// fits the tools queue's visibility timeout (the jobs queue's is shorter).
-	s.Functions[ToolWorker] = s.function(ToolWorker, routes.JobWorker, p, env, false, removal)
-	for provider, secret := range s.Secrets {
-		s.Functions[s.Model].AddEnvironment(jsii.String(models.SecretVariable(provider)), secret.Ref(), nil)
-	}
+	s.lambdas(p, removal)
 
 	var streams []stream
 	urls := map[string]stream{}
@@ -70,6 +57,28 @@ func (s *Stack) functions(p Props, removal awscdk.RemovalPolicy) []stream {
 		streams = append(streams, st)
 	}
 	return streams
+}
+
+// lambdas adds one function per function of the route table, the tools
+// queue's worker, and the model function's secrets' variables; it returns
+// which functions serve a streaming route.
+func (s *Stack) lambdas(p Props, removal awscdk.RemovalPolicy) map[string]bool {
+	env := s.environment(p)
+	streaming := map[string]bool{}
+	for _, r := range s.Routes {
+		streaming[r.Function] = streaming[r.Function] || r.Stream
+	}
+	for _, name := range s.FunctionNames() {
+		s.Functions[name] = s.function(name, name, p, env, streaming[name], removal)
+	}
+	// Long tool calls run on a second function of the worker's code, whose timeout
+	// fits the tools queue's visibility timeout (the jobs queue's is shorter).
+	s.Functions[ToolWorker] = s.function(ToolWorker, routes.JobWorker, p, env, false, removal)
+	for provider, secret := range s.Secrets {
+		s.Functions[s.Model].AddEnvironment(jsii.String(models.SecretVariable(provider)), secret.Ref(), nil)
+	}
+	s.declareSAM(p)
+	return streaming
 }
 
 // cors is the API's CORS configuration: API Gateway answers preflights itself

@@ -47,6 +47,10 @@ type Props struct {
 	awscdk.StackProps
 	// Env names the environment: dev, staging, prod (or any valid name).
 	Env string
+	// Target is where the stack runs: AWS (the zero value), SAM (AWS's stack
+	// with the variables `sam local` overrides) or LocalStack (the variant
+	// community LocalStack deploys; local.go).
+	Target Target
 	// CodeDir holds dist/<function>.zip from `make build`.
 	CodeDir string
 	// DataDir holds platform-guardrails.md, deployed to the bucket.
@@ -81,9 +85,9 @@ func Prod(env string) bool { return env == "prod" }
 type Stack struct {
 	awscdk.Stack
 	Set       resources.Set
-	Tables    map[string]awsdynamodb.Table
-	Queues    map[string]awssqs.Queue
-	Bucket    awss3.Bucket
+	Tables    map[string]awsdynamodb.ITable
+	Queues    map[string]awssqs.IQueue
+	Bucket    awss3.IBucket
 	Functions map[string]awslambda.Function
 	API       awsapigatewayv2.HttpApi
 	// Routes is the route table the stack serves.
@@ -95,6 +99,7 @@ type Stack struct {
 
 	access func(function string) (access.Access, bool)
 	models models.Settings
+	urls   map[string]awslambda.FunctionUrl
 }
 
 // New builds the stack of one environment.
@@ -122,27 +127,31 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 		panic(err)
 	}
 	st := awscdk.NewStack(scope, jsii.String(id), &p.StackProps)
-	s := &Stack{Stack: st, Set: set, Tables: map[string]awsdynamodb.Table{}, Queues: map[string]awssqs.Queue{}, Functions: map[string]awslambda.Function{},
+	s := &Stack{Stack: st, Set: set, Tables: map[string]awsdynamodb.ITable{}, Queues: map[string]awssqs.IQueue{}, Functions: map[string]awslambda.Function{},
 		Routes: p.Routes, Model: model, access: p.Access, models: p.Models}
 	removal := awscdk.RemovalPolicy_DESTROY
 	if Prod(p.Env) {
 		removal = awscdk.RemovalPolicy_RETAIN
 	}
 	awscdk.Tags_Of(st).Add(jsii.String("remote-agents:env"), jsii.String(p.Env), nil)
+	if p.Target == LocalStack {
+		s.localStack(p)
+		return s
+	}
 
-	s.data(p, removal)
+	data := s.data(p, removal)
 	s.secrets(removal)
 	sandbox := s.sandboxes(p, removal)
 	streams := s.functions(p, removal)
 	s.stage(p, removal)
 	dist := s.distribution(streams)
 	public := jsii.String("https://" + *dist.DistributionDomainName())
-	s.uploadsFrom(p, public)
+	s.uploadsFrom(data, p, public)
 	s.Functions["create"].AddEnvironment(jsii.String("RA_PUBLIC_BASE_URL"), public, nil)
 	s.workerEnvironment(sandbox, public)
 	s.grant(sandbox)
 	s.eventSources()
-	s.sandboxStopped(p, sandbox)
+	s.sandboxStopped(p, sandbox.cluster.ClusterArn())
 	s.alarms()
 
 	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: s.API.ApiEndpoint()})
@@ -154,8 +163,8 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 }
 
 // data adds the tables, the queues with their dead-letter queues, and the
-// bucket with the guardrails document in it.
-func (s *Stack) data(p Props, removal awscdk.RemovalPolicy) {
+// bucket with the guardrails document in it; it returns the bucket.
+func (s *Stack) data(p Props, removal awscdk.RemovalPolicy) awss3.Bucket {
 	st, set := s.Stack, s.Set
 	for _, t := range set.Tables() {
 		s.Tables[t.Name] = table(st, s.id(t.Name, "Table"), t, removal, Prod(p.Env))
@@ -177,13 +186,15 @@ func (s *Stack) data(p Props, removal awscdk.RemovalPolicy) {
 			RemovalPolicy:     removal,
 		})
 	}
-	s.Bucket = bucket(st, set.Bucket.Name, p, removal)
+	b := bucket(st, set.Bucket.Name, p, removal)
+	s.Bucket = b
 	awss3deployment.NewBucketDeployment(st, jsii.String("Guardrails"), &awss3deployment.BucketDeploymentProps{
-		DestinationBucket:    s.Bucket,
+		DestinationBucket:    b,
 		DestinationKeyPrefix: jsii.String(guardrailsPrefix),
 		Sources:              &[]awss3deployment.ISource{awss3deployment.Source_Asset(jsii.String(p.DataDir), nil)},
 		Prune:                jsii.Bool(false),
 	})
+	return b
 }
 
 // workerEnvironment tells the workers where the gateway is (the public
@@ -205,7 +216,7 @@ func (s *Stack) workerEnvironment(sandbox sandboxes, gateway *string) {
 // sandboxStopped sends ECS task-state changes of stopped sandboxes to the jobs
 // queue (task.state). An event EventBridge cannot deliver (retried for up to a
 // day) lands in the rule's own dead-letter queue, which alarms.
-func (s *Stack) sandboxStopped(p Props, sandbox sandboxes) {
+func (s *Stack) sandboxStopped(p Props, cluster *string) {
 	set := s.Set
 	removal := awscdk.RemovalPolicy_DESTROY
 	if Prod(p.Env) {
@@ -219,15 +230,9 @@ func (s *Stack) sandboxStopped(p Props, sandbox sandboxes) {
 		RemovalPolicy:   removal,
 	})
 	s.Queues[dlqName] = dlq
-	awscloudwatch.NewAlarm(s.Stack, jsii.String(s.id(dlqName, "Depth")), &awscloudwatch.AlarmProps{
-		AlarmName:          jsii.String(dlqName + "-depth"),
-		AlarmDescription:   jsii.String("Stopped-sandbox events EventBridge could not deliver to " + set.JobsQueue.Name),
-		Metric:             dlq.MetricApproximateNumberOfMessagesVisible(nil),
-		Threshold:          jsii.Number(1),
-		EvaluationPeriods:  jsii.Number(1),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
+	if p.Target != LocalStack { // community LocalStack has no CloudWatch alarms
+		s.depthAlarm(dlqName, dlq)
+	}
 	awsevents.NewRule(s.Stack, jsii.String("SandboxStopped"), &awsevents.RuleProps{
 		RuleName:    jsii.String("ra-" + p.Env + "-sandbox-stopped"),
 		Description: jsii.String("ECS task-state changes of stopped sandboxes, to the jobs queue (task.state)"),
@@ -235,7 +240,7 @@ func (s *Stack) sandboxStopped(p Props, sandbox sandboxes) {
 			Source:     &[]*string{jsii.String("aws.ecs")},
 			DetailType: &[]*string{jsii.String("ECS Task State Change")},
 			Detail: &map[string]any{
-				"clusterArn": []*string{sandbox.cluster.ClusterArn()},
+				"clusterArn": []*string{cluster},
 				"lastStatus": []string{"STOPPED"},
 			},
 		},
@@ -246,6 +251,19 @@ func (s *Stack) sandboxStopped(p Props, sandbox sandboxes) {
 		})},
 	})
 }
+// depthAlarm alarms as soon as the dead-letter queue named name holds a message.
+func (s *Stack) depthAlarm(name string, dlq awssqs.IQueue) {
+	awscloudwatch.NewAlarm(s.Stack, jsii.String(s.id(name, "Depth")), &awscloudwatch.AlarmProps{
+		AlarmName:          jsii.String(name + "-depth"),
+		AlarmDescription:   jsii.String("Stopped-sandbox events EventBridge could not deliver to " + s.Set.JobsQueue.Name),
+		Metric:             dlq.MetricApproximateNumberOfMessagesVisible(nil),
+		Threshold:          jsii.Number(1),
+		EvaluationPeriods:  jsii.Number(1),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+}
+
 
 // Names used across the stack.
 const (
@@ -361,9 +379,9 @@ func bucket(scope constructs.Construct, name string, p Props, removal awscdk.Rem
 // allowed origins PUT attachments straight to their presigned URLs: the rule
 // allows the headers the URLs are signed with (Content-Type; browsers set
 // Content-Length themselves).
-func (s *Stack) uploadsFrom(p Props, public *string) {
+func (s *Stack) uploadsFrom(b awss3.Bucket, p Props, public *string) {
 	origins := append([]*string{public}, *jsii.Strings(p.AllowedOrigins...)...)
-	s.Bucket.AddCorsRule(&awss3.CorsRule{
+	b.AddCorsRule(&awss3.CorsRule{
 		AllowedMethods: &[]awss3.HttpMethods{awss3.HttpMethods_PUT},
 		AllowedOrigins: &origins,
 		AllowedHeaders: jsii.Strings("Content-Type"),
@@ -387,6 +405,9 @@ func (s *Stack) environment(p Props) map[string]*string {
 	}
 	if p.CreationTimeout > 0 {
 		env["RA_CREATION_TIMEOUT_SECONDS"] = jsii.String(strconv.Itoa(p.CreationTimeout))
+	}
+	for k, v := range p.Target.Variables() {
+		env[k] = jsii.String(v)
 	}
 	return env
 }

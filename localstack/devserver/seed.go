@@ -2,75 +2,27 @@ package devserver
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
 
+	"github.com/remote-agents/remote-agents/localstack/seed"
 	"github.com/remote-agents/remote-agents/shared/registry"
-	"github.com/remote-agents/remote-agents/shared/token"
 )
 
 // DefaultAppKey is the development app key unless RA_DEV_APP_KEY says otherwise.
-const DefaultAppKey = "ra_dev_app_key"
+const DefaultAppKey = seed.DefaultAppKey
 
 // DevTenant is the tenant of the development app key, and of the fixtures'
 // projects and configurations.
-const DevTenant = "dev"
+const DevTenant = seed.DevTenant
 
-// Seed loads the fixtures of dir (projects.json, personas.json, configurations.json; any may be
-// missing) into the registry and registers appKey, by its hash, as "dev" of
-// tenant DevTenant. A fixture names its tenant; one that names none is the
-// platform's (the personas).
+// Seed loads the fixtures of dir ("" loads none) and registers appKey, as
+// seed.Load does (the LocalStack init hook loads the same).
 func Seed(ctx context.Context, reg registry.Store, dir, appKey string) error {
+	var fixtures fs.FS
 	if dir != "" {
-		var projects []registry.Project
-		if err := readFixture(filepath.Join(dir, "projects.json"), &projects); err != nil {
-			return err
-		}
-		for _, p := range projects {
-			if err := reg.PutProject(ctx, p); err != nil {
-				return fmt.Errorf("seed project %s: %w", p.Name, err)
-			}
-		}
-		var personas []registry.Persona
-		if err := readFixture(filepath.Join(dir, "personas.json"), &personas); err != nil {
-			return err
-		}
-		for _, p := range personas {
-			if err := reg.PutPersona(ctx, p); err != nil {
-				return fmt.Errorf("seed persona %s: %w", p.Slug, err)
-			}
-		}
-		var configs []registry.Configuration
-		if err := readFixture(filepath.Join(dir, "configurations.json"), &configs); err != nil {
-			return err
-		}
-		for _, c := range configs {
-			if err := reg.PutConfiguration(ctx, c); err != nil {
-				return fmt.Errorf("seed configuration %s: %w", c.ID, err)
-			}
-		}
+		fixtures = os.DirFS(dir)
 	}
-	if appKey != "" {
-		if err := reg.PutAppKey(ctx, registry.AppKey{ID: "dev", Label: "development app key", Hash: token.Hash(appKey), Tenant: DevTenant}); err != nil {
-			return fmt.Errorf("seed app key: %w", err)
-		}
-	}
-	return nil
-}
-
-func readFixture(path string, v any) error {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("seed: %w", err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("seed: %s: %w", path, err)
-	}
-	return nil
+	_, err := seed.Load(ctx, reg, fixtures, appKey)
+	return err
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -188,8 +189,17 @@ type Route struct {
 // Key is the route's API Gateway route key, e.g. "GET /sandbox/{sessionId}/spec".
 func (r Route) Key() string { return r.Method + " " + r.Pattern }
 
-// Router returns one handler for a function serving several routes: it dispatches
-// on the request's route key and answers not_found for any other.
+// DefaultRouteKey is the route key of a request that reached the function
+// through its function URL (or an HTTP API's $default route), not a route of
+// its own.
+const DefaultRouteKey = "$default"
+
+// Router returns one handler for a function's routes: it dispatches on the
+// request's route key and answers not_found for any other. A request with the
+// DefaultRouteKey (a function URL's: LocalStack's stack variant has no API
+// Gateway) is matched as API Gateway would have matched it, by its method and
+// path against the routes' patterns, and gets their route key and path
+// parameters; a path without a route of its method is method_not_allowed.
 func Router(routes []Route) Handler {
 	byKey := make(map[string]Handler, len(routes))
 	for _, r := range routes {
@@ -198,6 +208,27 @@ func Router(routes []Route) Handler {
 	return func(ctx context.Context, req Request) (Response, error) {
 		if h, ok := byKey[req.RouteKey]; ok {
 			return h(ctx, req)
+		}
+		if req.RouteKey != DefaultRouteKey {
+			return Error(ctx, nil, notFound()), nil
+		}
+		method, pathMatched := req.RequestContext.HTTP.Method, false
+		for _, r := range routes {
+			params, ok := MatchPath(r.Pattern, req.RawPath)
+			if !ok {
+				continue
+			}
+			pathMatched = true
+			if method != r.Method && (method != http.MethodOptions || !r.CORS) {
+				continue
+			}
+			req.RouteKey = r.Key()
+			req.RequestContext.RouteKey = req.RouteKey
+			req.PathParameters = params
+			return r.Handler(ctx, req)
+		}
+		if pathMatched {
+			return Error(ctx, nil, methodNotAllowed(method)), nil
 		}
 		return Error(ctx, nil, notFound()), nil
 	}

@@ -133,3 +133,48 @@ func TestCORS(t *testing.T) {
 		}
 	}
 }
+
+// Through a function URL (route key $default) the router finds the route by
+// method and path, as API Gateway would, with its path parameters; a known
+// path with another method is method_not_allowed, an unknown path not_found.
+func TestRouterServesFunctionURLRequestsByPath(t *testing.T) {
+	t.Parallel()
+	answer := func(name string) httpapi.Handler {
+		return func(_ context.Context, req httpapi.Request) (httpapi.Response, error) {
+			return httpapi.JSON(200, map[string]any{"route": name, "key": req.RouteKey, "params": req.PathParameters}), nil
+		}
+	}
+	h := httpapi.Router([]httpapi.Route{
+		{Method: "POST", Pattern: "/api/remote_agents/{id}/messages", Handler: answer("messages"), CORS: true},
+		{Method: "POST", Pattern: "/api/remote_agents/{id}/env", Handler: answer("env"), CORS: true},
+		{Method: "GET", Pattern: "/sandbox/{sessionId}/spec", Handler: answer("spec")},
+	})
+	tests := []struct {
+		name, method, path string
+		status             int
+		want               string
+	}{
+		{"route", "POST", "/api/remote_agents/ra_1/env", 200, `{"key":"POST /api/remote_agents/{id}/env","params":{"id":"ra_1"},"route":"env"}`},
+		{"other route", "GET", "/sandbox/s_2/spec", 200, `{"key":"GET /sandbox/{sessionId}/spec","params":{"sessionId":"s_2"},"route":"spec"}`},
+		{"preflight of a CORS route", "OPTIONS", "/api/remote_agents/ra_1/messages", 200, `"route":"messages"`},
+		{"no preflight elsewhere", "OPTIONS", "/sandbox/s_2/spec", 405, `"method_not_allowed"`},
+		{"wrong method", "GET", "/api/remote_agents/ra_1/env", 405, `"method_not_allowed"`},
+		{"unknown path", "POST", "/api/remote_agents/ra_1/other", 404, `"not_found"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var req httpapi.Request
+			req.RouteKey = httpapi.DefaultRouteKey
+			req.RawPath = tt.path
+			req.RequestContext.HTTP.Method = tt.method
+			res, err := h(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.StatusCode != tt.status || !strings.Contains(res.Body, tt.want) {
+				t.Errorf("%s %s: %d %s, want %d with %s", tt.method, tt.path, res.StatusCode, res.Body, tt.status, tt.want)
+			}
+		})
+	}
+}

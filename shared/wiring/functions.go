@@ -44,17 +44,15 @@ type Function struct {
 // Builder builds one function in an Env.
 type Builder func(context.Context, *Env) (Function, error)
 
-// Handler is what lambda.Start takes for f: its one route's handler (a
-// function URL stream for a streaming route), a router over its routes, or its
-// queue handler.
+// Handler is what lambda.Start takes for f: a function URL stream for its
+// streaming route, a router over its routes (which also serves them through a
+// function URL: httpapi.Router), or its queue handler.
 func (f Function) Handler() any {
 	switch {
 	case f.Worker != nil:
 		return f.Worker
 	case len(f.Routes) == 1 && f.Routes[0].Stream != nil:
 		return httpapi.FunctionURLStream(f.Routes[0].Method, f.Routes[0].Pattern, f.Routes[0].Stream)
-	case len(f.Routes) == 1:
-		return f.Routes[0].Handler
 	default:
 		return httpapi.Router(f.Routes)
 	}

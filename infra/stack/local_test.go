@@ -1,0 +1,180 @@
+package stack
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/remote-agents/remote-agents/shared/resources"
+	"github.com/remote-agents/remote-agents/shared/routes"
+)
+
+// synthLocalStack synthesizes dev's LocalStack variant with placeholder code.
+func synthLocalStack(t *testing.T) *template {
+	t.Helper()
+	code := t.TempDir()
+	for _, fn := range routes.Functions() {
+		if err := os.WriteFile(filepath.Join(code, fn+".zip"), []byte("placeholder "+fn), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(code, "cdk.out"))})
+	st := New(app, "RemoteAgents-dev", Props{
+		Env: "dev", Target: LocalStack, CodeDir: code, DataDir: "../../data",
+		Models: settings["dev"], Routes: routeTable(), Access: accessOf,
+	})
+	raw := assertions.Template_FromStack(st.Stack, nil)
+	b, err := json.Marshal(raw.ToJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct{ Resources map[string]map[string]any }
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return &template{stack: st, res: doc.Resources, raw: raw}
+}
+
+// communityLocalStack are the resource types the LocalStack variant may use:
+// those community LocalStack's CloudFormation deploys (no API Gateway v2,
+// CloudFront, ECS, EC2, ECR, Lambda layers: Pro services). The tables,
+// queues and bucket are the init hook's, not the stack's.
+var communityLocalStack = []string{
+	"AWS::Lambda::Function", "AWS::Lambda::Url", "AWS::Lambda::Permission", "AWS::Lambda::EventSourceMapping",
+	"AWS::IAM::Role", "AWS::IAM::Policy", "AWS::Logs::LogGroup", "AWS::SecretsManager::Secret",
+	"AWS::Events::Rule", "AWS::SQS::QueuePolicy",
+}
+
+func TestLocalStackVariantUsesOnlyCommunityServices(t *testing.T) {
+	tp := synthLocalStack(t)
+	for id, r := range tp.res {
+		if typ, _ := r["Type"].(string); !slices.Contains(communityLocalStack, typ) {
+			t.Errorf("%s: %s is not deployable on community LocalStack (or is the init hook's)", id, typ)
+		}
+	}
+	if n := len(tp.byType("AWS::Events::Rule")); n != 1 {
+		t.Errorf("%d EventBridge rules, want the sandbox-stopped one", n)
+	}
+	if n := len(tp.byType("AWS::SecretsManager::Secret")); n == 0 {
+		t.Error("no model provider secrets")
+	}
+}
+
+// Every route is reachable through its function's URL (the router matches
+// it by path), streaming where the route streams; every function calls
+// LocalStack; the data resources are the ones the init hook makes.
+func TestLocalStackVariantServesEveryRouteThroughFunctionURLs(t *testing.T) {
+	tp := synthLocalStack(t)
+	fnNames := map[string]string{}
+	for id, r := range tp.byType("AWS::Lambda::Function") {
+		name, _ := props(r)["FunctionName"].(string)
+		fnNames[id] = strings.TrimPrefix(name, "ra-dev-")
+		vars, _ := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if vars["AWS_ENDPOINT_URL"] != LocalStackLambdaEndpoint {
+			t.Errorf("%s: AWS_ENDPOINT_URL %v", name, vars["AWS_ENDPOINT_URL"])
+		}
+		set, _ := resources.For("dev")
+		for key, want := range map[string]string{
+			"RA_JOBS_QUEUE_URL": "/" + set.JobsQueue.Name, "RA_TOOLS_QUEUE_URL": "/" + set.ToolsQueue.Name,
+			"RA_GUARDRAILS_PATH": "s3://" + set.Bucket.Name + "/",
+		} {
+			if b, _ := json.Marshal(vars[key]); !strings.Contains(string(b), want) {
+				t.Errorf("%s: %s is %s, want it to name %s", name, key, b, want)
+			}
+		}
+		// The workers build their Fargate launcher at cold start
+		// (fargate.New refuses an empty setting): without ECS its RunTask
+		// fails, the worker does not.
+		var need []string
+		switch fnNames[id] {
+		case routes.JobWorker, ToolWorker:
+			need = []string{"RA_GATEWAY_URL", "RA_ECS_CLUSTER", "RA_ECS_TASK_DEFINITION", "RA_ECS_CONTAINER", "RA_ECS_SUBNETS"}
+		case "create":
+			need = []string{"RA_PUBLIC_BASE_URL"}
+		}
+		for _, key := range need {
+			if v, ok := vars[key]; !ok || v == "" {
+				t.Errorf("%s: no %s", name, key)
+			}
+		}
+	}
+	modes := map[string]string{}
+	for _, r := range tp.byType("AWS::Lambda::Url") {
+		p := props(r)
+		fn := fnNames[ref(p["TargetFunctionArn"])]
+		mode, _ := p["InvokeMode"].(string)
+		modes[fn] = mode
+		if p["AuthType"] != "NONE" {
+			t.Errorf("%s: auth %v", fn, p["AuthType"])
+		}
+	}
+	for _, r := range tp.stack.Routes {
+		want := "BUFFERED"
+		if r.Stream {
+			want = "RESPONSE_STREAM"
+		}
+		if modes[r.Function] != want {
+			t.Errorf("%s: %s's function URL is %q, want %s", r.Key(), r.Function, modes[r.Function], want)
+		}
+	}
+	if _, ok := modes[routes.JobWorker]; ok {
+		t.Error("the jobs worker has a function URL")
+	}
+	outputs := tp.raw.FindOutputs(jsii.String("*"), nil)
+	for _, fn := range tp.stack.FunctionNames() {
+		if _, ok := (*outputs)[logicalID(fn)+"Url"]; !ok && fn != routes.JobWorker {
+			t.Errorf("no output %sUrl", logicalID(fn))
+		}
+	}
+	if n := len(tp.byType("AWS::Lambda::EventSourceMapping")); n != 2 {
+		t.Errorf("%d event source mappings, want the jobs and tools workers'", n)
+	}
+}
+
+func TestParseTarget(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want Target
+		err  bool
+	}{{"", AWS, false}, {"aws", AWS, false}, {"sam", SAM, false}, {"localstack", LocalStack, false}, {"LocalStack", "", true}, {"azure", "", true}} {
+		got, err := ParseTarget(tt.in)
+		if got != tt.want || (err != nil) != tt.err {
+			t.Errorf("ParseTarget(%q) = %q, %v", tt.in, got, err)
+		}
+	}
+}
+
+// LocalStack serves only the services its compose file turns on: every
+// resource type of the variant is one of them.
+func TestComposeTurnsOnTheVariantsServices(t *testing.T) {
+	compose, err := os.ReadFile("../../localstack/docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var services []string
+	for _, line := range strings.Split(string(compose), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "SERVICES:"); ok {
+			services = strings.Split(strings.TrimSpace(v), ",")
+		}
+	}
+	// cdklocal deploys through CloudFormation; its bootstrap stack has a
+	// role, a parameter and a bucket.
+	for _, want := range []string{"cloudformation", "iam", "ssm", "s3", "sts"} {
+		if !slices.Contains(services, want) {
+			t.Errorf("SERVICES %v lacks %s (cdklocal)", services, want)
+		}
+	}
+	for _, typ := range communityLocalStack {
+		service := strings.ToLower(strings.Split(typ, "::")[1])
+		if !slices.Contains(services, service) {
+			t.Errorf("SERVICES %v lacks %s (%s)", services, service, typ)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+// Package seed loads the development fixtures into the registry: the
+// projects, personas and configurations of this folder's JSON files
+// (embedded, as Fixtures) or of another folder, and the development app key.
+// The dev server (devserver.Seed) and the LocalStack init hook
+// (localstack/cmd/bootstrap) both load them through Load.
+package seed
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/token"
+)
+
+// Fixtures are this folder's fixtures.
+//
+//go:embed projects.json personas.json configurations.json
+var Fixtures embed.FS
+
+// DefaultAppKey is the development app key unless RA_DEV_APP_KEY says otherwise.
+const DefaultAppKey = "ra_dev_app_key"
+
+// DevTenant is the tenant of the development app key, and of the fixtures'
+// projects and configurations.
+const DevTenant = "dev"
+
+// AppKeyID is the development app key's id.
+const AppKeyID = "dev"
+
+// Report counts what Load put: every item is created or replaced, so a second
+// load changes nothing.
+type Report struct {
+	Projects, Personas, Configurations int
+	AppKey                             bool
+}
+
+// Load puts the fixtures of fixtures (projects.json, personas.json,
+// configurations.json; any may be missing; nil loads none) into the registry
+// and registers appKey (none if ""), by its hash, as AppKeyID of DevTenant. A
+// fixture names its tenant; one that names none is the platform's (the
+// personas).
+func Load(ctx context.Context, reg registry.Store, fixtures fs.FS, appKey string) (Report, error) {
+	var r Report
+	if fixtures != nil {
+		var projects []registry.Project
+		if err := read(fixtures, "projects.json", &projects); err != nil {
+			return r, err
+		}
+		for _, p := range projects {
+			if err := reg.PutProject(ctx, p); err != nil {
+				return r, fmt.Errorf("seed project %s: %w", p.Name, err)
+			}
+			r.Projects++
+		}
+		var personas []registry.Persona
+		if err := read(fixtures, "personas.json", &personas); err != nil {
+			return r, err
+		}
+		for _, p := range personas {
+			if err := reg.PutPersona(ctx, p); err != nil {
+				return r, fmt.Errorf("seed persona %s: %w", p.Slug, err)
+			}
+			r.Personas++
+		}
+		var configs []registry.Configuration
+		if err := read(fixtures, "configurations.json", &configs); err != nil {
+			return r, err
+		}
+		for _, c := range configs {
+			if err := reg.PutConfiguration(ctx, c); err != nil {
+				return r, fmt.Errorf("seed configuration %s: %w", c.ID, err)
+			}
+			r.Configurations++
+		}
+	}
+	if appKey != "" {
+		if err := reg.PutAppKey(ctx, registry.AppKey{ID: AppKeyID, Label: "development app key", Hash: token.Hash(appKey), Tenant: DevTenant}); err != nil {
+			return r, fmt.Errorf("seed app key: %w", err)
+		}
+		r.AppKey = true
+	}
+	return r, nil
+}
+
+func read(fixtures fs.FS, name string, v any) error {
+	b, err := fs.ReadFile(fixtures, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("seed: %s: %w", name, err)
+	}
+	return nil
+}

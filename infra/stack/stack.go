@@ -251,6 +251,7 @@ func (s *Stack) sandboxStopped(p Props, cluster *string) {
 		})},
 	})
 }
+
 // depthAlarm alarms as soon as the dead-letter queue named name holds a message.
 func (s *Stack) depthAlarm(name string, dlq awssqs.IQueue) {
 	awscloudwatch.NewAlarm(s.Stack, jsii.String(s.id(name, "Depth")), &awscloudwatch.AlarmProps{
@@ -263,7 +264,6 @@ func (s *Stack) depthAlarm(name string, dlq awssqs.IQueue) {
 		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 	})
 }
-
 
 // Names used across the stack.
 const (

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/remote-agents/remote-agents/shared/agenttype"
+	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/token"
 )
@@ -19,10 +21,12 @@ const DefaultAppKey = "ra_dev_app_key"
 // projects and configurations.
 const DevTenant = "dev"
 
-// Seed loads the fixtures of dir (projects.json, personas.json, configurations.json; any may be
-// missing) into the registry and registers appKey, by its hash, as "dev" of
-// tenant DevTenant. A fixture names its tenant; one that names none is the
-// platform's (the personas).
+// Seed loads the fixtures of dir (projects.json, personas.json,
+// configurations.json, agent_types.json; any may be missing) into the registry
+// and registers appKey, by its hash, as "dev" of tenant DevTenant. A fixture
+// names its tenant; one that names none is the platform's (the personas, the
+// agent type "default"). A seeded agent type's workspace configuration must be
+// one the agent type routes would accept.
 func Seed(ctx context.Context, reg registry.Store, dir, appKey string) error {
 	if dir != "" {
 		var projects []registry.Project
@@ -41,6 +45,21 @@ func Seed(ctx context.Context, reg registry.Store, dir, appKey string) error {
 		for _, p := range personas {
 			if err := reg.PutPersona(ctx, p); err != nil {
 				return fmt.Errorf("seed persona %s: %w", p.Slug, err)
+			}
+		}
+		var types []registry.AgentType
+		if err := readFixture(filepath.Join(dir, "agent_types.json"), &types); err != nil {
+			return err
+		}
+		for _, t := range types {
+			d := config.DefaultWorkspaceLimits
+			cfg, err := agenttype.Validate(t.Workspace, registry.ResourceLimits{CPU: d.CPU, Memory: d.Memory, Disk: d.Disk})
+			if err != nil {
+				return fmt.Errorf("seed agent type %s: %w", t.ID, err)
+			}
+			t.Workspace = cfg
+			if err := reg.PutAgentType(ctx, t); err != nil {
+				return fmt.Errorf("seed agent type %s: %w", t.ID, err)
 			}
 		}
 		var configs []registry.Configuration

@@ -155,9 +155,12 @@ func TestPlatformTypesAreReadOnlyAndOtherTenantsUnseen(t *testing.T) {
 	}
 	unknown := func() error { _, err := svc.Get(t.Context(), other, "nothing"); return err }()
 	for name, err := range map[string]error{
-		"get":     func() error { _, err := svc.Get(t.Context(), other, "mine"); return err }(),
-		"config":  func() error { _, err := svc.WorkspaceConfig(t.Context(), other, "mine"); return err }(),
-		"set":     func() error { _, err := svc.SetWorkspaceConfig(t.Context(), other, "mine", registry.WorkspaceConfig{}); return err }(),
+		"get":    func() error { _, err := svc.Get(t.Context(), other, "mine"); return err }(),
+		"config": func() error { _, err := svc.WorkspaceConfig(t.Context(), other, "mine"); return err }(),
+		"set": func() error {
+			_, err := svc.SetWorkspaceConfig(t.Context(), other, "mine", registry.WorkspaceConfig{})
+			return err
+		}(),
 		"resolve": func() error { _, err := svc.Resolve(t.Context(), "other", "mine"); return err }(),
 	} {
 		if code(err) != apierror.AgentTypeNotFound || strings.ReplaceAll(err.Error(), "mine", "nothing") != unknown.Error() {

@@ -188,13 +188,16 @@ func TestCreateTakesTheAgentType(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if sess.Workspace == nil {
+			t.Fatalf("session %s of agent type %q has no workspace configuration", id, sess.AgentType)
+		}
 		return sess.AgentType, sess.Workspace
 	}
 
 	// The persona's type: the seeded default, with the platform's limits.
 	id := ready(appKey, createBody("Hello"))
 	typ, ws := workspace(id)
-	if typ != "default" || ws == nil || !ws.Enabled || ws.RepoSource.Type != "none" || !slices.Equal(ws.Tools, toolspec.WorkspaceTools()) ||
+	if typ != "default" || !ws.Enabled || ws.RepoSource.Type != "none" || !slices.Equal(ws.Tools, toolspec.WorkspaceTools()) ||
 		ws.ResourceLimits != (registry.ResourceLimits{CPU: "0.5", Memory: "1G", Disk: "30G"}) || ws.SetupTimeoutSeconds != 300 {
 		t.Errorf("session of the persona's type: %q %+v", typ, ws)
 	}

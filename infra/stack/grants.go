@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"slices"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -37,9 +39,16 @@ func (s *Stack) grant(sb sandboxes) {
 	for fnName, a := range s.Grants() {
 		fn := s.Functions[fnName]
 		for table, actions := range a.Tables {
+			arn := s.Tables[s.name(table)].TableArn()
+			resources := []*string{arn}
+			if slices.Contains(actions, access.Query) {
+				// A query may read the table's indexes (the registry's
+				// by_kind lists agent types): their ARNs are under the table's.
+				resources = append(resources, jsii.String(*arn+"/index/*"))
+			}
 			fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Actions:    jsii.Strings(actions...),
-				Resources:  &[]*string{s.Tables[s.name(table)].TableArn()},
+				Resources:  &resources,
 				Conditions: leadingKeys(a.LeadingKeys[table]),
 			}))
 		}

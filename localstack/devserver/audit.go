@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/url"
 	"path"
+	"regexp"
 	"strings"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -44,6 +45,9 @@ func auditor(set resources.Set, report func(AWSCall)) func(*middleware.Stack) er
 	partitionKeys := map[string]string{}
 	for _, t := range set.Tables() {
 		partitionKeys[t.Name] = t.PartitionKey.Name
+		for _, ix := range t.Indexes {
+			partitionKeys[t.Name+"/"+ix.Name] = ix.PartitionKey.Name
+		}
 	}
 	return func(st *middleware.Stack) error {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("RemoteAgentsAudit",
@@ -87,7 +91,7 @@ func calls(op string, params any, short func(string) string, partitionKeys map[s
 	case *dynamodb.DeleteItemInput:
 		return []AWSCall{item("dynamodb:DeleteItem", in.TableName, in.Key)}
 	case *dynamodb.QueryInput:
-		return []AWSCall{{Action: access.Query, Resource: short(str(in.TableName))}}
+		return []AWSCall{{Action: access.Query, Resource: short(str(in.TableName)), Key: queriedKey(in, partitionKeys)}}
 	case *dynamodb.TransactWriteItemsInput:
 		var out []AWSCall
 		for _, it := range in.TransactItems {
@@ -122,6 +126,31 @@ func calls(op string, params any, short func(string) string, partitionKeys map[s
 		return []AWSCall{{Action: access.GetObject, Resource: key}, {Action: access.PutObject, Resource: str(in.Key)}}
 	}
 	return []AWSCall{{Action: "unknown:" + op}}
+}
+
+// queriedKey is the partition key value a query names (of the table, or of
+// the index it queries), "" if it cannot be read from the key condition.
+func queriedKey(in *dynamodb.QueryInput, partitionKeys map[string]string) string {
+	if in.KeyConditionExpression == nil || in.TableName == nil {
+		return ""
+	}
+	attr := partitionKeys[*in.TableName]
+	if in.IndexName != nil {
+		attr = partitionKeys[*in.TableName+"/"+*in.IndexName]
+	}
+	for placeholder, name := range in.ExpressionAttributeNames {
+		if name != attr {
+			continue
+		}
+		m := regexp.MustCompile(regexp.QuoteMeta(placeholder) + `\s*=\s*(:[A-Za-z0-9_]+)`).FindStringSubmatch(*in.KeyConditionExpression)
+		if m == nil {
+			return ""
+		}
+		if v, ok := in.ExpressionAttributeValues[m[1]].(*types.AttributeValueMemberS); ok {
+			return v.Value
+		}
+	}
+	return ""
 }
 
 // Allowed reports whether the function's declared access allows the call.

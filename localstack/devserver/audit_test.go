@@ -21,10 +21,19 @@ func TestAuditSeesTheItem(t *testing.T) {
 	keys := map[string]string{}
 	for _, tb := range set.Tables() {
 		keys[tb.Name] = tb.PartitionKey.Name
+		for _, ix := range tb.Indexes {
+			keys[tb.Name+"/"+ix.Name] = ix.PartitionKey.Name
+		}
 	}
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	update := func(pk string) *dynamodb.UpdateItemInput {
 		return &dynamodb.UpdateItemInput{TableName: aws.String(set.Registry.Name), Key: map[string]types.AttributeValue{"pk": s(pk), "sk": s("x")}}
+	}
+	byKind := func(kind string) *dynamodb.QueryInput {
+		return &dynamodb.QueryInput{TableName: aws.String(set.Registry.Name), IndexName: aws.String("by_kind"),
+			KeyConditionExpression:    aws.String("(#0 = :0) AND (begins_with (#1, :1))"),
+			ExpressionAttributeNames:  map[string]string{"#0": "kind", "#1": "name"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":0": s(kind), ":1": s("dev#")}}
 	}
 	cases := []struct {
 		name   string
@@ -44,6 +53,14 @@ func TestAuditSeesTheItem(t *testing.T) {
 		}}, []AWSCall{{Action: "dynamodb:PutItem", Resource: "jobs", Key: "run#dev#r"}}, true},
 		{"a job", "toolcallback", &dynamodb.PutItemInput{TableName: aws.String(set.Jobs.Name), Item: map[string]types.AttributeValue{"job_id": s("job-1"), "sk": s("job")}},
 			[]AWSCall{{Action: "dynamodb:PutItem", Resource: "jobs", Key: "job-1"}}, false},
+		{"an agent type", "agenttypes", update("agent_type#dev#coder"),
+			[]AWSCall{{Action: "dynamodb:UpdateItem", Resource: "registry", Key: "agent_type#dev#coder"}}, true},
+		{"a persona, from agenttypes", "agenttypes", update("persona#dev#assistant"),
+			[]AWSCall{{Action: "dynamodb:UpdateItem", Resource: "registry", Key: "persona#dev#assistant"}}, false},
+		{"the agent types of the by_kind index", "agenttypes", byKind("agent_type"),
+			[]AWSCall{{Action: "dynamodb:Query", Resource: "registry", Key: "agent_type"}}, true},
+		{"the app keys of the by_kind index", "agenttypes", byKind("app_key"),
+			[]AWSCall{{Action: "dynamodb:Query", Resource: "registry", Key: "app_key"}}, false},
 		{"a session, not limited by item", "toolcallback", &dynamodb.GetItemInput{TableName: aws.String(set.Sessions.Name), Key: map[string]types.AttributeValue{"session_id": s("abc")}},
 			[]AWSCall{{Action: "dynamodb:GetItem", Resource: "sessions", Key: "abc"}}, true},
 	}

@@ -215,6 +215,17 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 		"POST /sandbox/{sessionId}/model/{provider}/{proxy+}": func() reply {
 			return o.call(http.MethodPost, "/sandbox/"+id+"/model/anthropic/v1/messages", sb, map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 5})
 		},
+		"POST /api/v1/agent-types": func() reply {
+			return o.call(http.MethodPost, "/api/v1/agent-types", appKey, map[string]any{"id": "coder", "name": "Coder"})
+		},
+		"GET /api/v1/agent-types":      func() reply { return o.call(http.MethodGet, "/api/v1/agent-types", appKey, nil) },
+		"GET /api/v1/agent-types/{id}": func() reply { return o.call(http.MethodGet, "/api/v1/agent-types/default", appKey, nil) },
+		"GET /api/v1/agent-types/{id}/workspace-config": func() reply {
+			return o.call(http.MethodGet, "/api/v1/agent-types/default/workspace-config", appKey, nil)
+		},
+		"PUT /api/v1/agent-types/{id}/workspace-config": func() reply {
+			return o.call(http.MethodPut, "/api/v1/agent-types/coder/workspace-config", appKey, map[string]any{"enabled": true})
+		},
 		"POST /sandbox/{sessionId}/uploads": func() reply {
 			return o.call(http.MethodPost, "/sandbox/"+id+"/uploads", sb, map[string]any{"tool": "verify", "tool_call_id": "c1", "files": []any{map[string]any{"path": "a.txt", "size_bytes": 1}}})
 		},

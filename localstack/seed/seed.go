@@ -1,5 +1,5 @@
 // Package seed loads the development fixtures into the registry: the
-// projects, personas and configurations of this folder's JSON files
+// projects, personas, agent types and configurations of this folder's JSON files
 // (embedded, as Fixtures) or of another folder, and the development app key.
 // The dev server (devserver.Seed) and the LocalStack init hook
 // (localstack/cmd/bootstrap) both load them through Load.
@@ -13,13 +13,15 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/remote-agents/remote-agents/shared/agenttype"
+	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/token"
 )
 
 // Fixtures are this folder's fixtures.
 //
-//go:embed projects.json personas.json configurations.json
+//go:embed projects.json personas.json agent_types.json configurations.json
 var Fixtures embed.FS
 
 // DefaultAppKey is the development app key unless RA_DEV_APP_KEY says otherwise.
@@ -35,15 +37,17 @@ const AppKeyID = "dev"
 // Report counts what Load put: every item is created or replaced, so a second
 // load changes nothing.
 type Report struct {
-	Projects, Personas, Configurations int
-	AppKey                             bool
+	Projects, Personas, AgentTypes, Configurations int
+	AppKey                                         bool
 }
 
 // Load puts the fixtures of fixtures (projects.json, personas.json,
-// configurations.json; any may be missing; nil loads none) into the registry
-// and registers appKey (none if ""), by its hash, as AppKeyID of DevTenant. A
-// fixture names its tenant; one that names none is the platform's (the
-// personas).
+// agent_types.json, configurations.json; any may be missing; nil loads none)
+// into the registry and registers appKey (none if ""), by its hash, as
+// AppKeyID of DevTenant. A fixture names its tenant; one that names none is
+// the platform's (the personas, the agent type "default"). A seeded agent
+// type's workspace configuration must be one the agent type routes would
+// accept.
 func Load(ctx context.Context, reg registry.Store, fixtures fs.FS, appKey string) (Report, error) {
 	var r Report
 	if fixtures != nil {
@@ -66,6 +70,22 @@ func Load(ctx context.Context, reg registry.Store, fixtures fs.FS, appKey string
 				return r, fmt.Errorf("seed persona %s: %w", p.Slug, err)
 			}
 			r.Personas++
+		}
+		var types []registry.AgentType
+		if err := read(fixtures, "agent_types.json", &types); err != nil {
+			return r, err
+		}
+		for _, t := range types {
+			d := config.DefaultWorkspaceLimits
+			cfg, err := agenttype.Validate(t.Workspace, registry.ResourceLimits{CPU: d.CPU, Memory: d.Memory, Disk: d.Disk})
+			if err != nil {
+				return r, fmt.Errorf("seed agent type %s: %w", t.ID, err)
+			}
+			t.Workspace = cfg
+			if err := reg.PutAgentType(ctx, t); err != nil {
+				return r, fmt.Errorf("seed agent type %s: %w", t.ID, err)
+			}
+			r.AgentTypes++
 		}
 		var configs []registry.Configuration
 		if err := read(fixtures, "configurations.json", &configs); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/toolenv"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/sandbox/workflow"
+	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
 
 func setup(t *testing.T, policyTOML string) (*tools.Registry, string) {
@@ -280,4 +281,25 @@ func TestToolsRunAsTheToolUser(t *testing.T) {
 	ok(t, call(t, r, "bash", `{"command":"echo more >> new/dir/file.txt && cat new/dir/file.txt"}`), "hello", "more")
 	ok(t, call(t, r, "edit", `{"path":"new/dir/file.txt","old":"hello","new":"bye"}`))
 	ok(t, call(t, r, "bash", `{"command":"echo again >> new/dir/file.txt"}`))
+}
+
+// TestWorkspaceToolNamesAreTheRegistrysBuiltins: the names an agent type may
+// enable (toolspec.WorkspaceTools, which the platform validates with) are
+// exactly the built-in tools this registry offers under the default policy,
+// but for git, which the workspace issue adds to the sandbox next.
+func TestWorkspaceToolNamesAreTheRegistrysBuiltins(t *testing.T) {
+	t.Parallel()
+	r, _ := setup(t, "")
+	got := r.Names()
+	var want []string
+	for _, n := range toolspec.WorkspaceTools() {
+		if n != toolspec.Git {
+			want = append(want, n)
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("the registry offers %v; toolspec.WorkspaceTools names %v (git aside)", got, want)
+	}
 }

@@ -48,6 +48,12 @@ const (
 	ConfigurationItems = "configuration#"
 	// RunItems starts the key of every automation run record in the jobs table.
 	RunItems = "run#"
+	// AgentTypeItems starts the key of every agent type in the registry
+	// ("agent_type#<tenant>#<id>"), and is the by_kind index's partition key
+	// of agent types ("agent_type"), which their list queries.
+	AgentTypeItems = "agent_type"
+	// AppKeyItems starts the key of every app key in the registry.
+	AppKeyItems = "app_key#"
 )
 
 // ConfigurationEnv is the pattern of the objects holding the env values
@@ -103,6 +109,12 @@ var table = map[string]Access{
 		},
 		Send:    []string{JobsQueue},
 		Objects: map[string][]string{GuardrailsKey: {GetObject}},
+	},
+	// Agent types: app keys read, agent types read, created, listed (the
+	// by_kind index) and changed; nothing else of the registry.
+	"agenttypes": {
+		Tables:      map[string][]string{Registry: {GetItem, PutItem, UpdateItem, Query}},
+		LeadingKeys: map[string][]string{Registry: {AgentTypeItems, AppKeyItems}},
 	},
 	"alive": {
 		Tables:  map[string][]string{Sessions: {GetItem, UpdateItem}},

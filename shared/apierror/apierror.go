@@ -35,6 +35,12 @@ const (
 	// ModelUnavailable: the agent's sandbox found no usable model, so it was not
 	// started; the platform's model settings need fixing.
 	ModelUnavailable Code = "model_unavailable"
+	// AgentTypeNotFound: no agent type of that id the caller's tenant may
+	// use (another tenant's is not found either).
+	AgentTypeNotFound Code = "agent_type_not_found"
+	// AgentTypeExists: an agent type of that id exists already (the
+	// tenant's own, or a platform type).
+	AgentTypeExists Code = "agent_type_exists"
 )
 
 // Error is an error a client may see.
@@ -43,6 +49,10 @@ type Error struct {
 	Message string
 	// RetryAfter, in seconds, is sent as retry_after_seconds when positive.
 	RetryAfter int
+	// Details, if set, is sent as details: machine-readable specifics of the
+	// error (e.g. invalid_tools and valid_tools), never the request echoed
+	// beyond what the message names.
+	Details map[string]any
 }
 
 // New returns an error with code and a message for the client.

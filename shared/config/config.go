@@ -31,6 +31,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/tasksize"
 )
 
 // Limits of the creation timeout. API Gateway ends any request after 30 s, so a
@@ -55,14 +56,52 @@ type RemoteAgents struct {
 	PublicBaseURL       string
 	GuardrailsPath      string
 	ExceptionWebhookURL string
+	// WorkspaceDefaults are the resource limits of a workspace whose agent
+	// type sets none (or only some): always a size a Fargate task can have.
+	WorkspaceDefaults WorkspaceLimits
+}
+
+// WorkspaceLimits are a workspace's CPU (vCPUs), memory and disk, written as
+// agent types write them (package tasksize).
+type WorkspaceLimits struct {
+	CPU    string `yaml:"cpu"`
+	Memory string `yaml:"memory"`
+	Disk   string `yaml:"disk"`
+}
+
+// DefaultWorkspaceLimits are the sandbox task's own size: 1 vCPU, 2G of
+// memory, the 20G of disk every Fargate task has.
+var DefaultWorkspaceLimits = WorkspaceLimits{CPU: "1", Memory: "2G", Disk: "20G"}
+
+// check reports whether l is a size a Fargate task can have, and writes it
+// as tasksize does ("4096M" is "4G").
+func (l *WorkspaceLimits) check(name string) error {
+	cpu, err := tasksize.ParseCPU(l.CPU)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	mem, err := tasksize.ParseMemory(l.Memory)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	disk, err := tasksize.ParseDisk(l.Disk)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := tasksize.Check(cpu, mem); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	l.CPU, l.Memory, l.Disk = tasksize.FormatCPU(cpu), tasksize.FormatMemory(mem), tasksize.FormatDisk(disk)
+	return nil
 }
 
 // Defaults returns the spec's defaults: no origins, no features, 15 s.
 func Defaults() RemoteAgents {
 	return RemoteAgents{
-		AllowedOrigins:  []string{},
-		CreationTimeout: DefaultCreationTimeout,
-		GuardrailsPath:  DefaultGuardrailsPath,
+		AllowedOrigins:    []string{},
+		CreationTimeout:   DefaultCreationTimeout,
+		GuardrailsPath:    DefaultGuardrailsPath,
+		WorkspaceDefaults: DefaultWorkspaceLimits,
 	}
 }
 
@@ -114,6 +153,14 @@ type section struct {
 	PublicBaseURL          *string   `yaml:"public_base_url"`
 	GuardrailsPath         *string   `yaml:"guardrails_path"`
 	ExceptionWebhookURL    *string   `yaml:"exception_webhook_url"`
+	WorkspaceDefaults      *limits   `yaml:"workspace_defaults"`
+}
+
+// limits are WorkspaceLimits as written: a part left out keeps its default.
+type limits struct {
+	CPU    *string `yaml:"cpu"`
+	Memory *string `yaml:"memory"`
+	Disk   *string `yaml:"disk"`
 }
 
 // parseFile decodes data strictly (no unknown key in the section, every value
@@ -174,6 +221,19 @@ func (c *RemoteAgents) apply(s section) error {
 			return err
 		}
 		c.ExceptionWebhookURL = *v
+	}
+	if l := s.WorkspaceDefaults; l != nil {
+		for _, part := range []struct {
+			v   *string
+			out *string
+		}{{l.CPU, &c.WorkspaceDefaults.CPU}, {l.Memory, &c.WorkspaceDefaults.Memory}, {l.Disk, &c.WorkspaceDefaults.Disk}} {
+			if part.v != nil {
+				*part.out = strings.TrimSpace(*part.v)
+			}
+		}
+		if err := c.WorkspaceDefaults.check(prefix + "workspace_defaults"); err != nil {
+			return err
+		}
 	}
 	return nil
 }

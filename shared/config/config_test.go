@@ -23,7 +23,8 @@ func TestDefaultsWithoutFileOrEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config.RemoteAgents{AllowedOrigins: []string{}, CreationTimeout: 15 * time.Second, GuardrailsPath: "data/platform-guardrails.md"}
+	want := config.RemoteAgents{AllowedOrigins: []string{}, CreationTimeout: 15 * time.Second, GuardrailsPath: "data/platform-guardrails.md",
+		WorkspaceDefaults: config.WorkspaceLimits{CPU: "1", Memory: "2G", Disk: "20G"}}
 	if !reflect.DeepEqual(c.RemoteAgents, want) {
 		t.Errorf("defaults = %+v, want %+v", c, want)
 	}
@@ -91,12 +92,38 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{"env negative", "", []string{"RA_CREATION_TIMEOUT_SECONDS", "-5"}, "RA_CREATION_TIMEOUT_SECONDS: -5 seconds"},
 		{"env feature", "", []string{"RA_EMBED_FEATURES", "file_upload,camera"}, `RA_EMBED_FEATURES: unknown feature "camera"`},
 		{"env origin", "", []string{"RA_ALLOWED_ORIGINS", "ftp://x"}, "RA_ALLOWED_ORIGINS[0]"},
+		{"workspace cpu", "remote_agents:\n  workspace_defaults:\n    cpu: \"3\"\n", nil, "remote_agents.workspace_defaults: cpu must be one of 0.25, 0.5, 1, 2, 4, 8 or 16 vCPUs"},
+		{"workspace unknown key", "remote_agents:\n  workspace_defaults:\n    gpu: \"1\"\n", nil, "remote_agents.workspace_defaults.gpu: unknown key"},
+		{"workspace memory the cpu cannot have", "", []string{"WORKSPACE_DEFAULT_CPU", "4"}, "WORKSPACE_DEFAULT_CPU, WORKSPACE_DEFAULT_MEMORY, WORKSPACE_DEFAULT_DISK): 4 vCPU takes 8G to 30G in 1G steps of memory, not 2G"},
+		{"workspace disk", "", []string{"WORKSPACE_DEFAULT_DISK", "500G"}, "disk must be from 20G to 200G"},
+		{"workspace memory", "", []string{"WORKSPACE_DEFAULT_MEMORY", "lots"}, "memory must be a size like 512M or 4G"},
 	}
 	for _, tt := range tests {
 		_, err := config.Parse("config.yaml", []byte(tt.file), env(tt.env...))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v, want it to contain %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// The workspace defaults come from the file, then WORKSPACE_DEFAULT_*, part
+// by part, written as tasksize writes them.
+func TestWorkspaceDefaults(t *testing.T) {
+	t.Parallel()
+	file := []byte("remote_agents:\n  workspace_defaults:\n    cpu: \"2\"\n    memory: 8192Mi\n")
+	c, err := config.Parse("config.yaml", file, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (config.WorkspaceLimits{CPU: "2", Memory: "8G", Disk: "20G"}); c.WorkspaceDefaults != want {
+		t.Errorf("from the file: %+v, want %+v", c.WorkspaceDefaults, want)
+	}
+	c, err = config.Parse("config.yaml", file, env("WORKSPACE_DEFAULT_CPU", "4", "WORKSPACE_DEFAULT_MEMORY", "16G", "WORKSPACE_DEFAULT_DISK", "50GiB"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (config.WorkspaceLimits{CPU: "4", Memory: "16G", Disk: "50G"}); c.WorkspaceDefaults != want {
+		t.Errorf("with the environment: %+v, want %+v", c.WorkspaceDefaults, want)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 // Platform is everything a platform process (a Lambda function, the dev
 // server) is configured with: the remote_agents section and the settings of
 // its deployment. It is read once at start (Load) and passed down; nothing
-// else reads RA_* variables.
+// else reads RA_* (or WORKSPACE_DEFAULT_*) variables.
 type Platform struct {
 	RemoteAgents
 	// Env names the environment's resources (RA_ENV, default "dev").
@@ -113,6 +113,9 @@ var envVars = append([]envVar{
 		p.ExceptionWebhookURL = v
 		return checkBaseURL("RA_EXCEPTION_WEBHOOK_URL", v)
 	}},
+	{"WORKSPACE_DEFAULT_CPU", false, func(p *Platform, v string) error { p.WorkspaceDefaults.CPU = v; return nil }},
+	{"WORKSPACE_DEFAULT_MEMORY", false, func(p *Platform, v string) error { p.WorkspaceDefaults.Memory = v; return nil }},
+	{"WORKSPACE_DEFAULT_DISK", false, func(p *Platform, v string) error { p.WorkspaceDefaults.Disk = v; return nil }},
 	// The deployment's settings.
 	{"RA_ENV", false, func(p *Platform, v string) error { p.Env = v; return nil }},
 	{"RA_JOBS_QUEUE_URL", false, func(p *Platform, v string) error { p.Queues.Jobs = v; return nil }},
@@ -152,6 +155,11 @@ func (p *Platform) applyEnv(lookup func(string) (string, bool)) error {
 		if err := e.set(p, v); err != nil {
 			return err
 		}
+	}
+	// The workspace defaults, from the file and the variables together, are
+	// one size a Fargate task can have.
+	if err := p.WorkspaceDefaults.check("workspace defaults (WORKSPACE_DEFAULT_CPU, WORKSPACE_DEFAULT_MEMORY, WORKSPACE_DEFAULT_DISK)"); err != nil {
+		return err
 	}
 	if p.GatewayURL == "" {
 		p.GatewayURL = strings.TrimRight(p.PublicBaseURL, "/")

@@ -26,6 +26,8 @@ var statuses = map[apierror.Code]int{
 	apierror.GuardrailsMissing:    http.StatusServiceUnavailable,
 	apierror.AgentNotAlive:        http.StatusConflict,
 	apierror.ModelUnavailable:     http.StatusServiceUnavailable,
+	apierror.AgentTypeNotFound:    http.StatusNotFound,
+	apierror.AgentTypeExists:      http.StatusConflict,
 }
 
 // retryable lists the codes a client may retry unchanged.
@@ -52,6 +54,8 @@ type Envelope struct {
 	Message           string        `json:"message"`
 	Retryable         bool          `json:"retryable"`
 	RetryAfterSeconds int           `json:"retry_after_seconds,omitempty"`
+	// Details are an error's machine-readable specifics, where it has any.
+	Details map[string]any `json:"details,omitempty"`
 }
 
 // EnvelopeOf returns the envelope a client sees for err. Errors that are not an
@@ -68,6 +72,7 @@ func EnvelopeOf(err error) Envelope {
 		Message:           e.Message,
 		Retryable:         retryable[e.Code],
 		RetryAfterSeconds: e.RetryAfter,
+		Details:           e.Details,
 	}
 }
 

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
@@ -26,9 +27,13 @@ func TestEnvelopeOf(t *testing.T) {
 			httpapi.Envelope{Status: 503, ErrorCode: "guardrails_missing", Message: "g"}},
 		{"retry after", &apierror.Error{Code: apierror.ServiceUnavailable, Message: "busy", RetryAfter: 3},
 			httpapi.Envelope{Status: 503, ErrorCode: "service_unavailable", Message: "busy", Retryable: true, RetryAfterSeconds: 3}},
+		{"details", &apierror.Error{Code: apierror.InvalidRequest, Message: "bad tools", Details: map[string]any{"invalid_tools": []string{"ssh"}}},
+			httpapi.Envelope{Status: 400, ErrorCode: "invalid_request", Message: "bad tools", Details: map[string]any{"invalid_tools": []string{"ssh"}}}},
+		{"unknown agent type", apierror.New(apierror.AgentTypeNotFound, "none"),
+			httpapi.Envelope{Status: 404, ErrorCode: "agent_type_not_found", Message: "none"}},
 	}
 	for _, tt := range tests {
-		if got := httpapi.EnvelopeOf(tt.err); got != tt.want {
+		if got := httpapi.EnvelopeOf(tt.err); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: got %+v, want %+v", tt.name, got, tt.want)
 		}
 	}

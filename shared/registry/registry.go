@@ -4,7 +4,7 @@
 //
 // Every item belongs to a tenant. An app key carries its tenant; a tenant reads
 // and changes only its own projects, personas and configurations. Platform items
-// (tenant Platform: the seeded personas) are read by every tenant and changed by
+// (tenant Platform: the seeded personas and agent types) are read by every tenant and changed by
 // none. To a tenant, another tenant's item does not exist: lookups answer
 // ErrNotFound, exactly as for a name nobody registered, and two tenants may use
 // the same name for different items.
@@ -63,6 +63,9 @@ type Persona struct {
 	Skill      string `json:"skill"`
 	Experience string `json:"experience"`
 	Active     bool   `json:"active"`
+	// AgentType names the persona's agent type; a create may name another.
+	// "" is none: no workspace.
+	AgentType string `json:"agent_type,omitempty"`
 	// Tenant owns the persona ("" or Platform: every tenant's).
 	Tenant string `json:"tenant,omitempty"`
 }
@@ -111,9 +114,10 @@ type Snapshot struct {
 	SavedAt   time.Time `json:"saved_at"`
 }
 
-// Store reads and writes registry items. Lookups take the caller's tenant and
+// Store reads and writes registry items (agent types included). Lookups take the caller's tenant and
 // find its own items and platform items; another tenant's is ErrNotFound.
 type Store interface {
+	AgentTypes
 	// Project returns the project called name that tenant may use, or ErrNotFound.
 	Project(ctx context.Context, tenant, name string) (Project, error)
 	// Persona returns the persona with slug that tenant may use, active or not,

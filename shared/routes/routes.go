@@ -45,6 +45,12 @@ var table = []Route{
 	{Method: "GET", Path: "/sandbox/{sessionId}/inbox", Function: "sandbox"},
 	{Method: "POST", Path: "/sandbox/{sessionId}/events", Function: "sandbox"},
 	{Method: "POST", Path: "/sandbox/{sessionId}/uploads", Function: "sandbox"},
+	// Agent types and their workspaces, for apps and operators (app key).
+	{Method: "POST", Path: "/api/v1/agent-types", Function: "agenttypes"},
+	{Method: "GET", Path: "/api/v1/agent-types", Function: "agenttypes"},
+	{Method: "GET", Path: "/api/v1/agent-types/{id}", Function: "agenttypes"},
+	{Method: "GET", Path: "/api/v1/agent-types/{id}/workspace-config", Function: "agenttypes"},
+	{Method: "PUT", Path: "/api/v1/agent-types/{id}/workspace-config", Function: "agenttypes"},
 	// The model gateway: a sandbox's model calls, forwarded with the
 	// platform's credential; the answer streams back as the provider sends it.
 	{Method: "POST", Path: "/sandbox/{sessionId}/model/{provider}/{proxy+}", Function: "model", Stream: true},

@@ -55,10 +55,20 @@ type Reporter interface {
 	Report(ctx context.Context, e report.Exception)
 }
 
+// AgentTypes resolves the agent type a new session is of (agenttype.Service).
+type AgentTypes interface {
+	// Resolve returns type id of tenant with the workspace its sessions
+	// start with; agent_type_not_found for an unknown type or another
+	// tenant's.
+	Resolve(ctx context.Context, tenant, id string) (registry.AgentType, error)
+}
+
 // Options configure a Service.
 type Options struct {
-	Store      Store
-	Registry   registry.Store
+	Store    Store
+	Registry registry.Store
+	// AgentTypes resolves the agent type of a create (create only).
+	AgentTypes AgentTypes
 	Guardrails guardrails.Source
 	Jobs       Publisher
 	Reporter   Reporter
@@ -112,7 +122,10 @@ type CreateRequest struct {
 	// one the session is a scratch session.
 	ConfigurationID string `json:"configuration_id,omitempty"`
 	// SystemPrompt, if set, replaces the mode prompt (never the guardrails).
-	SystemPrompt   string `json:"system_prompt,omitempty"`
+	SystemPrompt string `json:"system_prompt,omitempty"`
+	// AgentType, if set, is the session's agent type instead of its
+	// persona's.
+	AgentType      string `json:"agent_type,omitempty"`
 	IdempotencyKey string `json:"-"`
 }
 
@@ -174,6 +187,10 @@ func (s *Service) Create(ctx context.Context, app registry.AppKey, req CreateReq
 	if err != nil {
 		return Created{}, err
 	}
+	typ, err := s.agentType(ctx, app, req.AgentType, persona)
+	if err != nil {
+		return Created{}, err
+	}
 	if req.ConfigurationID != "" {
 		cfg, err := s.o.Registry.Configuration(ctx, app.Tenant, req.ConfigurationID)
 		if errors.Is(err, registry.ErrNotFound) {
@@ -188,7 +205,7 @@ func (s *Service) Create(ctx context.Context, app registry.AppKey, req CreateReq
 		}
 	}
 
-	sess, plain, err := s.startOrResume(ctx, app, req, doc)
+	sess, plain, err := s.startOrResume(ctx, app, req, doc, typ)
 	if err != nil {
 		return Created{}, err
 	}
@@ -209,9 +226,31 @@ func (s *Service) Create(ctx context.Context, app registry.AppKey, req CreateReq
 	}, nil
 }
 
+// agentType is the agent type a new session is of: the request's, else the
+// persona's; nil when neither names one (no workspace).
+func (s *Service) agentType(ctx context.Context, app registry.AppKey, requested string, persona registry.Persona) (*registry.AgentType, error) {
+	id := persona.AgentType
+	if requested != "" {
+		id = requested
+	}
+	if id == "" {
+		return nil, nil
+	}
+	if s.o.AgentTypes == nil {
+		return nil, errors.New("create: no agent type service")
+	}
+	t, err := s.o.AgentTypes.Resolve(ctx, app.Tenant, id)
+	if err != nil {
+		return nil, fmt.Errorf("agent type of the new session: %w", err)
+	}
+	return &t, nil
+}
+
 // startOrResume writes a new session and enqueues its start, or, for a repeated
 // Idempotency-Key, returns the session that key created with a new token for it.
-func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req CreateRequest, doc guardrails.Doc) (Session, string, error) {
+// A new session copies typ's workspace configuration: a later change of the
+// type is not its.
+func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req CreateRequest, doc guardrails.Doc, typ *registry.AgentType) (Session, string, error) {
 	now := s.o.Now().UTC()
 	var rec *IdempotencyRecord
 	if req.IdempotencyKey != "" {
@@ -250,6 +289,9 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 		TmuxSessionName: "ra-" + id[:8],
 		CreatedAt:       now,
 		UpdatedAt:       now,
+	}
+	if typ != nil {
+		sess.AgentType, sess.Workspace = typ.ID, &typ.Workspace
 	}
 	if rec != nil {
 		rec.SessionID = id
@@ -496,6 +538,8 @@ func validateCreate(req CreateRequest) error {
 		return invalid("configuration_id must be at most %d lower-case letters, digits, '-' or '_'.", MaxNameLen)
 	case len(req.SystemPrompt) > MaxPromptBytes || !utf8.ValidString(req.SystemPrompt):
 		return invalid("system_prompt must be at most %d bytes of UTF-8.", MaxPromptBytes)
+	case req.AgentType != "" && (len(req.AgentType) > 63 || !slugPattern.MatchString(req.AgentType)):
+		return invalid("agent_type must be 1 to 63 lower-case letters, digits, '-' or '_'.")
 	case len(req.IdempotencyKey) > MaxIdempotencyKeyLen || (req.IdempotencyKey != "" && !printable.MatchString(req.IdempotencyKey)):
 		return invalid("Idempotency-Key must be 1 to %d printable ASCII characters.", MaxIdempotencyKeyLen)
 	}

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
@@ -96,6 +97,12 @@ type Session struct {
 	ClientType      string `json:"client_type,omitempty"`
 	ConfigurationID string `json:"configuration_id,omitempty"`
 	SystemPrompt    string `json:"system_prompt,omitempty"`
+	// AgentType is the session's agent type ("" for none), and Workspace the
+	// workspace configuration it had when the session was created, with the
+	// platform's defaults filled in: the session keeps it whatever the type
+	// becomes. nil: no agent type, no workspace.
+	AgentType string                    `json:"agent_type,omitempty"`
+	Workspace *registry.WorkspaceConfig `json:"workspace,omitempty"`
 	// SnapshotKey is the object key of the session's last saved snapshot.
 	SnapshotKey string `json:"snapshot_key,omitempty"`
 	State       State  `json:"state"`
@@ -228,6 +235,12 @@ type Fields struct {
 	HeartbeatAt          time.Time
 	// SandboxRef identifies the running sandbox to its launcher.
 	SandboxRef string
+	// AgentType is the session's agent type ("" for none), and Workspace the
+	// workspace configuration it had when the session was created, with the
+	// platform's defaults filled in: the session keeps it whatever the type
+	// becomes. nil: no agent type, no workspace.
+	AgentType string                    `json:"agent_type,omitempty"`
+	Workspace *registry.WorkspaceConfig `json:"workspace,omitempty"`
 	// SnapshotKey is the object key of the session's last saved snapshot.
 	SnapshotKey string
 }

@@ -10,12 +10,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/remote-agents/remote-agents/shared/agenttype"
 	"github.com/remote-agents/remote-agents/shared/awsconfig"
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/report"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/s3blob"
@@ -48,6 +50,7 @@ type Env struct {
 	bucket     *s3blob.Store
 	sessions   *dynamo.Sessions
 	registry   *dynamo.Registry
+	agentTypes *agenttype.Service
 	queues     map[string]*sqsqueue.Queue
 	reporter   *report.Reporter
 	guardrails guardrails.Source
@@ -98,6 +101,19 @@ func (e *Env) Registry() *dynamo.Registry {
 		e.registry = dynamo.NewRegistry(e.dynamoDB(), e.Resources.Registry.Name)
 	}
 	return e.registry
+}
+
+// AgentTypes is the agent type service over the registry, with the
+// configuration's workspace defaults.
+func (e *Env) AgentTypes() *agenttype.Service {
+	if e.agentTypes == nil {
+		d := e.Config.WorkspaceDefaults
+		e.agentTypes = agenttype.New(agenttype.Options{
+			Registry: e.Registry(),
+			Defaults: registry.ResourceLimits{CPU: d.CPU, Memory: d.Memory, Disk: d.Disk},
+		})
+	}
+	return e.agentTypes
 }
 
 // Bucket is the outputs bucket.

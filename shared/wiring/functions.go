@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/remote-agents/remote-agents/shared/agenttypeapi"
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
 	"github.com/remote-agents/remote-agents/shared/embedview"
@@ -101,6 +102,7 @@ func Create(ctx context.Context, e *Env) (Function, error) {
 	svc := session.NewService(session.Options{
 		Store:           e.SessionStore(),
 		Registry:        e.Registry(),
+		AgentTypes:      e.AgentTypes(),
 		Guardrails:      e.Guardrails(),
 		Jobs:            jobs,
 		Reporter:        e.Reporter(),
@@ -110,6 +112,14 @@ func Create(ctx context.Context, e *Env) (Function, error) {
 		DefaultFeatures: e.Config.EmbedFeatures,
 	})
 	return sessionRoutes("create", svc, e)
+}
+
+// AgentTypes builds the agenttypes function: the agent type routes, app key
+// authenticated.
+func AgentTypes(_ context.Context, e *Env) (Function, error) {
+	auth := session.NewService(session.Options{Registry: e.Registry(), Log: e.Log})
+	h := &agenttypeapi.Handlers{Auth: auth, Types: e.AgentTypes(), Log: e.Log}
+	return pick("agenttypes", h.Routes())
 }
 
 // Alive builds the alive function: GET /api/remote_agents/{id}/alive. It
@@ -288,6 +298,7 @@ func pick(name string, from []httpapi.Route) (Function, error) {
 func Builders() map[string]Builder {
 	return map[string]Builder{
 		"create":         Create,
+		"agenttypes":     AgentTypes,
 		"alive":          Alive,
 		"shutdown":       Shutdown,
 		"messages":       Messages,

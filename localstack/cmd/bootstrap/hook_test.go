@@ -51,7 +51,7 @@ func TestInitHookRunsTheBootstrapIdempotently(t *testing.T) {
 		}
 		return string(out)
 	}
-	seeded := "seeded ra-" + env + "-registry: 1 projects, 2 personas, 1 configurations, app key true (tenant dev)"
+	seeded := "seeded ra-" + env + "-registry: 1 projects, 2 personas, 1 agent types, 1 configurations, app key true (tenant dev)"
 	if out := runHook(); !strings.Contains(out, "environment "+env+": 16 created, 0 already there") || !strings.Contains(out, seeded) {
 		t.Errorf("first run:\n%s", out)
 	}
@@ -81,6 +81,9 @@ func TestInitHookRunsTheBootstrapIdempotently(t *testing.T) {
 	}
 	if _, err := reg.Persona(t.Context(), seed.DevTenant, "assistant"); err != nil {
 		t.Errorf("persona assistant: %v", err)
+	}
+	if at, err := reg.AgentType(t.Context(), seed.DevTenant, "default"); err != nil || !at.Workspace.Enabled {
+		t.Errorf("agent type default: %+v %v", at, err)
 	}
 	if _, err := reg.Configuration(t.Context(), seed.DevTenant, "demo-web"); err != nil {
 		t.Errorf("configuration demo-web: %v", err)

@@ -94,8 +94,8 @@ func run(o options) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("seeded %s: %d projects, %d personas, %d configurations, app key %v (tenant %s)\n",
-			set.Registry.Name, r.Projects, r.Personas, r.Configurations, r.AppKey, seed.DevTenant)
+		fmt.Printf("seeded %s: %d projects, %d personas, %d agent types, %d configurations, app key %v (tenant %s)\n",
+			set.Registry.Name, r.Projects, r.Personas, r.AgentTypes, r.Configurations, r.AppKey, seed.DevTenant)
 	}
 	return nil
 }

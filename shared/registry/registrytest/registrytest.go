@@ -19,6 +19,7 @@ import (
 // Each subtest calls newStore once and runs in parallel with the others; subtests
 // use fresh names, so newStore may return the same store every time.
 func Run(t *testing.T, newStore func(t *testing.T) registry.Store) {
+	runAgentTypes(t, newStore)
 	t.Run("projects", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)
@@ -323,6 +324,108 @@ func Run(t *testing.T, newStore func(t *testing.T) registry.Store) {
 		}
 		if got, err := st.Persona(t.Context(), "tenant-"+unique(t), slug); err != nil || got != platform {
 			t.Errorf("another tenant's persona = %+v, %v; want the platform's %+v", got, err, platform)
+		}
+	})
+}
+
+// runAgentTypes checks the agent types of the contract.
+func runAgentTypes(t *testing.T, newStore func(t *testing.T) registry.Store) {
+	at := time.Date(2026, 3, 3, 0, 0, 0, 0, time.UTC)
+	full := registry.WorkspaceConfig{
+		Enabled:             true,
+		RepoSource:          registry.RepoSource{Type: registry.RepoFixed, URL: "https://example.com/org/infra.git", Branch: "main"},
+		Tools:               []string{"read", "grep"},
+		ResourceLimits:      registry.ResourceLimits{CPU: "2", Memory: "4G", Disk: "40G"},
+		CheckoutOnStart:     true,
+		BaseImage:           "public.ecr.aws/docker/library/golang:1.25",
+		SetupCommands:       []string{"make deps", "make build"},
+		SetupTimeoutSeconds: 120,
+		WarmPoolSize:        2,
+	}
+
+	t.Run("agent types: create, read, set the workspace", func(t *testing.T) {
+		t.Parallel()
+		st := newStore(t)
+		tenant, id := "tenant-"+unique(t), "type-"+unique(t)
+		typ := registry.AgentType{ID: id, Name: "Reviewer", Tenant: tenant, CreatedAt: at, UpdatedAt: at}
+		if err := st.CreateAgentType(t.Context(), typ); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := st.AgentType(t.Context(), tenant, id); err != nil || !reflect.DeepEqual(got, typ) {
+			t.Errorf("AgentType = %+v, %v; want %+v", got, err, typ)
+		}
+		if err := st.CreateAgentType(t.Context(), typ); !errors.Is(err, registry.ErrExists) {
+			t.Errorf("second create of %s: %v, want ErrExists", id, err)
+		}
+		later := at.Add(time.Hour)
+		if err := st.SetWorkspaceConfig(t.Context(), tenant, id, full, later); err != nil {
+			t.Fatal(err)
+		}
+		typ.Workspace, typ.UpdatedAt = full, later
+		if got, err := st.AgentType(t.Context(), tenant, id); err != nil || !reflect.DeepEqual(got, typ) {
+			t.Errorf("AgentType after SetWorkspaceConfig = %+v, %v; want %+v", got, err, typ)
+		}
+		if err := st.SetWorkspaceConfig(t.Context(), tenant, "type-"+unique(t), full, later); !errors.Is(err, registry.ErrNotFound) {
+			t.Errorf("SetWorkspaceConfig of an unknown type: %v, want ErrNotFound", err)
+		}
+		if _, err := st.AgentType(t.Context(), tenant, "type-"+unique(t)); !errors.Is(err, registry.ErrNotFound) {
+			t.Errorf("AgentType of an unknown id: %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("agent types: another tenant's do not exist, the platform's are read-only", func(t *testing.T) {
+		t.Parallel()
+		st := newStore(t)
+		a, b := "tenant-"+unique(t), "tenant-"+unique(t)
+		own := registry.AgentType{ID: "type-" + unique(t), Name: "A's", Tenant: a, Workspace: full}
+		platform := registry.AgentType{ID: "platform-" + unique(t), Name: "Everyone's", Workspace: full}
+		if err := st.CreateAgentType(t.Context(), own); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutAgentType(t.Context(), platform); err != nil {
+			t.Fatal(err)
+		}
+		platform.Tenant = registry.Platform
+		if _, err := st.AgentType(t.Context(), b, own.ID); !errors.Is(err, registry.ErrNotFound) {
+			t.Errorf("tenant b reads a's type: %v, want ErrNotFound", err)
+		}
+		if err := st.SetWorkspaceConfig(t.Context(), b, own.ID, registry.WorkspaceConfig{}, at); !errors.Is(err, registry.ErrNotFound) {
+			t.Errorf("tenant b sets a's type: %v, want ErrNotFound", err)
+		}
+		// b may have a type of the same id: its own.
+		if err := st.CreateAgentType(t.Context(), registry.AgentType{ID: own.ID, Name: "B's", Tenant: b}); err != nil {
+			t.Errorf("tenant b creates its own %s: %v", own.ID, err)
+		}
+		for _, tenant := range []string{a, b, "", registry.Platform} {
+			if got, err := st.AgentType(t.Context(), tenant, platform.ID); err != nil || !reflect.DeepEqual(got, platform) {
+				t.Errorf("tenant %q: platform type = %+v, %v; want %+v", tenant, got, err, platform)
+			}
+			if err := st.SetWorkspaceConfig(t.Context(), tenant, platform.ID, registry.WorkspaceConfig{}, at); !errors.Is(err, registry.ErrNotFound) {
+				t.Errorf("tenant %q sets the platform type: %v, want ErrNotFound", tenant, err)
+			}
+			if tenant != "" && tenant != registry.Platform {
+				if err := st.CreateAgentType(t.Context(), registry.AgentType{ID: platform.ID, Tenant: tenant}); !errors.Is(err, registry.ErrExists) {
+					t.Errorf("tenant %q shadows the platform type: %v, want ErrExists", tenant, err)
+				}
+			}
+		}
+		list, err := st.ListAgentTypes(t.Context(), a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sawOwn, sawPlatform bool
+		for _, typ := range list {
+			switch {
+			case typ.Tenant == a && typ.ID == own.ID:
+				sawOwn = reflect.DeepEqual(typ, own)
+			case typ.Tenant == registry.Platform && typ.ID == platform.ID:
+				sawPlatform = reflect.DeepEqual(typ, platform)
+			case typ.Tenant != a && typ.Tenant != registry.Platform:
+				t.Errorf("tenant a's list holds %+v of tenant %s", typ, typ.Tenant)
+			}
+		}
+		if !sawOwn || !sawPlatform {
+			t.Errorf("tenant a's list %+v: own %v, platform %v", list, sawOwn, sawPlatform)
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -33,6 +34,12 @@ func sample(t *testing.T, state session.State, gen int) session.Session {
 		SessionType: "setup", ClientType: "automation", ConfigurationID: "cfg-1",
 		State: state, Generation: gen, TokenHashes: []string{"hash-0"},
 		TmuxSessionName: "ra-" + id[:8], CreatedAt: now, UpdatedAt: now,
+		AgentType: "coder",
+		Workspace: &registry.WorkspaceConfig{
+			Enabled: true, RepoSource: registry.RepoSource{Type: registry.RepoFixed, URL: "https://example.com/org/repo.git", Branch: "main"},
+			Tools: []string{"read", "grep"}, ResourceLimits: registry.ResourceLimits{CPU: "2", Memory: "4G", Disk: "40G"},
+			SetupCommands: []string{"make"}, SetupTimeoutSeconds: 300, WarmPoolSize: 1,
+		},
 	}
 	if state.Terminal() {
 		s.Reason, s.EndedAt = session.ReasonError, now

@@ -1,0 +1,136 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+
+	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/resources"
+)
+
+// kindAgentType is the kind attribute of agent types.
+const kindAgentType = "agent_type"
+
+// MaxListedAgentTypes bounds how many of one owner's agent types a list
+// returns: a list reads at most this many of the tenant's and as many of the
+// platform's, never an unbounded result.
+const MaxListedAgentTypes = 1000
+
+// agentTypeItem is an agent type as stored. Its fields are spelled out, not
+// embedded: the type's name would collide with the by_kind sort key "name".
+type agentTypeItem struct {
+	registryKey
+	Kind      string                   `json:"kind"`
+	Name      string                   `json:"name"`
+	ID        string                   `json:"id"`
+	Display   string                   `json:"display_name"`
+	Tenant    string                   `json:"tenant"`
+	Workspace registry.WorkspaceConfig `json:"workspace_config"`
+	CreatedAt time.Time                `json:"created_at,omitzero"`
+	UpdatedAt time.Time                `json:"updated_at,omitzero"`
+}
+
+func agentTypeItemOf(t registry.AgentType) agentTypeItem {
+	return agentTypeItem{
+		registryKey: regKey(kindAgentType, t.Tenant, t.ID), Kind: kindAgentType, Name: t.Tenant + "#" + t.ID,
+		ID: t.ID, Display: t.Name, Tenant: t.Tenant, Workspace: t.Workspace, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+	}
+}
+
+func (it agentTypeItem) agentType() registry.AgentType {
+	return registry.AgentType{ID: it.ID, Name: it.Display, Tenant: it.Tenant, Workspace: it.Workspace, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
+}
+
+// AgentType returns an agent type of tenant or of the platform.
+func (r *Registry) AgentType(ctx context.Context, tenant, id string) (registry.AgentType, error) {
+	var it agentTypeItem
+	if err := r.lookup(ctx, kindAgentType, tenant, id, &it); err != nil {
+		return registry.AgentType{}, fmt.Errorf("agent type %q: %w", id, err)
+	}
+	return it.agentType(), nil
+}
+
+// ListAgentTypes returns tenant's agent types, then the platform's, each by
+// id: one query of the by_kind index per owner, never a scan.
+func (r *Registry) ListAgentTypes(ctx context.Context, tenant string) ([]registry.AgentType, error) {
+	owners := []string{registry.Platform}
+	if ownTenant(tenant) {
+		owners = []string{tenant, registry.Platform}
+	} else if tenant != "" && tenant != registry.Platform {
+		return nil, nil
+	}
+	var out []registry.AgentType
+	for _, owner := range owners {
+		key := expression.Key("kind").Equal(expression.Value(kindAgentType)).
+			And(expression.Key("name").BeginsWith(owner + "#"))
+		var after Cursor
+		for n := 0; n < MaxListedAgentTypes; {
+			var page []agentTypeItem
+			next, err := r.t.Query(ctx, Query{Index: resources.RegistryByKind, Key: key, After: after, Limit: min(DefaultPageSize, MaxListedAgentTypes-n)}, &page)
+			if err != nil {
+				return nil, fmt.Errorf("list agent types of %s: %w", owner, err)
+			}
+			for _, it := range page {
+				out = append(out, it.agentType())
+			}
+			n += len(page)
+			if after = next; after == "" {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// CreateAgentType stores a new agent type of its tenant, unless the tenant
+// or the platform has one of its id.
+func (r *Registry) CreateAgentType(ctx context.Context, t registry.AgentType) error {
+	t.Tenant = registry.Owner(t.Tenant)
+	if err := registry.ValidTenant(t.Tenant); err != nil {
+		return fmt.Errorf("create agent type %q: %w", t.ID, err)
+	}
+	if t.Tenant != registry.Platform {
+		// A tenant's type never shadows a platform type of the same id.
+		var it agentTypeItem
+		err := r.get(ctx, regKey(kindAgentType, registry.Platform, t.ID), &it)
+		if err == nil {
+			return fmt.Errorf("agent type %q: %w", t.ID, registry.ErrExists)
+		}
+		if !errors.Is(err, registry.ErrNotFound) {
+			return fmt.Errorf("agent type %q: %w", t.ID, err)
+		}
+	}
+	err := r.t.Put(ctx, agentTypeItemOf(t), expression.AttributeNotExists(expression.Name("pk")))
+	if errors.Is(err, ErrConditionFailed) {
+		return fmt.Errorf("agent type %q: %w", t.ID, registry.ErrExists)
+	}
+	return err
+}
+
+// PutAgentType stores an agent type of its tenant, replacing any.
+func (r *Registry) PutAgentType(ctx context.Context, t registry.AgentType) error {
+	t.Tenant = registry.Owner(t.Tenant)
+	if err := registry.ValidTenant(t.Tenant); err != nil {
+		return fmt.Errorf("put agent type %q: %w", t.ID, err)
+	}
+	return r.t.Put(ctx, agentTypeItemOf(t))
+}
+
+// SetWorkspaceConfig replaces the workspace configuration of tenant's own
+// agent type id.
+func (r *Registry) SetWorkspaceConfig(ctx context.Context, tenant, id string, c registry.WorkspaceConfig, at time.Time) error {
+	if !ownTenant(tenant) {
+		return fmt.Errorf("agent type %q: %w", id, registry.ErrNotFound)
+	}
+	upd := expression.Set(expression.Name("workspace_config"), Value(c)).
+		Set(expression.Name("updated_at"), expression.Value(at.UTC().Format(time.RFC3339Nano)))
+	err := r.t.Update(ctx, regKey(kindAgentType, tenant, id), upd, nil, expression.AttributeExists(expression.Name("pk")))
+	if errors.Is(err, ErrConditionFailed) {
+		return fmt.Errorf("agent type %q: %w", id, registry.ErrNotFound)
+	}
+	return err
+}

@@ -1,0 +1,94 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrExists: an item of that id exists already.
+var ErrExists = errors.New("already registered")
+
+// DefaultAgentType is the id of the seeded platform agent type: a workspace,
+// no repository, every tool.
+const DefaultAgentType = "default"
+
+// Repository sources of a workspace.
+const (
+	// RepoTaskContext clones the repository of the session's task context,
+	// if it names one.
+	RepoTaskContext = "task_context"
+	// RepoFixed clones the type's own repository, whatever the task says.
+	RepoFixed = "fixed"
+	// RepoNone clones nothing: an empty workspace.
+	RepoNone = "none"
+)
+
+// AgentType is a kind of agent: what its sessions' workspaces are made of.
+// Personas name one; a create may name another.
+type AgentType struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Tenant owns the type ("" or Platform: every tenant's, nobody's to change).
+	Tenant    string          `json:"tenant,omitempty"`
+	Workspace WorkspaceConfig `json:"workspace_config"`
+	CreatedAt time.Time       `json:"created_at,omitempty,omitzero"`
+	UpdatedAt time.Time       `json:"updated_at,omitempty,omitzero"`
+}
+
+// WorkspaceConfig is an agent type's workspace, declared once and copied onto
+// each session at its create. The zero value is no workspace (enabled false).
+type WorkspaceConfig struct {
+	Enabled    bool       `json:"enabled"`
+	RepoSource RepoSource `json:"repo_source"`
+	// Tools are the workspace tools its agents get (toolspec.WorkspaceTools).
+	Tools []string `json:"tools"`
+	// ResourceLimits are the type's own; a part it leaves empty is the
+	// platform's default (WORKSPACE_DEFAULT_*).
+	ResourceLimits  ResourceLimits `json:"resource_limits"`
+	CheckoutOnStart bool           `json:"checkout_on_start"`
+	BaseImage       string         `json:"base_image,omitempty"`
+	SetupCommands   []string       `json:"setup_commands"`
+	// SetupTimeoutSeconds bounds each setup command.
+	SetupTimeoutSeconds int `json:"setup_timeout_seconds"`
+	// WarmPoolSize is how many idle sandboxes of the type to keep (stored;
+	// the warm pool uses it).
+	WarmPoolSize int `json:"warm_pool_size"`
+}
+
+// RepoSource says which repository a workspace clones.
+type RepoSource struct {
+	// Type is RepoTaskContext, RepoFixed or RepoNone.
+	Type string `json:"type"`
+	// URL is the repository of RepoFixed.
+	URL string `json:"url,omitempty"`
+	// Branch is the default branch (the task's branch wins over it).
+	Branch string `json:"branch,omitempty"`
+}
+
+// ResourceLimits are a workspace's CPU (vCPUs, e.g. "2"), memory (e.g. "4G")
+// and disk (e.g. "40G"); "" is the default.
+type ResourceLimits struct {
+	CPU    string `json:"cpu,omitempty"`
+	Memory string `json:"memory,omitempty"`
+	Disk   string `json:"disk,omitempty"`
+}
+
+// AgentTypes reads and writes agent types. Lookups take the caller's tenant
+// and find its own types and platform types; another tenant's is ErrNotFound.
+type AgentTypes interface {
+	// AgentType returns the type with id that tenant may use, or ErrNotFound.
+	AgentType(ctx context.Context, tenant, id string) (AgentType, error)
+	// ListAgentTypes returns the types tenant may use: its own and the
+	// platform's, by id.
+	ListAgentTypes(ctx context.Context, tenant string) ([]AgentType, error)
+	// CreateAgentType stores a new type of the tenant it names; ErrExists if
+	// that tenant, or the platform, has one of its id.
+	CreateAgentType(ctx context.Context, t AgentType) error
+	// PutAgentType creates or replaces a type of the tenant it names (seeding).
+	PutAgentType(ctx context.Context, t AgentType) error
+	// SetWorkspaceConfig replaces the workspace configuration of tenant's own
+	// type id; ErrNotFound if tenant has none (a platform type is nobody's to
+	// change).
+	SetWorkspaceConfig(ctx context.Context, tenant, id string, c WorkspaceConfig, at time.Time) error
+}

@@ -28,6 +28,20 @@ func (s *Stack) Grants() map[string]access.Access {
 	return out
 }
 
+// indexes are the names of the global secondary indexes of the table named
+// name (its full name).
+func (s *Stack) indexes(name string) []string {
+	var out []string
+	for _, t := range s.Set.Tables() {
+		if t.Name == name {
+			for _, idx := range t.Indexes {
+				out = append(out, idx.Name)
+			}
+		}
+	}
+	return out
+}
+
 // name is a resource's full name in this environment.
 func (s *Stack) name(short string) string { return "ra-" + s.Set.Env + "-" + short }
 
@@ -43,8 +57,10 @@ func (s *Stack) grant(sb sandboxes) {
 			resources := []*string{arn}
 			if slices.Contains(actions, access.Query) {
 				// A query may read the table's indexes (the registry's
-				// by_kind lists agent types): their ARNs are under the table's.
-				resources = append(resources, jsii.String(*arn+"/index/*"))
+				// by_kind lists agent types): each by its ARN, under the table's.
+				for _, idx := range s.indexes(s.name(table)) {
+					resources = append(resources, jsii.String(*arn+"/index/"+idx))
+				}
 			}
 			fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Actions:    jsii.Strings(actions...),

@@ -1,7 +1,8 @@
 // Package markdown renders the agent's Markdown to HTML that is safe to put in
 // a page: CommonMark and GitHub's extensions (tables, strikethrough, task
-// lists, bare links) by goldmark, raw HTML shown as text, then sanitised by
-// bluemonday to an allow list of elements and attributes. Links keep only
+// lists, bare links) by goldmark, line breaks kept, raw HTML shown as text,
+// then sanitised by bluemonday to an allow list of elements and attributes.
+// Links keep only
 // http, https and mailto URLs, open in a new tab with rel="nofollow noopener
 // noreferrer"; images become links to them (the embed view's CSP loads no
 // image from another origin). No inline style survives: the output fits a page
@@ -12,6 +13,7 @@ import (
 	"bytes"
 	stdhtml "html"
 	"regexp"
+	"strings"
 
 	"github.com/microcosm-cc/bluemonday"
 	"github.com/yuin/goldmark"
@@ -30,15 +32,20 @@ var (
 			extension.Strikethrough, extension.TaskList, extension.Linkify,
 		),
 		goldmark.WithParser(withoutRawHTML()),
-		// Not html.WithUnsafe: dangerous URLs are emptied.
-		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(imageLinks{}, 100))),
+		// Not html.WithUnsafe: dangerous URLs are emptied. A line break stays
+		// one, as in a chat (and GitHub's comments), not a space.
+		goldmark.WithRendererOptions(html.WithHardWraps(), renderer.WithNodeRenderers(util.Prioritized(imageLinks{}, 100))),
 	)
-	policy = newPolicy()
+	policy   = newPolicy()
+	lineEnds = strings.NewReplacer("\r\n", "\n", "\r", "\n")
 )
 
 // HTML renders text, Markdown, as sanitised HTML. Text that cannot be rendered
 // (never seen: goldmark renders any input) comes back escaped.
 func HTML(text string) string {
+	// CommonMark's line endings are LF, CRLF and CR; goldmark reads a lone CR
+	// as none.
+	text = lineEnds.Replace(text)
 	var buf bytes.Buffer
 	if err := md.Convert([]byte(text), &buf); err != nil {
 		return policy.Sanitize("<p>" + stdhtml.EscapeString(text) + "</p>")

@@ -21,6 +21,8 @@ func TestHTML(t *testing.T) {
 	}{
 		{name: "emphasis and code", in: "a **bold** and *em* and `x := 1`",
 			want: []string{"<strong>bold</strong>", "<em>em</em>", "<code>x := 1</code>"}},
+		{name: "line breaks stay", in: "one\ntwo\r\nthree\rfour\n\nnext",
+			want: []string{"<p>one<br>\ntwo<br>\nthree<br>\nfour</p>\n<p>next</p>"}},
 		{name: "lists", in: "- one\n- two\n\n3. three\n4. four",
 			want: []string{"<ul>\n<li>one</li>\n<li>two</li>\n</ul>", `<ol start="3">`}},
 		{name: "code block", in: "```go\nfmt.Println(\"<b>\")\n```",

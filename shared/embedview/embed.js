@@ -79,6 +79,7 @@ function eventStream(source) {
   const auth = { Authorization: "Bearer " + token };
   const $ = (role) => app.querySelector('[data-role="' + role + '"]');
   const thread = $("thread"), status = $("status"), form = $("composer-form"), composer = $("composer");
+  const working = $("working"), live = $("live");
   const seen = new Set();
   const questions = new Map();
   let attachments = [];
@@ -90,10 +91,29 @@ function eventStream(source) {
     li.className = cls;
     if (role) li.dataset.role = role;
     li.textContent = text;
-    thread.appendChild(li);
-    thread.scrollTop = thread.scrollHeight;
+    thread.insertBefore(li, working); // the indicator stays last
+    scroll();
     return li;
   };
+  const scroll = () => {
+    thread.scrollTop = thread.scrollHeight;
+  };
+  // The working indicator: on from a user's message (or the agent's start of
+  // work) until its answer, a question, or idle.
+  const busy = (on) => {
+    working.hidden = !on;
+    if (on) scroll();
+  };
+  // announce tells screen readers about a new message (a polite live region;
+  // only the last few stay in it).
+  const announce = (text) => {
+    const p = document.createElement("p");
+    p.textContent = text.length > 500 ? text.slice(0, 500) + "…" : text;
+    live.appendChild(p);
+    while (live.childElementCount > 3) live.firstElementChild.remove();
+  };
+  // clip bounds what a tool call shows of its arguments and output.
+  const clip = (s, n) => (s.length > n ? s.slice(0, n) + "… (" + (s.length - n) + " more characters)" : s);
   const clientID = () => (crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random().toString(16).slice(2));
 
   async function post(path, body) {
@@ -118,23 +138,30 @@ function eventStream(source) {
         if (d.answer) text = text || "Answered: " + optionLabel(d.answer);
         if (d.attachments && d.attachments.length) text += (text ? "\n" : "") + "Attached: " + d.attachments.map((a) => a.name).join(", ");
         add("user", text, "message").dataset.seq = ev.seq;
+        busy(true);
         break;
       }
       case "agent.message":
-        if (d.text) add("agent", d.text, "message").dataset.seq = ev.seq;
+        if (d.text) agentMessage(ev.seq, d);
         if (d.usage) usage(d.usage);
+        // A reply without tool calls is the agent's answer.
+        if (!d.tool_calls) busy(false);
         break;
       case "agent.question":
         question(ev.seq, d);
+        announce("The agent asks: " + d.text);
+        busy(false);
         break;
       case "state.changed":
         status.textContent = stateText(d.state);
+        busy(d.state === "working");
         break;
       case "tool.call":
-        add("activity" + (d.is_error ? " error" : ""), (d.is_error ? "Failed: " : "Used ") + d.tool, "activity");
+        toolCall(ev.seq, d);
         break;
       case "agent.error":
         add("error", d.text || "Something went wrong.", "error");
+        announce("Error: " + (d.text || "Something went wrong."));
         break;
       case "env.request":
         envForm(d);
@@ -146,6 +173,58 @@ function eventStream(source) {
         add("activity", "Snapshot saved", "activity");
         break;
     }
+  }
+
+  // agentMessage shows the agent's Markdown as the HTML the server rendered and
+  // sanitised (html; the page's CSP is the second line), or as plain text.
+  function agentMessage(seq, d) {
+    const li = add("agent", "", "message");
+    li.dataset.seq = seq;
+    if (typeof d.html === "string" && d.html) {
+      const md = document.createElement("div");
+      md.className = "md";
+      md.innerHTML = d.html.trim();
+      li.appendChild(md);
+    } else {
+      li.textContent = d.text;
+    }
+    scroll();
+    announce("The agent says: " + li.textContent);
+  }
+
+  // toolCall shows a tool call as one line (tool and status) that opens to its
+  // arguments and output, each cut to a bound.
+  function toolCall(seq, d) {
+    const li = add("tool" + (d.is_error ? " error" : ""), "", "tool-call");
+    li.dataset.seq = seq;
+    const details = document.createElement("details");
+    const summary = document.createElement("summary");
+    const name = document.createElement("span");
+    name.className = "name";
+    name.textContent = d.tool || "tool";
+    const st = document.createElement("span");
+    st.className = "status";
+    st.textContent = d.is_error ? "failed" : "done";
+    summary.append(name, " · ", st);
+    details.appendChild(summary);
+    let args = d.args || "";
+    try {
+      args = JSON.stringify(JSON.parse(args), null, 2);
+    } catch (e) {
+      /* not JSON: shown as it came */
+    }
+    for (const [label, text, role] of [["Arguments", args, "tool-args"], ["Output", d.output || "", "tool-output"]]) {
+      if (!text || text === "{}") continue;
+      const caption = document.createElement("div");
+      caption.className = "caption";
+      caption.textContent = label;
+      const pre = document.createElement("pre");
+      pre.dataset.role = role;
+      pre.textContent = clip(text, 2000);
+      details.append(caption, pre);
+    }
+    li.appendChild(details);
+    scroll();
   }
 
   const stateText = (s) => ({ ready: "Ready", working: "Working…", idle: "Idle", ending: "Ending…", ended: "Ended", failed: "Failed" })[s] || s;
@@ -180,6 +259,7 @@ function eventStream(source) {
         b.setAttribute("aria-pressed", "true");
         try {
           await post("/messages", { answer: { question_id: d.question_id, option_id: o.id }, client_message_id: clientID() });
+          composer.focus();
         } catch (e) {
           for (const x of box.querySelectorAll("button")) x.disabled = false;
           b.removeAttribute("aria-pressed");
@@ -213,6 +293,7 @@ function eventStream(source) {
       try {
         await post("/messages", { env_values: values, client_message_id: clientID() });
         f.replaceWith(document.createTextNode(" Sent."));
+        composer.focus();
       } catch (err) {
         add("error", err.message, "error");
       }
@@ -233,6 +314,7 @@ function eventStream(source) {
         const res = await fetch(base + "/events", { headers, cache: "no-store", referrerPolicy: "no-referrer" });
         if (res.status === 401 || res.status === 403 || res.status === 404) {
           status.textContent = "This agent is not available.";
+          busy(false);
           return;
         }
         if (!res.ok || !res.body) throw new Error("stream " + res.status);
@@ -245,6 +327,7 @@ function eventStream(source) {
           for (const ev of read(value)) {
             if (ev.type === "end") {
               status.textContent = "Ended";
+              busy(false);
               return;
             }
             try {
@@ -252,7 +335,8 @@ function eventStream(source) {
             } catch (e) {
               /* a malformed event is skipped */
             }
-            window.dispatchEvent(new CustomEvent("remote-agent:event", { detail: { id: Number(ev.lastEventId), type: ev.type } }));
+            // For scripts in this window (tests, benchmarks): each event as it came.
+            window.dispatchEvent(new CustomEvent("remote-agent:event", { detail: { id: Number(ev.lastEventId), type: ev.type, data: ev.data } }));
           }
         }
       } catch (e) {
@@ -272,6 +356,7 @@ function eventStream(source) {
     composer.disabled = true;
     try {
       await post("/messages", body);
+      busy(true);
       composer.value = "";
       attachments = [];
       const list = $("attachments");
@@ -284,7 +369,9 @@ function eventStream(source) {
     }
   });
   composer.addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && !e.shiftKey) {
+    // Enter sends; Shift+Enter is a new line; Enter that ends an input
+    // method's composition is neither.
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
       form.requestSubmit();
     }

@@ -5,6 +5,13 @@
 // the page only when the session's feature flags or the URL turn them on; off,
 // they are absent from the DOM.
 //
+// The thread starts with the session's initial prompt, as the user's first
+// message; the agent's messages come from the event stream, Markdown rendered
+// to sanitised HTML by the server (eventsapi), tool calls as compact lines that
+// open to their arguments and output. The page follows prefers-color-scheme;
+// ?accent=%23rrggbb (or #rgb) sets its accent colour, checked strictly here and
+// written into the style as a colour, never as given.
+//
 // The page is scoped to the agent its token names: a missing or wrong token gets
 // a plain error page. Its script and style are inline and allowed by hash in the
 // Content-Security-Policy, which also lists who may frame it (frame-ancestors:
@@ -20,7 +27,9 @@ import (
 	"encoding/base64"
 	"html/template"
 	"log/slog"
+	"math"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -72,6 +81,7 @@ func (h *Handlers) Routes() []httpapi.Route {
 type view struct {
 	AgentID  string
 	Token    string
+	Prompt   string
 	Features session.Features
 	Script   template.JS
 	Style    template.CSS
@@ -90,11 +100,51 @@ func (h *Handlers) Page(ctx context.Context, req httpapi.Request) (httpapi.Respo
 	features.FileUpload = features.FileUpload || on(q["file_upload"])
 	features.ContextUsage = features.ContextUsage || on(q["context_usage"])
 	features.VoiceMic = features.VoiceMic || on(q["voice_mic"])
+	css, cssHash := style, styleHash
+	if rule, ok := Accent(q["accent"]); ok {
+		css += rule
+		cssHash = hash(css)
+	}
 	var buf bytes.Buffer
-	if err := page.Execute(&buf, view{AgentID: sess.ID, Token: tok, Features: features, Script: template.JS(script), Style: template.CSS(style)}); err != nil { //nolint:gosec // constant script and style, allowed by hash
+	if err := page.Execute(&buf, view{AgentID: sess.ID, Token: tok, Prompt: sess.InitialPrompt, Features: features,
+		Script: template.JS(script), Style: template.CSS(css)}); err != nil { //nolint:gosec // constant script; the style is constant but for a checked colour; both allowed by hash
 		return h.errorPage(ctx, err), nil
 	}
-	return h.html(http.StatusOK, buf.String(), scriptHash, styleHash), nil
+	return h.html(http.StatusOK, buf.String(), scriptHash, cssHash), nil
+}
+
+var hexColour = regexp.MustCompile(`^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
+
+// Accent reads the accent URL parameter, a hex colour (#rgb or #rrggbb), and
+// returns the CSS rule that sets it, with a text colour that reads on it
+// (black or white, whichever contrasts more). Anything else is not a colour:
+// ok is false and the page keeps its default.
+func Accent(v string) (rule string, ok bool) {
+	if !hexColour.MatchString(v) {
+		return "", false
+	}
+	hex := strings.ToLower(v[1:])
+	if len(hex) == 3 {
+		hex = string([]byte{hex[0], hex[0], hex[1], hex[1], hex[2], hex[2]})
+	}
+	rgb, _ := strconv.ParseUint(hex, 16, 32)
+	on := "#fff"
+	if luminance(rgb) > 0.179 { // where black's contrast passes white's
+		on = "#000"
+	}
+	return ":root{--accent:#" + hex + ";--on-accent:" + on + "}", true
+}
+
+// luminance is a 0xrrggbb colour's relative luminance (WCAG 2).
+func luminance(rgb uint64) float64 {
+	lin := func(c uint64) float64 {
+		v := float64(c) / 255
+		if v <= 0.04045 {
+			return v / 12.92
+		}
+		return math.Pow((v+0.055)/1.055, 2.4)
+	}
+	return 0.2126*lin(rgb>>16&0xff) + 0.7152*lin(rgb>>8&0xff) + 0.0722*lin(rgb&0xff)
 }
 
 // on reads a feature flag URL parameter: 1 or true (any case).

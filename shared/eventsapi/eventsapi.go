@@ -28,6 +28,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/markdown"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/sanitize"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -226,13 +227,21 @@ func write(w io.Writer, e session.Event) error {
 }
 
 // Public is what viewers may see of an event: errors sanitised (FR2), internal
-// references (object keys, env value refs) dropped.
+// references (object keys, env value refs) dropped. An agent message has its
+// text also as sanitised HTML, rendered from Markdown (html); an html field
+// that came with the event is dropped.
 func Public(e session.Event) map[string]any {
 	out := make(map[string]any, len(e.Data))
 	for k, v := range e.Data {
 		out[k] = v
 	}
+	// html is the platform's, never the sandbox's (the embed view inserts it).
+	delete(out, "html")
 	switch e.Type {
+	case sandboxwire.TypeAgentMessage:
+		if s, ok := out["text"].(string); ok && s != "" {
+			out["html"] = markdown.HTML(s)
+		}
 	case sandboxwire.TypeEnvSubmitted:
 		delete(out, "ref")
 	case sandboxwire.TypeToolCall:

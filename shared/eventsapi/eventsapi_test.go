@@ -63,3 +63,31 @@ func TestPublicHidesObjectKeys(t *testing.T) {
 		t.Errorf("snapshot lost what it is: %v", out)
 	}
 }
+
+// An agent message's Markdown comes as sanitised HTML too, besides its text;
+// what a sandbox sends as html is never passed on.
+func TestPublicRendersAgentMarkdown(t *testing.T) {
+	text := "Done: **bold**\n\n- one\n- two\n\n<script>alert(1)</script> [x](javascript:alert(1))"
+	out := Public(session.Event{Type: sandboxwire.TypeAgentMessage, Data: map[string]any{"text": text, "html": "<img src=x onerror=alert(1)>", "tool_calls": 0.0}})
+	html, _ := out["html"].(string)
+	if out["text"] != text || !strings.Contains(html, "<strong>bold</strong>") || !strings.Contains(html, "<li>one</li>") {
+		t.Errorf("agent message: %v", out)
+	}
+	for _, bad := range []string{"<script", "<img", "javascript:"} {
+		if strings.Contains(html, bad) {
+			t.Errorf("html has %s: %q", bad, html)
+		}
+	}
+	empty := Public(session.Event{Type: sandboxwire.TypeAgentMessage, Data: map[string]any{"text": "", "tool_calls": 1.0}})
+	if _, ok := empty["html"]; ok {
+		t.Errorf("an empty message has html: %v", empty)
+	}
+	for _, typ := range sandboxwire.SandboxTypes {
+		if typ == sandboxwire.TypeAgentMessage {
+			continue
+		}
+		if out := Public(session.Event{Type: typ, Data: map[string]any{"text": "**x**", "html": "<img src=x onerror=alert(1)>"}}); out["html"] != nil {
+			t.Errorf("%s passes a sandbox's html on: %v", typ, out)
+		}
+	}
+}

@@ -104,7 +104,8 @@ var texts = []string{
 }
 
 // What the handler writes is read back as written: one event per stored event,
-// its id the sequence number, its type, its data the JSON of the Message, the
+// its id the sequence number, its type, its data the JSON of the Message (what
+// Public shows of the event, text as stored), the
 // stream's retry, and the end event.
 func TestStreamReadsBackAsWritten(t *testing.T) {
 	s := &store{}
@@ -112,7 +113,7 @@ func TestStreamReadsBackAsWritten(t *testing.T) {
 	for i, text := range texts {
 		e := session.Event{Seq: int64(i + 1), Type: sandboxwire.TypeAgentMessage, At: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Data: map[string]any{"text": text}}
 		s.events = append(s.events, e)
-		raw, err := json.Marshal(Message{Seq: e.Seq, Type: e.Type, At: "2025-01-02T03:04:05Z", Data: e.Data})
+		raw, err := json.Marshal(Message{Seq: e.Seq, Type: e.Type, At: "2025-01-02T03:04:05Z", Data: Public(e)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -57,7 +57,7 @@ type File struct {
 
 // Kinds of tools, by what the policy checks for them.
 var (
-	pathTools = []string{"read", "write", "edit", "glob", "grep", "ls"}
+	pathTools = []string{"read", "write", "edit", "glob", "grep", "ls", "git"}
 	webTools  = []string{"web_fetch", "web_search"}
 	allTools  = append(append(append([]string{}, pathTools...), webTools...), "bash", "memory_read", "memory_write")
 )

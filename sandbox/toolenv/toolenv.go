@@ -13,6 +13,8 @@ package toolenv
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -87,4 +89,30 @@ func Reserved(n string) bool {
 		return true
 	}
 	return slices.ContainsFunc(platformPrefixes, func(p string) bool { return strings.HasPrefix(n, p) })
+}
+
+// Git returns the environment of a git command run in workspace, from a
+// command's environment (Env.Environ; nil: the agent's own, os.Environ()):
+// every GIT_* variable of it dropped (none may point git at another
+// repository or configuration), no system configuration
+// (GIT_CONFIG_NOSYSTEM), no repository discovery above the workspace
+// (GIT_CEILING_DIRECTORIES), no pager, no terminal prompt, no editor (an
+// editor would wait for a terminal: a commit needs its message).
+func Git(environ []string, workspace string) []string {
+	if environ == nil {
+		environ = os.Environ()
+	}
+	out := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return strings.HasPrefix(name, "GIT_") || name == "PAGER" || name == "EDITOR" || name == "VISUAL"
+	})
+	return append(out,
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CEILING_DIRECTORIES="+filepath.Dir(workspace),
+		"GIT_PAGER=cat", "PAGER=cat",
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_EDITOR=false", "GIT_SEQUENCE_EDITOR=false",
+		"GIT_ASKPASS=", "SSH_ASKPASS=",
+		"GIT_OPTIONAL_LOCKS=0",
+	)
 }

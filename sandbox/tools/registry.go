@@ -1,5 +1,8 @@
 // Package tools is the agent's tool registry and its built-in tools: read, write,
-// edit, glob, grep, ls, bash, memory_read and memory_write. Every call's arguments
+// edit, glob, grep, ls, bash, git, memory_read, memory_write, web_fetch and
+// web_search. An agent type may enable only some of them (Options.Enabled): the
+// others are not registered, so the model never sees them, and a call to one is
+// refused with NotEnabled. Every call's arguments
 // are validated against the JSON Schema the model is shown, and every tool goes
 // through the security policy. A tool that fails answers the model with what went
 // wrong; only a cancelled run is an error.
@@ -11,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -38,6 +42,9 @@ type Registry struct {
 	tools   map[string]Tool
 	schemas map[string]*jsonschema.Schema
 	order   []string
+	// restricted: the session's agent type names its tools; a call to any
+	// other is refused with NotEnabled.
+	restricted bool
 }
 
 var _ workflow.Tools = (*Registry)(nil)
@@ -58,16 +65,20 @@ type Options struct {
 	// User, if set, is who bash's commands run as, and who is given the files
 	// the file tools write (toolenv.User); nil is the agent's own user.
 	User *toolenv.User
+	// Enabled, if not nil, are the built-in tools to register (an agent
+	// type's tools, toolspec.WorkspaceTools names); the policy still has to
+	// enable each. Nil registers every built-in the policy enables.
+	Enabled []string
 }
 
 // New registers the built-in tools the policy enables.
 func New(p *policy.Policy, o Options) (*Registry, error) {
-	r := &Registry{tools: map[string]Tool{}, schemas: map[string]*jsonschema.Schema{}}
-	builtins := append(fileTools(p, o.User), bashTool(p, o))
+	r := &Registry{tools: map[string]Tool{}, schemas: map[string]*jsonschema.Schema{}, restricted: o.Enabled != nil}
+	builtins := append(fileTools(p, o.User), bashTool(p, o), gitTool(p, o))
 	builtins = append(builtins, memoryTools(p, o.MemoryPath)...)
 	builtins = append(builtins, webTools(p, o)...)
 	for _, t := range builtins {
-		if !p.Enabled(t.Name) {
+		if !p.Enabled(t.Name) || (o.Enabled != nil && !slices.Contains(o.Enabled, t.Name)) {
 			continue
 		}
 		if err := r.Register(t); err != nil {
@@ -110,6 +121,9 @@ func (r *Registry) Run(ctx context.Context, call llm.ToolCall) (workflow.ToolRes
 		return workflow.ToolResult{}, err
 	}
 	t, ok := r.tools[call.Name]
+	if !ok && r.restricted {
+		return workflow.ToolResult{Content: NotEnabled(call.Name), IsError: true}, nil
+	}
 	if !ok {
 		names := append([]string(nil), r.order...)
 		sort.Strings(names)
@@ -134,6 +148,18 @@ func (r *Registry) Run(ctx context.Context, call llm.ToolCall) (workflow.ToolRes
 		return workflow.ToolResult{Content: err.Error(), IsError: true}, nil
 	}
 	return workflow.ToolResult{Content: out}, nil
+}
+
+// maxToolNameInMessage bounds the tool name NotEnabled repeats (the model's).
+const maxToolNameInMessage = 100
+
+// NotEnabled is the answer to a call of a tool the session's agent type does
+// not enable, e.g. "Tool 'bash' is not enabled for this agent type".
+func NotEnabled(name string) string {
+	if len(name) > maxToolNameInMessage {
+		name = name[:maxToolNameInMessage]
+	}
+	return fmt.Sprintf("Tool '%s' is not enabled for this agent type", name)
 }
 
 type callIDKey struct{}

@@ -285,21 +285,52 @@ func TestToolsRunAsTheToolUser(t *testing.T) {
 
 // TestWorkspaceToolNamesAreTheRegistrysBuiltins: the names an agent type may
 // enable (toolspec.WorkspaceTools, which the platform validates with) are
-// exactly the built-in tools this registry offers under the default policy,
-// but for git, which the workspace issue adds to the sandbox next.
+// exactly the built-in tools this registry offers under the default policy.
 func TestWorkspaceToolNamesAreTheRegistrysBuiltins(t *testing.T) {
 	t.Parallel()
 	r, _ := setup(t, "")
-	got := r.Names()
-	var want []string
-	for _, n := range toolspec.WorkspaceTools() {
-		if n != toolspec.Git {
-			want = append(want, n)
-		}
-	}
+	got, want := r.Names(), toolspec.WorkspaceTools()
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("the registry offers %v; toolspec.WorkspaceTools names %v (git aside)", got, want)
+		t.Errorf("the registry offers %v; toolspec.WorkspaceTools names %v", got, want)
+	}
+}
+
+// TestOnlyTheTypesToolsAreRegistered: with an agent type's tools, the
+// registry holds only those (its definitions are what the model sees), and a
+// call to any other tool is refused with the spec's exact message.
+func TestOnlyTheTypesToolsAreRegistered(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	p, err := policy.Parse("", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tools.New(p, tools.Options{MemoryPath: filepath.Join(ws, "memory.json"), Enabled: []string{"read", "grep"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var defs []string
+	for _, d := range r.Definitions() {
+		defs = append(defs, d.Name)
+	}
+	if got := r.Names(); !slices.Equal(got, []string{"read", "grep"}) || !slices.Equal(defs, got) {
+		t.Errorf("registered %v, defined %v; want read and grep only", got, defs)
+	}
+	for _, name := range []string{"bash", "git", "write", "no_such_tool"} {
+		res := call(t, r, name, `{"command":"id"}`)
+		if want := "Tool '" + name + "' is not enabled for this agent type"; !res.IsError || res.Content != want {
+			t.Errorf("%s: got %+v, want the failure %q", name, res, want)
+		}
+	}
+	// Without a type's list, every built-in the policy enables is there.
+	all, err := tools.New(p, tools.Options{MemoryPath: filepath.Join(ws, "memory.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fails(t, call(t, all, "no_such_tool", `{}`), "unknown tool")
+	if len(all.Names()) != len(toolspec.WorkspaceTools()) {
+		t.Errorf("registered %v", all.Names())
 	}
 }

@@ -40,8 +40,10 @@ type Brain struct {
 // provider's script relative to the workspace), token budget and context window.
 // Its tools work in the workspace under the default policy, and their failures
 // are sanitised before the model or anyone else sees them. extra, if not nil,
-// registers more tools (the contract tools).
-func NewBrain(c Config, extra func(*tools.Registry, *policy.Policy) error) (*Brain, error) {
+// registers more tools (the contract tools). enabled, if not nil, are the
+// only workspace tools it registers (the session's agent type's; see
+// sandboxwire.Spec.Tools): a call to any other tool is refused.
+func NewBrain(c Config, enabled []string, extra func(*tools.Registry, *policy.Policy) error) (*Brain, error) {
 	provider, err := providers.New(c.LLM, c.Workspace)
 	if err != nil {
 		return nil, err
@@ -50,7 +52,7 @@ func NewBrain(c Config, extra func(*tools.Registry, *policy.Policy) error) (*Bra
 	if err != nil {
 		return nil, err
 	}
-	o := tools.Options{MemoryPath: filepath.Join(pol.Workspace(), ".agent", "memory.json"), User: c.ToolUser}
+	o := tools.Options{MemoryPath: filepath.Join(pol.Workspace(), ".agent", "memory.json"), User: c.ToolUser, Enabled: enabled}
 	if c.Tools != nil {
 		o.Env = c.Tools.Environ
 	}
@@ -81,7 +83,9 @@ func (s Sanitised) Run(ctx context.Context, call llm.ToolCall) (llm.ToolResult, 
 	if err == nil {
 		res.Content = s.Secrets.String(res.Content)
 	}
-	if err == nil && res.IsError {
+	if err == nil && res.IsError && res.Content != tools.NotEnabled(call.Name) {
+		// (A refused tool is answered in the spec's exact words, which hold
+		// nothing to sanitise.)
 		res.Content = sanitize.Error(res.Content)
 	}
 	return res, err

@@ -276,7 +276,7 @@ func (r *run) brain(spec sandboxwire.Spec) (*Brain, error) {
 			Private: []string{ConversationFile, AttachmentsDir},
 		})
 	}
-	return NewBrain(r.c, contractTools)
+	return NewBrain(r.c, spec.Tools, contractTools)
 }
 
 // converse starts the conversation's first turn, on the initial prompt.

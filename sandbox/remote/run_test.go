@@ -28,7 +28,9 @@ type platform struct {
 	guardrails *string
 	// env is the spec's persisted env values; envFile the sandbox's env file,
 	// read into envAtReady when the sandbox reports ready.
-	env        map[string]string
+	env map[string]string
+	// tools are the spec's workspace tools (nil: every one).
+	tools      []string
 	envFile    string
 	envAtReady string
 	mu         sync.Mutex
@@ -66,7 +68,7 @@ func (p *platform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if p.guardrails != nil {
 			spec.Guardrails.Content = *p.guardrails
 		}
-		spec.Env = p.env
+		spec.Env, spec.Tools = p.env, p.tools
 		out = spec
 	case sandboxwire.RouteStatus:
 		var in sandboxwire.StatusReport

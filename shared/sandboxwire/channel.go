@@ -82,6 +82,12 @@ type Spec struct {
 	// configuration, which the sandbox merges into its env file before it
 	// reports ready. Secret: served to the sandbox only, never stored or logged.
 	Env map[string]string `json:"env,omitempty"`
+	// Tools are the workspace tools the sandbox registers (its agent type's,
+	// by their toolspec names); the model is offered only those, besides the
+	// contract tools of its session type, and a call to any other is refused.
+	// Null is every workspace tool (a session without an agent type); an
+	// empty list is none.
+	Tools []string `json:"tools"`
 }
 
 // Guardrails is the platform guardrails document and its SHA-256, which ready

@@ -87,7 +87,22 @@ func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 		PromptMode:      string(mode),
 		SystemPrompt:    text,
 		Env:             env,
+		Tools:           workspaceTools(sess),
 	}, nil
+}
+
+// workspaceTools are the workspace tools the sandbox of sess registers: its
+// agent type's (as stored on the session at create), none when the type has
+// no workspace, and nil (every tool) for a session without a type.
+func workspaceTools(sess Session) []string {
+	switch {
+	case sess.Workspace == nil:
+		return nil
+	case !sess.Workspace.Enabled:
+		return []string{}
+	default:
+		return append([]string{}, sess.Workspace.Tools...)
+	}
 }
 
 // Authenticate returns the session a sandbox token belongs to (see

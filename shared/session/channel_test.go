@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -641,5 +642,50 @@ func TestChannelBootstrapIsSpentOnce(t *testing.T) {
 	}
 	if won != 1 {
 		t.Errorf("%d exchanges of one code got a token, want 1 (%v)", won, errs)
+	}
+}
+
+// TestChannelSpecCarriesTheTypesTools: the spec names the workspace tools of
+// the session's agent type (as stored at create): a type's list, none for a
+// type without a workspace, and null (every tool) for a session without a
+// type; null and none stay apart on the wire.
+func TestChannelSpecCarriesTheTypesTools(t *testing.T) {
+	t.Parallel()
+	c := newChannel(t, session.Provisioning)
+	for _, tt := range []struct {
+		name      string
+		workspace *registry.WorkspaceConfig
+		want      []string
+		wire      string
+	}{
+		{"no type", nil, nil, `"tools":null`},
+		{"a type's tools", &registry.WorkspaceConfig{Enabled: true, Tools: []string{"read", "grep"}}, []string{"read", "grep"}, `"tools":["read","grep"]`},
+		{"no workspace", &registry.WorkspaceConfig{Enabled: false, Tools: []string{"bash"}}, []string{}, `"tools":[]`},
+	} {
+		tok, hash := token.New(token.Sandbox)
+		s := session.Session{
+			ID: uuid.NewString(), PersonaSlug: "helper", InitialPrompt: "Hello", State: session.Provisioning, Generation: 1,
+			SandboxTokenHash: hash, TmuxSessionName: "ra-test", CreatedAt: c.now, UpdatedAt: c.now,
+			Workspace: tt.workspace,
+		}
+		if tt.workspace != nil {
+			s.AgentType = "typed"
+		}
+		if err := c.store.Create(t.Context(), s, nil); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := c.ch.Spec(t.Context(), s.ID, tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(spec)
+		var back sandboxwire.Spec
+		if err := json.Unmarshal(raw, &back); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(spec.Tools, tt.want) || (spec.Tools == nil) != (tt.want == nil) || !strings.Contains(string(raw), tt.wire) ||
+			(back.Tools == nil) != (tt.want == nil) {
+			t.Errorf("%s: tools %#v (wire %s), want %#v", tt.name, spec.Tools, raw, tt.want)
+		}
 	}
 }

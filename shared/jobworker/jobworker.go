@@ -20,6 +20,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/tasksize"
 	"github.com/remote-agents/remote-agents/shared/token"
 	"github.com/remote-agents/remote-agents/shared/toolgate"
 )
@@ -170,6 +171,7 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 		BootstrapCode:   code,
 		ModelGatewayURL: w.ModelGatewayURL,
 		TmuxSessionName: sess.TmuxSessionName,
+		Size:            w.size(ctx, sess),
 	})
 	if err != nil {
 		return fmt.Errorf("launch %s: %w", sess.ID, err)
@@ -190,6 +192,22 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 	}
 	w.Log.InfoContext(ctx, "sandbox launched", slog.String("session_id", sess.ID), slog.Int("generation", gen), slog.String("sandbox_ref", ref))
 	return nil
+}
+
+// size is the sandbox size of sess: its agent type's resource limits as
+// stored at create (defaults filled in), none without a type. Limits that no
+// longer parse (stored before a rule changed) launch at the default size.
+func (w *Worker) size(ctx context.Context, sess session.Session) tasksize.Size {
+	if sess.Workspace == nil {
+		return tasksize.Size{}
+	}
+	l := sess.Workspace.ResourceLimits
+	size, err := tasksize.Parse(l.CPU, l.Memory, l.Disk)
+	if err != nil {
+		w.Log.WarnContext(ctx, "resource limits of the session do not parse: default size", slog.String("session_id", sess.ID), slog.String("error", err.Error()))
+		return tasksize.Size{}
+	}
+	return size
 }
 
 func (w *Worker) now() time.Time {

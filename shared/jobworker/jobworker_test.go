@@ -17,8 +17,10 @@ import (
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/jobworker"
 	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sqsqueue"
+	"github.com/remote-agents/remote-agents/shared/tasksize"
 	"github.com/remote-agents/remote-agents/shared/token"
 )
 
@@ -284,5 +286,28 @@ func TestLaunchOfAReplacedClaimIsStopped(t *testing.T) {
 	got, _ := store.Get(t.Context(), "s5")
 	if got.Generation != 2 || got.SandboxRef != "pid:1" || len(l.launches) != 1 || got.BootstrapCodeHash != token.Hash(l.launches[0].BootstrapCode) {
 		t.Errorf("session %+v, launches %+v: want the replacement's sandbox and code", got, l.launches)
+	}
+}
+
+// TestLaunchCarriesTheTypesSize: a session's agent type's resource limits
+// (stored on it at create) are the size its sandbox is launched with; a
+// session without a type gets the launcher's default size.
+func TestLaunchCarriesTheTypesSize(t *testing.T) {
+	t.Parallel()
+	w, store, l, _ := setup(t)
+	now := time.Now().UTC()
+	typed := session.Session{ID: "typed", State: session.Provisioning, Generation: 1, TmuxSessionName: "ra-x", CreatedAt: now, UpdatedAt: now,
+		AgentType: "big", Workspace: &registry.WorkspaceConfig{Enabled: true, ResourceLimits: registry.ResourceLimits{CPU: "2", Memory: "8G", Disk: "50G"}}}
+	if err := store.Create(t.Context(), typed, nil); err != nil {
+		t.Fatal(err)
+	}
+	provisioning(t, store, "plain")
+	for _, id := range []string{"typed", "plain"} {
+		if _, err := w.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{record(id, `{"type":"session.start","session_id":"`+id+`","generation":1}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(l.launches) != 2 || l.launches[0].Size != (tasksize.Size{CPUUnits: 2048, MemoryMiB: 8192, DiskGiB: 50}) || l.launches[1].Size != (tasksize.Size{}) {
+		t.Errorf("launches %+v", l.launches)
 	}
 }

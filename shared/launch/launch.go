@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/tasksize"
 )
 
 // Spec is one sandbox to start.
@@ -26,6 +27,10 @@ type Spec struct {
 	ModelGatewayURL string
 	// TmuxSessionName names the terminal session the agent runs in, if tmux is there.
 	TmuxSessionName string
+	// Size is the sandbox's CPU, memory and disk (its agent type's resource
+	// limits); a zero part is the launcher's default. On Fargate it is the
+	// task's size; locally, what the machine can enforce on a process.
+	Size tasksize.Size
 }
 
 // Env returns the environment the sandbox reads its identity from.

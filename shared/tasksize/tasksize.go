@@ -167,3 +167,32 @@ func FormatMemory(mib int) string {
 
 // FormatDisk writes GiB as "40G".
 func FormatDisk(gib int) string { return strconv.Itoa(gib) + "G" }
+
+// Parse reads a workspace's limits as agent types write them into a Size;
+// an empty part is 0 (unset). A CPU and memory given together must be a size
+// a Fargate task can have.
+func Parse(cpu, memory, disk string) (Size, error) {
+	var s Size
+	var err error
+	if cpu != "" {
+		if s.CPUUnits, err = ParseCPU(cpu); err != nil {
+			return Size{}, err
+		}
+	}
+	if memory != "" {
+		if s.MemoryMiB, err = ParseMemory(memory); err != nil {
+			return Size{}, err
+		}
+	}
+	if disk != "" {
+		if s.DiskGiB, err = ParseDisk(disk); err != nil {
+			return Size{}, err
+		}
+	}
+	if s.CPUUnits != 0 && s.MemoryMiB != 0 {
+		if err := Check(s.CPUUnits, s.MemoryMiB); err != nil {
+			return Size{}, err
+		}
+	}
+	return s, nil
+}

@@ -96,3 +96,24 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParseSize(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		cpu, mem, disk string
+		want           tasksize.Size
+		ok             bool
+	}{
+		{"2", "4G", "40G", tasksize.Size{CPUUnits: 2048, MemoryMiB: 4096, DiskGiB: 40}, true},
+		{"", "", "", tasksize.Size{}, true},
+		{"0.25", "", "", tasksize.Size{CPUUnits: 256}, true},
+		{"0.25", "4G", "", tasksize.Size{}, false},
+		{"1", "2G", "10G", tasksize.Size{}, false},
+		{"x", "2G", "", tasksize.Size{}, false},
+	} {
+		got, err := tasksize.Parse(c.cpu, c.mem, c.disk)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("Parse(%q, %q, %q) = %+v, %v", c.cpu, c.mem, c.disk, got, err)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/tasksize"
 )
 
 // API is the part of the ECS client the launcher calls; *ecs.Client has it.
@@ -112,11 +113,8 @@ func (l *Launcher) Launch(ctx context.Context, spec launch.Spec) (string, error)
 		},
 		EnableECSManagedTags: true,
 	}
-	if l.o.CPU != "" {
-		in.Overrides.Cpu = &l.o.CPU
-	}
-	if l.o.Memory != "" {
-		in.Overrides.Memory = &l.o.Memory
+	if err := l.size(in.Overrides, spec.Size); err != nil {
+		return "", fmt.Errorf("run task for %s: %w", spec.SessionID, err)
 	}
 	out, err := l.api.RunTask(ctx, in)
 	if err != nil {
@@ -130,6 +128,41 @@ func (l *Launcher) Launch(ctx context.Context, spec launch.Spec) (string, error)
 		return "", fmt.Errorf("run task for %s: no task started: %s", spec.SessionID, strings.Join(reasons, "; "))
 	}
 	return aws.ToString(out.Tasks[0].TaskArn), nil
+}
+
+// size sets the task's CPU and memory (task-level overrides: the agent
+// container has no size of its own, so it gets the task's) and its
+// ephemeral storage: the spec's size, else the launcher's (Options.CPU and
+// Memory), else the task definition's. CPU and memory must be a pair Fargate
+// has (tasksize); disk beyond the 20 GiB every task has is ephemeral storage.
+func (l *Launcher) size(o *types.TaskOverride, s tasksize.Size) error {
+	cpu, memory := l.o.CPU, l.o.Memory
+	if s.CPUUnits > 0 {
+		cpu = strconv.Itoa(s.CPUUnits)
+	}
+	if s.MemoryMiB > 0 {
+		memory = strconv.Itoa(s.MemoryMiB)
+	}
+	if s.CPUUnits > 0 || s.MemoryMiB > 0 {
+		units, errCPU := strconv.Atoi(cpu)
+		mib, errMem := strconv.Atoi(memory)
+		if errCPU != nil || errMem != nil {
+			return fmt.Errorf("task size: cpu %q and memory %q must both be set", cpu, memory)
+		}
+		if err := tasksize.Check(units, mib); err != nil {
+			return fmt.Errorf("task size: %w", err)
+		}
+	}
+	if cpu != "" {
+		o.Cpu = aws.String(cpu)
+	}
+	if memory != "" {
+		o.Memory = aws.String(memory)
+	}
+	if s.DiskGiB > tasksize.MinDiskGiB {
+		o.EphemeralStorage = &types.EphemeralStorage{SizeInGiB: int32(min(s.DiskGiB, tasksize.MaxDiskGiB))}
+	}
+	return nil
 }
 
 // Stop stops a task. ECS sends SIGTERM and, after the container's stopTimeout

@@ -4,8 +4,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/launch/fargate"
 	"github.com/remote-agents/remote-agents/shared/launch/launchtest"
+	"github.com/remote-agents/remote-agents/shared/tasksize"
 )
 
 // fakeECS speaks the ECS JSON 1.1 wire format for RunTask and StopTask, keeps the
@@ -233,5 +236,44 @@ func TestStopSendsStopTask(t *testing.T) {
 	}
 	if req := fake.requests["StopTask"][0]; req["cluster"] != "ra-dev" || req["task"] != ref || req["reason"] == "" {
 		t.Errorf("StopTask %v", req)
+	}
+}
+
+// TestLaunchSizesTheTask: a sandbox's size (its agent type's resource
+// limits) is the task's CPU, memory and ephemeral storage in RunTask's
+// overrides; a part it leaves unset is the launcher's; a size Fargate does not
+// have starts nothing.
+func TestLaunchSizesTheTask(t *testing.T) {
+	t.Parallel()
+	l, fake := newLauncher(t)
+	for i, tt := range []struct {
+		size             tasksize.Size
+		cpu, memory      string
+		ephemeralStorage any
+	}{
+		{tasksize.Size{CPUUnits: 2048, MemoryMiB: 8192, DiskGiB: 50}, "2048", "8192", map[string]any{"sizeInGiB": float64(50)}},
+		{tasksize.Size{CPUUnits: 1024, MemoryMiB: 4096, DiskGiB: 20}, "1024", "4096", nil},
+		{tasksize.Size{MemoryMiB: 8192}, "1024", "8192", nil},
+		{tasksize.Size{}, "1024", "2048", nil},
+	} {
+		spec := launch.Spec{SessionID: fmt.Sprintf("s%d", i), Generation: 1, GatewayURL: "https://api.example.com", BootstrapCode: "rbc_x", Size: tt.size}
+		if _, err := l.Launch(t.Context(), spec); err != nil {
+			t.Fatal(err)
+		}
+		fake.mu.Lock()
+		overrides := fake.requests["RunTask"][i]["overrides"].(map[string]any)
+		fake.mu.Unlock()
+		if overrides["cpu"] != tt.cpu || overrides["memory"] != tt.memory || !reflect.DeepEqual(overrides["ephemeralStorage"], tt.ephemeralStorage) {
+			t.Errorf("%+v: overrides cpu %v memory %v storage %v, want %s %s %v", tt.size, overrides["cpu"], overrides["memory"], overrides["ephemeralStorage"], tt.cpu, tt.memory, tt.ephemeralStorage)
+		}
+	}
+	// 0.25 vCPU cannot have 8G: nothing is asked of ECS.
+	if _, err := l.Launch(t.Context(), launch.Spec{SessionID: "bad", Generation: 1, Size: tasksize.Size{CPUUnits: 256, MemoryMiB: 8192}}); err == nil || !strings.Contains(err.Error(), "0.25 vCPU takes") {
+		t.Errorf("an impossible size launched: %v", err)
+	}
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	if n := len(fake.requests["RunTask"]); n != 4 {
+		t.Errorf("%d RunTask requests, want 4", n)
 	}
 }

@@ -42,14 +42,20 @@ type Options struct {
 	OnExit func(launch.Exit)
 	// LogDir, if set, receives each sandbox's output as <session>-<generation>.log.
 	LogDir string
+	// CgroupDir is a cgroup v2 directory to create each sandbox's cgroup in
+	// (memory.max, cpu.max of its size); "" is the launcher's own cgroup.
+	// Where it is not a writable cgroup v2 with the memory or cpu controller
+	// for its children, sandboxes get no cgroup: their rlimits hold.
+	CgroupDir string
 }
 
 // Launcher runs sandboxes as child processes.
 type Launcher struct {
-	o     Options
-	mu    sync.Mutex
-	procs map[string]*proc // by ref
-	keys  map[string]string
+	o      Options
+	cgroup string // where sandboxes' cgroups go; "" none
+	mu     sync.Mutex
+	procs  map[string]*proc // by ref
+	keys   map[string]string
 }
 
 type proc struct {
@@ -65,8 +71,12 @@ func New(o Options) (*Launcher, error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("process launcher: %w", err)
 	}
-	return &Launcher{o: o, procs: map[string]*proc{}, keys: map[string]string{}}, nil
+	return &Launcher{o: o, cgroup: detectCgroup(o.CgroupDir), procs: map[string]*proc{}, keys: map[string]string{}}, nil
 }
+
+// Cgroup returns the cgroup v2 directory sandboxes' cgroups are created in,
+// "" when the machine gives the launcher none (rlimits only).
+func (l *Launcher) Cgroup() string { return l.cgroup }
 
 // CommandFromEnv returns the sandbox command: RA_SANDBOX_COMMAND run by the shell
 // if set, else the agent binary in sandbox mode.
@@ -94,13 +104,14 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 			return "", fmt.Errorf("launch %s: %w", key, err)
 		}
 	}
-	cmd := exec.Command(l.o.Command[0], l.o.Command[1:]...)
-	cmd.Dir = dir
-	cmd.Env = append(sandboxwire.HostEnv(os.Environ()), l.o.Env...)
+	env := append(sandboxwire.HostEnv(os.Environ()), l.o.Env...)
 	for k, v := range spec.Env() {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		env = append(env, k+"="+v)
 	}
-	cmd.Env = append(cmd.Env, "RA_WORKSPACE="+dir, sandboxwire.EnvFileVar+"="+filepath.Join(private, filepath.Base(sandboxwire.DefaultEnvFile)))
+	env = append(env, "RA_WORKSPACE="+dir, sandboxwire.EnvFileVar+"="+filepath.Join(private, filepath.Base(sandboxwire.DefaultEnvFile)))
+	if n := gomaxprocs(spec.Size.CPUUnits); n != "" {
+		env = append(env, "GOMAXPROCS="+n)
+	}
 	var logFile *os.File
 	if l.o.LogDir != "" {
 		f, err := os.Create(filepath.Join(l.o.LogDir, key+".log"))
@@ -108,12 +119,38 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 			return "", fmt.Errorf("launch %s: %w", key, err)
 		}
 		logFile = f
-		cmd.Stdout, cmd.Stderr = f, f
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	build := func() *exec.Cmd {
+		cmd := exec.Command(l.o.Command[0], l.o.Command[1:]...)
+		cmd.Dir, cmd.Env = dir, env
+		if logFile != nil {
+			cmd.Stdout, cmd.Stderr = logFile, logFile
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		return cmd
+	}
+	cgroup, err := makeCgroup(l.cgroup, "ra-"+key, spec.Size)
+	if err != nil {
+		cgroup = ""
+	}
+	cmd, inCgroup, err := start(build, cgroup)
+	if !inCgroup && cgroup != "" {
+		_ = os.Remove(cgroup)
+		cgroup = ""
+	}
+	if err == nil {
+		if err = setRlimits(cmd.Process.Pid, spec.Size); err != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			err = fmt.Errorf("resource limits: %w", err)
+		}
+	}
+	if err != nil {
 		if logFile != nil {
 			_ = logFile.Close()
+		}
+		if cgroup != "" {
+			_ = os.Remove(cgroup)
 		}
 		return "", fmt.Errorf("launch %s: %w", key, err)
 	}
@@ -125,6 +162,9 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 		err := cmd.Wait()
 		if logFile != nil {
 			_ = logFile.Close()
+		}
+		if cgroup != "" {
+			_ = os.Remove(cgroup) // empty once its processes are gone
 		}
 		// Forget the process before Stop's wait returns: a stopped sandbox is no
 		// longer Running.

@@ -13,6 +13,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/launch/launchtest"
 	"github.com/remote-agents/remote-agents/shared/launch/process"
+	"github.com/remote-agents/remote-agents/shared/tasksize"
 )
 
 // A sandbox script reports "pid:<its pid>|<its identity>" on the ready pipe once
@@ -201,5 +202,76 @@ func TestStopGraceful(t *testing.T) {
 	}
 	if x := <-ex.ch; x.ExitCode != 0 {
 		t.Errorf("exit %+v, want a clean exit on SIGTERM", x)
+	}
+}
+
+// TestSandboxRunsWithinItsSize: a sandbox's size is held on its process as
+// this machine can: RLIMIT_DATA for memory and RLIMIT_FSIZE for disk, which
+// what it starts inherits (the sandbox reads them from /proc/self/limits of a
+// command it runs), and GOMAXPROCS for its vCPUs. A sandbox without a size
+// keeps the launcher's limits.
+func TestSandboxRunsWithinItsSize(t *testing.T) {
+	t.Parallel()
+	gate := filepath.Join(t.TempDir(), "go")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The sandbox reads its limits once the test has seen Launch return.
+	dir := t.TempDir()
+	ex := &exits{ch: make(chan launch.Exit, 2)}
+	l, err := process.New(process.Options{Command: []string{"/bin/sh", "-c", `read x < "$GO"; cat /proc/self/limits > limits; echo "$GOMAXPROCS" > procs`},
+		Dir: dir, Env: []string{"GO=" + gate}, OnExit: ex.record})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.StopAll(time.Second) })
+	sized := launch.Spec{SessionID: "sized", Generation: 1, Size: tasksize.Size{CPUUnits: 2048, MemoryMiB: 4096, DiskGiB: 30}}
+	plain := launch.Spec{SessionID: "plain", Generation: 1}
+	for _, spec := range []launch.Spec{sized, plain} {
+		if _, err := l.Launch(t.Context(), spec); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(gate, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = f.WriteString("go\n")
+		_ = f.Close()
+		if x := <-ex.ch; x.ExitCode != 0 {
+			t.Fatalf("sandbox %+v", x)
+		}
+	}
+	limit := func(id, name string) string {
+		raw, err := os.ReadFile(filepath.Join(dir, id+"-1", "limits"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.SplitSeq(string(raw), "\n") {
+			if rest, ok := strings.CutPrefix(line, name); ok {
+				f := strings.Fields(rest)
+				return f[0] + " " + f[1]
+			}
+		}
+		t.Fatalf("no %s in %s", name, raw)
+		return ""
+	}
+	if got, want := limit("sized", "Max data size"), "4294967296 4294967296"; got != want {
+		t.Errorf("data size limit %q, want %q", got, want)
+	}
+	if got, want := limit("sized", "Max file size"), "32212254720 32212254720"; got != want {
+		t.Errorf("file size limit %q, want %q", got, want)
+	}
+	if procs, _ := os.ReadFile(filepath.Join(dir, "sized-1", "procs")); strings.TrimSpace(string(procs)) != "2" {
+		t.Errorf("GOMAXPROCS %q, want 2", procs)
+	}
+	var own syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_DATA, &own); err != nil {
+		t.Fatal(err)
+	}
+	if got := limit("plain", "Max data size"); own.Cur == ^uint64(0) && got != "unlimited unlimited" {
+		t.Errorf("a sandbox without a size got data size limit %q", got)
+	}
+	if procs, _ := os.ReadFile(filepath.Join(dir, "plain-1", "procs")); strings.TrimSpace(string(procs)) != "" {
+		t.Errorf("GOMAXPROCS %q for a sandbox without a size", procs)
 	}
 }

@@ -188,6 +188,9 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 		Env:     o.SandboxEnv,
 		Dir:     sandboxes,
 		LogDir:  sandboxes,
+		// A delegated cgroup v2 for the sandboxes' own cgroups; unset, the
+		// dev server's own cgroup where it is writable v2.
+		CgroupDir: os.Getenv("RA_SANDBOX_CGROUP"),
 		OnExit: func(e launch.Exit) {
 			// What EventBridge does for a stopped ECS task.
 			code := e.ExitCode
@@ -199,6 +202,11 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	})
 	if err != nil {
 		return err
+	}
+	if cg := s.Launcher.Cgroup(); cg != "" {
+		o.Log.Info("sandboxes get cgroups (memory.max, cpu.max)", slog.String("parent", cg))
+	} else {
+		o.Log.Info("no writable cgroup v2: sandboxes' sizes hold as rlimits only")
 	}
 	e.Launcher = s.Launcher
 	return s.build(ctx)

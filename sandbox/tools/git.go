@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -191,10 +193,29 @@ func checkGitArgs(p *policy.Policy, sub string, args []string) ([]string, error)
 			if c.maxArgs > 0 && positional > c.maxArgs {
 				return nil, fmt.Errorf("git %s takes at most %d arguments besides options", sub, c.maxArgs)
 			}
+			// A revision may be a path too (git diff of two paths, one outside
+			// the repository, compares the files): one that names a file, or
+			// reads like a path out of the workspace, passes the policy.
+			if pathLike(p, arg) {
+				if _, err := p.CheckPath("git", arg); err != nil {
+					return nil, err
+				}
+			}
 			out = append(out, arg)
 		}
 	}
 	return out, nil
+}
+
+// pathLike reports whether a revision argument could be read as a path that
+// leaves the workspace: absolute, from home, with a ".." element, or naming
+// something that exists (a link may lead out).
+func pathLike(p *policy.Policy, arg string) bool {
+	if filepath.IsAbs(arg) || strings.HasPrefix(arg, "~") || slices.Contains(strings.Split(arg, "/"), "..") {
+		return true
+	}
+	_, err := os.Lstat(filepath.Join(p.Workspace(), arg))
+	return err == nil
 }
 
 // isShortNumeric: "-n5", "-U3" for the valued short options -n and -U.

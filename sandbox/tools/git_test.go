@@ -116,6 +116,15 @@ func TestGitRefusesWhatRunsPrograms(t *testing.T) {
 	fails(t, call(t, r, "git", `{"subcommand":"add","args":["../outside.txt"]}`), "denied by policy")
 	fails(t, call(t, r, "git", `{"subcommand":"diff","args":["--","../outside.txt"]}`), "denied by policy")
 	fails(t, call(t, r, "git", `{"subcommand":"checkout","args":["--","README.md"]}`), "takes no paths")
+	// Two paths, one outside the repository, are a diff of the files: the
+	// policy checks a revision that reads like a path.
+	fails(t, call(t, r, "git", `{"subcommand":"diff","args":["/etc/passwd","README.md"]}`), "denied by policy")
+	fails(t, call(t, r, "git", `{"subcommand":"diff","args":["../outside.txt","README.md"]}`), "denied by policy")
+	if err := os.Symlink(filepath.Join(filepath.Dir(ws), "outside.txt"), filepath.Join(ws, "link")); err != nil {
+		t.Fatal(err)
+	}
+	fails(t, call(t, r, "git", `{"subcommand":"show","args":["link"]}`), "denied by policy")
+	ok(t, call(t, r, "git", `{"subcommand":"diff","args":["HEAD","--","README.md"]}`))
 	// Arguments are git's, never a shell's.
 	fails(t, call(t, r, "git", `{"subcommand":"log","args":["$(touch `+marker+`)"]}`), "exit code")
 	// A repository whose configuration runs programs is refused as a whole.

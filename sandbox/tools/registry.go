@@ -42,8 +42,9 @@ type Registry struct {
 	tools   map[string]Tool
 	schemas map[string]*jsonschema.Schema
 	order   []string
-	// restricted: the session's agent type names its tools; a call to any
-	// other is refused with NotEnabled.
+	// restricted: the session's agent type names its tools; a call to
+	// another workspace tool is refused with NotEnabled (a name that is no
+	// workspace tool stays an unknown tool).
 	restricted bool
 }
 
@@ -121,7 +122,7 @@ func (r *Registry) Run(ctx context.Context, call llm.ToolCall) (workflow.ToolRes
 		return workflow.ToolResult{}, err
 	}
 	t, ok := r.tools[call.Name]
-	if !ok && r.restricted {
+	if !ok && r.restricted && toolspec.IsWorkspaceTool(call.Name) {
 		return workflow.ToolResult{Content: NotEnabled(call.Name), IsError: true}, nil
 	}
 	if !ok {

@@ -299,7 +299,7 @@ func TestWorkspaceToolNamesAreTheRegistrysBuiltins(t *testing.T) {
 
 // TestOnlyTheTypesToolsAreRegistered: with an agent type's tools, the
 // registry holds only those (its definitions are what the model sees), and a
-// call to any other tool is refused with the spec's exact message.
+// call to any other workspace tool is refused with the spec's exact message.
 func TestOnlyTheTypesToolsAreRegistered(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
@@ -318,12 +318,14 @@ func TestOnlyTheTypesToolsAreRegistered(t *testing.T) {
 	if got := r.Names(); !slices.Equal(got, []string{"read", "grep"}) || !slices.Equal(defs, got) {
 		t.Errorf("registered %v, defined %v; want read and grep only", got, defs)
 	}
-	for _, name := range []string{"bash", "git", "write", "no_such_tool"} {
+	for _, name := range []string{"bash", "git", "write", "web_fetch"} {
 		res := call(t, r, name, `{"command":"id"}`)
 		if want := "Tool '" + name + "' is not enabled for this agent type"; !res.IsError || res.Content != want {
 			t.Errorf("%s: got %+v, want the failure %q", name, res, want)
 		}
 	}
+	// A name that is no workspace tool is unknown, as without a type.
+	fails(t, call(t, r, "no_such_tool", `{}`), "unknown tool")
 	// Without a type's list, every built-in the policy enables is there.
 	all, err := tools.New(p, tools.Options{MemoryPath: filepath.Join(ws, "memory.json")})
 	if err != nil {

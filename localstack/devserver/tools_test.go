@@ -399,3 +399,51 @@ func TestAgentUsesContractTools(t *testing.T) {
 		}
 	}
 }
+
+// A real agent, scripted, of a type whose tools are read and grep: the spec
+// its sandbox fetches names them, and its call of bash is answered with the
+// spec's words, never run.
+func TestAgentTypesToolsBoundTheAgent(t *testing.T) {
+	t.Parallel()
+	steps := []map[string]any{
+		{"text": "Running a command.", "tool_calls": []any{map[string]any{"name": "bash", "args": map[string]any{"command": "touch ran"}}}},
+		{"text": "Reading instead.", "tool_calls": []any{map[string]any{"name": "ls", "args": map[string]any{}}}},
+		{"text": "Done."},
+	}
+	var script bytes.Buffer
+	for _, st := range steps {
+		line, _ := json.Marshal(st)
+		script.Write(append(line, '\n'))
+	}
+	path := filepath.Join(t.TempDir(), "script.jsonl")
+	if err := os.WriteFile(path, script.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, withSandboxEnv("RA_LLM_SCRIPT="+path, "RA_NO_TMUX=1"))
+	if r := s.call(http.MethodPost, agentTypes, appKey, map[string]any{"id": "reader", "name": "Reader",
+		"workspace_config": map[string]any{"enabled": true, "tools": []string{"read", "grep"}}}); r.status != http.StatusCreated {
+		t.Fatalf("create type: %d %s", r.status, r.raw)
+	}
+	body := createBody("Look around.")
+	body["agent_type"] = "reader"
+	r := s.create(body)
+	if r.status != http.StatusOK {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	id := r.str("agent_id")
+	calls := map[string]session.Event{}
+	eventually(t, 30*time.Second, "the scripted tool calls", func() bool {
+		evs, _ := s.srv.Env.SessionStore().Events(t.Context(), id, 0, 100)
+		for _, e := range evs {
+			if e.Type == "tool.call" {
+				calls[e.Data["tool"].(string)] = e
+			}
+		}
+		return len(calls) == 2
+	})
+	for name, want := range map[string]string{"bash": "Tool 'bash' is not enabled for this agent type", "ls": "Tool 'ls' is not enabled for this agent type"} {
+		if calls[name].Data["is_error"] != true || calls[name].Data["output"] != want {
+			t.Errorf("%s: %+v, want the failure %q", name, calls[name].Data, want)
+		}
+	}
+}

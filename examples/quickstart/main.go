@@ -6,13 +6,14 @@
 //	make dev    # in another terminal
 //	go run ./examples/quickstart
 //
-// RA_URL (default http://127.0.0.1:8080) and RA_APP_KEY (default make dev's
+// -url (default http://127.0.0.1:8080) and -app-key (default make dev's
 // development key, ra_dev_app_key) say where and as whom.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,9 +23,13 @@ import (
 )
 
 func main() {
+	url := flag.String("url", "http://127.0.0.1:8080", "the deployment's base URL")
+	appKey := flag.String("app-key", "ra_dev_app_key", "the app's key")
+	question := flag.String("message", "What can you do?", "the message to send")
+	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Stdout, envOr("RA_URL", "http://127.0.0.1:8080"), envOr("RA_APP_KEY", "ra_dev_app_key"), "What can you do?"); err != nil {
+	if err := run(ctx, os.Stdout, *url, *appKey, *question); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
@@ -92,11 +97,4 @@ func run(ctx context.Context, out io.Writer, baseURL, appKey, question string) e
 		}
 	}
 	return fmt.Errorf("the agent ended before answering")
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }

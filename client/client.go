@@ -8,6 +8,8 @@
 //	for ev, err := range c.Events(ctx, agent.AgentID, agent.SessionToken) { … }
 //	_, _ = c.Shutdown(ctx, agent.AgentID, agent.SessionToken)
 //
+// Attach uploads a file for a message, SubmitEnv answers an env.request.
+//
 // Create is exactly-once and waits for the agent: it sends an
 // Idempotency-Key (one of its own unless given) and, when the server answers
 // 408 agent_creation_timeout (the agent is still starting), asks again with
@@ -279,6 +281,83 @@ func (c *Client) SendMessage(ctx context.Context, agentID, token string, msg Mes
 		return c.do(ctx, http.MethodPost, agentPath(agentID, "messages"), token, body, &out)
 	})
 	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Attach uploads a file of size bytes from body for a message: it asks for an
+// upload URL, PUTs the file there, and returns the Attachment to put in a
+// Message's Attachments. The agent needs the file_upload feature.
+func (c *Client) Attach(ctx context.Context, agentID, token, name, contentType string, size int64, body io.Reader) (Attachment, error) {
+	in, err := json.Marshal(map[string]any{"name": name, "size_bytes": size, "content_type": contentType})
+	if err != nil {
+		return Attachment{}, fmt.Errorf("remote agents: encode attachment: %w", err)
+	}
+	var up struct {
+		Key           string            `json:"key"`
+		UploadURL     string            `json:"upload_url"`
+		UploadHeaders map[string]string `json:"upload_headers"`
+	}
+	err = c.retry(ctx, false, func() error {
+		return c.do(ctx, http.MethodPost, agentPath(agentID, "attachments"), token, in, &up)
+	})
+	if err != nil {
+		return Attachment{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, up.UploadURL, body)
+	if err != nil {
+		return Attachment{}, fmt.Errorf("remote agents: upload %s: %w", name, err)
+	}
+	for k, v := range up.UploadHeaders {
+		req.Header.Set(k, v)
+	}
+	req.ContentLength = size // signed: exactly this many bytes
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return Attachment{}, fmt.Errorf("remote agents: upload %s: %w", name, err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	if res.StatusCode/100 != 2 {
+		raw, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+		return Attachment{}, fmt.Errorf("remote agents: upload %s: the object store answered %d: %s", name, res.StatusCode, raw)
+	}
+	return Attachment{Key: up.Key, Name: name, SizeBytes: size, ContentType: contentType}, nil
+}
+
+// EnvSecret is one env value of an EnvSubmission; Persist (when set) says
+// whether it is kept for the session's configuration.
+type EnvSecret struct {
+	Key     string `json:"key"`
+	Value   string `json:"value"`
+	Persist *bool  `json:"persist,omitempty"`
+}
+
+// EnvSubmission answers an env.request event: Values, or Secrets with a
+// per-key Persist, and SaveToConfiguration for the keys that do not say.
+type EnvSubmission struct {
+	Values              map[string]string `json:"values,omitempty"`
+	Secrets             []EnvSecret       `json:"secrets,omitempty"`
+	SaveToConfiguration bool              `json:"saveToConfiguration,omitempty"`
+}
+
+// EnvReceipt names the keys submitted and those persisted (never values).
+type EnvReceipt struct {
+	AgentID   string   `json:"agent_id"`
+	Status    string   `json:"status"`
+	Keys      []string `json:"keys"`
+	Persisted []string `json:"persisted"`
+}
+
+// SubmitEnv sends the agent the env values it asked for (an env.request
+// event).
+func (c *Client) SubmitEnv(ctx context.Context, agentID, token string, env EnvSubmission) (*EnvReceipt, error) {
+	body, err := json.Marshal(env)
+	if err != nil {
+		return nil, fmt.Errorf("remote agents: encode env: %w", err)
+	}
+	var out EnvReceipt
+	if err := c.do(ctx, http.MethodPost, agentPath(agentID, "env"), token, body, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

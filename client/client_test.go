@@ -318,6 +318,56 @@ func TestEventsResumeAfterADroppedConnection(t *testing.T) {
 	}
 }
 
+// A file is attached to a message, and env values are submitted; the
+// events show the file by name and the env by keys.
+func TestAttachAndSubmitEnv(t *testing.T) {
+	t.Parallel()
+	srv := devtest.Start(t)
+	c := newClient(t, srv.URL)
+	ctx := t.Context()
+	req := hello()
+	req.FeatureFlags = &Features{FileUpload: true}
+	agent, err := c.Create(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !agent.FeatureFlags.FileUpload {
+		t.Fatalf("created: %+v", agent)
+	}
+	att, err := c.Attach(ctx, agent.AgentID, agent.SessionToken, "notes.txt", "text/plain", 5, strings.NewReader("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SendMessage(ctx, agent.AgentID, agent.SessionToken, Message{Text: "see the file", Attachments: []Attachment{att}}); err != nil {
+		t.Fatal(err)
+	}
+	env, err := c.SubmitEnv(ctx, agent.AgentID, agent.SessionToken, EnvSubmission{Values: map[string]string{"API_TOKEN": "s3cret"}})
+	if err != nil || env.Status != "submitted" || !slices.Equal(env.Keys, []string{"API_TOKEN"}) {
+		t.Fatalf("env: %+v %v", env, err)
+	}
+	file, keys := false, false
+	for ev, err := range c.Events(ctx, agent.AgentID, agent.SessionToken) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(ev.Data), "s3cret") {
+			t.Errorf("an env value in event %s", ev.Data)
+		}
+		switch ev.Type {
+		case EventUserMessage:
+			file = file || strings.Contains(string(ev.Data), `"name":"notes.txt"`)
+		case EventEnvSubmitted:
+			keys = strings.Contains(string(ev.Data), "API_TOKEN")
+		}
+		if file && keys {
+			break // the loop may stop the stream
+		}
+	}
+	if !file || !keys {
+		t.Errorf("file in a user.message: %v, keys in env.submitted: %v", file, keys)
+	}
+}
+
 func TestNewRefusesABadURL(t *testing.T) {
 	for _, u := range []string{"", "ftp://x", "127.0.0.1:8080", "http://"} {
 		if _, err := New(u, "k"); err == nil {

@@ -66,7 +66,6 @@ type Validator struct {
 
 	mu       sync.Mutex
 	problems []string
-	checked  int
 }
 
 // New returns a Validator of the API's document.
@@ -83,13 +82,6 @@ func (v *Validator) Problems() []string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return append([]string(nil), v.problems...)
-}
-
-// Checked returns how many exchanges were checked.
-func (v *Validator) Checked() int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.checked
 }
 
 func (v *Validator) report(r *http.Request, status int, format string, args ...any) {
@@ -122,9 +114,6 @@ func (v *Validator) Middleware(next http.Handler) http.Handler {
 }
 
 func (v *Validator) check(r *http.Request, reqBody []byte, rec *recorder) {
-	v.mu.Lock()
-	v.checked++
-	v.mu.Unlock()
 	status := rec.code()
 	route, params := v.match(r)
 	if route == nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,14 @@ import (
 // processes with the scripted model), whose every answer is checked against
 // api/openapi.json.
 func TestMain(m *testing.M) { devtest.Main(m) }
+
+// bounded is the test's context, ended after a minute: a stream that hangs
+// fails the test.
+func bounded(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
 
 func hello() CreateRequest {
 	return CreateRequest{ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "Hello"}
@@ -74,7 +83,7 @@ func TestCreateMessageEventsShutdown(t *testing.T) {
 	t.Parallel()
 	srv := devtest.Start(t)
 	c := newClient(t, srv.URL)
-	ctx := t.Context()
+	ctx := bounded(t)
 	agent, err := c.Create(ctx, hello())
 	if err != nil {
 		t.Fatal(err)
@@ -221,28 +230,40 @@ func TestCreateWaitsRetryAfterOnUnavailable(t *testing.T) {
 }
 
 // dropper lets the test cut the events stream the client is reading, and
-// records the Last-Event-ID of each events request.
+// records, for each events request, its Last-Event-ID and the last event the
+// client had handed out when it sent it (requests are sent from the loop's
+// goroutine, between its iterations).
 type dropper struct {
-	mu      sync.Mutex
-	current io.Closer
-	resumed []string
+	mu       sync.Mutex
+	current  io.Closer
+	dropped  bool
+	drops    int
+	lastSeen int64
+	resumed  [][2]string
 }
 
 func (d *dropper) RoundTrip(r *http.Request) (*http.Response, error) {
 	res, err := http.DefaultTransport.RoundTrip(r)
 	if err == nil && strings.HasSuffix(r.URL.Path, "/events") {
 		d.mu.Lock()
-		d.current = res.Body
-		d.resumed = append(d.resumed, r.Header.Get("Last-Event-ID"))
+		d.current, d.dropped = res.Body, false
+		d.resumed = append(d.resumed, [2]string{r.Header.Get("Last-Event-ID"), strconv.FormatInt(d.lastSeen, 10)})
 		d.mu.Unlock()
 	}
 	return res, err
 }
 
-func (d *dropper) drop() {
+// saw notes the event the loop got; the first two times a connection
+// delivers one, the connection is cut (events it had buffered still come).
+func (d *dropper) saw(ev Event, drop bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	_ = d.current.Close()
+	d.lastSeen = ev.Seq
+	if drop && !d.dropped && d.drops < 2 {
+		_ = d.current.Close()
+		d.dropped = true
+		d.drops++
+	}
 }
 
 // A stream that drops is resumed with Last-Event-ID: every event comes
@@ -252,7 +273,7 @@ func TestEventsResumeAfterADroppedConnection(t *testing.T) {
 	srv := devtest.Start(t)
 	d := &dropper{}
 	c := newClient(t, srv.URL, WithHTTPClient(&http.Client{Transport: d}))
-	ctx := t.Context()
+	ctx := bounded(t)
 	agent, err := c.Create(ctx, hello())
 	if err != nil {
 		t.Fatal(err)
@@ -264,15 +285,15 @@ func TestEventsResumeAfterADroppedConnection(t *testing.T) {
 			t.Fatalf("events: %v", err)
 		}
 		got = append(got, ev)
+		// Cut the first connection at once, the next after the second
+		// message is sent, while its events are coming.
+		d.saw(ev, len(got) == 1 || sent)
 		switch {
-		case len(got) == 1:
-			d.drop() // after the first event
 		case ev.Type == EventAgentMessage && !sent:
 			sent = true
 			if _, err := c.SendMessage(ctx, agent.AgentID, agent.SessionToken, Message{Text: "second"}); err != nil {
 				t.Fatal(err)
 			}
-			d.drop() // while the next events are coming
 		case ev.Type == EventAgentMessage && strings.Contains(ev.Text(), "second") && !ended:
 			ended = true
 			if _, err := c.Shutdown(ctx, agent.AgentID, agent.SessionToken); err != nil {
@@ -289,10 +310,15 @@ func TestEventsResumeAfterADroppedConnection(t *testing.T) {
 		}
 	}
 	d.mu.Lock()
-	resumed := slices.Clone(d.resumed)
+	resumed, drops := slices.Clone(d.resumed), d.drops
 	d.mu.Unlock()
-	if len(resumed) < 3 || resumed[0] != "" || resumed[1] != "1" || resumed[2] == "" {
-		t.Errorf("events requests' Last-Event-IDs: %q", resumed)
+	if drops != 2 || len(resumed) < 3 || resumed[0][0] != "" {
+		t.Errorf("%d drops; events requests (Last-Event-ID, last event seen): %q", drops, resumed)
+	}
+	for _, r := range resumed[1:] {
+		if r[0] != r[1] {
+			t.Errorf("resumed with Last-Event-ID %q after event %s", r[0], r[1])
+		}
 	}
 	// A fresh read of the whole stream has the same events.
 	var all []Event
@@ -324,7 +350,7 @@ func TestAttachAndSubmitEnv(t *testing.T) {
 	t.Parallel()
 	srv := devtest.Start(t)
 	c := newClient(t, srv.URL)
-	ctx := t.Context()
+	ctx := bounded(t)
 	req := hello()
 	req.FeatureFlags = &Features{FileUpload: true}
 	agent, err := c.Create(ctx, req)
@@ -365,6 +391,51 @@ func TestAttachAndSubmitEnv(t *testing.T) {
 	}
 	if !file || !keys {
 		t.Errorf("file in a user.message: %v, keys in env.submitted: %v", file, keys)
+	}
+}
+
+// A stream that reports an outage (an unavailable event) is reopened after
+// the envelope's retry_after_seconds, from where it was.
+func TestEventsResumeAfterAnOutage(t *testing.T) {
+	t.Parallel()
+	var once sync.Once
+	outage := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hit := false
+			if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/remote_agents/") && strings.HasSuffix(r.URL.Path, "/events") {
+				once.Do(func() { hit = true })
+			}
+			if !hit {
+				h.ServeHTTP(w, r)
+				return
+			}
+			// As eventsapi ends a stream whose events cannot be read.
+			w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+			_, _ = io.WriteString(w, "retry: 1000\n\nretry: 5000\nevent: unavailable\ndata: {\"status\":503,\"error_code\":\"service_unavailable\",\"message\":\"try again shortly\",\"retryable\":true,\"retry_after_seconds\":5}\n\n")
+		})
+	}
+	srv := devtest.Start(t, devtest.WithHandler(outage))
+	c := newClient(t, srv.URL)
+	var waited []time.Duration
+	c.sleep = func(_ context.Context, d time.Duration) error {
+		waited = append(waited, d) // the test does not wait them
+		return nil
+	}
+	ctx := bounded(t)
+	agent, err := c.Create(ctx, hello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first Event
+	for ev, err := range c.Events(ctx, agent.AgentID, agent.SessionToken) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = ev
+		break
+	}
+	if first.Seq != 1 || !slices.Equal(waited, []time.Duration{5 * time.Second}) {
+		t.Errorf("first event %+v after waits %v; want seq 1 after 5 s", first, waited)
 	}
 }
 

@@ -109,7 +109,7 @@ type stream struct {
 func (s *stream) run(yield func(Event, error) bool) error {
 	failures := 0
 	for {
-		progressed, err := s.connect(yield)
+		opened, err := s.connect(yield)
 		switch {
 		case errors.Is(err, errEnded):
 			return nil
@@ -122,12 +122,12 @@ func (s *stream) run(yield func(Event, error) bool) error {
 		if errors.As(err, &apiErr) && !apiErr.Retryable {
 			return err
 		}
-		if progressed {
+		// A stream that opened and then ended or dropped is resumed (streams
+		// end now and then by design); failing to open one, or an outage
+		// the stream reports, counts towards the client's retries.
+		if opened && apiErr == nil {
 			failures = 0
 		} else if failures++; failures > s.c.maxRetries {
-			if err == nil {
-				err = errors.New("the stream ended without events")
-			}
 			return fmt.Errorf("remote agents: events stream: %w", err)
 		}
 		wait := s.delay
@@ -141,7 +141,7 @@ func (s *stream) run(yield func(Event, error) bool) error {
 }
 
 // connect opens the stream after s.last and reads it until it ends. It
-// reports whether any event came.
+// reports whether the stream opened.
 func (s *stream) connect(yield func(Event, error) bool) (bool, error) {
 	headers := []string{"Accept", "text/event-stream"}
 	if s.last > 0 {
@@ -156,12 +156,11 @@ func (s *stream) connect(yield func(Event, error) bool) (bool, error) {
 		raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 		return false, decodeError(res, raw)
 	}
-	return s.read(res.Body, yield)
+	return true, s.read(res.Body, yield)
 }
 
 // read reads frames until the body ends or fails.
-func (s *stream) read(body io.Reader, yield func(Event, error) bool) (bool, error) {
-	progressed := false
+func (s *stream) read(body io.Reader, yield func(Event, error) bool) error {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	var id, event string
@@ -195,13 +194,13 @@ func (s *stream) read(body io.Reader, yield func(Event, error) bool) (bool, erro
 		case "":
 			continue // a retry hint alone
 		case "end":
-			return progressed, errEnded
+			return errEnded
 		case "unavailable":
 			e := &Error{}
 			if err := json.Unmarshal([]byte(frameData), e); err != nil || e.Code == "" {
 				e = &Error{Code: CodeServiceUnavailable, Message: "The events cannot be read now.", Retryable: true}
 			}
-			return progressed, e
+			return e
 		}
 		seq, err := strconv.ParseInt(frameID, 10, 64)
 		if err != nil || seq <= s.last {
@@ -209,12 +208,12 @@ func (s *stream) read(body io.Reader, yield func(Event, error) bool) (bool, erro
 		}
 		var ev Event
 		if err := json.Unmarshal([]byte(frameData), &ev); err != nil {
-			return progressed, fmt.Errorf("remote agents: event %d: %w", seq, err)
+			return fmt.Errorf("remote agents: event %d: %w", seq, err)
 		}
-		s.last, progressed = seq, true
+		s.last = seq
 		if !yield(ev, nil) {
-			return progressed, errStopped
+			return errStopped
 		}
 	}
-	return progressed, sc.Err()
+	return sc.Err()
 }

@@ -245,6 +245,11 @@ type dropper struct {
 func (d *dropper) RoundTrip(r *http.Request) (*http.Response, error) {
 	res, err := http.DefaultTransport.RoundTrip(r)
 	if err == nil && strings.HasSuffix(r.URL.Path, "/events") {
+		// As on AWS, where the stream's requests are signed on their way.
+		if r.Header.Get("Authorization") != "" || r.Header.Get("X-Session-Token") == "" {
+			_ = res.Body.Close()
+			return nil, errors.New("the events request carries its token in Authorization, which CloudFront overwrites on AWS")
+		}
 		d.mu.Lock()
 		d.current, d.dropped = res.Body, false
 		d.resumed = append(d.resumed, [2]string{r.Header.Get("Last-Event-ID"), strconv.FormatInt(d.lastSeen, 10)})

@@ -143,11 +143,14 @@ func (s *stream) run(yield func(Event, error) bool) error {
 // connect opens the stream after s.last and reads it until it ends. It
 // reports whether the stream opened.
 func (s *stream) connect(yield func(Event, error) bool) (bool, error) {
-	headers := []string{"Accept", "text/event-stream"}
+	// The token goes in X-Session-Token, not Authorization: on AWS the
+	// stream's requests are signed on their way (CloudFront's origin access
+	// control), which overwrites Authorization.
+	headers := []string{"Accept", "text/event-stream", "X-Session-Token", s.token}
 	if s.last > 0 {
 		headers = append(headers, "Last-Event-ID", strconv.FormatInt(s.last, 10))
 	}
-	res, err := s.c.send(s.ctx, http.MethodGet, s.path, s.token, nil, headers...)
+	res, err := s.c.send(s.ctx, http.MethodGet, s.path, "", nil, headers...)
 	if err != nil {
 		return false, err
 	}

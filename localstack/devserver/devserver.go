@@ -21,6 +21,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/remote-agents/remote-agents/api"
 	"github.com/remote-agents/remote-agents/shared/awsconfig"
 	"github.com/remote-agents/remote-agents/shared/bootstrap"
 	"github.com/remote-agents/remote-agents/shared/config"
@@ -69,7 +70,10 @@ type Options struct {
 	// Audit, if set, hears every AWS call each function's code makes (see
 	// AWSCall), to check the functions' declared access against.
 	Audit func(AWSCall)
-	Log   *slog.Logger
+	// Wrap, if set, wraps the routes' handler: it sees every request to a
+	// route, and its answer (tests check them against the API's document).
+	Wrap func(http.Handler) http.Handler
+	Log  *slog.Logger
 }
 
 // Server is a running dev server.
@@ -112,7 +116,12 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", s.health)
-	mux.Handle("/", g)
+	mux.HandleFunc("GET /openapi.json", serveOpenAPI)
+	var routesHandler http.Handler = g
+	if o.Wrap != nil {
+		routesHandler = o.Wrap(g)
+	}
+	mux.Handle("/", routesHandler)
 	// Like API Gateway: a request is read within 30 s (streams are not bounded:
 	// only their reading is), and a client that goes away is no error of ours.
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
@@ -235,6 +244,15 @@ func (s *Server) build(ctx context.Context) error {
 		return errors.New("devserver: no queue worker")
 	}
 	return nil
+}
+
+// serveOpenAPI answers the API's OpenAPI 3.1 document (package api).
+func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	_, _ = w.Write(api.OpenAPI())
 }
 
 // Routes returns the routes the server serves.

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remote-agents/remote-agents/api/apitest"
 	"github.com/remote-agents/remote-agents/localstack/awstest"
 	"github.com/remote-agents/remote-agents/localstack/devserver"
 	"github.com/remote-agents/remote-agents/shared/config"
@@ -140,6 +141,13 @@ func start(t testing.TB, opts ...option) *stack {
 			denied.add(c)
 		}
 	}
+	// Every answer the tests get, the browser's and the sandboxes' included,
+	// must be what the API's document (api/openapi.json) describes.
+	validator, err := apitest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Wrap = validator.Middleware
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -152,6 +160,9 @@ func start(t testing.TB, opts ...option) *stack {
 		defer cancel()
 		if err := srv.Close(ctx); err != nil {
 			t.Errorf("close dev server: %v", err)
+		}
+		for _, p := range validator.Problems() {
+			t.Errorf("not as api/openapi.json describes: %s", p)
 		}
 		for _, c := range denied.list() {
 			t.Errorf("function %s did %s on %q (item %q), which its declared access (shared/access) does not allow", c.Function, c.Action, c.Resource, c.Key)

@@ -83,7 +83,7 @@ func run() error {
 		return err
 	}
 	fmt.Printf(`
-Remote Agents dev server: %s   (health: %s/healthz)
+Remote Agents dev server: %s   (health: %s/healthz, API description: %s/openapi.json)
 Sandbox logs: %s
 Model: %s (RA_LLM_PROVIDER%s)%s
 
@@ -93,8 +93,12 @@ Create an agent:
     -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \
     -d '{"project_name":"demo","persona_slug":"assistant","initial_prompt":"Hello!"}'
 
+or from Go (package client):
+
+  go run ./examples/quickstart -url %s -app-key %s
+
 Ctrl-C stops the server, its sandboxes and the emulators.
-`, srv.URL, srv.URL, filepath.Join(work, "sandboxes"), model.Provider, modelNote(), gatewayNote(model.Provider), srv.URL, appKey)
+`, srv.URL, srv.URL, srv.URL, filepath.Join(work, "sandboxes"), model.Provider, modelNote(), gatewayNote(model.Provider), srv.URL, appKey, srv.URL, appKey)
 	<-ctx.Done()
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

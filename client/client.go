@@ -1,0 +1,480 @@
+// Package client is a Go client of the Remote Agents API, the routes apps
+// call (api/openapi.json describes them all):
+//
+//	c, _ := client.New("http://127.0.0.1:8080", appKey)
+//	agent, _ := c.Create(ctx, client.CreateRequest{ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "Hello!"})
+//	fmt.Println(agent.EmbedURL) // for an iframe
+//	_, _ = c.SendMessage(ctx, agent.AgentID, agent.SessionToken, client.Message{Text: "What can you do?"})
+//	for ev, err := range c.Events(ctx, agent.AgentID, agent.SessionToken) { … }
+//	_, _ = c.Shutdown(ctx, agent.AgentID, agent.SessionToken)
+//
+// Attach uploads a file for a message, SubmitEnv answers an env.request.
+//
+// Create is exactly-once and waits for the agent: it sends an
+// Idempotency-Key (one of its own unless given) and, when the server answers
+// 408 agent_creation_timeout (the agent is still starting), asks again with
+// the same key, which keeps waiting for the same agent. Answers that are
+// retryable (service_unavailable, server_error) are retried after their
+// Retry-After, a few times. SendMessage sends a client_message_id (one of its
+// own unless given), so that its retries are queued once. Events resumes a
+// dropped stream with Last-Event-ID: no event is lost or repeated.
+//
+// Errors the API answers are *Error, with the envelope's code, message and
+// whether the request may be retried.
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Error codes of the API (the envelope's error_code).
+const (
+	CodeInvalidRequest       = "invalid_request"
+	CodeProjectNotFound      = "project_not_found"
+	CodePersonaNotFound      = "persona_not_found"
+	CodeAgentNotFound        = "agent_not_found"
+	CodeAgentCreationTimeout = "agent_creation_timeout"
+	CodeInvalidToken         = "invalid_token"
+	CodeMissingToken         = "missing_token"
+	CodeForbidden            = "forbidden"
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	CodePayloadTooLarge      = "payload_too_large"
+	CodeNotFound             = "not_found"
+	CodeServerError          = "server_error"
+	CodeServiceUnavailable   = "service_unavailable"
+	CodeGuardrailsMissing    = "guardrails_missing"
+	CodeAgentNotAlive        = "agent_not_alive"
+	CodeModelUnavailable     = "model_unavailable"
+)
+
+// Error is an error the API answered: the standard envelope.
+type Error struct {
+	// Status is the HTTP status.
+	Status int `json:"status"`
+	// Code is machine-readable (the Code constants).
+	Code    string `json:"error_code"`
+	Message string `json:"message"`
+	// Retryable: the same request may be sent again unchanged.
+	Retryable bool `json:"retryable"`
+	// RetryAfterSeconds, when positive, is how long to wait before retrying.
+	RetryAfterSeconds int `json:"retry_after_seconds,omitempty"`
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("remote agents: %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// RetryAfter is how long to wait before retrying.
+func (e *Error) RetryAfter() time.Duration { return time.Duration(e.RetryAfterSeconds) * time.Second }
+
+// IsCode reports whether err is an *Error with code.
+func IsCode(err error, code string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// Client calls one Remote Agents deployment.
+type Client struct {
+	base       *url.URL
+	appKey     string
+	hc         *http.Client
+	maxRetries int
+	sleep      func(context.Context, time.Duration) error
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sends the requests with hc (default http.DefaultClient).
+// Leave its Timeout zero and bound calls with contexts: a Timeout also cuts
+// event streams, and must outlast the server's creation timeout.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithMaxRetries sets how many times a request answered a retryable error
+// (or a dropped event stream that does not come back) is tried again before
+// the error is returned; default 5. A create still starting (408) is asked
+// again as long as the context allows, this many times per other error.
+func WithMaxRetries(n int) Option { return func(c *Client) { c.maxRetries = max(n, 0) } }
+
+// New returns a client of the deployment at baseURL (e.g.
+// http://127.0.0.1:8080 for make dev) with the app's key, which Create uses;
+// the other calls use the agent's session token.
+func New(baseURL, appKey string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("remote agents: base URL %q is not an http(s) URL", baseURL)
+	}
+	c := &Client{base: u, appKey: appKey, hc: http.DefaultClient, maxRetries: 5, sleep: sleep}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// Features are the embed view's optional parts.
+type Features struct {
+	FileUpload   bool `json:"file_upload"`
+	ContextUsage bool `json:"context_usage"`
+	VoiceMic     bool `json:"voice_mic"`
+}
+
+// CreateRequest asks for an agent.
+type CreateRequest struct {
+	ProjectName   string    `json:"project_name"`
+	PersonaSlug   string    `json:"persona_slug"`
+	InitialPrompt string    `json:"initial_prompt"`
+	FeatureFlags  *Features `json:"feature_flags,omitempty"`
+	// SessionType is "coding" (default) or "setup" (with ConfigurationID).
+	SessionType string `json:"session_type,omitempty"`
+	// ClientType "automation" makes the session an automation run.
+	ClientType      string `json:"client_type,omitempty"`
+	ConfigurationID string `json:"configuration_id,omitempty"`
+	// SystemPrompt replaces the mode prompt (never the guardrails).
+	SystemPrompt string `json:"system_prompt,omitempty"`
+	// IdempotencyKey makes the create exactly-once across calls; empty: Create
+	// makes one for its own retries.
+	IdempotencyKey string `json:"-"`
+}
+
+// Agent is a created, ready agent.
+type Agent struct {
+	AgentID string `json:"agent_id"`
+	// EmbedURL is the chat view, token included: put it in an iframe.
+	EmbedURL string `json:"embed_url"`
+	// SessionToken is the bearer of the agent's routes. Keep it secret.
+	SessionToken      string   `json:"session_token"`
+	ProjectName       string   `json:"project_name"`
+	PersonaSlug       string   `json:"persona_slug"`
+	TmuxSessionName   string   `json:"tmux_session_name"`
+	Status            string   `json:"status"`
+	GuardrailsVersion string   `json:"guardrails_version"`
+	FeatureFlags      Features `json:"feature_flags"`
+}
+
+// Create creates an agent and waits until it is ready.
+func (c *Client) Create(ctx context.Context, req CreateRequest) (*Agent, error) {
+	key := req.IdempotencyKey
+	if key == "" {
+		key = "client-" + randomID()
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("remote agents: encode create: %w", err)
+	}
+	var out Agent
+	err = c.retry(ctx, true, func() error {
+		return c.do(ctx, http.MethodPost, "/api/remote_agents/create", c.appKey, body, &out, "Idempotency-Key", key)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Usage is what an agent's model calls used so far.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	CachedTokens int64 `json:"cached_tokens"`
+	Calls        int64 `json:"calls"`
+}
+
+// AliveStatus says whether an agent is still active.
+type AliveStatus struct {
+	AgentID string `json:"agent_id"`
+	Alive   bool   `json:"alive"`
+	// State is provisioning, ready, working, idle, ending, ended, failed, or
+	// unknown (no such agent).
+	State             string `json:"state"`
+	GuardrailsVersion string `json:"guardrails_version"`
+	GuardrailsStale   bool   `json:"guardrails_stale"`
+	Usage             Usage  `json:"usage"`
+}
+
+// Alive reports whether the agent is still active (not ended).
+func (c *Client) Alive(ctx context.Context, agentID, token string) (*AliveStatus, error) {
+	var out AliveStatus
+	err := c.retry(ctx, false, func() error {
+		return c.do(ctx, http.MethodGet, agentPath(agentID, "alive"), token, nil, &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ShutdownStatus answers Shutdown: shutdown_initiated or already_terminated.
+type ShutdownStatus struct {
+	AgentID string `json:"agent_id"`
+	Status  string `json:"status"`
+}
+
+// Shutdown shuts the agent down gracefully; an ended agent is no error.
+func (c *Client) Shutdown(ctx context.Context, agentID, token string) (*ShutdownStatus, error) {
+	var out ShutdownStatus
+	err := c.retry(ctx, false, func() error {
+		return c.do(ctx, http.MethodPost, agentPath(agentID, "shutdown"), token, nil, &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Answer picks an option of an agent.question event.
+type Answer struct {
+	QuestionID string `json:"question_id"`
+	OptionID   string `json:"option_id"`
+}
+
+// Attachment is an uploaded file to attach to a message.
+type Attachment struct {
+	Key         string `json:"key"`
+	Name        string `json:"name"`
+	SizeBytes   int64  `json:"size_bytes"`
+	ContentType string `json:"content_type,omitempty"`
+}
+
+// Message is what a user sends an agent: Text (with Attachments), an Answer,
+// or EnvValues.
+type Message struct {
+	Text string `json:"text,omitempty"`
+	// ClientMessageID makes the message exactly-once; empty: SendMessage makes
+	// one for its own retries.
+	ClientMessageID string            `json:"client_message_id,omitempty"`
+	Answer          *Answer           `json:"answer,omitempty"`
+	Attachments     []Attachment      `json:"attachments,omitempty"`
+	EnvValues       map[string]string `json:"env_values,omitempty"`
+}
+
+// MessageReceipt says the message is queued (or env values submitted).
+type MessageReceipt struct {
+	AgentID         string `json:"agent_id"`
+	Status          string `json:"status"`
+	MessageID       int64  `json:"message_id"`
+	ClientMessageID string `json:"client_message_id,omitempty"`
+}
+
+// SendMessage sends the agent a message.
+func (c *Client) SendMessage(ctx context.Context, agentID, token string, msg Message) (*MessageReceipt, error) {
+	if msg.ClientMessageID == "" && msg.EnvValues == nil {
+		msg.ClientMessageID = "client-" + randomID()
+	}
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return nil, fmt.Errorf("remote agents: encode message: %w", err)
+	}
+	var out MessageReceipt
+	err = c.retry(ctx, false, func() error {
+		return c.do(ctx, http.MethodPost, agentPath(agentID, "messages"), token, body, &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Attach uploads a file of size bytes from body for a message: it asks for an
+// upload URL, PUTs the file there, and returns the Attachment to put in a
+// Message's Attachments. The agent needs the file_upload feature.
+func (c *Client) Attach(ctx context.Context, agentID, token, name, contentType string, size int64, body io.Reader) (Attachment, error) {
+	in, err := json.Marshal(map[string]any{"name": name, "size_bytes": size, "content_type": contentType})
+	if err != nil {
+		return Attachment{}, fmt.Errorf("remote agents: encode attachment: %w", err)
+	}
+	var up struct {
+		Key           string            `json:"key"`
+		UploadURL     string            `json:"upload_url"`
+		UploadHeaders map[string]string `json:"upload_headers"`
+	}
+	err = c.retry(ctx, false, func() error {
+		return c.do(ctx, http.MethodPost, agentPath(agentID, "attachments"), token, in, &up)
+	})
+	if err != nil {
+		return Attachment{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, up.UploadURL, body)
+	if err != nil {
+		return Attachment{}, fmt.Errorf("remote agents: upload %s: %w", name, err)
+	}
+	for k, v := range up.UploadHeaders {
+		req.Header.Set(k, v)
+	}
+	req.ContentLength = size // signed: exactly this many bytes
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return Attachment{}, fmt.Errorf("remote agents: upload %s: %w", name, err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	if res.StatusCode/100 != 2 {
+		raw, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+		return Attachment{}, fmt.Errorf("remote agents: upload %s: the object store answered %d: %s", name, res.StatusCode, raw)
+	}
+	return Attachment{Key: up.Key, Name: name, SizeBytes: size, ContentType: contentType}, nil
+}
+
+// EnvSecret is one env value of an EnvSubmission; Persist (when set) says
+// whether it is kept for the session's configuration.
+type EnvSecret struct {
+	Key     string `json:"key"`
+	Value   string `json:"value"`
+	Persist *bool  `json:"persist,omitempty"`
+}
+
+// EnvSubmission answers an env.request event: Values, or Secrets with a
+// per-key Persist, and SaveToConfiguration for the keys that do not say.
+type EnvSubmission struct {
+	Values              map[string]string `json:"values,omitempty"`
+	Secrets             []EnvSecret       `json:"secrets,omitempty"`
+	SaveToConfiguration bool              `json:"saveToConfiguration,omitempty"`
+}
+
+// EnvReceipt names the keys submitted and those persisted (never values).
+type EnvReceipt struct {
+	AgentID   string   `json:"agent_id"`
+	Status    string   `json:"status"`
+	Keys      []string `json:"keys"`
+	Persisted []string `json:"persisted"`
+}
+
+// SubmitEnv sends the agent the env values it asked for (an env.request
+// event).
+func (c *Client) SubmitEnv(ctx context.Context, agentID, token string, env EnvSubmission) (*EnvReceipt, error) {
+	body, err := json.Marshal(env)
+	if err != nil {
+		return nil, fmt.Errorf("remote agents: encode env: %w", err)
+	}
+	var out EnvReceipt
+	if err := c.do(ctx, http.MethodPost, agentPath(agentID, "env"), token, body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// retry calls f until it succeeds, fails for good, or maxRetries retryable
+// errors passed; waitCreation also asks again, without counting, after each
+// agent_creation_timeout.
+func (c *Client) retry(ctx context.Context, waitCreation bool, f func() error) error {
+	retries := 0
+	for {
+		err := f()
+		var e *Error
+		if err == nil || !errors.As(err, &e) || !e.Retryable {
+			return err
+		}
+		if !waitCreation || e.Code != CodeAgentCreationTimeout {
+			if retries >= c.maxRetries {
+				return err
+			}
+			retries++
+		}
+		if werr := c.sleep(ctx, backoff(e.RetryAfter(), retries)); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
+}
+
+// backoff is the server's Retry-After, or a short wait growing with retries.
+func backoff(after time.Duration, retries int) time.Duration {
+	if after > 0 {
+		return after
+	}
+	return min(time.Duration(1<<min(retries, 5))*100*time.Millisecond, 5*time.Second)
+}
+
+// do sends one request with bearer and decodes a 2xx JSON answer into out.
+func (c *Client) do(ctx context.Context, method, path, bearer string, body []byte, out any, headers ...string) error {
+	res, err := c.send(ctx, method, path, bearer, body, headers...)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = res.Body.Close() }()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("remote agents: read %s %s: %w", method, path, err)
+	}
+	if res.StatusCode/100 != 2 {
+		return decodeError(res, raw)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("remote agents: decode %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+func (c *Client) send(ctx context.Context, method, path, bearer string, body []byte, headers ...string) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base.String()+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("remote agents: %w", err)
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("remote agents: %s %s: %w", method, path, err)
+	}
+	return res, nil
+}
+
+// decodeError reads the error envelope of a non-2xx answer; an answer that
+// is not one (a proxy's page) becomes an Error with the status alone.
+func decodeError(res *http.Response, raw []byte) error {
+	e := &Error{}
+	if err := json.Unmarshal(raw, e); err != nil || e.Code == "" {
+		e = &Error{Code: CodeServerError, Message: strings.TrimSpace(string(raw)),
+			Retryable: res.StatusCode >= 500 || res.StatusCode == http.StatusTooManyRequests}
+		if len(e.Message) > 200 {
+			e.Message = e.Message[:200]
+		}
+	}
+	e.Status = res.StatusCode
+	if s, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && s > 0 && e.RetryAfterSeconds == 0 {
+		e.RetryAfterSeconds = s
+	}
+	return e
+}
+
+func agentPath(agentID, what string) string {
+	return "/api/remote_agents/" + url.PathEscape(agentID) + "/" + what
+}
+
+func randomID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -95,6 +95,13 @@ func TestValidatorReportsDrift(t *testing.T) {
 		})
 	}
 	const id = "/api/remote_agents/0b8f1c5e-3c0e-4a55-9d1e-2a6a5f7f9b10"
+	const sandbox = "/sandbox/0b8f1c5e-3c0e-4a55-9d1e-2a6a5f7f9b10"
+	const types = "/api/v1/agent-types"
+	const stored = `{"enabled":true,"repo_source":{"type":"none"},"tools":["read"],"resource_limits":{},"checkout_on_start":false,"setup_commands":[],"setup_timeout_seconds":300,"warm_pool_size":0}`
+	spec := func(tools string) string {
+		return `{"session_id":"s","generation":1,"guardrails":{"content":"g","hash":"h"},"persona":{"slug":"p","display_name":"P","skill":"s","experience":"e","active":true},` +
+			`"initial_prompt":"hi","feature_flags":{"file_upload":false,"context_usage":false,"voice_mic":false},"tmux_session_name":"m","session_type":"coding","prompt_mode":"p","system_prompt":"x","tools":` + tools + `}`
+	}
 	cases := []struct {
 		name, method, path string
 		h                  http.Handler
@@ -109,6 +116,20 @@ func TestValidatorReportsDrift(t *testing.T) {
 		{"no envelope for no route", "GET", "/nowhere", answer(404, "text/plain", `404 page not found`), true},
 		{"a stream as documented", "GET", id + "/events", answer(200, "text/event-stream", "retry: 1000\n\n: keep-alive\n\nid: 1\nevent: agent.message\ndata: {\"seq\":1,\"type\":\"agent.message\",\"at\":\"2026-01-01T00:00:00Z\",\"data\":{\"text\":\"hi\"}}\n\nevent: end\ndata: {}\n\n"), false},
 		{"a stream event whose data is wrong", "GET", id + "/events", answer(200, "text/event-stream", "id: 1\nevent: agent.message\ndata: {\"seq\":1,\"type\":\"agent.message\",\"at\":\"2026-01-01T00:00:00Z\",\"data\":{\"text\":5}}\n\n"), true},
+		{"an agent message with its html", "GET", id + "/events", answer(200, "text/event-stream", "id: 1\nevent: agent.message\ndata: {\"seq\":1,\"type\":\"agent.message\",\"at\":\"2026-01-01T00:00:00Z\",\"data\":{\"text\":\"**hi**\",\"html\":\"<p><strong>hi</strong></p>\"}}\n\n"), false},
+		{"an agent message whose html is no string", "GET", id + "/events", answer(200, "text/event-stream", "id: 1\nevent: agent.message\ndata: {\"seq\":1,\"type\":\"agent.message\",\"at\":\"2026-01-01T00:00:00Z\",\"data\":{\"text\":\"hi\",\"html\":5}}\n\n"), true},
+		{"a spec with every tool", "GET", sandbox + "/spec", answer(200, "application/json", spec(`null`)), false},
+		{"a spec with its type's tools", "GET", sandbox + "/spec", answer(200, "application/json", spec(`["read","grep"]`)), false},
+		{"a spec whose tools are no list", "GET", sandbox + "/spec", answer(200, "application/json", spec(`"read"`)), true},
+		{"a spec without tools", "GET", sandbox + "/spec", answer(200, "application/json", strings.Replace(spec(`null`), `,"tools":null`, "", 1)), true},
+		{"an error with details", "PUT", types + "/coder/workspace-config", answer(400, "application/json", `{"status":400,"error_code":"invalid_request","message":"m","retryable":false,"details":{"invalid_tools":["ssh"],"valid_tools":["read"]}}`), false},
+		{"an error whose details are no object", "PUT", types + "/coder/workspace-config", answer(400, "application/json", `{"status":400,"error_code":"invalid_request","message":"m","retryable":false,"details":"ssh"}`), true},
+		{"an agent type as documented", "GET", types + "/coder", answer(200, "application/json", `{"id":"coder","name":"Coder","platform":false,"workspace_config":`+stored+`,"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}`), false},
+		{"an agent type without its workspace", "GET", types + "/coder", answer(200, "application/json", `{"id":"coder","name":"Coder","platform":false}`), true},
+		{"a workspace config with a field it has not", "GET", types + "/coder/workspace-config", answer(200, "application/json", strings.Replace(stored, "{", `{"privileged":true,`, 1)), true},
+		{"the agent types", "GET", types, answer(200, "application/json", `{"agent_types":[{"id":"default","name":"Default","platform":true,"workspace_config":`+stored+`}]}`), false},
+		{"an unknown agent type", "GET", types + "/nope", answer(404, "application/json", `{"status":404,"error_code":"agent_type_not_found","message":"m","retryable":false}`), false},
+		{"an agent type that exists", "POST", types, answer(409, "application/json", `{"status":409,"error_code":"agent_type_exists","message":"m","retryable":false}`), false},
 		{"an embed page", "GET", "/embed/x", answer(401, "text/html; charset=utf-8", "<p>no</p>"), false},
 		{"an embed page as JSON", "GET", "/embed/x", answer(200, "application/json", "{}"), true},
 	}

@@ -113,6 +113,10 @@ var envVars = append([]envVar{
 		p.ExceptionWebhookURL = v
 		return checkBaseURL("RA_EXCEPTION_WEBHOOK_URL", v)
 	}},
+	{"RA_GIT_INSECURE_HOSTS", true, func(p *Platform, v string) (err error) {
+		p.GitInsecureHosts, err = insecureHosts("RA_GIT_INSECURE_HOSTS", splitList(v))
+		return err
+	}},
 	{"WORKSPACE_DEFAULT_CPU", false, func(p *Platform, v string) error { p.WorkspaceDefaults.CPU = v; return nil }},
 	{"WORKSPACE_DEFAULT_MEMORY", false, func(p *Platform, v string) error { p.WorkspaceDefaults.Memory = v; return nil }},
 	{"WORKSPACE_DEFAULT_DISK", false, func(p *Platform, v string) error { p.WorkspaceDefaults.Disk = v; return nil }},

@@ -82,6 +82,9 @@ type Spec struct {
 	// configuration, which the sandbox merges into its env file before it
 	// reports ready. Secret: served to the sandbox only, never stored or logged.
 	Env map[string]string `json:"env,omitempty"`
+	// Workspace is the workspace to provision before ready; nil: none (the
+	// session's agent type has no workspace).
+	Workspace *WorkspaceSpec `json:"workspace,omitempty"`
 }
 
 // Guardrails is the platform guardrails document and its SHA-256, which ready
@@ -124,6 +127,8 @@ type StatusReport struct {
 	State          State  `json:"state"`
 	GuardrailsHash string `json:"guardrails_hash,omitempty"`
 	Reason         Reason `json:"reason,omitempty"`
+	// Workspace, with ready, is how provisioning went.
+	Workspace *WorkspaceStatus `json:"workspace,omitempty"`
 }
 
 // Orders answers status reports, heartbeats and inbox reads.

@@ -26,6 +26,10 @@ type Spec struct {
 	ModelGatewayURL string
 	// TmuxSessionName names the terminal session the agent runs in, if tmux is there.
 	TmuxSessionName string
+	// Fallback asks for the launcher's fallback capacity: the retry of a
+	// launch that failed (on Fargate, the other capacity provider, Spot or
+	// on-demand; locally, simply a second process).
+	Fallback bool
 }
 
 // Env returns the environment the sandbox reads its identity from.

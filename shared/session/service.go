@@ -393,6 +393,9 @@ func (s *Service) waitReady(ctx context.Context, id string) (Session, error) {
 			return sess, nil
 		case err == nil && sess.Reason == ReasonModelUnavailable:
 			return Session{}, apierror.New(apierror.ModelUnavailable, "The agent has no usable model: the platform's model settings (RA_LLM_PROVIDER and its key) need fixing.")
+		case err == nil && sess.Reason == ReasonLaunchFailed:
+			return Session{}, &apierror.Error{Code: apierror.ServiceUnavailable, RetryAfter: apierror.UnavailableRetryAfter,
+				Message: "The agent's sandbox could not be launched, neither on its capacity nor on the fallback capacity; try again later."}
 		case err == nil && (sess.State.Terminal() || sess.State == Ending):
 			return Session{}, apierror.New(apierror.ServiceUnavailable, "The agent failed to start; try again.")
 		}

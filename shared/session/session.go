@@ -56,6 +56,9 @@ const (
 	ReasonTokenLimit = sandboxwire.ReasonTokenLimit
 	// ReasonModelUnavailable: the sandbox found no usable model.
 	ReasonModelUnavailable = sandboxwire.ReasonModelUnavailable
+	// ReasonLaunchFailed: the sandbox could not be launched, on its capacity
+	// nor on the fallback (the platform sets it; no sandbox reports it).
+	ReasonLaunchFailed Reason = "launch_failed"
 )
 
 // HeartbeatTimeout is how long a running sandbox may go without a heartbeat before

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/remote-agents/remote-agents/sandbox/provision/gitserve"
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
@@ -250,5 +252,47 @@ func TestHostileTaskContextIsRefused(t *testing.T) {
 	}
 	if n := len(s.srv.Launcher.Running()); n != 0 {
 		t.Errorf("%d sandboxes for refused creates", n)
+	}
+}
+
+// A sandbox that cannot be launched is launched once more (locally, a
+// second process); when that fails too, create fails with a clear error,
+// at once rather than at its timeout, and the agent is failed.
+func TestLaunchFailingTwiceFailsCreate(t *testing.T) {
+	t.Parallel()
+	s := start(t, withSandbox(filepath.Join(t.TempDir(), "no-such-agent"), "sandbox"), withConfig(func(c *config.RemoteAgents) { c.CreationTimeout = 25 * time.Second }))
+	r := s.create(createBody("Hello"), "Idempotency-Key", "never-launches")
+	wantError(t, r, http.StatusServiceUnavailable, "service_unavailable")
+	if !strings.Contains(r.str("message"), "could not be launched, neither on its capacity nor on the fallback capacity") || r.body["retryable"] != true {
+		t.Errorf("create: %s", r.raw)
+	}
+	if logs := s.logs.String(); strings.Count(logs, "launch failed") < 2 {
+		t.Errorf("not launched twice:\n%s", logs)
+	}
+}
+
+// The embed view shows the workspace's provisioning as one compact line,
+// and each warning.
+func TestEmbedViewShowsTheWorkspace(t *testing.T) {
+	t.Parallel()
+	s := start(t, withSandboxEnv("RA_NO_TMUX=1"))
+	s.putType(t, "broken", map[string]any{"enabled": true, "tools": []string{"read"}, "setup_commands": []string{"exit 7"}})
+	body := createBody("Hi")
+	body["agent_type"] = "broken"
+	created := s.create(body)
+	if created.status != http.StatusOK {
+		t.Fatalf("create: %d %s", created.status, created.raw)
+	}
+	tab := browser(t)
+	inBrowser(t, tab, 30*time.Second,
+		chromedp.Navigate(created.str("embed_url")),
+		voidPoll(`(document.querySelector('[data-role="workspace"]') || {}).textContent === "Workspace ready, degraded (1 warning(s))"`, 25*time.Second),
+	)
+	warning := value(t, tab, chromedp.Text(chromedp.CSS(`[data-role="workspace-warning"]`)))
+	if !strings.Contains(warning, "setup command 1 of 1 (exit 7) failed with exit code 7") {
+		t.Errorf("warning line %q", warning)
+	}
+	if n := value(t, tab, chromedp.Evaluate[int](`document.querySelectorAll('[data-role="workspace"]').length`)); n != 1 {
+		t.Errorf("%d workspace lines, want one updated in place", n)
 	}
 }

@@ -296,3 +296,35 @@ func TestEmbedViewShowsTheWorkspace(t *testing.T) {
 		t.Errorf("%d workspace lines, want one updated in place", n)
 	}
 }
+
+// A type with a fixed repository (served over plain http on loopback, which
+// git_insecure_hosts allows by default) clones it, at its branch, whatever
+// repository the task names; alive tells the workspace too.
+func TestFixedRepositoryIgnoresTheTaskRepository(t *testing.T) {
+	t.Parallel()
+	s := start(t, withConfig(func(c *config.RemoteAgents) { c.CreationTimeout = 25 * time.Second }))
+	app := serveRepo(t)
+	infra := gitserve.Serve(t, "infra", []string{"main", "stable"}, map[string]map[string]string{
+		"main": {"README.md": "infra main\n"}, "stable": {"README.md": "infra stable\n"},
+	})
+	s.putType(t, "ops", map[string]any{"enabled": true, "tools": []string{"read"},
+		"repo_source": map[string]any{"type": "fixed", "url": infra.URL, "branch": "stable"}})
+	body := createBody("Hello")
+	body["agent_type"] = "ops"
+	body["task_context"] = map[string]any{"repository_url": app.URL, "branch": "develop"}
+	r := s.create(body)
+	if r.status != http.StatusOK {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	id := r.str("agent_id")
+	if got, err := os.ReadFile(filepath.Join(s.workspaceOf(id), "README.md")); err != nil || string(got) != "infra stable\n" {
+		t.Errorf("README.md = %q (%v), want the fixed repository's branch", got, err)
+	}
+	if ws, _ := s.alive(id, r.str("session_token")).body["workspace"].(map[string]any); ws["status"] != "ready" {
+		t.Errorf("alive's workspace = %v", ws)
+	}
+	// Plain http to a host nobody listed is refused at the PUT.
+	bad := s.call(http.MethodPut, agentTypes+"/ops/workspace-config", appKey, map[string]any{"enabled": true,
+		"repo_source": map[string]any{"type": "fixed", "url": "http://example.com/infra.git"}})
+	wantError(t, bad, 400, "invalid_request")
+}

@@ -131,7 +131,7 @@ func CheckCloneURL(raw string, insecureHosts []string) error {
 		if slices.Contains(insecureHosts, strings.ToLower(u.Hostname())) {
 			return nil
 		}
-		return errors.New("uses " + u.Scheme + ", which is only allowed to the hosts the operator lists (git_insecure_hosts); use https")
+		return errors.New("uses " + u.Scheme + ", which is only allowed to the hosts the operator lists (git_insecure_hosts); use an https URL")
 	default:
 		return errors.New("must be an https URL (http and git only to the hosts the operator lists; never file: or ext::)")
 	}

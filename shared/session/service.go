@@ -425,6 +425,9 @@ type AliveStatus struct {
 	// Usage is what the agent's model calls used so far, as the platform's
 	// model gateway metered them.
 	Usage Usage `json:"usage"`
+	// Workspace is how its workspace was provisioned, once it was ready
+	// (as create answered it); absent while provisioning.
+	Workspace *sandboxwire.WorkspaceStatus `json:"workspace,omitempty"`
 }
 
 // Alive reports whether a session is still active, that is not ended: a
@@ -464,7 +467,13 @@ func (s *Service) Alive(ctx context.Context, id, tok string) (AliveStatus, error
 	if doc, err := guardrails.Load(ctx, s.o.Guardrails); err == nil {
 		current = doc.Hash
 	}
+	var ws *sandboxwire.WorkspaceStatus
+	if !sess.ReadyAt.IsZero() {
+		st := workspaceStatus(sess)
+		ws = &st
+	}
 	return AliveStatus{
+		Workspace:         ws,
 		AgentID:           id,
 		Alive:             slices.Contains(Live, sess.State) && !sess.Lost(s.o.Now()), // not ended (the spec)
 		State:             string(sess.State),

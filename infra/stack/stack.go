@@ -210,6 +210,7 @@ func (s *Stack) workerEnvironment(sandbox sandboxes, gateway *string) {
 		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_SUBNETS"), awscdk.Fn_Join(jsii.String(","), sandbox.subnets), nil)
 		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_SECURITY_GROUPS"), sandbox.group.SecurityGroupId(), nil)
 		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_ASSIGN_PUBLIC_IP"), jsii.String("true"), nil)
+		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_CAPACITY_PROVIDER"), jsii.String("FARGATE"), nil)
 	}
 }
 
@@ -508,6 +509,9 @@ func (s *Stack) sandboxes(p Props, removal awscdk.RemovalPolicy) sandboxes {
 		ClusterName:         jsii.String("ra-" + p.Env + "-sandboxes"),
 		Vpc:                 vpc,
 		ContainerInsightsV2: awsecs.ContainerInsights_ENABLED,
+		// Sandboxes run on FARGATE; a launch that fails is retried on
+		// FARGATE_SPOT (RA_ECS_CAPACITY_PROVIDER, jobworker).
+		EnableFargateCapacityProviders: jsii.Bool(true),
 	})
 	// The task role has no permissions at all: a sandbox acts only through the
 	// gateway, with its own token.

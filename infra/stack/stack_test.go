@@ -512,3 +512,18 @@ func TestBucketIsPrivateAndEncrypted(t *testing.T) {
 	}
 	tp.raw.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), map[string]any{"LogGroupName": "/aws/lambda/ra-dev-create", "RetentionInDays": 14})
 }
+
+// Sandbox tasks run on the FARGATE capacity provider, and a launch that fails
+// is retried on FARGATE_SPOT: the cluster has both, and the workers are told
+// where to start (RA_ECS_CAPACITY_PROVIDER).
+func TestSandboxesHaveAFallbackCapacity(t *testing.T) {
+	tp := synth(t)["dev"]
+	tp.raw.HasResourceProperties(jsii.String("AWS::ECS::ClusterCapacityProviderAssociations"), map[string]any{
+		"CapacityProviders": []any{"FARGATE", "FARGATE_SPOT"},
+	})
+	_, worker := tp.find(t, "AWS::Lambda::Function", "FunctionName", "ra-dev-jobworker")
+	vars, _ := props(worker)["Environment"].(map[string]any)["Variables"].(map[string]any)
+	if vars["RA_ECS_CAPACITY_PROVIDER"] != "FARGATE" {
+		t.Errorf("jobworker's RA_ECS_CAPACITY_PROVIDER = %v", vars["RA_ECS_CAPACITY_PROVIDER"])
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/remote-agents/remote-agents/sandbox/provision/gitserve"
 )
 
 // BenchmarkCreateReady measures create → ready on the local stack with process
@@ -39,4 +41,44 @@ func BenchmarkCreateReady(b *testing.B) {
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.95), "p95-ms")
 	b.ReportMetric(float64(took[len(took)-1].Microseconds())/1000, "max-ms")
+}
+
+// BenchmarkCreateReadyWorkspace measures create → ready for the issue's
+// three workspaces: none (an empty one), a small repository served over
+// HTTP on loopback, and that repository with one setup command. Run with
+// -benchtime=20x for p50 over 20 creates each.
+func BenchmarkCreateReadyWorkspace(b *testing.B) {
+	repo := gitserve.Serve(b, "small", []string{"main"}, map[string]map[string]string{"main": {"README.md": "small\n", "src/a.txt": "a\n"}})
+	for _, c := range []struct {
+		name string
+		ws   map[string]any
+	}{
+		{"none", map[string]any{"enabled": true, "repo_source": map[string]any{"type": "none"}}},
+		{"repository", map[string]any{"enabled": true, "repo_source": map[string]any{"type": "fixed", "url": repo.URL}}},
+		{"repository+setup", map[string]any{"enabled": true, "repo_source": map[string]any{"type": "fixed", "url": repo.URL}, "setup_commands": []string{"cat src/a.txt > b.txt"}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			s := start(b, withSandboxEnv("RA_NO_TMUX=1"))
+			if r := s.call(http.MethodPost, agentTypes, appKey, map[string]any{"id": "bench", "name": "bench", "workspace_config": c.ws}); r.status != http.StatusCreated {
+				b.Fatalf("type: %d %s", r.status, r.raw)
+			}
+			body := createBody("Hello")
+			body["agent_type"] = "bench"
+			var took []time.Duration
+			for b.Loop() {
+				began := time.Now()
+				r := s.create(body)
+				took = append(took, time.Since(began))
+				if r.status != http.StatusOK || r.body["workspace"].(map[string]any)["status"] != "ready" {
+					b.Fatalf("create: %d %s", r.status, r.raw)
+				}
+				b.StopTimer()
+				s.shutdown(r.str("agent_id"), r.str("session_token"))
+				b.StartTimer()
+			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[(len(took)-1)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(took[len(took)-1].Microseconds())/1000, "max-ms")
+		})
+	}
 }

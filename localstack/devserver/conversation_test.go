@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,13 +18,15 @@ func withSandboxEnv(env ...string) option {
 	return func(o *devserver.Options) { o.SandboxEnv = append(o.SandboxEnv, env...) }
 }
 
-// events waits until the session has at least n events and returns them.
+// events waits until the session has at least n events besides its
+// workspace's provisioning (workspace.*, see workspace_test.go) and returns
+// those.
 func (s *stack) events(t *testing.T, id string, n int) []session.Event {
 	t.Helper()
 	var evs []session.Event
 	eventually(t, 15*time.Second, "agent events", func() bool {
-		var err error
-		evs, err = s.srv.Env.SessionStore().Events(t.Context(), id, 0, 100)
+		all, err := s.srv.Env.SessionStore().Events(t.Context(), id, 0, 100)
+		evs = slices.DeleteFunc(all, func(e session.Event) bool { return strings.HasPrefix(e.Type, "workspace.") })
 		return err == nil && len(evs) >= n
 	})
 	return evs

@@ -23,10 +23,12 @@ import (
 )
 
 // diesAfterLaunch starts the sandbox for real, then fails as a worker that died
-// before recording it would.
+// before recording it would: its context ends (a Lambda timing out), so it
+// retries nothing on the fallback either.
 type diesAfterLaunch struct {
 	launch.Launcher
 	ref string
+	die context.CancelFunc
 }
 
 func (l *diesAfterLaunch) Launch(ctx context.Context, spec launch.Spec) (string, error) {
@@ -35,6 +37,7 @@ func (l *diesAfterLaunch) Launch(ctx context.Context, spec launch.Spec) (string,
 		return "", err
 	}
 	l.ref = ref
+	l.die()
 	return "", errors.New("the worker died after starting the sandbox")
 }
 
@@ -84,11 +87,12 @@ func TestLaunchTakenOverAfterALostClaimBecomesReady(t *testing.T) {
 	// The first worker's claim ran out long ago (its clock), and its sandbox
 	// reaches the gateway only once the claim was taken over.
 	gateway, release := heldGateway(t, s.srv.URL)
-	lost := &diesAfterLaunch{Launcher: s.srv.Launcher}
+	dying, die := context.WithCancel(t.Context())
+	lost := &diesAfterLaunch{Launcher: s.srv.Launcher, die: die}
 	died := worker
 	died.Launcher, died.GatewayURL = lost, gateway
 	died.Now = func() time.Time { return time.Now().Add(-jobworker.LaunchLease - time.Minute) }
-	if err := died.Do(t.Context(), msg); err == nil || lost.ref == "" {
+	if err := died.Do(dying, msg); err == nil || lost.ref == "" {
 		t.Fatalf("the first launch: %v, sandbox %q; want a sandbox started and the worker failed", err, lost.ref)
 	}
 	// The message comes back.

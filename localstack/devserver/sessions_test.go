@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -55,6 +56,10 @@ func TestCreateReturnsReadyAgentWithEveryField(t *testing.T) {
 	}
 	if flags, _ := r.body["feature_flags"].(map[string]any); flags["file_upload"] != true || flags["voice_mic"] != false {
 		t.Errorf("feature flags %v", r.body["feature_flags"])
+	}
+	// The persona's type (the seeded default) has a workspace, empty.
+	if ws, _ := r.body["workspace"].(map[string]any); ws["status"] != "ready" || !reflect.DeepEqual(ws["warnings"], []any{}) {
+		t.Errorf("workspace %v", r.body["workspace"])
 	}
 	embed, err := url.Parse(r.str("embed_url"))
 	if err != nil || embed.Path != "/embed/"+id || embed.Query().Get("token") != tok || !strings.HasPrefix(r.str("embed_url"), s.srv.URL) {

@@ -32,6 +32,7 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/contract"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
+	"github.com/remote-agents/remote-agents/sandbox/provision"
 	"github.com/remote-agents/remote-agents/sandbox/redact"
 	"github.com/remote-agents/remote-agents/sandbox/retry"
 	"github.com/remote-agents/remote-agents/sandbox/safefile"
@@ -184,7 +185,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 		}
 		c.Secrets.Add(slices.Collect(maps.Values(cur))...)
 	}
-	spec, primed, err := r.prime(ctx)
+	spec, primed, workspace, err := r.prime(ctx)
 	if err != nil {
 		return err
 	}
@@ -195,7 +196,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 		_ = r.cl.status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonModelUnavailable)
 		return err
 	}
-	if err := r.cl.status(ctx, sandboxwire.Ready, spec.Guardrails.Hash, ""); err != nil {
+	if err := r.cl.ready(ctx, spec.Guardrails.Hash, workspace); err != nil {
 		return err
 	}
 	r.log.Info("sandbox ready", slog.String("session_id", r.c.SessionID), slog.String("guardrails_hash", spec.Guardrails.Hash),
@@ -222,10 +223,35 @@ type run struct {
 	after    int64 // the inbox cursor
 }
 
-// prime fetches the spec, merges the env values it carries into the env file
-// and writes the primed conversation to the workspace; a spec it cannot prime
-// with is reported failed.
-func (r *run) prime(ctx context.Context) (sandboxwire.Spec, []Message, error) {
+// prime fetches the spec, merges the env values it carries into the env file,
+// provisions the workspace (package provision) and writes the primed
+// conversation to the workspace; a spec it cannot prime with is reported
+// failed. It returns how provisioning went, for ready.
+func (r *run) prime(ctx context.Context) (sandboxwire.Spec, []Message, *sandboxwire.WorkspaceStatus, error) {
+	spec, primed, err := r.primeSpec(ctx)
+	if err != nil {
+		return spec, nil, nil, err
+	}
+	var env []string
+	if r.c.Tools != nil {
+		env = r.c.Tools.Environ()
+	}
+	status := provision.Run(ctx, spec.Workspace, provision.Options{Dir: r.c.Workspace, Env: env, User: r.c.ToolUser,
+		Emit: r.cl.Emit, Secrets: r.c.Secrets, Log: r.log})
+	primed[1].Content += workspaceNote(r.c.Workspace, spec.Workspace, status)
+	raw, err := json.MarshalIndent(primed, "", "  ")
+	if err != nil {
+		return spec, nil, nil, fmt.Errorf("encode conversation: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(r.c.Workspace, ConversationFile), raw, 0o600); err != nil {
+		return spec, nil, nil, fmt.Errorf("write conversation: %w", err)
+	}
+	return spec, primed, &status, nil
+}
+
+// primeSpec fetches the spec, primes with it and merges its env values into
+// the env file.
+func (r *run) primeSpec(ctx context.Context) (sandboxwire.Spec, []Message, error) {
 	var spec sandboxwire.Spec
 	if err := r.cl.do(ctx, http.MethodGet, sandboxwire.RouteSpec, nil, &spec); err != nil {
 		return spec, nil, err
@@ -245,14 +271,46 @@ func (r *run) prime(ctx context.Context) (sandboxwire.Spec, []Message, error) {
 		primed[1].Content += fmt.Sprintf("\n\n(Environment values saved for this configuration are in %s: %s.)",
 			r.c.EnvFile, strings.Join(slices.Sorted(maps.Keys(spec.Env)), ", "))
 	}
-	raw, err := json.MarshalIndent(primed, "", "  ")
-	if err != nil {
-		return spec, nil, fmt.Errorf("encode conversation: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(r.c.Workspace, ConversationFile), raw, 0o600); err != nil {
-		return spec, nil, fmt.Errorf("write conversation: %w", err)
-	}
 	return spec, primed, nil
+}
+
+// workspaceNote tells the agent, after its initial prompt, what its
+// workspace holds: the repository and branch cloned, the task context (and
+// where its file is), and what provisioning could not do.
+func workspaceNote(dir string, ws *sandboxwire.WorkspaceSpec, st sandboxwire.WorkspaceStatus) string {
+	if ws == nil || (ws.RepositoryURL == "" && ws.Task == nil && st.Status != sandboxwire.WorkspaceDegraded) {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n\n(Your workspace is %s.", dir)
+	if ws.RepositoryURL != "" {
+		fmt.Fprintf(&b, " Repository: %s", sandboxwire.RedactURL(ws.RepositoryURL))
+		if ws.Branch != "" {
+			fmt.Fprintf(&b, ", branch %s", ws.Branch)
+		}
+		b.WriteString(".")
+	}
+	if t := ws.Task; t != nil {
+		b.WriteString(" Task context:")
+		if t.RepositoryURL != "" {
+			fmt.Fprintf(&b, " repository %s;", sandboxwire.RedactURL(t.RepositoryURL))
+		}
+		if t.Branch != "" {
+			fmt.Fprintf(&b, " branch %s;", t.Branch)
+		}
+		if t.PullRequestNumber != 0 {
+			fmt.Fprintf(&b, " pull request #%d;", t.PullRequestNumber)
+		}
+		if t.BaseBranch != "" {
+			fmt.Fprintf(&b, " base branch %s;", t.BaseBranch)
+		}
+		fmt.Fprintf(&b, " the same as JSON in %s.", sandboxwire.TaskFile)
+	}
+	if st.Status == sandboxwire.WorkspaceDegraded {
+		fmt.Fprintf(&b, " Provisioning was partial: %s.", strings.Join(st.Warnings, "; "))
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // brain builds the model and the tools (with the contract tools of the
@@ -498,6 +556,13 @@ func (cl *client) Uploads(ctx context.Context, in sandboxwire.UploadsRequest) (s
 	var out sandboxwire.UploadsResponse
 	err := cl.do(ctx, http.MethodPost, sandboxwire.RouteUploads, in, &out)
 	return out, err
+}
+
+// ready reports ready, with the guardrails hash primed with and how the
+// workspace was provisioned.
+func (cl *client) ready(ctx context.Context, hash string, ws *sandboxwire.WorkspaceStatus) error {
+	var orders sandboxwire.Orders
+	return cl.do(ctx, http.MethodPost, sandboxwire.RouteStatus, sandboxwire.StatusReport{State: sandboxwire.Ready, GuardrailsHash: hash, Workspace: ws}, &orders)
 }
 
 func (cl *client) status(ctx context.Context, state sandboxwire.State, hash string, reason sandboxwire.Reason) error {

@@ -25,6 +25,9 @@ type Options struct {
 	// Defaults are the resource limits of a type that sets none (every part
 	// set: config.Platform's WorkspaceDefaults).
 	Defaults registry.ResourceLimits
+	// GitInsecureHosts are the hosts a fixed repository may name over plain
+	// http or git (config git_insecure_hosts); nil: none.
+	GitInsecureHosts []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -110,7 +113,7 @@ func (s *Service) Create(ctx context.Context, app registry.AppKey, req CreateReq
 	if req.WorkspaceConfig != nil {
 		cfg = *req.WorkspaceConfig
 	}
-	cfg, err := Validate(cfg, s.o.Defaults)
+	cfg, err := ValidateWith(cfg, s.o.Defaults, s.o.GitInsecureHosts)
 	if err != nil {
 		return View{}, err
 	}
@@ -179,7 +182,7 @@ func (s *Service) SetWorkspaceConfig(ctx context.Context, app registry.AppKey, i
 	if t.Tenant == registry.Platform {
 		return registry.WorkspaceConfig{}, apierror.New(apierror.Forbidden, "Agent type %q is a platform type: every app may use it, none may change it. Create a type of your own.", id)
 	}
-	c, err = Validate(c, s.o.Defaults)
+	c, err = ValidateWith(c, s.o.Defaults, s.o.GitInsecureHosts)
 	if err != nil {
 		return registry.WorkspaceConfig{}, err
 	}

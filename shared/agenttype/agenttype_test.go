@@ -253,3 +253,26 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
+
+// A fixed repository may be plain http or git to the hosts the operator
+// lists, and only to them; credentials, file: and ext:: never.
+func TestFixedRepositoryOverInsecureHosts(t *testing.T) {
+	t.Parallel()
+	hosts := []string{"127.0.0.1", "git.internal"}
+	fixed := func(url string) registry.WorkspaceConfig {
+		return registry.WorkspaceConfig{Enabled: true, RepoSource: registry.RepoSource{Type: registry.RepoFixed, URL: url}}
+	}
+	for _, ok := range []string{"http://127.0.0.1:8080/app.git", "git://git.internal/app.git", "https://github.com/org/repo"} {
+		if _, err := agenttype.ValidateWith(fixed(ok), defaults, hosts); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"http://example.com/app.git", "http://bob:pw@127.0.0.1/app.git", "file:///srv/app.git", "ext::sh -c id", "ssh://127.0.0.1/app"} {
+		if _, err := agenttype.ValidateWith(fixed(bad), defaults, hosts); code(err) != apierror.InvalidRequest || strings.Contains(err.Error(), "pw@") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	if _, err := agenttype.Validate(fixed("http://127.0.0.1:8080/app.git"), defaults); code(err) != apierror.InvalidRequest {
+		t.Errorf("http without listed hosts: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/tasksize"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
@@ -51,8 +52,14 @@ func invalid(format string, args ...any) *apierror.Error {
 // invalid_request; unknown tools carry details.invalid_tools and
 // details.valid_tools.
 func Validate(c registry.WorkspaceConfig, d registry.ResourceLimits) (registry.WorkspaceConfig, error) {
+	return ValidateWith(c, d, nil)
+}
+
+// ValidateWith is Validate, where a fixed repository may also be an http or
+// git URL of one of insecureHosts (the operator's git_insecure_hosts).
+func ValidateWith(c registry.WorkspaceConfig, d registry.ResourceLimits, insecureHosts []string) (registry.WorkspaceConfig, error) {
 	var err error
-	if c.RepoSource, err = validateRepo(c.RepoSource); err != nil {
+	if c.RepoSource, err = validateRepo(c.RepoSource, insecureHosts); err != nil {
 		return registry.WorkspaceConfig{}, err
 	}
 	if c.Tools, err = validateTools(c.Tools); err != nil {
@@ -88,8 +95,9 @@ func Validate(c registry.WorkspaceConfig, d registry.ResourceLimits) (registry.W
 }
 
 // validateRepo checks a repository source: its type, a URL for fixed (https,
-// without credentials), a branch that is a branch name.
-func validateRepo(r registry.RepoSource) (registry.RepoSource, error) {
+// or http and git to insecureHosts; without credentials), a branch that is a
+// branch name.
+func validateRepo(r registry.RepoSource, insecureHosts []string) (registry.RepoSource, error) {
 	if r.Type == "" && r.URL == "" && r.Branch == "" {
 		return registry.RepoSource{Type: registry.RepoNone}, nil
 	}
@@ -99,7 +107,7 @@ func validateRepo(r registry.RepoSource) (registry.RepoSource, error) {
 			return r, invalid("repo_source.url is only for repo_source.type fixed.")
 		}
 	case registry.RepoFixed:
-		if err := checkRepoURL(r.URL); err != nil {
+		if err := checkRepoURL(r.URL, insecureHosts); err != nil {
 			return r, err
 		}
 	default:
@@ -115,9 +123,9 @@ func validateRepo(r registry.RepoSource) (registry.RepoSource, error) {
 }
 
 // checkRepoURL accepts an https URL of a host, without credentials, query or
-// fragment. (Plain http and git to the hosts an operator lists come with the
-// workspace provisioning; file: and ext:: never.)
-func checkRepoURL(raw string) error {
+// fragment; plain http and git to the hosts an operator lists
+// (sandboxwire.CheckCloneURL); file: and ext:: never.
+func checkRepoURL(raw string, insecureHosts []string) error {
 	if raw == "" {
 		return invalid("repo_source.url is required for repo_source.type fixed.")
 	}
@@ -125,6 +133,12 @@ func checkRepoURL(raw string) error {
 		return invalid("repo_source.url must be at most %d bytes.", MaxURLBytes)
 	}
 	u, err := url.Parse(raw)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "git") && u.User == nil {
+		if err := sandboxwire.CheckCloneURL(raw, insecureHosts); err != nil {
+			return invalid("repo_source.url %s.", err)
+		}
+		return nil
+	}
 	if err != nil || u.Scheme != "https" || u.Host == "" || u.Opaque != "" {
 		return invalid("repo_source.url must be an https URL of a repository, like https://github.com/org/repo.")
 	}

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,6 +60,10 @@ type RemoteAgents struct {
 	// WorkspaceDefaults are the resource limits of a workspace whose agent
 	// type sets none (or only some): always a size a Fargate task can have.
 	WorkspaceDefaults WorkspaceLimits
+	// GitInsecureHosts are the hosts a workspace may clone from over plain
+	// http or git (git_insecure_hosts, RA_GIT_INSECURE_HOSTS; default
+	// loopback); https works with every host, file: and ext:: with none.
+	GitInsecureHosts []string
 }
 
 // WorkspaceLimits are a workspace's CPU (vCPUs), memory and disk, written as
@@ -102,6 +107,7 @@ func Defaults() RemoteAgents {
 		CreationTimeout:   DefaultCreationTimeout,
 		GuardrailsPath:    DefaultGuardrailsPath,
 		WorkspaceDefaults: DefaultWorkspaceLimits,
+		GitInsecureHosts:  slices.Clone(sandboxwire.DefaultInsecureGitHosts),
 	}
 }
 
@@ -154,6 +160,7 @@ type section struct {
 	GuardrailsPath         *string   `yaml:"guardrails_path"`
 	ExceptionWebhookURL    *string   `yaml:"exception_webhook_url"`
 	WorkspaceDefaults      *limits   `yaml:"workspace_defaults"`
+	GitInsecureHosts       *[]string `yaml:"git_insecure_hosts"`
 }
 
 // limits are WorkspaceLimits as written: a part left out keeps its default.
@@ -232,6 +239,11 @@ func (c *RemoteAgents) apply(s section) error {
 			}
 		}
 		if err := c.WorkspaceDefaults.check(prefix + "workspace_defaults"); err != nil {
+			return err
+		}
+	}
+	if v := s.GitInsecureHosts; v != nil {
+		if c.GitInsecureHosts, err = insecureHosts(prefix+"git_insecure_hosts", *v); err != nil {
 			return err
 		}
 	}
@@ -356,4 +368,18 @@ func checkBaseURL(name, v string) error {
 		return fmt.Errorf("%s: %q is not an http(s) URL", name, v)
 	}
 	return nil
+}
+
+// insecureHosts checks the hosts an operator lets workspaces clone from over
+// plain http or git: host names or IP addresses, lower-cased.
+func insecureHosts(name string, hosts []string) ([]string, error) {
+	out := make([]string, 0, len(hosts))
+	for _, h := range hosts {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if !sandboxwire.InsecureHost(h) {
+			return nil, fmt.Errorf("%s: %q is not a host name or IP address", name, h)
+		}
+		out = append(out, h)
+	}
+	return out, nil
 }

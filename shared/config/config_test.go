@@ -24,9 +24,36 @@ func TestDefaultsWithoutFileOrEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config.RemoteAgents{AllowedOrigins: []string{}, CreationTimeout: 15 * time.Second, GuardrailsPath: "data/platform-guardrails.md",
-		WorkspaceDefaults: config.WorkspaceLimits{CPU: "1", Memory: "2G", Disk: "20G"}}
+		WorkspaceDefaults: config.WorkspaceLimits{CPU: "1", Memory: "2G", Disk: "20G"}, GitInsecureHosts: []string{"127.0.0.1", "localhost", "::1"}}
 	if !reflect.DeepEqual(c.RemoteAgents, want) {
 		t.Errorf("defaults = %+v, want %+v", c, want)
+	}
+}
+
+// git_insecure_hosts: loopback by default; the file's list, then the
+// variable's, replace it (empty: none); a list entry that is no host is an
+// error naming the key.
+func TestGitInsecureHosts(t *testing.T) {
+	t.Parallel()
+	c, err := config.Parse("config.yaml", []byte("remote_agents:\n  git_insecure_hosts: [git.internal, 10.0.0.5]\n"), env())
+	if err != nil || !reflect.DeepEqual(c.GitInsecureHosts, []string{"git.internal", "10.0.0.5"}) {
+		t.Errorf("file: %v %v", c.GitInsecureHosts, err)
+	}
+	c, err = config.Parse("config.yaml", []byte("remote_agents:\n  git_insecure_hosts: [git.internal]\n"), env("RA_GIT_INSECURE_HOSTS", "Mirror.Local, 127.0.0.1"))
+	if err != nil || !reflect.DeepEqual(c.GitInsecureHosts, []string{"mirror.local", "127.0.0.1"}) {
+		t.Errorf("variable over file: %v %v", c.GitInsecureHosts, err)
+	}
+	c, err = config.Parse("config.yaml", nil, env("RA_GIT_INSECURE_HOSTS", ""))
+	if err != nil || len(c.GitInsecureHosts) != 0 {
+		t.Errorf("empty variable: %v %v", c.GitInsecureHosts, err)
+	}
+	for _, bad := range []string{"http://host", "host/path", "-oProxy", "a b"} {
+		if _, err := config.Parse("config.yaml", nil, env("RA_GIT_INSECURE_HOSTS", bad)); err == nil || !strings.Contains(err.Error(), "RA_GIT_INSECURE_HOSTS") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	if _, err := config.Parse("config.yaml", []byte("remote_agents:\n  git_insecure_hosts: [\"file:\"]\n"), env()); err == nil || !strings.Contains(err.Error(), "remote_agents.git_insecure_hosts") {
+		t.Errorf("file entry: %v", err)
 	}
 }
 

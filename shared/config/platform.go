@@ -48,6 +48,10 @@ type Fargate struct {
 	AssignPublicIP bool     // RA_ECS_ASSIGN_PUBLIC_IP=true
 	CPU            string   // RA_ECS_CPU: overrides the task definition's
 	Memory         string   // RA_ECS_MEMORY: overrides the task definition's
+	// CapacityProvider is where sandbox tasks run first, FARGATE or
+	// FARGATE_SPOT, the other one being where a failed launch is retried
+	// (RA_ECS_CAPACITY_PROVIDER; "" the FARGATE launch type, retried as is).
+	CapacityProvider string
 }
 
 // DefaultEventsMaxDuration ends an events stream a minute before the events
@@ -113,6 +117,10 @@ var envVars = append([]envVar{
 		p.ExceptionWebhookURL = v
 		return checkBaseURL("RA_EXCEPTION_WEBHOOK_URL", v)
 	}},
+	{"RA_GIT_INSECURE_HOSTS", true, func(p *Platform, v string) (err error) {
+		p.GitInsecureHosts, err = insecureHosts("RA_GIT_INSECURE_HOSTS", splitList(v))
+		return err
+	}},
 	{"WORKSPACE_DEFAULT_CPU", false, func(p *Platform, v string) error { p.WorkspaceDefaults.CPU = v; return nil }},
 	{"WORKSPACE_DEFAULT_MEMORY", false, func(p *Platform, v string) error { p.WorkspaceDefaults.Memory = v; return nil }},
 	{"WORKSPACE_DEFAULT_DISK", false, func(p *Platform, v string) error { p.WorkspaceDefaults.Disk = v; return nil }},
@@ -142,6 +150,13 @@ var envVars = append([]envVar{
 	{"RA_ECS_ASSIGN_PUBLIC_IP", false, func(p *Platform, v string) error { p.Fargate.AssignPublicIP = v == "true"; return nil }},
 	{"RA_ECS_CPU", false, func(p *Platform, v string) error { p.Fargate.CPU = v; return nil }},
 	{"RA_ECS_MEMORY", false, func(p *Platform, v string) error { p.Fargate.Memory = v; return nil }},
+	{"RA_ECS_CAPACITY_PROVIDER", false, func(p *Platform, v string) error {
+		if v != "FARGATE" && v != "FARGATE_SPOT" {
+			return fmt.Errorf("RA_ECS_CAPACITY_PROVIDER: want FARGATE or FARGATE_SPOT, got %q", v)
+		}
+		p.Fargate.CapacityProvider = v
+		return nil
+	}},
 }, modelEnvVars()...)
 
 // applyEnv applies the environment's variables, then the defaults that follow

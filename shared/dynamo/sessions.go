@@ -292,5 +292,8 @@ func setFields(up expression.UpdateBuilder, f session.Fields) expression.UpdateB
 	at("heartbeat_at", f.HeartbeatAt)
 	str("sandbox_ref", f.SandboxRef)
 	str("snapshot_key", f.SnapshotKey)
+	if f.WorkspaceStatus != nil {
+		up = up.Set(expression.Name("workspace_status"), expression.Value(f.WorkspaceStatus))
+	}
 	return up
 }

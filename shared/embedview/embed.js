@@ -86,6 +86,7 @@ function eventStream(source) {
   // What outlives a connection to the event stream (see eventStream).
   const source = { lastEventId: "", retry: 1000 };
 
+  let workspace = null;
   const add = (cls, text, role) => {
     const li = document.createElement("li");
     li.className = cls;
@@ -172,7 +173,30 @@ function eventStream(source) {
       case "output.snapshot":
         add("activity", "Snapshot saved", "activity");
         break;
+      case "workspace.creating":
+        workspaceLine("Workspace: preparing…");
+        break;
+      case "workspace.cloning":
+        workspaceLine("Workspace: cloning " + (d.repository_url || "") + (d.branch ? " (" + d.branch + ")" : "") + "…");
+        break;
+      case "workspace.setup":
+        workspaceLine("Workspace: setup " + d.index + "/" + d.total + ": " + (d.command || ""));
+        break;
+      case "workspace.warning":
+        add("activity error", "Workspace warning: " + (d.message || ""), "workspace-warning");
+        break;
+      case "workspace.ready":
+        workspaceLine(d.status === "degraded" ? "Workspace ready, degraded (" + (d.warnings || []).length + " warning(s))" : "Workspace ready");
+        break;
     }
+  }
+
+  // workspaceLine is the one compact line that says how the workspace's
+  // provisioning goes (workspace: that line, once there), updated in place
+  // phase by phase.
+  function workspaceLine(text) {
+    if (!workspace) workspace = add("activity", "", "workspace");
+    workspace.textContent = text;
   }
 
   // agentMessage shows the agent's Markdown as the HTML the server rendered and

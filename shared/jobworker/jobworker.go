@@ -164,7 +164,7 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 	if err != nil {
 		return err
 	}
-	ref, err := w.Launcher.Launch(ctx, launch.Spec{
+	ref, err := w.launch(ctx, sess, launch.Spec{
 		SessionID:       sess.ID,
 		Generation:      gen,
 		GatewayURL:      w.GatewayURL,
@@ -173,6 +173,9 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 		TmuxSessionName: sess.TmuxSessionName,
 		Size:            w.size(ctx, sess),
 	})
+	if errors.Is(err, errLaunchFailed) {
+		return nil // the session failed: nothing to retry
+	}
 	if err != nil {
 		return fmt.Errorf("launch %s: %w", sess.ID, err)
 	}
@@ -208,6 +211,37 @@ func (w *Worker) size(ctx context.Context, sess session.Session) tasksize.Size {
 		return tasksize.Size{}
 	}
 	return size
+}
+
+// errLaunchFailed: both launches failed, and the session with them.
+var errLaunchFailed = errors.New("launch failed twice")
+
+// launch launches spec; a launch that fails is retried once on the
+// launcher's fallback capacity (Fargate: the other capacity provider; a
+// process: a second one), and when that fails too the session fails
+// (ReasonLaunchFailed: create answers a clear error) with errLaunchFailed.
+// A worker whose own context ended (it is dying) retries nothing and leaves
+// the session to the next delivery.
+func (w *Worker) launch(ctx context.Context, sess session.Session, spec launch.Spec) (string, error) {
+	ref, err := w.Launcher.Launch(ctx, spec)
+	if err == nil || ctx.Err() != nil {
+		return ref, err
+	}
+	w.Log.WarnContext(ctx, "launch failed: retrying on the fallback capacity", slog.String("session_id", sess.ID),
+		slog.Int("generation", spec.Generation), slog.String("error", err.Error()))
+	spec.Fallback = true
+	ref, err2 := w.Launcher.Launch(ctx, spec)
+	if err2 == nil || ctx.Err() != nil {
+		return ref, err2
+	}
+	w.Log.ErrorContext(ctx, "launch failed on the fallback capacity too: the session fails", slog.String("session_id", sess.ID),
+		slog.Int("generation", spec.Generation), slog.String("error", err2.Error()))
+	_, terr := w.Store.Transition(ctx, sess.ID, session.Change{From: []session.State{session.Provisioning}, To: session.Failed,
+		Generation: spec.Generation, Reason: session.ReasonLaunchFailed})
+	if terr = ignoreConflict(terr); terr != nil {
+		return "", fmt.Errorf("fail session %s after two failed launches: %w", sess.ID, terr)
+	}
+	return "", errLaunchFailed
 }
 
 func (w *Worker) now() time.Time {

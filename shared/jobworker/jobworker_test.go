@@ -26,7 +26,8 @@ import (
 
 func TestMain(m *testing.M) { awstest.Main(m) }
 
-// countingLauncher records launches and fails those of session "broken".
+// countingLauncher records launches and fails those of session "broken",
+// and stops of the sandbox "pid:broken".
 type countingLauncher struct {
 	mu       sync.Mutex
 	launches []launch.Spec
@@ -46,6 +47,9 @@ func (l *countingLauncher) Launch(_ context.Context, spec launch.Spec) (string, 
 func (l *countingLauncher) Stop(_ context.Context, ref string, _ time.Duration) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if ref == "pid:broken" {
+		return errors.New("ECS is unavailable")
+	}
 	l.stops = append(l.stops, ref)
 	return nil
 }
@@ -78,10 +82,14 @@ func TestBatchWithPoisonAndFailure(t *testing.T) {
 	w, store, l, dlq := setup(t)
 	provisioning(t, store, "good")
 	provisioning(t, store, "broken")
+	// A sandbox the launcher cannot stop: its stop fails, and is retried.
+	if _, err := store.Touch(t.Context(), "broken", 1, session.Fields{SandboxRef: "pid:broken"}); err != nil {
+		t.Fatal(err)
+	}
 	res, err := w.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{
 		record("m1", `{"type":"session.start","session_id":"good","generation":1}`),
 		record("m2", `not json at all`),
-		record("m3", `{"type":"session.start","session_id":"broken","generation":1}`),
+		record("m3", `{"type":"session.stop","session_id":"broken","generation":1}`),
 		record("m4", `{"type":"session.start","session_id":"unknown","generation":1}`),
 	}})
 	if err != nil {
@@ -225,13 +233,16 @@ func TestLaunchAfterLostClaimIsTheNextGeneration(t *testing.T) {
 	start := jobs.Message{Type: jobs.SessionStart, SessionID: "s4", Generation: 1}
 	died := *w
 	died.Now = longAgo
+	// Its context ends (a Lambda timing out) as it starts the sandbox.
+	dying, die := context.WithCancel(t.Context())
 	died.Launcher = &launcherFunc{launch: func(spec launch.Spec) (string, error) {
 		if _, err := l.Launch(t.Context(), spec); err != nil {
 			return "", err
 		}
+		die()
 		return "", errors.New("the worker died after starting the sandbox")
 	}}
-	if err := died.Do(t.Context(), start); err == nil {
+	if err := died.Do(dying, start); err == nil {
 		t.Fatal("the dying launch reported success")
 	}
 	if err := w.Do(t.Context(), start); err != nil {
@@ -309,5 +320,56 @@ func TestLaunchCarriesTheTypesSize(t *testing.T) {
 	}
 	if len(l.launches) != 2 || l.launches[0].Size != (tasksize.Size{CPUUnits: 2048, MemoryMiB: 8192, DiskGiB: 50}) || l.launches[1].Size != (tasksize.Size{}) {
 		t.Errorf("launches %+v", l.launches)
+	}
+}
+
+// A launch that fails is retried once on the fallback capacity, in the same
+// generation with the same code; when that launch works the session has its
+// sandbox.
+func TestFailedLaunchIsRetriedOnTheFallback(t *testing.T) {
+	t.Parallel()
+	w, store, l, _ := setup(t)
+	provisioning(t, store, "s7")
+	var specs []launch.Spec
+	w.Launcher = &launcherFunc{launch: func(spec launch.Spec) (string, error) {
+		specs = append(specs, spec)
+		if !spec.Fallback {
+			return "", errors.New("RESOURCE:FARGATE_SPOT capacity unavailable")
+		}
+		return l.Launch(t.Context(), spec)
+	}}
+	if err := w.Do(t.Context(), jobs.Message{Type: jobs.SessionStart, SessionID: "s7", Generation: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 2 || specs[1].Generation != specs[0].Generation || specs[1].BootstrapCode != specs[0].BootstrapCode || !specs[1].Fallback {
+		t.Fatalf("launches %+v, want the failed one and its fallback", specs)
+	}
+	sess, err := store.Get(t.Context(), "s7")
+	if err != nil || sess.SandboxRef == "" || sess.State != session.Provisioning {
+		t.Errorf("session after the fallback launch: %+v %v", sess, err)
+	}
+}
+
+// When the fallback fails too, the session fails (launch_failed), and the
+// message is done: nothing launches a third time.
+func TestSecondFailedLaunchFailsTheSession(t *testing.T) {
+	t.Parallel()
+	w, store, _, _ := setup(t)
+	provisioning(t, store, "s8")
+	launches := 0
+	w.Launcher = &launcherFunc{launch: func(launch.Spec) (string, error) {
+		launches++
+		return "", errors.New("no capacity")
+	}}
+	start := jobs.Message{Type: jobs.SessionStart, SessionID: "s8", Generation: 1}
+	if err := w.Do(t.Context(), start); err != nil {
+		t.Fatalf("a launch that failed twice is retried by the queue: %v", err)
+	}
+	if err := w.Do(t.Context(), start); err != nil || launches != 2 {
+		t.Fatalf("redelivery: %v, %d launches, want 2", err, launches)
+	}
+	sess, err := store.Get(t.Context(), "s8")
+	if err != nil || sess.State != session.Failed || sess.Reason != session.ReasonLaunchFailed {
+		t.Errorf("session: %s %s %v", sess.State, sess.Reason, err)
 	}
 }

@@ -31,6 +31,10 @@ type Spec struct {
 	// limits); a zero part is the launcher's default. On Fargate it is the
 	// task's size; locally, what the machine can enforce on a process.
 	Size tasksize.Size
+	// Fallback asks for the launcher's fallback capacity: the retry of a
+	// launch that failed (on Fargate, the other capacity provider, Spot or
+	// on-demand; locally, simply a second process).
+	Fallback bool
 }
 
 // Env returns the environment the sandbox reads its identity from.

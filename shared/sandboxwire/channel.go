@@ -88,6 +88,9 @@ type Spec struct {
 	// Null is every workspace tool (a session without an agent type); an
 	// empty list is none.
 	Tools []string `json:"tools"`
+	// Workspace is the workspace to provision before ready; nil: none (the
+	// session's agent type has no workspace).
+	Workspace *WorkspaceSpec `json:"workspace,omitempty"`
 }
 
 // Guardrails is the platform guardrails document and its SHA-256, which ready
@@ -130,6 +133,8 @@ type StatusReport struct {
 	State          State  `json:"state"`
 	GuardrailsHash string `json:"guardrails_hash,omitempty"`
 	Reason         Reason `json:"reason,omitempty"`
+	// Workspace, with ready, is how provisioning went.
+	Workspace *WorkspaceStatus `json:"workspace,omitempty"`
 }
 
 // Orders answers status reports, heartbeats and inbox reads.

@@ -34,6 +34,7 @@ var Types = []string{
 	TypeAgentMessage, TypeAgentError, TypeAgentQuestion, TypeToolCall, TypeStateChanged,
 	TypeTokenLimit, TypeEnvRequest, TypeUserMessage, TypeEnvSubmitted, TypeOutputVerification,
 	TypeOutputSnapshot, TypeAutomationCompleted,
+	TypeWorkspaceCreating, TypeWorkspaceCloning, TypeWorkspaceSetup, TypeWorkspaceWarning, TypeWorkspaceReady,
 }
 
 // SandboxTypes are the event types a sandbox may append (POST events): the
@@ -44,6 +45,7 @@ var Types = []string{
 // recorded output.
 var SandboxTypes = []string{
 	TypeAgentMessage, TypeAgentError, TypeAgentQuestion, TypeToolCall, TypeStateChanged, TypeTokenLimit, TypeEnvRequest,
+	TypeWorkspaceCreating, TypeWorkspaceCloning, TypeWorkspaceSetup, TypeWorkspaceWarning, TypeWorkspaceReady,
 }
 
 // SandboxMaySend reports whether a sandbox may append events of type typ.

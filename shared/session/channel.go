@@ -88,6 +88,7 @@ func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 		SystemPrompt:    text,
 		Env:             env,
 		Tools:           workspaceTools(sess),
+		Workspace:       WorkspaceFor(sess.Workspace, sess.TaskContext, c.o.GitInsecureHosts),
 	}, nil
 }
 
@@ -132,6 +133,11 @@ func (c *Channel) Report(ctx context.Context, sess Session, in sandboxwire.Statu
 	if err != nil {
 		return sandboxwire.Orders{}, err
 	}
+	if change.To == Ready && in.Workspace != nil && in.Workspace.Status == sandboxwire.WorkspaceDegraded && c.o.Reporter != nil {
+		// The agent runs, in a workspace short of what its type declares.
+		c.o.Reporter.Report(ctx, report.Exception{Source: "workspace_provisioning", Severity: report.Warning, Message: "workspace provisioning degraded: " + strings.Join(in.Workspace.Warnings, "; "),
+			Context: map[string]string{"agent_id": sess.ID, "agent_type": sess.AgentType, "persona_slug": sess.PersonaSlug}})
+	}
 	return orders(after), nil
 }
 
@@ -149,7 +155,10 @@ func changeFor(sess Session, in sandboxwire.StatusReport, now time.Time) (Change
 			return c, apierror.New(apierror.InvalidRequest, "guardrails_hash is not that of the guardrails this sandbox was served; fetch the spec and prime with it.")
 		}
 		c.From = []State{Provisioning}
-		c.Set = Fields{GuardrailsHash: in.GuardrailsHash, PromptInjectedAt: now, ReadyAt: now, HeartbeatAt: now}
+		if err := checkWorkspaceStatus(in.Workspace); err != nil {
+			return c, err
+		}
+		c.Set = Fields{GuardrailsHash: in.GuardrailsHash, PromptInjectedAt: now, ReadyAt: now, HeartbeatAt: now, WorkspaceStatus: in.Workspace}
 	case Working, Idle:
 		c.From = Running
 	case Ended, Failed:

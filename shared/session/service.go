@@ -23,6 +23,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/report"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/token"
 )
 
@@ -84,6 +85,10 @@ type Options struct {
 	// Secrets keeps the env values users chose to persist for a configuration,
 	// encrypted at rest (ConfigurationEnvKey).
 	Secrets blob.Sealed
+	// GitInsecureHosts are the hosts a workspace may clone from over plain
+	// http or git (config git_insecure_hosts); nil means loopback
+	// (sandboxwire.DefaultInsecureGitHosts).
+	GitInsecureHosts []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -103,6 +108,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
+	}
+	if o.GitInsecureHosts == nil {
+		o.GitInsecureHosts = sandboxwire.DefaultInsecureGitHosts
 	}
 	return o
 }
@@ -125,8 +133,12 @@ type CreateRequest struct {
 	SystemPrompt string `json:"system_prompt,omitempty"`
 	// AgentType, if set, is the session's agent type instead of its
 	// persona's.
-	AgentType      string `json:"agent_type,omitempty"`
-	IdempotencyKey string `json:"-"`
+	AgentType string `json:"agent_type,omitempty"`
+	// TaskContext is the task the session is for: the repository and branch
+	// its workspace clones (if its type's repo_source is task_context), and
+	// workspace metadata for the agent.
+	TaskContext    *sandboxwire.TaskContext `json:"task_context,omitempty"`
+	IdempotencyKey string                   `json:"-"`
 }
 
 // Created is a ready session and a token for it.
@@ -140,6 +152,9 @@ type Created struct {
 	Status            State    `json:"status"`
 	GuardrailsVersion string   `json:"guardrails_version"`
 	FeatureFlags      Features `json:"feature_flags"`
+	// Workspace is how the agent's workspace was provisioned: ready,
+	// degraded (with warnings) or none.
+	Workspace sandboxwire.WorkspaceStatus `json:"workspace"`
 }
 
 // Authenticate returns the app key a bearer secret belongs to.
@@ -164,6 +179,9 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (registry.App
 // Create makes a session and waits until it is ready or the creation timeout passes.
 func (s *Service) Create(ctx context.Context, app registry.AppKey, req CreateRequest) (Created, error) {
 	if err := validateCreate(req); err != nil {
+		return Created{}, err
+	}
+	if err := checkTaskContext(req.TaskContext, s.o.GitInsecureHosts); err != nil {
 		return Created{}, err
 	}
 	// Fail closed on guardrails before anything else exists.
@@ -223,6 +241,7 @@ func (s *Service) Create(ctx context.Context, app registry.AppKey, req CreateReq
 		Status:            Ready,
 		GuardrailsVersion: ready.GuardrailsHash,
 		FeatureFlags:      ready.Features,
+		Workspace:         workspaceStatus(ready),
 	}, nil
 }
 
@@ -282,6 +301,7 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 		ClientType:      req.ClientType,
 		ConfigurationID: req.ConfigurationID,
 		SystemPrompt:    req.SystemPrompt,
+		TaskContext:     req.TaskContext,
 		State:           Provisioning,
 		Generation:      1,
 		TokenHashes:     []string{hash},
@@ -373,15 +393,21 @@ func (s *Service) waitReady(ctx context.Context, id string) (Session, error) {
 			return sess, nil
 		case err == nil && sess.Reason == ReasonModelUnavailable:
 			return Session{}, apierror.New(apierror.ModelUnavailable, "The agent has no usable model: the platform's model settings (RA_LLM_PROVIDER and its key) need fixing.")
+		case err == nil && sess.Reason == ReasonLaunchFailed:
+			return Session{}, &apierror.Error{Code: apierror.ServiceUnavailable, RetryAfter: apierror.UnavailableRetryAfter,
+				Message: "The agent's sandbox could not be launched, neither on its capacity nor on the fallback capacity; try again later."}
 		case err == nil && (sess.State.Terminal() || sess.State == Ending):
 			return Session{}, apierror.New(apierror.ServiceUnavailable, "The agent failed to start; try again.")
 		}
 		select {
 		case <-ctx.Done():
+			// The agent id says which agent a retry keeps waiting on (one
+			// still provisioning its workspace, say).
 			return Session{}, &apierror.Error{
 				Code:       apierror.AgentCreationTimeout,
 				Message:    fmt.Sprintf("The agent was not ready within %s; retry with the same Idempotency-Key to keep waiting for it.", s.o.CreationTimeout),
 				RetryAfter: 1,
+				Details:    map[string]any{"agent_id": id},
 			}
 		case <-time.After(delay):
 		}
@@ -399,6 +425,9 @@ type AliveStatus struct {
 	// Usage is what the agent's model calls used so far, as the platform's
 	// model gateway metered them.
 	Usage Usage `json:"usage"`
+	// Workspace is how its workspace was provisioned, once it was ready
+	// (as create answered it); absent while provisioning.
+	Workspace *sandboxwire.WorkspaceStatus `json:"workspace,omitempty"`
 }
 
 // Alive reports whether a session is still active, that is not ended: a
@@ -438,7 +467,13 @@ func (s *Service) Alive(ctx context.Context, id, tok string) (AliveStatus, error
 	if doc, err := guardrails.Load(ctx, s.o.Guardrails); err == nil {
 		current = doc.Hash
 	}
+	var ws *sandboxwire.WorkspaceStatus
+	if !sess.ReadyAt.IsZero() {
+		st := workspaceStatus(sess)
+		ws = &st
+	}
 	return AliveStatus{
+		Workspace:         ws,
 		AgentID:           id,
 		Alive:             slices.Contains(Live, sess.State) && !sess.Lost(s.o.Now()), // not ended (the spec)
 		State:             string(sess.State),

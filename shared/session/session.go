@@ -56,6 +56,9 @@ const (
 	ReasonTokenLimit = sandboxwire.ReasonTokenLimit
 	// ReasonModelUnavailable: the sandbox found no usable model.
 	ReasonModelUnavailable = sandboxwire.ReasonModelUnavailable
+	// ReasonLaunchFailed: the sandbox could not be launched, on its capacity
+	// nor on the fallback (the platform sets it; no sandbox reports it).
+	ReasonLaunchFailed Reason = "launch_failed"
 )
 
 // HeartbeatTimeout is how long a running sandbox may go without a heartbeat before
@@ -103,6 +106,12 @@ type Session struct {
 	// becomes. nil: no agent type, no workspace.
 	AgentType string                    `json:"agent_type,omitempty"`
 	Workspace *registry.WorkspaceConfig `json:"workspace,omitempty"`
+	// TaskContext is the task create named (validated; its URL without
+	// credentials): the workspace's repository and branch, if the type's
+	// repo_source is task_context, and the agent's workspace metadata.
+	TaskContext *sandboxwire.TaskContext `json:"task_context,omitempty"`
+	// WorkspaceStatus is how provisioning went, as ready reported it.
+	WorkspaceStatus *sandboxwire.WorkspaceStatus `json:"workspace_status,omitempty"`
 	// SnapshotKey is the object key of the session's last saved snapshot.
 	SnapshotKey string `json:"snapshot_key,omitempty"`
 	State       State  `json:"state"`
@@ -243,6 +252,8 @@ type Fields struct {
 	Workspace *registry.WorkspaceConfig `json:"workspace,omitempty"`
 	// SnapshotKey is the object key of the session's last saved snapshot.
 	SnapshotKey string
+	// WorkspaceStatus is how provisioning went (ready's report).
+	WorkspaceStatus *sandboxwire.WorkspaceStatus
 }
 
 // LaunchClaim is what a launch claim records (Store.ClaimLaunch).

@@ -111,6 +111,8 @@ func (e *Env) AgentTypes() *agenttype.Service {
 		e.agentTypes = agenttype.New(agenttype.Options{
 			Registry: e.Registry(),
 			Defaults: registry.ResourceLimits{CPU: d.CPU, Memory: d.Memory, Disk: d.Disk},
+			// A fixed repository may be served over plain http or git by them.
+			GitInsecureHosts: e.Config.GitInsecureHosts,
 		})
 	}
 	return e.agentTypes

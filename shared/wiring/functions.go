@@ -110,6 +110,8 @@ func Create(ctx context.Context, e *Env) (Function, error) {
 		CreationTimeout: e.Config.CreationTimeout,
 		PublicBaseURL:   e.Config.PublicBaseURL,
 		DefaultFeatures: e.Config.EmbedFeatures,
+		// Create validates task_context's URL with them.
+		GitInsecureHosts: e.Config.GitInsecureHosts,
 	})
 	return sessionRoutes("create", svc, e)
 }
@@ -201,6 +203,8 @@ func Sandbox(_ context.Context, e *Env) (Function, error) {
 		Blob:       e.Bucket(),
 		Secrets:    e.Bucket(),
 		Log:        e.Log,
+		// The spec passes them on: the sandbox checks its clone URL too.
+		GitInsecureHosts: e.Config.GitInsecureHosts,
 	})
 	return pick("sandbox", (&sandboxapi.Handlers{Channel: ch, Log: e.Log}).Routes())
 }

@@ -51,6 +51,30 @@ type Options struct {
 	// CPU and Memory override the task definition's size ("1024", "2048"); "" keeps it.
 	CPU    string
 	Memory string
+	// CapacityProvider is where tasks run first: FARGATE (on-demand) or
+	// FARGATE_SPOT, the other one being the fallback (launch.Spec.Fallback);
+	// "" runs them with the FARGATE launch type, and the fallback is a
+	// second RunTask of the same.
+	CapacityProvider string
+}
+
+// The Fargate capacity providers: on-demand and Spot, each the other's
+// fallback.
+const (
+	CapacityOnDemand = "FARGATE"
+	CapacitySpot     = "FARGATE_SPOT"
+)
+
+// capacity is the capacity provider of a launch ("" for the launch type).
+func (o Options) capacity(fallback bool) string {
+	switch {
+	case o.CapacityProvider == "" || !fallback:
+		return o.CapacityProvider
+	case o.CapacityProvider == CapacitySpot:
+		return CapacityOnDemand
+	default:
+		return CapacitySpot
+	}
 }
 
 // FromConfig returns a launcher of tasks where the configuration says, with an
@@ -59,6 +83,7 @@ func FromConfig(cfg aws.Config, f config.Fargate) (launch.Launcher, error) {
 	l, err := New(ecs.NewFromConfig(cfg), Options{
 		Cluster: f.Cluster, TaskDefinition: f.TaskDefinition, Container: f.Container, Subnets: f.Subnets,
 		SecurityGroups: f.SecurityGroups, AssignPublicIP: f.AssignPublicIP, CPU: f.CPU, Memory: f.Memory,
+		CapacityProvider: f.CapacityProvider,
 	})
 	if err != nil {
 		return nil, err
@@ -76,6 +101,9 @@ type Launcher struct {
 func New(api API, o Options) (*Launcher, error) {
 	if o.Cluster == "" || o.TaskDefinition == "" || o.Container == "" || len(o.Subnets) == 0 {
 		return nil, errors.New("fargate launcher: cluster, task definition, container and subnets are required")
+	}
+	if o.CapacityProvider != "" && o.CapacityProvider != CapacityOnDemand && o.CapacityProvider != CapacitySpot {
+		return nil, fmt.Errorf("fargate launcher: capacity provider %q: want %s or %s", o.CapacityProvider, CapacityOnDemand, CapacitySpot)
 	}
 	return &Launcher{api: api, o: o}, nil
 }
@@ -112,6 +140,14 @@ func (l *Launcher) Launch(ctx context.Context, spec launch.Spec) (string, error)
 			{Key: aws.String("ra:generation"), Value: aws.String(strconv.Itoa(spec.Generation))},
 		},
 		EnableECSManagedTags: true,
+	}
+	if spec.Fallback {
+		// A new request, not a replay of the one that failed.
+		in.ClientToken = aws.String(spec.SessionID + "-" + strconv.Itoa(spec.Generation) + "-fallback")
+	}
+	if provider := l.o.capacity(spec.Fallback); provider != "" {
+		in.LaunchType = ""
+		in.CapacityProviderStrategy = []types.CapacityProviderStrategyItem{{CapacityProvider: aws.String(provider), Weight: 1}}
 	}
 	if err := l.size(in.Overrides, spec.Size); err != nil {
 		return "", fmt.Errorf("run task for %s: %w", spec.SessionID, err)

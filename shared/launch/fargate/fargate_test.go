@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -275,5 +276,58 @@ func TestLaunchSizesTheTask(t *testing.T) {
 	defer fake.mu.Unlock()
 	if n := len(fake.requests["RunTask"]); n != 4 {
 		t.Errorf("%d RunTask requests, want 4", n)
+	}
+}
+
+// A launch runs on the configured capacity provider; its fallback on the
+// other one (Spot and on-demand), as a new request (its own client token).
+// Without a capacity provider, launches use the FARGATE launch type and the
+// fallback is a new RunTask of the same.
+func TestFallbackRunsOnTheOtherCapacityProvider(t *testing.T) {
+	t.Parallel()
+	fake := newFakeECS()
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	client := ecs.New(ecs.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider("k", "s", "")})
+	if _, err := fargate.New(client, fargate.Options{Cluster: "c", TaskDefinition: "t", Container: "agent", Subnets: []string{"s"}, CapacityProvider: "EC2"}); err == nil {
+		t.Error("an unknown capacity provider was accepted")
+	}
+	spec := launch.Spec{SessionID: "6071cda9-7ba1-431a-9ad4-e711d5ed0a30", Generation: 1}
+	for i, c := range []struct{ provider, first, fallback string }{
+		{fargate.CapacitySpot, fargate.CapacitySpot, fargate.CapacityOnDemand},
+		{fargate.CapacityOnDemand, fargate.CapacityOnDemand, fargate.CapacitySpot},
+		{"", "", ""},
+	} {
+		l, err := fargate.New(client, fargate.Options{Cluster: "c", TaskDefinition: "t", Container: "agent", Subnets: []string{"s"}, CapacityProvider: c.provider})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Generation = i + 1
+		for _, fallback := range []bool{false, true} {
+			spec.Fallback = fallback
+			if _, err := l.Launch(t.Context(), spec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fake.mu.Lock()
+		runs := fake.requests["RunTask"][2*i:]
+		fake.mu.Unlock()
+		for j, want := range []string{c.first, c.fallback} {
+			req := runs[j]
+			token := spec.SessionID + "-" + strconv.Itoa(i+1)
+			if j == 1 {
+				token += "-fallback"
+			}
+			if req["clientToken"] != token {
+				t.Errorf("%q launch %d: client token %v, want %s", c.provider, j, req["clientToken"], token)
+			}
+			strategy, _ := req["capacityProviderStrategy"].([]any)
+			switch {
+			case want == "" && (req["launchType"] != "FARGATE" || strategy != nil):
+				t.Errorf("%q launch %d: %v", c.provider, j, req)
+			case want != "" && (req["launchType"] != nil || len(strategy) != 1 || strategy[0].(map[string]any)["capacityProvider"] != want):
+				t.Errorf("%q launch %d: launch type %v, strategy %v, want %s", c.provider, j, req["launchType"], strategy, want)
+			}
+		}
 	}
 }

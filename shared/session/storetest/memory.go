@@ -299,6 +299,9 @@ func set(s *session.Session, f session.Fields) error {
 	at(&s.HeartbeatAt, f.HeartbeatAt)
 	str(&s.SandboxRef, f.SandboxRef)
 	str(&s.SnapshotKey, f.SnapshotKey)
+	if f.WorkspaceStatus != nil {
+		s.WorkspaceStatus = clone(f.WorkspaceStatus)
+	}
 	return nil
 }
 

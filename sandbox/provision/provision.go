@@ -1,0 +1,279 @@
+// Package provision makes a sandbox's workspace what its agent type declares,
+// before the sandbox reports ready: the directory, a shallow clone of the
+// repository (at the branch the task or the type names), the task context
+// as a file, then the setup commands in order, each bounded by the setup
+// timeout and killed with its process group when it runs over. Each phase is
+// an event. Nothing that fails here stops the agent: a failed clone leaves
+// an empty workspace, a failed or timed-out command skips the others, and
+// the workspace is reported degraded with a warning for each.
+package provision
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/remote-agents/remote-agents/sandbox/redact"
+	"github.com/remote-agents/remote-agents/sandbox/toolenv"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+)
+
+// Options say where and as whom provisioning runs, and where its events go.
+type Options struct {
+	// Dir is the workspace (/workspace in the image, a per-session
+	// directory locally).
+	Dir string
+	// Env is the environment of git and the setup commands; nil: the
+	// agent's own (tests).
+	Env []string
+	// User runs them (nil: the agent's own user).
+	User *toolenv.User
+	// Emit appends an event; an event that cannot be sent is logged.
+	Emit func(context.Context, sandboxwire.Payload) error
+	// Secrets are hidden from the warnings, events and logs.
+	Secrets *redact.Secrets
+	Log     *slog.Logger
+}
+
+// maxOutput bounds what is kept of a failed command's output for its
+// warning (its tail).
+const maxOutput = 512
+
+// privateDir is the workspace's own folder for the platform's files (the
+// task context, a clone in progress), kept out of the repository's status.
+var privateDir = filepath.Dir(sandboxwire.TaskFile)
+
+// Run provisions the workspace spec ws describes and returns how it went,
+// after its workspace.ready event. A nil ws is no workspace (status none).
+func Run(ctx context.Context, ws *sandboxwire.WorkspaceSpec, o Options) sandboxwire.WorkspaceStatus {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if ws == nil {
+		return sandboxwire.WorkspaceStatus{Status: sandboxwire.WorkspaceNone, Warnings: []string{}}
+	}
+	p := &provisioner{o: o, timeout: time.Duration(max(ws.SetupTimeoutSeconds, 1)) * time.Second}
+	p.emit(ctx, sandboxwire.WorkspaceCreating{})
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		p.warn(ctx, "workspace", fmt.Sprintf("the workspace directory could not be made: %v", err))
+		return p.done(ctx)
+	}
+	if ws.RepositoryURL != "" {
+		p.clone(ctx, ws)
+	}
+	if ws.Task != nil {
+		if err := p.writeTask(ws.Task); err != nil {
+			p.warn(ctx, "task_context", fmt.Sprintf("the task context could not be written: %v", err))
+		}
+	}
+	for i, command := range ws.SetupCommands {
+		p.emit(ctx, sandboxwire.WorkspaceSetup{Command: o.Secrets.String(command), Index: i + 1, Total: len(ws.SetupCommands)})
+		if err := p.run(ctx, o.Dir, nil, "bash", "-c", command); err != nil {
+			msg := fmt.Sprintf("setup command %d of %d (%s) %v", i+1, len(ws.SetupCommands), command, err)
+			if rest := len(ws.SetupCommands) - i - 1; rest > 0 {
+				msg += fmt.Sprintf("; the %d command(s) after it were skipped", rest)
+			}
+			p.warn(ctx, "setup", msg)
+			break
+		}
+	}
+	return p.done(ctx)
+}
+
+type provisioner struct {
+	o        Options
+	timeout  time.Duration
+	warnings []string
+}
+
+func (p *provisioner) emit(ctx context.Context, e sandboxwire.Payload) {
+	if p.o.Emit == nil {
+		return
+	}
+	if err := p.o.Emit(ctx, e); err != nil {
+		p.o.Log.Warn("workspace event not sent", slog.String("type", e.EventType()), slog.String("error", err.Error()))
+	}
+}
+
+// warn records a warning (secrets hidden, bounded) and appends its event.
+func (p *provisioner) warn(ctx context.Context, phase, msg string) {
+	msg = p.o.Secrets.String(msg)
+	if len(msg) > sandboxwire.MaxWorkspaceWarningBytes {
+		msg = strings.ToValidUTF8(msg[:sandboxwire.MaxWorkspaceWarningBytes-3], "") + "…"
+	}
+	if len(p.warnings) < sandboxwire.MaxWorkspaceWarnings {
+		p.warnings = append(p.warnings, msg)
+	}
+	p.o.Log.Warn("workspace provisioning", slog.String("phase", phase), slog.String("warning", msg))
+	p.emit(ctx, sandboxwire.WorkspaceWarning{Phase: phase, Message: msg})
+}
+
+func (p *provisioner) done(ctx context.Context) sandboxwire.WorkspaceStatus {
+	st := sandboxwire.WorkspaceStatus{Status: sandboxwire.WorkspaceReady, Warnings: p.warnings}
+	if len(p.warnings) > 0 {
+		st.Status = sandboxwire.WorkspaceDegraded
+	} else {
+		st.Warnings = []string{}
+	}
+	p.emit(ctx, sandboxwire.WorkspaceReadyEvent{WorkspaceStatus: st})
+	return st
+}
+
+// clone clones the repository, shallow, at the branch, into a folder of the
+// workspace, then moves it into place: the workspace may already hold files
+// (a local env file, say). A clone that fails leaves the workspace as it was.
+func (p *provisioner) clone(ctx context.Context, ws *sandboxwire.WorkspaceSpec) {
+	shown := sandboxwire.RedactURL(ws.RepositoryURL)
+	p.emit(ctx, sandboxwire.WorkspaceCloning{RepositoryURL: shown, Branch: ws.Branch})
+	// The platform checked the URL; the sandbox checks it again, and git
+	// itself refuses every transport but the URL's own.
+	if err := sandboxwire.CheckCloneURL(ws.RepositoryURL, ws.InsecureHosts); err != nil {
+		p.warn(ctx, "clone", "the repository was not cloned: its URL "+err.Error())
+		return
+	}
+	if ws.Branch != "" && !sandboxwire.ValidBranch(ws.Branch) {
+		p.warn(ctx, "clone", "the repository was not cloned: the branch is not a branch name")
+		return
+	}
+	scheme, _, _ := strings.Cut(ws.RepositoryURL, "://")
+	private := filepath.Join(p.o.Dir, privateDir)
+	if err := os.MkdirAll(private, 0o755); err != nil {
+		p.warn(ctx, "clone", fmt.Sprintf("the repository was not cloned: %v", err))
+		return
+	}
+	if err := p.o.User.Own(private); err != nil {
+		p.warn(ctx, "clone", fmt.Sprintf("the repository was not cloned: %v", err))
+		return
+	}
+	tmp, err := os.MkdirTemp(private, "clone-")
+	if err == nil {
+		err = p.o.User.Own(tmp)
+	}
+	if err != nil {
+		p.warn(ctx, "clone", fmt.Sprintf("the repository was not cloned: %v", err))
+		return
+	}
+	defer func() {
+		_ = os.RemoveAll(tmp)
+		_ = os.Remove(private) // only if empty: a failed clone leaves the workspace empty
+	}()
+	args := []string{"-c", "protocol.allow=never", "-c", "protocol." + scheme + ".allow=always",
+		"clone", "--depth", "1", "--no-recurse-submodules", "--quiet"}
+	if ws.Branch != "" {
+		args = append(args, "--branch", ws.Branch)
+	}
+	args = append(args, "--", ws.RepositoryURL, tmp)
+	gitEnv := []string{"GIT_TERMINAL_PROMPT=0", "GIT_ALLOW_PROTOCOL=" + scheme, "GIT_CONFIG_NOSYSTEM=1", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false"}
+	if err := p.run(ctx, p.o.Dir, gitEnv, "git", args...); err != nil {
+		msg := strings.ReplaceAll(err.Error(), ws.RepositoryURL, shown)
+		what := "the repository " + shown
+		if ws.Branch != "" {
+			what += " at branch " + ws.Branch
+		}
+		p.warn(ctx, "clone", what+" could not be cloned ("+msg+"); the agent works in an empty workspace")
+		return
+	}
+	if err := moveInto(tmp, p.o.Dir); err != nil {
+		p.warn(ctx, "clone", fmt.Sprintf("the clone could not be put in place: %v", err))
+		return
+	}
+	// The platform's folder is no part of the repository's changes.
+	exclude := filepath.Join(p.o.Dir, ".git", "info", "exclude")
+	if f, err := os.OpenFile(exclude, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644); err == nil { //nolint:gosec // git's own mode for it: the tools' user reads it
+		_, _ = fmt.Fprintf(f, "\n/%s/\n", privateDir)
+		_ = f.Close()
+	}
+}
+
+// moveInto moves every entry of from into to (the same file system).
+func moveInto(from, to string) error {
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.Rename(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
+			return fmt.Errorf("move %s: %w", e.Name(), errors.Unwrap(err))
+		}
+	}
+	return nil
+}
+
+// writeTask writes the task context to TaskFile, the tools' user's to read.
+func (p *provisioner) writeTask(t *sandboxwire.TaskContext) error {
+	path := filepath.Join(p.o.Dir, sandboxwire.TaskFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	raw, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(raw, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := p.o.User.Own(filepath.Dir(path)); err != nil {
+		return err
+	}
+	return p.o.User.Own(path)
+}
+
+// run runs one command in dir, as the tools' user with their environment
+// (plus extra), bounded by the setup timeout: past it, its whole process
+// group is killed. Its error says how it ended, with its output's tail.
+func (p *provisioner) run(ctx context.Context, dir string, extra []string, name string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	env := p.o.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(append([]string{}, env...), extra...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: p.o.User.Credential()}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	out := &tail{}
+	cmd.Stdout, cmd.Stderr = out, out
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("timed out after %s and was killed", p.timeout)
+	case errors.As(err, &exit):
+		return fmt.Errorf("failed with exit code %d%s", exit.ExitCode(), out.suffix())
+	default:
+		return fmt.Errorf("could not run: %w", err)
+	}
+}
+
+// tail keeps the last maxOutput bytes written to it.
+type tail struct{ buf []byte }
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > maxOutput {
+		t.buf = t.buf[len(t.buf)-maxOutput:]
+	}
+	return len(b), nil
+}
+
+func (t *tail) suffix() string {
+	s := strings.TrimSpace(strings.ToValidUTF8(string(bytes.TrimSpace(t.buf)), ""))
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}

@@ -1,0 +1,215 @@
+package sandboxwire
+
+import (
+	"errors"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// TaskContext is the task a session is created for (create's task_context):
+// the repository and branch it is about, and the pull request, if any. The
+// sandbox writes it to TaskFile in the workspace and tells the agent.
+type TaskContext struct {
+	RepositoryURL     string `json:"repository_url,omitempty"`
+	Branch            string `json:"branch,omitempty"`
+	PullRequestNumber int    `json:"pull_request_number,omitempty"`
+	BaseBranch        string `json:"base_branch,omitempty"`
+}
+
+// WorkspaceSpec is the workspace a sandbox provisions before it reports
+// ready (Spec.Workspace; nil: the session's type has none): the repository
+// to clone (none: an empty workspace), at which branch, then the setup
+// commands in order, each bounded by SetupTimeoutSeconds.
+type WorkspaceSpec struct {
+	RepositoryURL       string       `json:"repository_url,omitempty"`
+	Branch              string       `json:"branch,omitempty"`
+	SetupCommands       []string     `json:"setup_commands,omitempty"`
+	SetupTimeoutSeconds int          `json:"setup_timeout_seconds"`
+	Task                *TaskContext `json:"task_context,omitempty"`
+	// InsecureHosts are the hosts the operator lets a workspace clone from
+	// over plain http or git (CheckCloneURL).
+	InsecureHosts []string `json:"git_insecure_hosts,omitempty"`
+}
+
+// TaskFile is where, under the workspace, the sandbox writes the task
+// context (JSON) for the agent and its tools.
+const TaskFile = ".remote-agent/task.json"
+
+// Workspace statuses, as ready reports them and create answers them.
+const (
+	// WorkspaceReady: provisioned as configured.
+	WorkspaceReady = "ready"
+	// WorkspaceDegraded: the clone or a setup command failed; the agent runs
+	// in what there is (after a failed clone, an empty workspace).
+	WorkspaceDegraded = "degraded"
+	// WorkspaceNone: the session's type has no workspace.
+	WorkspaceNone = "none"
+)
+
+// WorkspaceStatus is how provisioning went: a status and, when degraded, why.
+type WorkspaceStatus struct {
+	Status   string   `json:"status"`
+	Warnings []string `json:"warnings"`
+}
+
+// Limits of a workspace status report.
+const (
+	MaxWorkspaceWarnings     = 16
+	MaxWorkspaceWarningBytes = 1024
+)
+
+// DefaultInsecureGitHosts are the hosts a workspace may clone from over
+// plain http or git when the operator lists none: loopback, so that local
+// runs can serve a repository.
+var DefaultInsecureGitHosts = []string{"127.0.0.1", "localhost", "::1"}
+
+// Limits of a task context and of a clone URL.
+const (
+	MaxCloneURLBytes   = 2048
+	MaxBranchNameBytes = 255
+	MaxPullRequest     = 1 << 30
+)
+
+var (
+	branchName = regexp.MustCompile(`^[A-Za-z0-9._/-]+$`)
+	hostName   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$`)
+)
+
+// ValidBranch is git's rule for a branch name, as far as a clone needs it:
+// never an option (no leading '-'), no "..", no empty or hidden component,
+// no ".lock" end, letters, digits, '.', '_', '-' and '/' only.
+func ValidBranch(b string) bool {
+	if b == "" || len(b) > MaxBranchNameBytes || !branchName.MatchString(b) || strings.HasPrefix(b, "-") ||
+		strings.Contains(b, "..") || strings.HasSuffix(b, ".lock") || strings.HasSuffix(b, ".") {
+		return false
+	}
+	for _, part := range strings.Split(b, "/") {
+		if part == "" || strings.HasPrefix(part, ".") {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckCloneURL accepts the URL of a repository a workspace may clone: https
+// to any host; http and git only to one of insecureHosts; never file:, ext::
+// or any other transport, never credentials, a query or a fragment. Its
+// errors never repeat the URL.
+func CheckCloneURL(raw string, insecureHosts []string) error {
+	if raw == "" {
+		return errors.New("is empty")
+	}
+	if len(raw) > MaxCloneURLBytes {
+		return errors.New("is too long")
+	}
+	if strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return errors.New("has spaces or control characters")
+	}
+	if strings.Contains(raw, "::") && !strings.Contains(raw, "://") {
+		return errors.New("is a git remote helper (ext::, fd::…), which is never allowed")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Opaque != "" || u.Host == "" {
+		return errors.New("must be an https URL of a repository, like https://github.com/org/repo")
+	}
+	if u.User != nil {
+		return errors.New("must not carry credentials")
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+		return errors.New("must have no query or fragment")
+	}
+	if strings.HasPrefix(u.Hostname(), "-") {
+		return errors.New("has a host that is an option")
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http", "git":
+		if slices.Contains(insecureHosts, strings.ToLower(u.Hostname())) {
+			return nil
+		}
+		return errors.New("uses " + u.Scheme + ", which is only allowed to the hosts the operator lists (git_insecure_hosts); use an https URL")
+	default:
+		return errors.New("must be an https URL (http and git only to the hosts the operator lists; never file: or ext::)")
+	}
+}
+
+// RedactURL returns raw without the credentials it may carry (user and
+// password), for events and logs; what is not a URL becomes "(redacted)".
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(redacted)"
+	}
+	u.User = nil
+	return u.String()
+}
+
+// InsecureHost reports whether h is a host name or IP address an operator
+// may list in git_insecure_hosts.
+func InsecureHost(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	return len(h) <= 253 && hostName.MatchString(h)
+}
+
+// The workspace's provisioning events, in the order a sandbox appends them:
+// creating, cloning (if it clones), one setup per command it runs, a warning
+// for each thing that failed, then ready.
+const (
+	TypeWorkspaceCreating = "workspace.creating"
+	TypeWorkspaceCloning  = "workspace.cloning"
+	TypeWorkspaceSetup    = "workspace.setup"
+	TypeWorkspaceWarning  = "workspace.warning"
+	TypeWorkspaceReady    = "workspace.ready"
+)
+
+// WorkspaceCreating: the workspace directory is being made.
+type WorkspaceCreating struct{}
+
+// EventType implements Payload.
+func (WorkspaceCreating) EventType() string { return TypeWorkspaceCreating }
+
+// WorkspaceCloning: the repository (its URL without credentials) is being
+// cloned, at Branch ("" for its default branch).
+type WorkspaceCloning struct {
+	RepositoryURL string `json:"repository_url"`
+	Branch        string `json:"branch,omitempty"`
+}
+
+// EventType implements Payload.
+func (WorkspaceCloning) EventType() string { return TypeWorkspaceCloning }
+
+// WorkspaceSetup: setup command Index (from 1) of Total is starting.
+type WorkspaceSetup struct {
+	Command string `json:"command"`
+	Index   int    `json:"index"`
+	Total   int    `json:"total"`
+}
+
+// EventType implements Payload.
+func (WorkspaceSetup) EventType() string { return TypeWorkspaceSetup }
+
+// WorkspaceWarning: a phase (clone, setup) failed; the agent goes on without it.
+type WorkspaceWarning struct {
+	Phase   string `json:"phase"`
+	Message string `json:"message"`
+}
+
+// EventType implements Payload.
+func (WorkspaceWarning) EventType() string { return TypeWorkspaceWarning }
+
+// WorkspaceReadyEvent: provisioning is over (Status ready or degraded).
+type WorkspaceReadyEvent struct {
+	WorkspaceStatus
+}
+
+// EventType implements Payload.
+func (WorkspaceReadyEvent) EventType() string { return TypeWorkspaceReady }
+
+// WorkspaceTypes are the provisioning event types (a sandbox's).
+var WorkspaceTypes = []string{TypeWorkspaceCreating, TypeWorkspaceCloning, TypeWorkspaceSetup, TypeWorkspaceWarning, TypeWorkspaceReady}

@@ -57,6 +57,8 @@ const (
 	CodeGuardrailsMissing    = "guardrails_missing"
 	CodeAgentNotAlive        = "agent_not_alive"
 	CodeModelUnavailable     = "model_unavailable"
+	CodeAgentTypeNotFound    = "agent_type_not_found"
+	CodeAgentTypeExists      = "agent_type_exists"
 )
 
 // Error is an error the API answered: the standard envelope.
@@ -143,9 +145,30 @@ type CreateRequest struct {
 	ConfigurationID string `json:"configuration_id,omitempty"`
 	// SystemPrompt replaces the mode prompt (never the guardrails).
 	SystemPrompt string `json:"system_prompt,omitempty"`
+	// AgentType is the agent type to use instead of the persona's.
+	AgentType string `json:"agent_type,omitempty"`
+	// TaskContext is what the agent works on: its repository is cloned into
+	// the workspace before ready (as the agent type's repo_source says).
+	TaskContext *TaskContext `json:"task_context,omitempty"`
 	// IdempotencyKey makes the create exactly-once across calls; empty: Create
 	// makes one for its own retries.
 	IdempotencyKey string `json:"-"`
+}
+
+// TaskContext is the repository, branch and pull request an agent works on.
+type TaskContext struct {
+	RepositoryURL     string `json:"repository_url,omitempty"`
+	Branch            string `json:"branch,omitempty"`
+	PullRequestNumber int    `json:"pull_request_number,omitempty"`
+	BaseBranch        string `json:"base_branch,omitempty"`
+}
+
+// Workspace is how an agent's workspace was provisioned before ready:
+// Status "ready", "degraded" (with Warnings: a clone or setup command
+// failed) or "none".
+type Workspace struct {
+	Status   string   `json:"status"`
+	Warnings []string `json:"warnings"`
 }
 
 // Agent is a created, ready agent.
@@ -154,13 +177,14 @@ type Agent struct {
 	// EmbedURL is the chat view, token included: put it in an iframe.
 	EmbedURL string `json:"embed_url"`
 	// SessionToken is the bearer of the agent's routes. Keep it secret.
-	SessionToken      string   `json:"session_token"`
-	ProjectName       string   `json:"project_name"`
-	PersonaSlug       string   `json:"persona_slug"`
-	TmuxSessionName   string   `json:"tmux_session_name"`
-	Status            string   `json:"status"`
-	GuardrailsVersion string   `json:"guardrails_version"`
-	FeatureFlags      Features `json:"feature_flags"`
+	SessionToken      string    `json:"session_token"`
+	ProjectName       string    `json:"project_name"`
+	PersonaSlug       string    `json:"persona_slug"`
+	TmuxSessionName   string    `json:"tmux_session_name"`
+	Status            string    `json:"status"`
+	GuardrailsVersion string    `json:"guardrails_version"`
+	FeatureFlags      Features  `json:"feature_flags"`
+	Workspace         Workspace `json:"workspace"`
 }
 
 // Create creates an agent and waits until it is ready.
@@ -201,6 +225,8 @@ type AliveStatus struct {
 	GuardrailsVersion string `json:"guardrails_version"`
 	GuardrailsStale   bool   `json:"guardrails_stale"`
 	Usage             Usage  `json:"usage"`
+	// Workspace is set once the agent has been ready.
+	Workspace *Workspace `json:"workspace,omitempty"`
 }
 
 // Alive reports whether the agent is still active (not ended).

@@ -88,7 +88,7 @@ func TestCreateMessageEventsShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if agent.Status != "ready" || agent.AgentID == "" || agent.SessionToken == "" || !strings.Contains(agent.EmbedURL, "/embed/"+agent.AgentID) {
+	if agent.Status != "ready" || agent.Workspace.Status == "" || agent.AgentID == "" || agent.SessionToken == "" || !strings.Contains(agent.EmbedURL, "/embed/"+agent.AgentID) {
 		t.Fatalf("created: %+v", agent)
 	}
 	alive, err := c.Alive(ctx, agent.AgentID, agent.SessionToken)
@@ -137,6 +137,15 @@ func TestErrorsAreTyped(t *testing.T) {
 	}
 	if n := len(seen.list()); n != 1 {
 		t.Errorf("%d create requests for an error that is not retryable", n)
+	}
+	_, err = c.Create(t.Context(), CreateRequest{ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "x", AgentType: "nope"})
+	if !IsCode(err, CodeAgentTypeNotFound) {
+		t.Errorf("create of an unknown agent type: %v", err)
+	}
+	_, err = c.Create(t.Context(), CreateRequest{ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "x",
+		TaskContext: &TaskContext{RepositoryURL: "file:///etc"}})
+	if !IsCode(err, CodeInvalidRequest) {
+		t.Errorf("create with a file: repository: %v", err)
 	}
 	_, err = c.Alive(t.Context(), "0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5b6a", "")
 	if !IsCode(err, CodeMissingToken) {

@@ -122,6 +122,10 @@ func TestValidatorReportsDrift(t *testing.T) {
 		{"a spec with its type's tools", "GET", sandbox + "/spec", answer(200, "application/json", spec(`["read","grep"]`)), false},
 		{"a spec whose tools are no list", "GET", sandbox + "/spec", answer(200, "application/json", spec(`"read"`)), true},
 		{"a spec without tools", "GET", sandbox + "/spec", answer(200, "application/json", strings.Replace(spec(`null`), `,"tools":null`, "", 1)), true},
+		{"a workspace event as documented", "GET", id + "/events", answer(200, "text/event-stream", "id: 1\nevent: workspace.setup\ndata: {\"seq\":1,\"type\":\"workspace.setup\",\"at\":\"2026-01-01T00:00:00Z\",\"data\":{\"command\":\"make\",\"index\":1,\"total\":2}}\n\n"), false},
+		{"a workspace event whose data is wrong", "GET", id + "/events", answer(200, "text/event-stream", "id: 1\nevent: workspace.ready\ndata: {\"seq\":1,\"type\":\"workspace.ready\",\"at\":\"2026-01-01T00:00:00Z\",\"data\":{\"status\":\"fine\",\"warnings\":[]}}\n\n"), true},
+		{"alive with its workspace", "GET", id + "/alive", answer(200, "application/json", `{"agent_id":"a","alive":true,"state":"idle","guardrails_version":"h","guardrails_stale":false,"usage":{"input_tokens":1,"output_tokens":2,"cached_tokens":0,"calls":1},"workspace":{"status":"degraded","warnings":["setup command 1 of 1 failed"]}}`), false},
+		{"a creation timeout with its agent", "POST", "/api/remote_agents/create", answer(408, "application/json", `{"status":408,"error_code":"agent_creation_timeout","message":"m","retryable":true,"details":{"agent_id":"a"}}`), false},
 		{"an error with details", "PUT", types + "/coder/workspace-config", answer(400, "application/json", `{"status":400,"error_code":"invalid_request","message":"m","retryable":false,"details":{"invalid_tools":["ssh"],"valid_tools":["read"]}}`), false},
 		{"an error whose details are no object", "PUT", types + "/coder/workspace-config", answer(400, "application/json", `{"status":400,"error_code":"invalid_request","message":"m","retryable":false,"details":"ssh"}`), true},
 		{"an agent type as documented", "GET", types + "/coder", answer(200, "application/json", `{"id":"coder","name":"Coder","platform":false,"workspace_config":`+stored+`,"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}`), false},
@@ -162,7 +166,7 @@ func TestValidatorReportsAcceptedRequestsTheDocumentRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	created := `{"agent_id":"a","embed_url":"http://x/embed/a?token=t","session_token":"t","project_name":"p","persona_slug":"s","tmux_session_name":"m","status":"ready","guardrails_version":"h","feature_flags":{"file_upload":false,"context_usage":false,"voice_mic":false}}`
+	created := `{"agent_id":"a","embed_url":"http://x/embed/a?token=t","session_token":"t","project_name":"p","persona_slug":"s","tmux_session_name":"m","status":"ready","guardrails_version":"h","feature_flags":{"file_upload":false,"context_usage":false,"voice_mic":false},"workspace":{"status":"none","warnings":[]}}`
 	srv := httptest.NewServer(v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")

@@ -57,13 +57,11 @@ func run(ctx context.Context, out io.Writer, baseURL, appKey, question string) e
 		fmt.Fprintf(out, "\nShutdown: %s\n", res.Status)
 	}()
 
-	sent, err := c.SendMessage(ctx, agent.AgentID, agent.SessionToken, client.Message{Text: question})
-	if err != nil {
-		return err
-	}
-	// The events from the first: the initial prompt, its answer, our message
-	// (a user.message with our client_message_id), and its answer. A dropped
-	// stream is resumed where it stopped.
+	// The events from the first: the workspace being prepared, the answer to
+	// the initial prompt, then our question (a user.message with our
+	// client_message_id, sent once the first answer is in) and its answer. A
+	// dropped stream is resumed where it stopped.
+	var sent *client.MessageReceipt
 	ours := false
 	for ev, err := range c.Events(ctx, agent.AgentID, agent.SessionToken) {
 		if err != nil {
@@ -78,12 +76,17 @@ func run(ctx context.Context, out io.Writer, baseURL, appKey, question string) e
 			if err := ev.Decode(&m); err != nil {
 				return err
 			}
-			ours = ours || m.ClientMessageID == sent.ClientMessageID
+			ours = ours || (sent != nil && m.ClientMessageID == sent.ClientMessageID)
 			fmt.Fprintf(out, "[%d] you: %s\n", ev.Seq, m.Text)
 		case client.EventAgentMessage:
 			fmt.Fprintf(out, "[%d] agent: %s\n", ev.Seq, ev.Text())
 			if ours {
 				return nil // the answer to our message
+			}
+			if sent == nil { // the answer to the initial prompt: now our question
+				if sent, err = c.SendMessage(ctx, agent.AgentID, agent.SessionToken, client.Message{Text: question}); err != nil {
+					return err
+				}
 			}
 		case client.EventToolCall:
 			var call struct {

@@ -287,7 +287,9 @@ func (f executorFunc) Execute(ctx context.Context, c toolgate.Call) (toolgate.Re
 func TestCrashedCallerRunsAgainOnlyAfterItsDeadline(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	const leaseSeconds = 4
+	// The crashed caller's lease is long, so that a loaded machine checks the
+	// early duplicate well inside it; the clock, not waiting, passes it.
+	const leaseSeconds = 60
 	spec, _ := json.Marshal(map[string]any{"Env": h.set.Env, "Session": h.sess.ID, "Token": h.token, "Seconds": leaseSeconds})
 	child := exec.Command(os.Args[0])
 	child.Env = append(os.Environ(), crashHelperEnv+"="+string(spec))
@@ -315,8 +317,8 @@ func TestCrashedCallerRunsAgainOnlyAfterItsDeadline(t *testing.T) {
 	var offset atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	// The margin leaves the last read of the record time to finish on a busy machine.
-	svc := h.service(toolgate.Options{Margin: 500 * time.Millisecond, Now: clock})
-	early, err := svc.Call(within(t, 1500*time.Millisecond), h.req(toolspec.AutomationComplete, "crash", complete))
+	svc := h.service(toolgate.Options{Margin: 3 * time.Second, Now: clock})
+	early, err := svc.Call(within(t, 10*time.Second), h.req(toolspec.AutomationComplete, "crash", complete))
 	if err != nil || early.Pending == nil {
 		t.Fatalf("duplicate before the deadline: %+v %v", early, err)
 	}

@@ -91,6 +91,9 @@ type Spec struct {
 	// Workspace is the workspace to provision before ready; nil: none (the
 	// session's agent type has no workspace).
 	Workspace *WorkspaceSpec `json:"workspace,omitempty"`
+	// Job, when set, puts the sandbox in job mode: it runs one orchestrator
+	// job (JobSpec) in its job directory instead of a conversation.
+	Job *JobSpec `json:"job,omitempty"`
 }
 
 // Guardrails is the platform guardrails document and its SHA-256, which ready
@@ -135,6 +138,8 @@ type StatusReport struct {
 	Reason         Reason `json:"reason,omitempty"`
 	// Workspace, with ready, is how provisioning went.
 	Workspace *WorkspaceStatus `json:"workspace,omitempty"`
+	// Job, with ended or failed in job mode, is how the job went.
+	Job *JobReport `json:"job,omitempty"`
 }
 
 // Orders answers status reports, heartbeats and inbox reads.

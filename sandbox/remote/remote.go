@@ -199,6 +199,8 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	if err := r.cl.ready(ctx, spec.Guardrails.Hash, workspace); err != nil {
 		return err
 	}
+	// Apps' workspace tool requests run through the model's tools.
+	r.tools = newWorkspaceTools(brain.Tools, r.cl, r.log)
 	r.log.Info("sandbox ready", slog.String("session_id", r.c.SessionID), slog.String("guardrails_hash", spec.Guardrails.Hash),
 		slog.String("provider", brain.Provider.Name()))
 	// The first turn answers the initial prompt while heartbeats go on.
@@ -221,6 +223,8 @@ type run struct {
 	pending  []string // user messages that arrived during a turn
 	turnDone chan error
 	after    int64 // the inbox cursor
+	// tools runs the workspace tool requests apps make (set once ready).
+	tools *workspaceTools
 }
 
 // prime fetches the spec, merges the env values it carries into the env file,
@@ -406,9 +410,12 @@ func (r *run) serve(ctx, turnCtx context.Context) error {
 
 // take queues what the inbox brought for the next turn: user messages (their
 // attachments saved in the workspace, answers in words) and env values (written
-// to the env file, named to the model).
+// to the env file, named to the model); workspace tool requests start at once.
 func (r *run) take(ctx context.Context, orders sandboxwire.Orders) {
 	r.after = max(r.after, orders.Next)
+	if r.tools != nil {
+		r.tools.take(ctx, orders.ToolRequests)
+	}
 	for _, m := range orders.Messages {
 		saved, err := download(ctx, r.c.Workspace, m, r.c.ToolUser)
 		if err != nil {

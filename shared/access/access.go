@@ -141,6 +141,15 @@ var table = map[string]Access{
 	"events": {
 		Tables: map[string][]string{Sessions: {GetItem}, Events: {Query}},
 	},
+	// Workspace tool requests: appended to the inbox once per request id
+	// (an idempotency record), their results read from the idempotency table.
+	"workspace": {
+		Tables: map[string][]string{
+			Sessions:    {GetItem, UpdateItem},
+			Events:      {PutItem},
+			Idempotency: {GetItem, PutItem},
+		},
+	},
 	"embed": {
 		Tables: map[string][]string{Sessions: {GetItem}},
 	},

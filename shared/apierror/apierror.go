@@ -41,6 +41,13 @@ const (
 	// AgentTypeExists: an agent type of that id exists already (the
 	// tenant's own, or a platform type).
 	AgentTypeExists Code = "agent_type_exists"
+	// WorkspaceDisabled: the agent's type has no workspace, so no workspace
+	// tools.
+	WorkspaceDisabled Code = "workspace_disabled"
+	// ToolNotFound: no workspace tool has that name.
+	ToolNotFound Code = "tool_not_found"
+	// ToolNotEnabled: the agent's type does not enable that workspace tool.
+	ToolNotEnabled Code = "tool_not_enabled"
 )
 
 // Error is an error a client may see.

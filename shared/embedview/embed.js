@@ -158,6 +158,7 @@ function eventStream(source) {
         busy(d.state === "working");
         break;
       case "tool.call":
+      case "workspace.tool":
         toolCall(ev.seq, d);
         break;
       case "agent.error":

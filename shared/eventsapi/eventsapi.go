@@ -244,7 +244,11 @@ func Public(e session.Event) map[string]any {
 		}
 	case sandboxwire.TypeEnvSubmitted:
 		delete(out, "ref")
-	case sandboxwire.TypeToolCall:
+	case sandboxwire.TypeWorkspaceToolRequest:
+		// Its arguments are shown with its result (workspace.tool), as the
+		// sandbox redacted them.
+		delete(out, "args")
+	case sandboxwire.TypeToolCall, sandboxwire.TypeWorkspaceTool:
 		if out["is_error"] == true {
 			if s, ok := out["output"].(string); ok {
 				out["output"] = sanitize.Error(s)

@@ -28,6 +28,9 @@ var statuses = map[apierror.Code]int{
 	apierror.ModelUnavailable:     http.StatusServiceUnavailable,
 	apierror.AgentTypeNotFound:    http.StatusNotFound,
 	apierror.AgentTypeExists:      http.StatusConflict,
+	apierror.WorkspaceDisabled:    http.StatusNotFound,
+	apierror.ToolNotFound:         http.StatusNotFound,
+	apierror.ToolNotEnabled:       http.StatusForbidden,
 }
 
 // retryable lists the codes a client may retry unchanged.

@@ -36,6 +36,8 @@ var table = []Route{
 	{Method: "POST", Path: "/api/remote_agents/{id}/attachments", Function: "messages"},
 	{Method: "POST", Path: "/api/remote_agents/{id}/env", Function: "messages"},
 	{Method: "GET", Path: "/api/remote_agents/{id}/events", Function: "events", Stream: true},
+	// Workspace tools apps run in their agent's sandbox (session token).
+	{Method: "POST", Path: "/api/remote_agents/{id}/workspace/tools/{tool}", Function: "workspace"},
 	{Method: "GET", Path: "/embed/{id}", Function: "embed", Public: true},
 	{Method: "POST", Path: "/proliferate/{sessionId}/tools/{toolName}", Function: "toolcallback"},
 	{Method: "POST", Path: "/sandbox/{sessionId}/bootstrap", Function: "sandbox"},
@@ -45,6 +47,7 @@ var table = []Route{
 	{Method: "GET", Path: "/sandbox/{sessionId}/inbox", Function: "sandbox"},
 	{Method: "POST", Path: "/sandbox/{sessionId}/events", Function: "sandbox"},
 	{Method: "POST", Path: "/sandbox/{sessionId}/uploads", Function: "sandbox"},
+	{Method: "POST", Path: "/sandbox/{sessionId}/tool-results", Function: "sandbox"},
 	// Agent types and their workspaces, for apps and operators (app key).
 	{Method: "POST", Path: "/api/v1/agent-types", Function: "agenttypes"},
 	{Method: "GET", Path: "/api/v1/agent-types", Function: "agenttypes"},

@@ -35,6 +35,7 @@ func (h *Handlers) Routes() []httpapi.Route {
 		route(http.MethodGet, sandboxwire.RouteInbox, h.Inbox),
 		route(http.MethodPost, sandboxwire.RouteEvents, h.Events),
 		route(http.MethodPost, sandboxwire.RouteUploads, h.Uploads),
+		route(http.MethodPost, sandboxwire.RouteToolResults, h.ToolResults),
 	}
 }
 
@@ -106,6 +107,21 @@ func (h *Handlers) Uploads(ctx context.Context, req httpapi.Request) (httpapi.Re
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	out, err := h.Channel.Uploads(ctx, sess, in)
+	return h.answer(ctx, out, err), nil
+}
+
+// ToolResults serves POST /sandbox/{sessionId}/tool-results: the result of
+// a workspace tool request an app made.
+func (h *Handlers) ToolResults(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authenticate(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	var in sandboxwire.ToolResult
+	if err := httpapi.DecodeJSON(req, sandboxwire.MaxToolResultBytes, &in); err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	out, err := h.Channel.ToolResult(ctx, sess, in)
 	return h.answer(ctx, out, err), nil
 }
 

@@ -11,6 +11,7 @@ const (
 	RouteInbox     = "inbox"
 	RouteEvents    = "events"
 	RouteUploads   = "uploads"
+	// (RouteToolResults: workspacetool.go.)
 	// RouteBootstrap exchanges the launch's one-time bootstrap code (the
 	// bearer) for the sandbox token; a code works once.
 	RouteBootstrap = "bootstrap"
@@ -151,8 +152,11 @@ type Orders struct {
 	Messages []InboxMessage `json:"messages,omitempty"`
 	// Env holds env values users submitted since the cursor (inbox only), for the
 	// sandbox's env file.
-	Env  map[string]string `json:"env,omitempty"`
-	Next int64             `json:"next,omitempty"`
+	Env map[string]string `json:"env,omitempty"`
+	// ToolRequests are the workspace tool requests apps made since the
+	// cursor that have no result yet (inbox only), in order.
+	ToolRequests []ToolRequest `json:"tool_requests,omitempty"`
+	Next         int64         `json:"next,omitempty"`
 }
 
 // InboxMessage is a message a user sent the agent: text, files, or the answer

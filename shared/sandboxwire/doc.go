@@ -18,6 +18,7 @@
 //	GET  inbox      user messages and env values after a cursor; stop once ending
 //	POST events     append what happened (messages, tool calls, states)
 //	POST uploads    presigned URLs for the files of one gateway tool call
+//	POST tool-results  the result of a workspace tool request an app made
 //	POST model/{provider}/…  a model call, to the provider's API through the
 //	                platform's model gateway (see RouteModel)
 package sandboxwire

@@ -35,6 +35,7 @@ var Types = []string{
 	TypeTokenLimit, TypeEnvRequest, TypeUserMessage, TypeEnvSubmitted, TypeOutputVerification,
 	TypeOutputSnapshot, TypeAutomationCompleted,
 	TypeWorkspaceCreating, TypeWorkspaceCloning, TypeWorkspaceSetup, TypeWorkspaceWarning, TypeWorkspaceReady,
+	TypeWorkspaceToolRequest, TypeWorkspaceTool,
 }
 
 // SandboxTypes are the event types a sandbox may append (POST events): the

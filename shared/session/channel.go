@@ -199,7 +199,7 @@ func (c *Channel) Heartbeat(ctx context.Context, id, tok string) (sandboxwire.Or
 }
 
 // Inbox returns what the sandbox must act on after the cursor: user messages
-// (attachments as download URLs) and env values. It stops before an event it
+// (attachments as download URLs), env values and workspace tool requests. It stops before an event it
 // cannot project yet, so that the next read tries it again.
 func (c *Channel) Inbox(ctx context.Context, id, tok string, after int64) (sandboxwire.Orders, error) {
 	sess, err := AuthenticateSandbox(ctx, c.o.Store, id, tok)
@@ -229,6 +229,14 @@ func (c *Channel) Inbox(ctx context.Context, id, tok string, after int64) (sandb
 				out.Env = map[string]string{}
 			}
 			maps.Copy(out.Env, values)
+		case sandboxwire.TypeWorkspaceToolRequest:
+			req, ok, err := c.workspaceToolRequest(ctx, sess.ID, e)
+			if err != nil {
+				return out, nil
+			}
+			if ok {
+				out.ToolRequests = append(out.ToolRequests, req)
+			}
 		}
 		out.Next = e.Seq
 	}

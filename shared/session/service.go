@@ -89,6 +89,9 @@ type Options struct {
 	// http or git (config git_insecure_hosts); nil means loopback
 	// (sandboxwire.DefaultInsecureGitHosts).
 	GitInsecureHosts []string
+	// ToolResults keeps the results of workspace tool requests
+	// (workspacetool.go).
+	ToolResults ToolResults
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

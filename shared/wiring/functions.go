@@ -30,6 +30,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/smsecrets"
 	"github.com/remote-agents/remote-agents/shared/toolapi"
 	"github.com/remote-agents/remote-agents/shared/toolgate"
+	"github.com/remote-agents/remote-agents/shared/workspaceapi"
 )
 
 // Function is one Lambda function, built: the routes it serves, or the queue
@@ -157,6 +158,18 @@ func sessionRoutes(name string, svc *session.Service, e *Env) (Function, error) 
 	return pick(name, sessionapi.New(svc, e.Log).Routes(e.Config.AllowedOrigins))
 }
 
+// Workspace builds the workspace function: the workspace tools apps run in
+// their agent's sandbox, through its inbox.
+func Workspace(_ context.Context, e *Env) (Function, error) {
+	svc := session.NewService(session.Options{Store: e.SessionStore(), ToolResults: e.toolResults(), Log: e.Log})
+	return pick("workspace", (&workspaceapi.Handlers{Sessions: svc, Log: e.Log}).Routes(e.Config.AllowedOrigins))
+}
+
+// toolResults is the workspace tool results' store.
+func (e *Env) toolResults() *dynamo.ToolResults {
+	return dynamo.NewToolResults(e.dynamoDB(), e.Resources.Idempotency.Name)
+}
+
 // Events builds the events function: the SSE stream of an agent's events.
 func Events(_ context.Context, e *Env) (Function, error) {
 	h := &eventsapi.Handlers{
@@ -205,6 +218,7 @@ func Sandbox(_ context.Context, e *Env) (Function, error) {
 		Log:        e.Log,
 		// The spec passes them on: the sandbox checks its clone URL too.
 		GitInsecureHosts: e.Config.GitInsecureHosts,
+		ToolResults:      e.toolResults(),
 	})
 	return pick("sandbox", (&sandboxapi.Handlers{Channel: ch, Log: e.Log}).Routes())
 }
@@ -306,6 +320,7 @@ func Builders() map[string]Builder {
 		"alive":          Alive,
 		"shutdown":       Shutdown,
 		"messages":       Messages,
+		"workspace":      Workspace,
 		"events":         Events,
 		"embed":          Embed,
 		"toolcallback":   ToolCallback,

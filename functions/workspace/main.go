@@ -1,0 +1,13 @@
+// Command workspace is the Lambda function of the workspace tools apps run
+// in their agent's sandbox: POST /api/remote_agents/{id}/workspace/tools/{tool}.
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/remote-agents/remote-agents/shared/wiring"
+)
+
+func main() {
+	lambda.Start(wiring.Lambda(wiring.Workspace))
+}

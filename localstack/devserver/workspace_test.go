@@ -43,7 +43,7 @@ func (s *stack) workspaceEvents(t *testing.T, id string) ([]string, []session.Ev
 	return types, evs
 }
 
-func (s *stack) putType(t *testing.T, id string, ws map[string]any) {
+func (s *stack) putType(t testing.TB, id string, ws map[string]any) {
 	t.Helper()
 	if r := s.call(http.MethodPost, agentTypes, appKey, map[string]any{"id": id, "name": id, "workspace_config": ws}); r.status != http.StatusCreated {
 		t.Fatalf("create type %s: %d %s", id, r.status, r.raw)

@@ -8,7 +8,8 @@
 //	for ev, err := range c.Events(ctx, agent.AgentID, agent.SessionToken) { … }
 //	_, _ = c.Shutdown(ctx, agent.AgentID, agent.SessionToken)
 //
-// Attach uploads a file for a message, SubmitEnv answers an env.request.
+// Attach uploads a file for a message, SubmitEnv answers an env.request,
+// RunTool runs a workspace tool in the agent's sandbox.
 //
 // Create is exactly-once and waits for the agent: it sends an
 // Idempotency-Key (one of its own unless given) and, when the server answers
@@ -59,6 +60,9 @@ const (
 	CodeModelUnavailable     = "model_unavailable"
 	CodeAgentTypeNotFound    = "agent_type_not_found"
 	CodeAgentTypeExists      = "agent_type_exists"
+	CodeWorkspaceDisabled    = "workspace_disabled"
+	CodeToolNotFound         = "tool_not_found"
+	CodeToolNotEnabled       = "tool_not_enabled"
 )
 
 // Error is an error the API answered: the standard envelope.
@@ -387,6 +391,51 @@ func (c *Client) SubmitEnv(ctx context.Context, agentID, token string, env EnvSu
 		return nil, err
 	}
 	return &out, nil
+}
+
+// ToolResult is a workspace tool's answer: its output (at most 64 KiB) and
+// whether the tool failed.
+type ToolResult struct {
+	RequestID string `json:"request_id"`
+	Tool      string `json:"tool"`
+	Output    string `json:"output"`
+	IsError   bool   `json:"is_error"`
+}
+
+// RunTool runs workspace tool (read, ls, bash, git…) with args (a value
+// that encodes as a JSON object, e.g. map[string]any{"path": "README.md"})
+// in the agent's sandbox and returns its result. It names the request with an
+// Idempotency-Key of its own, so that the tool runs once however often the
+// request is sent: while the server answers 202 pending (the tool still
+// runs) it asks again with the same key, after the server's Retry-After,
+// until the result is there or ctx ends. A tool the agent's type does not
+// enable is *Error tool_not_enabled.
+func (c *Client) RunTool(ctx context.Context, agentID, token, tool string, args any) (*ToolResult, error) {
+	body, err := json.Marshal(map[string]any{"args": args})
+	if err != nil {
+		return nil, fmt.Errorf("remote agents: encode %s arguments: %w", tool, err)
+	}
+	key := "tool-" + randomID()
+	path := agentPath(agentID, "workspace/tools/"+url.PathEscape(tool))
+	for {
+		var out struct {
+			ToolResult
+			Status            string `json:"status"`
+			RetryAfterSeconds int    `json:"retry_after_seconds"`
+		}
+		err := c.retry(ctx, false, func() error {
+			return c.do(ctx, http.MethodPost, path, token, body, &out, "Idempotency-Key", key)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if out.Status != "pending" {
+			return &out.ToolResult, nil
+		}
+		if err := c.sleep(ctx, backoff(time.Duration(out.RetryAfterSeconds)*time.Second, 0)); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // retry calls f until it succeeds, fails for good, or maxRetries retryable

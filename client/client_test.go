@@ -460,3 +460,30 @@ func TestNewRefusesABadURL(t *testing.T) {
 		}
 	}
 }
+
+// RunTool runs workspace tools in the agent's real sandbox; an unknown tool
+// is a typed error.
+func TestRunTool(t *testing.T) {
+	t.Parallel()
+	srv := devtest.Start(t)
+	c := newClient(t, srv.URL)
+	ctx := bounded(t)
+	agent, err := c.Create(ctx, hello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.RunTool(ctx, agent.AgentID, agent.SessionToken, "bash", map[string]any{"command": "echo from-the-sandbox > note.txt && cat note.txt"})
+	if err != nil || res.IsError || !strings.Contains(res.Output, "from-the-sandbox") || res.RequestID == "" {
+		t.Fatalf("bash: %+v %v", res, err)
+	}
+	res, err = c.RunTool(ctx, agent.AgentID, agent.SessionToken, "read", map[string]any{"path": "note.txt"})
+	if err != nil || res.IsError || !strings.Contains(res.Output, "from-the-sandbox") {
+		t.Fatalf("read: %+v %v", res, err)
+	}
+	if _, err := c.RunTool(ctx, agent.AgentID, agent.SessionToken, "ssh", map[string]any{}); !IsCode(err, CodeToolNotFound) {
+		t.Errorf("unknown tool: %v", err)
+	}
+	if _, err := c.Shutdown(ctx, agent.AgentID, agent.SessionToken); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -420,6 +420,8 @@ var timeouts = map[string]float64{
 	routes.JobWorker: 270,
 	ToolWorker:       720,
 	"toolcallback":   30,
+	// A workspace tool request waits up to 25 s for its result.
+	"workspace": 30,
 }
 
 const (

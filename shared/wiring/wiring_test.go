@@ -132,7 +132,7 @@ func TestQueuesAreNeededOnlyByTheirFunctions(t *testing.T) {
 	t.Parallel()
 	e := env(t)
 	e.Config.Queues = config.Queues{} // lookups by name would fail: nothing listens
-	for _, name := range []string{"events", "embed", "messages", "sandbox", "model", "agenttypes"} {
+	for _, name := range []string{"events", "embed", "messages", "sandbox", "model", "agenttypes", "workspace"} {
 		if _, err := wiring.Builders()[name](t.Context(), e); err != nil {
 			t.Errorf("%s needs no queue, but: %v", name, err)
 		}

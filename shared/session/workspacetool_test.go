@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -50,7 +51,8 @@ func TestCheckWorkspaceTool(t *testing.T) {
 		}
 	}
 	err := session.CheckWorkspaceTool(session.Session{Workspace: typed, State: session.Idle}, "bash")
-	if e, ok := err.(*apierror.Error); !ok || e.Message != "Tool 'bash' is not enabled for this agent type" {
+	var e *apierror.Error
+	if !errors.As(err, &e) || e.Message != "Tool 'bash' is not enabled for this agent type" {
 		t.Errorf("not enabled: %v", err)
 	}
 }

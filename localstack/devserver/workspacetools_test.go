@@ -131,6 +131,24 @@ func TestWorkspaceToolsRunInTheSandbox(t *testing.T) {
 		t.Errorf("%d workspace.tool_request events, want 5", n)
 	}
 
+	// Apps and the embed view see them on the stream: the request without its
+	// arguments, the result with them as the sandbox shows them.
+	shown := 0
+	for _, ev := range s.openSSE(t, id, tok, 0, "").next(t, len(after)) {
+		data, _ := ev.Data["data"].(map[string]any)
+		switch ev.Type {
+		case sandboxwire.TypeWorkspaceToolRequest:
+			if _, ok := data["args"]; ok || data["tool"] == nil {
+				t.Errorf("the stream shows a request's arguments: %v", data)
+			}
+		case sandboxwire.TypeWorkspaceTool:
+			shown++
+		}
+	}
+	if shown != 5 {
+		t.Errorf("%d workspace.tool events on the stream, want 5", shown)
+	}
+
 	if r := s.shutdown(id, tok); r.status != http.StatusOK {
 		t.Fatalf("shutdown: %d %s", r.status, r.raw)
 	}

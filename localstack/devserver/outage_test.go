@@ -226,6 +226,12 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 		"PUT /api/v1/agent-types/{id}/workspace-config": func() reply {
 			return o.call(http.MethodPut, "/api/v1/agent-types/coder/workspace-config", appKey, map[string]any{"enabled": true})
 		},
+		"POST /api/remote_agents/{id}/workspace/tools/{tool}": func() reply {
+			return o.call(http.MethodPost, "/api/remote_agents/"+id+"/workspace/tools/read", tok, map[string]any{"args": map[string]any{"path": "a.txt"}})
+		},
+		"POST /sandbox/{sessionId}/tool-results": func() reply {
+			return o.call(http.MethodPost, "/sandbox/"+id+"/tool-results", sb, map[string]any{"request_id": "r1", "tool": "read", "output": "a", "is_error": false})
+		},
 		"POST /sandbox/{sessionId}/uploads": func() reply {
 			return o.call(http.MethodPost, "/sandbox/"+id+"/uploads", sb, map[string]any{"tool": "verify", "tool_call_id": "c1", "files": []any{map[string]any{"path": "a.txt", "size_bytes": 1}}})
 		},

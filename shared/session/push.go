@@ -31,6 +31,8 @@ const (
 	// PushConnectionTTL is how long a push connection is remembered at most:
 	// API Gateway closes every WebSocket connection within two hours.
 	PushConnectionTTL = 3 * time.Hour
+	// goneRecheck is how long a push found gone waits before its second try.
+	goneRecheck = 250 * time.Millisecond
 )
 
 // connectionID is what a push connection id may look like (API Gateway's are
@@ -137,6 +139,15 @@ func (p pushing) push(ctx context.Context, sess Session) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), PushTimeout)
 	defer cancel()
 	err := p.n.Push(ctx, conn, inboxFrame)
+	if errors.Is(err, ErrGone) {
+		// A connection whose $connect has been recorded but not yet
+		// answered may not be open yet: try once more before forgetting it.
+		select {
+		case <-ctx.Done():
+		case <-time.After(goneRecheck):
+			err = p.n.Push(ctx, conn, inboxFrame)
+		}
+	}
 	switch {
 	case errors.Is(err, ErrGone):
 		if err := p.ClearPushConnection(ctx, conn); err != nil {

@@ -1,5 +1,6 @@
 // Command sandbox is the Lambda function of the sandbox channel,
-// /sandbox/{sessionId}/{bootstrap,spec,status,heartbeat,inbox,events,uploads}: sandbox tokens only.
+// /sandbox/{sessionId}/{bootstrap,spec,status,heartbeat,inbox,events,uploads},
+// and the push channel's WebSocket $connect and $disconnect: sandbox tokens only.
 package main
 
 import (

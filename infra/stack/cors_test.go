@@ -27,7 +27,7 @@ func strs(v any) []string {
 // headers and max age.
 func TestApiAnswersPreflightsOfTheAllowedOrigins(t *testing.T) {
 	for env, tp := range synth(t) {
-		apis := tp.byType("AWS::ApiGatewayV2::Api")
+		apis := tp.ofHTTPAPI("AWS::ApiGatewayV2::Api")
 		if len(apis) != 1 {
 			t.Fatalf("%s: %d HTTP APIs", env, len(apis))
 		}

@@ -34,6 +34,12 @@ func (s *Stack) suppressFindings() {
 				"bootstrap (stored hashed, compared in constant time). An API Gateway authorizer would repeat that check for one "+
 				"more Lambda call per request."))
 	}
+	if s.PushAPI != nil {
+		suppress(s.PushAPI, true, finding("AwsSolutions-APIG4",
+			"$connect authenticates in its handler (the sandbox function) with the sandbox token, the only credential a "+
+				"sandbox holds (stored hashed, compared in constant time), and the session it names; $disconnect only "+
+				"forgets a connection. An authorizer would repeat that check for one more Lambda call per connect."))
+	}
 	for _, secret := range s.Secrets {
 		suppress(secret, false, finding("AwsSolutions-SMG4",
 			"A model provider's API key, issued by the provider (Anthropic, OpenAI, Google, Mistral), none of which has an API "+
@@ -108,6 +114,10 @@ func (s *Stack) wildcards(function string) (reason string, appliesTo []string) {
 	if len(patterns) > 0 {
 		why = append(why, "its objects are those of its shared/access key patterns ("+strings.Join(patterns, ", ")+
 			"), whose parts are the ids of sessions and configurations the platform makes")
+	}
+	if a.Push && s.PushAPI != nil {
+		why = append(why, "it posts to the push channel's connections, whose ids API Gateway picks, only on its stage ("+PushStage+"/POST/@connections/*)")
+		appliesTo = append(appliesTo, "Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<"+s.logicalID(s.PushAPI)+">/"+PushStage+"/POST/@connections/*")
 	}
 	if a.Launch {
 		why = append(why, "it stops sandbox tasks, whose ids ECS picks, only in the sandbox cluster (task/"+s.name("sandboxes")+"/*)")

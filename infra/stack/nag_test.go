@@ -103,7 +103,7 @@ func TestOnlyUnscopableActionsOnEveryResource(t *testing.T) {
 // routes (DefaultThrottle without context).
 func TestApiStageLogsAccessAndThrottles(t *testing.T) {
 	for env, tp := range synth(t) {
-		stages := tp.byType("AWS::ApiGatewayV2::Stage")
+		stages := tp.ofHTTPAPI("AWS::ApiGatewayV2::Stage")
 		if len(stages) != 1 {
 			t.Fatalf("%s: %d stages", env, len(stages))
 		}

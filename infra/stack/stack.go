@@ -90,6 +90,8 @@ type Stack struct {
 	Bucket    awss3.IBucket
 	Functions map[string]awslambda.Function
 	API       awsapigatewayv2.HttpApi
+	// PushAPI is the push channel's WebSocket API.
+	PushAPI awsapigatewayv2.WebSocketApi
 	// Routes is the route table the stack serves.
 	Routes []routes.Route
 	// Model is the function of the model route; Secrets are the providers'
@@ -150,6 +152,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	s.Functions["create"].AddEnvironment(jsii.String("RA_PUBLIC_BASE_URL"), public, nil)
 	s.workerEnvironment(sandbox, public)
 	s.grant(sandbox)
+	s.push(p, removal)
 	s.eventSources()
 	s.sandboxStopped(p, sandbox.cluster.ClusterArn())
 	s.alarms()

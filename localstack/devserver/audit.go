@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -117,6 +118,8 @@ func calls(op string, params any, short func(string) string, partitionKeys map[s
 		return []AWSCall{{Action: access.PutObject, Resource: str(in.Key)}}
 	case *s3.ListObjectsV2Input:
 		return []AWSCall{{Action: "s3:ListBucket", Resource: str(in.Prefix)}}
+	case *apigatewaymanagementapi.PostToConnectionInput, *apigatewaymanagementapi.DeleteConnectionInput, *apigatewaymanagementapi.GetConnectionInput:
+		return []AWSCall{{Action: ManageConnections, Resource: "@connections"}}
 	case *s3.CopyObjectInput:
 		src := str(in.CopySource)
 		if unescaped, err := url.PathUnescape(src); err == nil {
@@ -153,6 +156,10 @@ func queriedKey(in *dynamodb.QueryInput, partitionKeys map[string]string) string
 	return ""
 }
 
+// ManageConnections is the IAM action of the push channel's @connections
+// calls (PostToConnection, DeleteConnection, GetConnection).
+const ManageConnections = "execute-api:ManageConnections"
+
 // Allowed reports whether the function's declared access allows the call.
 func Allowed(c AWSCall) bool {
 	a, ok := access.For(c.Function)
@@ -164,6 +171,8 @@ func Allowed(c AWSCall) bool {
 		return a.AllowsItem(c.Resource, c.Action, c.Key)
 	case c.Action == "sqs:SendMessage":
 		return a.AllowsSend(c.Resource)
+	case c.Action == ManageConnections:
+		return a.Push
 	case c.Action == "s3:ListBucket":
 		return a.AllowsList(c.Resource)
 	case strings.HasPrefix(c.Action, "s3:"):

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,6 +86,8 @@ type Server struct {
 
 	http   *http.Server
 	health *health
+	push   *pushHub
+	socket httpapi.SocketHandler
 	table  []httpapi.Route
 	worker wiring.Function
 	cancel context.CancelFunc
@@ -117,6 +120,10 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", s.health)
 	mux.HandleFunc("GET /openapi.json", serveOpenAPI)
+	s.push = newPushHub(s.socket, pollCtx, o.Log)
+	mux.HandleFunc("GET "+PushPath, s.push.serveSocket)
+	mux.HandleFunc("POST /@connections/{connectionId}", s.push.post)
+	mux.HandleFunc("DELETE /@connections/{connectionId}", s.push.remove)
 	var routesHandler http.Handler = g
 	if o.Wrap != nil {
 		routesHandler = o.Wrap(g)
@@ -157,6 +164,13 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	}
 	if cfg.Model.GatewayURL == "" {
 		cfg.Model.GatewayURL = cfg.GatewayURL
+	}
+	// The push channel is the dev server's own (PushPath, @connections).
+	if cfg.Push.URL == "" {
+		cfg.Push.URL = "ws" + strings.TrimPrefix(s.URL, "http") + PushPath
+	}
+	if cfg.Push.Endpoint == "" {
+		cfg.Push.Endpoint = s.URL
 	}
 	cfg.Env = cmp.Or(o.Env, cfg.Env, "dev")
 	env := cfg.Env
@@ -238,6 +252,9 @@ func (s *Server) build(ctx context.Context) error {
 			s.worker = f
 			continue
 		}
+		if f.Socket != nil {
+			s.socket = f.Socket
+		}
 		s.table = append(s.table, f.Routes...)
 	}
 	if s.worker.Worker == nil {
@@ -254,6 +271,11 @@ func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	_, _ = w.Write(api.OpenAPI())
 }
+
+// RefusePush makes the push channel refuse new connections and closes the
+// open ones while on (an outage of the WebSocket API: sandboxes then poll),
+// and takes connections again once off.
+func (s *Server) RefusePush(on bool) { s.push.refuse(on) }
 
 // Routes returns the routes the server serves.
 func (s *Server) Routes() []httpapi.Route { return slices.Clone(s.table) }

@@ -31,6 +31,14 @@ type Env struct {
 	// (RA_MODEL_GATEWAY_URL, without a trailing slash), when the platform
 	// serves it elsewhere than GatewayURL; "" for GatewayURL.
 	ModelGatewayURL string
+	// PushURL is the platform's push channel (RA_PUSH_URL, ws:// or wss://):
+	// a sandbox holds one connection to it and reads its inbox whenever a
+	// frame arrives; "" none (it polls only).
+	PushURL string
+	// InboxPoll is how often a sandbox reads its inbox without being pushed
+	// to (RA_INBOX_POLL_SECONDS, default 1 s): the fallback while its push
+	// connection is down.
+	InboxPoll time.Duration
 	// Workspace is the folder the agent works in (RA_WORKSPACE, default ".").
 	Workspace string
 	// EnvFile is where env values users submit, and those persisted for the
@@ -106,6 +114,7 @@ func EnvDefaults() Env {
 		Workspace: ".",
 		EnvFile:   sandboxwire.DefaultEnvFile,
 		Heartbeat: 10 * time.Second,
+		InboxPoll: time.Second,
 		// No provider until RA_LLM_PROVIDER names one: a sandbox never falls back
 		// to the scripted provider by itself.
 		LLM:           LLM{MaxTokens: Defaults().LLM.MaxTokens, TimeoutSeconds: Defaults().LLM.TimeoutSeconds},
@@ -129,6 +138,21 @@ var envVars = []envVar{
 	{name: sandboxwire.EnvSandboxToken, set: func(e *Env, v string) error { e.SandboxToken = v; return nil }},
 	{name: sandboxwire.EnvBootstrapCode, set: func(e *Env, v string) error { e.BootstrapCode = v; return nil }},
 	{name: sandboxwire.EnvModelGatewayURL, set: func(e *Env, v string) error { e.ModelGatewayURL = strings.TrimRight(v, "/"); return nil }},
+	{name: sandboxwire.EnvPushURL, set: func(e *Env, v string) error {
+		if !strings.HasPrefix(v, "ws://") && !strings.HasPrefix(v, "wss://") {
+			return fmt.Errorf("want a ws:// or wss:// URL, got %q", v)
+		}
+		e.PushURL = v
+		return nil
+	}},
+	{name: "RA_INBOX_POLL_SECONDS", set: func(e *Env, v string) error {
+		d, err := time.ParseDuration(v + "s")
+		if err != nil || d <= 0 {
+			return fmt.Errorf("want a positive number of seconds, got %q", v)
+		}
+		e.InboxPoll = d
+		return nil
+	}},
 	{name: "RA_WORKSPACE", set: func(e *Env, v string) error { e.Workspace = v; return nil }},
 	{name: sandboxwire.EnvFileVar, set: func(e *Env, v string) error { e.EnvFile = v; return nil }},
 	{name: "RA_HEARTBEAT_SECONDS", set: func(e *Env, v string) error {

@@ -52,6 +52,9 @@ type Config struct {
 	Workspace     string
 	Heartbeat     time.Duration
 	Poll          time.Duration
+	// PushURL is the push channel (see sandboxwire.EnvPushURL); "" none:
+	// the inbox is polled only.
+	PushURL string
 	// EnvFile is where env values the user submits are written.
 	EnvFile string
 	// LLM, TokenLimit and ContextWindow are the brain's (see Brain).
@@ -100,7 +103,8 @@ func NewConfig(env agentconfig.Env, environ []string, secrets *redact.Secrets) (
 		BootstrapCode: env.BootstrapCode,
 		Workspace:     env.Workspace,
 		Heartbeat:     env.Heartbeat,
-		Poll:          time.Second,
+		Poll:          env.InboxPoll,
+		PushURL:       env.PushURL,
 		EnvFile:       env.EnvFile,
 		LLM:           ViaGateway(env),
 		TokenLimit:    env.TokenLimit,
@@ -363,8 +367,14 @@ func (r *run) startTurn(ctx context.Context) {
 func (r *run) serve(ctx, turnCtx context.Context) error {
 	beat := time.NewTicker(r.c.Heartbeat)
 	defer beat.Stop()
-	poll := time.NewTicker(r.c.Poll)
+	poll := time.NewTicker(cmp.Or(r.c.Poll, time.Second))
 	defer poll.Stop()
+	wake := make(chan struct{}, 1)
+	if r.c.PushURL != "" {
+		pushCtx, stopPush := context.WithCancel(ctx)
+		defer stopPush()
+		go r.cl.listen(pushCtx, r.c.PushURL, wake, r.log)
+	}
 	for {
 		var orders sandboxwire.Orders
 		var err error
@@ -375,11 +385,9 @@ func (r *run) serve(ctx, turnCtx context.Context) error {
 		case <-beat.C:
 			err = r.cl.do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, struct{}{}, &orders)
 		case <-poll.C:
-			err = r.cl.do(ctx, http.MethodGet, sandboxwire.RouteInbox+"?"+sandboxwire.InboxAfter+"="+strconv.FormatInt(r.after, 10), nil, &orders)
-			if err == nil {
-				r.take(ctx, orders)
-				r.startTurn(turnCtx)
-			}
+			orders, err = r.readInbox(ctx, turnCtx, "poll")
+		case <-wake:
+			orders, err = r.readInbox(ctx, turnCtx, "push")
 		case terr := <-r.turnDone:
 			r.turning = false
 			switch {
@@ -406,6 +414,23 @@ func (r *run) serve(ctx, turnCtx context.Context) error {
 			return r.cl.status(ctx, sandboxwire.Ended, "", sandboxwire.ReasonShutdown)
 		}
 	}
+}
+
+// readInbox reads the inbox after the cursor and queues what it brought; cause
+// (poll, push) is logged with what it brought.
+func (r *run) readInbox(ctx, turnCtx context.Context, cause string) (sandboxwire.Orders, error) {
+	var orders sandboxwire.Orders
+	err := r.cl.do(ctx, http.MethodGet, sandboxwire.RouteInbox+"?"+sandboxwire.InboxAfter+"="+strconv.FormatInt(r.after, 10), nil, &orders)
+	if err != nil {
+		return orders, err
+	}
+	if len(orders.Messages) > 0 || len(orders.Env) > 0 || orders.Stop {
+		r.log.Info("inbox read", slog.String("cause", cause), slog.Int("messages", len(orders.Messages)),
+			slog.Int("env_values", len(orders.Env)), slog.Bool("stop", orders.Stop), slog.Int64("next", orders.Next))
+	}
+	r.take(ctx, orders)
+	r.startTurn(turnCtx)
+	return orders, nil
 }
 
 // take queues what the inbox brought for the next turn: user messages (their

@@ -72,6 +72,9 @@ type Access struct {
 	// the secrets holding their API keys (RA_MODEL_SECRET_<PROVIDER>) and
 	// invokes Bedrock models with its own role.
 	Models bool
+	// Push: the function pushes to sandboxes over their push connections
+	// (execute-api:ManageConnections on the WebSocket API's @connections).
+	Push bool
 
 	// LeadingKeys limits the function, on a table it names, to the items whose
 	// partition key starts with one of the prefixes (IAM's
@@ -122,8 +125,13 @@ var table = map[string]Access{
 		Objects: map[string][]string{GuardrailsKey: {GetObject}},
 	},
 	"shutdown": {
-		Tables: map[string][]string{Sessions: {GetItem, UpdateItem}},
-		Send:   []string{JobsQueue},
+		Tables: map[string][]string{
+			Sessions: {GetItem, UpdateItem},
+			// A push connection found gone: its session is looked up.
+			Idempotency: {GetItem},
+		},
+		Send: []string{JobsQueue},
+		Push: true,
 	},
 	"messages": {
 		Tables: map[string][]string{
@@ -137,6 +145,7 @@ var table = map[string]Access{
 			// Persisted env values: read, merged, written back (sealed).
 			ConfigurationEnv: {GetObject, PutObject},
 		},
+		Push: true,
 	},
 	"events": {
 		Tables: map[string][]string{Sessions: {GetItem}, Events: {Query}},
@@ -157,7 +166,8 @@ var table = map[string]Access{
 		Tables: map[string][]string{
 			Sessions: {GetItem, UpdateItem},
 			Events:   {PutItem, Query},
-			// Appends with an id are exactly-once through an idempotency record.
+			// Appends with an id are exactly-once through an idempotency
+			// record; a push connection's record names its session.
 			Idempotency: {GetItem, PutItem},
 			Registry:    {GetItem},
 		},

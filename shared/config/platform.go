@@ -30,6 +30,20 @@ type Platform struct {
 	Fargate Fargate
 	// Model configures the model gateway (RA_MODEL_*).
 	Model Model
+	// Push is the push channel to sandboxes (RA_PUSH_*).
+	Push Push
+}
+
+// Push is the push channel: one WebSocket connection per sandbox, which the
+// platform posts inbox wakes to. Without a URL, sandboxes only poll their
+// inbox; without an endpoint, the platform pushes nothing.
+type Push struct {
+	// URL is where sandboxes connect (RA_PUSH_URL, ws:// or wss://): on AWS
+	// the WebSocket API's stage URL.
+	URL string
+	// Endpoint is the @connections API the platform posts to
+	// (RA_PUSH_ENDPOINT, https://{api-id}.execute-api.{region}.amazonaws.com/{stage}).
+	Endpoint string
 }
 
 // Queues are the URLs of the jobs and tools queues and their dead-letter queues
@@ -133,6 +147,17 @@ var envVars = append([]envVar{
 	{"RA_GATEWAY_URL", false, func(p *Platform, v string) error {
 		p.GatewayURL = strings.TrimRight(v, "/")
 		return checkBaseURL("RA_GATEWAY_URL", v)
+	}},
+	{"RA_PUSH_URL", false, func(p *Platform, v string) error {
+		if !strings.HasPrefix(v, "ws://") && !strings.HasPrefix(v, "wss://") {
+			return fmt.Errorf("RA_PUSH_URL: want a ws:// or wss:// URL, got %q", v)
+		}
+		p.Push.URL = v
+		return nil
+	}},
+	{"RA_PUSH_ENDPOINT", false, func(p *Platform, v string) error {
+		p.Push.Endpoint = strings.TrimRight(v, "/")
+		return checkBaseURL("RA_PUSH_ENDPOINT", v)
 	}},
 	{"RA_EVENTS_MAX_SECONDS", false, func(p *Platform, v string) error {
 		secs, err := strconv.Atoi(strings.TrimSpace(v))

@@ -119,6 +119,7 @@ func (s *Sessions) ClaimLaunch(ctx context.Context, id string, gen int, c sessio
 	up := expression.Set(expression.Name("bootstrap_code_hash"), expression.Value(c.BootstrapCodeHash)).
 		Set(expression.Name("bootstrap_expires"), expression.Value(c.CodeExpires.UnixMilli())).
 		Remove(expression.Name("sandbox_token_hash")).
+		Remove(expression.Name("push_connection_id")).
 		Set(lease, expression.Value(c.LeaseUntil.UnixMilli())).
 		Set(generation, expression.Value(gen)).
 		Set(expression.Name("updated_at"), expression.Value(now.UTC().Format(time.RFC3339Nano)))
@@ -153,6 +154,59 @@ func (s *Sessions) Touch(ctx context.Context, id string, generation int, set ses
 	up := setFields(expression.Set(expression.Name("updated_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano))), set)
 	cond := inStates(session.Live).And(expression.Name("generation").Equal(expression.Value(generation)))
 	return s.update(ctx, id, up, cond)
+}
+
+// pushKey is the idempotency table's item that names the session of a push
+// connection, for ClearPushConnection ($disconnect names only the connection).
+func pushKey(connectionID string) map[string]string {
+	return map[string]string{"key": "push#" + connectionID}
+}
+
+// pushRecord is that item.
+type pushRecord struct {
+	Key       string `json:"key"`
+	SessionID string `json:"session_id"`
+	ExpiresAt int64  `json:"expires_at"`
+}
+
+// SetPushConnection records the push connection of a live session's sandbox
+// of generation gen, and the connection's session, in one transaction.
+func (s *Sessions) SetPushConnection(ctx context.Context, id string, gen int, connectionID string, expires time.Time) error {
+	up := expression.Set(expression.Name("push_connection_id"), expression.Value(connectionID)).
+		Set(expression.Name("updated_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano)))
+	cond := expression.AttributeExists(expression.Name("session_id")).
+		And(inStates(session.Live)).
+		And(expression.Name("generation").Equal(expression.Value(gen)))
+	err := Transact(ctx, s.api, "",
+		s.sessions.UpdateOp(sessionKey{id}, up, cond),
+		s.idempotency.PutOp(pushRecord{Key: pushKey(connectionID)["key"], SessionID: id, ExpiresAt: expires.Unix()}))
+	var canceled *TxCanceledError
+	if errors.As(err, &canceled) && len(canceled.Reasons) == 2 && canceled.Reasons[0] == "ConditionalCheckFailed" {
+		return fmt.Errorf("session %s: %w", id, session.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("record push connection of %s: %w", id, err)
+	}
+	return nil
+}
+
+// ClearPushConnection removes a push connection from its session, if the
+// session still holds it; the record of the connection's session expires.
+func (s *Sessions) ClearPushConnection(ctx context.Context, connectionID string) error {
+	var rec pushRecord
+	err := s.idempotency.Get(ctx, pushKey(connectionID), &rec)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("find push connection: %w", err)
+	}
+	conn := expression.Name("push_connection_id")
+	err = s.sessions.Update(ctx, sessionKey{rec.SessionID}, expression.Remove(conn), nil, conn.Equal(expression.Value(connectionID)))
+	if err != nil && !errors.Is(err, ErrConditionFailed) {
+		return fmt.Errorf("clear push connection of %s: %w", rec.SessionID, err)
+	}
+	return nil // the record expires (TTL)
 }
 
 // AddUsage adds u to the session's usage counters with one ADD: concurrent

@@ -55,6 +55,8 @@ type Worker struct {
 	// ModelGatewayURL is where sandboxes reach the model route, if not at
 	// GatewayURL.
 	ModelGatewayURL string
+	// PushURL is the push channel sandboxes connect to; "" none.
+	PushURL string
 	// Tools runs tools-queue jobs; ToolsDLQ takes the poison ones.
 	Tools    ToolRunner
 	ToolsDLQ Sender
@@ -170,6 +172,7 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 		GatewayURL:      w.GatewayURL,
 		BootstrapCode:   code,
 		ModelGatewayURL: w.ModelGatewayURL,
+		PushURL:         w.PushURL,
 		TmuxSessionName: sess.TmuxSessionName,
 		Size:            w.size(ctx, sess),
 	})

@@ -25,6 +25,9 @@ type Spec struct {
 	// ModelGatewayURL is where it reaches the model route, if not at
 	// GatewayURL (on AWS, the model function's own URL).
 	ModelGatewayURL string
+	// PushURL is the push channel the sandbox connects to; "" none (it
+	// polls its inbox only).
+	PushURL string
 	// TmuxSessionName names the terminal session the agent runs in, if tmux is there.
 	TmuxSessionName string
 	// Size is the sandbox's CPU, memory and disk (its agent type's resource
@@ -45,6 +48,9 @@ func (s Spec) Env() map[string]string {
 		sandboxwire.EnvGatewayURL:      s.GatewayURL,
 		sandboxwire.EnvBootstrapCode:   s.BootstrapCode,
 		sandboxwire.EnvTmuxSessionName: s.TmuxSessionName,
+	}
+	if s.PushURL != "" {
+		env[sandboxwire.EnvPushURL] = s.PushURL
 	}
 	if s.ModelGatewayURL != "" && s.ModelGatewayURL != s.GatewayURL {
 		env[sandboxwire.EnvModelGatewayURL] = s.ModelGatewayURL

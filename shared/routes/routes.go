@@ -100,3 +100,18 @@ func CORSExposeHeaders() []string { return []string{"Retry-After", "Idempotent-R
 // remote_agents API under /api/remote_agents/. The embed view is served from
 // the public origin itself, and the sandbox and tool routes are servers'.
 func (r Route) CORS() bool { return strings.HasPrefix(r.Path, "/api/remote_agents/") }
+
+// SocketRoute is a route of the push channel's WebSocket API (on AWS an API
+// Gateway WebSocket API; locally the dev server's) and the function serving it.
+type SocketRoute struct {
+	// Key is the route key, $connect or $disconnect.
+	Key      string
+	Function string
+}
+
+// Sockets returns the push channel's routes: the sandbox function
+// authenticates a sandbox's connection and records it ($connect), and forgets
+// it ($disconnect). Sandboxes send nothing over it: it has no other route.
+func Sockets() []SocketRoute {
+	return []SocketRoute{{Key: "$connect", Function: "sandbox"}, {Key: "$disconnect", Function: "sandbox"}}
+}

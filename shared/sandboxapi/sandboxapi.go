@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -138,4 +139,35 @@ func sessionID(req httpapi.Request) string { return req.PathParameters["sessionI
 // one named in the path.
 func (h *Handlers) authenticate(ctx context.Context, req httpapi.Request) (session.Session, error) {
 	return h.Channel.Authenticate(ctx, sessionID(req), httpapi.BearerToken(req))
+}
+
+// Socket serves the push channel's WebSocket routes (routes.Sockets):
+// $connect authenticates the sandbox (its sandbox token as the bearer of the
+// upgrade request, its session as the sandboxwire.PushSessionParam query
+// parameter) and records the connection; any answer but 200 refuses it.
+// $disconnect forgets the connection.
+func (h *Handlers) Socket(ctx context.Context, req httpapi.SocketRequest) (httpapi.SocketResponse, error) {
+	conn := req.RequestContext.ConnectionID
+	switch req.RequestContext.RouteKey {
+	case "$connect":
+		id := req.QueryStringParameters[sandboxwire.PushSessionParam]
+		if err := h.Channel.Connect(ctx, id, socketBearer(req), conn); err != nil {
+			if httpapi.Internal(err) {
+				h.Log.ErrorContext(ctx, "push connect failed", slog.String("error", err.Error()))
+			}
+			return httpapi.SocketError(ctx, err), nil
+		}
+		return httpapi.SocketJSON(http.StatusOK, struct{}{}), nil
+	case "$disconnect":
+		if err := h.Channel.Disconnect(ctx, conn); err != nil {
+			h.Log.WarnContext(ctx, "push disconnect", slog.String("error", err.Error()))
+		}
+		return httpapi.SocketJSON(http.StatusOK, struct{}{}), nil
+	}
+	return httpapi.SocketError(ctx, apierror.New(apierror.NotFound, "The push channel takes no messages.")), nil
+}
+
+// socketBearer is the bearer token of a WebSocket upgrade request.
+func socketBearer(req httpapi.SocketRequest) string {
+	return httpapi.BearerToken(httpapi.Request{Headers: req.Headers})
 }

@@ -85,6 +85,10 @@ type Options struct {
 	// Secrets keeps the env values users chose to persist for a configuration,
 	// encrypted at rest (ConfigurationEnvKey).
 	Secrets blob.Sealed
+	// Notifier, if set, pushes a wake to a session's sandbox whenever the
+	// platform adds to its inbox (see push.go); the inbox stays the durable
+	// record, which the sandbox also polls.
+	Notifier Notifier
 	// GitInsecureHosts are the hosts a workspace may clone from over plain
 	// http or git (config git_insecure_hosts); nil means loopback
 	// (sandboxwire.DefaultInsecureGitHosts).
@@ -114,6 +118,11 @@ func (o Options) withDefaults() Options {
 	}
 	if o.GitInsecureHosts == nil {
 		o.GitInsecureHosts = sandboxwire.DefaultInsecureGitHosts
+	}
+	if o.Notifier != nil && o.Store != nil {
+		if _, done := o.Store.(pushing); !done {
+			o.Store = pushing{Store: o.Store, n: o.Notifier, log: o.Log}
+		}
 	}
 	return o
 }

@@ -130,6 +130,10 @@ type Session struct {
 	BootstrapExpires  int64  `json:"bootstrap_expires,omitempty"`
 	// SandboxRef identifies the running sandbox to its launcher (task ARN, pid).
 	SandboxRef string `json:"sandbox_ref,omitempty"`
+	// PushConnectionID is the push channel connection the current sandbox
+	// holds (API Gateway's connection id), "" while it holds none: what the
+	// platform pushes its inbox wakes to (see Notifier).
+	PushConnectionID string `json:"push_connection_id,omitempty"`
 	// LaunchLease (epoch ms) is when a claimed but unfinished launch may be
 	// replaced by the launch of the next generation.
 	LaunchLease int64 `json:"launch_lease,omitempty"`
@@ -339,6 +343,16 @@ type Store interface {
 	// Touch sets fields (heartbeat, sandbox details) on a live session of the given
 	// generation without changing its state; ErrConflict otherwise.
 	Touch(ctx context.Context, id string, generation int, set Fields) (Session, error)
+	// SetPushConnection records connectionID as the push connection of the
+	// sandbox of generation gen of live session id, replacing any other, and
+	// remembers which session it is of until expires (ClearPushConnection).
+	// ErrConflict otherwise (another generation, the session over);
+	// ErrNotFound for an unknown id.
+	SetPushConnection(ctx context.Context, id string, gen int, connectionID string, expires time.Time) error
+	// ClearPushConnection forgets connectionID: its session no longer holds
+	// it, if it still did (a later connection is kept). Forgetting a
+	// connection it never recorded, or forgot already, is no error.
+	ClearPushConnection(ctx context.Context, connectionID string) error
 	// AddUsage adds u to the session's usage, in one atomic update: adds made
 	// at once all count. It counts whatever the session's state, so that a
 	// call that began before the session ended is not lost. ErrNotFound if

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/remote-agents/remote-agents/shared/agenttype"
+	"github.com/remote-agents/remote-agents/shared/apigwpush"
 	"github.com/remote-agents/remote-agents/shared/awsconfig"
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
@@ -54,6 +55,7 @@ type Env struct {
 	queues     map[string]*sqsqueue.Queue
 	reporter   *report.Reporter
 	guardrails guardrails.Source
+	notifier   *apigwpush.Notifier
 }
 
 // FromEnvironment loads the platform configuration (config.Load) and the AWS
@@ -173,6 +175,18 @@ func (e *Env) dlqs(ctx context.Context) (jobsDLQ, toolsDLQ *sqsqueue.Queue, err 
 	}
 	toolsDLQ, err = e.queue(ctx, e.Resources.ToolsQueue.DeadLetterName, e.Config.Queues.ToolsDLQ)
 	return jobsDLQ, toolsDLQ, err
+}
+
+// Notifier pushes to sandboxes over the push channel's @connections
+// (RA_PUSH_ENDPOINT); nil when none is configured: sandboxes then only poll.
+func (e *Env) Notifier() session.Notifier {
+	if e.Config.Push.Endpoint == "" {
+		return nil
+	}
+	if e.notifier == nil {
+		e.notifier = apigwpush.New(apigwpush.NewClient(e.AWS, e.Config.Push.Endpoint))
+	}
+	return e.notifier
 }
 
 // Reporter records exceptions: a structured log line, and the webhook if one

@@ -39,6 +39,9 @@ type Function struct {
 	Name string
 	// Routes are its HTTP routes, as package routes assigns them.
 	Routes []httpapi.Route
+	// Socket, if set, serves the push channel's WebSocket routes
+	// (routes.Sockets) besides Routes.
+	Socket httpapi.SocketHandler
 	// Worker handles SQS batches (jobworker).
 	Worker func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 }
@@ -53,6 +56,8 @@ func (f Function) Handler() any {
 	switch {
 	case f.Worker != nil:
 		return f.Worker
+	case f.Socket != nil:
+		return httpapi.WithSocket(httpapi.Router(f.Routes), f.Socket)
 	case len(f.Routes) == 1 && f.Routes[0].Stream != nil:
 		return httpapi.FunctionURLStream(f.Routes[0].Method, f.Routes[0].Pattern, f.Routes[0].Stream)
 	default:
@@ -143,14 +148,14 @@ func Shutdown(ctx context.Context, e *Env) (Function, error) {
 	if err != nil {
 		return Function{}, err
 	}
-	svc := session.NewService(session.Options{Store: e.SessionStore(), Jobs: jobs, Log: e.Log})
+	svc := session.NewService(session.Options{Store: e.SessionStore(), Jobs: jobs, Notifier: e.Notifier(), Log: e.Log})
 	return sessionRoutes("shutdown", svc, e)
 }
 
 // Messages builds the messages function: what users send an agent (messages,
 // attachments, env values).
 func Messages(_ context.Context, e *Env) (Function, error) {
-	svc := session.NewService(session.Options{Store: e.SessionStore(), Blob: e.Bucket(), Secrets: e.Bucket(), Log: e.Log})
+	svc := session.NewService(session.Options{Store: e.SessionStore(), Blob: e.Bucket(), Secrets: e.Bucket(), Notifier: e.Notifier(), Log: e.Log})
 	return sessionRoutes("messages", svc, e)
 }
 
@@ -220,7 +225,10 @@ func Sandbox(_ context.Context, e *Env) (Function, error) {
 		GitInsecureHosts: e.Config.GitInsecureHosts,
 		ToolResults:      e.toolResults(),
 	})
-	return pick("sandbox", (&sandboxapi.Handlers{Channel: ch, Log: e.Log}).Routes())
+	h := &sandboxapi.Handlers{Channel: ch, Log: e.Log}
+	f, err := pick("sandbox", h.Routes())
+	f.Socket = h.Socket
+	return f, err
 }
 
 // Model builds the model function: the model gateway, a streamed route. The
@@ -282,7 +290,7 @@ func JobWorker(ctx context.Context, e *Env) (Function, error) {
 	if err != nil {
 		return Function{}, err
 	}
-	w := &jobworker.Worker{Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, ModelGatewayURL: e.Config.Model.GatewayURL, Tools: gate, ToolsDLQ: toolsDLQ, Log: e.Log}
+	w := &jobworker.Worker{Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, ModelGatewayURL: e.Config.Model.GatewayURL, PushURL: e.Config.Push.URL, Tools: gate, ToolsDLQ: toolsDLQ, Log: e.Log}
 	return Function{Name: routes.JobWorker, Worker: w.Handle}, nil
 }
 

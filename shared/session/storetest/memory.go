@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -26,6 +27,8 @@ type Memory struct {
 	sessions map[string]memSession
 	records  map[string]session.IdempotencyRecord
 	events   map[string][]session.Event
+	// conns maps push connections to their sessions.
+	conns map[string]string
 }
 
 type memSession struct {
@@ -39,6 +42,7 @@ func NewMemory() *Memory {
 		sessions: map[string]memSession{},
 		records:  map[string]session.IdempotencyRecord{},
 		events:   map[string][]session.Event{},
+		conns:    map[string]string{},
 	}
 }
 
@@ -137,7 +141,7 @@ func (m *Memory) ClaimLaunch(_ context.Context, id string, gen int, c session.La
 			return session.ErrConflict
 		}
 		s.Generation = gen
-		s.SandboxTokenHash = ""
+		s.SandboxTokenHash, s.PushConnectionID = "", ""
 		s.BootstrapCodeHash, s.BootstrapExpires = c.BootstrapCodeHash, c.CodeExpires.UnixMilli()
 		s.LaunchLease = c.LeaseUntil.UnixMilli()
 		s.UpdatedAt = now.UTC()
@@ -173,6 +177,48 @@ func (m *Memory) Touch(_ context.Context, id string, generation int, fields sess
 		s.UpdatedAt = now
 		return set(s, fields)
 	})
+}
+
+// SetPushConnection records the push connection of a live session's sandbox
+// of generation gen.
+func (m *Memory) SetPushConnection(_ context.Context, id string, gen int, connectionID string, _ time.Time) error {
+	now := m.now().UTC()
+	_, err := m.update(id, func(s *session.Session) error {
+		if !slices.Contains(session.Live, s.State) || s.Generation != gen {
+			return session.ErrConflict
+		}
+		s.PushConnectionID, s.UpdatedAt = connectionID, now
+		return nil
+	})
+	if err == nil {
+		m.mu.Lock()
+		m.conns[connectionID] = id
+		m.mu.Unlock()
+	}
+	return err
+}
+
+// ClearPushConnection forgets a push connection, and removes it from its
+// session if the session still holds it.
+func (m *Memory) ClearPushConnection(_ context.Context, connectionID string) error {
+	m.mu.Lock()
+	id, ok := m.conns[connectionID]
+	delete(m.conns, connectionID)
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	_, err := m.update(id, func(s *session.Session) error {
+		if s.PushConnectionID != connectionID {
+			return session.ErrConflict
+		}
+		s.PushConnectionID = ""
+		return nil
+	})
+	if errors.Is(err, session.ErrConflict) || errors.Is(err, session.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // AddUsage adds u to the session's usage.

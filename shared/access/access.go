@@ -152,12 +152,14 @@ var table = map[string]Access{
 	},
 	// Workspace tool requests: appended to the inbox once per request id
 	// (an idempotency record), their results read from the idempotency table.
+	// Workspace tool requests are pushed to the sandbox, like messages.
 	"workspace": {
 		Tables: map[string][]string{
 			Sessions:    {GetItem, UpdateItem},
 			Events:      {PutItem},
 			Idempotency: {GetItem, PutItem},
 		},
+		Push: true,
 	},
 	"embed": {
 		Tables: map[string][]string{Sessions: {GetItem}},

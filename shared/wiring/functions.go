@@ -166,7 +166,7 @@ func sessionRoutes(name string, svc *session.Service, e *Env) (Function, error) 
 // Workspace builds the workspace function: the workspace tools apps run in
 // their agent's sandbox, through its inbox.
 func Workspace(_ context.Context, e *Env) (Function, error) {
-	svc := session.NewService(session.Options{Store: e.SessionStore(), ToolResults: e.toolResults(), Log: e.Log})
+	svc := session.NewService(session.Options{Store: e.SessionStore(), ToolResults: e.toolResults(), Notifier: e.Notifier(), Log: e.Log})
 	return pick("workspace", (&workspaceapi.Handlers{Sessions: svc, Log: e.Log}).Routes(e.Config.AllowedOrigins))
 }
 

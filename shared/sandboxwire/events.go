@@ -35,6 +35,7 @@ var Types = []string{
 	TypeTokenLimit, TypeEnvRequest, TypeUserMessage, TypeEnvSubmitted, TypeOutputVerification,
 	TypeOutputSnapshot, TypeAutomationCompleted,
 	TypeWorkspaceCreating, TypeWorkspaceCloning, TypeWorkspaceSetup, TypeWorkspaceWarning, TypeWorkspaceReady,
+	TypeWorkspaceRestoring, TypeWorkspaceEnvFiles, TypeWorkspaceServices,
 }
 
 // SandboxTypes are the event types a sandbox may append (POST events): the
@@ -46,6 +47,7 @@ var Types = []string{
 var SandboxTypes = []string{
 	TypeAgentMessage, TypeAgentError, TypeAgentQuestion, TypeToolCall, TypeStateChanged, TypeTokenLimit, TypeEnvRequest,
 	TypeWorkspaceCreating, TypeWorkspaceCloning, TypeWorkspaceSetup, TypeWorkspaceWarning, TypeWorkspaceReady,
+	TypeWorkspaceRestoring, TypeWorkspaceEnvFiles, TypeWorkspaceServices,
 }
 
 // SandboxMaySend reports whether a sandbox may append events of type typ.

@@ -277,7 +277,7 @@ func unpack(r io.Reader, root *os.Root, user *toolenv.User) (int, error) {
 		if err := parents(root, name, own); err != nil {
 			return err
 		}
-		perm := fs.FileMode(h.Mode) & fs.ModePerm
+		perm := fs.FileMode(h.Mode & 0o777) //nolint:gosec // nine permission bits: no overflow
 		info, lerr := root.Lstat(name)
 		exists := lerr == nil
 		switch h.Typeflag {

@@ -18,7 +18,6 @@ import (
 type ent struct {
 	name, body, link string
 	dir, hard        bool
-	size             int64 // a header size other than the body's, when set
 }
 
 // tarball writes a gzipped tar of entries to a file and opens it.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -205,4 +206,51 @@ func TestSavedConfigurationComesBack(t *testing.T) {
 			t.Errorf("a log holds the persisted value")
 		}
 	}
+}
+
+// In tmux, each saved service gets a window of the agent's session named
+// after it, showing its output, while the service runs as a process of its
+// own; the agent's own window stays the one its supervisor watches, so a
+// shutdown still ends the session and its windows.
+func TestSavedServicesGetTmuxWindows(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is not installed: .ci/run installs it")
+	}
+	flag := filepath.Join(t.TempDir(), "real")
+	s := start(t, withSandbox("/bin/sh", "-c", `if [ -e `+flag+` ]; then exec `+agentBin+` sandbox; fi; echo "$RA_BOOTSTRAP_CODE" > code; exec sleep 60`),
+		withConfig(func(c *config.RemoteAgents) { c.CreationTimeout = 25 * time.Second }))
+	setup, _, sb, _ := s.readySandbox(t, setupBody())
+	cmds := map[string]any{"commands": []any{map[string]any{"name": "api", "command": `echo serving; touch api.started; exec sleep 20`}}}
+	if r := s.tool(setup, sb, "save_service_commands", "cmds-1", cmds); r.status != http.StatusOK || r.body["success"] != true {
+		t.Fatalf("save_service_commands: %d %s", r.status, r.raw)
+	}
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	body := createBody("Hello")
+	body["configuration_id"] = "demo-web"
+	r := s.create(body)
+	if r.status != http.StatusOK {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	id, name := r.str("agent_id"), r.str("tmux_session_name")
+	eventually(t, 20*time.Second, "the service ran", func() bool {
+		_, err := os.Stat(filepath.Join(s.workspaceOf(id), "api.started"))
+		return err == nil
+	})
+	out, err := exec.Command("tmux", "-L", name, "list-windows", "-t", "="+name, "-F", "#{window_index}:#{window_name}").Output()
+	if err != nil || !strings.Contains(string(out), "0:") || !strings.Contains(string(out), ":api\n") {
+		t.Errorf("tmux windows %q (%v), want the agent's and the service's", out, err)
+	}
+	// The service's window shows its output.
+	eventually(t, 20*time.Second, "the service's window shows its output", func() bool {
+		pane, err := exec.Command("tmux", "-L", name, "capture-pane", "-p", "-t", "="+name+":api").Output()
+		return err == nil && strings.Contains(string(pane), "serving")
+	})
+	has := func() bool { return exec.Command("tmux", "-L", name, "has-session", "-t", "="+name).Run() == nil }
+	if sd := s.shutdown(id, r.str("session_token")); sd.str("status") != "shutdown_initiated" {
+		t.Fatalf("shutdown: %s", sd.raw)
+	}
+	eventually(t, 15*time.Second, "tmux session gone", func() bool { return !has() })
 }

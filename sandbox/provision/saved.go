@@ -14,16 +14,22 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/toolenv"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
+
+// RestoreTimeout bounds the download of a snapshot.
+const RestoreTimeout = 30 * time.Minute
 
 // restore downloads the configuration's snapshot and unpacks it into the
 // workspace (Extract); a snapshot that cannot be read, or that breaks a
 // rule, is a warning and leaves the workspace as it was.
 func (p *provisioner) restore(ctx context.Context, snap *sandboxwire.SavedSnapshot) {
 	p.emit(ctx, sandboxwire.WorkspaceRestoring{SizeBytes: snap.SizeBytes, SavedAt: snap.SavedAt})
+	ctx, cancel := context.WithTimeout(ctx, RestoreTimeout)
+	defer cancel()
 	f, err := os.CreateTemp("", "restore-*.tar.gz")
 	if err != nil {
 		p.warn(ctx, "restore", fmt.Sprintf("the snapshot was not restored: %v", err))

@@ -1,9 +1,11 @@
 // Package provision makes a sandbox's workspace what its agent type declares,
 // before the sandbox reports ready: the directory, a shallow clone of the
-// repository (at the branch the task or the type names), the task context
-// as a file, then the setup commands in order, each bounded by the setup
-// timeout and killed with its process group when it runs over. Each phase is
-// an event. Nothing that fails here stops the agent: a failed clone leaves
+// repository (at the branch the task or the type names), the snapshot its
+// configuration saved restored over it (Extract), the task context as a
+// file, the configuration's env files, then the setup commands in order,
+// each bounded by the setup timeout and killed with its process group when
+// it runs over, and last the configuration's service commands, started in
+// the background. Each phase is an event. Nothing that fails here stops the agent: a failed clone leaves
 // an empty workspace, a failed or timed-out command skips the others, and
 // the workspace is reported degraded with a warning for each.
 package provision
@@ -15,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +45,18 @@ type Options struct {
 	// Secrets are hidden from the warnings, events and logs.
 	Secrets *redact.Secrets
 	Log     *slog.Logger
+	// Values are the env values persisted for the session's configuration,
+	// for its env files.
+	Values map[string]string
+	// Services keeps the service commands started, for the caller to stop.
+	Services *Services
+	// Tmux, when the agent runs inside tmux, names its session: each service
+	// gets a window there showing its output.
+	Tmux string
+	// HTTP downloads the snapshot (nil: a default client); Limits bound what
+	// it unpacks to.
+	HTTP   *http.Client
+	Limits Limits
 }
 
 // maxOutput bounds what is kept of a failed command's output for its
@@ -70,10 +85,17 @@ func Run(ctx context.Context, ws *sandboxwire.WorkspaceSpec, o Options) sandboxw
 	if ws.RepositoryURL != "" {
 		p.clone(ctx, ws)
 	}
+	saved := ws.Saved
+	if saved != nil && saved.Snapshot != nil {
+		p.restore(ctx, saved.Snapshot)
+	}
 	if ws.Task != nil {
 		if err := p.writeTask(ws.Task); err != nil {
 			p.warn(ctx, "task_context", fmt.Sprintf("the task context could not be written: %v", err))
 		}
+	}
+	if saved != nil && len(saved.EnvFiles) > 0 {
+		p.writeEnvFiles(ctx, saved.EnvFiles)
 	}
 	for i, command := range ws.SetupCommands {
 		p.emit(ctx, sandboxwire.WorkspaceSetup{Command: o.Secrets.String(command), Index: i + 1, Total: len(ws.SetupCommands)})
@@ -85,6 +107,9 @@ func Run(ctx context.Context, ws *sandboxwire.WorkspaceSpec, o Options) sandboxw
 			p.warn(ctx, "setup", msg)
 			break
 		}
+	}
+	if saved != nil && len(saved.Services) > 0 {
+		p.startServices(ctx, saved.Services)
 	}
 	return p.done(ctx)
 }

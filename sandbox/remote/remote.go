@@ -69,6 +69,9 @@ type Config struct {
 	// Secrets are the secret values the sandbox knows, hidden from tool
 	// output, events and logs; Run adds its token and the user's env values.
 	Secrets *redact.Secrets
+	// Tmux names the tmux session the agent runs in ("" outside tmux), where
+	// the configuration's services get a window each.
+	Tmux string
 }
 
 // NewConfig takes the sandbox's settings from the agent's environment, which
@@ -109,7 +112,16 @@ func NewConfig(env agentconfig.Env, environ []string, secrets *redact.Secrets) (
 		LLM:           ViaGateway(env),
 		TokenLimit:    env.TokenLimit,
 		ContextWindow: env.ContextWindow,
+		Tmux:          tmuxSession(env.Tmux),
 	}, nil
+}
+
+// tmuxSession is the tmux session the agent runs in, if it does.
+func tmuxSession(t agentconfig.Tmux) string {
+	if !t.Inside {
+		return ""
+	}
+	return t.SessionName
 }
 
 // ViaGateway is the model env configures, as a sandbox calls it: a hosted
@@ -181,7 +193,9 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	if err := c.ToolUser.OwnTree(c.Workspace); err != nil {
 		return err
 	}
-	r := &run{c: c, log: log, asked: &questions{}, turnDone: make(chan error, 1), cl: cl}
+	r := &run{c: c, log: log, asked: &questions{}, turnDone: make(chan error, 1), cl: cl, services: &provision.Services{}}
+	// The configuration's services end with the sandbox.
+	defer r.services.Stop()
 	// Values an earlier run of this sandbox wrote are the commands' already.
 	if cur, err := readEnv(c.EnvFile); err == nil && len(cur) > 0 {
 		if c.Tools != nil {
@@ -229,6 +243,8 @@ type run struct {
 	after    int64 // the inbox cursor
 	// tools runs the workspace tool requests apps make (set once ready).
 	tools *workspaceTools
+	// services are the configuration's service commands provisioning started.
+	services *provision.Services
 }
 
 // prime fetches the spec, merges the env values it carries into the env file,
@@ -245,7 +261,7 @@ func (r *run) prime(ctx context.Context) (sandboxwire.Spec, []Message, *sandboxw
 		env = r.c.Tools.Environ()
 	}
 	status := provision.Run(ctx, spec.Workspace, provision.Options{Dir: r.c.Workspace, Env: env, User: r.c.ToolUser,
-		Emit: r.cl.Emit, Secrets: r.c.Secrets, Log: r.log})
+		Emit: r.cl.Emit, Secrets: r.c.Secrets, Log: r.log, Values: spec.Env, Services: r.services, Tmux: r.c.Tmux})
 	primed[1].Content += workspaceNote(r.c.Workspace, spec.Workspace, status)
 	raw, err := json.MarshalIndent(primed, "", "  ")
 	if err != nil {
@@ -339,7 +355,8 @@ func (r *run) brain(spec sandboxwire.Spec) (*Brain, error) {
 			EnvFile:  r.c.EnvFile,
 			// A snapshot is of the workspace, not of this session's conversation
 			// (guardrails and all) or of what its user attached.
-			Private: []string{ConversationFile, AttachmentsDir},
+			// Nor of the platform's own folder, written afresh for each session.
+			Private: []string{ConversationFile, AttachmentsDir, filepath.Dir(sandboxwire.TaskFile)},
 		})
 	}
 	return NewBrain(r.c, spec.Tools, contractTools)

@@ -24,18 +24,21 @@ import (
 // TestSnapshotsLeaveOutTheSessionsOwnFiles runs a sandbox's save_snapshot
 // against a gateway and bucket on httptest, and lists the archive it uploads:
 // the workspace is there, the conversation (guardrails and all), the user's
-// attachments, the env values and the agent's state are not.
+// attachments, the env values, the agent's state and the platform's folder
+// (the task file, the services' logs) are not.
 func TestSnapshotsLeaveOutTheSessionsOwnFiles(t *testing.T) {
 	// The env file is outside the workspace by default; a setting may move it in.
 	const envInWorkspace = ".proliferate_env.json"
 	ws := t.TempDir()
 	files := map[string]string{
-		"main.go":                       "package main",
-		"src/attachments/kept.go":       "package attachments", // a folder of the project's, of the same name
-		ConversationFile:                `[{"role":"system","content":"# Rules"}]`,
-		AttachmentsDir + "/1-notes.txt": "the user's notes",
-		envInWorkspace:                  `{"API_KEY":"secret"}`,
-		".agent/memory.json":            "{}",
+		"main.go":                        "package main",
+		"src/attachments/kept.go":        "package attachments", // a folder of the project's, of the same name
+		ConversationFile:                 `[{"role":"system","content":"# Rules"}]`,
+		AttachmentsDir + "/1-notes.txt":  "the user's notes",
+		envInWorkspace:                   `{"API_KEY":"secret"}`,
+		".agent/memory.json":             "{}",
+		sandboxwire.TaskFile:             `{"branch":"main"}`,
+		".remote-agent/services/web.log": "serving",
 	}
 	for name, content := range files {
 		p := filepath.Join(ws, name)
@@ -94,7 +97,8 @@ func TestSnapshotsLeaveOutTheSessionsOwnFiles(t *testing.T) {
 			t.Errorf("%s missing from the snapshot %v", want, names)
 		}
 	}
-	for _, not := range []string{ConversationFile, AttachmentsDir, AttachmentsDir + "/1-notes.txt", envInWorkspace, ".agent", ".agent/memory.json"} {
+	for _, not := range []string{ConversationFile, AttachmentsDir, AttachmentsDir + "/1-notes.txt", envInWorkspace, ".agent", ".agent/memory.json",
+		".remote-agent", sandboxwire.TaskFile, ".remote-agent/services/web.log"} {
 		if slices.Contains(names, not) {
 			t.Errorf("%s is in the snapshot %v", not, names)
 		}

@@ -182,7 +182,9 @@ func unreapedPoll(unreaped int) time.Duration {
 // 1 when it died of a signal, -1 while tmux has not yet reaped its process. ok
 // is false when the session is gone.
 func pane(name string) (dead bool, code int, ok bool) {
-	out, err := exec.Command("tmux", "-L", name, "list-panes", "-t", "="+name, "-F", "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}").Output()
+	// The agent's window (0), whichever window is current: the session may
+	// hold others (the configuration's services, package provision).
+	out, err := exec.Command("tmux", "-L", name, "list-panes", "-t", "="+name+":0", "-F", "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}").Output()
 	if err != nil {
 		return false, 0, false
 	}

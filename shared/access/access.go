@@ -179,6 +179,8 @@ var table = map[string]Access{
 			"sessions/*/env/*":         {GetObject},
 			"sessions/*/attachments/*": {GetObject},
 			"sessions/*/tools/*":       {PutObject},
+			// A configuration's snapshot, presigned for its sessions' sandboxes.
+			"snapshots/configuration/*": {GetObject},
 		},
 	},
 	"toolcallback": {

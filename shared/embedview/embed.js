@@ -180,6 +180,15 @@ function eventStream(source) {
       case "workspace.cloning":
         workspaceLine("Workspace: cloning " + (d.repository_url || "") + (d.branch ? " (" + d.branch + ")" : "") + "…");
         break;
+      case "workspace.restoring":
+        workspaceLine("Workspace: restoring the saved snapshot…");
+        break;
+      case "workspace.env_files":
+        workspaceLine("Workspace: writing " + (d.files || []).length + " env file(s)…");
+        break;
+      case "workspace.services":
+        workspaceLine("Workspace: starting " + (d.services || []).map((s) => s.name).join(", ") + "…");
+        break;
       case "workspace.setup":
         workspaceLine("Workspace: setup " + d.index + "/" + d.total + ": " + (d.command || ""));
         break;

@@ -36,6 +36,7 @@ var Types = []string{
 	TypeOutputSnapshot, TypeAutomationCompleted,
 	TypeWorkspaceCreating, TypeWorkspaceCloning, TypeWorkspaceSetup, TypeWorkspaceWarning, TypeWorkspaceReady,
 	TypeWorkspaceToolRequest, TypeWorkspaceTool,
+	TypeWorkspaceRestoring, TypeWorkspaceEnvFiles, TypeWorkspaceServices,
 }
 
 // SandboxTypes are the event types a sandbox may append (POST events): the
@@ -47,6 +48,7 @@ var Types = []string{
 var SandboxTypes = []string{
 	TypeAgentMessage, TypeAgentError, TypeAgentQuestion, TypeToolCall, TypeStateChanged, TypeTokenLimit, TypeEnvRequest,
 	TypeWorkspaceCreating, TypeWorkspaceCloning, TypeWorkspaceSetup, TypeWorkspaceWarning, TypeWorkspaceReady,
+	TypeWorkspaceRestoring, TypeWorkspaceEnvFiles, TypeWorkspaceServices,
 }
 
 // SandboxMaySend reports whether a sandbox may append events of type typ.

@@ -32,6 +32,9 @@ type WorkspaceSpec struct {
 	// InsecureHosts are the hosts the operator lets a workspace clone from
 	// over plain http or git (CheckCloneURL).
 	InsecureHosts []string `json:"git_insecure_hosts,omitempty"`
+	// Saved is what the session's configuration saved, brought back while
+	// provisioning (SavedConfiguration); nil: nothing.
+	Saved *SavedConfiguration `json:"saved,omitempty"`
 }
 
 // TaskFile is where, under the workspace, the sandbox writes the task
@@ -158,8 +161,9 @@ func InsecureHost(h string) bool {
 }
 
 // The workspace's provisioning events, in the order a sandbox appends them:
-// creating, cloning (if it clones), one setup per command it runs, a warning
-// for each thing that failed, then ready.
+// creating, cloning (if it clones), restoring, env_files (a saved
+// configuration's, saved.go), one setup per command it runs, services (the
+// configuration's), a warning for each thing that failed, then ready.
 const (
 	TypeWorkspaceCreating = "workspace.creating"
 	TypeWorkspaceCloning  = "workspace.cloning"
@@ -212,4 +216,5 @@ type WorkspaceReadyEvent struct {
 func (WorkspaceReadyEvent) EventType() string { return TypeWorkspaceReady }
 
 // WorkspaceTypes are the provisioning event types (a sandbox's).
-var WorkspaceTypes = []string{TypeWorkspaceCreating, TypeWorkspaceCloning, TypeWorkspaceSetup, TypeWorkspaceWarning, TypeWorkspaceReady}
+var WorkspaceTypes = []string{TypeWorkspaceCreating, TypeWorkspaceCloning, TypeWorkspaceRestoring, TypeWorkspaceEnvFiles, TypeWorkspaceSetup,
+	TypeWorkspaceServices, TypeWorkspaceWarning, TypeWorkspaceReady}

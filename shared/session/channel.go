@@ -61,8 +61,9 @@ func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 	}
 	pc := prompts.Context{SessionType: sess.SessionType, ClientType: sess.ClientType, Override: sess.SystemPrompt}
 	var env map[string]string
+	var cfg registry.Configuration
 	if sess.ConfigurationID != "" {
-		cfg, err := c.o.Registry.Configuration(ctx, sess.Tenant, sess.ConfigurationID)
+		cfg, err = c.o.Registry.Configuration(ctx, sess.Tenant, sess.ConfigurationID)
 		if err != nil && !errors.Is(err, registry.ErrNotFound) {
 			return sandboxwire.Spec{}, err
 		}
@@ -74,6 +75,12 @@ func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 		}
 	}
 	mode, text := prompts.Select(pc)
+	ws := WorkspaceFor(sess.Workspace, sess.TaskContext, c.o.GitInsecureHosts)
+	if ws != nil && pc.HasConfiguration {
+		if ws.Saved, err = c.saved(ctx, cfg); err != nil {
+			return sandboxwire.Spec{}, err
+		}
+	}
 	return sandboxwire.Spec{
 		SessionID:       sess.ID,
 		Generation:      sess.Generation,
@@ -88,7 +95,7 @@ func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 		SystemPrompt:    text,
 		Env:             env,
 		Tools:           workspaceTools(sess),
-		Workspace:       WorkspaceFor(sess.Workspace, sess.TaskContext, c.o.GitInsecureHosts),
+		Workspace:       ws,
 	}, nil
 }
 

@@ -54,6 +54,7 @@ type channel struct {
 	ch         *session.Channel
 	store      *dynamo.Sessions
 	bucket     *s3blob.Store
+	reg        *dynamo.Registry
 	reports    *reports
 	guardrails string
 	now        time.Time
@@ -79,6 +80,7 @@ func newChannel(t *testing.T, state session.State) *channel {
 		t.Fatal(err)
 	}
 	reg := dynamo.NewRegistry(ddb, set.Registry.Name)
+	c.reg = reg
 	if err := reg.PutPersona(t.Context(), registry.Persona{Slug: "helper", Name: "Helper", Skill: "Helps.", Active: true}); err != nil {
 		t.Fatal(err)
 	}

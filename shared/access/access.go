@@ -125,6 +125,13 @@ var table = map[string]Access{
 		Tables: map[string][]string{Sessions: {GetItem, UpdateItem}},
 		Send:   []string{JobsQueue},
 	},
+	// The fleet: an app's sessions listed from the by_tenant index, a session
+	// killed; app keys read, nothing else of the registry.
+	"fleet": {
+		Tables:      map[string][]string{Sessions: {GetItem, UpdateItem, Query}, Registry: {GetItem}},
+		LeadingKeys: map[string][]string{Registry: {AppKeyItems}},
+		Send:        []string{JobsQueue},
+	},
 	"messages": {
 		Tables: map[string][]string{
 			Sessions:    {GetItem, UpdateItem},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
+	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -296,4 +297,51 @@ func setFields(up expression.UpdateBuilder, f session.Fields) expression.UpdateB
 		up = up.Set(expression.Name("workspace_status"), expression.Value(f.WorkspaceStatus))
 	}
 	return up
+}
+
+// ListByTenant reads a page of a tenant's sessions from the by_tenant index,
+// newest first; f is a filter expression, so a page's cost is its limit.
+func (s *Sessions) ListByTenant(ctx context.Context, tenant string, f session.ListFilter, limit int, after string) ([]session.Session, string, error) {
+	q := Query{
+		Index:      resources.SessionsByTenant,
+		Key:        expression.Key("tenant").Equal(expression.Value(tenant)),
+		Limit:      limit,
+		After:      Cursor(after),
+		Scope:      map[string]string{"tenant": tenant},
+		Descending: true,
+	}
+	var conds []expression.ConditionBuilder
+	eq := func(name, v string) {
+		if v != "" {
+			conds = append(conds, expression.Name(name).Equal(expression.Value(v)))
+		}
+	}
+	eq("project_name", f.ProjectName)
+	eq("persona_slug", f.PersonaSlug)
+	eq("agent_type", f.AgentType)
+	if len(f.States) > 0 {
+		ops := make([]expression.OperandBuilder, 0, len(f.States))
+		for _, st := range f.States {
+			ops = append(ops, expression.Value(st))
+		}
+		in := expression.Name("state").In(ops[0], ops[1:]...)
+		conds = append(conds, in)
+	}
+	switch len(conds) {
+	case 0:
+	case 1:
+		q.Filter = &conds[0]
+	default:
+		and := expression.And(conds[0], conds[1], conds[2:]...)
+		q.Filter = &and
+	}
+	var out []session.Session
+	next, err := s.sessions.Query(ctx, q, &out)
+	if errors.Is(err, ErrBadCursor) {
+		return nil, "", session.ErrBadCursor
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return out, string(next), nil
 }

@@ -271,7 +271,11 @@ func (w *Worker) stop(ctx context.Context, m jobs.Message) error {
 		return err
 	}
 	if sess.SandboxRef != "" {
-		if err := w.Launcher.Stop(ctx, sess.SandboxRef, stopGrace); err != nil {
+		grace := stopGrace
+		if sess.Reason == session.ReasonKilled {
+			grace = 0 // killed: no grace
+		}
+		if err := w.Launcher.Stop(ctx, sess.SandboxRef, grace); err != nil {
 			return fmt.Errorf("stop sandbox of %s: %w", sess.ID, err)
 		}
 	}

@@ -35,6 +35,9 @@ var table = []Route{
 	{Method: "POST", Path: "/api/remote_agents/{id}/messages", Function: "messages"},
 	{Method: "POST", Path: "/api/remote_agents/{id}/attachments", Function: "messages"},
 	{Method: "POST", Path: "/api/remote_agents/{id}/env", Function: "messages"},
+	// The fleet: an app's agents (app key), and kill (app key or session token).
+	{Method: "GET", Path: "/api/remote_agents", Function: "fleet"},
+	{Method: "POST", Path: "/api/remote_agents/{id}/kill", Function: "fleet"},
 	{Method: "GET", Path: "/api/remote_agents/{id}/events", Function: "events", Stream: true},
 	{Method: "GET", Path: "/embed/{id}", Function: "embed", Public: true},
 	{Method: "POST", Path: "/proliferate/{sessionId}/tools/{toolName}", Function: "toolcallback"},

@@ -297,6 +297,7 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 		Features:        features,
 		AppKeyID:        app.ID,
 		Tenant:          app.Tenant,
+		ListKey:         ListKey(now, id),
 		SessionType:     req.SessionType,
 		ClientType:      req.ClientType,
 		ConfigurationID: req.ConfigurationID,

@@ -141,6 +141,9 @@ type Session struct {
 	PromptInjectedAt     time.Time `json:"prompt_injected_at,omitempty,omitzero"`
 	TmuxSessionName      string    `json:"tmux_session_name"`
 	CreatedAt            time.Time `json:"created_at"`
+	// ListKey orders a tenant's sessions in the fleet list (ListKey):
+	// fixed-width creation time, then the id. Unset for sessions of no tenant.
+	ListKey string `json:"list_key,omitempty"`
 	UpdatedAt            time.Time `json:"updated_at"`
 	ReadyAt              time.Time `json:"ready_at,omitempty,omitzero"`
 	EndedAt              time.Time `json:"ended_at,omitempty,omitzero"`
@@ -344,4 +347,10 @@ type Store interface {
 	// call that began before the session ended is not lost. ErrNotFound if
 	// there is no such session.
 	AddUsage(ctx context.Context, id string, u Usage) error
+	// ListByTenant reads up to limit of a tenant's sessions that match f,
+	// newest first, after the cursor a previous call returned ("" starts);
+	// it returns the cursor to go on with, "" at the end, and may return fewer
+	// than limit sessions with a cursor (those it read did not match). A
+	// cursor of another tenant, or not one it returned, is ErrBadCursor.
+	ListByTenant(ctx context.Context, tenant string, f ListFilter, limit int, after string) ([]Session, string, error)
 }

@@ -157,6 +157,17 @@ func sessionRoutes(name string, svc *session.Service, e *Env) (Function, error) 
 	return pick(name, sessionapi.New(svc, e.Log).Routes(e.Config.AllowedOrigins))
 }
 
+// Fleet builds the fleet function: GET /api/remote_agents (an app's agents)
+// and POST /api/remote_agents/{id}/kill.
+func Fleet(ctx context.Context, e *Env) (Function, error) {
+	jobs, err := e.Jobs(ctx)
+	if err != nil {
+		return Function{}, err
+	}
+	svc := session.NewService(session.Options{Store: e.SessionStore(), Registry: e.Registry(), Jobs: jobs, Log: e.Log})
+	return sessionRoutes("fleet", svc, e)
+}
+
 // Events builds the events function: the SSE stream of an agent's events.
 func Events(_ context.Context, e *Env) (Function, error) {
 	h := &eventsapi.Handlers{
@@ -303,6 +314,7 @@ func Builders() map[string]Builder {
 	return map[string]Builder{
 		"create":         Create,
 		"agenttypes":     AgentTypes,
+		"fleet":          Fleet,
 		"alive":          Alive,
 		"shutdown":       Shutdown,
 		"messages":       Messages,

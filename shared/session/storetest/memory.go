@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -316,4 +317,43 @@ func clone[T any](v T) T {
 		panic(fmt.Sprintf("storetest: %v", err))
 	}
 	return out
+}
+
+// ListByTenant reads a tenant's sessions that have a list key, newest first,
+// as dynamo.Sessions does from its index: limit sessions read per call, those
+// not matching f dropped, and a cursor (the last list key read) while there
+// may be more.
+func (m *Memory) ListByTenant(_ context.Context, tenant string, f session.ListFilter, limit int, after string) ([]session.Session, string, error) {
+	if limit < 1 {
+		return nil, "", fmt.Errorf("list sessions: limit %d", limit)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	start := ""
+	if after != "" {
+		t, key, ok := strings.Cut(after, "|")
+		if !ok || t != tenant || key == "" {
+			return nil, "", session.ErrBadCursor
+		}
+		start = key
+	}
+	var all []session.Session
+	for _, ms := range m.sessions {
+		if ms.s.Tenant == tenant && ms.s.ListKey != "" && (start == "" || ms.s.ListKey < start) {
+			all = append(all, ms.s)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].ListKey > all[j].ListKey })
+	next := ""
+	if len(all) > limit {
+		all = all[:limit]
+		next = tenant + "|" + all[limit-1].ListKey
+	}
+	var out []session.Session
+	for _, s := range all {
+		if session.Matches(s, f) {
+			out = append(out, clone(s))
+		}
+	}
+	return out, next, nil
 }

@@ -1,10 +1,16 @@
 package devserver_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -187,11 +193,28 @@ func TestFleetListFilters(t *testing.T) {
 	}
 }
 
+// A busy agent — its bash tool in a long command — is killed: the session
+// ends before the answer, and its sandbox and the command are gone.
 func TestKillEndsABusyAgentAtOnce(t *testing.T) {
 	t.Parallel()
-	s := start(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "busy.pid")
+	script := filepath.Join(dir, "script.jsonl")
+	step, _ := json.Marshal(map[string]any{"text": "Working.", "tool_calls": []any{map[string]any{"name": "bash", "args": map[string]any{
+		"command": "echo $$ > " + pidFile + ".tmp && mv " + pidFile + ".tmp " + pidFile + " && exec sleep 300"}}}})
+	if err := os.WriteFile(script, append(step, []byte("\n{\"text\":\"Done.\"}\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, withSandboxEnv("RA_LLM_SCRIPT="+script, "RA_NO_TMUX=1"))
 	s.addTenant(t, "other", otherKey)
 	id, tok := s.mustCreate()
+	var busyPID int
+	eventually(t, 30*time.Second, "the agent's long command started", func() bool {
+		raw, err := os.ReadFile(pidFile)
+		busyPID, _ = strconv.Atoi(strings.TrimSpace(string(raw)))
+		return err == nil && busyPID > 0
+	})
+	t.Cleanup(func() { _ = syscall.Kill(busyPID, syscall.SIGKILL) })
 	ref := ""
 	if got, err := s.srv.Env.SessionStore().Get(t.Context(), id); err == nil {
 		ref = got.SandboxRef
@@ -213,8 +236,10 @@ func TestKillEndsABusyAgentAtOnce(t *testing.T) {
 	if a := s.alive(id, tok); a.body["alive"] != false || a.str("state") != "ended" {
 		t.Errorf("alive after kill: %s", a.raw)
 	}
-	eventually(t, 15*time.Second, "the sandbox stopped", func() bool { return !slices.Contains(s.srv.Launcher.Running(), ref) })
-	t.Logf("kill → sandbox gone: %s", time.Since(began).Round(time.Millisecond))
+	eventually(t, 15*time.Second, "the sandbox and its command stopped", func() bool {
+		return !slices.Contains(s.srv.Launcher.Running(), ref) && syscall.Kill(busyPID, 0) != nil
+	})
+	t.Logf("kill → sandbox and its command gone: %s", time.Since(began).Round(time.Millisecond))
 	// The stream ends.
 	drained := 0
 	for range stream.events {

@@ -97,6 +97,9 @@ func CORSAllowHeaders() []string {
 func CORSExposeHeaders() []string { return []string{"Retry-After", "Idempotent-Replayed"} }
 
 // CORS reports whether browsers call r from the allowed origins: the
-// remote_agents API under /api/remote_agents/. The embed view is served from
-// the public origin itself, and the sandbox and tool routes are servers'.
-func (r Route) CORS() bool { return strings.HasPrefix(r.Path, "/api/remote_agents/") }
+// remote_agents API, /api/remote_agents and under it. The embed view is
+// served from the public origin itself, and the sandbox and tool routes are
+// servers'.
+func (r Route) CORS() bool {
+	return r.Path == "/api/remote_agents" || strings.HasPrefix(r.Path, "/api/remote_agents/")
+}

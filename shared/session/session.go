@@ -143,11 +143,11 @@ type Session struct {
 	CreatedAt            time.Time `json:"created_at"`
 	// ListKey orders a tenant's sessions in the fleet list (ListKey):
 	// fixed-width creation time, then the id. Unset for sessions of no tenant.
-	ListKey string `json:"list_key,omitempty"`
-	UpdatedAt            time.Time `json:"updated_at"`
-	ReadyAt              time.Time `json:"ready_at,omitempty,omitzero"`
-	EndedAt              time.Time `json:"ended_at,omitempty,omitzero"`
-	HeartbeatAt          time.Time `json:"heartbeat_at,omitempty,omitzero"`
+	ListKey     string    `json:"list_key,omitempty"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	ReadyAt     time.Time `json:"ready_at,omitempty,omitzero"`
+	EndedAt     time.Time `json:"ended_at,omitempty,omitzero"`
+	HeartbeatAt time.Time `json:"heartbeat_at,omitempty,omitzero"`
 	// ExpiresAt (epoch seconds) is set when the session ends; TTL removes it later.
 	ExpiresAt int64 `json:"expires_at,omitempty"`
 	// InputTokens, OutputTokens, CachedTokens and ModelCalls are what the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/remote-agents/remote-agents/localstack/devserver"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -261,4 +262,43 @@ func TestKillEndsABusyAgentAtOnce(t *testing.T) {
 	if r := s.call(http.MethodPost, "/api/remote_agents/"+id2+"/kill", tok2, nil); r.str("status") != "already_terminated" || r.str("reason") != "shutdown" {
 		t.Errorf("kill after shutdown: %d %s", r.status, r.raw)
 	}
+}
+
+func withSweepInterval(d time.Duration) option {
+	return func(o *devserver.Options) { o.SweepInterval = d }
+}
+
+// A sandbox that stops heart-beating (SIGSTOP: the process is there, silent)
+// is found lost by the sweep within 90 s, with nobody calling alive, and its
+// sandbox is stopped.
+func TestSilentSandboxIsLostWithoutAlive(t *testing.T) {
+	t.Parallel()
+	// Without tmux the agent is the sandbox process; its process group is the
+	// whole sandbox, as a task is on Fargate.
+	s := start(t, withSweepInterval(2*time.Second), withSandboxEnv("RA_NO_TMUX=1"))
+	id, _ := s.mustCreate()
+	store := s.srv.Env.SessionStore()
+	sess, err := store.Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(sess.SandboxRef, "pid:"))
+	if err != nil {
+		t.Fatalf("sandbox ref %q", sess.SandboxRef)
+	}
+	if err := syscall.Kill(-pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGCONT) })
+	stopped := time.Now()
+	var got session.Session
+	eventually(t, 90*time.Second, "the silent sandbox's session lost", func() bool {
+		got, _ = store.Get(t.Context(), id)
+		return got.State == session.Ended
+	})
+	if got.Reason != session.ReasonLost {
+		t.Errorf("ended %s, want lost", got.Reason)
+	}
+	t.Logf("SIGSTOP → lost: %s", time.Since(stopped).Round(time.Second))
+	eventually(t, 15*time.Second, "the lost sandbox stopped", func() bool { return !slices.Contains(s.srv.Launcher.Running(), sess.SandboxRef) })
 }

@@ -181,7 +181,8 @@ var table = map[string]Access{
 
 		LeadingKeys: toolWrites,
 	},
-	"jobworker": worker,
+	// jobworker also sweeps: the by_due index of the sessions table.
+	"jobworker": sweeping(worker),
 	// The model gateway authenticates the sandbox and adds each call's usage
 	// to its session.
 	"model": {
@@ -259,4 +260,16 @@ func glob(pattern string) *regexp.Regexp {
 		parts[i] = regexp.QuoteMeta(p)
 	}
 	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$")
+}
+
+// sweeping is a's access plus what the sweep needs: querying the sessions
+// table's due index (session.Service.Sweep).
+func sweeping(a Access) Access {
+	tables := make(map[string][]string, len(a.Tables))
+	for name, actions := range a.Tables {
+		tables[name] = slices.Clone(actions)
+	}
+	tables[Sessions] = append(tables[Sessions], Query)
+	a.Tables = tables
+	return a
 }

@@ -84,11 +84,17 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 	if c.Reason != "" {
 		up = up.Set(expression.Name("reason"), expression.Value(c.Reason))
 	}
-	if c.To.Terminal() {
-		up = up.Set(expression.Name("ended_at"), expression.Value(now.Format(time.RFC3339Nano))).
-			Set(expression.Name("expires_at"), expression.Value(now.Add(session.Retention).Unix()))
-	}
 	up = setFields(up, c.Set)
+	switch {
+	case c.To.Terminal():
+		up = up.Set(expression.Name("ended_at"), expression.Value(now.Format(time.RFC3339Nano))).
+			Set(expression.Name("expires_at"), expression.Value(now.Add(session.Retention).Unix())).
+			Remove(expression.Name("watch_shard")).Remove(expression.Name("due_at"))
+	case c.To == session.Ending:
+		up = up.Set(expression.Name("due_at"), expression.Value(now.Add(session.EndingLimit).UnixMilli()))
+	default:
+		up = setDue(up, c.Set)
+	}
 	cond := inStates(c.From)
 	if c.Generation != 0 {
 		cond = cond.And(expression.Name("generation").Equal(expression.Value(c.Generation)))
@@ -151,7 +157,7 @@ func (s *Sessions) RedeemBootstrap(ctx context.Context, id string, gen int, code
 
 // Touch sets fields on a live session of the given generation.
 func (s *Sessions) Touch(ctx context.Context, id string, generation int, set session.Fields) (session.Session, error) {
-	up := setFields(expression.Set(expression.Name("updated_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano))), set)
+	up := setDue(setFields(expression.Set(expression.Name("updated_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano))), set), set)
 	cond := inStates(session.Live).And(expression.Name("generation").Equal(expression.Value(generation)))
 	return s.update(ctx, id, up, cond)
 }
@@ -344,4 +350,34 @@ func (s *Sessions) ListByTenant(ctx context.Context, tenant string, f session.Li
 		return nil, "", err
 	}
 	return out, string(next), nil
+}
+
+// Due reads a watch shard of the by_due index: the live sessions due before
+// the time, most overdue first.
+func (s *Sessions) Due(ctx context.Context, shard string, before time.Time, limit int) ([]string, error) {
+	var out []struct {
+		ID string `json:"session_id"`
+	}
+	_, err := s.sessions.Query(ctx, Query{
+		Index: resources.SessionsByDue,
+		Key: expression.Key("watch_shard").Equal(expression.Value(shard)).
+			And(expression.Key("due_at").LessThan(expression.Value(before.UnixMilli()))),
+		Limit: limit,
+	}, &out)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(out))
+	for i, o := range out {
+		ids[i] = o.ID
+	}
+	return ids, nil
+}
+
+// setDue moves the session's due time when f shows life (session.DueAfter).
+func setDue(up expression.UpdateBuilder, f session.Fields) expression.UpdateBuilder {
+	if due := session.DueAfter(f); !due.IsZero() {
+		up = up.Set(expression.Name("due_at"), expression.Value(due.UnixMilli()))
+	}
+	return up
 }

@@ -298,6 +298,8 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 		AppKeyID:        app.ID,
 		Tenant:          app.Tenant,
 		ListKey:         ListKey(now, id),
+		WatchShard:      WatchShard(id),
+		DueAt:           now.Add(ProvisioningLimit).UnixMilli(),
 		SessionType:     req.SessionType,
 		ClientType:      req.ClientType,
 		ConfigurationID: req.ConfigurationID,

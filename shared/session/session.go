@@ -143,7 +143,13 @@ type Session struct {
 	CreatedAt            time.Time `json:"created_at"`
 	// ListKey orders a tenant's sessions in the fleet list (ListKey):
 	// fixed-width creation time, then the id. Unset for sessions of no tenant.
-	ListKey     string    `json:"list_key,omitempty"`
+	ListKey string `json:"list_key,omitempty"`
+	// WatchShard and DueAt put a live session in the sweep's index: DueAt
+	// (epoch ms) is when it must next show life (a heartbeat, leaving
+	// provisioning or ending); the stores keep it (DueAfter, EndingLimit)
+	// and remove both when the session ends.
+	WatchShard  string    `json:"watch_shard,omitempty"`
+	DueAt       int64     `json:"due_at,omitempty"`
 	UpdatedAt   time.Time `json:"updated_at"`
 	ReadyAt     time.Time `json:"ready_at,omitempty,omitzero"`
 	EndedAt     time.Time `json:"ended_at,omitempty,omitzero"`
@@ -353,4 +359,7 @@ type Store interface {
 	// than limit sessions with a cursor (those it read did not match). A
 	// cursor of another tenant, or not one it returned, is ErrBadCursor.
 	ListByTenant(ctx context.Context, tenant string, f ListFilter, limit int, after string) ([]Session, string, error)
+	// Due returns up to limit ids of the live sessions of one watch shard
+	// whose DueAt is before the given time, most overdue first.
+	Due(ctx context.Context, shard string, before time.Time, limit int) ([]string, error)
 }

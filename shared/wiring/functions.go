@@ -279,7 +279,8 @@ func JobWorker(ctx context.Context, e *Env) (Function, error) {
 	if err != nil {
 		return Function{}, err
 	}
-	w := &jobworker.Worker{Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, ModelGatewayURL: e.Config.Model.GatewayURL, Tools: gate, ToolsDLQ: toolsDLQ, Log: e.Log}
+	sweeper := session.NewService(session.Options{Store: e.SessionStore(), Log: e.Log})
+	w := &jobworker.Worker{Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, ModelGatewayURL: e.Config.Model.GatewayURL, Tools: gate, ToolsDLQ: toolsDLQ, Sweeper: sweeper, Log: e.Log}
 	return Function{Name: routes.JobWorker, Worker: w.Handle}, nil
 }
 

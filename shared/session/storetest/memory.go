@@ -103,11 +103,18 @@ func (m *Memory) Transition(_ context.Context, id string, c session.Change) (ses
 		if c.Reason != "" {
 			s.Reason = c.Reason
 		}
+		if c.To == session.Ending {
+			s.DueAt = now.Add(session.EndingLimit).UnixMilli()
+		}
+		if err := set(s, c.Set); err != nil {
+			return err
+		}
 		if c.To.Terminal() {
 			s.EndedAt = now
 			s.ExpiresAt = now.Add(session.Retention).Unix()
+			s.WatchShard, s.DueAt = "", 0
 		}
-		return set(s, c.Set)
+		return nil
 	})
 }
 
@@ -298,6 +305,9 @@ func set(s *session.Session, f session.Fields) error {
 	at(&s.PromptInjectedAt, f.PromptInjectedAt)
 	at(&s.ReadyAt, f.ReadyAt)
 	at(&s.HeartbeatAt, f.HeartbeatAt)
+	if due := session.DueAfter(f); !due.IsZero() {
+		s.DueAt = due.UnixMilli() // terminal transitions clear it after
+	}
 	str(&s.SandboxRef, f.SandboxRef)
 	str(&s.SnapshotKey, f.SnapshotKey)
 	if f.WorkspaceStatus != nil {
@@ -356,4 +366,23 @@ func (m *Memory) ListByTenant(_ context.Context, tenant string, f session.ListFi
 		}
 	}
 	return out, next, nil
+}
+
+// Due returns the ids of a shard's live sessions due before the time, most
+// overdue first.
+func (m *Memory) Due(_ context.Context, shard string, before time.Time, limit int) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var due []session.Session
+	for _, ms := range m.sessions {
+		if ms.s.WatchShard == shard && ms.s.DueAt < before.UnixMilli() {
+			due = append(due, ms.s)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool { return due[i].DueAt < due[j].DueAt })
+	ids := make([]string, 0, min(limit, len(due)))
+	for _, s := range due[:min(limit, len(due))] {
+		ids = append(ids, s.ID)
+	}
+	return ids, nil
 }

@@ -11,6 +11,7 @@
 package stack
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -38,6 +39,7 @@ import (
 	"github.com/remote-agents/remote-agents/infra/models"
 	"github.com/remote-agents/remote-agents/shared/access"
 	"github.com/remote-agents/remote-agents/shared/config"
+	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
 )
@@ -218,7 +220,7 @@ func (s *Stack) workerEnvironment(sandbox sandboxes, gateway *string) {
 }
 
 // sandboxStopped sends ECS task-state changes of stopped sandboxes to the jobs
-// queue (task.state). An event EventBridge cannot deliver (retried for up to a
+// queue (task.state), and a sweep message every minute. An event EventBridge cannot deliver (retried for up to a
 // day) lands in the rule's own dead-letter queue, which alarms.
 func (s *Stack) sandboxStopped(p Props, cluster *string) {
 	set := s.Set
@@ -249,6 +251,21 @@ func (s *Stack) sandboxStopped(p Props, cluster *string) {
 			},
 		},
 		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.Queues[set.JobsQueue.Name], &awseventstargets.SqsQueueProps{
+			DeadLetterQueue: dlq,
+			RetryAttempts:   jsii.Number(ruleRetryAttempts),
+			MaxEventAge:     awscdk.Duration_Hours(jsii.Number(ruleMaxEventAgeHours)),
+		})},
+	})
+	// The sweep: every minute, a sweep message on the jobs queue, for
+	// jobworker to end the sessions whose sandbox stopped heart-beating or
+	// that are stuck provisioning or ending (session.Service.Sweep).
+	sweep, _ := json.Marshal(map[string]jobs.Type{"type": jobs.Sweep})
+	awsevents.NewRule(s.Stack, jsii.String("Sweep"), &awsevents.RuleProps{
+		RuleName:    jsii.String("ra-" + p.Env + "-sweep"),
+		Description: jsii.String("Every minute, a sweep message to the jobs queue: lost and stuck sessions end"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.Queues[set.JobsQueue.Name], &awseventstargets.SqsQueueProps{
+			Message:         awsevents.RuleTargetInput_FromText(jsii.String(string(sweep))),
 			DeadLetterQueue: dlq,
 			RetryAttempts:   jsii.Number(ruleRetryAttempts),
 			MaxEventAge:     awscdk.Duration_Hours(jsii.Number(ruleMaxEventAgeHours)),

@@ -18,6 +18,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/infra/models"
 	"github.com/remote-agents/remote-agents/shared/access"
+	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
 )
@@ -339,15 +340,31 @@ func TestWorkersConsumeTheirQueues(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("event sources %v, want %v", got, want)
 	}
-	// ECS task-state changes reach the jobs queue.
+	// ECS task-state changes reach the jobs queue, and a sweep every minute.
 	rules := tp.byType("AWS::Events::Rule")
-	if len(rules) != 1 {
+	if len(rules) != 2 {
 		t.Fatalf("%d rules", len(rules))
 	}
 	for _, r := range rules {
 		p := props(r)
-		if queues[ref(p["Targets"].([]any)[0].(map[string]any)["Arn"])] != set.JobsQueue.Name || fmt.Sprint(p["EventPattern"].(map[string]any)["detail-type"]) != "[ECS Task State Change]" {
+		target := p["Targets"].([]any)[0].(map[string]any)
+		if queues[ref(target["Arn"])] != set.JobsQueue.Name {
 			t.Errorf("rule %v", p)
+		}
+		switch p["Name"] {
+		case "ra-dev-sandbox-stopped":
+			if fmt.Sprint(p["EventPattern"].(map[string]any)["detail-type"]) != "[ECS Task State Change]" {
+				t.Errorf("rule %v", p)
+			}
+		case "ra-dev-sweep":
+			if p["ScheduleExpression"] != "rate(1 minute)" || target["Input"] != `{"type":"sweep"}` {
+				t.Errorf("sweep rule %v", p)
+			}
+			if _, err := jobs.Parse(target["Input"].(string)); err != nil {
+				t.Errorf("the sweep rule's message: %v", err)
+			}
+		default:
+			t.Errorf("rule %v", p["Name"])
 		}
 	}
 }

@@ -8,6 +8,7 @@ package devserver
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -68,6 +69,9 @@ type Options struct {
 	AppKey string
 	// Pollers is how many jobs-queue consumers run at once (default 4).
 	Pollers int
+	// SweepInterval is how often the dev server queues a sweep, as the
+	// stack's schedule does on AWS (DefaultSweepInterval when 0).
+	SweepInterval time.Duration
 	// Audit, if set, hears every AWS call each function's code makes (see
 	// AWSCall), to check the functions' declared access against.
 	Audit func(AWSCall)
@@ -146,6 +150,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		s.wg.Go(func() { poll(pollCtx, jobsQueue, s.worker.Worker, o.Log) })
 		s.wg.Go(func() { poll(pollCtx, toolsQueue, s.worker.Worker, o.Log) })
 	}
+	s.wg.Go(func() { schedule(pollCtx, jobsQueue, cmp.Or(o.SweepInterval, DefaultSweepInterval), o.Log) })
 	s.wg.Go(func() {
 		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			o.Log.Error("devserver: serve", slog.String("error", err.Error()))
@@ -279,6 +284,28 @@ func (s *Server) RefusePush(on bool) { s.push.refuse(on) }
 
 // Routes returns the routes the server serves.
 func (s *Server) Routes() []httpapi.Route { return slices.Clone(s.table) }
+
+// DefaultSweepInterval is how often the dev server sweeps: a sandbox that
+// stops heart-beating is lost within session.HeartbeatTimeout and this.
+const DefaultSweepInterval = 10 * time.Second
+
+// schedule queues a sweep on the jobs queue every interval, as the stack's
+// EventBridge schedule does on AWS.
+func schedule(ctx context.Context, q queue.Queue, every time.Duration, log *slog.Logger) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	body, _ := json.Marshal(map[string]jobs.Type{"type": jobs.Sweep})
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if _, err := q.Send(ctx, string(body), 0); err != nil && ctx.Err() == nil {
+				log.Warn("devserver: queue a sweep", slog.String("error", err.Error()))
+			}
+		}
+	}
+}
 
 // poll consumes a queue like a Lambda event source mapping: batches of up
 // to ten, records reported as failed stay on the queue for redelivery.

@@ -133,6 +133,16 @@ var table = map[string]Access{
 		Send: []string{JobsQueue},
 		Push: true,
 	},
+	// The fleet: an app's sessions listed from the by_tenant index, a session
+	// killed; app keys read, nothing else of the registry.
+	"fleet": {
+		Tables:      map[string][]string{Sessions: {GetItem, UpdateItem, Query}, Registry: {GetItem}, Idempotency: {GetItem}},
+		LeadingKeys: map[string][]string{Registry: {AppKeyItems}},
+		Send:        []string{JobsQueue},
+		// A killed agent's sandbox is told at once; a gone connection's
+		// session is looked up.
+		Push: true,
+	},
 	"messages": {
 		Tables: map[string][]string{
 			Sessions:    {GetItem, UpdateItem},
@@ -197,7 +207,8 @@ var table = map[string]Access{
 
 		LeadingKeys: toolWrites,
 	},
-	"jobworker": worker,
+	// jobworker also sweeps: the by_due index of the sessions table.
+	"jobworker": sweeping(worker),
 	// The model gateway authenticates the sandbox and adds each call's usage
 	// to its session.
 	"model": {
@@ -275,4 +286,16 @@ func glob(pattern string) *regexp.Regexp {
 		parts[i] = regexp.QuoteMeta(p)
 	}
 	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$")
+}
+
+// sweeping is a's access plus what the sweep needs: querying the sessions
+// table's due index (session.Service.Sweep).
+func sweeping(a Access) Access {
+	tables := make(map[string][]string, len(a.Tables))
+	for name, actions := range a.Tables {
+		tables[name] = slices.Clone(actions)
+	}
+	tables[Sessions] = append(tables[Sessions], Query)
+	a.Tables = tables
+	return a
 }

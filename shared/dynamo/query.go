@@ -42,6 +42,10 @@ type Query struct {
 	Limit int
 	// After continues from a cursor a previous page returned.
 	After Cursor
+	// Scope, if set, are string attributes (the partition key's) a cursor
+	// must hold with these values: a cursor made for another partition is
+	// ErrBadCursor, not a read of it.
+	Scope map[string]string
 	// Descending reverses the sort key order.
 	Descending bool
 	// Consistent asks for a strongly consistent read (tables only, not indexes).
@@ -84,6 +88,11 @@ func (t *Table) Query(ctx context.Context, q Query, out any) (Cursor, error) {
 		start, err := decodeCursor(q.After)
 		if err != nil {
 			return "", fmt.Errorf("query %s: %w", t.name, err)
+		}
+		for name, want := range q.Scope {
+			if v, ok := start[name].(*types.AttributeValueMemberS); !ok || v.Value != want {
+				return "", fmt.Errorf("query %s: %w", t.name, ErrBadCursor)
+			}
 		}
 		in.ExclusiveStartKey = start
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
+	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -83,11 +84,17 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 	if c.Reason != "" {
 		up = up.Set(expression.Name("reason"), expression.Value(c.Reason))
 	}
-	if c.To.Terminal() {
-		up = up.Set(expression.Name("ended_at"), expression.Value(now.Format(time.RFC3339Nano))).
-			Set(expression.Name("expires_at"), expression.Value(now.Add(session.Retention).Unix()))
-	}
 	up = setFields(up, c.Set)
+	switch {
+	case c.To.Terminal():
+		up = up.Set(expression.Name("ended_at"), expression.Value(now.Format(time.RFC3339Nano))).
+			Set(expression.Name("expires_at"), expression.Value(now.Add(session.Retention).Unix())).
+			Remove(expression.Name("watch_shard")).Remove(expression.Name("due_at"))
+	case c.To == session.Ending:
+		up = up.Set(expression.Name("due_at"), expression.Value(now.Add(session.EndingLimit).UnixMilli()))
+	default:
+		up = setDue(up, c.Set)
+	}
 	cond := inStates(c.From)
 	if c.Generation != 0 {
 		cond = cond.And(expression.Name("generation").Equal(expression.Value(c.Generation)))
@@ -151,7 +158,7 @@ func (s *Sessions) RedeemBootstrap(ctx context.Context, id string, gen int, code
 
 // Touch sets fields on a live session of the given generation.
 func (s *Sessions) Touch(ctx context.Context, id string, generation int, set session.Fields) (session.Session, error) {
-	up := setFields(expression.Set(expression.Name("updated_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano))), set)
+	up := setDue(setFields(expression.Set(expression.Name("updated_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano))), set), set)
 	cond := inStates(session.Live).And(expression.Name("generation").Equal(expression.Value(generation)))
 	return s.update(ctx, id, up, cond)
 }
@@ -348,6 +355,83 @@ func setFields(up expression.UpdateBuilder, f session.Fields) expression.UpdateB
 	str("snapshot_key", f.SnapshotKey)
 	if f.WorkspaceStatus != nil {
 		up = up.Set(expression.Name("workspace_status"), expression.Value(f.WorkspaceStatus))
+	}
+	return up
+}
+
+// ListByTenant reads a page of a tenant's sessions from the by_tenant index,
+// newest first; f is a filter expression, so a page's cost is its limit.
+func (s *Sessions) ListByTenant(ctx context.Context, tenant string, f session.ListFilter, limit int, after string) ([]session.Session, string, error) {
+	q := Query{
+		Index:      resources.SessionsByTenant,
+		Key:        expression.Key("tenant").Equal(expression.Value(tenant)),
+		Limit:      limit,
+		After:      Cursor(after),
+		Scope:      map[string]string{"tenant": tenant},
+		Descending: true,
+	}
+	var conds []expression.ConditionBuilder
+	eq := func(name, v string) {
+		if v != "" {
+			conds = append(conds, expression.Name(name).Equal(expression.Value(v)))
+		}
+	}
+	eq("project_name", f.ProjectName)
+	eq("persona_slug", f.PersonaSlug)
+	eq("agent_type", f.AgentType)
+	if len(f.States) > 0 {
+		ops := make([]expression.OperandBuilder, 0, len(f.States))
+		for _, st := range f.States {
+			ops = append(ops, expression.Value(st))
+		}
+		in := expression.Name("state").In(ops[0], ops[1:]...)
+		conds = append(conds, in)
+	}
+	switch len(conds) {
+	case 0:
+	case 1:
+		q.Filter = &conds[0]
+	default:
+		and := expression.And(conds[0], conds[1], conds[2:]...)
+		q.Filter = &and
+	}
+	var out []session.Session
+	next, err := s.sessions.Query(ctx, q, &out)
+	if errors.Is(err, ErrBadCursor) {
+		return nil, "", session.ErrBadCursor
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return out, string(next), nil
+}
+
+// Due reads a watch shard of the by_due index: the live sessions due before
+// the time, most overdue first.
+func (s *Sessions) Due(ctx context.Context, shard string, before time.Time, limit int) ([]string, error) {
+	var out []struct {
+		ID string `json:"session_id"`
+	}
+	_, err := s.sessions.Query(ctx, Query{
+		Index: resources.SessionsByDue,
+		Key: expression.Key("watch_shard").Equal(expression.Value(shard)).
+			And(expression.Key("due_at").LessThan(expression.Value(before.UnixMilli()))),
+		Limit: limit,
+	}, &out)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(out))
+	for i, o := range out {
+		ids[i] = o.ID
+	}
+	return ids, nil
+}
+
+// setDue moves the session's due time when f shows life (session.DueAfter).
+func setDue(up expression.UpdateBuilder, f session.Fields) expression.UpdateBuilder {
+	if due := session.DueAfter(f); !due.IsZero() {
+		up = up.Set(expression.Name("due_at"), expression.Value(due.UnixMilli()))
 	}
 	return up
 }

@@ -24,6 +24,10 @@ const (
 	SessionStart Type = "session.start"
 	SessionStop  Type = "session.stop"
 	TaskState    Type = "task.state"
+	// Sweep asks jobworker to end the sessions nobody would otherwise end
+	// (session.Service.Sweep): a schedule sends it (an EventBridge rule on
+	// AWS, a ticker in the dev server). It names no session.
+	Sweep Type = "sweep"
 )
 
 // Message is one jobs-queue message.
@@ -85,6 +89,11 @@ func Parse(body string) (Message, error) {
 	}
 	switch m.Type {
 	case SessionStart, SessionStop, TaskState:
+	case Sweep:
+		if m.SessionID != "" || m.Generation != 0 || m.SandboxRef != "" || m.ExitCode != nil || m.Detail != "" {
+			return m, fmt.Errorf("%w: sweep names no session", ErrMalformed)
+		}
+		return m, nil
 	default:
 		return m, fmt.Errorf("%w: unknown type %q", ErrMalformed, m.Type)
 	}

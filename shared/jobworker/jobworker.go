@@ -60,9 +60,16 @@ type Worker struct {
 	// Tools runs tools-queue jobs; ToolsDLQ takes the poison ones.
 	Tools    ToolRunner
 	ToolsDLQ Sender
-	Log      *slog.Logger
+	// Sweeper runs the sweep messages (session.Service); nil ignores them.
+	Sweeper Sweeper
+	Log     *slog.Logger
 	// Now is the clock launch leases are taken by; nil means time.Now.
 	Now func() time.Time
+}
+
+// Sweeper ends the sessions nobody would otherwise end (session.Service).
+type Sweeper interface {
+	Sweep(ctx context.Context) (session.SweepReport, error)
 }
 
 // ToolRunner runs a tools-queue message (toolgate.Service).
@@ -124,6 +131,8 @@ func (w *Worker) Do(ctx context.Context, m jobs.Message) error {
 		return w.stop(ctx, m)
 	case jobs.TaskState:
 		return w.taskStopped(ctx, m)
+	case jobs.Sweep:
+		return w.sweep(ctx)
 	default:
 		return fmt.Errorf("%w: type %q", jobs.ErrMalformed, m.Type)
 	}
@@ -274,7 +283,11 @@ func (w *Worker) stop(ctx context.Context, m jobs.Message) error {
 		return err
 	}
 	if sess.SandboxRef != "" {
-		if err := w.Launcher.Stop(ctx, sess.SandboxRef, stopGrace); err != nil {
+		grace := stopGrace
+		if sess.Reason == session.ReasonKilled {
+			grace = 0 // killed: no grace
+		}
+		if err := w.Launcher.Stop(ctx, sess.SandboxRef, grace); err != nil {
 			return fmt.Errorf("stop sandbox of %s: %w", sess.ID, err)
 		}
 	}
@@ -286,6 +299,29 @@ func (w *Worker) stop(ctx context.Context, m jobs.Message) error {
 		reason = session.ReasonShutdown
 	}
 	return w.end(ctx, sess, reason)
+}
+
+// sweep runs one sweep and stops, with no grace, the sandboxes of the
+// sessions it ended. A failed sweep is retried with its message, and the next
+// scheduled one goes on anyway; a sandbox whose stop fails here is told to
+// stop by its next heartbeat or inbox read (its session is over).
+func (w *Worker) sweep(ctx context.Context) error {
+	if w.Sweeper == nil {
+		return nil
+	}
+	rep, err := w.Sweeper.Sweep(ctx)
+	if rep.Lost+rep.Stuck+rep.Ended > 0 {
+		w.Log.InfoContext(ctx, "sweep", slog.Int("checked", rep.Checked), slog.Int("lost", rep.Lost), slog.Int("stuck_provisioning", rep.Stuck), slog.Int("stuck_ending", rep.Ended))
+	}
+	for _, sess := range rep.Stop {
+		if sess.SandboxRef == "" {
+			continue
+		}
+		if err := w.Launcher.Stop(ctx, sess.SandboxRef, 0); err != nil {
+			w.Log.WarnContext(ctx, "sweep: stop sandbox", slog.String("session_id", sess.ID), slog.String("sandbox_ref", sess.SandboxRef), slog.String("error", err.Error()))
+		}
+	}
+	return err
 }
 
 func (w *Worker) taskStopped(ctx context.Context, m jobs.Message) error {

@@ -94,6 +94,13 @@ const TTLAttribute = "expires_at"
 const (
 	// SessionsByProject lists a project's sessions by creation time.
 	SessionsByProject = "by_project"
+	// SessionsByTenant lists a tenant's sessions, newest first by list_key
+	// (the fleet list); sessions of no tenant (jobs' sandboxes) are not in it.
+	SessionsByTenant = "by_tenant"
+	// SessionsByDue finds the live sessions that are due to show life (the
+	// sweep): partition watch_shard (one of session.WatchShards, set only
+	// while a session is live), sort due_at (epoch ms).
+	SessionsByDue = "by_due"
 	// RegistryByKind lists registry items of one kind (project, persona, agent_type, app_key).
 	RegistryByKind = "by_kind"
 	// JobsByCommand lists the jobs of one orchestrator command.
@@ -142,6 +149,14 @@ func For(env string) (Set, error) {
 				Name:         SessionsByProject,
 				PartitionKey: str("project_name"),
 				SortKey:      sortKey("created_at", String),
+			}, {
+				Name:         SessionsByTenant,
+				PartitionKey: str("tenant"),
+				SortKey:      sortKey("list_key", String),
+			}, {
+				Name:         SessionsByDue,
+				PartitionKey: str("watch_shard"),
+				SortKey:      sortKey("due_at", Number),
 			}},
 			TTLAttribute: TTLAttribute,
 		},

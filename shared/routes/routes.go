@@ -35,6 +35,9 @@ var table = []Route{
 	{Method: "POST", Path: "/api/remote_agents/{id}/messages", Function: "messages"},
 	{Method: "POST", Path: "/api/remote_agents/{id}/attachments", Function: "messages"},
 	{Method: "POST", Path: "/api/remote_agents/{id}/env", Function: "messages"},
+	// The fleet: an app's agents (app key), and kill (app key or session token).
+	{Method: "GET", Path: "/api/remote_agents", Function: "fleet"},
+	{Method: "POST", Path: "/api/remote_agents/{id}/kill", Function: "fleet"},
 	{Method: "GET", Path: "/api/remote_agents/{id}/events", Function: "events", Stream: true},
 	// Workspace tools apps run in their agent's sandbox (session token).
 	{Method: "POST", Path: "/api/remote_agents/{id}/workspace/tools/{tool}", Function: "workspace"},
@@ -97,9 +100,12 @@ func CORSAllowHeaders() []string {
 func CORSExposeHeaders() []string { return []string{"Retry-After", "Idempotent-Replayed"} }
 
 // CORS reports whether browsers call r from the allowed origins: the
-// remote_agents API under /api/remote_agents/. The embed view is served from
-// the public origin itself, and the sandbox and tool routes are servers'.
-func (r Route) CORS() bool { return strings.HasPrefix(r.Path, "/api/remote_agents/") }
+// remote_agents API, /api/remote_agents and under it. The embed view is
+// served from the public origin itself, and the sandbox and tool routes are
+// servers'.
+func (r Route) CORS() bool {
+	return r.Path == "/api/remote_agents" || strings.HasPrefix(r.Path, "/api/remote_agents/")
+}
 
 // SocketRoute is a route of the push channel's WebSocket API (on AWS an API
 // Gateway WebSocket API; locally the dev server's) and the function serving it.

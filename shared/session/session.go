@@ -145,10 +145,19 @@ type Session struct {
 	PromptInjectedAt     time.Time `json:"prompt_injected_at,omitempty,omitzero"`
 	TmuxSessionName      string    `json:"tmux_session_name"`
 	CreatedAt            time.Time `json:"created_at"`
-	UpdatedAt            time.Time `json:"updated_at"`
-	ReadyAt              time.Time `json:"ready_at,omitempty,omitzero"`
-	EndedAt              time.Time `json:"ended_at,omitempty,omitzero"`
-	HeartbeatAt          time.Time `json:"heartbeat_at,omitempty,omitzero"`
+	// ListKey orders a tenant's sessions in the fleet list (ListKey):
+	// fixed-width creation time, then the id. Unset for sessions of no tenant.
+	ListKey string `json:"list_key,omitempty"`
+	// WatchShard and DueAt put a live session in the sweep's index: DueAt
+	// (epoch ms) is when it must next show life (a heartbeat, leaving
+	// provisioning or ending); the stores keep it (DueAfter, EndingLimit)
+	// and remove both when the session ends.
+	WatchShard  string    `json:"watch_shard,omitempty"`
+	DueAt       int64     `json:"due_at,omitempty"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	ReadyAt     time.Time `json:"ready_at,omitempty,omitzero"`
+	EndedAt     time.Time `json:"ended_at,omitempty,omitzero"`
+	HeartbeatAt time.Time `json:"heartbeat_at,omitempty,omitzero"`
 	// ExpiresAt (epoch seconds) is set when the session ends; TTL removes it later.
 	ExpiresAt int64 `json:"expires_at,omitempty"`
 	// InputTokens, OutputTokens, CachedTokens and ModelCalls are what the
@@ -358,4 +367,13 @@ type Store interface {
 	// call that began before the session ended is not lost. ErrNotFound if
 	// there is no such session.
 	AddUsage(ctx context.Context, id string, u Usage) error
+	// ListByTenant reads up to limit of a tenant's sessions that match f,
+	// newest first, after the cursor a previous call returned ("" starts);
+	// it returns the cursor to go on with, "" at the end, and may return fewer
+	// than limit sessions with a cursor (those it read did not match). A
+	// cursor of another tenant, or not one it returned, is ErrBadCursor.
+	ListByTenant(ctx context.Context, tenant string, f ListFilter, limit int, after string) ([]Session, string, error)
+	// Due returns up to limit ids of the live sessions of one watch shard
+	// whose DueAt is before the given time, most overdue first.
+	Due(ctx context.Context, shard string, before time.Time, limit int) ([]string, error)
 }

@@ -34,6 +34,8 @@ func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
 		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/env", Handler: httpapi.CORS(allowedOrigins, "POST", h.SubmitEnv), CORS: true},
 		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/messages", Handler: httpapi.CORS(allowedOrigins, "POST", h.Messages), CORS: true},
 		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/attachments", Handler: httpapi.CORS(allowedOrigins, "POST", h.Attachments), CORS: true},
+		{Method: http.MethodGet, Pattern: "/api/remote_agents", Handler: httpapi.CORS(allowedOrigins, "GET", h.List), CORS: true},
+		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/kill", Handler: httpapi.CORS(allowedOrigins, "POST", h.Kill), CORS: true},
 	}
 }
 
@@ -67,6 +69,36 @@ func (h *Handlers) Alive(ctx context.Context, req httpapi.Request) (httpapi.Resp
 // Shutdown serves POST /api/remote_agents/{id}/shutdown.
 func (h *Handlers) Shutdown(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	out, err := h.svc.Shutdown(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, out), nil
+}
+
+// List serves GET /api/remote_agents: a page of the app's agents, newest
+// first, filtered by project_name, persona_slug, agent_type, state (one or
+// several, comma-separated) or alive=true, limit and cursor (the previous
+// page's next_cursor).
+func (h *Handlers) List(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	app, err := h.svc.Authenticate(ctx, httpapi.BearerToken(req))
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	q, err := session.ParseListQuery(req.QueryStringParameters)
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	out, err := h.svc.List(ctx, app, q)
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, out), nil
+}
+
+// Kill serves POST /api/remote_agents/{id}/kill: the agent ends now, with
+// the app key of its tenant or its session token.
+func (h *Handlers) Kill(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	out, err := h.svc.Kill(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
 	if err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}

@@ -175,6 +175,17 @@ func (e *Env) toolResults() *dynamo.ToolResults {
 	return dynamo.NewToolResults(e.dynamoDB(), e.Resources.Idempotency.Name)
 }
 
+// Fleet builds the fleet function: GET /api/remote_agents (an app's agents)
+// and POST /api/remote_agents/{id}/kill.
+func Fleet(ctx context.Context, e *Env) (Function, error) {
+	jobs, err := e.Jobs(ctx)
+	if err != nil {
+		return Function{}, err
+	}
+	svc := session.NewService(session.Options{Store: e.SessionStore(), Registry: e.Registry(), Jobs: jobs, Notifier: e.Notifier(), Log: e.Log})
+	return sessionRoutes("fleet", svc, e)
+}
+
 // Events builds the events function: the SSE stream of an agent's events.
 func Events(_ context.Context, e *Env) (Function, error) {
 	h := &eventsapi.Handlers{
@@ -290,7 +301,8 @@ func JobWorker(ctx context.Context, e *Env) (Function, error) {
 	if err != nil {
 		return Function{}, err
 	}
-	w := &jobworker.Worker{Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, ModelGatewayURL: e.Config.Model.GatewayURL, PushURL: e.Config.Push.URL, Tools: gate, ToolsDLQ: toolsDLQ, Log: e.Log}
+	sweeper := session.NewService(session.Options{Store: e.SessionStore(), Log: e.Log})
+	w := &jobworker.Worker{Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, ModelGatewayURL: e.Config.Model.GatewayURL, PushURL: e.Config.Push.URL, Tools: gate, ToolsDLQ: toolsDLQ, Sweeper: sweeper, Log: e.Log}
 	return Function{Name: routes.JobWorker, Worker: w.Handle}, nil
 }
 
@@ -325,6 +337,7 @@ func Builders() map[string]Builder {
 	return map[string]Builder{
 		"create":         Create,
 		"agenttypes":     AgentTypes,
+		"fleet":          Fleet,
 		"alive":          Alive,
 		"shutdown":       Shutdown,
 		"messages":       Messages,

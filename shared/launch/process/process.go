@@ -184,7 +184,9 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 	return ref, nil
 }
 
-// Stop terminates a sandbox process group: SIGTERM, then SIGKILL after grace.
+// Stop terminates a sandbox process group: SIGTERM, then SIGKILL after grace,
+// and every process the sandbox started, in whatever process group: none is
+// left running after Stop.
 func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) error {
 	l.mu.Lock()
 	p, ok := l.procs[ref]
@@ -193,14 +195,25 @@ func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) er
 		return nil // already stopped, or not ours
 	}
 	pgid := p.cmd.Process.Pid
+	// The process groups its commands run in, should the sandbox exit by
+	// itself and leave one behind (orphaned, they are no longer below it).
+	groups := groupsBelow(pgid)
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	select {
 	case <-p.done:
+		for _, g := range groups {
+			_ = syscall.Kill(-g, syscall.SIGKILL)
+		}
 		return nil
 	case <-time.After(grace):
 	case <-ctx.Done():
 	}
+	// The sandbox's commands may run in process groups of their own (a tool
+	// that can be timed out alone): they go with it, frozen first so none
+	// escapes by forking.
+	tree := freezeTree(pgid)
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	killTree(tree)
 	select {
 	case <-p.done:
 		return nil

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -274,4 +276,67 @@ func TestSandboxRunsWithinItsSize(t *testing.T) {
 	if procs, _ := os.ReadFile(filepath.Join(dir, "plain-1", "procs")); strings.TrimSpace(string(procs)) != "" {
 		t.Errorf("GOMAXPROCS %q for a sandbox without a size", procs)
 	}
+}
+
+// TestStopLeavesNoCommandBehind: a sandbox's commands in process groups of
+// their own (as its tools run) go with it, whether it is killed (no grace)
+// or exits by itself on SIGTERM and leaves them.
+func TestStopLeavesNoCommandBehind(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, trap string
+		grace      time.Duration
+	}{
+		{"killed", `trap '' TERM`, 0},
+		{"graceful", `trap 'exit 0' TERM`, 10 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pidFile := filepath.Join(t.TempDir(), "cmd.pid")
+			// setsid puts the command in a session and process group of its own.
+			script := tc.trap + `; setsid sh -c 'echo $$ > ` + pidFile + `.tmp; mv ` + pidFile + `.tmp ` + pidFile + `; exec sleep 600' & ` +
+				`while [ ! -s ` + pidFile + ` ]; do sleep 0.05; done; ` + report + `; wait`
+			l, r, _, _ := newLauncher(t, script)
+			ref, err := l.Launch(t.Context(), launch.Spec{SessionID: "s-" + tc.name, Generation: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.wait(t, ref)
+			raw, err := os.ReadFile(pidFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+			if err := l.Stop(t.Context(), ref, tc.grace); err != nil {
+				t.Fatal(err)
+			}
+			// The command is killed, then reaped by init: wait for it to be
+			// gone, not for a while.
+			deadline := time.Now().Add(30 * time.Second) // a bound on failure, not a window
+			for syscall.Kill(pid, 0) == nil && !zombie(pid) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the sandbox's command %d outlived Stop", pid)
+				}
+				runtime.Gosched()
+			}
+		})
+	}
+}
+
+// zombie reports whether pid is dead, waiting to be reaped.
+func zombie(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	rest := string(stat)
+	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	f := strings.Fields(rest)
+	return len(f) > 0 && f[0] == "Z"
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -106,11 +107,18 @@ func (m *Memory) Transition(_ context.Context, id string, c session.Change) (ses
 		if c.Reason != "" {
 			s.Reason = c.Reason
 		}
+		if c.To == session.Ending {
+			s.DueAt = now.Add(session.EndingLimit).UnixMilli()
+		}
+		if err := set(s, c.Set); err != nil {
+			return err
+		}
 		if c.To.Terminal() {
 			s.EndedAt = now
 			s.ExpiresAt = now.Add(session.Retention).Unix()
+			s.WatchShard, s.DueAt = "", 0
 		}
-		return set(s, c.Set)
+		return nil
 	})
 }
 
@@ -343,6 +351,9 @@ func set(s *session.Session, f session.Fields) error {
 	at(&s.PromptInjectedAt, f.PromptInjectedAt)
 	at(&s.ReadyAt, f.ReadyAt)
 	at(&s.HeartbeatAt, f.HeartbeatAt)
+	if due := session.DueAfter(f); !due.IsZero() {
+		s.DueAt = due.UnixMilli() // terminal transitions clear it after
+	}
 	str(&s.SandboxRef, f.SandboxRef)
 	str(&s.SnapshotKey, f.SnapshotKey)
 	if f.WorkspaceStatus != nil {
@@ -362,4 +373,62 @@ func clone[T any](v T) T {
 		panic(fmt.Sprintf("storetest: %v", err))
 	}
 	return out
+}
+
+// ListByTenant reads a tenant's sessions that have a list key, newest first,
+// as dynamo.Sessions does from its index: limit sessions read per call, those
+// not matching f dropped, and a cursor (the last list key read) while there
+// may be more.
+func (m *Memory) ListByTenant(_ context.Context, tenant string, f session.ListFilter, limit int, after string) ([]session.Session, string, error) {
+	if limit < 1 {
+		return nil, "", fmt.Errorf("list sessions: limit %d", limit)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	start := ""
+	if after != "" {
+		t, key, ok := strings.Cut(after, "|")
+		if !ok || t != tenant || key == "" {
+			return nil, "", session.ErrBadCursor
+		}
+		start = key
+	}
+	var all []session.Session
+	for _, ms := range m.sessions {
+		if ms.s.Tenant == tenant && ms.s.ListKey != "" && (start == "" || ms.s.ListKey < start) {
+			all = append(all, ms.s)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].ListKey > all[j].ListKey })
+	next := ""
+	if len(all) > limit {
+		all = all[:limit]
+		next = tenant + "|" + all[limit-1].ListKey
+	}
+	var out []session.Session
+	for _, s := range all {
+		if session.Matches(s, f) {
+			out = append(out, clone(s))
+		}
+	}
+	return out, next, nil
+}
+
+// Due returns the ids of a shard's live sessions due before the time, most
+// overdue first.
+func (m *Memory) Due(_ context.Context, shard string, before time.Time, limit int) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var due []session.Session
+	for _, ms := range m.sessions {
+		if ms.s.WatchShard == shard && ms.s.DueAt < before.UnixMilli() {
+			due = append(due, ms.s)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool { return due[i].DueAt < due[j].DueAt })
+	ids := make([]string, 0, min(limit, len(due)))
+	for _, s := range due[:min(limit, len(due))] {
+		ids = append(ids, s.ID)
+	}
+	return ids, nil
 }

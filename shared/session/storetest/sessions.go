@@ -87,6 +87,7 @@ func runSessions(t *testing.T, newStore func(t *testing.T) session.Store) {
 		}
 		want := s
 		want.State, want.ReadyAt, want.GuardrailsHash, want.UpdatedAt = session.Ready, ready, "gh", got.UpdatedAt
+		want.DueAt = ready.Add(session.HeartbeatTimeout).UnixMilli() // ready is life: the next heartbeat is due
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("Transition = %+v;\nwant %+v", got, want)
 		}
@@ -372,6 +373,7 @@ func runSessions(t *testing.T, newStore func(t *testing.T) session.Store) {
 		}
 		want := s
 		want.HeartbeatAt, want.SandboxRef, want.UpdatedAt = beat, "pid:42", got.UpdatedAt
+		want.DueAt = beat.Add(session.HeartbeatTimeout).UnixMilli()
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("Touch = %+v;\nwant %+v", got, want)
 		}

@@ -21,6 +21,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 	runSessions(t, newStore)
 	runEvents(t, newStore)
 	runPush(t, newStore)
+	runFleet(t, newStore)
 }
 
 // sample returns a new session in state of generation gen, with every kind of

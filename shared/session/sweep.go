@@ -1,0 +1,129 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+)
+
+// The sweep's limits. A session that stays provisioning past
+// ProvisioningLimit, or ending past EndingLimit, is ended by the sweep, as is
+// a running one whose sandbox has not heart-beaten for HeartbeatTimeout.
+const (
+	// ProvisioningLimit bounds launch and workspace provisioning (clone,
+	// setup commands, restore) together.
+	ProvisioningLimit = 20 * time.Minute
+	// EndingLimit bounds a graceful stop: StopGrace and the stop itself.
+	EndingLimit = 2 * time.Minute
+	// WatchShards spreads the live sessions over the sweep index's
+	// partitions, so that no partition holds the whole fleet.
+	WatchShards = 16
+	// sweepPage bounds the sessions one shard's query returns; the sweep
+	// pages on within a run until a shard has nothing due.
+	sweepPage = 100
+	// sweepMax bounds the sessions one run ends, so a run stays well inside a
+	// Lambda's time; the next run goes on.
+	sweepMax = 2000
+)
+
+// WatchShard is the sweep index partition of session id.
+func WatchShard(id string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return "w" + strconv.Itoa(int(h.Sum32()%WatchShards))
+}
+
+// DueAfter is when a session must next show life after the change f
+// records: a heartbeat (or ready) is life, and the next one is due within
+// HeartbeatTimeout. Zero: f changes nothing of it.
+func DueAfter(f Fields) time.Time {
+	last := f.HeartbeatAt
+	if last.IsZero() {
+		last = f.ReadyAt
+	}
+	if last.IsZero() {
+		return time.Time{}
+	}
+	return last.Add(HeartbeatTimeout)
+}
+
+// SweepReport says what a sweep ended.
+type SweepReport struct {
+	// Checked counts the due sessions read; Lost, Stuck and Ended those it
+	// ended: lost (no heartbeat), stuck provisioning (failed, timeout), stuck
+	// ending (ended with the reason they were ending for).
+	Checked, Lost, Stuck, Ended int
+	// Stop are the sessions it ended, as they were then: their sandboxes
+	// (SandboxRef) are for the caller to stop.
+	Stop []Session
+}
+
+// Sweep ends the sessions nobody would otherwise end: running ones whose
+// sandbox stopped heart-beating (lost: nobody needs to call alive), and ones
+// stuck provisioning or ending past their limits, and returns them for their
+// sandboxes to be stopped (jobworker stops them). It reads only the sweep index's due
+// sessions (never a scan) and re-reads each before acting, with the
+// conditional transitions, so a session that showed life meanwhile is left
+// alone and two sweeps at once end a session once.
+func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
+	var rep SweepReport
+	now := s.o.Now()
+	for shard := range WatchShards {
+		seen := map[string]bool{}
+		for rep.Checked < sweepMax {
+			ids, err := s.o.Store.Due(ctx, "w"+strconv.Itoa(shard), now, sweepPage)
+			if err != nil {
+				return rep, fmt.Errorf("sweep shard %d: %w", shard, err)
+			}
+			fresh := slices.DeleteFunc(ids, func(id string) bool { return seen[id] })
+			if len(fresh) == 0 {
+				break
+			}
+			for _, id := range fresh {
+				seen[id] = true
+				rep.Checked++
+				if err := s.sweepOne(ctx, id, now, &rep); err != nil {
+					return rep, err
+				}
+			}
+		}
+	}
+	return rep, nil
+}
+
+func (s *Service) sweepOne(ctx context.Context, id string, now time.Time, rep *SweepReport) error {
+	sess, err := s.o.Store.Get(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var c Change
+	switch {
+	case sess.Lost(now):
+		c, rep.Lost = Change{From: Running, To: Ended, Reason: ReasonLost, Generation: sess.Generation}, rep.Lost+1
+	case sess.State == Provisioning && now.Sub(sess.CreatedAt) > ProvisioningLimit:
+		c, rep.Stuck = Change{From: []State{Provisioning}, To: Failed, Reason: ReasonTimeout, Generation: sess.Generation}, rep.Stuck+1
+	case sess.State == Ending && now.Sub(sess.UpdatedAt) > EndingLimit:
+		c, rep.Ended = Change{From: []State{Ending}, To: Ended, Generation: sess.Generation}, rep.Ended+1
+	default:
+		return nil // not due after all: it showed life after the index was read
+	}
+	ended, err := s.o.Store.Transition(ctx, id, c)
+	if errors.Is(err, ErrConflict) {
+		return nil // it moved meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	s.o.Log.InfoContext(ctx, "sweep ended a session", slog.String("session_id", id), slog.String("state", string(ended.State)), slog.String("reason", string(ended.Reason)))
+	rep.Stop = append(rep.Stop, ended)
+	return nil
+}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"time"
-
 )
 
 // The sweep's limits. A session that stays provisioning past

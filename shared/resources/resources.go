@@ -74,7 +74,12 @@ type Set struct {
 	Jobs        Table
 	JobsQueue   Queue
 	ToolsQueue  Queue
-	Bucket      Bucket
+	// OrchestratorQueue is where the orchestrator reads the jobs' events
+	// (package jobevents): the EventBridge rule on the jobs bus forwards them
+	// there on AWS and LocalStack; on the bundled emulators the publisher
+	// sends them there itself.
+	OrchestratorQueue Queue
+	Bucket            Bucket
 }
 
 // Tables lists the set's tables in a stable order.
@@ -84,7 +89,7 @@ func (s Set) Tables() []Table {
 
 // Queues lists the set's queues in a stable order.
 func (s Set) Queues() []Queue {
-	return []Queue{s.JobsQueue, s.ToolsQueue}
+	return []Queue{s.JobsQueue, s.ToolsQueue, s.OrchestratorQueue}
 }
 
 // TTLAttribute is the attribute every table expires items by (epoch seconds).
@@ -183,6 +188,8 @@ func For(env string) (Set, error) {
 		},
 		JobsQueue:  queue("jobs", 5*time.Minute),
 		ToolsQueue: queue("tools", 15*time.Minute),
-		Bucket:     Bucket{Name: name("data")},
+		// The orchestrator's consumer holds a job event while it handles it.
+		OrchestratorQueue: queue("orchestrator", 2*time.Minute),
+		Bucket:            Bucket{Name: name("data")},
 	}, nil
 }

@@ -52,10 +52,10 @@ func TestInitHookRunsTheBootstrapIdempotently(t *testing.T) {
 		return string(out)
 	}
 	seeded := "seeded ra-" + env + "-registry: 1 projects, 2 personas, 1 agent types, 1 configurations, app key true (tenant dev)"
-	if out := runHook(); !strings.Contains(out, "environment "+env+": 16 created, 0 already there") || !strings.Contains(out, seeded) {
+	if out := runHook(); !strings.Contains(out, "environment "+env+": 18 created, 0 already there") || !strings.Contains(out, seeded) {
 		t.Errorf("first run:\n%s", out)
 	}
-	if out := runHook(); !strings.Contains(out, "environment "+env+": 0 created, 16 already there") || !strings.Contains(out, seeded) {
+	if out := runHook(); !strings.Contains(out, "environment "+env+": 0 created, 18 already there") || !strings.Contains(out, seeded) {
 		t.Errorf("second run:\n%s", out)
 	}
 

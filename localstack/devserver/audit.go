@@ -10,6 +10,7 @@ import (
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
@@ -111,6 +112,12 @@ func calls(op string, params any, short func(string) string, partitionKeys map[s
 		return []AWSCall{{Action: "sqs:SendMessage", Resource: queue(in.QueueUrl)}}
 	case *sqs.SendMessageBatchInput:
 		return []AWSCall{{Action: "sqs:SendMessage", Resource: queue(in.QueueUrl)}}
+	case *eventbridge.PutEventsInput:
+		var out []AWSCall
+		for _, e := range in.Entries {
+			out = append(out, AWSCall{Action: "events:PutEvents", Resource: short(str(e.EventBusName))})
+		}
+		return out
 	case *s3.GetObjectInput:
 		return []AWSCall{{Action: access.GetObject, Resource: str(in.Key)}}
 	case *s3.PutObjectInput:
@@ -164,6 +171,8 @@ func Allowed(c AWSCall) bool {
 		return a.AllowsItem(c.Resource, c.Action, c.Key)
 	case c.Action == "sqs:SendMessage":
 		return a.AllowsSend(c.Resource)
+	case c.Action == "events:PutEvents":
+		return a.AllowsPutEvents(c.Resource)
 	case c.Action == "s3:ListBucket":
 		return a.AllowsList(c.Resource)
 	case strings.HasPrefix(c.Action, "s3:"):

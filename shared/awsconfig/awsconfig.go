@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
@@ -37,6 +38,9 @@ const (
 	DynamoDB Service = "DYNAMODB"
 	SQS      Service = "SQS"
 	S3       Service = "S3"
+	// EventBridge is reached on AWS and LocalStack only: the bundled emulators
+	// have none (AWS_ENDPOINT_URL_EVENTBRIDGE, else AWS_ENDPOINT_URL).
+	EventBridge Service = "EVENTBRIDGE"
 )
 
 // DefaultRegion is used when neither AWS_REGION nor AWS_DEFAULT_REGION is set.
@@ -139,6 +143,11 @@ func NewDynamoDB(cfg aws.Config) *dynamodb.Client {
 // NewSQS returns an SQS client for cfg.
 func NewSQS(cfg aws.Config) *sqs.Client {
 	return sqs.NewFromConfig(cfg)
+}
+
+// NewEventBridge returns an EventBridge client for cfg.
+func NewEventBridge(cfg aws.Config) *eventbridge.Client {
+	return eventbridge.NewFromConfig(cfg)
 }
 
 // NewS3 returns an S3 client for cfg, path-style when the S3 endpoint is overridden.

@@ -15,6 +15,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
+	"github.com/remote-agents/remote-agents/shared/jobevents"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -54,6 +55,7 @@ type Env struct {
 	queues     map[string]*sqsqueue.Queue
 	reporter   *report.Reporter
 	guardrails guardrails.Source
+	jobEvents  jobevents.Publisher
 }
 
 // FromEnvironment loads the platform configuration (config.Load) and the AWS

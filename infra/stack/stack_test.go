@@ -302,9 +302,9 @@ func TestWorkersConsumeTheirQueues(t *testing.T) {
 			}
 		}
 	}
-	// Each queue of the Go definition and its DLQ, and the stopped-sandbox
-	// rule's DLQ.
-	if len(queues) != 2*len(set.Queues())+1 {
+	// Each queue of the Go definition and its DLQ, and the DLQs of the
+	// stopped-sandbox rule and of the job events rule.
+	if len(queues) != 2*len(set.Queues())+2 {
 		t.Errorf("%d queues: %v", len(queues), queues)
 	}
 	for _, q := range set.Queues() {
@@ -338,11 +338,14 @@ func TestWorkersConsumeTheirQueues(t *testing.T) {
 	}
 	// ECS task-state changes reach the jobs queue.
 	rules := tp.byType("AWS::Events::Rule")
-	if len(rules) != 1 {
+	if len(rules) != 2 {
 		t.Fatalf("%d rules", len(rules))
 	}
 	for _, r := range rules {
 		p := props(r)
+		if p["Name"] == "ra-dev-job-events" {
+			continue // TestJobEventsReachTheOrchestratorQueue
+		}
 		if queues[ref(p["Targets"].([]any)[0].(map[string]any)["Arn"])] != set.JobsQueue.Name || fmt.Sprint(p["EventPattern"].(map[string]any)["detail-type"]) != "[ECS Task State Change]" {
 			t.Errorf("rule %v", p)
 		}

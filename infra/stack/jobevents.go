@@ -8,8 +8,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
-
-	"github.com/remote-agents/remote-agents/shared/jobevents"
 )
 
 // JobEventsDLQ is the short name of the dead-letter queue of the job events
@@ -24,14 +22,25 @@ const JobEventsDLQ = "job-events-dlq"
 // events:PutEvents grant on that bus to the functions whose access publishes
 // job events (jobworker; the jobs function once it declares
 // PublishJobEvents), and the orchestrator queue's URL and ARN as outputs.
+//
+// On LocalStack the bus and the rule are the init hook's (shared/bootstrap,
+// from resources.Set.JobEvents), like the queues: the stack references the bus
+// by name and only grants.
 func (s *Stack) jobEvents(p Props) {
 	set := s.Set
+	queue := s.Queues[set.OrchestratorQueue.Name]
+	if p.Target == LocalStack {
+		bus := awsevents.EventBus_FromEventBusName(s.Stack, jsii.String("JobsBus"), jsii.String(set.JobEvents.Bus))
+		s.grantPutEvents(bus)
+		s.jobEventsOutputs(bus, queue)
+		return
+	}
 	removal := awscdk.RemovalPolicy_DESTROY
 	if Prod(p.Env) {
 		removal = awscdk.RemovalPolicy_RETAIN
 	}
 	bus := awsevents.NewEventBus(s.Stack, jsii.String("JobsBus"), &awsevents.EventBusProps{
-		EventBusName: jsii.String(jobevents.BusName(p.Env)),
+		EventBusName: jsii.String(set.JobEvents.Bus),
 		Description:  jsii.String("Remote Agents orchestrator jobs' events (AGENT.JOB.*)"),
 	})
 	dlqName := s.name(JobEventsDLQ)
@@ -43,23 +52,20 @@ func (s *Stack) jobEvents(p Props) {
 		RemovalPolicy:   removal,
 	})
 	s.Queues[dlqName] = dlq
-	if p.Target != LocalStack { // community LocalStack has no CloudWatch alarms
-		awscloudwatch.NewAlarm(s.Stack, jsii.String(s.id(dlqName, "Depth")), &awscloudwatch.AlarmProps{
-			AlarmName:          jsii.String(dlqName + "-depth"),
-			AlarmDescription:   jsii.String("Job events EventBridge could not deliver to " + set.OrchestratorQueue.Name),
-			Metric:             dlq.MetricApproximateNumberOfMessagesVisible(nil),
-			Threshold:          jsii.Number(1),
-			EvaluationPeriods:  jsii.Number(1),
-			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		})
-	}
-	queue := s.Queues[set.OrchestratorQueue.Name]
+	awscloudwatch.NewAlarm(s.Stack, jsii.String(s.id(dlqName, "Depth")), &awscloudwatch.AlarmProps{
+		AlarmName:          jsii.String(dlqName + "-depth"),
+		AlarmDescription:   jsii.String("Job events EventBridge could not deliver to " + set.OrchestratorQueue.Name),
+		Metric:             dlq.MetricApproximateNumberOfMessagesVisible(nil),
+		Threshold:          jsii.Number(1),
+		EvaluationPeriods:  jsii.Number(1),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
 	awsevents.NewRule(s.Stack, jsii.String("JobEvents"), &awsevents.RuleProps{
-		RuleName:     jsii.String("ra-" + p.Env + "-job-events"),
+		RuleName:     jsii.String(set.JobEvents.Name),
 		Description:  jsii.String("The orchestrator jobs' events, to the orchestrator queue"),
 		EventBus:     bus,
-		EventPattern: &awsevents.EventPattern{Source: jsii.Strings(jobevents.Source)},
+		EventPattern: &awsevents.EventPattern{Source: jsii.Strings(set.JobEvents.Source)},
 		// The queue receives the event as EventBridge has it (the envelope).
 		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(queue, &awseventstargets.SqsQueueProps{
 			DeadLetterQueue: dlq,
@@ -67,8 +73,14 @@ func (s *Stack) jobEvents(p Props) {
 			MaxEventAge:     awscdk.Duration_Hours(jsii.Number(ruleMaxEventAgeHours)),
 		})},
 	})
-	// Grants: the functions that publish, on this bus only. The tool worker
-	// runs jobworker's code but runs no orchestrator job: no grant.
+	s.grantPutEvents(bus)
+	s.jobEventsOutputs(bus, queue)
+}
+
+// grantPutEvents lets the functions that publish job events put events on
+// bus, and on nothing else. The tool worker runs jobworker's code but runs no
+// orchestrator job: no grant.
+func (s *Stack) grantPutEvents(bus awsevents.IEventBus) {
 	for _, fn := range s.FunctionNames() {
 		if a, ok := s.access(fn); ok && a.PublishJobEvents {
 			s.Functions[fn].AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -77,6 +89,10 @@ func (s *Stack) jobEvents(p Props) {
 			}))
 		}
 	}
+}
+
+// jobEventsOutputs are the bus's name and where the orchestrator reads.
+func (s *Stack) jobEventsOutputs(bus awsevents.IEventBus, queue awssqs.IQueue) {
 	awscdk.NewCfnOutput(s.Stack, jsii.String("JobsEventBusName"), &awscdk.CfnOutputProps{
 		Value: bus.EventBusName(), Description: jsii.String("The bus the jobs' events are published on"),
 	})

@@ -46,6 +46,7 @@ func TestJobEventsReachTheOrchestratorQueue(t *testing.T) {
 		if ref(target["DeadLetterConfig"].(map[string]any)["Arn"]) != dlqID {
 			t.Errorf("target's dead-letter queue %v, want %s", target["DeadLetterConfig"], dlqID)
 		}
+		tp.find(t, "AWS::CloudWatch::Alarm", "AlarmName", "ra-"+env+"-"+JobEventsDLQ+"-depth")
 		if rp := target["RetryPolicy"].(map[string]any); rp["MaximumRetryAttempts"] != float64(ruleRetryAttempts) {
 			t.Errorf("retry policy %v", rp)
 		}
@@ -107,5 +108,26 @@ func TestJobEventsReachTheOrchestratorQueue(t *testing.T) {
 		if ref(out["OrchestratorQueueUrl"].(map[string]any)["Value"]) != queueID || out["OrchestratorQueueArn"] == nil || out["JobsEventBusName"] == nil {
 			t.Errorf("outputs %v", out)
 		}
+	}
+}
+
+// On LocalStack the bus and its rule are the init hook's: the stack grants
+// jobworker events:PutEvents on that bus, by name, and outputs the queue.
+func TestLocalStackPublishesOnTheInitHooksBus(t *testing.T) {
+	tp := synthLocalStack(t)
+	for _, r := range tp.byType("AWS::Lambda::Function") {
+		name, _ := props(r)["FunctionName"].(string)
+		puts := false
+		for _, st := range tp.statements(ref(props(r)["Role"])) {
+			if slices.Contains(list(st["Action"]), "events:PutEvents") {
+				puts = strings.Contains(fmt.Sprint(st["Resource"]), ":event-bus/ra-dev-jobs")
+			}
+		}
+		if want := name == "ra-dev-jobworker"; puts != want {
+			t.Errorf("%s: may put on ra-dev-jobs %v, want %v", name, puts, want)
+		}
+	}
+	if out := (*tp.raw.ToJSON())["Outputs"].(map[string]any); out["OrchestratorQueueUrl"] == nil {
+		t.Errorf("outputs %v", out)
 	}
 }

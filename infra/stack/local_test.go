@@ -45,28 +45,28 @@ func synthLocalStack(t *testing.T) *template {
 // communityLocalStack are the resource types the LocalStack variant may use:
 // those community LocalStack's CloudFormation deploys (no API Gateway v2,
 // CloudFront, ECS, EC2, ECR, Lambda layers, CloudWatch alarms: Pro services).
-// The tables, queues and bucket are the init hook's, not the stack's; the
-// queues the stack makes are its EventBridge rules' dead-letter queues, and
-// the one bus it makes is the jobs' (EventBridge is in community LocalStack).
+// The tables, queues and bucket (and the jobs' bus with its rule) are the
+// init hook's, not the stack's; the one queue the stack makes is its
+// EventBridge rule's dead-letter queue.
 var communityLocalStack = []string{
 	"AWS::Lambda::Function", "AWS::Lambda::Url", "AWS::Lambda::Permission", "AWS::Lambda::EventSourceMapping",
 	"AWS::IAM::Role", "AWS::IAM::Policy", "AWS::Logs::LogGroup", "AWS::SecretsManager::Secret",
-	"AWS::Events::Rule", "AWS::Events::EventBus", "AWS::SQS::QueuePolicy",
+	"AWS::Events::Rule", "AWS::SQS::QueuePolicy",
 }
 
 func TestLocalStackVariantUsesOnlyCommunityServices(t *testing.T) {
 	tp := synthLocalStack(t)
 	for id, r := range tp.res {
 		typ, _ := r["Type"].(string)
-		if name := r["Properties"].(map[string]any)["QueueName"]; typ == "AWS::SQS::Queue" && (name == "ra-dev-"+SandboxStoppedDLQ || name == "ra-dev-"+JobEventsDLQ) {
+		if typ == "AWS::SQS::Queue" && r["Properties"].(map[string]any)["QueueName"] == "ra-dev-"+SandboxStoppedDLQ {
 			continue
 		}
 		if !slices.Contains(communityLocalStack, typ) {
 			t.Errorf("%s: %s is not deployable on community LocalStack (or is the init hook's)", id, typ)
 		}
 	}
-	if n := len(tp.byType("AWS::Events::Rule")); n != 2 {
-		t.Errorf("%d EventBridge rules, want the sandbox-stopped one and the job events'", n)
+	if n := len(tp.byType("AWS::Events::Rule")); n != 1 {
+		t.Errorf("%d EventBridge rules, want the sandbox-stopped one (the job events' is the init hook's)", n)
 	}
 	if n := len(tp.byType("AWS::SecretsManager::Secret")); n == 0 {
 		t.Error("no model provider secrets")

@@ -69,3 +69,15 @@ func TestValidateEnv(t *testing.T) {
 		}
 	}
 }
+
+func TestJobEventsGoToTheOrchestratorQueue(t *testing.T) {
+	t.Parallel()
+	set, err := resources.For("dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := resources.EventRule{Bus: "ra-dev-jobs", Name: "ra-dev-job-events", Source: "remote-agents.jobs", Queue: "ra-dev-orchestrator"}
+	if set.JobEvents != want || set.OrchestratorQueue.Name != want.Queue || set.OrchestratorQueue.DeadLetterName != "ra-dev-orchestrator-dlq" {
+		t.Errorf("job events %+v, orchestrator queue %+v", set.JobEvents, set.OrchestratorQueue)
+	}
+}

@@ -163,7 +163,7 @@ func (p *Publisher) backoff(try int) time.Duration {
 	if ceiling <= 0 {
 		return 0
 	}
-	return time.Duration(rand.Int64N(int64(ceiling) + 1))
+	return time.Duration(rand.Int64N(int64(ceiling) + 1)) //nolint:gosec // jitter, not a secret
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

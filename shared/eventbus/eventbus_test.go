@@ -19,6 +19,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/eventbus"
 	"github.com/remote-agents/remote-agents/shared/jobevents"
+	"github.com/remote-agents/remote-agents/shared/jobevents/queuepub"
 )
 
 // fakeEventBridge speaks EventBridge's JSON 1.1 wire format for PutEvents: it
@@ -348,5 +349,35 @@ func TestPublishReportsAFailedRequest(t *testing.T) {
 	err := bus.Publish(t.Context(), events(2)...)
 	if err == nil || !strings.Contains(err.Error(), "ra-test-jobs") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// What EventBridge delivers for an entry the bus sent (its envelope, built as
+// EventBridge builds it from the entry) is what the bundled emulators'
+// publisher puts on the queue, but for the id EventBridge picks: the
+// orchestrator reads the same fields everywhere.
+func TestEntriesBecomeTheQueuePublishersEnvelope(t *testing.T) {
+	t.Parallel()
+	fake := &fakeEventBridge{}
+	bus, _ := start(t, fake)
+	evs := events(3)
+	evs[1].Time = evs[1].Time.Add(750 * time.Millisecond) // EventBridge keeps whole seconds
+	if err := bus.Publish(t.Context(), evs...); err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range fake.taken(t) {
+		delivered := jobevents.Envelope{
+			Version: "0", ID: "eventbridge's own", DetailType: jobevents.DetailType(g.DetailType), Source: g.Source,
+			Account: queuepub.LocalAccount, Time: time.Unix(int64(g.Time), 0).UTC().Format("2006-01-02T15:04:05Z"),
+			Region: "us-east-1", Resources: g.Resources, Detail: json.RawMessage(g.Detail),
+		}
+		want, err := queuepub.Envelope(evs[i], queuepub.LocalAccount, "us-east-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.ID = delivered.ID
+		if !reflect.DeepEqual(delivered, want) {
+			t.Errorf("event %d: EventBridge delivers %+v, the queue publisher sends %+v", i, delivered, want)
+		}
 	}
 }

@@ -3,8 +3,9 @@
 // the bootstrap and the tests.
 //
 // Endpoints follow the SDK's standard environment variables: AWS_ENDPOINT_URL for
-// every service, or AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS and
-// AWS_ENDPOINT_URL_S3 for one (the per-service variable wins). When an endpoint is
+// every service, or AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS,
+// AWS_ENDPOINT_URL_S3 and AWS_ENDPOINT_URL_EVENTBRIDGE for one (the
+// per-service variable wins). When an endpoint is
 // overridden (LocalStack, the bundled emulators) S3 uses path-style addressing, and a
 // process without credentials gets fixed local ones so it can sign requests.
 package awsconfig

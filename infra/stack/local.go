@@ -139,6 +139,7 @@ func (s *Stack) localStack(p Props) {
 	s.grant(sandboxes{})
 	s.eventSources()
 	s.sandboxStopped(p, awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:ecs:${AWS::Region}:${AWS::AccountId}:cluster/"+cluster), nil))
+	s.jobEvents(p)
 	s.modelOutputs()
 }
 

@@ -45,8 +45,9 @@ func synthLocalStack(t *testing.T) *template {
 // communityLocalStack are the resource types the LocalStack variant may use:
 // those community LocalStack's CloudFormation deploys (no API Gateway v2,
 // CloudFront, ECS, EC2, ECR, Lambda layers, CloudWatch alarms: Pro services).
-// The tables, queues and bucket are the init hook's, not the stack's; the one
-// queue the stack makes is its EventBridge rule's dead-letter queue.
+// The tables, queues and bucket (and the jobs' bus with its rule) are the
+// init hook's, not the stack's; the one queue the stack makes is its
+// EventBridge rule's dead-letter queue.
 var communityLocalStack = []string{
 	"AWS::Lambda::Function", "AWS::Lambda::Url", "AWS::Lambda::Permission", "AWS::Lambda::EventSourceMapping",
 	"AWS::IAM::Role", "AWS::IAM::Policy", "AWS::Logs::LogGroup", "AWS::SecretsManager::Secret",

@@ -79,6 +79,10 @@ func (s *Stack) suppressFindings() {
 		suppress(dlq, false, finding("AwsSolutions-SQS3",
 			"It is itself a dead-letter queue: the stopped-sandbox rule's target's (EventBridge's DeadLetterConfig, not a redrive policy)."))
 	}
+	if dlq, ok := s.Queues[s.name(JobEventsDLQ)]; ok {
+		suppress(dlq, false, finding("AwsSolutions-SQS3",
+			"It is itself a dead-letter queue: the job events rule's target's (EventBridge's DeadLetterConfig, not a redrive policy)."))
+	}
 	for name, fn := range s.Functions {
 		reason, appliesTo := s.wildcards(name)
 		suppress(fn.Role(), true, finding("AwsSolutions-IAM5", reason, appliesTo...))

@@ -157,6 +157,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	s.push(p, removal)
 	s.eventSources()
 	s.sandboxStopped(p, sandbox.cluster.ClusterArn())
+	s.jobEvents(p)
 	s.alarms()
 
 	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: s.API.ApiEndpoint()})
@@ -178,6 +179,7 @@ func (s *Stack) data(p Props, removal awscdk.RemovalPolicy) awss3.Bucket {
 		dlq := awssqs.NewQueue(st, jsii.String(s.id(q.DeadLetterName, "Queue")), &awssqs.QueueProps{
 			QueueName:       jsii.String(q.DeadLetterName),
 			RetentionPeriod: awscdk.Duration_Seconds(jsii.Number(q.DeadLetterRetention.Seconds())),
+			Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 			EnforceSSL:      jsii.Bool(true),
 			RemovalPolicy:   removal,
 		})
@@ -187,6 +189,7 @@ func (s *Stack) data(p Props, removal awscdk.RemovalPolicy) awss3.Bucket {
 			VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(q.VisibilityTimeout.Seconds())),
 			RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(q.Retention.Seconds())),
 			DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(float64(q.MaxReceiveCount))},
+			Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
 			EnforceSSL:        jsii.Bool(true),
 			RemovalPolicy:     removal,
 		})

@@ -306,9 +306,9 @@ func TestWorkersConsumeTheirQueues(t *testing.T) {
 			}
 		}
 	}
-	// Each queue of the Go definition and its DLQ, and the stopped-sandbox
-	// rule's DLQ.
-	if len(queues) != 2*len(set.Queues())+1 {
+	// Each queue of the Go definition and its DLQ, and the DLQs of the
+	// stopped-sandbox rule and of the job events rule.
+	if len(queues) != 2*len(set.Queues())+2 {
 		t.Errorf("%d queues: %v", len(queues), queues)
 	}
 	for _, q := range set.Queues() {
@@ -340,13 +340,17 @@ func TestWorkersConsumeTheirQueues(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("event sources %v, want %v", got, want)
 	}
-	// ECS task-state changes reach the jobs queue, and a sweep every minute.
+	// ECS task-state changes reach the jobs queue, and a sweep every minute
+	// (the job events' rule has its own test).
 	rules := tp.byType("AWS::Events::Rule")
-	if len(rules) != 2 {
+	if len(rules) != 3 {
 		t.Fatalf("%d rules", len(rules))
 	}
 	for _, r := range rules {
 		p := props(r)
+		if p["Name"] == "ra-dev-job-events" {
+			continue // TestJobEventsReachTheOrchestratorQueue
+		}
 		target := p["Targets"].([]any)[0].(map[string]any)
 		if queues[ref(target["Arn"])] != set.JobsQueue.Name {
 			t.Errorf("rule %v", p)

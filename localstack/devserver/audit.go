@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
@@ -112,6 +113,12 @@ func calls(op string, params any, short func(string) string, partitionKeys map[s
 		return []AWSCall{{Action: "sqs:SendMessage", Resource: queue(in.QueueUrl)}}
 	case *sqs.SendMessageBatchInput:
 		return []AWSCall{{Action: "sqs:SendMessage", Resource: queue(in.QueueUrl)}}
+	case *eventbridge.PutEventsInput:
+		var out []AWSCall
+		for _, e := range in.Entries {
+			out = append(out, AWSCall{Action: "events:PutEvents", Resource: short(str(e.EventBusName))})
+		}
+		return out
 	case *s3.GetObjectInput:
 		return []AWSCall{{Action: access.GetObject, Resource: str(in.Key)}}
 	case *s3.PutObjectInput:
@@ -173,6 +180,8 @@ func Allowed(c AWSCall) bool {
 		return a.AllowsSend(c.Resource)
 	case c.Action == ManageConnections:
 		return a.Push
+	case c.Action == "events:PutEvents":
+		return a.AllowsPutEvents(c.Resource)
 	case c.Action == "s3:ListBucket":
 		return a.AllowsList(c.Resource)
 	case strings.HasPrefix(c.Action, "s3:"):

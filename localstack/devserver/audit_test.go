@@ -1,11 +1,15 @@
 package devserver
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/remote-agents/remote-agents/shared/resources"
 )
@@ -17,7 +21,7 @@ func TestAuditSeesTheItem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	short := func(name string) string { return name[len("ra-audit-"):] }
+	short := func(name string) string { return strings.TrimPrefix(name, "ra-audit-") }
 	keys := map[string]string{}
 	for _, tb := range set.Tables() {
 		keys[tb.Name] = tb.PartitionKey.Name
@@ -25,6 +29,10 @@ func TestAuditSeesTheItem(t *testing.T) {
 			keys[tb.Name+"/"+ix.Name] = ix.PartitionKey.Name
 		}
 	}
+	putEvents := func(bus string) *eventbridge.PutEventsInput {
+		return &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{{EventBusName: aws.String(bus)}}}
+	}
+	orchestrator := &sqs.SendMessageBatchInput{QueueUrl: aws.String("http://sqs/000000000000/" + set.OrchestratorQueue.Name)}
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	update := func(pk string) *dynamodb.UpdateItemInput {
 		return &dynamodb.UpdateItemInput{TableName: aws.String(set.Registry.Name), Key: map[string]types.AttributeValue{"pk": s(pk), "sk": s("x")}}
@@ -61,6 +69,16 @@ func TestAuditSeesTheItem(t *testing.T) {
 			[]AWSCall{{Action: "dynamodb:Query", Resource: "registry", Key: "agent_type"}}, true},
 		{"the app keys of the by_kind index", "agenttypes", byKind("app_key"),
 			[]AWSCall{{Action: "dynamodb:Query", Resource: "registry", Key: "app_key"}}, false},
+		{"job events, from jobworker", "jobworker", putEvents("ra-audit-jobs"),
+			[]AWSCall{{Action: "events:PutEvents", Resource: "jobs"}}, true},
+		{"job events on another bus", "jobworker", putEvents("default"),
+			[]AWSCall{{Action: "events:PutEvents", Resource: "default"}}, false},
+		{"job events, from toolcallback", "toolcallback", putEvents("ra-audit-jobs"),
+			[]AWSCall{{Action: "events:PutEvents", Resource: "jobs"}}, false},
+		{"job events on the orchestrator queue, from jobworker", "jobworker", orchestrator,
+			[]AWSCall{{Action: "sqs:SendMessage", Resource: "orchestrator"}}, true},
+		{"the orchestrator queue, from create", "create", orchestrator,
+			[]AWSCall{{Action: "sqs:SendMessage", Resource: "orchestrator"}}, false},
 		{"a session, not limited by item", "toolcallback", &dynamodb.GetItemInput{TableName: aws.String(set.Sessions.Name), Key: map[string]types.AttributeValue{"session_id": s("abc")}},
 			[]AWSCall{{Action: "dynamodb:GetItem", Resource: "sessions", Key: "abc"}}, true},
 	}

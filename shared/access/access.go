@@ -36,6 +36,10 @@ const (
 	JobsDLQ     = "jobs-dlq"
 	ToolsQueue  = "tools"
 	ToolsDLQ    = "tools-dlq"
+	// JobEventsBus is the jobs' event bus (jobevents.BusName), and
+	// OrchestratorQueue the queue its rule forwards the events to.
+	JobEventsBus      = "jobs"
+	OrchestratorQueue = "orchestrator"
 )
 
 // GuardrailsKey is where the guardrails document is deployed in the bucket.
@@ -75,6 +79,12 @@ type Access struct {
 	// Push: the function pushes to sandboxes over their push connections
 	// (execute-api:ManageConnections on the WebSocket API's @connections).
 	Push bool
+	// PublishJobEvents: the function publishes the orchestrator jobs' events
+	// (events:PutEvents on JobEventsBus, and nothing else of EventBridge). On
+	// the bundled emulators, which have no EventBridge, the same publisher
+	// sends to OrchestratorQueue instead; the dev server allows that send
+	// and the stack grants none (on AWS the rule sends).
+	PublishJobEvents bool
 
 	// LeadingKeys limits the function, on a table it names, to the items whose
 	// partition key starts with one of the prefixes (IAM's
@@ -99,6 +109,9 @@ var worker = Access{
 	Objects: map[string][]string{"sessions/*/tools/*": {GetObject}, "snapshots/*": {PutObject}},
 	List:    []string{"sessions/"},
 	Launch:  true,
+	// The orchestrator jobs' transitions (issue 17); the jobs function, which
+	// creates and cancels them, sets it too.
+	PublishJobEvents: true,
 
 	LeadingKeys: toolWrites,
 }
@@ -256,8 +269,17 @@ func (a Access) AllowsItem(name, action, key string) bool {
 	return false
 }
 
-// AllowsSend reports whether a may send to the queue called name.
-func (a Access) AllowsSend(name string) bool { return slices.Contains(a.Send, name) }
+// AllowsSend reports whether a may send to the queue called name (the
+// orchestrator queue when it publishes job events: the bundled emulators'
+// transport).
+func (a Access) AllowsSend(name string) bool {
+	return slices.Contains(a.Send, name) || a.PublishJobEvents && name == OrchestratorQueue
+}
+
+// AllowsPutEvents reports whether a may put events on the bus called name.
+func (a Access) AllowsPutEvents(bus string) bool {
+	return a.PublishJobEvents && bus == JobEventsBus
+}
 
 // AllowsObject reports whether a allows action on the object key (patterns use
 // IAM's '*', which matches across '/').

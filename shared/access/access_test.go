@@ -76,3 +76,17 @@ func TestToolWritesAreLimitedByItem(t *testing.T) {
 		t.Error("create cannot read app keys")
 	}
 }
+
+func TestOnlyPublishersPutJobEvents(t *testing.T) {
+	t.Parallel()
+	for _, fn := range Functions() {
+		a, _ := For(fn)
+		publishes := fn == "jobworker" || fn == "jobs"
+		if a.AllowsPutEvents(JobEventsBus) != publishes || a.AllowsSend(OrchestratorQueue) != publishes {
+			t.Errorf("%s: puts job events %v, sends to the orchestrator queue %v; want %v", fn, a.AllowsPutEvents(JobEventsBus), a.AllowsSend(OrchestratorQueue), publishes)
+		}
+		if a.AllowsPutEvents("default") || slices.Contains(a.Send, OrchestratorQueue) {
+			t.Errorf("%s: may put events on the default bus, or send to the orchestrator queue on AWS", fn)
+		}
+	}
+}

@@ -3,8 +3,9 @@
 // the bootstrap and the tests.
 //
 // Endpoints follow the SDK's standard environment variables: AWS_ENDPOINT_URL for
-// every service, or AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS and
-// AWS_ENDPOINT_URL_S3 for one (the per-service variable wins). When an endpoint is
+// every service, or AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS,
+// AWS_ENDPOINT_URL_S3 and AWS_ENDPOINT_URL_EVENTBRIDGE for one (the
+// per-service variable wins). When an endpoint is
 // overridden (LocalStack, the bundled emulators) S3 uses path-style addressing, and a
 // process without credentials gets fixed local ones so it can sign requests.
 package awsconfig
@@ -25,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
@@ -37,6 +39,9 @@ const (
 	DynamoDB Service = "DYNAMODB"
 	SQS      Service = "SQS"
 	S3       Service = "S3"
+	// EventBridge is reached on AWS and LocalStack only: the bundled emulators
+	// have none (AWS_ENDPOINT_URL_EVENTBRIDGE, else AWS_ENDPOINT_URL).
+	EventBridge Service = "EVENTBRIDGE"
 )
 
 // DefaultRegion is used when neither AWS_REGION nor AWS_DEFAULT_REGION is set.
@@ -139,6 +144,11 @@ func NewDynamoDB(cfg aws.Config) *dynamodb.Client {
 // NewSQS returns an SQS client for cfg.
 func NewSQS(cfg aws.Config) *sqs.Client {
 	return sqs.NewFromConfig(cfg)
+}
+
+// NewEventBridge returns an EventBridge client for cfg.
+func NewEventBridge(cfg aws.Config) *eventbridge.Client {
+	return eventbridge.NewFromConfig(cfg)
 }
 
 // NewS3 returns an S3 client for cfg, path-style when the S3 endpoint is overridden.

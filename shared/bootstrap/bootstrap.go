@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -47,11 +49,23 @@ type S3API interface {
 	CreateBucket(ctx context.Context, in *s3.CreateBucketInput, opts ...func(*s3.Options)) (*s3.CreateBucketOutput, error)
 }
 
+// EventBridgeAPI is the part of the EventBridge client the bootstrap calls.
+type EventBridgeAPI interface {
+	CreateEventBus(ctx context.Context, in *eventbridge.CreateEventBusInput, opts ...func(*eventbridge.Options)) (*eventbridge.CreateEventBusOutput, error)
+	DescribeRule(ctx context.Context, in *eventbridge.DescribeRuleInput, opts ...func(*eventbridge.Options)) (*eventbridge.DescribeRuleOutput, error)
+	PutRule(ctx context.Context, in *eventbridge.PutRuleInput, opts ...func(*eventbridge.Options)) (*eventbridge.PutRuleOutput, error)
+	PutTargets(ctx context.Context, in *eventbridge.PutTargetsInput, opts ...func(*eventbridge.Options)) (*eventbridge.PutTargetsOutput, error)
+}
+
 // Clients are the service clients the bootstrap works through.
 type Clients struct {
 	DynamoDB DynamoAPI
 	SQS      SQSAPI
 	S3       S3API
+	// EventBridge, where there is one (LocalStack), gets the jobs' bus and
+	// its rule to the orchestrator queue; nil (the bundled emulators): none,
+	// the publisher sends to the queue itself.
+	EventBridge EventBridgeAPI
 	// Region is where the bucket goes; us-east-1 needs no location constraint.
 	Region string
 }
@@ -84,7 +98,60 @@ func Run(ctx context.Context, c Clients, set resources.Set) (Report, error) {
 	if err := ensureBucket(ctx, c.S3, c.Region, set.Bucket, &r); err != nil {
 		return r, err
 	}
+	if c.EventBridge != nil {
+		if err := ensureEventRule(ctx, c.EventBridge, c.SQS, set.JobEvents, &r); err != nil {
+			return r, err
+		}
+	}
 	return r, nil
+}
+
+// ensureEventRule makes the bus, the rule forwarding its source's events and
+// the rule's target queue exist (PutRule and PutTargets are idempotent).
+func ensureEventRule(ctx context.Context, api EventBridgeAPI, queues SQSAPI, rule resources.EventRule, r *Report) error {
+	_, err := api.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: &rule.Bus})
+	var exists *ebtypes.ResourceAlreadyExistsException
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("create event bus %s: %w", rule.Bus, err)
+	}
+	r.note(err == nil, "event bus "+rule.Bus)
+	_, err = api.DescribeRule(ctx, &eventbridge.DescribeRuleInput{Name: &rule.Name, EventBusName: &rule.Bus})
+	var missing *ebtypes.ResourceNotFoundException
+	if err != nil && !errors.As(err, &missing) {
+		return fmt.Errorf("describe rule %s: %w", rule.Name, err)
+	}
+	r.note(err != nil, "event rule "+rule.Name)
+	pattern, err := json.Marshal(map[string][]string{"source": {rule.Source}})
+	if err != nil {
+		return fmt.Errorf("pattern of rule %s: %w", rule.Name, err)
+	}
+	if _, err := api.PutRule(ctx, &eventbridge.PutRuleInput{
+		Name: &rule.Name, EventBusName: &rule.Bus, EventPattern: aws.String(string(pattern)), State: ebtypes.RuleStateEnabled,
+	}); err != nil {
+		return fmt.Errorf("put rule %s: %w", rule.Name, err)
+	}
+	url, ok := r.QueueURLs[rule.Queue]
+	if !ok {
+		return fmt.Errorf("rule %s: no queue %s", rule.Name, rule.Queue)
+	}
+	attrs, err := queues.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       &url,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		return fmt.Errorf("get ARN of queue %s: %w", rule.Queue, err)
+	}
+	out, err := api.PutTargets(ctx, &eventbridge.PutTargetsInput{
+		Rule: &rule.Name, EventBusName: &rule.Bus,
+		Targets: []ebtypes.Target{{Id: aws.String("queue"), Arn: aws.String(attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)])}},
+	})
+	if err == nil && out.FailedEntryCount > 0 {
+		err = fmt.Errorf("%d target(s) failed: %s", out.FailedEntryCount, aws.ToString(out.FailedEntries[0].ErrorMessage))
+	}
+	if err != nil {
+		return fmt.Errorf("put target %s of rule %s: %w", rule.Queue, rule.Name, err)
+	}
+	return nil
 }
 
 func (r *Report) note(created bool, what string) {
@@ -321,12 +388,18 @@ func seconds(d time.Duration) string {
 	return strconv.Itoa(int(d / time.Second))
 }
 
-// ClientsFor returns the clients of cfg, built the way every process builds them.
+// ClientsFor returns the clients of cfg, built the way every process builds
+// them; EventBridge's only where its endpoint is overridden (LocalStack: the
+// bootstrap is not run against AWS, whose stack makes the bus).
 func ClientsFor(cfg aws.Config) Clients {
-	return Clients{
+	c := Clients{
 		DynamoDB: awsconfig.NewDynamoDB(cfg),
 		SQS:      awsconfig.NewSQS(cfg),
 		S3:       awsconfig.NewS3(cfg),
 		Region:   cfg.Region,
 	}
+	if awsconfig.Endpoint(awsconfig.EventBridge) != "" {
+		c.EventBridge = awsconfig.NewEventBridge(cfg)
+	}
+	return c
 }

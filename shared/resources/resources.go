@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"github.com/remote-agents/remote-agents/shared/jobevents"
 )
 
 // AttrType is the DynamoDB scalar type of a key attribute.
@@ -59,6 +61,16 @@ type Queue struct {
 	DeadLetterRetention time.Duration
 }
 
+// EventRule forwards every event of one source on an EventBridge bus, as it
+// is (the envelope), to a queue of the set.
+type EventRule struct {
+	Bus    string
+	Name   string
+	Source string
+	// Queue is the target queue's full name.
+	Queue string
+}
+
 // Bucket is the S3 bucket holding outputs, logs, snapshots and artifacts.
 type Bucket struct {
 	Name string
@@ -74,7 +86,15 @@ type Set struct {
 	Jobs        Table
 	JobsQueue   Queue
 	ToolsQueue  Queue
-	Bucket      Bucket
+	// OrchestratorQueue is where the orchestrator reads the jobs' events
+	// (package jobevents): the EventBridge rule on the jobs bus forwards them
+	// there on AWS and LocalStack; on the bundled emulators the publisher
+	// sends them there itself.
+	OrchestratorQueue Queue
+	// JobEvents forwards the jobs' events from their bus to the orchestrator
+	// queue (where there is an EventBridge: AWS, LocalStack).
+	JobEvents EventRule
+	Bucket    Bucket
 }
 
 // Tables lists the set's tables in a stable order.
@@ -84,7 +104,7 @@ func (s Set) Tables() []Table {
 
 // Queues lists the set's queues in a stable order.
 func (s Set) Queues() []Queue {
-	return []Queue{s.JobsQueue, s.ToolsQueue}
+	return []Queue{s.JobsQueue, s.ToolsQueue, s.OrchestratorQueue}
 }
 
 // TTLAttribute is the attribute every table expires items by (epoch seconds).
@@ -198,6 +218,9 @@ func For(env string) (Set, error) {
 		},
 		JobsQueue:  queue("jobs", 5*time.Minute),
 		ToolsQueue: queue("tools", 15*time.Minute),
-		Bucket:     Bucket{Name: name("data")},
+		// The orchestrator's consumer holds a job event while it handles it.
+		OrchestratorQueue: queue("orchestrator", 2*time.Minute),
+		JobEvents:         EventRule{Bus: jobevents.BusName(env), Name: name("job-events"), Source: jobevents.Source, Queue: name("orchestrator")},
+		Bucket:            Bucket{Name: name("data")},
 	}, nil
 }

@@ -37,8 +37,8 @@ func TestForPrefixesEveryName(t *testing.T) {
 		}
 		seen[n] = true
 	}
-	if len(names) != 10 {
-		t.Errorf("%d names, want 5 tables + 4 queues + 1 bucket", len(names))
+	if len(names) != 12 {
+		t.Errorf("%d names, want 5 tables + 6 queues + 1 bucket", len(names))
 	}
 }
 
@@ -67,5 +67,17 @@ func TestValidateEnv(t *testing.T) {
 		if _, err := resources.For(tt.env); (err == nil) != tt.ok {
 			t.Errorf("For(%q) = %v, want ok=%v", tt.env, err, tt.ok)
 		}
+	}
+}
+
+func TestJobEventsGoToTheOrchestratorQueue(t *testing.T) {
+	t.Parallel()
+	set, err := resources.For("dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := resources.EventRule{Bus: "ra-dev-jobs", Name: "ra-dev-job-events", Source: "remote-agents.jobs", Queue: "ra-dev-orchestrator"}
+	if set.JobEvents != want || set.OrchestratorQueue.Name != want.Queue || set.OrchestratorQueue.DeadLetterName != "ra-dev-orchestrator-dlq" {
+		t.Errorf("job events %+v, orchestrator queue %+v", set.JobEvents, set.OrchestratorQueue)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
+	"github.com/remote-agents/remote-agents/shared/jobevents"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -56,6 +57,7 @@ type Env struct {
 	reporter   *report.Reporter
 	guardrails guardrails.Source
 	notifier   *apigwpush.Notifier
+	jobEvents  jobevents.Publisher
 }
 
 // FromEnvironment loads the platform configuration (config.Load) and the AWS

@@ -6,7 +6,11 @@
 # data and the development app key (RA_DEV_APP_KEY, default ra_dev_app_key), as
 # `make dev` does. Idempotent, so a restarted container re-runs it safely.
 set -euo pipefail
-export AWS_ENDPOINT_URL="${AWS_ENDPOINT_URL:-http://localhost:4566}"
+# LocalStack's endpoint, unless per-service endpoints are given (the tests run
+# the hook against the bundled emulators, which have no EventBridge).
+if [ -z "${AWS_ENDPOINT_URL_SQS:-}" ]; then
+	export AWS_ENDPOINT_URL="${AWS_ENDPOINT_URL:-http://localhost:4566}"
+fi
 export AWS_REGION="${AWS_REGION:-${AWS_DEFAULT_REGION:-us-east-1}}"
 export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}"
 export AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}"

@@ -1,0 +1,55 @@
+package wiring_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/remote-agents/remote-agents/shared/eventbus"
+	"github.com/remote-agents/remote-agents/shared/wiring"
+)
+
+// The job events go to EventBridge where there is one (AWS, LocalStack, an
+// explicit EventBridge endpoint) and onto the orchestrator queue on the
+// bundled emulators. Not parallel: it sets the process's environment.
+func TestJobEventsChoosesEventBridgeWhereThereIsOne(t *testing.T) {
+	tests := []struct {
+		name        string
+		vars        map[string]string
+		eventBridge bool
+	}{
+		{"AWS", nil, true},
+		{"LocalStack", map[string]string{"AWS_ENDPOINT_URL": "http://localhost:4566"}, true},
+		{"bundled emulators", map[string]string{
+			"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:1", "AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:1", "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:1",
+		}, false},
+		{"emulators and an EventBridge", map[string]string{
+			"AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:1", "AWS_ENDPOINT_URL_EVENTBRIDGE": "http://127.0.0.1:2",
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_EVENTBRIDGE"} {
+				t.Setenv(k, tt.vars[k])
+			}
+			if got := wiring.JobEventsOnEventBridge(); got != tt.eventBridge {
+				t.Fatalf("JobEventsOnEventBridge = %v, want %v", got, tt.eventBridge)
+			}
+			e := env(t)
+			pub, err := e.JobEvents(t.Context())
+			if !tt.eventBridge {
+				// The queue publisher looks its queue up, where nothing listens.
+				if err == nil || !strings.Contains(err.Error(), "ra-dev-orchestrator") {
+					t.Fatalf("JobEvents = %T, %v; want the orchestrator queue's lookup to fail", pub, err)
+				}
+				return
+			}
+			bus, ok := pub.(*eventbus.Bus)
+			if err != nil || !ok || bus.Name() != "ra-dev-jobs" {
+				t.Fatalf("JobEvents = %T, %v; want the bus ra-dev-jobs", pub, err)
+			}
+			if again, _ := e.JobEvents(t.Context()); again != pub {
+				t.Error("built twice")
+			}
+		})
+	}
+}

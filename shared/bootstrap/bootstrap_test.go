@@ -23,7 +23,7 @@ func TestRunTwiceCreatesNothingSecondTime(t *testing.T) {
 		t.Fatalf("first run: %v", err)
 	}
 	// 5 tables + 5 TTLs + 4 queues (2 and their DLQs) + 1 bucket.
-	if got, want := len(first.Created), 15; got != want {
+	if got, want := len(first.Created), 17; got != want {
 		t.Errorf("first run created %d resources, want %d: %v", got, want, first.Created)
 	}
 	if len(first.Existing) != 0 {

@@ -28,6 +28,11 @@ var statuses = map[apierror.Code]int{
 	apierror.ModelUnavailable:     http.StatusServiceUnavailable,
 	apierror.AgentTypeNotFound:    http.StatusNotFound,
 	apierror.AgentTypeExists:      http.StatusConflict,
+	apierror.MissingHeaders:       http.StatusBadRequest,
+	apierror.JobNotFound:          http.StatusNotFound,
+	apierror.JobNotRunning:        http.StatusConflict,
+	apierror.PlanStepConflict:     http.StatusConflict,
+	apierror.AgentProfileNotFound: http.StatusNotFound,
 }
 
 // retryable lists the codes a client may retry unchanged.

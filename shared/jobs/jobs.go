@@ -1,6 +1,6 @@
 // Package jobs defines the messages of the jobs queue and publishes them:
-// session.start, session.stop and task.state (job.run and job.cancel come with the
-// orchestrator jobs). jobworker consumes them.
+// session.start, session.stop and task.state, and the orchestrator jobs' job.run
+// and job.cancel. jobworker consumes them.
 package jobs
 
 import (
@@ -24,13 +24,19 @@ const (
 	SessionStart Type = "session.start"
 	SessionStop  Type = "session.stop"
 	TaskState    Type = "task.state"
+	// JobRun runs an orchestrator job (JobID) in a sandbox of its own.
+	JobRun Type = "job.run"
+	// JobCancel stops the sandbox of a cancelled job (JobID).
+	JobCancel Type = "job.cancel"
 )
 
 // Message is one jobs-queue message.
 type Message struct {
 	Type       Type   `json:"type"`
-	SessionID  string `json:"session_id"`
-	Generation int    `json:"generation"`
+	SessionID  string `json:"session_id,omitempty"`
+	Generation int    `json:"generation,omitempty"`
+	// JobID is the orchestrator job of job.run and job.cancel.
+	JobID string `json:"job_id,omitempty"`
 	// SandboxRef and ExitCode describe a stopped sandbox (task.state).
 	SandboxRef string `json:"sandbox_ref,omitempty"`
 	ExitCode   *int   `json:"exit_code,omitempty"`
@@ -85,6 +91,11 @@ func Parse(body string) (Message, error) {
 	}
 	switch m.Type {
 	case SessionStart, SessionStop, TaskState:
+	case JobRun, JobCancel:
+		if m.JobID == "" || len(m.JobID) > 64 || m.SessionID != "" {
+			return m, fmt.Errorf("%w: %s without a job id", ErrMalformed, m.Type)
+		}
+		return m, nil
 	default:
 		return m, fmt.Errorf("%w: unknown type %q", ErrMalformed, m.Type)
 	}

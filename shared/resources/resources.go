@@ -74,7 +74,10 @@ type Set struct {
 	Jobs        Table
 	JobsQueue   Queue
 	ToolsQueue  Queue
-	Bucket      Bucket
+	// OrchestratorQueue is where the orchestrator reads the AGENT.JOB.*
+	// events (as EventBridge envelopes).
+	OrchestratorQueue Queue
+	Bucket            Bucket
 }
 
 // Tables lists the set's tables in a stable order.
@@ -84,7 +87,7 @@ func (s Set) Tables() []Table {
 
 // Queues lists the set's queues in a stable order.
 func (s Set) Queues() []Queue {
-	return []Queue{s.JobsQueue, s.ToolsQueue}
+	return []Queue{s.JobsQueue, s.ToolsQueue, s.OrchestratorQueue}
 }
 
 // TTLAttribute is the attribute every table expires items by (epoch seconds).
@@ -183,6 +186,8 @@ func For(env string) (Set, error) {
 		},
 		JobsQueue:  queue("jobs", 5*time.Minute),
 		ToolsQueue: queue("tools", 15*time.Minute),
-		Bucket:     Bucket{Name: name("data")},
+		// Read by the orchestrator, which the visibility timeout is for.
+		OrchestratorQueue: queue("orchestrator", time.Minute),
+		Bucket:            Bucket{Name: name("data")},
 	}, nil
 }

@@ -69,7 +69,9 @@ func TestVerify(t *testing.T) {
 			return sign(t, "POST", target, body, aws.Credentials{AccessKeyID: "AKIDOTHER", SecretAccessKey: "x"}, "us-east-1", now)
 		}, sigv4.ErrUnknownKey},
 		{"other region", func() sigv4.Request { return sign(t, "POST", target, body, creds, "eu-west-1", now) }, sigv4.ErrScope},
-		{"expired", func() sigv4.Request { return sign(t, "POST", target, body, creds, "us-east-1", now.Add(-6*time.Minute)) }, sigv4.ErrExpired},
+		{"expired", func() sigv4.Request {
+			return sign(t, "POST", target, body, creds, "us-east-1", now.Add(-6*time.Minute))
+		}, sigv4.ErrExpired},
 		{"from the future", func() sigv4.Request { return sign(t, "POST", target, body, creds, "us-east-1", now.Add(6*time.Minute)) }, sigv4.ErrExpired},
 		{"body tampered", func() sigv4.Request {
 			r := sign(t, "POST", target, body, creds, "us-east-1", now)

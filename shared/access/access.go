@@ -20,6 +20,7 @@ const (
 	GetItem    = "dynamodb:GetItem"
 	PutItem    = "dynamodb:PutItem"
 	UpdateItem = "dynamodb:UpdateItem"
+	DeleteItem = "dynamodb:DeleteItem"
 	Query      = "dynamodb:Query"
 	GetObject  = "s3:GetObject"
 	PutObject  = "s3:PutObject"
@@ -36,6 +37,8 @@ const (
 	JobsDLQ     = "jobs-dlq"
 	ToolsQueue  = "tools"
 	ToolsDLQ    = "tools-dlq"
+	// OrchestratorQueue is where job events reach the orchestrator.
+	OrchestratorQueue = "orchestrator"
 )
 
 // GuardrailsKey is where the guardrails document is deployed in the bucket.
@@ -54,7 +57,17 @@ const (
 	AgentTypeItems = "agent_type"
 	// AppKeyItems starts the key of every app key in the registry.
 	AppKeyItems = "app_key#"
+	// AgentProfileItems starts the key of every agent profile in the
+	// registry, and is the by_kind index's key of their list.
+	AgentProfileItems = "agent_profile"
 )
+
+// JobItems start the keys of the orchestrator jobs' items in the jobs table
+// (package dynamo's Jobs): jobs, plan step claims, the outbox, the running.
+var JobItems = []string{"job#", "step#", "outbox", "running"}
+
+// jobsTable is what moves jobs along (the job service): jobs, their outbox.
+var jobsTable = []string{GetItem, PutItem, UpdateItem, DeleteItem, Query}
 
 // ConfigurationEnv is the pattern of the objects holding the env values
 // persisted for configurations (session.ConfigurationEnvKey), written only
@@ -84,20 +97,24 @@ type Access struct {
 // registry (app keys least of all) and of the jobs table.
 var toolWrites = map[string][]string{Registry: {ConfigurationItems}, Jobs: {RunItems}}
 
+// workerWrites are the worker's: the tools', and the jobs' items.
+var workerWrites = map[string][]string{Registry: {ConfigurationItems}, Jobs: append([]string{RunItems}, JobItems...)}
+
 var worker = Access{
 	Tables: map[string][]string{
-		Sessions:    {GetItem, UpdateItem},
+		// A job's sandbox gets its session here (job.run).
+		Sessions:    {GetItem, PutItem, UpdateItem},
 		Events:      {PutItem},
 		Idempotency: {GetItem, UpdateItem},
 		Registry:    {UpdateItem},
-		Jobs:        {PutItem},
+		Jobs:        jobsTable,
 	},
-	Send:    []string{JobsDLQ, ToolsDLQ},
+	Send:    []string{JobsDLQ, ToolsDLQ, OrchestratorQueue},
 	Objects: map[string][]string{"sessions/*/tools/*": {GetObject}, "snapshots/*": {PutObject}},
 	List:    []string{"sessions/"},
 	Launch:  true,
 
-	LeadingKeys: toolWrites,
+	LeadingKeys: workerWrites,
 }
 
 var table = map[string]Access{
@@ -151,7 +168,11 @@ var table = map[string]Access{
 			// Appends with an id are exactly-once through an idempotency record.
 			Idempotency: {GetItem, PutItem},
 			Registry:    {GetItem},
+			// A job's sandbox's reports move its job (and publish its events).
+			Jobs: jobsTable,
 		},
+		Send:        []string{OrchestratorQueue},
+		LeadingKeys: map[string][]string{Jobs: JobItems},
 		Objects: map[string][]string{
 			GuardrailsKey:              {GetObject},
 			ConfigurationEnv:           {GetObject},
@@ -175,6 +196,19 @@ var table = map[string]Access{
 		LeadingKeys: toolWrites,
 	},
 	"jobworker": worker,
+	// The orchestrator's jobs and agent profiles; a job's live log is its
+	// sandbox's session events, its whole log an object under jobs/.
+	"jobs": {
+		Tables: map[string][]string{
+			Jobs:     jobsTable,
+			Registry: {GetItem, PutItem, Query},
+			Sessions: {GetItem},
+			Events:   {Query},
+		},
+		Send:        []string{JobsQueue, OrchestratorQueue},
+		Objects:     map[string][]string{"jobs/*": {GetObject}},
+		LeadingKeys: map[string][]string{Jobs: JobItems, Registry: {AgentProfileItems}},
+	},
 	// The model gateway authenticates the sandbox and adds each call's usage
 	// to its session.
 	"model": {

@@ -16,7 +16,7 @@ import (
 var _ job.Store = (*Jobs)(nil)
 
 // Jobs stores orchestrator jobs in the jobs table and agent profiles in the
-// registry table. In the jobs table, besides each job (job_id, sk "job"):
+// registry table. In the jobs table, besides each job (job_id "job#<id>", sk "job"):
 // the claim of a plan step (job_id "step#<plan step>", sk "job"), the outbox
 // (job_id "outbox", sk "<job id>#<seq>") and the running jobs (job_id
 // "running", sk the job id), the last two small and short-lived.
@@ -33,6 +33,7 @@ func NewJobs(api API, jobsTable, registryTable string) *Jobs {
 
 const (
 	jobSK          = "job"
+	jobPrefix      = "job#"
 	stepPrefix     = "step#"
 	outboxPK       = "outbox"
 	runningPK      = "running"
@@ -87,7 +88,7 @@ func (s *Jobs) Create(ctx context.Context, j job.Job, events []job.Pending) (job
 	notExists := expression.AttributeNotExists(expression.Name("job_id"))
 	ops := []TxOp{
 		s.jobs.PutOp(stepItem{jobKey{stepPrefix + j.PlanStepID, jobSK}, j.ID}, notExists),
-		s.jobs.PutOp(jobItem{jobKey{j.ID, jobSK}, j}, notExists),
+		s.jobs.PutOp(jobItem{jobKey{jobPrefix + j.ID, jobSK}, j}, notExists),
 	}
 	more, err := s.outboxOps(events)
 	if err != nil {
@@ -115,7 +116,7 @@ func (s *Jobs) Create(ctx context.Context, j job.Job, events []job.Pending) (job
 // Get reads a job.
 func (s *Jobs) Get(ctx context.Context, id string) (job.Job, error) {
 	var it jobItem
-	err := s.jobs.Get(ctx, jobKey{id, jobSK}, &it)
+	err := s.jobs.Get(ctx, jobKey{jobPrefix + id, jobSK}, &it)
 	if errors.Is(err, ErrNotFound) {
 		return job.Job{}, fmt.Errorf("job %s: %w", id, job.ErrNotFound)
 	}
@@ -154,7 +155,7 @@ func (s *Jobs) Transition(ctx context.Context, id string, c job.Change, events [
 	if len(c.Outputs) > 0 {
 		u = u.Set(expression.Name("outputs"), Value(c.Outputs))
 	}
-	ops := []TxOp{s.jobs.UpdateOp(jobKey{id, jobSK}, u, expression.AttributeExists(expression.Name("job_id")), statusIn(c.From))}
+	ops := []TxOp{s.jobs.UpdateOp(jobKey{jobPrefix + id, jobSK}, u, expression.AttributeExists(expression.Name("job_id")), statusIn(c.From))}
 	switch {
 	case c.To == job.Running:
 		ops = append(ops, s.jobs.PutOp(jobKey{runningPK, id}))
@@ -179,7 +180,7 @@ func (s *Jobs) Transition(ctx context.Context, id string, c job.Change, events [
 // AttachSession records the session of a created job's sandbox.
 func (s *Jobs) AttachSession(ctx context.Context, id, sessionID string) (job.Job, error) {
 	var it jobItem
-	err := s.jobs.Update(ctx, jobKey{id, jobSK}, expression.Set(expression.Name("session_id"), expression.Value(sessionID)), &it,
+	err := s.jobs.Update(ctx, jobKey{jobPrefix + id, jobSK}, expression.Set(expression.Name("session_id"), expression.Value(sessionID)), &it,
 		expression.AttributeExists(expression.Name("job_id")), expression.AttributeNotExists(expression.Name("session_id")),
 		expression.Name("status").Equal(expression.Value(job.Created)))
 	var cf *ConditionFailedError
@@ -201,7 +202,7 @@ func (s *Jobs) AddOutputs(ctx context.Context, id string, tokens int64, outputs 
 	if len(outputs) > 0 {
 		u = u.Set(expression.Name("outputs"), Value(outputs))
 	}
-	err := s.jobs.Update(ctx, jobKey{id, jobSK}, u, nil, expression.Name("status").Equal(expression.Value(job.Cancelled)),
+	err := s.jobs.Update(ctx, jobKey{jobPrefix + id, jobSK}, u, nil, expression.Name("status").Equal(expression.Value(job.Cancelled)),
 		expression.AttributeNotExists(expression.Name("outputs")))
 	if errors.Is(err, ErrConditionFailed) {
 		return fmt.Errorf("outputs of job %s: %w", id, job.ErrConflict)

@@ -15,8 +15,10 @@ import (
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
+	"github.com/remote-agents/remote-agents/shared/job"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/orchestratorqueue"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/report"
 	"github.com/remote-agents/remote-agents/shared/resources"
@@ -44,6 +46,9 @@ type Env struct {
 	// Metered, if set, hears the usage of each model call once recorded
 	// (tests).
 	Metered func(sessionID string, u session.Usage)
+	// AllowScripted lets agent profiles name the scripted model provider
+	// (the dev stack).
+	AllowScripted bool
 
 	ddb        *dynamodb.Client
 	sqs        *sqs.Client
@@ -54,6 +59,7 @@ type Env struct {
 	queues     map[string]*sqsqueue.Queue
 	reporter   *report.Reporter
 	guardrails guardrails.Source
+	jobService *job.Service
 }
 
 // FromEnvironment loads the platform configuration (config.Load) and the AWS
@@ -160,6 +166,39 @@ func (e *Env) Jobs(ctx context.Context) (*jobs.Publisher, error) {
 		return nil, err
 	}
 	return jobs.NewPublisher(q), nil
+}
+
+// OrchestratorQueue is the queue the orchestrator reads job events on
+// (RA_ORCHESTRATOR_QUEUE_URL, else looked up by name).
+func (e *Env) OrchestratorQueue(ctx context.Context) (*sqsqueue.Queue, error) {
+	return e.queue(ctx, e.Resources.OrchestratorQueue.Name, e.Config.OrchestratorQueue)
+}
+
+// JobService is the orchestrator jobs' service. Its events go onto the
+// orchestrator queue as EventBridge envelopes (orchestratorqueue).
+func (e *Env) JobService(ctx context.Context) (*job.Service, error) {
+	if e.jobService != nil {
+		return e.jobService, nil
+	}
+	dispatch, err := e.Jobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	oq, err := e.OrchestratorQueue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.jobService = job.New(job.Options{
+		Store:         dynamo.NewJobs(e.dynamoDB(), e.Resources.Jobs.Name, e.Resources.Registry.Name),
+		Publisher:     &orchestratorqueue.Publisher{Queue: oq, Region: e.AWS.Region, Account: "000000000000"},
+		Jobs:          dispatch,
+		Sessions:      e.SessionStore(),
+		Bucket:        e.Resources.Bucket.Name,
+		Logs:          e.Bucket(),
+		AllowScripted: e.AllowScripted,
+		Log:           e.Log,
+	})
+	return e.jobService, nil
 }
 
 // ToolsQueue is the tools queue (RA_TOOLS_QUEUE_URL, else looked up by name).

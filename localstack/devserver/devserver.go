@@ -90,10 +90,10 @@ type Server struct {
 	http     *http.Server
 	health   *health
 	internal *iamAuth
-	table  []httpapi.Route
-	worker wiring.Function
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	table    []httpapi.Route
+	worker   wiring.Function
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 // Start bootstraps the environment, seeds it, and serves.

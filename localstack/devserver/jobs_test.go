@@ -228,7 +228,7 @@ func TestInternalRoutesRefuseUnsignedAndIncompleteCalls(t *testing.T) {
 	wantError(t, o.do(http.MethodPost, "/internal/jobs", body, o.headers(step), true, tampered), 403, "forbidden")
 	// The DTO exactly: unknown fields, bad ids, a zero token limit, a non-object input.
 	for name, mutate := range map[string]func(map[string]any){
-		"unknown field": func(b map[string]any) { b["priority"] = 1 },
+		"unknown field":  func(b map[string]any) { b["priority"] = 1 },
 		"agent not uuid": func(b map[string]any) { b["agentId"] = "writer" },
 		"token limit 0":  func(b map[string]any) { b["tokenLimit"] = 0 },
 		"input array":    func(b map[string]any) { b["inputData"] = []int{1} },

@@ -140,6 +140,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	jobService, err := s.Env.JobService(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// What a schedule does on AWS: the jobs' sweep (the outbox's leftovers,
+	// running jobs whose sandbox is gone).
+	s.wg.Go(func() { sweepJobs(pollCtx, jobService, o.Log) })
 	for range o.Pollers {
 		s.wg.Go(func() { poll(pollCtx, jobsQueue, s.worker.Worker, o.Log) })
 		s.wg.Go(func() { poll(pollCtx, toolsQueue, s.worker.Worker, o.Log) })

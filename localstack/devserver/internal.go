@@ -1,14 +1,19 @@
 package devserver
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/job"
 	"github.com/remote-agents/remote-agents/shared/sigv4"
 )
 
@@ -17,7 +22,7 @@ import (
 // RA_DEV_ORCHESTRATOR_KEY_ID / RA_DEV_ORCHESTRATOR_SECRET say otherwise.
 const (
 	DefaultOrchestratorKeyID  = "AKIDRADEVORCHESTRATOR"
-	DefaultOrchestratorSecret = "ra-dev-orchestrator-secret"
+	DefaultOrchestratorSecret = "ra-dev-orchestrator-secret" //nolint:gosec // the dev stack's published default, like the dev app key
 )
 
 // OrchestratorCredentialsFromEnv returns the dev orchestrator's key id and
@@ -57,7 +62,7 @@ func (a *iamAuth) authorize(r *http.Request, body []byte, ev *httpapi.Request) (
 	keyID, err := a.verifier.Verify(sigv4.Request{Method: r.Method, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery, Headers: headers, Body: body})
 	if err != nil {
 		msg := "The request signature is not valid."
-		if err == sigv4.ErrUnsigned {
+		if errors.Is(err, sigv4.ErrUnsigned) {
 			msg = "The request is not signed (AWS SigV4, service execute-api)."
 		}
 		return httpapi.Error(r.Context(), nil, apierror.New(apierror.Forbidden, "%s", msg)), false
@@ -66,4 +71,23 @@ func (a *iamAuth) authorize(r *http.Request, body []byte, ev *httpapi.Request) (
 		IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{AccessKey: keyID, UserARN: a.roleARN, AccountID: "000000000000"},
 	}
 	return httpapi.Response{}, true
+}
+
+// JobSweepInterval is how often the dev server sweeps the jobs.
+const JobSweepInterval = 15 * time.Second
+
+// sweepJobs sweeps the jobs every JobSweepInterval until ctx ends.
+func sweepJobs(ctx context.Context, svc *job.Service, log *slog.Logger) {
+	t := time.NewTicker(JobSweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := svc.Sweep(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("devserver: sweep jobs", slog.String("error", err.Error()))
+			}
+		}
+	}
 }

@@ -74,7 +74,7 @@ func (in ProfileInput) Validate(scripted bool) string {
 		return fmt.Sprintf("name must be 1 to %d bytes.", MaxNameBytes)
 	case !slices.Contains(Levels, in.Level):
 		return "agent_level must be L0, L1 or L2."
-	case !slices.Contains(Providers, in.Provider) && !(scripted && in.Provider == ProviderScripted):
+	case !slices.Contains(Providers, in.Provider) && (!scripted || in.Provider != ProviderScripted):
 		allowed := strings.Join(Providers, ", ")
 		if scripted {
 			allowed += ", " + ProviderScripted

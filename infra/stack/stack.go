@@ -71,6 +71,10 @@ type Props struct {
 	// Throttle is the API stage's default route throttling; zero fields take
 	// DefaultThrottle's.
 	Throttle Throttle
+	// OrchestratorRoleARN is the only caller of the /internal/ routes (IAM
+	// authorization; the jobs function checks the caller is this role);
+	// "" the role ra-<env>-orchestrator of the stack's account.
+	OrchestratorRoleARN string
 
 	// Routes is the route table, routes.All() when nil; Access is each
 	// function's access, access.For when nil. Tests give their own.
@@ -403,6 +407,9 @@ func (s *Stack) environment(p Props) map[string]*string {
 		"RA_GUARDRAILS_PATH": jsii.String("s3://" + set.Bucket.Name + "/" + access.GuardrailsKey),
 		"RA_ALLOWED_ORIGINS": jsii.String(strings.Join(p.AllowedOrigins, ",")),
 		"RA_EMBED_FEATURES":  jsii.String(strings.Join(p.EmbedFeatures, ",")),
+		// Job events reach the orchestrator here (until the bus carries them).
+		"RA_ORCHESTRATOR_QUEUE_URL": s.Queues[set.OrchestratorQueue.Name].QueueUrl(),
+		"RA_ORCHESTRATOR_ROLE_ARN":  s.orchestratorRole(p),
 	}
 	if p.CreationTimeout > 0 {
 		env["RA_CREATION_TIMEOUT_SECONDS"] = jsii.String(strconv.Itoa(p.CreationTimeout))
@@ -411,6 +418,15 @@ func (s *Stack) environment(p Props) map[string]*string {
 		env[k] = jsii.String(v)
 	}
 	return env
+}
+
+// orchestratorRole is the ARN of the one role the /internal/ routes take.
+func (s *Stack) orchestratorRole(p Props) *string {
+	if p.OrchestratorRoleARN != "" {
+		return jsii.String(p.OrchestratorRoleARN)
+	}
+	return s.FormatArn(&awscdk.ArnComponents{Service: jsii.String("iam"), Region: jsii.String(""), Resource: jsii.String("role"),
+		ResourceName: jsii.String("ra-" + p.Env + "-orchestrator"), ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME})
 }
 
 // timeouts of the functions, by name; functions of streaming routes get

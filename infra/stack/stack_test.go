@@ -69,6 +69,9 @@ var settings = map[string]models.Settings{
 	"prod": {Provider: "anthropic", Model: "claude-opus-4.5"},
 }
 
+// testOrchestrator is the orchestrator's role in the tests' stacks.
+const testOrchestrator = "arn:aws:iam::123456789012:role/orchestrator"
+
 // synth builds the dev and prod stacks once for all tests, with placeholder code
 // zips (the template does not depend on their content).
 func synth(t *testing.T) map[string]*template {
@@ -92,6 +95,7 @@ func synth(t *testing.T) map[string]*template {
 				Env: env, CodeDir: code, DataDir: "../../data",
 				AllowedOrigins: []string{"https://App.Example.com/", "http://localhost:5173"}, CreationTimeout: 20,
 				Models: settings[env], Routes: routeTable(), Access: accessOf,
+				OrchestratorRoleARN: testOrchestrator,
 			})
 			// cdk-nag's AwsSolutions pack checks the stack as it synthesizes
 			// (TestStackPassesAwsSolutionsChecks reads its findings).
@@ -525,5 +529,31 @@ func TestSandboxesHaveAFallbackCapacity(t *testing.T) {
 	vars, _ := props(worker)["Environment"].(map[string]any)["Variables"].(map[string]any)
 	if vars["RA_ECS_CAPACITY_PROVIDER"] != "FARGATE" {
 		t.Errorf("jobworker's RA_ECS_CAPACITY_PROVIDER = %v", vars["RA_ECS_CAPACITY_PROVIDER"])
+	}
+}
+
+// The orchestrator's routes take IAM authorization, the others none, and the
+// jobs function knows the one role it serves (the environment's context value).
+func TestInternalRoutesTakeOnlyTheOrchestrator(t *testing.T) {
+	tp := synth(t)["dev"]
+	iam := 0
+	for _, r := range tp.byType("AWS::ApiGatewayV2::Route") {
+		p := props(r)
+		key := p["RouteKey"].(string)
+		internal := strings.Contains(key, routes.InternalPrefix)
+		if got := p["AuthorizationType"] == "AWS_IAM"; got != internal {
+			t.Errorf("%s: authorization %v", key, p["AuthorizationType"])
+		}
+		if internal {
+			iam++
+		}
+	}
+	if iam != 8 {
+		t.Errorf("%d routes with IAM authorization, want the 8 /internal/ routes", iam)
+	}
+	_, fn := tp.find(t, "AWS::Lambda::Function", "FunctionName", "ra-dev-jobs")
+	vars := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
+	if got, _ := vars["RA_ORCHESTRATOR_ROLE_ARN"].(string); got != testOrchestrator {
+		t.Errorf("RA_ORCHESTRATOR_ROLE_ARN = %v, want %s", vars["RA_ORCHESTRATOR_ROLE_ARN"], testOrchestrator)
 	}
 }

@@ -21,7 +21,9 @@ import (
 // downBus is a bus that takes nothing.
 type downBus struct{}
 
-func (downBus) Publish(context.Context, ...jobevents.Event) error { return errors.New("bus unavailable") }
+func (downBus) Publish(context.Context, ...jobevents.Event) error {
+	return errors.New("bus unavailable")
+}
 
 // noDispatch queues nothing (the test runs the job's steps itself).
 type noDispatch struct{}

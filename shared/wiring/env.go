@@ -60,6 +60,7 @@ type Env struct {
 	reporter   *report.Reporter
 	guardrails guardrails.Source
 	jobService *job.Service
+	jobRuns    *job.Service
 }
 
 // FromEnvironment loads the platform configuration (config.Load) and the AWS
@@ -174,8 +175,9 @@ func (e *Env) OrchestratorQueue(ctx context.Context) (*sqsqueue.Queue, error) {
 	return e.queue(ctx, e.Resources.OrchestratorQueue.Name, e.Config.OrchestratorQueue)
 }
 
-// JobService is the orchestrator jobs' service. Its events go onto the
-// orchestrator queue as EventBridge envelopes (orchestratorqueue).
+// JobService is the orchestrator jobs' service, as the jobs function uses
+// it: it queues job.run and job.cancel. Its events go onto the orchestrator
+// queue as EventBridge envelopes (orchestratorqueue).
 func (e *Env) JobService(ctx context.Context) (*job.Service, error) {
 	if e.jobService != nil {
 		return e.jobService, nil
@@ -184,21 +186,43 @@ func (e *Env) JobService(ctx context.Context) (*job.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	oq, err := e.OrchestratorQueue(ctx)
+	o, err := e.jobOptions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	e.jobService = job.New(job.Options{
+	o.Jobs = dispatch
+	e.jobService = job.New(o)
+	return e.jobService, nil
+}
+
+// JobRuns is the jobs' service of the functions that move jobs along but
+// queue nothing (the sandbox channel, jobworker).
+func (e *Env) JobRuns(ctx context.Context) (*job.Service, error) {
+	if e.jobRuns != nil {
+		return e.jobRuns, nil
+	}
+	o, err := e.jobOptions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.jobRuns = job.New(o)
+	return e.jobRuns, nil
+}
+
+func (e *Env) jobOptions(ctx context.Context) (job.Options, error) {
+	oq, err := e.OrchestratorQueue(ctx)
+	if err != nil {
+		return job.Options{}, err
+	}
+	return job.Options{
 		Store:         dynamo.NewJobs(e.dynamoDB(), e.Resources.Jobs.Name, e.Resources.Registry.Name),
 		Publisher:     &orchestratorqueue.Publisher{Queue: oq, Region: e.AWS.Region, Account: "000000000000"},
-		Jobs:          dispatch,
 		Sessions:      e.SessionStore(),
 		Bucket:        e.Resources.Bucket.Name,
 		Logs:          e.Bucket(),
 		AllowScripted: e.AllowScripted,
 		Log:           e.Log,
-	})
-	return e.jobService, nil
+	}, nil
 }
 
 // ToolsQueue is the tools queue (RA_TOOLS_QUEUE_URL, else looked up by name).

@@ -196,7 +196,7 @@ func uploadOrigin(ctx context.Context, e *Env) string {
 
 // Sandbox builds the sandbox function: the sandbox channel.
 func Sandbox(ctx context.Context, e *Env) (Function, error) {
-	jobs, err := e.JobService(ctx)
+	jobs, err := e.JobRuns(ctx)
 	if err != nil {
 		return Function{}, err
 	}
@@ -274,7 +274,7 @@ func JobWorker(ctx context.Context, e *Env) (Function, error) {
 	if err != nil {
 		return Function{}, err
 	}
-	jobService, err := e.JobService(ctx)
+	jobService, err := e.JobRuns(ctx)
 	if err != nil {
 		return Function{}, err
 	}

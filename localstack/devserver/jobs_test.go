@@ -100,7 +100,7 @@ func (o *orchestrator) call(method, path string, body any, step string) reply {
 }
 
 // putProfile creates an agent profile and returns its id.
-func (o *orchestrator) putProfile(t *testing.T, step string) string {
+func (o *orchestrator) putProfile(t testing.TB, step string) string {
 	t.Helper()
 	id := uuid.NewString()
 	r := o.call(http.MethodPut, "/internal/agents/"+id, map[string]any{"name": "Writer", "agent_level": "L1", "llm_provider": "scripted",

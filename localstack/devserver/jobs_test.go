@@ -23,6 +23,7 @@ import (
 	"github.com/remote-agents/remote-agents/localstack/devserver"
 	"github.com/remote-agents/remote-agents/shared/jobevents"
 	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/wiring"
 )
 
@@ -316,6 +317,13 @@ func TestJobLifecycle(t *testing.T) {
 	running := o.call(http.MethodGet, "/internal/jobs/"+id, nil, step)
 	if running.str("status") != "running" || running.body["started_at"] == nil {
 		t.Errorf("job after ready: %s", running.raw)
+	}
+	// tokens_used is live: what the model gateway metered on its sandbox's session.
+	if err := s.srv.Env.SessionStore().AddUsage(t.Context(), sid, session.Usage{InputTokens: 100, OutputTokens: 20, Calls: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if r := o.call(http.MethodGet, "/internal/jobs/"+id, nil, step); r.body["tokens_used"] != float64(120) {
+		t.Errorf("live tokens: %s", r.raw)
 	}
 	// While it runs the log is the sandbox's trace, after a cursor.
 	if r := s.call(http.MethodPost, "/sandbox/"+sid+"/events", sb, map[string]any{"events": []map[string]any{{"type": "agent.message", "data": map[string]any{"text": "writing"}}}}); r.status != 200 {

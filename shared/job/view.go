@@ -190,3 +190,15 @@ func (s *Service) Profiles(ctx context.Context, cursor string) ([]Profile, strin
 	}
 	return ps, next, err
 }
+
+// Live is j as shown now: while it runs, tokens_used is what its sandbox's
+// model calls used so far, as the model gateway metered them on its session.
+func (s *Service) Live(ctx context.Context, j Job) View {
+	if j.Status == Running && j.SessionID != "" {
+		if sess, err := s.o.Sessions.Get(ctx, j.SessionID); err == nil {
+			u := sess.Usage()
+			j.TokensUsed = max(j.TokensUsed, u.InputTokens+u.OutputTokens)
+		}
+	}
+	return ViewOf(j, s.o.Now())
+}

@@ -124,7 +124,7 @@ func (h *Handlers) get(ctx context.Context, req httpapi.Request, hd job.Headers)
 	if err != nil {
 		return httpapi.Response{}, err
 	}
-	return httpapi.JSON(http.StatusOK, job.ViewOf(j, h.Jobs.Now())), nil
+	return httpapi.JSON(http.StatusOK, h.Jobs.Live(ctx, j)), nil
 }
 
 // outputsBody is GET /internal/jobs/{id}/outputs's answer.

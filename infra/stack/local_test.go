@@ -64,8 +64,8 @@ func TestLocalStackVariantUsesOnlyCommunityServices(t *testing.T) {
 			t.Errorf("%s: %s is not deployable on community LocalStack (or is the init hook's)", id, typ)
 		}
 	}
-	if n := len(tp.byType("AWS::Events::Rule")); n != 1 {
-		t.Errorf("%d EventBridge rules, want the sandbox-stopped one", n)
+	if n := len(tp.byType("AWS::Events::Rule")); n != 2 {
+		t.Errorf("%d EventBridge rules, want the sandbox-stopped one and the job sweep", n)
 	}
 	if n := len(tp.byType("AWS::SecretsManager::Secret")); n == 0 {
 		t.Error("no model provider secrets")

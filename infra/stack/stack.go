@@ -255,6 +255,19 @@ func (s *Stack) sandboxStopped(p Props, cluster *string) {
 			MaxEventAge:     awscdk.Duration_Hours(jsii.Number(ruleMaxEventAgeHours)),
 		})},
 	})
+	// The jobs' sweep (job.sweep, once a minute): the outbox's leftovers, and
+	// running jobs whose sandbox is gone failed as crash.
+	awsevents.NewRule(s.Stack, jsii.String("JobSweep"), &awsevents.RuleProps{
+		RuleName:    jsii.String("ra-" + p.Env + "-job-sweep"),
+		Description: jsii.String("The orchestrator jobs' sweep, to the jobs queue (job.sweep)"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.Queues[set.JobsQueue.Name], &awseventstargets.SqsQueueProps{
+			Message:         awsevents.RuleTargetInput_FromObject(map[string]any{"type": "job.sweep"}),
+			DeadLetterQueue: dlq,
+			RetryAttempts:   jsii.Number(ruleRetryAttempts),
+			MaxEventAge:     awscdk.Duration_Hours(jsii.Number(ruleMaxEventAgeHours)),
+		})},
+	})
 }
 
 // depthAlarm alarms as soon as the dead-letter queue named name holds a message.

@@ -342,11 +342,14 @@ func TestWorkersConsumeTheirQueues(t *testing.T) {
 	}
 	// ECS task-state changes reach the jobs queue.
 	rules := tp.byType("AWS::Events::Rule")
-	if len(rules) != 1 {
-		t.Fatalf("%d rules", len(rules))
+	if len(rules) != 2 {
+		t.Fatalf("%d rules, want the sandbox-stopped one and the job sweep", len(rules))
 	}
 	for _, r := range rules {
 		p := props(r)
+		if p["ScheduleExpression"] != nil {
+			continue // the job sweep (TestJobSweepIsScheduled)
+		}
 		if queues[ref(p["Targets"].([]any)[0].(map[string]any)["Arn"])] != set.JobsQueue.Name || fmt.Sprint(p["EventPattern"].(map[string]any)["detail-type"]) != "[ECS Task State Change]" {
 			t.Errorf("rule %v", p)
 		}
@@ -555,5 +558,21 @@ func TestInternalRoutesTakeOnlyTheOrchestrator(t *testing.T) {
 	vars := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
 	if got, _ := vars["RA_ORCHESTRATOR_ROLE_ARN"].(string); got != testOrchestrator {
 		t.Errorf("RA_ORCHESTRATOR_ROLE_ARN = %v, want %s", vars["RA_ORCHESTRATOR_ROLE_ARN"], testOrchestrator)
+	}
+}
+
+// A schedule sends job.sweep to the jobs queue once a minute.
+func TestJobSweepIsScheduled(t *testing.T) {
+	tp := synth(t)["dev"]
+	_, rule := tp.find(t, "AWS::Events::Rule", "Name", "ra-dev-job-sweep")
+	p := props(rule)
+	targets, _ := p["Targets"].([]any)
+	if p["ScheduleExpression"] != "rate(1 minute)" || len(targets) != 1 {
+		t.Fatalf("job sweep rule %v", p)
+	}
+	target := targets[0].(map[string]any)
+	queueID, _ := tp.find(t, "AWS::SQS::Queue", "QueueName", "ra-dev-jobs")
+	if ref(target["Arn"]) != queueID || target["Input"] != `{"type":"job.sweep"}` {
+		t.Errorf("job sweep target %v", target)
 	}
 }

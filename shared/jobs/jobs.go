@@ -28,6 +28,9 @@ const (
 	JobRun Type = "job.run"
 	// JobCancel stops the sandbox of a cancelled job (JobID).
 	JobCancel Type = "job.cancel"
+	// JobSweep sweeps the jobs (a schedule sends it): the outbox's
+	// leftovers, running jobs whose sandbox is gone.
+	JobSweep Type = "job.sweep"
 )
 
 // Message is one jobs-queue message.
@@ -91,6 +94,11 @@ func Parse(body string) (Message, error) {
 	}
 	switch m.Type {
 	case SessionStart, SessionStop, TaskState:
+	case JobSweep:
+		if m.JobID != "" || m.SessionID != "" {
+			return m, fmt.Errorf("%w: %s names no job", ErrMalformed, m.Type)
+		}
+		return m, nil
 	case JobRun, JobCancel:
 		if m.JobID == "" || len(m.JobID) > 64 || m.SessionID != "" {
 			return m, fmt.Errorf("%w: %s without a job id", ErrMalformed, m.Type)

@@ -74,6 +74,9 @@ type JobRunner interface {
 	SessionOf(ctx context.Context, jobID string) (string, error)
 	// Crashed fails a live job with category crash.
 	Crashed(ctx context.Context, jobID, message string) error
+	// Sweep publishes the outbox's leftovers and fails running jobs whose
+	// sandbox is gone.
+	Sweep(ctx context.Context) error
 }
 
 // ToolRunner runs a tools-queue message (toolgate.Service).
@@ -139,6 +142,11 @@ func (w *Worker) Do(ctx context.Context, m jobs.Message) error {
 		return w.runJob(ctx, m)
 	case jobs.JobCancel:
 		return w.cancelJob(ctx, m)
+	case jobs.JobSweep:
+		if w.Jobs == nil {
+			return errors.New("job.sweep on a worker without jobs")
+		}
+		return w.Jobs.Sweep(ctx)
 	default:
 		return fmt.Errorf("%w: type %q", jobs.ErrMalformed, m.Type)
 	}

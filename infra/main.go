@@ -16,6 +16,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -133,6 +134,8 @@ func Build(app awscdk.App, root string) error {
 			EmbedFeatures:     list(ctx("embedFeatures")),
 			Models:            settings,
 			Throttle:          throttle,
+			// The orchestrator's role, per environment (orchestratorRoleArn.<env>).
+			OrchestratorRoleARN: cmp.Or(ctx("orchestratorRoleArn."+env), ctx("orchestratorRoleArn")),
 		})
 	}
 	return nil

@@ -66,7 +66,7 @@ func TestLocalStackVariantUsesOnlyCommunityServices(t *testing.T) {
 		}
 	}
 	if n := len(tp.byType("AWS::Events::Rule")); n != 2 {
-		t.Errorf("%d EventBridge rules, want the sandbox-stopped one and the sweep", n)
+		t.Errorf("%d EventBridge rules, want the sandbox-stopped one, the sweep and the job sweep", n)
 	}
 	if n := len(tp.byType("AWS::SecretsManager::Secret")); n == 0 {
 		t.Error("no model provider secrets")

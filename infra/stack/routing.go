@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfrontorigins"
@@ -34,11 +35,18 @@ func (s *Stack) functions(p Props, removal awscdk.RemovalPolicy) []stream {
 	for _, r := range s.Routes {
 		fn := s.Functions[r.Function]
 		if !r.Stream {
-			s.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+			opts := &awsapigatewayv2.AddRoutesOptions{
 				Path:        jsii.String(r.Path),
 				Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(r.Method)},
 				Integration: awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(logicalID(r.Key())), fn, nil),
-			})
+			}
+			if r.Internal {
+				// The orchestrator's routes: SigV4-signed by a principal of
+				// the account allowed execute-api:Invoke; the jobs function
+				// takes only the orchestrator's role.
+				opts.Authorizer = awsapigatewayv2authorizers.NewHttpIamAuthorizer()
+			}
+			s.API.AddRoutes(opts)
 			continue
 		}
 		st, ok := urls[r.Function]

@@ -73,6 +73,10 @@ type Props struct {
 	// Throttle is the API stage's default route throttling; zero fields take
 	// DefaultThrottle's.
 	Throttle Throttle
+	// OrchestratorRoleARN is the only caller of the /internal/ routes (IAM
+	// authorization; the jobs function checks the caller is this role);
+	// "" the role ra-<env>-orchestrator of the stack's account.
+	OrchestratorRoleARN string
 
 	// Routes is the route table, routes.All() when nil; Access is each
 	// function's access, access.For when nil. Tests give their own.
@@ -274,6 +278,19 @@ func (s *Stack) sandboxStopped(p Props, cluster *string) {
 			MaxEventAge:     awscdk.Duration_Hours(jsii.Number(ruleMaxEventAgeHours)),
 		})},
 	})
+	// The jobs' sweep (job.sweep, once a minute): the outbox's leftovers, and
+	// running jobs whose sandbox is gone failed as crash.
+	awsevents.NewRule(s.Stack, jsii.String("JobSweep"), &awsevents.RuleProps{
+		RuleName:    jsii.String("ra-" + p.Env + "-job-sweep"),
+		Description: jsii.String("The orchestrator jobs' sweep, to the jobs queue (job.sweep)"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.Queues[set.JobsQueue.Name], &awseventstargets.SqsQueueProps{
+			Message:         awsevents.RuleTargetInput_FromObject(map[string]any{"type": "job.sweep"}),
+			DeadLetterQueue: dlq,
+			RetryAttempts:   jsii.Number(ruleRetryAttempts),
+			MaxEventAge:     awscdk.Duration_Hours(jsii.Number(ruleMaxEventAgeHours)),
+		})},
+	})
 }
 
 // depthAlarm alarms as soon as the dead-letter queue named name holds a message.
@@ -426,6 +443,9 @@ func (s *Stack) environment(p Props) map[string]*string {
 		"RA_GUARDRAILS_PATH": jsii.String("s3://" + set.Bucket.Name + "/" + access.GuardrailsKey),
 		"RA_ALLOWED_ORIGINS": jsii.String(strings.Join(p.AllowedOrigins, ",")),
 		"RA_EMBED_FEATURES":  jsii.String(strings.Join(p.EmbedFeatures, ",")),
+		// Job events reach the orchestrator here (until the bus carries them).
+		"RA_ORCHESTRATOR_QUEUE_URL": s.Queues[set.OrchestratorQueue.Name].QueueUrl(),
+		"RA_ORCHESTRATOR_ROLE_ARN":  s.orchestratorRole(p),
 	}
 	if p.CreationTimeout > 0 {
 		env["RA_CREATION_TIMEOUT_SECONDS"] = jsii.String(strconv.Itoa(p.CreationTimeout))
@@ -434,6 +454,15 @@ func (s *Stack) environment(p Props) map[string]*string {
 		env[k] = jsii.String(v)
 	}
 	return env
+}
+
+// orchestratorRole is the ARN of the one role the /internal/ routes take.
+func (s *Stack) orchestratorRole(p Props) *string {
+	if p.OrchestratorRoleARN != "" {
+		return jsii.String(p.OrchestratorRoleARN)
+	}
+	return s.FormatArn(&awscdk.ArnComponents{Service: jsii.String("iam"), Region: jsii.String(""), Resource: jsii.String("role"),
+		ResourceName: jsii.String("ra-" + p.Env + "-orchestrator"), ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME})
 }
 
 // timeouts of the functions, by name; functions of streaming routes get

@@ -70,6 +70,9 @@ var settings = map[string]models.Settings{
 	"prod": {Provider: "anthropic", Model: "claude-opus-4.5"},
 }
 
+// testOrchestrator is the orchestrator's role in the tests' stacks.
+const testOrchestrator = "arn:aws:iam::123456789012:role/orchestrator"
+
 // synth builds the dev and prod stacks once for all tests, with placeholder code
 // zips (the template does not depend on their content).
 func synth(t *testing.T) map[string]*template {
@@ -93,6 +96,7 @@ func synth(t *testing.T) map[string]*template {
 				Env: env, CodeDir: code, DataDir: "../../data",
 				AllowedOrigins: []string{"https://App.Example.com/", "http://localhost:5173"}, CreationTimeout: 20,
 				Models: settings[env], Routes: routeTable(), Access: accessOf,
+				OrchestratorRoleARN: testOrchestrator,
 			})
 			// cdk-nag's AwsSolutions pack checks the stack as it synthesizes
 			// (TestStackPassesAwsSolutionsChecks reads its findings).
@@ -343,13 +347,13 @@ func TestWorkersConsumeTheirQueues(t *testing.T) {
 	// ECS task-state changes reach the jobs queue, and a sweep every minute
 	// (the job events' rule has its own test).
 	rules := tp.byType("AWS::Events::Rule")
-	if len(rules) != 3 {
+	if len(rules) != 4 {
 		t.Fatalf("%d rules", len(rules))
 	}
 	for _, r := range rules {
 		p := props(r)
-		if p["Name"] == "ra-dev-job-events" {
-			continue // TestJobEventsReachTheOrchestratorQueue
+		if p["Name"] == "ra-dev-job-events" || p["Name"] == "ra-dev-job-sweep" {
+			continue // TestJobEventsReachTheOrchestratorQueue, TestJobSweepIsScheduled
 		}
 		target := p["Targets"].([]any)[0].(map[string]any)
 		if queues[ref(target["Arn"])] != set.JobsQueue.Name {
@@ -549,5 +553,47 @@ func TestSandboxesHaveAFallbackCapacity(t *testing.T) {
 	vars, _ := props(worker)["Environment"].(map[string]any)["Variables"].(map[string]any)
 	if vars["RA_ECS_CAPACITY_PROVIDER"] != "FARGATE" {
 		t.Errorf("jobworker's RA_ECS_CAPACITY_PROVIDER = %v", vars["RA_ECS_CAPACITY_PROVIDER"])
+	}
+}
+
+// The orchestrator's routes take IAM authorization, the others none, and the
+// jobs function knows the one role it serves (the environment's context value).
+func TestInternalRoutesTakeOnlyTheOrchestrator(t *testing.T) {
+	tp := synth(t)["dev"]
+	iam := 0
+	for _, r := range tp.byType("AWS::ApiGatewayV2::Route") {
+		p := props(r)
+		key := p["RouteKey"].(string)
+		internal := strings.Contains(key, routes.InternalPrefix)
+		if got := p["AuthorizationType"] == "AWS_IAM"; got != internal {
+			t.Errorf("%s: authorization %v", key, p["AuthorizationType"])
+		}
+		if internal {
+			iam++
+		}
+	}
+	if iam != 8 {
+		t.Errorf("%d routes with IAM authorization, want the 8 /internal/ routes", iam)
+	}
+	_, fn := tp.find(t, "AWS::Lambda::Function", "FunctionName", "ra-dev-jobs")
+	vars := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
+	if got, _ := vars["RA_ORCHESTRATOR_ROLE_ARN"].(string); got != testOrchestrator {
+		t.Errorf("RA_ORCHESTRATOR_ROLE_ARN = %v, want %s", vars["RA_ORCHESTRATOR_ROLE_ARN"], testOrchestrator)
+	}
+}
+
+// A schedule sends job.sweep to the jobs queue once a minute.
+func TestJobSweepIsScheduled(t *testing.T) {
+	tp := synth(t)["dev"]
+	_, rule := tp.find(t, "AWS::Events::Rule", "Name", "ra-dev-job-sweep")
+	p := props(rule)
+	targets, _ := p["Targets"].([]any)
+	if p["ScheduleExpression"] != "rate(1 minute)" || len(targets) != 1 {
+		t.Fatalf("job sweep rule %v", p)
+	}
+	target := targets[0].(map[string]any)
+	queueID, _ := tp.find(t, "AWS::SQS::Queue", "QueueName", "ra-dev-jobs")
+	if ref(target["Arn"]) != queueID || target["Input"] != `{"type":"job.sweep"}` {
+		t.Errorf("job sweep target %v", target)
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/sigv4"
 	"github.com/remote-agents/remote-agents/shared/wiring"
 )
 
@@ -67,6 +68,9 @@ type Options struct {
 	SeedDir string
 	// AppKey is the development app key seeded into the registry; "" seeds none.
 	AppKey string
+	// OrchestratorKeyID and OrchestratorSecret sign the orchestrator's calls
+	// to the /internal/ routes; "" the defaults (DefaultOrchestratorKeyID).
+	OrchestratorKeyID, OrchestratorSecret string
 	// Pollers is how many jobs-queue consumers run at once (default 4).
 	Pollers int
 	// SweepInterval is how often the dev server queues a sweep, as the
@@ -88,14 +92,15 @@ type Server struct {
 	Env      *wiring.Env
 	Launcher *process.Launcher
 
-	http   *http.Server
-	health *health
-	push   *pushHub
-	socket httpapi.SocketHandler
-	table  []httpapi.Route
-	worker wiring.Function
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	http     *http.Server
+	health   *health
+	push     *pushHub
+	socket   httpapi.SocketHandler
+	internal *iamAuth
+	table    []httpapi.Route
+	worker   wiring.Function
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 // Start bootstraps the environment, seeds it, and serves.
@@ -117,7 +122,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	pollCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
-	g := &gateway{routes: s.table, closing: pollCtx, functions: map[string]string{}}
+	g := &gateway{routes: s.table, closing: pollCtx, functions: map[string]string{}, internal: s.internal}
 	for _, r := range routes.All() {
 		g.functions[r.Key()] = r.Function
 	}
@@ -146,6 +151,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	jobService, err := s.Env.JobService(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// What a schedule does on AWS: the jobs' sweep (the outbox's leftovers,
+	// running jobs whose sandbox is gone).
+	s.wg.Go(func() { sweepJobs(pollCtx, jobService, o.Log) })
 	for range o.Pollers {
 		s.wg.Go(func() { poll(pollCtx, jobsQueue, s.worker.Worker, o.Log) })
 		s.wg.Go(func() { poll(pollCtx, toolsQueue, s.worker.Worker, o.Log) })
@@ -178,6 +190,7 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 		cfg.Push.Endpoint = s.URL
 	}
 	cfg.Env = cmp.Or(o.Env, cfg.Env, "dev")
+	cfg.OrchestratorRoleARN = cmp.Or(cfg.OrchestratorRoleARN, config.DevOrchestratorRoleARN)
 	env := cfg.Env
 	set, err := resources.For(env)
 	if err != nil {
@@ -200,6 +213,12 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 		return fmt.Errorf("devserver: %w", err)
 	}
 	e.KeyLookup, e.Metered = o.ModelKeys, o.Metered
+	// The dev stack runs jobs with the scripted model too.
+	e.AllowScripted = true
+	keyID, secret := OrchestratorCredentialsFromEnv(nil)
+	keyID, secret = cmp.Or(o.OrchestratorKeyID, keyID), cmp.Or(o.OrchestratorSecret, secret)
+	s.internal = &iamAuth{roleARN: cfg.OrchestratorRoleARN, verifier: &sigv4.Verifier{Region: awsCfg.Region, Service: "execute-api",
+		Keys: []sigv4.Credentials{{KeyID: keyID, Secret: secret}}}}
 	s.Env = e
 	if o.SeedDir != "" || o.AppKey != "" {
 		if err := Seed(ctx, e.Registry(), o.SeedDir, o.AppKey); err != nil {

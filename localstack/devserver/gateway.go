@@ -16,6 +16,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/routes"
 )
 
 // maxRequestBytes is API Gateway's payload limit (10 MB); handlers bound further.
@@ -33,6 +34,8 @@ type gateway struct {
 	functions map[string]string
 	// closing ends streams when the server closes.
 	closing context.Context
+	// internal authorizes the /internal/ routes (IAM on AWS).
+	internal *iamAuth
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -59,19 +62,26 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeResponse(w, httpapi.Error(r.Context(), nil, apierror.New(apierror.PayloadTooLarge, "The request body is too large.")))
 		return
 	}
+	ev := toEvent(r, route, params, body)
+	if strings.HasPrefix(r.URL.Path, routes.InternalPrefix) {
+		if res, ok := g.internal.authorize(r, body, &ev); !ok {
+			writeResponse(w, res)
+			return
+		}
+	}
 	if route.Stream != nil {
 		ctx, cancel := context.WithCancel(withFunction(r.Context(), g.functions[route.Key()]))
 		defer cancel()
 		stop := context.AfterFunc(g.closing, cancel)
 		defer stop()
-		res, stream := route.Stream(ctx, toEvent(r, route, params, body))
+		res, stream := route.Stream(ctx, ev)
 		serveStream(w, res, stream)
 		return
 	}
 	// A Lambda function's context ends at its timeout; API Gateway gives up at 30 s.
 	ctx, cancel := context.WithTimeout(withFunction(r.Context(), g.functions[route.Key()]), handlerTimeout)
 	defer cancel()
-	res, err := route.Handler(ctx, toEvent(r, route, params, body))
+	res, err := route.Handler(ctx, ev)
 	if err != nil {
 		res = httpapi.Error(r.Context(), nil, err)
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/remote-agents/remote-agents/localstack/devserver"
 	"github.com/remote-agents/remote-agents/shared/awsconfig"
 	"github.com/remote-agents/remote-agents/shared/routes"
@@ -235,6 +237,23 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 		"POST /sandbox/{sessionId}/uploads": func() reply {
 			return o.call(http.MethodPost, "/sandbox/"+id+"/uploads", sb, map[string]any{"tool": "verify", "tool_call_id": "c1", "files": []any{map[string]any{"path": "a.txt", "size_bytes": 1}}})
 		},
+	}
+	// The orchestrator's routes, signed.
+	orch := newOrchestrator(o.stack)
+	step, job := uuid.NewString(), uuid.NewString()
+	agent := orch.putProfile(t, step)
+	for key, path := range map[string]string{
+		"GET /internal/jobs/{id}": "/internal/jobs/" + job, "GET /internal/jobs/{id}/logs": "/internal/jobs/" + job + "/logs",
+		"GET /internal/jobs/{id}/outputs": "/internal/jobs/" + job + "/outputs", "GET /internal/agents/{id}": "/internal/agents/" + agent,
+		"GET /internal/agents": "/internal/agents",
+	} {
+		requests[key] = func() reply { return orch.call(http.MethodGet, path, nil, step) }
+	}
+	requests["POST /internal/jobs"] = func() reply { return orch.call(http.MethodPost, "/internal/jobs", orch.jobBody(agent, step, 10), step) }
+	requests["POST /internal/jobs/{id}/cancel"] = func() reply { return orch.call(http.MethodPost, "/internal/jobs/"+job+"/cancel", nil, step) }
+	requests["PUT /internal/agents/{id}"] = func() reply {
+		return orch.call(http.MethodPut, "/internal/agents/"+agent, map[string]any{"name": "W", "agent_level": "L0", "llm_provider": "openai",
+			"llm_model": "gpt-4o", "max_tokens": 10, "allowed_skills": []string{}}, step)
 	}
 
 	o.links[devserver.DependencyDynamoDB].cut()

@@ -20,6 +20,7 @@ const (
 	GetItem    = "dynamodb:GetItem"
 	PutItem    = "dynamodb:PutItem"
 	UpdateItem = "dynamodb:UpdateItem"
+	DeleteItem = "dynamodb:DeleteItem"
 	Query      = "dynamodb:Query"
 	GetObject  = "s3:GetObject"
 	PutObject  = "s3:PutObject"
@@ -58,7 +59,17 @@ const (
 	AgentTypeItems = "agent_type"
 	// AppKeyItems starts the key of every app key in the registry.
 	AppKeyItems = "app_key#"
+	// AgentProfileItems starts the key of every agent profile in the
+	// registry, and is the by_kind index's key of their list.
+	AgentProfileItems = "agent_profile"
 )
+
+// JobItems start the keys of the orchestrator jobs' items in the jobs table
+// (package dynamo's Jobs): jobs, plan step claims, the outbox, the running.
+var JobItems = []string{"job#", "step#", "outbox", "running"}
+
+// jobsTable is what moves jobs along (the job service): jobs, their outbox.
+var jobsTable = []string{GetItem, PutItem, UpdateItem, DeleteItem, Query}
 
 // ConfigurationEnv is the pattern of the objects holding the env values
 // persisted for configurations (session.ConfigurationEnvKey), written only
@@ -97,13 +108,17 @@ type Access struct {
 // registry (app keys least of all) and of the jobs table.
 var toolWrites = map[string][]string{Registry: {ConfigurationItems}, Jobs: {RunItems}}
 
+// workerWrites are the worker's: the tools', and the jobs' items.
+var workerWrites = map[string][]string{Registry: {ConfigurationItems}, Jobs: append([]string{RunItems}, JobItems...)}
+
 var worker = Access{
 	Tables: map[string][]string{
-		Sessions:    {GetItem, UpdateItem},
+		// A job's sandbox gets its session here (job.run).
+		Sessions:    {GetItem, PutItem, UpdateItem},
 		Events:      {PutItem},
 		Idempotency: {GetItem, UpdateItem},
 		Registry:    {UpdateItem},
-		Jobs:        {PutItem},
+		Jobs:        jobsTable,
 	},
 	Send:    []string{JobsDLQ, ToolsDLQ},
 	Objects: map[string][]string{"sessions/*/tools/*": {GetObject}, "snapshots/*": {PutObject}},
@@ -113,7 +128,7 @@ var worker = Access{
 	// creates and cancels them, sets it too.
 	PublishJobEvents: true,
 
-	LeadingKeys: toolWrites,
+	LeadingKeys: workerWrites,
 }
 
 var table = map[string]Access{
@@ -195,7 +210,11 @@ var table = map[string]Access{
 			// record; a push connection's record names its session.
 			Idempotency: {GetItem, PutItem},
 			Registry:    {GetItem},
+			// A job's sandbox's reports move its job (and publish its events).
+			Jobs: jobsTable,
 		},
+		PublishJobEvents: true,
+		LeadingKeys:      map[string][]string{Jobs: JobItems},
 		Objects: map[string][]string{
 			GuardrailsKey:              {GetObject},
 			ConfigurationEnv:           {GetObject},
@@ -222,6 +241,20 @@ var table = map[string]Access{
 	},
 	// jobworker also sweeps: the by_due index of the sessions table.
 	"jobworker": sweeping(worker),
+	// The orchestrator's jobs and agent profiles; a job's live log is its
+	// sandbox's session events, its whole log an object under jobs/.
+	"jobs": {
+		Tables: map[string][]string{
+			Jobs:     jobsTable,
+			Registry: {GetItem, PutItem, Query},
+			Sessions: {GetItem},
+			Events:   {Query},
+		},
+		Send:             []string{JobsQueue},
+		PublishJobEvents: true,
+		Objects:          map[string][]string{"jobs/*": {GetObject}},
+		LeadingKeys:      map[string][]string{Jobs: JobItems, Registry: {AgentProfileItems}},
+	},
 	// The model gateway authenticates the sandbox and adds each call's usage
 	// to its session.
 	"model": {

@@ -48,6 +48,19 @@ const (
 	ToolNotFound Code = "tool_not_found"
 	// ToolNotEnabled: the agent's type does not enable that workspace tool.
 	ToolNotEnabled Code = "tool_not_enabled"
+	// MissingHeaders: an /internal request lacks mandatory headers (the
+	// orchestrator's x-identity-id, x-context-id, x-command-id,
+	// x-plan-step-id); details.missing names them.
+	MissingHeaders Code = "missing_headers"
+	// JobNotFound: no job of that id for the identity and context asked
+	// (another's is not found either).
+	JobNotFound Code = "job_not_found"
+	// JobNotRunning: the job has finished; it cannot be cancelled.
+	JobNotRunning Code = "job_not_running"
+	// PlanStepConflict: the plan step has a job created from another request.
+	PlanStepConflict Code = "plan_step_conflict"
+	// AgentProfileNotFound: no agent profile of that id.
+	AgentProfileNotFound Code = "agent_profile_not_found"
 )
 
 // Error is an error a client may see.

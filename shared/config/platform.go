@@ -32,6 +32,13 @@ type Platform struct {
 	Model Model
 	// Push is the push channel to sandboxes (RA_PUSH_*).
 	Push Push
+	// OrchestratorRoleARN is the only caller of the /internal/ routes (the
+	// orchestrator's IAM role; RA_ORCHESTRATOR_ROLE_ARN, on the dev stack
+	// DevOrchestratorRoleARN).
+	OrchestratorRoleARN string
+	// OrchestratorQueue is the URL of the queue job events reach the
+	// orchestrator on (RA_ORCHESTRATOR_QUEUE_URL; looked up by name if "").
+	OrchestratorQueue string
 }
 
 // Push is the push channel: one WebSocket connection per sandbox, which the
@@ -45,6 +52,10 @@ type Push struct {
 	// (RA_PUSH_ENDPOINT, https://{api-id}.execute-api.{region}.amazonaws.com/{stage}).
 	Endpoint string
 }
+
+// DevOrchestratorRoleARN is the orchestrator's role on the dev stack, whose
+// signed calls the dev server lets through as this caller.
+const DevOrchestratorRoleARN = "arn:aws:iam::000000000000:role/ra-dev-orchestrator"
 
 // Queues are the URLs of the jobs and tools queues and their dead-letter queues
 // (RA_JOBS_QUEUE_URL, RA_JOBS_DLQ_URL, RA_TOOLS_QUEUE_URL, RA_TOOLS_DLQ_URL).
@@ -144,6 +155,8 @@ var envVars = append([]envVar{
 	{"RA_JOBS_DLQ_URL", false, func(p *Platform, v string) error { p.Queues.JobsDLQ = v; return nil }},
 	{"RA_TOOLS_QUEUE_URL", false, func(p *Platform, v string) error { p.Queues.Tools = v; return nil }},
 	{"RA_TOOLS_DLQ_URL", false, func(p *Platform, v string) error { p.Queues.ToolsDLQ = v; return nil }},
+	{"RA_ORCHESTRATOR_ROLE_ARN", false, func(p *Platform, v string) error { p.OrchestratorRoleARN = strings.TrimSpace(v); return nil }},
+	{"RA_ORCHESTRATOR_QUEUE_URL", false, func(p *Platform, v string) error { p.OrchestratorQueue = v; return nil }},
 	{"RA_GATEWAY_URL", false, func(p *Platform, v string) error {
 		p.GatewayURL = strings.TrimRight(v, "/")
 		return checkBaseURL("RA_GATEWAY_URL", v)

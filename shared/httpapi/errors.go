@@ -31,6 +31,11 @@ var statuses = map[apierror.Code]int{
 	apierror.WorkspaceDisabled:    http.StatusNotFound,
 	apierror.ToolNotFound:         http.StatusNotFound,
 	apierror.ToolNotEnabled:       http.StatusForbidden,
+	apierror.MissingHeaders:       http.StatusBadRequest,
+	apierror.JobNotFound:          http.StatusNotFound,
+	apierror.JobNotRunning:        http.StatusConflict,
+	apierror.PlanStepConflict:     http.StatusConflict,
+	apierror.AgentProfileNotFound: http.StatusNotFound,
 }
 
 // retryable lists the codes a client may retry unchanged.

@@ -1,6 +1,6 @@
 // Package jobs defines the messages of the jobs queue and publishes them:
-// session.start, session.stop and task.state (job.run and job.cancel come with the
-// orchestrator jobs). jobworker consumes them.
+// session.start, session.stop and task.state, and the orchestrator jobs' job.run
+// and job.cancel. jobworker consumes them.
 package jobs
 
 import (
@@ -28,13 +28,22 @@ const (
 	// (session.Service.Sweep): a schedule sends it (an EventBridge rule on
 	// AWS, a ticker in the dev server). It names no session.
 	Sweep Type = "sweep"
+	// JobRun runs an orchestrator job (JobID) in a sandbox of its own.
+	JobRun Type = "job.run"
+	// JobCancel stops the sandbox of a cancelled job (JobID).
+	JobCancel Type = "job.cancel"
+	// JobSweep sweeps the jobs (a schedule sends it): the outbox's
+	// leftovers, running jobs whose sandbox is gone.
+	JobSweep Type = "job.sweep"
 )
 
 // Message is one jobs-queue message.
 type Message struct {
 	Type       Type   `json:"type"`
-	SessionID  string `json:"session_id"`
-	Generation int    `json:"generation"`
+	SessionID  string `json:"session_id,omitempty"`
+	Generation int    `json:"generation,omitempty"`
+	// JobID is the orchestrator job of job.run and job.cancel.
+	JobID string `json:"job_id,omitempty"`
 	// SandboxRef and ExitCode describe a stopped sandbox (task.state).
 	SandboxRef string `json:"sandbox_ref,omitempty"`
 	ExitCode   *int   `json:"exit_code,omitempty"`
@@ -90,8 +99,18 @@ func Parse(body string) (Message, error) {
 	switch m.Type {
 	case SessionStart, SessionStop, TaskState:
 	case Sweep:
-		if m.SessionID != "" || m.Generation != 0 || m.SandboxRef != "" || m.ExitCode != nil || m.Detail != "" {
+		if m.SessionID != "" || m.JobID != "" || m.Generation != 0 || m.SandboxRef != "" || m.ExitCode != nil || m.Detail != "" {
 			return m, fmt.Errorf("%w: sweep names no session", ErrMalformed)
+		}
+		return m, nil
+	case JobSweep:
+		if m.JobID != "" || m.SessionID != "" {
+			return m, fmt.Errorf("%w: %s names no job", ErrMalformed, m.Type)
+		}
+		return m, nil
+	case JobRun, JobCancel:
+		if m.JobID == "" || len(m.JobID) > 64 || m.SessionID != "" {
+			return m, fmt.Errorf("%w: %s without a job id", ErrMalformed, m.Type)
 		}
 		return m, nil
 	default:

@@ -62,3 +62,22 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParseJobMessages(t *testing.T) {
+	for _, tt := range []struct {
+		body string
+		ok   bool
+	}{
+		{`{"type":"job.run","job_id":"j1"}`, true},
+		{`{"type":"job.cancel","job_id":"j1"}`, true},
+		{`{"type":"job.sweep"}`, true},
+		{`{"type":"job.run"}`, false},
+		{`{"type":"job.cancel","job_id":"j1","session_id":"s"}`, false},
+		{`{"type":"job.sweep","job_id":"j1"}`, false},
+	} {
+		_, err := jobs.Parse(tt.body)
+		if (err == nil) != tt.ok {
+			t.Errorf("Parse(%s) = %v, want ok %v", tt.body, err, tt.ok)
+		}
+	}
+}

@@ -63,6 +63,8 @@ type Worker struct {
 	// Sweeper runs the sweep messages (session.Service); nil ignores them.
 	Sweeper Sweeper
 	Log     *slog.Logger
+	// Jobs runs orchestrator jobs (job.run, job.cancel); nil: none.
+	Jobs JobRunner
 	// Now is the clock launch leases are taken by; nil means time.Now.
 	Now func() time.Time
 }
@@ -70,6 +72,20 @@ type Worker struct {
 // Sweeper ends the sessions nobody would otherwise end (session.Service).
 type Sweeper interface {
 	Sweep(ctx context.Context) (session.SweepReport, error)
+}
+
+// JobRunner is the orchestrator jobs' side of the worker (job.Service).
+type JobRunner interface {
+	// Prepare gives a created job the session of its sandbox, once, and
+	// returns it; run is false when the job needs no sandbox.
+	Prepare(ctx context.Context, jobID string) (sessionID string, run bool, err error)
+	// SessionOf returns the session of a job's sandbox ("" for none).
+	SessionOf(ctx context.Context, jobID string) (string, error)
+	// Crashed fails a live job with category crash.
+	Crashed(ctx context.Context, jobID, message string) error
+	// Sweep publishes the outbox's leftovers and fails running jobs whose
+	// sandbox is gone.
+	Sweep(ctx context.Context) error
 }
 
 // ToolRunner runs a tools-queue message (toolgate.Service).
@@ -133,6 +149,15 @@ func (w *Worker) Do(ctx context.Context, m jobs.Message) error {
 		return w.taskStopped(ctx, m)
 	case jobs.Sweep:
 		return w.sweep(ctx)
+	case jobs.JobRun:
+		return w.runJob(ctx, m)
+	case jobs.JobCancel:
+		return w.cancelJob(ctx, m)
+	case jobs.JobSweep:
+		if w.Jobs == nil {
+			return errors.New("job.sweep on a worker without jobs")
+		}
+		return w.Jobs.Sweep(ctx)
 	default:
 		return fmt.Errorf("%w: type %q", jobs.ErrMalformed, m.Type)
 	}
@@ -335,9 +360,68 @@ func (w *Worker) taskStopped(ctx context.Context, m jobs.Message) error {
 	}
 	if sess.State == session.Provisioning {
 		_, err := w.Store.Transition(ctx, sess.ID, session.Change{From: []session.State{session.Provisioning}, To: session.Failed, Generation: sess.Generation, Reason: session.ReasonError})
-		return ignoreConflict(err)
+		if err = ignoreConflict(err); err != nil {
+			return err
+		}
+		return w.jobCrashed(ctx, sess, "The job's sandbox stopped before it reported.")
 	}
-	return w.end(ctx, sess, reason)
+	if err := w.end(ctx, sess, reason); err != nil {
+		return err
+	}
+	return w.jobCrashed(ctx, sess, "The job's sandbox stopped without reporting the job's end.")
+}
+
+// jobCrashed fails the job of a job's sandbox that stopped without
+// reporting its end (a job already over stays as it is).
+func (w *Worker) jobCrashed(ctx context.Context, sess session.Session, msg string) error {
+	if sess.JobID == "" || w.Jobs == nil {
+		return nil
+	}
+	return w.Jobs.Crashed(ctx, sess.JobID, msg)
+}
+
+// runJob launches the sandbox of an orchestrator job: the job gets its
+// session once, whose launch is claimed once (start), so a redelivered
+// job.run launches nothing more. A job whose sandbox cannot be launched
+// fails (crash).
+func (w *Worker) runJob(ctx context.Context, m jobs.Message) error {
+	if w.Jobs == nil {
+		return errors.New("job.run on a worker without jobs")
+	}
+	sid, run, err := w.Jobs.Prepare(ctx, m.JobID)
+	if err != nil || !run {
+		return err
+	}
+	if err := w.start(ctx, jobs.Message{Type: jobs.SessionStart, SessionID: sid, Generation: 1}); err != nil {
+		return err
+	}
+	sess, err := w.Store.Get(ctx, sid)
+	if err != nil {
+		return err
+	}
+	if sess.State.Terminal() {
+		return w.jobCrashed(ctx, sess, "The job's sandbox could not be launched.")
+	}
+	return nil
+}
+
+// cancelJob stops the sandbox of a cancelled job.
+func (w *Worker) cancelJob(ctx context.Context, m jobs.Message) error {
+	if w.Jobs == nil {
+		return errors.New("job.cancel on a worker without jobs")
+	}
+	sid, err := w.Jobs.SessionOf(ctx, m.JobID)
+	if err != nil || sid == "" {
+		return err
+	}
+	sess, err := w.Store.Get(ctx, sid)
+	if errors.Is(err, session.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return w.stop(ctx, jobs.Message{Type: jobs.SessionStop, SessionID: sid, Generation: sess.Generation})
 }
 
 func (w *Worker) end(ctx context.Context, sess session.Session, reason session.Reason) error {

@@ -20,6 +20,10 @@ type Route struct {
 	// Public routes carry no bearer token an API authorizer could check: they
 	// authenticate in the handler (all do; the flag documents browser routes).
 	Public bool
+	// Internal routes are the orchestrator's (/internal/): IAM authorization
+	// on AWS, only the orchestrator's role allowed; the dev server verifies
+	// their SigV4 signatures itself.
+	Internal bool
 }
 
 // Functions that serve no route.
@@ -60,6 +64,15 @@ var table = []Route{
 	// The model gateway: a sandbox's model calls, forwarded with the
 	// platform's credential; the answer streams back as the provider sends it.
 	{Method: "POST", Path: "/sandbox/{sessionId}/model/{provider}/{proxy+}", Function: "model", Stream: true},
+	// The orchestrator's jobs and agent profiles (IAM, the orchestrator only).
+	{Method: "POST", Path: "/internal/jobs", Function: "jobs", Internal: true},
+	{Method: "GET", Path: "/internal/jobs/{id}", Function: "jobs", Internal: true},
+	{Method: "GET", Path: "/internal/jobs/{id}/logs", Function: "jobs", Internal: true},
+	{Method: "GET", Path: "/internal/jobs/{id}/outputs", Function: "jobs", Internal: true},
+	{Method: "POST", Path: "/internal/jobs/{id}/cancel", Function: "jobs", Internal: true},
+	{Method: "PUT", Path: "/internal/agents/{id}", Function: "jobs", Internal: true},
+	{Method: "GET", Path: "/internal/agents/{id}", Function: "jobs", Internal: true},
+	{Method: "GET", Path: "/internal/agents", Function: "jobs", Internal: true},
 }
 
 // All returns every route.
@@ -77,6 +90,9 @@ func Functions() []string {
 	}
 	return append(out, JobWorker)
 }
+
+// InternalPrefix starts the path of every Internal route.
+const InternalPrefix = "/internal/"
 
 // Key is the route's API Gateway route key, "METHOD /path".
 func (r Route) Key() string { return r.Method + " " + r.Path }

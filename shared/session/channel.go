@@ -55,6 +55,9 @@ func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 	} else if err != nil {
 		return sandboxwire.Spec{}, err
 	}
+	if sess.JobID != "" {
+		return c.jobSpec(ctx, sess, doc)
+	}
 	persona, err := c.o.Registry.Persona(ctx, sess.Tenant, sess.PersonaSlug)
 	if err != nil {
 		return sandboxwire.Spec{}, err
@@ -99,6 +102,27 @@ func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 	}, nil
 }
 
+// jobSpec is the spec of an orchestrator job's sandbox: the guardrails, and
+// the job (its profile is the agent), with its profile's tools only.
+func (c *Channel) jobSpec(ctx context.Context, sess Session, doc guardrails.Doc) (sandboxwire.Spec, error) {
+	if c.o.JobRuns == nil {
+		return sandboxwire.Spec{}, errors.New("a job's sandbox on a channel without jobs")
+	}
+	js, tools, err := c.o.JobRuns.Spec(ctx, sess.JobID)
+	if err != nil {
+		return sandboxwire.Spec{}, err
+	}
+	return sandboxwire.Spec{
+		SessionID:       sess.ID,
+		Generation:      sess.Generation,
+		Guardrails:      sandboxwire.Guardrails{Content: doc.Content, Hash: doc.Hash},
+		TmuxSessionName: sess.TmuxSessionName,
+		SessionType:     prompts.SessionCoding,
+		Tools:           tools,
+		Job:             &js,
+	}, nil
+}
+
 // workspaceTools are the workspace tools the sandbox of sess registers: its
 // agent type's (as stored on the session at create), none when the type has
 // no workspace, and nil (every tool) for a session without a type.
@@ -128,6 +152,9 @@ func (c *Channel) Report(ctx context.Context, sess Session, in sandboxwire.Statu
 	if err != nil {
 		return sandboxwire.Orders{}, err
 	}
+	if err := c.reportJob(ctx, sess, change.To, in.Job); err != nil {
+		return sandboxwire.Orders{}, err
+	}
 	if change.To == Failed && sess.State == Provisioning {
 		// The sandbox could not deliver the priming message (guardrails first).
 		reportGuardrails(ctx, c.o.Reporter, report.Error, "sandbox failed to deliver the priming message",
@@ -146,6 +173,24 @@ func (c *Channel) Report(ctx context.Context, sess Session, in sandboxwire.Statu
 			Context: map[string]string{"agent_id": sess.ID, "agent_type": sess.AgentType, "persona_slug": sess.PersonaSlug}})
 	}
 	return orders(after), nil
+}
+
+// reportJob tells the job of a job's sandbox how its run goes, before the
+// session moves (both idempotent, so a retried report does it again).
+func (c *Channel) reportJob(ctx context.Context, sess Session, to State, rep *sandboxwire.JobReport) error {
+	if sess.JobID == "" || c.o.JobRuns == nil {
+		if rep != nil {
+			return apierror.New(apierror.InvalidRequest, "Only a job's sandbox reports a job.")
+		}
+		return nil
+	}
+	switch to {
+	case Ready, Working, Idle:
+		return c.o.JobRuns.Started(ctx, sess.JobID)
+	case Ended, Failed:
+		return c.o.JobRuns.Finished(ctx, sess.JobID, rep)
+	}
+	return nil
 }
 
 // changeFor is the transition a status report asks for.

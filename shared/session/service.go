@@ -96,8 +96,23 @@ type Options struct {
 	// ToolResults keeps the results of workspace tool requests
 	// (workspacetool.go).
 	ToolResults ToolResults
+	// JobRuns, for the sandbox channel, hears the sandboxes of orchestrator
+	// jobs (sessions with a JobID): their spec, and how their runs go.
+	JobRuns JobRuns
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+}
+
+// JobRuns is what the sandbox channel asks and tells of orchestrator jobs
+// (job.Service).
+type JobRuns interface {
+	// Spec is the job's JobSpec and the tools its sandbox registers.
+	Spec(ctx context.Context, jobID string) (sandboxwire.JobSpec, []string, error)
+	// Started: the job's sandbox reported it runs.
+	Started(ctx context.Context, jobID string) error
+	// Finished: the job's sandbox reported its end, with its job report
+	// (nil: none).
+	Finished(ctx context.Context, jobID string, rep *sandboxwire.JobReport) error
 }
 
 // Service runs the session operations.

@@ -16,6 +16,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
+	"github.com/remote-agents/remote-agents/shared/job"
 	"github.com/remote-agents/remote-agents/shared/jobevents"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/launch"
@@ -46,6 +47,9 @@ type Env struct {
 	// Metered, if set, hears the usage of each model call once recorded
 	// (tests).
 	Metered func(sessionID string, u session.Usage)
+	// AllowScripted lets agent profiles name the scripted model provider
+	// (the dev stack).
+	AllowScripted bool
 
 	ddb        *dynamodb.Client
 	sqs        *sqs.Client
@@ -58,6 +62,8 @@ type Env struct {
 	guardrails guardrails.Source
 	notifier   *apigwpush.Notifier
 	jobEvents  jobevents.Publisher
+	jobService *job.Service
+	jobRuns    *job.Service
 }
 
 // FromEnvironment loads the platform configuration (config.Load) and the AWS
@@ -164,6 +170,62 @@ func (e *Env) Jobs(ctx context.Context) (*jobs.Publisher, error) {
 		return nil, err
 	}
 	return jobs.NewPublisher(q), nil
+}
+
+// OrchestratorQueue is the queue the orchestrator reads job events on
+// (RA_ORCHESTRATOR_QUEUE_URL, else looked up by name).
+func (e *Env) OrchestratorQueue(ctx context.Context) (*sqsqueue.Queue, error) {
+	return e.queue(ctx, e.Resources.OrchestratorQueue.Name, e.Config.OrchestratorQueue)
+}
+
+// JobService is the orchestrator jobs' service, as the jobs function uses
+// it: it queues job.run and job.cancel. Its events go to the jobs' bus
+// (JobEvents).
+func (e *Env) JobService(ctx context.Context) (*job.Service, error) {
+	if e.jobService != nil {
+		return e.jobService, nil
+	}
+	dispatch, err := e.Jobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o, err := e.jobOptions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o.Jobs = dispatch
+	e.jobService = job.New(o)
+	return e.jobService, nil
+}
+
+// JobRuns is the jobs' service of the functions that move jobs along but
+// queue nothing (the sandbox channel, jobworker).
+func (e *Env) JobRuns(ctx context.Context) (*job.Service, error) {
+	if e.jobRuns != nil {
+		return e.jobRuns, nil
+	}
+	o, err := e.jobOptions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.jobRuns = job.New(o)
+	return e.jobRuns, nil
+}
+
+func (e *Env) jobOptions(ctx context.Context) (job.Options, error) {
+	pub, err := e.JobEvents(ctx)
+	if err != nil {
+		return job.Options{}, err
+	}
+	return job.Options{
+		Store:         dynamo.NewJobs(e.dynamoDB(), e.Resources.Jobs.Name, e.Resources.Registry.Name),
+		Publisher:     pub,
+		Sessions:      e.SessionStore(),
+		Bucket:        e.Resources.Bucket.Name,
+		Logs:          e.Bucket(),
+		AllowScripted: e.AllowScripted,
+		Log:           e.Log,
+	}, nil
 }
 
 // ToolsQueue is the tools queue (RA_TOOLS_QUEUE_URL, else looked up by name).

@@ -19,6 +19,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/embedview"
 	"github.com/remote-agents/remote-agents/shared/eventsapi"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/jobapi"
 	"github.com/remote-agents/remote-agents/shared/jobworker"
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/modelapi"
@@ -223,8 +224,13 @@ func uploadOrigin(ctx context.Context, e *Env) string {
 }
 
 // Sandbox builds the sandbox function: the sandbox channel.
-func Sandbox(_ context.Context, e *Env) (Function, error) {
+func Sandbox(ctx context.Context, e *Env) (Function, error) {
+	jobs, err := e.JobRuns(ctx)
+	if err != nil {
+		return Function{}, err
+	}
 	ch := session.NewChannel(session.Options{
+		JobRuns:    jobs,
 		Store:      e.SessionStore(),
 		Registry:   e.Registry(),
 		Guardrails: e.Guardrails(),
@@ -302,8 +308,25 @@ func JobWorker(ctx context.Context, e *Env) (Function, error) {
 		return Function{}, err
 	}
 	sweeper := session.NewService(session.Options{Store: e.SessionStore(), Log: e.Log})
-	w := &jobworker.Worker{Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, ModelGatewayURL: e.Config.Model.GatewayURL, PushURL: e.Config.Push.URL, Tools: gate, ToolsDLQ: toolsDLQ, Sweeper: sweeper, Log: e.Log}
+	jobService, err := e.JobRuns(ctx)
+	if err != nil {
+		return Function{}, err
+	}
+	w := &jobworker.Worker{Jobs: jobService, Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, ModelGatewayURL: e.Config.Model.GatewayURL, PushURL: e.Config.Push.URL, Tools: gate, ToolsDLQ: toolsDLQ, Sweeper: sweeper, Log: e.Log}
 	return Function{Name: routes.JobWorker, Worker: w.Handle}, nil
+}
+
+// Jobs builds the jobs function: the orchestrator's /internal/ routes, for
+// its role only (RA_ORCHESTRATOR_ROLE_ARN).
+func Jobs(ctx context.Context, e *Env) (Function, error) {
+	svc, err := e.JobService(ctx)
+	if err != nil {
+		return Function{}, err
+	}
+	if e.Config.OrchestratorRoleARN == "" {
+		return Function{}, errors.New("jobs needs the orchestrator's role (RA_ORCHESTRATOR_ROLE_ARN)")
+	}
+	return pick("jobs", (&jobapi.Handlers{Jobs: svc, Caller: e.Config.OrchestratorRoleARN, Log: e.Log}).Routes())
 }
 
 // pick keeps the routes package routes gives function name, and fails unless
@@ -347,6 +370,7 @@ func Builders() map[string]Builder {
 		"toolcallback":   ToolCallback,
 		"sandbox":        Sandbox,
 		"model":          Model,
+		"jobs":           Jobs,
 		routes.JobWorker: JobWorker,
 	}
 }

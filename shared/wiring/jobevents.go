@@ -31,7 +31,7 @@ func (e *Env) JobEvents(ctx context.Context) (jobevents.Publisher, error) {
 		e.jobEvents = eventbus.New(awsconfig.NewEventBridge(e.AWS), jobevents.BusName(e.Resources.Env))
 		return e.jobEvents, nil
 	}
-	q, err := e.queue(ctx, e.Resources.OrchestratorQueue.Name, "")
+	q, err := e.OrchestratorQueue(ctx)
 	if err != nil {
 		return nil, err
 	}

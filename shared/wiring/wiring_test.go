@@ -27,6 +27,8 @@ func env(t *testing.T) *wiring.Env {
 		Jobs: "http://127.0.0.1:1/q/jobs", JobsDLQ: "http://127.0.0.1:1/q/jobs-dlq",
 		Tools: "http://127.0.0.1:1/q/tools", ToolsDLQ: "http://127.0.0.1:1/q/tools-dlq",
 	}
+	cfg.OrchestratorQueue = "http://127.0.0.1:1/q/orchestrator"
+	cfg.OrchestratorRoleARN = config.DevOrchestratorRoleARN
 	awsCfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1"),
 		Credentials: aws.AnonymousCredentials{}}
 	e, err := wiring.New(cfg, awsCfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -132,12 +134,14 @@ func TestQueuesAreNeededOnlyByTheirFunctions(t *testing.T) {
 	t.Parallel()
 	e := env(t)
 	e.Config.Queues = config.Queues{} // lookups by name would fail: nothing listens
-	for _, name := range []string{"events", "embed", "messages", "sandbox", "model", "agenttypes", "workspace"} {
+	e.Config.OrchestratorQueue = ""
+	for _, name := range []string{"events", "embed", "messages", "model", "agenttypes", "workspace"} {
 		if _, err := wiring.Builders()[name](t.Context(), e); err != nil {
 			t.Errorf("%s needs no queue, but: %v", name, err)
 		}
 	}
-	for _, name := range []string{"create", "alive", "shutdown", "toolcallback", routes.JobWorker} {
+	// The sandbox channel publishes job events (the orchestrator queue).
+	for _, name := range []string{"create", "alive", "shutdown", "toolcallback", routes.JobWorker, "sandbox", "jobs"} {
 		if _, err := wiring.Builders()[name](t.Context(), e); err == nil {
 			t.Errorf("%s built without finding its queue", name)
 		}

@@ -68,6 +68,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	keyID, secret := devserver.OrchestratorCredentialsFromEnv(os.LookupEnv)
 	srv, err := devserver.Start(ctx, devserver.Options{
 		Addr:           "127.0.0.1:" + port,
 		Config:         cfg,
@@ -97,8 +98,17 @@ or from Go (package client):
 
   go run ./examples/quickstart -url %s -app-key %s
 
+The orchestrator's /internal/ routes take SigV4 (service execute-api, region %s)
+with the dev orchestrator's key: %s / %s
+(RA_DEV_ORCHESTRATOR_KEY_ID, RA_DEV_ORCHESTRATOR_SECRET), e.g.
+
+  curl --aws-sigv4 "aws:amz:%s:execute-api" --user %s:%s \
+    -H "x-identity-id: $(uuidgen)" -H "x-context-id: $(uuidgen)" -H "x-command-id: $(uuidgen)" -H "x-plan-step-id: $(uuidgen)" \
+    %s/internal/agents
+
 Ctrl-C stops the server, its sandboxes and the emulators.
-`, srv.URL, srv.URL, srv.URL, filepath.Join(work, "sandboxes"), model.Provider, modelNote(), gatewayNote(model.Provider), srv.URL, appKey, srv.URL, appKey)
+`, srv.URL, srv.URL, srv.URL, filepath.Join(work, "sandboxes"), model.Provider, modelNote(), gatewayNote(model.Provider), srv.URL, appKey, srv.URL, appKey,
+		srv.Env.AWS.Region, keyID, secret, srv.Env.AWS.Region, keyID, secret, srv.URL)
 	<-ctx.Done()
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

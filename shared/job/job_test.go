@@ -1,0 +1,130 @@
+package job_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/job"
+)
+
+const (
+	u1 = "11111111-1111-4111-8111-111111111111"
+	u2 = "22222222-2222-4222-8222-222222222222"
+)
+
+func body(extra string) string {
+	return `{"commandId":"` + u1 + `","planStepId":"` + u2 + `","agentId":"` + u1 + `","identityId":"` + u2 + `","contextId":"` + u1 +
+		`","tokenLimit":10,"inputData":{"a":1}` + extra + `}`
+}
+
+func TestParseCreate(t *testing.T) {
+	tests := []struct {
+		name, in, want string // want: a fragment of the message, "" valid
+	}{
+		{"valid", body(""), ""},
+		{"constraints", body(`,"constraints":{"timeout":60,"memory":512,"network":true}`), ""},
+		{"unknown field", body(`,"priority":1`), "unknown field"},
+		{"unknown constraint", body(`,"constraints":{"cpu":1}`), "unknown field"},
+		{"two objects", body("") + "{}", "one JSON object"},
+		{"token limit 0", strings.Replace(body(""), `"tokenLimit":10`, `"tokenLimit":0`, 1), "tokenLimit"},
+		{"token limit fraction", strings.Replace(body(""), `"tokenLimit":10`, `"tokenLimit":1.5`, 1), "wrong type"},
+		{"input not object", strings.Replace(body(""), `{"a":1}`, `[1]`, 1), "inputData"},
+		{"input null", strings.Replace(body(""), `{"a":1}`, `null`, 1), "inputData"},
+		{"bad uuid", strings.Replace(body(""), `"agentId":"`+u1, `"agentId":"x`, 1), "agentId"},
+		{"timeout 0", body(`,"constraints":{"timeout":0}`), "timeout"},
+		{"memory small", body(`,"constraints":{"memory":1}`), "memory"},
+		{"not json", `{`, "malformed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, msg := job.ParseCreate([]byte(tt.in))
+			if (tt.want == "") != (msg == "") || !strings.Contains(msg, tt.want) {
+				t.Errorf("ParseCreate(%s) = %q, want %q", tt.in, msg, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParseCreate(f *testing.F) {
+	f.Add(body(""))
+	f.Add(body(`,"constraints":{"timeout":60}`))
+	f.Fuzz(func(t *testing.T, in string) {
+		req, msg := job.ParseCreate([]byte(in))
+		if msg == "" && (req.TokenLimit < 1 || !job.ValidUUID(req.AgentID) || len(req.InputData) == 0 || req.InputData[0] != '{') {
+			t.Fatalf("accepted %q as %+v", in, req)
+		}
+	})
+}
+
+func TestHeadersAndMismatch(t *testing.T) {
+	h, missing := job.ReadHeaders(func(n string) string {
+		return map[string]string{"x-identity-id": u2, "x-context-id": u1, "x-plan-step-id": " "}[n]
+	})
+	if strings.Join(missing, ",") != "x-command-id,x-plan-step-id" {
+		t.Errorf("missing %v", missing)
+	}
+	req, _ := job.ParseCreate([]byte(body("")))
+	h.CommandID, h.PlanStepID = u1, strings.ToUpper(u2)
+	if m := req.Mismatch(h); m != "" {
+		t.Errorf("matching headers: %q", m)
+	}
+	h.ContextID = u2
+	if m := req.Mismatch(h); !strings.Contains(m, "x-context-id") {
+		t.Errorf("context mismatch: %q", m)
+	}
+	// The same request hashes the same whatever its layout.
+	again, _ := job.ParseCreate([]byte(strings.Replace(body(""), `{"a":1}`, `{ "a" : 1 }`, 1)))
+	if req.Hash() != again.Hash() {
+		t.Error("hash depends on the input's layout")
+	}
+}
+
+func TestProfileValidate(t *testing.T) {
+	temp := 0.7
+	ok := job.ProfileInput{Name: "W", Level: "L2", Provider: "anthropic", Model: "claude", MaxTokens: 100, Temperature: &temp,
+		AllowedSkills: []string{"read", "review"}, Agentfiles: map[string]string{"review": "# Review"}}
+	tests := []struct {
+		name     string
+		mut      func(*job.ProfileInput)
+		scripted bool
+		want     string
+	}{
+		{"valid", func(*job.ProfileInput) {}, false, ""},
+		{"level", func(p *job.ProfileInput) { p.Level = "L3" }, false, "agent_level"},
+		{"provider", func(p *job.ProfileInput) { p.Provider = "acme" }, false, "llm_provider"},
+		{"scripted off the dev stack", func(p *job.ProfileInput) { p.Provider = "scripted" }, false, "llm_provider"},
+		{"scripted on the dev stack", func(p *job.ProfileInput) { p.Provider = "scripted" }, true, ""},
+		{"no skills list", func(p *job.ProfileInput) { p.AllowedSkills = nil }, false, "allowed_skills"},
+		{"unknown skill", func(p *job.ProfileInput) { p.AllowedSkills = []string{"sudo"} }, false, "sudo"},
+		{"twice", func(p *job.ProfileInput) { p.AllowedSkills = []string{"read", "read"} }, false, "twice"},
+		{"agentfile named like a tool", func(p *job.ProfileInput) { p.Agentfiles = map[string]string{"read": "x"} }, false, "Agentfile"},
+		{"temperature", func(p *job.ProfileInput) { t := 3.0; p.Temperature = &t }, false, "temperature"},
+		{"max tokens", func(p *job.ProfileInput) { p.MaxTokens = 0 }, false, "max_tokens"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := ok
+			p.Agentfiles = map[string]string{"review": "# Review"}
+			tt.mut(&p)
+			if got := p.Validate(tt.scripted); (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("Validate = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestViewAlerts(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	timeout := 100
+	j := job.Job{Status: job.Running, TokenLimit: 100, TokensUsed: 91, StartedAt: start, Constraints: &job.Constraints{Timeout: &timeout},
+		Outputs: []job.Output{{Type: job.OutputFile}, {Type: job.OutputLog, Reference: job.Reference{Size: 7}}}}
+	v := job.ViewOf(j, start.Add(81*time.Second))
+	if len(v.Alerts) != 2 || v.Resources.Duration != 81000 || v.Resources.FilesCreated != 1 || v.Resources.LogsSize != 7 || v.FinishedAt != nil {
+		t.Errorf("view %+v", v)
+	}
+	j.TokensUsed = 90
+	if v := job.ViewOf(j, start.Add(79*time.Second)); len(v.Alerts) != 0 {
+		t.Errorf("alerts under the thresholds: %+v", v.Alerts)
+	}
+}

@@ -1,0 +1,291 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/jobevents"
+	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+// Store persists jobs, their outbox and the agent profiles. Every write is
+// conditional; nothing is written when a condition fails.
+type Store interface {
+	// Create writes j, its plan step's claim and the events of the outbox,
+	// all or nothing. ErrStepTaken (and the job that holds the step) when
+	// the plan step has a job.
+	Create(ctx context.Context, j Job, events []Pending) (Job, error)
+	// Get reads a job, strongly consistent; ErrNotFound if absent.
+	Get(ctx context.Context, id string) (Job, error)
+	// Transition applies c and writes the events to the outbox, all or
+	// nothing, and returns the job as changed; ErrConflict if the job's
+	// status is not one c leaves.
+	Transition(ctx context.Context, id string, c Change, events []Pending) (Job, error)
+	// AttachSession records the session of a created job's sandbox unless
+	// it has one; ErrConflict otherwise (the job returned as it is).
+	AttachSession(ctx context.Context, id, sessionID string) (Job, error)
+	// AddOutputs records outputs and tokens on a cancelled job that has
+	// none yet (what its sandbox kept); ErrConflict otherwise.
+	AddOutputs(ctx context.Context, id string, tokens int64, outputs []Output) error
+	// Outbox returns the pending events of job id in order (id "" all jobs',
+	// at most limit, by job id).
+	Outbox(ctx context.Context, id string, limit int) ([]Pending, error)
+	// Published removes an event from the outbox.
+	Published(ctx context.Context, p Pending) error
+	// Running lists the ids of running jobs, at most limit.
+	Running(ctx context.Context, limit int) ([]string, error)
+
+	// PutProfile writes a profile, keeping its created_at if it exists.
+	PutProfile(ctx context.Context, p Profile) (Profile, error)
+	// Profile reads a profile; ErrNotFound if absent.
+	Profile(ctx context.Context, id string) (Profile, error)
+	// Profiles lists profiles by name, a page after cursor.
+	Profiles(ctx context.Context, cursor string, limit int) ([]Profile, string, error)
+}
+
+// Dispatcher puts messages on the jobs queue (jobs.Publisher).
+type Dispatcher interface {
+	Publish(ctx context.Context, m jobs.Message, delay time.Duration) error
+}
+
+// Sessions is the part of the session store jobs use: the session of a job's
+// sandbox, and its events (the job's live log).
+type Sessions interface {
+	Create(ctx context.Context, s session.Session, rec *session.IdempotencyRecord) error
+	Get(ctx context.Context, id string) (session.Session, error)
+	Events(ctx context.Context, id string, after int64, limit int) ([]session.Event, error)
+}
+
+// Options configure a Service.
+type Options struct {
+	Store     Store
+	Publisher jobevents.Publisher
+	Jobs      Dispatcher
+	Sessions  Sessions
+	// Bucket is the bucket a job's uploads are in (output references), and
+	// Logs reads them (the whole log of a finished job).
+	Bucket string
+	Logs   Reader
+	// AllowScripted allows profiles of the scripted provider (dev stack).
+	AllowScripted bool
+	Log           *slog.Logger
+	Now           func() time.Time
+}
+
+// Service is the orchestrator jobs' service.
+type Service struct{ o Options }
+
+// New returns a Service.
+func New(o Options) *Service {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{o: o}
+}
+
+func notFound() error { return apierror.New(apierror.JobNotFound, "No such job.") }
+
+// Create creates the job of req's plan step and queues its run. A replay of
+// the plan step's create with the same request answers its job (replayed);
+// another request for the plan step is plan_step_conflict.
+func (s *Service) Create(ctx context.Context, h Headers, req CreateRequest) (Job, bool, error) {
+	if m := req.Mismatch(h); m != "" {
+		return Job{}, false, apierror.New(apierror.InvalidRequest, "%s.", m)
+	}
+	if _, err := s.o.Store.Profile(ctx, strings.ToLower(req.AgentID)); errors.Is(err, ErrNotFound) {
+		return Job{}, false, apierror.New(apierror.AgentProfileNotFound, "No agent profile with that agentId.")
+	} else if err != nil {
+		return Job{}, false, err
+	}
+	now := s.o.Now().UTC()
+	j := Job{
+		ID:          uuid.NewString(),
+		CommandID:   strings.ToLower(req.CommandID),
+		PlanStepID:  strings.ToLower(req.PlanStepID),
+		AgentID:     strings.ToLower(req.AgentID),
+		IdentityID:  strings.ToLower(req.IdentityID),
+		ContextID:   strings.ToLower(req.ContextID),
+		Status:      Created,
+		TokenLimit:  req.TokenLimit,
+		InputData:   string(req.InputData),
+		Constraints: req.Constraints,
+		RequestHash: req.Hash(),
+		CreatedAt:   now,
+	}
+	got, err := s.o.Store.Create(ctx, j, []Pending{s.event(j, jobevents.Created, now)})
+	if errors.Is(err, ErrStepTaken) {
+		if got.RequestHash != j.RequestHash {
+			return Job{}, false, apierror.New(apierror.PlanStepConflict, "The plan step has a job created from another request.")
+		}
+		// A replay: its job.run may have been lost with the first answer.
+		return got, true, s.dispatch(ctx, got)
+	}
+	if err != nil {
+		return Job{}, false, err
+	}
+	s.Flush(ctx, j.ID)
+	return j, false, s.dispatch(ctx, j)
+}
+
+func (s *Service) dispatch(ctx context.Context, j Job) error {
+	if j.Status != Created {
+		return nil
+	}
+	if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.JobRun, JobID: j.ID}, 0); err != nil {
+		return apierror.Unavailable(fmt.Errorf("queue job.run of %s: %w", j.ID, err))
+	}
+	return nil
+}
+
+// Get returns the job if it belongs to h's identity and context.
+func (s *Service) Get(ctx context.Context, h Headers, id string) (Job, error) {
+	if !ValidUUID(id) {
+		return Job{}, notFound()
+	}
+	j, err := s.o.Store.Get(ctx, strings.ToLower(id))
+	if errors.Is(err, ErrNotFound) {
+		return Job{}, notFound()
+	}
+	if err != nil {
+		return Job{}, err
+	}
+	if !strings.EqualFold(j.IdentityID, h.IdentityID) || !strings.EqualFold(j.ContextID, h.ContextID) {
+		return Job{}, notFound()
+	}
+	return j, nil
+}
+
+// Cancel cancels a created or running job and stops its sandbox; what the
+// sandbox produced is kept. A finished job is job_not_running.
+func (s *Service) Cancel(ctx context.Context, h Headers, id string) (Job, error) {
+	j, err := s.Get(ctx, h, id)
+	if err != nil {
+		return Job{}, err
+	}
+	if j.Status.Terminal() {
+		return Job{}, apierror.New(apierror.JobNotRunning, "The job has %s; only a created or running job can be cancelled.", j.Status)
+	}
+	now := s.o.Now().UTC()
+	after, err := s.o.Store.Transition(ctx, j.ID, Change{From: Live, To: Cancelled, FinishedAt: now}, []Pending{s.event(j, jobevents.Cancelled, now)})
+	if errors.Is(err, ErrConflict) {
+		return Job{}, apierror.New(apierror.JobNotRunning, "The job has finished; only a created or running job can be cancelled.")
+	}
+	if err != nil {
+		return Job{}, err
+	}
+	s.Flush(ctx, j.ID)
+	if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.JobCancel, JobID: j.ID}, 0); err != nil {
+		// The sandbox finds its session over at its next heartbeat or report.
+		s.o.Log.WarnContext(ctx, "queue job.cancel", slog.String("job_id", j.ID), slog.String("error", err.Error()))
+	}
+	return after, nil
+}
+
+// event is the outbox entry of a transition of j to t at time at.
+func (s *Service) event(j Job, t jobevents.DetailType, at time.Time) Pending {
+	status := map[jobevents.DetailType]Status{jobevents.Created: Created, jobevents.Started: Running, jobevents.OutputGenerated: Running,
+		jobevents.Completed: Completed, jobevents.Failed: Failed, jobevents.Cancelled: Cancelled}[t]
+	d := jobevents.Detail{JobID: j.ID, CommandID: j.CommandID, AgentID: j.AgentID, IdentityID: j.IdentityID, ContextID: j.ContextID,
+		Status: string(status), Timestamp: at.UTC().Format(time.RFC3339Nano)}
+	if t != jobevents.Created && t != jobevents.Started {
+		tokens, outputs := j.TokensUsed, len(j.Outputs)
+		d.Metadata = &jobevents.Metadata{TokensUsed: &tokens, Outputs: &outputs}
+		if !j.StartedAt.IsZero() {
+			ms := at.Sub(j.StartedAt).Milliseconds()
+			d.Metadata.Duration = &ms
+		}
+	}
+	return Pending{JobID: j.ID, Seq: EventSeq(t), Event: jobevents.Event{ID: j.ID + ":" + strings.ToLower(string(t)), Type: t, Time: at.UTC(), Detail: d}}
+}
+
+// Flush publishes the pending events of job id in order and removes each
+// once published; what fails stays for the next flush or the sweep.
+func (s *Service) Flush(ctx context.Context, id string) {
+	if err := s.flush(ctx, id); err != nil {
+		s.o.Log.WarnContext(ctx, "publish job events: left for the sweep", slog.String("job_id", id), slog.String("error", err.Error()))
+	}
+}
+
+func (s *Service) flush(ctx context.Context, id string) error {
+	pending, err := s.o.Store.Outbox(ctx, id, 10)
+	if err != nil {
+		return err
+	}
+	for _, p := range pending {
+		if err := s.o.Publisher.Publish(ctx, p.Event); err != nil {
+			return fmt.Errorf("publish %s: %w", p.Event.ID, err)
+		}
+		if err := s.o.Store.Published(ctx, p); err != nil {
+			return fmt.Errorf("clear %s from the outbox: %w", p.Event.ID, err)
+		}
+	}
+	return nil
+}
+
+// sandboxGone reports whether a running job's sandbox is gone: its session
+// over or lost.
+func (s *Service) sandboxGone(ctx context.Context, j Job) (bool, error) {
+	if j.SessionID == "" {
+		return false, nil
+	}
+	sess, err := s.o.Sessions.Get(ctx, j.SessionID)
+	if errors.Is(err, session.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return sess.State.Terminal() || sess.Lost(s.o.Now()), nil
+}
+
+// Sweep publishes what the outbox still holds (oldest first), and fails,
+// with category crash, running jobs whose sandbox is gone.
+func (s *Service) Sweep(ctx context.Context) error {
+	pending, err := s.o.Store.Outbox(ctx, "", 100)
+	if err != nil {
+		return err
+	}
+	done := map[string]bool{}
+	for _, p := range pending {
+		if !done[p.JobID] {
+			done[p.JobID] = true
+			if err := s.flush(ctx, p.JobID); err != nil {
+				return err
+			}
+		}
+	}
+	running, err := s.o.Store.Running(ctx, 100)
+	if err != nil {
+		return err
+	}
+	for _, id := range running {
+		j, err := s.o.Store.Get(ctx, id)
+		if err != nil {
+			continue
+		}
+		gone, err := s.sandboxGone(ctx, j)
+		if err != nil || !gone {
+			continue
+		}
+		if err := s.Crashed(ctx, id, "The job's sandbox stopped without reporting."); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Failure categories a report may carry.
+var categories = []sandboxwire.FailureCategory{sandboxwire.FailureTimeout, sandboxwire.FailureTokenLimit, sandboxwire.FailureMemoryLimit,
+	sandboxwire.FailureRateLimit, sandboxwire.FailureCrash, sandboxwire.FailurePolicyViolation}

@@ -29,6 +29,9 @@ const testJobID = "7d1e5f3a-9c2b-4e8d-a6f0-1b3c5d7e9f20"
 type jobPlatform struct {
 	spec sandboxwire.Spec
 	url  string
+	// cancelled: heartbeats answer stop once the sandbox reported working
+	// (the job cancelled).
+	cancelled bool
 
 	mu      sync.Mutex
 	reports []sandboxwire.StatusReport
@@ -62,6 +65,9 @@ func (p *jobPlatform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewDecoder(r.Body).Decode(&in)
 		p.reports = append(p.reports, in)
 	case sandboxwire.RouteHeartbeat:
+		if p.cancelled && slices.ContainsFunc(p.reports, func(r sandboxwire.StatusReport) bool { return r.State == sandboxwire.Working }) {
+			out = sandboxwire.Orders{Stop: true, State: sandboxwire.Ending}
+		}
 	case sandboxwire.RouteEvents:
 		var in sandboxwire.EventsRequest
 		_ = json.NewDecoder(r.Body).Decode(&in)
@@ -91,9 +97,14 @@ func (p *jobPlatform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // returns the platform once the agent has exited.
 func runJob(t *testing.T, job sandboxwire.JobSpec, script string) (*jobPlatform, string) {
 	t.Helper()
-	p := &jobPlatform{blobs: map[string][]byte{}, spec: sandboxwire.Spec{SessionID: "s1", Generation: 1,
+	return runJobOn(t, &jobPlatform{}, job, script)
+}
+
+func runJobOn(t *testing.T, p *jobPlatform, job sandboxwire.JobSpec, script string) (*jobPlatform, string) {
+	t.Helper()
+	p.blobs, p.spec = map[string][]byte{}, sandboxwire.Spec{SessionID: "s1", Generation: 1,
 		Guardrails: sandboxwire.Guardrails{Content: "# Rules\nStay in your job.", Hash: strings.Repeat("b", sandboxwire.GuardrailsHashLen)},
-		Job:        &job}}
+		Job:        &job}
 	srv := httptest.NewServer(p)
 	defer srv.Close()
 	p.url = srv.URL
@@ -109,7 +120,7 @@ func runJob(t *testing.T, job sandboxwire.JobSpec, script string) (*jobPlatform,
 	cmd.Env = append(sandboxwire.HostEnv(os.Environ()),
 		"PROLIFERATE_SESSION_ID=s1", "PROLIFERATE_GATEWAY_URL="+srv.URL, "SANDBOX_MCP_AUTH_TOKEN=rsb_job",
 		"RA_WORKSPACE="+dir, "RA_JOB_ROOT="+root, "RA_ENV_FILE="+filepath.Join(dir, "env.json"), "RA_NO_TMUX=1",
-		"RA_LLM_SCRIPT="+scriptPath, "RA_HEARTBEAT_SECONDS=1")
+		"RA_LLM_SCRIPT="+scriptPath, "RA_HEARTBEAT_SECONDS=0.2")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -250,5 +261,44 @@ func TestJobStopsAtItsTimeout(t *testing.T) {
 	got := checkUploaded(t, p, rep)
 	if got["output/started.txt"] != "started\n" || !strings.Contains(got[sandboxwire.JobLogPath], `"event":"job_failed"`) {
 		t.Errorf("uploaded %q", got)
+	}
+}
+
+// TestJobCancelledWhileRunning: when the platform says stop (the job
+// cancelled), the run stops at once, and the sandbox reports the job
+// cancelled with what it produced.
+func TestJobCancelledWhileRunning(t *testing.T) {
+	script := `{"text":"working","tool_calls":[{"name":"bash","args":{"command":"echo begun > output/begun.txt; sleep 60"}}]}
+{"text":"never asked for"}
+`
+	p, _ := runJobOn(t, &jobPlatform{cancelled: true}, scriptedJob(100000, "bash"), script)
+	last := final(t, p)
+	rep := last.Job
+	if last.State != sandboxwire.Ended || rep.Outcome != sandboxwire.JobCancelled || rep.Failure != nil {
+		t.Fatalf("final report %+v, job %+v", last, rep)
+	}
+	got := checkUploaded(t, p, rep)
+	if got["output/begun.txt"] != "begun\n" || !strings.Contains(got[sandboxwire.JobLogPath], `"event":"job_cancelled"`) {
+		t.Errorf("uploaded %q", got)
+	}
+}
+
+// TestJobThatKeepsEscapingFails: each escape is refused to the model and
+// logged; past MaxViolations the job fails with policy_violation.
+func TestJobThatKeepsEscapingFails(t *testing.T) {
+	var b strings.Builder
+	for range 4 {
+		b.WriteString(`{"text":"trying","tool_calls":[{"name":"read","args":{"path":"/etc/passwd"}}]}` + "\n")
+	}
+	b.WriteString(`{"text":"never asked for"}` + "\n")
+	p, _ := runJob(t, scriptedJob(100000, "read"), b.String())
+	last := final(t, p)
+	rep := last.Job
+	if last.State != sandboxwire.Failed || rep.Failure == nil || rep.Failure.Category != sandboxwire.FailurePolicyViolation {
+		t.Fatalf("final report %+v, job %+v", last, rep)
+	}
+	got := checkUploaded(t, p, rep)
+	if n := strings.Count(got[sandboxwire.JobLogPath], `"event":"policy_violation"`); n != 4 || strings.Contains(got[sandboxwire.JobLogPath], "root:") {
+		t.Errorf("%d violations logged, want 4, and nothing read:\n%s", n, got[sandboxwire.JobLogPath])
 	}
 }

@@ -154,6 +154,9 @@ type Session struct {
 	OutputTokens int64 `json:"output_tokens,omitempty"`
 	CachedTokens int64 `json:"cached_tokens,omitempty"`
 	ModelCalls   int64 `json:"model_calls,omitempty"`
+	// JobID, for the sandbox of an orchestrator job, is that job (package
+	// job): the sandbox runs it in job mode.
+	JobID string `json:"job_id,omitempty"`
 }
 
 // Usage counts model tokens: of one call, or all of a session's. The model

@@ -243,10 +243,20 @@ func CheckRelPath(p string) error {
 }
 
 // ReadOnly makes the tree at dir read-only: files 0444, folders 0555, links
-// left as they are (never followed). Folders are done after what they hold.
+// left as they are (never followed: every change is made inside dir).
+// Folders are done after what they hold.
 func ReadOnly(dir string) error {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = r.Close() }()
+	return readOnly(r)
+}
+
+func readOnly(r *os.Root) error {
 	var dirs []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(r.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -254,7 +264,7 @@ func ReadOnly(dir string) error {
 		case d.IsDir():
 			dirs = append(dirs, p)
 		case d.Type().IsRegular():
-			return os.Chmod(p, 0o444)
+			return r.Chmod(p, 0o444) //nolint:gosec // read-only for everyone is the point: the tools' user reads input/
 		}
 		return nil
 	})
@@ -262,7 +272,7 @@ func ReadOnly(dir string) error {
 		return err
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := os.Chmod(dirs[i], 0o555); err != nil {
+		if err := r.Chmod(dirs[i], 0o555); err != nil { //nolint:gosec // as above, folders
 			return err
 		}
 	}
@@ -273,24 +283,31 @@ func ReadOnly(dir string) error {
 // root, its own again (the tools' user can no longer change it): links and
 // other special files in it are removed, never followed.
 func (d Dir) Seal() error {
-	out := d.Sub(Output)
+	r, err := os.OpenRoot(d.Sub(Output))
+	if err != nil {
+		return fmt.Errorf("seal output: %w", err)
+	}
+	defer func() { _ = r.Close() }()
 	uid, gid := os.Getuid(), os.Getgid()
-	err := filepath.WalkDir(out, func(p string, e fs.DirEntry, err error) error {
+	err = fs.WalkDir(r.FS(), ".", func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if !e.IsDir() && !e.Type().IsRegular() {
-			return os.Remove(p) // a link or a device is no output
+			return r.Remove(p) // a link or a device is no output
 		}
 		if uid == 0 {
-			return os.Lchown(p, uid, gid)
+			return r.Lchown(p, uid, gid)
 		}
 		return nil
 	})
+	if err == nil {
+		err = readOnly(r)
+	}
 	if err != nil {
 		return fmt.Errorf("seal output: %w", err)
 	}
-	return ReadOnly(out)
+	return nil
 }
 
 // File is one file of output/ (or the log): its path in the job directory

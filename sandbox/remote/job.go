@@ -380,12 +380,12 @@ func (j *jobRun) outcome(out llm.Outcome, err, cause error, stopped bool) sandbo
 	j.mu.Unlock()
 	var model *llm.ModelError
 	switch {
-	case errors.Is(cause, errJobTimeout):
-		return failedReport(sandboxwire.FailureTimeout, fmt.Sprintf("The job ran past its timeout after %d model calls.", out.Calls), 0)
-	case errors.Is(cause, errJobCancelled) || (err != nil && stopped):
-		return sandboxwire.JobReport{Outcome: sandboxwire.JobCancelled}
 	case err == nil:
 		return sandboxwire.JobReport{Outcome: sandboxwire.JobCompleted}
+	case errors.Is(cause, errJobTimeout):
+		return failedReport(sandboxwire.FailureTimeout, fmt.Sprintf("The job ran past its timeout after %d model calls.", out.Calls), 0)
+	case errors.Is(cause, errJobCancelled) || stopped:
+		return sandboxwire.JobReport{Outcome: sandboxwire.JobCancelled}
 	case errors.Is(err, llm.ErrTokenLimit):
 		return failedReport(sandboxwire.FailureTokenLimit, sanitize.Clip("The token limit stopped the job: "+err.Error(), 500), 0)
 	case errors.Is(err, errPolicyViolation):

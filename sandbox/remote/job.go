@@ -248,7 +248,7 @@ func (j *jobRun) enabledTools(specTools []string, jc JobConfig) (enabled []strin
 	if j.spec.Network || !slices.Contains(enabled, "bash") {
 		return enabled, false
 	}
-	if err := tools.NetworkIsolation(); err == nil {
+	if err := networkIsolation(); err == nil {
 		return enabled, true
 	} else if !jc.NetworkIsolated {
 		j.r.log.Warn("bash is not offered: the job has no network and no network namespace can be made here", slog.String("error", err.Error()))
@@ -257,6 +257,10 @@ func (j *jobRun) enabledTools(specTools []string, jc JobConfig) (enabled []strin
 	}
 	return enabled, false
 }
+
+// networkIsolation says whether commands can run without network here
+// (tests replace it).
+var networkIsolation = tools.NetworkIsolation
 
 // inJobDir is a tools' environment with WORKSPACE the job directory.
 func inJobDir(environ []string, dir string) []string {

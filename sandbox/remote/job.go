@@ -19,11 +19,13 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
+	"github.com/remote-agents/remote-agents/sandbox/agentfile"
 	"github.com/remote-agents/remote-agents/sandbox/jobspace"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/providers"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
+	"github.com/remote-agents/remote-agents/sandbox/workflow"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/sanitize"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
@@ -126,15 +128,14 @@ func (r *run) runJob(ctx context.Context, spec sandboxwire.Spec, system string) 
 	defer cancelTimeout()
 	watched := make(chan struct{})
 	go func() { defer close(watched); r.watch(tctx, cancelRun) }()
-	conv := llm.Conversation{Messages: []llm.Message{{Role: llm.User, Content: j.prompt()}}}
-	out, runErr := loop.Run(tctx, &conv)
+	answer, calls, runErr := j.run(tctx, loop)
 	cause := context.Cause(tctx)
 	cancelTimeout()
 	<-watched
 
-	rep := j.outcome(out, runErr, cause, ctx.Err() != nil)
+	rep := j.outcome(calls, runErr, cause, ctx.Err() != nil)
 	rep.TokensUsed = budget.Used()
-	jl.write("job_"+string(rep.Outcome), map[string]any{"tokens_used": rep.TokensUsed, "failure": rep.Failure, "answer": out.Reply.Content})
+	jl.write("job_"+string(rep.Outcome), map[string]any{"tokens_used": rep.TokensUsed, "failure": rep.Failure, "answer": answer})
 	r.log.Info("job over", slog.String("job_id", js.JobID), slog.String("outcome", string(rep.Outcome)), slog.Int64("tokens_used", rep.TokensUsed))
 	files, err := j.seal()
 	if err != nil && rep.Outcome == sandboxwire.JobCompleted {
@@ -190,6 +191,10 @@ type jobRun struct {
 	dir   jobspace.Dir
 	log   *jobLog
 	tools []string
+	// workflow is the profile's Agentfile the job runs, if its skills name
+	// one; system the system prompt it runs with.
+	workflow *agentfile.Workflow
+	system   string
 
 	mu         sync.Mutex
 	violations int
@@ -224,9 +229,91 @@ func (j *jobRun) agent(system string, specTools []string, jc JobConfig) (*llm.Lo
 	if err != nil {
 		return nil, nil, err
 	}
+	if j.workflow, err = j.agentfile(); err != nil {
+		return nil, nil, err
+	}
+	j.system = system + jobSystem
 	loop := &llm.Loop{Provider: budget, Model: cfg.Model, System: system + jobSystem, MaxTokens: cfg.MaxTokens,
 		Tools: Sanitised{Tools: guarded{Tools: reg, j: j}, Secrets: j.r.c.Secrets}, MaxTurns: maxJobCalls, OnEvent: j.event}
 	return loop, budget, nil
+}
+
+// agentfile is the Agentfile the profile's skills name (the first, of those
+// stored with the profile), parsed and validated; nil when they name none.
+// Its prompts are inline: a profile's Agentfile reads no file (FROM).
+func (j *jobRun) agentfile() (*agentfile.Workflow, error) {
+	p := j.spec.Profile
+	for _, name := range p.AllowedSkills {
+		src, ok := p.Agentfiles[name]
+		if !ok {
+			continue
+		}
+		wf, err := agentfile.Parse(name, src)
+		if err != nil {
+			return nil, fmt.Errorf("agentfile %s: %w", name, err)
+		}
+		for _, a := range wf.Agents {
+			if a.From != "" {
+				return nil, fmt.Errorf("agentfile %s: agent %s reads a prompt file (FROM), which a profile's Agentfile cannot", name, a.Name)
+			}
+		}
+		for _, g := range wf.Goals {
+			if g.From != "" {
+				return nil, fmt.Errorf("agentfile %s: goal %s reads a prompt file (FROM), which a profile's Agentfile cannot", name, g.Name)
+			}
+		}
+		if err := agentfile.Validate(wf); err != nil {
+			return nil, fmt.Errorf("agentfile %s: %w", name, err)
+		}
+		return wf, nil
+	}
+	return nil, nil
+}
+
+// run runs the job's agent: the profile's Agentfile when it names one (its
+// inputs from inputData's string members of their names, the job's prompt
+// after the guardrails), else the tool loop on the job's prompt. It returns
+// the answer and the model calls made.
+func (j *jobRun) run(ctx context.Context, loop *llm.Loop) (string, int, error) {
+	if j.workflow == nil {
+		conv := llm.Conversation{Messages: []llm.Message{{Role: llm.User, Content: j.prompt()}}}
+		out, err := loop.Run(ctx, &conv)
+		return out.Reply.Content, out.Calls, err
+	}
+	var top map[string]json.RawMessage
+	_ = json.Unmarshal(j.spec.InputData, &top) // an object: Layout checked it
+	given := map[string]string{}
+	for _, in := range j.workflow.Inputs {
+		var v string
+		if raw, ok := top[in.Name]; ok && json.Unmarshal(raw, &v) == nil {
+			given[in.Name] = v
+		}
+	}
+	inputs, err := workflow.BindInputs(j.workflow, given)
+	if err != nil {
+		return "", 0, fmt.Errorf("agentfile %s: %w", j.workflow.Name, err)
+	}
+	calls := 0
+	var mu sync.Mutex
+	res, err := workflow.Run(ctx, j.workflow, inputs, workflow.Options{System: j.system + "\n\n" + j.prompt(), Provider: loop.Provider,
+		Model: loop.Model, MaxTokens: loop.MaxTokens, Tools: loop.Tools, MaxToolTurns: maxJobCalls,
+		OnEvent: func(e workflow.Event) {
+			switch e.Type {
+			case workflow.ModelReply:
+				mu.Lock()
+				calls++
+				mu.Unlock()
+				j.log.write("model_replied", map[string]any{"goal": e.Goal, "agent": e.Agent, "input_tokens": e.Usage.InputTokens, "output_tokens": e.Usage.OutputTokens})
+			case workflow.ToolCallEvent:
+				j.log.write("tool_call", map[string]any{"goal": e.Goal, "tool": e.Tool, "args": sanitize.Clip(j.r.c.Secrets.String(e.Args), maxEventChars),
+					"is_error": e.IsError, "output": sanitize.Clip(e.Output, maxEventChars)})
+			case workflow.GoalComplete, workflow.StepComplete:
+				j.log.write(e.Type, map[string]any{"step": e.Step, "goal": e.Goal})
+			}
+		}})
+	mu.Lock()
+	defer mu.Unlock()
+	return res.Output, calls, err
 }
 
 // enabledTools are the profile's allowed skills that are workspace tools
@@ -378,7 +465,7 @@ func (g guarded) Run(ctx context.Context, call llm.ToolCall) (llm.ToolResult, er
 
 // outcome is how the run went: completed when the model answered, else
 // the failure's category (cancelled when the platform said stop).
-func (j *jobRun) outcome(out llm.Outcome, err, cause error, stopped bool) sandboxwire.JobReport {
+func (j *jobRun) outcome(calls int, err, cause error, stopped bool) sandboxwire.JobReport {
 	j.mu.Lock()
 	violations := j.violations
 	j.mu.Unlock()
@@ -387,7 +474,7 @@ func (j *jobRun) outcome(out llm.Outcome, err, cause error, stopped bool) sandbo
 	case err == nil:
 		return sandboxwire.JobReport{Outcome: sandboxwire.JobCompleted}
 	case errors.Is(cause, errJobTimeout):
-		return failedReport(sandboxwire.FailureTimeout, fmt.Sprintf("The job ran past its timeout after %d model calls.", out.Calls), 0)
+		return failedReport(sandboxwire.FailureTimeout, fmt.Sprintf("The job ran past its timeout after %d model calls.", calls), 0)
 	case errors.Is(cause, errJobCancelled) || stopped:
 		return sandboxwire.JobReport{Outcome: sandboxwire.JobCancelled}
 	case errors.Is(err, llm.ErrTokenLimit):

@@ -32,6 +32,8 @@ type jobPlatform struct {
 	// cancelled: heartbeats answer stop once the sandbox reported working
 	// (the job cancelled).
 	cancelled bool
+	// startFails: the job is expected not to start (the agent exits 1).
+	startFails bool
 
 	mu      sync.Mutex
 	reports []sandboxwire.StatusReport
@@ -123,7 +125,9 @@ func runJobOn(t *testing.T, p *jobPlatform, job sandboxwire.JobSpec, script stri
 		"RA_LLM_SCRIPT="+scriptPath, "RA_HEARTBEAT_SECONDS=0.2")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	// The agent exits 0 once it reported its job's end, 1 when the job could
+	// not start (reported failed too).
+	if err := cmd.Run(); err != nil && (!p.startFails || cmd.ProcessState.ExitCode() != 1) {
 		t.Fatalf("agent: %v\n%s", err, stderr.String())
 	}
 	p.mu.Lock()
@@ -300,5 +304,34 @@ func TestJobThatKeepsEscapingFails(t *testing.T) {
 	got := checkUploaded(t, p, rep)
 	if n := strings.Count(got[sandboxwire.JobLogPath], `"event":"policy_violation"`); n != 4 || strings.Contains(got[sandboxwire.JobLogPath], "root:") {
 		t.Errorf("%d violations logged, want 4, and nothing read:\n%s", n, got[sandboxwire.JobLogPath])
+	}
+}
+
+// TestJobRunsTheProfilesAgentfile: a profile whose skills name one of its
+// Agentfiles runs that workflow, its inputs taken from inputData, its
+// tools the profile's, the guardrails first in every system prompt.
+func TestJobRunsTheProfilesAgentfile(t *testing.T) {
+	script := `{"text":"writing","tool_calls":[{"name":"write","args":{"path":"output/summary.md","content":"Otters, briefly."}}]}
+{"text":"Summary written to output/summary.md."}
+`
+	job := scriptedJob(100000, "write", "summarise")
+	job.Profile.Agentfiles = map[string]string{"summarise": "NAME summarise\nINPUT topic\nGOAL summary \"Summarise $topic into output/summary.md.\"\nRUN main USING summary\n"}
+	p, _ := runJob(t, job, script)
+	last := final(t, p)
+	rep := last.Job
+	if last.State != sandboxwire.Ended || rep.Outcome != sandboxwire.JobCompleted {
+		t.Fatalf("final report %+v, job %+v %+v", last, rep, rep.Failure)
+	}
+	got := checkUploaded(t, p, rep)
+	log := got[sandboxwire.JobLogPath]
+	if got["output/summary.md"] != "Otters, briefly." || !strings.Contains(log, `"event":"goal_complete"`) || !strings.Contains(log, "Summary written") {
+		t.Errorf("uploaded %q", got)
+	}
+
+	// An Agentfile that reads prompt files cannot run: the job fails at start.
+	job.Profile.Agentfiles["summarise"] = "NAME summarise\nGOAL summary FROM prompt.md\nRUN main USING summary\n"
+	p, _ = runJobOn(t, &jobPlatform{startFails: true}, job, script)
+	if last := final(t, p); last.State != sandboxwire.Failed || last.Job.Failure == nil || !strings.Contains(last.Job.Failure.Message, "FROM") {
+		t.Errorf("an Agentfile with FROM: %+v %+v", last, last.Job.Failure)
 	}
 }

@@ -105,7 +105,7 @@ func (b *Budget) Stream(ctx context.Context, req Request) (<-chan Event, error) 
 		cancel()
 		return nil, err
 	}
-	out := make(chan Event)
+	out := make(chan Event, 16)
 	go func() {
 		defer cancel()
 		defer close(out)
@@ -113,7 +113,10 @@ func (b *Budget) Stream(ctx context.Context, req Request) (<-chan Event, error) 
 			if e.Type == Done && e.Response != nil {
 				b.count(e.Response.Usage)
 			}
-			out <- e
+			select {
+			case out <- e:
+			case <-ctx.Done(): // the caller gave up: drain, never block
+			}
 		}
 	}()
 	return out, nil

@@ -60,3 +60,22 @@ func TestBudgetTimesCallsOut(t *testing.T) {
 		t.Errorf("cancelled call: %v", err)
 	}
 }
+
+func TestBudgetCountsStreamedReplies(t *testing.T) {
+	steps := []llm.ScriptStep{{Text: "streamed reply", Usage: &llm.Usage{InputTokens: 30, OutputTokens: 20}}}
+	b := &llm.Budget{Provider: llm.NewScripted(steps), Limit: 1000}
+	ch, err := b.Stream(t.Context(), llm.Request{MaxTokens: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	for e := range ch {
+		text += e.Text
+	}
+	if text != "streamed reply" || b.Used() != 50 || b.Remaining() != 950 {
+		t.Errorf("text %q used %d remaining %d", text, b.Used(), b.Remaining())
+	}
+	if _, err := b.Stream(t.Context(), llm.Request{MaxTokens: 951}); !errors.Is(err, llm.ErrTokenLimit) {
+		t.Errorf("a stream over the budget: %v", err)
+	}
+}

@@ -32,8 +32,9 @@ type jobPlatform struct {
 	// cancelled: heartbeats answer stop once the sandbox reported working
 	// (the job cancelled).
 	cancelled bool
-	// startFails: the job is expected not to start (the agent exits 1).
-	startFails bool
+	// startFails: the job is expected not to start (the agent exits 1);
+	// reused: its job directory is there already.
+	startFails, reused bool
 
 	mu      sync.Mutex
 	reports []sandboxwire.StatusReport
@@ -116,6 +117,11 @@ func runJobOn(t *testing.T, p *jobPlatform, job sandboxwire.JobSpec, script stri
 		t.Fatal(err)
 	}
 	root := filepath.Join(dir, "agent-space")
+	if p.reused {
+		if err := os.MkdirAll(filepath.Join(root, job.JobID, "output"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "sandbox")
@@ -333,5 +339,20 @@ func TestJobRunsTheProfilesAgentfile(t *testing.T) {
 	p, _ = runJobOn(t, &jobPlatform{startFails: true}, job, script)
 	if last := final(t, p); last.State != sandboxwire.Failed || last.Job.Failure == nil || !strings.Contains(last.Job.Failure.Message, "FROM") {
 		t.Errorf("an Agentfile with FROM: %+v %+v", last, last.Job.Failure)
+	}
+}
+
+// TestJobSandboxIsNeverReused: a job directory already there (another run
+// of the job) is refused: the job fails at start, as a crash, touching
+// nothing there.
+func TestJobSandboxIsNeverReused(t *testing.T) {
+	p, dir := runJobOn(t, &jobPlatform{startFails: true, reused: true}, scriptedJob(1000, "write"), `{"text":"never"}`)
+	last := final(t, p)
+	if len(p.reports) != 1 || last.State != sandboxwire.Failed || last.Job.Failure == nil || last.Job.Failure.Category != sandboxwire.FailureCrash ||
+		!strings.Contains(last.Job.Failure.Message, "never reused") {
+		t.Errorf("reports %+v, failure %+v", p.reports, last.Job.Failure)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "input")); err == nil {
+		t.Error("an input/ was written into the reused directory")
 	}
 }

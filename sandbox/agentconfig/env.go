@@ -66,6 +66,15 @@ type Env struct {
 	// as (RA_TOOL_USER): the agent must then run as root. "" runs them as the
 	// agent's own user.
 	ToolUser string
+	// JobRoot is where a sandbox in job mode lays out its job directory,
+	// <JobRoot>/{job_id} (RA_JOB_ROOT; the image sets /agent-space; ""
+	// is the workspace).
+	JobRoot string
+	// JobNetworkIsolated says the launcher runs the sandbox where nothing
+	// reaches a network but the platform (RA_JOB_NETWORK_ISOLATED, set to
+	// anything: a task whose security group has no other egress), so a job
+	// without network may run bash where no network namespace can be made.
+	JobNetworkIsolated bool
 
 	lookup func(string) (string, bool)
 }
@@ -202,6 +211,8 @@ var envVars = []envVar{
 	{name: EnvTmuxLogPipe, set: func(e *Env, v string) error { e.Tmux.LogPipe = v; return nil }},
 	{name: EnvTmuxEnvPipe, set: func(e *Env, v string) error { e.Tmux.EnvPipe = v; return nil }},
 	{name: "RA_TOOL_USER", set: func(e *Env, v string) error { e.ToolUser = v; return nil }},
+	{name: "RA_JOB_ROOT", set: func(e *Env, v string) error { e.JobRoot = v; return nil }},
+	{name: "RA_JOB_NETWORK_ISOLATED", set: func(e *Env, _ string) error { e.JobNetworkIsolated = true; return nil }},
 }
 
 // count parses a whole number of at least least.

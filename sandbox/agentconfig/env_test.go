@@ -97,6 +97,10 @@ func TestLoadEnvValues(t *testing.T) {
 	}{
 		{"blank keeps the default", map[string]string{"RA_WORKSPACE": " ", "RA_LLM_PROVIDER": ""},
 			func(e agentconfig.Env) bool { return e.Workspace == "." && e.LLM.Provider == "" }}, // no provider: none named
+		{"job mode", map[string]string{"RA_JOB_ROOT": "/agent-space", "RA_JOB_NETWORK_ISOLATED": "1"},
+			func(e agentconfig.Env) bool { return e.JobRoot == "/agent-space" && e.JobNetworkIsolated }},
+		{"job mode's defaults", map[string]string{},
+			func(e agentconfig.Env) bool { return e.JobRoot == "" && !e.JobNetworkIsolated }},
 		{"env file outside the workspace", map[string]string{"RA_WORKSPACE": "/w/x"},
 			func(e agentconfig.Env) bool { return e.EnvFile == "/tmp/.proliferate_env.json" }},
 		{"env file named", map[string]string{"RA_WORKSPACE": "/w", "RA_ENV_FILE": "/etc/env.json"},

@@ -72,6 +72,11 @@ type Config struct {
 	// Tmux names the tmux session the agent runs in ("" outside tmux), where
 	// the configuration's services get a window each.
 	Tmux string
+	// ModelGateway is the platform's base URL for model calls (the gateway's
+	// unless RA_MODEL_GATEWAY_URL moves it).
+	ModelGateway string
+	// Job is job mode's (spec.job): where the job directory goes, and limits.
+	Job JobConfig
 }
 
 // NewConfig takes the sandbox's settings from the agent's environment, which
@@ -113,6 +118,8 @@ func NewConfig(env agentconfig.Env, environ []string, secrets *redact.Secrets) (
 		TokenLimit:    env.TokenLimit,
 		ContextWindow: env.ContextWindow,
 		Tmux:          tmuxSession(env.Tmux),
+		ModelGateway:  cmp.Or(env.ModelGatewayURL, env.GatewayURL),
+		Job:           JobConfig{Root: cmp.Or(env.JobRoot, env.Workspace), NetworkIsolated: env.JobNetworkIsolated},
 	}, nil
 }
 
@@ -203,7 +210,14 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 		}
 		c.Secrets.Add(slices.Collect(maps.Values(cur))...)
 	}
-	spec, primed, workspace, err := r.prime(ctx)
+	spec, primed, err := r.primeSpec(ctx)
+	if err != nil {
+		return err
+	}
+	if spec.Job != nil {
+		return r.runJob(ctx, spec, primed[0].Content)
+	}
+	workspace, err := r.provision(ctx, spec, primed)
 	if err != nil {
 		return err
 	}
@@ -247,15 +261,10 @@ type run struct {
 	services *provision.Services
 }
 
-// prime fetches the spec, merges the env values it carries into the env file,
-// provisions the workspace (package provision) and writes the primed
-// conversation to the workspace; a spec it cannot prime with is reported
-// failed. It returns how provisioning went, for ready.
-func (r *run) prime(ctx context.Context) (sandboxwire.Spec, []Message, *sandboxwire.WorkspaceStatus, error) {
-	spec, primed, err := r.primeSpec(ctx)
-	if err != nil {
-		return spec, nil, nil, err
-	}
+// provision provisions the workspace spec describes (package provision) and
+// writes the primed conversation to the workspace. It returns how
+// provisioning went, for ready.
+func (r *run) provision(ctx context.Context, spec sandboxwire.Spec, primed []Message) (*sandboxwire.WorkspaceStatus, error) {
 	var env []string
 	if r.c.Tools != nil {
 		env = r.c.Tools.Environ()
@@ -265,12 +274,12 @@ func (r *run) prime(ctx context.Context) (sandboxwire.Spec, []Message, *sandboxw
 	primed[1].Content += workspaceNote(r.c.Workspace, spec.Workspace, status)
 	raw, err := json.MarshalIndent(primed, "", "  ")
 	if err != nil {
-		return spec, nil, nil, fmt.Errorf("encode conversation: %w", err)
+		return nil, fmt.Errorf("encode conversation: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(r.c.Workspace, ConversationFile), raw, 0o600); err != nil {
-		return spec, nil, nil, fmt.Errorf("write conversation: %w", err)
+		return nil, fmt.Errorf("write conversation: %w", err)
 	}
-	return spec, primed, &status, nil
+	return &status, nil
 }
 
 // primeSpec fetches the spec, primes with it and merges its env values into

@@ -48,7 +48,7 @@ func bashTool(p *policy.Policy, o Options) Tool {
 			if o.Env != nil {
 				env = o.Env()
 			}
-			return runShell(ctx, shellRun{dir: p.Workspace(), command: a.Command, timeout: timeout, env: env, user: o.User})
+			return runShell(ctx, shellRun{dir: p.Workspace(), command: a.Command, timeout: timeout, env: env, user: o.User, noNetwork: o.NoNetwork})
 		},
 	}
 }
@@ -86,6 +86,8 @@ type shellRun struct {
 	timeout      time.Duration
 	env          []string
 	user         *toolenv.User
+	// noNetwork runs the command in a network namespace of its own.
+	noNetwork bool
 }
 
 func runShell(ctx context.Context, r shellRun) (string, error) {
@@ -102,6 +104,11 @@ func runShell(ctx context.Context, r shellRun) (string, error) {
 		cmd.Env = r.env
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: r.user.Credential()}
+	if r.noNetwork {
+		if err := isolateNetwork(cmd.SysProcAttr); err != nil {
+			return "", fmt.Errorf("command could not run without network: %w", err)
+		}
+	}
 	// On timeout, kill the whole process group, not just the shell.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second

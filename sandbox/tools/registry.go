@@ -70,6 +70,10 @@ type Options struct {
 	// type's tools, toolspec.WorkspaceTools names); the policy still has to
 	// enable each. Nil registers every built-in the policy enables.
 	Enabled []string
+	// NoNetwork runs bash's commands in a network namespace of their own
+	// (Linux, with CAP_SYS_ADMIN: NetworkIsolation says whether it holds):
+	// nothing they run reaches a network.
+	NoNetwork bool
 }
 
 // New registers the built-in tools the policy enables.

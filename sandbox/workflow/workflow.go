@@ -66,6 +66,8 @@ type Event struct {
 
 // Options configure a run.
 type Options struct {
+	// System, if set, starts every system prompt (a sandbox's guardrails).
+	System    string
 	Provider  llm.Provider
 	Model     string
 	MaxTokens int
@@ -402,6 +404,9 @@ func (r *run) message(goal, agent string, m llm.Message) {
 
 func (r *run) systemPrompt(persona string) string {
 	var b strings.Builder
+	if s := strings.TrimSpace(r.o.System); s != "" {
+		b.WriteString(s + "\n\n")
+	}
 	if persona != "" {
 		b.WriteString(strings.TrimSpace(persona) + "\n\n")
 	}

@@ -313,3 +313,21 @@ func TestSequentialVariables(t *testing.T) {
 		t.Errorf("the input was shown as a goal's result:\n%s", prompts[0])
 	}
 }
+
+// TestSystemStartsEverySystemPrompt: Options.System (a sandbox's
+// guardrails) comes first in the system prompt of every goal.
+func TestSystemStartsEverySystemPrompt(t *testing.T) {
+	wf := parse(t, "NAME w\nGOAL a \"Do a.\"\nGOAL b \"Do b.\"\nRUN main USING a, b\n")
+	rec := &recorder{answer: func(llm.Request, int) llm.Response { return llm.Response{Content: "done"} }}
+	if _, err := workflow.Run(t.Context(), wf, nil, workflow.Options{System: "# Rules\nBe safe.", Provider: rec}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.reqs) < 2 {
+		t.Fatalf("%d requests", len(rec.reqs))
+	}
+	for i, req := range rec.reqs {
+		if !strings.HasPrefix(req.System, "# Rules\nBe safe.\n\n") {
+			t.Errorf("request %d: system %q", i, req.System)
+		}
+	}
+}

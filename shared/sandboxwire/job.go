@@ -88,3 +88,18 @@ type JobFile struct {
 	SizeBytes int64  `json:"size_bytes"`
 	SHA256    string `json:"sha256"`
 }
+
+// JobUploads is the Tool of a job sandbox's UploadsRequest: the files of
+// its output/ and its log, each by its path in the job directory
+// (output/report.md, logs/job.log; ToolCallID the job id). The platform
+// keys them under the job of the sandbox's session, jobs/{job_id}/{path},
+// whatever the request says.
+const JobUploads = "job"
+
+// JobLogPath is the job's log in its job directory, uploaded as its log.
+const JobLogPath = "logs/job.log"
+
+// JobUploadKey is where the platform puts a job's file: path is its path in
+// the job directory, checked by the caller (ValidUploadPath, under output/
+// or logs/).
+func JobUploadKey(jobID, path string) string { return "jobs/" + jobID + "/" + path }

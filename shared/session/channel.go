@@ -415,6 +415,9 @@ func (c *Channel) appendOnce(ctx context.Context, sess Session, appendID string,
 // verify's evidence files and save_snapshot's archive go straight to the
 // bucket, under the call's prefix, where the tool's effect finds them.
 func (c *Channel) Uploads(ctx context.Context, sess Session, in sandboxwire.UploadsRequest) (sandboxwire.UploadsResponse, error) {
+	if in.Tool == sandboxwire.JobUploads {
+		return c.jobUploads(ctx, sess, in)
+	}
 	if err := checkUploads(in); err != nil {
 		return sandboxwire.UploadsResponse{}, err
 	}

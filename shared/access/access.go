@@ -223,6 +223,10 @@ var table = map[string]Access{
 			"sessions/*/tools/*":       {PutObject},
 			// A configuration's snapshot, presigned for its sessions' sandboxes.
 			"snapshots/configuration/*": {GetObject},
+			// A job's outputs and log, presigned for its sandbox (keyed by
+			// the job of the sandbox's session, never one it names).
+			"jobs/*/output/*": {PutObject},
+			"jobs/*/logs/*":   {PutObject},
 		},
 	},
 	"toolcallback": {

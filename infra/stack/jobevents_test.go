@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/remote-agents/remote-agents/shared/access"
 	"github.com/remote-agents/remote-agents/shared/jobevents"
-	"github.com/remote-agents/remote-agents/shared/routes"
 )
 
 // The jobs' bus forwards every event of the jobs' source to the orchestrator
@@ -98,8 +98,9 @@ func TestJobEventsReachTheOrchestratorQueue(t *testing.T) {
 					puts = true
 				}
 			}
-			if want := fn == routes.JobWorker || fn == "jobs"; puts != want {
-				t.Errorf("%s: may put job events %v, want %v", fn, puts, want)
+			if a, _ := access.For(fn); puts != a.PublishJobEvents {
+				want := a.PublishJobEvents
+				t.Errorf("%s: may put job events %v, want %v (access.PublishJobEvents)", fn, puts, want)
 			}
 		}
 
@@ -123,7 +124,8 @@ func TestLocalStackPublishesOnTheInitHooksBus(t *testing.T) {
 				puts = strings.Contains(fmt.Sprint(st["Resource"]), ":event-bus/ra-dev-jobs")
 			}
 		}
-		if want := name == "ra-dev-jobworker"; puts != want {
+		a, _ := access.For(strings.TrimPrefix(name, "ra-dev-"))
+		if want := a.PublishJobEvents; puts != want {
 			t.Errorf("%s: may put on ra-dev-jobs %v, want %v", name, puts, want)
 		}
 	}

@@ -65,7 +65,7 @@ func TestLocalStackVariantUsesOnlyCommunityServices(t *testing.T) {
 			t.Errorf("%s: %s is not deployable on community LocalStack (or is the init hook's)", id, typ)
 		}
 	}
-	if n := len(tp.byType("AWS::Events::Rule")); n != 2 {
+	if n := len(tp.byType("AWS::Events::Rule")); n != 3 {
 		t.Errorf("%d EventBridge rules, want the sandbox-stopped one, the sweep and the job sweep", n)
 	}
 	if n := len(tp.byType("AWS::SecretsManager::Secret")); n == 0 {

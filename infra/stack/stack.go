@@ -11,7 +11,6 @@
 package stack
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -266,13 +265,12 @@ func (s *Stack) sandboxStopped(p Props, cluster *string) {
 	// The sweep: every minute, a sweep message on the jobs queue, for
 	// jobworker to end the sessions whose sandbox stopped heart-beating or
 	// that are stuck provisioning or ending (session.Service.Sweep).
-	sweep, _ := json.Marshal(map[string]jobs.Type{"type": jobs.Sweep})
 	awsevents.NewRule(s.Stack, jsii.String("Sweep"), &awsevents.RuleProps{
 		RuleName:    jsii.String("ra-" + p.Env + "-sweep"),
 		Description: jsii.String("Every minute, a sweep message to the jobs queue: lost and stuck sessions end"),
 		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
 		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.Queues[set.JobsQueue.Name], &awseventstargets.SqsQueueProps{
-			Message:         awsevents.RuleTargetInput_FromText(jsii.String(string(sweep))),
+			Message:         awsevents.RuleTargetInput_FromObject(map[string]any{"type": jobs.Sweep}),
 			DeadLetterQueue: dlq,
 			RetryAttempts:   jsii.Number(ruleRetryAttempts),
 			MaxEventAge:     awscdk.Duration_Hours(jsii.Number(ruleMaxEventAgeHours)),

@@ -184,6 +184,10 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 		},
 		"GET /api/remote_agents/{id}/alive":     func() reply { return o.alive(id, tok) },
 		"POST /api/remote_agents/{id}/shutdown": func() reply { return o.shutdown(id, tok) },
+		"GET /api/remote_agents":                func() reply { return o.call(http.MethodGet, "/api/remote_agents", appKey, nil) },
+		"POST /api/remote_agents/{id}/kill": func() reply {
+			return o.call(http.MethodPost, "/api/remote_agents/"+id+"/kill", tok, nil)
+		},
 		"POST /api/remote_agents/{id}/messages": func() reply {
 			return o.call(http.MethodPost, "/api/remote_agents/"+id+"/messages", tok, map[string]any{"text": "hi"})
 		},

@@ -114,7 +114,12 @@ func runShell(ctx context.Context, r shellRun) (string, error) {
 	cmd.WaitDelay = 2 * time.Second
 	stdout, stderr := &capped{max: maxOutputBytes}, &capped{max: maxOutputBytes}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		forget := track(cmd.Process.Pid)
+		err = cmd.Wait()
+		forget()
+	}
 	code := 0
 	var exit *exec.ExitError
 	switch {

@@ -81,7 +81,9 @@ func TestOnlyPublishersPutJobEvents(t *testing.T) {
 	t.Parallel()
 	for _, fn := range Functions() {
 		a, _ := For(fn)
-		publishes := fn == "jobworker" || fn == "jobs"
+		// Job transitions happen in the jobs function (create, cancel), jobworker
+		// (run, sweep) and the sandbox channel (started, ended).
+		publishes := fn == "jobworker" || fn == "jobs" || fn == "sandbox"
 		if a.AllowsPutEvents(JobEventsBus) != publishes || a.AllowsSend(OrchestratorQueue) != publishes {
 			t.Errorf("%s: puts job events %v, sends to the orchestrator queue %v; want %v", fn, a.AllowsPutEvents(JobEventsBus), a.AllowsSend(OrchestratorQueue), publishes)
 		}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/remote-agents/remote-agents/shared/eventbus"
+	"github.com/remote-agents/remote-agents/shared/jobevents"
+	"github.com/remote-agents/remote-agents/shared/jobevents/queuepub"
 	"github.com/remote-agents/remote-agents/shared/wiring"
 )
 
@@ -35,14 +37,20 @@ func TestJobEventsChoosesEventBridgeWhereThereIsOne(t *testing.T) {
 				t.Fatalf("JobEventsOnEventBridge = %v, want %v", got, tt.eventBridge)
 			}
 			e := env(t)
-			pub, err := e.JobEvents(t.Context())
 			if !tt.eventBridge {
-				// The queue publisher looks its queue up, where nothing listens.
-				if err == nil || !strings.Contains(err.Error(), "ra-dev-orchestrator") {
+				// The queue publisher sends to the queue the configuration
+				// names, and otherwise looks it up, where nothing listens.
+				if pub, err := e.JobEvents(t.Context()); err != nil || !isQueuePub(pub) {
+					t.Fatalf("JobEvents = %T, %v; want the orchestrator queue's publisher", pub, err)
+				}
+				e = env(t)
+				e.Config.OrchestratorQueue = ""
+				if pub, err := e.JobEvents(t.Context()); err == nil || !strings.Contains(err.Error(), "ra-dev-orchestrator") {
 					t.Fatalf("JobEvents = %T, %v; want the orchestrator queue's lookup to fail", pub, err)
 				}
 				return
 			}
+			pub, err := e.JobEvents(t.Context())
 			bus, ok := pub.(*eventbus.Bus)
 			if err != nil || !ok || bus.Name() != "ra-dev-jobs" {
 				t.Fatalf("JobEvents = %T, %v; want the bus ra-dev-jobs", pub, err)
@@ -52,4 +60,9 @@ func TestJobEventsChoosesEventBridgeWhereThereIsOne(t *testing.T) {
 			}
 		})
 	}
+}
+
+func isQueuePub(p jobevents.Publisher) bool {
+	_, ok := p.(*queuepub.Publisher)
+	return ok
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/redact"
 	"github.com/remote-agents/remote-agents/sandbox/remote"
 	"github.com/remote-agents/remote-agents/sandbox/tmux"
+	"github.com/remote-agents/remote-agents/sandbox/tools"
 )
 
 // version is set at build time: -ldflags "-X main.version=…".
@@ -46,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
+	// No command the agent ran outlives it.
+	defer tools.KillRunning()
 	// Nothing the agent runs may read its memory or its initial environment.
 	hardenErr := harden.Process()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

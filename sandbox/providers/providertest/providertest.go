@@ -291,7 +291,9 @@ func (srv *Server) Run(t *testing.T, build Build) Tally {
 	})
 	t.Run("configured max tokens and no temperature", func(t *testing.T) {
 		s.set(scenarioText, nil, float64(suiteMaxTokens))
-		plain := build(options(2*time.Second, 0, nil))
+		// A generous timeout: a call the client gave up on would still be
+		// metered by a gateway in front, and the tally would miss it.
+		plain := build(options(10*time.Second, 0, nil))
 		unbounded := req
 		unbounded.MaxTokens = 0
 		res, err := plain.Chat(t.Context(), unbounded)

@@ -61,6 +61,10 @@ func bedrockHandler(t testing.TB) handler {
 			reply = `{"output":{"message":{"role":"assistant","content":[{"text":"The file is titled Demo."}]}},"stopReason":"end_turn","usage":{"inputTokens":20,"outputTokens":6,"totalTokens":26},"metrics":{"latencyMs":3}}`
 		}
 		if stream {
+			// Each event stream on a connection of its own: one reused after
+			// a stream was closed was seen closed under the next one's read on
+			// a loaded machine ("use of closed network connection").
+			w.Header().Set("Connection", "close")
 			w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
 			enc := eventstream.NewEncoder()
 			events := [][2]string{

@@ -62,8 +62,30 @@ func (s *Stack) grant(sb sandboxes) {
 					resources = append(resources, jsii.String(*arn+"/index/"+idx))
 				}
 			}
+			limited := actions
+			if w, ok := a.WriteKeys[table]; ok {
+				// Writes only to the items WriteKeys names; reads as declared.
+				var written []string
+				limited = slices.DeleteFunc(slices.Clone(actions), func(act string) bool {
+					if act == access.PutItem || act == access.UpdateItem || act == access.DeleteItem {
+						written = append(written, act)
+						return true
+					}
+					return false
+				})
+				if len(written) > 0 {
+					fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+						Actions:    jsii.Strings(written...),
+						Resources:  &[]*string{arn},
+						Conditions: leadingKeys(w),
+					}))
+				}
+			}
+			if len(limited) == 0 {
+				continue
+			}
 			fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-				Actions:    jsii.Strings(actions...),
+				Actions:    jsii.Strings(limited...),
 				Resources:  &resources,
 				Conditions: leadingKeys(a.LeadingKeys[table]),
 			}))

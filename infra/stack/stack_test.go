@@ -460,8 +460,12 @@ func TestEachFunctionGetsOnlyItsGrants(t *testing.T) {
 					table := strings.TrimPrefix(tableIDs[ref(resourcesOf)], "ra-dev-")
 					got[table] = append(got[table], a)
 					// Items: exactly the declared partition key prefixes, or all.
+					prefixes := want.LeadingKeys[table]
+					if w, ok := want.WriteKeys[table]; ok && (a == "dynamodb:PutItem" || a == "dynamodb:UpdateItem" || a == "dynamodb:DeleteItem") {
+						prefixes = w // writes: only the items WriteKeys names
+					}
 					var patterns []string
-					for _, p := range want.LeadingKeys[table] {
+					for _, p := range prefixes {
 						patterns = append(patterns, p+"*")
 					}
 					cond, _ := st["Condition"].(map[string]any)

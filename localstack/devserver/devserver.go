@@ -74,8 +74,12 @@ type Options struct {
 	// Pollers is how many jobs-queue consumers run at once (default 4).
 	Pollers int
 	// SweepInterval is how often the dev server queues a sweep, as the
-	// stack's schedule does on AWS (DefaultSweepInterval when 0).
+	// stack's schedule does on AWS (DefaultSweepInterval when 0); the sweep
+	// also replenishes the warm pool.
 	SweepInterval time.Duration
+	// NoPoolRefillOnClaim leaves refilling the warm pool to the sweep (tests
+	// that count warm claims exactly).
+	NoPoolRefillOnClaim bool
 	// Audit, if set, hears every AWS call each function's code makes (see
 	// AWSCall), to check the functions' declared access against.
 	Audit func(AWSCall)
@@ -101,6 +105,8 @@ type Server struct {
 	worker   wiring.Function
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
+	// kick is signalled when a message is sent to the jobs queue.
+	kick chan struct{}
 }
 
 // Start bootstraps the environment, seeds it, and serves.
@@ -158,6 +164,12 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	// What a schedule does on AWS: the jobs' sweep (the outbox's leftovers,
 	// running jobs whose sandbox is gone).
 	s.wg.Go(func() { sweepJobs(pollCtx, jobService, o.Log) })
+	// goaws looks for messages every 100 ms of a long poll, where SQS
+	// answers one at once: a poller kicked by each send to the jobs queue
+	// receives without waiting, as Lambda's event source mapping would.
+	for range 2 {
+		s.wg.Go(func() { pollKicked(pollCtx, jobsQueue, s.kick, s.worker.Worker, o.Log) })
+	}
 	for range o.Pollers {
 		s.wg.Go(func() { poll(pollCtx, jobsQueue, s.worker.Worker, o.Log) })
 		s.wg.Go(func() { poll(pollCtx, toolsQueue, s.worker.Worker, o.Log) })
@@ -208,11 +220,15 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	if o.Audit != nil {
 		awsCfg.APIOptions = append(awsCfg.APIOptions, auditor(set, o.Audit))
 	}
+	s.kick = make(chan struct{}, 1)
+	awsCfg.APIOptions = append(awsCfg.APIOptions, kicker(set.JobsQueue.Name, s.kick))
 	e, err := wiring.New(cfg, awsCfg, o.Log)
 	if err != nil {
 		return fmt.Errorf("devserver: %w", err)
 	}
 	e.KeyLookup, e.Metered = o.ModelKeys, o.Metered
+	// Pool sandboxes of another sandbox command are retired.
+	e.SandboxImage, e.NoPoolRefillOnClaim = "process:"+strings.Join(o.SandboxCommand, " "), o.NoPoolRefillOnClaim
 	// The dev stack runs jobs with the scripted model too.
 	e.AllowScripted = true
 	keyID, secret := OrchestratorCredentialsFromEnv(nil)
@@ -326,42 +342,62 @@ func schedule(ctx context.Context, q queue.Queue, every time.Duration, log *slog
 	}
 }
 
+// batchHandler is the worker's queue handler.
+type batchHandler = func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+
 // poll consumes a queue like a Lambda event source mapping: batches of up
 // to ten, records reported as failed stay on the queue for redelivery.
-func poll(ctx context.Context, q queue.Queue, handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), log *slog.Logger) {
+func poll(ctx context.Context, q queue.Queue, handle batchHandler, log *slog.Logger) {
 	for ctx.Err() == nil {
-		msgs, err := q.Receive(ctx, queue.MaxReceive, time.Second)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("devserver: receive jobs", slog.String("error", err.Error()))
-				time.Sleep(time.Second)
-			}
+		receive(ctx, q, time.Second, handle, log)
+	}
+}
+
+// pollKicked receives from q without waiting each time kick is signalled.
+func pollKicked(ctx context.Context, q queue.Queue, kick <-chan struct{}, handle batchHandler, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+			receive(ctx, q, 0, handle, log)
+		}
+	}
+}
+
+// receive receives one batch from q, waiting up to wait, and has it handled.
+func receive(ctx context.Context, q queue.Queue, wait time.Duration, handle batchHandler, log *slog.Logger) {
+	msgs, err := q.Receive(ctx, queue.MaxReceive, wait)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn("devserver: receive jobs", slog.String("error", err.Error()))
+			time.Sleep(time.Second)
+		}
+		return
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	ev := events.SQSEvent{Records: make([]events.SQSMessage, len(msgs))}
+	for i, m := range msgs {
+		ev.Records[i] = events.SQSMessage{MessageId: m.ID, ReceiptHandle: m.ReceiptHandle, Body: m.Body, EventSource: "aws:sqs"}
+	}
+	// Receiving and deleting is the event source mapping's work; handling
+	// the batch is the function's.
+	res, err := handle(withFunction(ctx, routes.JobWorker), ev)
+	if err != nil {
+		return // the whole batch is retried, as Lambda would
+	}
+	failed := make([]string, 0, len(res.BatchItemFailures))
+	for _, f := range res.BatchItemFailures {
+		failed = append(failed, f.ItemIdentifier)
+	}
+	for _, m := range msgs {
+		if slices.Contains(failed, m.ID) {
 			continue
 		}
-		if len(msgs) == 0 {
-			continue
-		}
-		ev := events.SQSEvent{Records: make([]events.SQSMessage, len(msgs))}
-		for i, m := range msgs {
-			ev.Records[i] = events.SQSMessage{MessageId: m.ID, ReceiptHandle: m.ReceiptHandle, Body: m.Body, EventSource: "aws:sqs"}
-		}
-		// Receiving and deleting is the event source mapping's work; handling
-		// the batch is the function's.
-		res, err := handle(withFunction(ctx, routes.JobWorker), ev)
-		if err != nil {
-			continue // the whole batch is retried, as Lambda would
-		}
-		failed := make([]string, 0, len(res.BatchItemFailures))
-		for _, f := range res.BatchItemFailures {
-			failed = append(failed, f.ItemIdentifier)
-		}
-		for _, m := range msgs {
-			if slices.Contains(failed, m.ID) {
-				continue
-			}
-			if err := q.Delete(context.WithoutCancel(ctx), m.ReceiptHandle); err != nil {
-				log.Warn("devserver: delete job", slog.String("message_id", m.ID), slog.String("error", err.Error()))
-			}
+		if err := q.Delete(context.WithoutCancel(ctx), m.ReceiptHandle); err != nil {
+			log.Warn("devserver: delete job", slog.String("message_id", m.ID), slog.String("error", err.Error()))
 		}
 	}
 }

@@ -207,6 +207,14 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 			code, _ := token.New(token.Bootstrap)
 			return o.call(http.MethodPost, "/sandbox/"+id+"/bootstrap", code, nil)
 		},
+		"POST /sandbox-pool/{sandboxId}/bootstrap": func() reply {
+			code, _ := token.New(token.Bootstrap)
+			return o.call(http.MethodPost, "/sandbox-pool/pool-"+id+"/bootstrap", code, nil)
+		},
+		"POST /sandbox-pool/{sandboxId}/heartbeat": func() reply {
+			key, _ := token.New(token.Bootstrap)
+			return o.call(http.MethodPost, "/sandbox-pool/pool-"+id+"/heartbeat", key, map[string]any{"idle": true})
+		},
 		"GET /sandbox/{sessionId}/spec": func() reply { return o.call(http.MethodGet, "/sandbox/"+id+"/spec", sb, nil) },
 		"POST /sandbox/{sessionId}/status": func() reply {
 			return o.call(http.MethodPost, "/sandbox/"+id+"/status", sb, map[string]any{"state": "working"})

@@ -21,12 +21,17 @@ type Env struct {
 	// (PROLIFERATE_SESSION_ID, PROLIFERATE_GATEWAY_URL, SANDBOX_MCP_AUTH_TOKEN).
 	// The platform's launchers pass BootstrapCode (RA_BOOTSTRAP_CODE) instead of
 	// the token, a one-time code the agent exchanges for it at start; `agent
-	// sandbox` needs the session, the gateway and one of the two
-	// (CheckSandbox).
+	// sandbox` needs the session, the gateway and one of the two, or a
+	// PoolSandbox instead of the session (CheckSandbox).
 	SessionID     string
 	GatewayURL    string
 	SandboxToken  string
 	BootstrapCode string
+	// PoolSandbox is the pool sandbox id (RA_POOL_SANDBOX) of a sandbox
+	// launched into the warm pool: it has no session yet (no SessionID) and
+	// a BootstrapCode that is its launch code, exchanged for its pool key,
+	// never a token (sandboxwire.EnvPoolSandbox).
+	PoolSandbox string
 	// ModelGatewayURL is where a sandbox reaches the platform's model route
 	// (RA_MODEL_GATEWAY_URL, without a trailing slash), when the platform
 	// serves it elsewhere than GatewayURL; "" for GatewayURL.
@@ -146,6 +151,7 @@ var envVars = []envVar{
 	{name: sandboxwire.EnvGatewayURL, set: func(e *Env, v string) error { e.GatewayURL = strings.TrimRight(v, "/"); return nil }},
 	{name: sandboxwire.EnvSandboxToken, set: func(e *Env, v string) error { e.SandboxToken = v; return nil }},
 	{name: sandboxwire.EnvBootstrapCode, set: func(e *Env, v string) error { e.BootstrapCode = v; return nil }},
+	{name: sandboxwire.EnvPoolSandbox, set: func(e *Env, v string) error { e.PoolSandbox = v; return nil }},
 	{name: sandboxwire.EnvModelGatewayURL, set: func(e *Env, v string) error { e.ModelGatewayURL = strings.TrimRight(v, "/"); return nil }},
 	{name: sandboxwire.EnvPushURL, set: func(e *Env, v string) error {
 		if !strings.HasPrefix(v, "ws://") && !strings.HasPrefix(v, "wss://") {
@@ -256,21 +262,49 @@ func (e Env) Key(l LLM) string {
 	return ""
 }
 
-// CheckSandbox reports the variables a sandbox needs that are not set.
+// CheckSandbox reports the variables a sandbox needs that are not set, or set
+// together when they exclude each other. A sandbox runs a session
+// (PROLIFERATE_SESSION_ID, with a bootstrap code or a token) or waits in the
+// warm pool (RA_POOL_SANDBOX, with its launch code as the bootstrap code and
+// no token): exactly one of the two.
 func (e Env) CheckSandbox() error {
-	var missing []string
-	credential := e.SandboxToken + e.BootstrapCode
-	for _, v := range []struct{ name, value string }{
-		{sandboxwire.EnvSessionID, e.SessionID},
+	if e.SessionID != "" && e.PoolSandbox != "" {
+		return fmt.Errorf("%s and %s are both set: a sandbox runs a session or waits in the pool, not both",
+			sandboxwire.EnvSessionID, sandboxwire.EnvPoolSandbox)
+	}
+	if e.PoolSandbox != "" {
+		return e.checkPoolSandbox()
+	}
+	return missing([]struct{ name, value string }{
+		{sandboxwire.EnvSessionID + " (or " + sandboxwire.EnvPoolSandbox + ")", e.SessionID},
 		{sandboxwire.EnvGatewayURL, e.GatewayURL},
-		{sandboxwire.EnvBootstrapCode + " (or " + sandboxwire.EnvSandboxToken + ")", credential},
-	} {
+		{sandboxwire.EnvBootstrapCode + " (or " + sandboxwire.EnvSandboxToken + ")", e.SandboxToken + e.BootstrapCode},
+	})
+}
+
+// checkPoolSandbox is CheckSandbox for a pool sandbox: the gateway and the
+// launch code, and no sandbox token (a token is a session's).
+func (e Env) checkPoolSandbox() error {
+	if e.SandboxToken != "" {
+		return fmt.Errorf("%s is set with %s: a pool sandbox has no session, hence no token, only its launch code (%s)",
+			sandboxwire.EnvSandboxToken, sandboxwire.EnvPoolSandbox, sandboxwire.EnvBootstrapCode)
+	}
+	return missing([]struct{ name, value string }{
+		{sandboxwire.EnvGatewayURL, e.GatewayURL},
+		{sandboxwire.EnvBootstrapCode, e.BootstrapCode},
+	})
+}
+
+// missing reports the variables of vars whose value is empty.
+func missing(vars []struct{ name, value string }) error {
+	var names []string
+	for _, v := range vars {
 		if v.value == "" {
-			missing = append(missing, v.name)
+			names = append(names, v.name)
 		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%s required in a sandbox, not set", strings.Join(missing, ", "))
+	if len(names) > 0 {
+		return fmt.Errorf("%s required in a sandbox, not set", strings.Join(names, ", "))
 	}
 	return nil
 }

@@ -184,3 +184,61 @@ func FuzzLoadEnv(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckSandboxPool: a sandbox runs a session or waits in the warm pool,
+// exactly one of the two; a pool sandbox needs the gateway and its launch
+// code, and takes no token.
+func TestCheckSandboxPool(t *testing.T) {
+	pool := map[string]string{"RA_POOL_SANDBOX": "pool-6f1c2a9e-4b7d-4e21-9a3c-0d5e8f7b6a41", "PROLIFERATE_GATEWAY_URL": "http://gw/", "RA_BOOTSTRAP_CODE": "rbc_launch"}
+	with := func(changes map[string]string) map[string]string {
+		vars := map[string]string{}
+		for k, v := range pool {
+			vars[k] = v
+		}
+		for k, v := range changes {
+			vars[k] = v
+		}
+		return vars
+	}
+	tests := []struct {
+		name string
+		vars map[string]string
+		want []string // what the error names; nil: no error
+	}{
+		{"pool only", pool, nil},
+		{"both", with(map[string]string{"PROLIFERATE_SESSION_ID": "s1"}), []string{"PROLIFERATE_SESSION_ID", "RA_POOL_SANDBOX", "both"}},
+		{"neither", with(map[string]string{"RA_POOL_SANDBOX": ""}), []string{"PROLIFERATE_SESSION_ID (or RA_POOL_SANDBOX)"}},
+		{"no launch code", with(map[string]string{"RA_BOOTSTRAP_CODE": ""}), []string{"RA_BOOTSTRAP_CODE"}},
+		{"a token instead of the launch code", with(map[string]string{"RA_BOOTSTRAP_CODE": "", "SANDBOX_MCP_AUTH_TOKEN": "rsb_x"}), []string{"SANDBOX_MCP_AUTH_TOKEN", "RA_POOL_SANDBOX"}},
+		{"no gateway", with(map[string]string{"PROLIFERATE_GATEWAY_URL": ""}), []string{"PROLIFERATE_GATEWAY_URL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := agentconfig.LoadEnv(lookup(tt.vars))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.PoolSandbox != tt.vars["RA_POOL_SANDBOX"] {
+				t.Errorf("PoolSandbox %q, want %q", e.PoolSandbox, tt.vars["RA_POOL_SANDBOX"])
+			}
+			err = e.CheckSandbox()
+			if tt.want == nil {
+				if err != nil {
+					t.Errorf("CheckSandbox: %v", err)
+				}
+				return
+			}
+			for _, name := range tt.want {
+				if err == nil || !strings.Contains(err.Error(), name) {
+					t.Errorf("CheckSandbox: %v, want %q named", err, name)
+				}
+			}
+		})
+	}
+	// The launch code is a secret like a session's bootstrap code: hidden and
+	// removed from the agent's environment.
+	e, _ := agentconfig.LoadEnv(lookup(pool))
+	if got := e.Secrets([]string{"RA_BOOTSTRAP_CODE=rbc_launch", "RA_POOL_SANDBOX=pool-x"}); len(got) != 1 || got["RA_BOOTSTRAP_CODE"] != "rbc_launch" {
+		t.Errorf("secrets %v, want the launch code only", got)
+	}
+}

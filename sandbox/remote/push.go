@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -25,6 +26,21 @@ const (
 	pushRetryMax = 30 * time.Second
 )
 
+// pushPeer is whom a push connection is for and what is done with what comes
+// over it: the query parameter naming the sandbox (PushSessionParam with its
+// session, PushPoolParam with its pool sandbox id), the bearer of the upgrade
+// request, and the callbacks, all called from the listener's goroutine.
+type pushPeer struct {
+	param, id, bearer string
+	// connected is called on each connect.
+	connected func()
+	// frame is called with each frame read that parses.
+	frame func(sandboxwire.Push)
+	// down is called when a connect failed or a connection ended (err),
+	// before the listener waits retryIn to connect again.
+	down func(err error, retryIn time.Duration)
+}
+
 // listen holds the sandbox's push connection until ctx ends, reconnecting with
 // backoff, and signals wake for every inbox frame, and once on each connect
 // (for whatever came while it was down). A full wake is enough: one inbox read
@@ -36,16 +52,33 @@ func (cl *client) listen(ctx context.Context, pushURL string, wake chan<- struct
 		default:
 		}
 	}
+	hold(ctx, pushURL, pushPeer{
+		param: sandboxwire.PushSessionParam, id: cl.c.SessionID, bearer: cl.c.Token,
+		connected: signal, // whatever came while the connection was down
+		frame: func(f sandboxwire.Push) {
+			if strings.EqualFold(f.Type, sandboxwire.PushInbox) {
+				signal()
+			}
+		},
+		down: func(err error, retryIn time.Duration) {
+			log.Info("push channel down; polling the inbox until it is back", slog.String("error", err.Error()), slog.Duration("retry_in", retryIn))
+		},
+	}, log)
+}
+
+// hold holds a push connection for peer until ctx ends, reconnecting with
+// backoff (reset by every connect that succeeded).
+func hold(ctx context.Context, pushURL string, peer pushPeer, log *slog.Logger) {
 	delay := pushRetryMin
 	for ctx.Err() == nil {
-		connected, err := cl.pushOnce(ctx, pushURL, signal, log)
+		connected, err := pushOnce(ctx, pushURL, peer, log)
 		if ctx.Err() != nil {
 			return
 		}
 		if connected {
 			delay = pushRetryMin
 		}
-		log.Info("push channel down; polling the inbox until it is back", slog.String("error", err.Error()), slog.Duration("retry_in", delay))
+		peer.down(err, delay)
 		select {
 		case <-ctx.Done():
 			return
@@ -57,53 +90,56 @@ func (cl *client) listen(ctx context.Context, pushURL string, wake chan<- struct
 
 // pushOnce connects once and reads frames until the connection ends; it
 // reports whether it connected.
-func (cl *client) pushOnce(ctx context.Context, pushURL string, signal func(), log *slog.Logger) (bool, error) {
+func pushOnce(ctx context.Context, pushURL string, peer pushPeer, log *slog.Logger) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, pushLifetime)
 	defer cancel()
 	u, err := url.Parse(pushURL)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("push URL: %w", err)
 	}
 	q := u.Query()
-	q.Set(sandboxwire.PushSessionParam, cl.c.SessionID)
+	q.Set(peer.param, peer.id)
 	u.RawQuery = q.Encode()
 	dialCtx, cancelDial := context.WithTimeout(ctx, 30*time.Second)
 	defer cancelDial()
 	c, res, err := websocket.Dial(dialCtx, u.String(), &websocket.DialOptions{
-		HTTPHeader: http.Header{"Authorization": {"Bearer " + cl.c.Token}},
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + peer.bearer}},
 	})
 	if res != nil && res.Body != nil {
 		_ = res.Body.Close()
 	}
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("push connect: %w", err)
 	}
 	defer func() { _ = c.CloseNow() }()
 	c.SetReadLimit(sandboxwire.MaxPushFrameBytes)
-	log.Info("push channel connected")
-	signal() // whatever came while the connection was down
-	go func() {
-		t := time.NewTicker(pushPing)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				_ = c.Ping(pctx)
-				cancel()
-			}
-		}
-	}()
+	log.Info("push channel connected", slog.String(peer.param, peer.id))
+	peer.connected()
+	go ping(ctx, c)
 	for {
 		_, data, err := c.Read(ctx)
 		if err != nil {
-			return true, err
+			return true, fmt.Errorf("push read: %w", err)
 		}
 		var f sandboxwire.Push
-		if json.Unmarshal(data, &f) == nil && strings.EqualFold(f.Type, sandboxwire.PushInbox) {
-			signal()
+		if json.Unmarshal(data, &f) == nil {
+			peer.frame(f)
+		}
+	}
+}
+
+// ping pings c every pushPing until ctx ends.
+func ping(ctx context.Context, c *websocket.Conn) {
+	t := time.NewTicker(pushPing)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			_ = c.Ping(pctx)
+			cancel()
 		}
 	}
 }

@@ -44,7 +44,12 @@ import (
 // Config is the sandbox's identity, pacing and model.
 type Config struct {
 	SessionID string
-	Gateway   string
+	// PoolSandbox is the pool sandbox id of a sandbox launched into the warm
+	// pool, with no session (SessionID) yet: Run first waits for one to
+	// claim it, and BootstrapCode is its launch code (see
+	// sandboxwire.EnvPoolSandbox).
+	PoolSandbox string
+	Gateway     string
 	// Token is the sandbox token; without one, Run gets it for BootstrapCode
 	// before anything else (POST bootstrap), and forgets the code.
 	Token         string
@@ -80,7 +85,9 @@ type Config struct {
 }
 
 // NewConfig takes the sandbox's settings from the agent's environment, which
-// must name the sandbox's session, gateway and token or bootstrap code.
+// must name the sandbox's session, gateway and token or bootstrap code, or,
+// for a sandbox of the warm pool, its pool sandbox, gateway and launch code
+// (agentconfig.Env.CheckSandbox).
 // environ is that environment's entries, of which the commands the agent runs
 // get the host variables only; secrets are the values to hide. A sandbox calls
 // the hosted model providers through the platform's model gateway
@@ -106,6 +113,7 @@ func NewConfig(env agentconfig.Env, environ []string, secrets *redact.Secrets) (
 		ToolUser:      user,
 		Secrets:       secrets,
 		SessionID:     env.SessionID,
+		PoolSandbox:   env.PoolSandbox,
 		Gateway:       env.GatewayURL,
 		Token:         env.SandboxToken,
 		BootstrapCode: env.BootstrapCode,
@@ -135,7 +143,8 @@ func tmuxSession(t agentconfig.Tmux) string {
 // provider (sandboxwire.ViaGateway) through the platform's model route, with
 // the sandbox token as its key, whatever key or base URL the environment
 // holds (a sandbox started with a bootstrap code has no token yet: Run sets
-// it once exchanged); a local server or the scripted provider as configured.
+// it once exchanged; a pool sandbox has no session yet either: Run sets both
+// once claimed); a local server or the scripted provider as configured.
 func ViaGateway(env agentconfig.Env) agentconfig.LLM {
 	l := env.LLM
 	if sandboxwire.ViaGateway(l.Provider) {
@@ -181,9 +190,20 @@ const ConversationFile = "conversation.json"
 
 // Run is the sandbox's life: get its token for its bootstrap code, prime,
 // report ready, then heartbeat and poll until told to stop or ctx ends
-// (SIGTERM). It reports ended before returning.
+// (SIGTERM). It reports ended before returning. A pool sandbox (PoolSandbox)
+// first waits in the warm pool for a session to claim it, then lives that
+// session's life the same way; one that is stopped before it is claimed
+// returns nil, having reported nothing to any session.
 func Run(ctx context.Context, c Config, log *slog.Logger) error {
-	cl := &client{c: c, http: &http.Client{Timeout: 30 * time.Second}, retry: gatewayRetry}
+	if c.PoolSandbox != "" {
+		claim, err := waitInPool(ctx, c, log)
+		if err != nil || claim == nil {
+			return err
+		}
+		c = claimed(c, *claim)
+		log.Info("pool sandbox claimed", slog.String("session_id", c.SessionID), slog.String("pool_sandbox", c.PoolSandbox))
+	}
+	cl := newClient(c)
 	if c.Token == "" {
 		tok, err := cl.bootstrap(ctx)
 		if err != nil {
@@ -565,6 +585,11 @@ type client struct {
 	retry retry.Policy
 }
 
+// newClient is the gateway client of a sandbox of c.
+func newClient(c Config) *client {
+	return &client{c: c, http: &http.Client{Timeout: 30 * time.Second}, retry: gatewayRetry}
+}
+
 // gatewayRetry is how the sandbox retries a channel call that failed in
 // passing: a few times within seconds, since the heartbeat and inbox loop waits
 // meanwhile and its next tick tries again anyway.
@@ -633,23 +658,41 @@ func (cl *client) status(ctx context.Context, state sandboxwire.State, hash stri
 // are not idempotent on the wire: an event whose answer was lost may be
 // appended twice.
 func (cl *client) do(ctx context.Context, method, route string, in, out any) error {
+	return cl.doPath(ctx, method, sandboxwire.Prefix+url.PathEscape(cl.c.SessionID)+"/"+route, route, in, out)
+}
+
+// doPath is do for the route at path (below the gateway), named name in
+// errors: the session's routes and the warm pool's (PoolPrefix).
+func (cl *client) doPath(ctx context.Context, method, path, name string, in, out any) error {
 	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return fmt.Errorf("encode %s: %w", route, err)
+			return fmt.Errorf("encode %s: %w", name, err)
 		}
 		body = b
 	}
 	_, err := retry.Do(ctx, cl.retry, func() (struct{}, error) {
-		return struct{}{}, cl.once(ctx, method, route, body, out)
+		return struct{}{}, cl.once(ctx, method, path, name, body, out)
 	})
 	return err
 }
 
+// statusError is an answer other than 200 (and the 401 and 403 of
+// authError).
+type statusError struct {
+	route  string
+	status int
+	body   []byte
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("%s: gateway answered %d: %s", e.route, e.status, e.body)
+}
+
 // once makes one attempt of a call, its error marked for retry.Do.
-func (cl *client) once(ctx context.Context, method, route string, body []byte, out any) error {
-	u := cl.c.Gateway + sandboxwire.Prefix + url.PathEscape(cl.c.SessionID) + "/" + route
+func (cl *client) once(ctx context.Context, method, path, route string, body []byte, out any) error {
+	u := cl.c.Gateway + path
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -675,7 +718,7 @@ func (cl *client) once(ctx context.Context, method, route string, body []byte, o
 		return retry.Permanent(&authError{status: res.StatusCode})
 	}
 	if res.StatusCode != http.StatusOK {
-		return retry.Status(fmt.Errorf("%s: gateway answered %d: %s", route, res.StatusCode, raw), res.StatusCode, res.Header)
+		return retry.Status(&statusError{route: route, status: res.StatusCode, body: raw}, res.StatusCode, res.Header)
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return retry.Permanent(fmt.Errorf("%s: decode: %w", route, err))

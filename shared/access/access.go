@@ -62,6 +62,10 @@ const (
 	// AgentProfileItems starts the key of every agent profile in the
 	// registry, and is the by_kind index's key of their list.
 	AgentProfileItems = "agent_profile"
+	// PoolItems starts the key of every warm pool item in the registry
+	// ("pool#<id>", "poollock#<type>"), and is the by_kind index's key of
+	// the pool sandboxes' list ("pool").
+	PoolItems = "pool"
 )
 
 // JobItems start the keys of the orchestrator jobs' items in the jobs table
@@ -101,6 +105,10 @@ type Access struct {
 	// partition key starts with one of the prefixes (IAM's
 	// dynamodb:LeadingKeys); on other tables it is not limited by item.
 	LeadingKeys map[string][]string
+	// WriteKeys limits the function's writes (PutItem, UpdateItem,
+	// DeleteItem) on a table it names to the items whose partition key starts
+	// with one of the prefixes; its reads there are not limited by item.
+	WriteKeys map[string][]string
 }
 
 // toolWrites is what the gateway tools write besides sessions: the
@@ -111,24 +119,33 @@ var toolWrites = map[string][]string{Registry: {ConfigurationItems}, Jobs: {RunI
 // workerWrites are the worker's: the tools', and the jobs' items.
 var workerWrites = map[string][]string{Registry: {ConfigurationItems}, Jobs: append([]string{RunItems}, JobItems...)}
 
+// workerKeys are the worker's items: its writes', the warm pool's, and the
+// agent types (which types keep a pool).
+var workerKeys = map[string][]string{Registry: {ConfigurationItems, PoolItems, AgentTypeItems}, Jobs: workerWrites[Jobs]}
+
 var worker = Access{
 	Tables: map[string][]string{
 		// A job's sandbox gets its session here (job.run).
 		Sessions:    {GetItem, PutItem, UpdateItem},
 		Events:      {PutItem},
 		Idempotency: {GetItem, UpdateItem},
-		Registry:    {UpdateItem},
-		Jobs:        jobsTable,
+		// The warm pool's sandboxes are registered, claimed, retired; the
+		// types that keep one listed.
+		Registry: {GetItem, PutItem, UpdateItem, DeleteItem, Query},
+		Jobs:     jobsTable,
 	},
-	Send:    []string{JobsDLQ, ToolsDLQ},
-	Objects: map[string][]string{"sessions/*/tools/*": {GetObject}, "snapshots/*": {PutObject}},
+	Send: []string{JobsDLQ, ToolsDLQ},
+	// The guardrails' hash: a pool sandbox of older ones is retired.
+	Objects: map[string][]string{"sessions/*/tools/*": {GetObject}, "snapshots/*": {PutObject}, GuardrailsKey: {GetObject}},
 	List:    []string{"sessions/"},
 	Launch:  true,
 	// The orchestrator jobs' transitions (issue 17); the jobs function, which
 	// creates and cancels them, sets it too.
 	PublishJobEvents: true,
+	// A warm sandbox is told of its claim over its push connection.
+	Push: true,
 
-	LeadingKeys: workerWrites,
+	LeadingKeys: workerKeys,
 }
 
 var table = map[string]Access{
@@ -144,8 +161,9 @@ var table = map[string]Access{
 	// Agent types: app keys read, agent types read, created, listed (the
 	// by_kind index) and changed; nothing else of the registry.
 	"agenttypes": {
-		Tables:      map[string][]string{Registry: {GetItem, PutItem, UpdateItem, Query}},
-		LeadingKeys: map[string][]string{Registry: {AgentTypeItems, AppKeyItems}},
+		Tables: map[string][]string{Registry: {GetItem, PutItem, UpdateItem, Query}},
+		// A type's warm pool is counted (the by_kind index's "pool").
+		LeadingKeys: map[string][]string{Registry: {AgentTypeItems, AppKeyItems, PoolItems}},
 	},
 	"alive": {
 		Tables:  map[string][]string{Sessions: {GetItem, UpdateItem}},
@@ -209,12 +227,14 @@ var table = map[string]Access{
 			// Appends with an id are exactly-once through an idempotency
 			// record; a push connection's record names its session.
 			Idempotency: {GetItem, PutItem},
-			Registry:    {GetItem},
+			// Pool sandboxes' launch codes, heartbeats and push connections.
+			Registry: {GetItem, UpdateItem},
 			// A job's sandbox's reports move its job (and publish its events).
 			Jobs: jobsTable,
 		},
 		PublishJobEvents: true,
 		LeadingKeys:      map[string][]string{Jobs: JobItems},
+		WriteKeys:        map[string][]string{Registry: {PoolItems}},
 		Objects: map[string][]string{
 			GuardrailsKey:              {GetObject},
 			ConfigurationEnv:           {GetObject},
@@ -294,10 +314,18 @@ func (a Access) AllowsItem(name, action, key string) bool {
 	if !a.AllowsTable(name, action) {
 		return false
 	}
-	prefixes, limited := a.LeadingKeys[name]
-	if !limited {
-		return true
+	if w, ok := a.WriteKeys[name]; ok && slices.Contains(writes, action) && !hasPrefix(key, w) {
+		return false
 	}
+	prefixes, limited := a.LeadingKeys[name]
+	return !limited || hasPrefix(key, prefixes)
+}
+
+// writes are the item writes WriteKeys limits.
+var writes = []string{PutItem, UpdateItem, DeleteItem}
+
+// hasPrefix reports whether key ("" for none) starts with one of prefixes.
+func hasPrefix(key string, prefixes []string) bool {
 	for _, p := range prefixes {
 		if key != "" && strings.HasPrefix(key, p) {
 			return true

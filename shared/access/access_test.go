@@ -46,10 +46,11 @@ func TestMatching(t *testing.T) {
 // The gateway tools' functions write, of the registry and the jobs table, only
 // configurations and run records: never an app key, project or persona.
 func TestToolWritesAreLimitedByItem(t *testing.T) {
-	cases := []struct {
+	type itemCase struct {
 		table, action, key string
 		want               bool
-	}{
+	}
+	cases := []itemCase{
 		{Registry, UpdateItem, "configuration#dev#demo-web", true},
 		{Registry, UpdateItem, "app_key#0123abcd", false},
 		{Registry, UpdateItem, "project#dev#demo", false},
@@ -63,13 +64,31 @@ func TestToolWritesAreLimitedByItem(t *testing.T) {
 		{Sessions, UpdateItem, "a-session", true},
 		{Sessions, UpdateItem, "", true},
 	}
-	for _, fn := range []string{"toolcallback", "jobworker"} {
+	// jobworker also keeps the warm pool (its items, and a lease per type,
+	// written and read whole) and lists the pooled agent types: its grants on
+	// those prefixes cover every item action, configurations' included.
+	worker := append(slices.Clone(cases),
+		itemCase{Registry, PutItem, "pool#pool-1", true},
+		itemCase{Registry, DeleteItem, "poollock#t#warm", true},
+		itemCase{Registry, DeleteItem, "app_key#0123abcd", false})
+	for i, c := range worker {
+		if c.table == Registry && c.key == "configuration#dev#demo-web" && c.action != UpdateItem {
+			worker[i].want = true
+		}
+	}
+	for fn, cases := range map[string][]itemCase{"toolcallback": cases, "jobworker": worker} {
 		a, _ := For(fn)
 		for _, c := range cases {
 			if got := a.AllowsItem(c.table, c.action, c.key); got != c.want {
 				t.Errorf("%s: %s on %s item %q: %v, want %v", fn, c.action, c.table, c.key, got, c.want)
 			}
 		}
+	}
+	// The sandbox function reads the registry, and writes only pool items.
+	sb, _ := For("sandbox")
+	if !sb.AllowsItem(Registry, GetItem, "persona#platform#assistant") || !sb.AllowsItem(Registry, UpdateItem, "pool#pool-1") ||
+		sb.AllowsItem(Registry, UpdateItem, "app_key#0123abcd") || sb.AllowsItem(Registry, UpdateItem, "") {
+		t.Error("sandbox: the registry's reads everywhere, its writes only on pool items")
 	}
 	// create reads every kind of registry item (app keys first).
 	if c, _ := For("create"); !c.AllowsItem(Registry, GetItem, "app_key#0123abcd") || !c.AllowsItem(Registry, GetItem, "") {

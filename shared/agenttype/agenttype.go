@@ -28,8 +28,23 @@ type Options struct {
 	// GitInsecureHosts are the hosts a fixed repository may name over plain
 	// http or git (config git_insecure_hosts); nil: none.
 	GitInsecureHosts []string
+	// Pool counts a type's warm pool, for Get; nil shows none.
+	Pool PoolCounter
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+}
+
+// PoolCounter counts the warm pool of a type, resolved (pool.Service).
+type PoolCounter interface {
+	Count(ctx context.Context, t registry.AgentType) (idle, starting int, err error)
+}
+
+// WarmPool is a type's warm pool as Get shows it: its size, and how many of
+// its sandboxes are idle (ready to be claimed) and starting.
+type WarmPool struct {
+	Size     int `json:"size"`
+	Idle     int `json:"idle"`
+	Starting int `json:"starting"`
 }
 
 // Service runs the agent type operations.
@@ -62,6 +77,8 @@ type View struct {
 	WorkspaceConfig registry.WorkspaceConfig `json:"workspace_config"`
 	CreatedAt       time.Time                `json:"created_at,omitzero"`
 	UpdatedAt       time.Time                `json:"updated_at,omitzero"`
+	// WarmPool is the type's warm pool (on Get only).
+	WarmPool *WarmPool `json:"warm_pool,omitempty"`
 }
 
 // List is the list route's answer.
@@ -151,13 +168,25 @@ func (s *Service) List(ctx context.Context, app registry.AppKey) (List, error) {
 	return out, nil
 }
 
-// Get returns the type id that app's tenant may use.
+// Get returns the type id that app's tenant may use, with its warm pool.
 func (s *Service) Get(ctx context.Context, app registry.AppKey, id string) (View, error) {
 	t, err := s.lookup(ctx, app.Tenant, id)
 	if err != nil {
 		return View{}, err
 	}
-	return viewOf(t), nil
+	v := viewOf(t)
+	if s.o.Pool != nil {
+		// Counted against the configuration sessions of it copy.
+		resolved := t
+		resolved.Workspace = normalized(t.Workspace)
+		resolved.Workspace.ResourceLimits = Effective(t.Workspace.ResourceLimits, s.o.Defaults)
+		idle, starting, err := s.o.Pool.Count(ctx, resolved)
+		if err != nil {
+			return View{}, fmt.Errorf("count the warm pool of %s: %w", id, err)
+		}
+		v.WarmPool = &WarmPool{Size: t.Workspace.WarmPoolSize, Idle: idle, Starting: starting}
+	}
+	return v, nil
 }
 
 // WorkspaceConfig returns the workspace configuration of type id, as stored:
@@ -207,6 +236,20 @@ func (s *Service) Resolve(ctx context.Context, tenant, id string) (registry.Agen
 	t.Workspace = normalized(t.Workspace)
 	t.Workspace.ResourceLimits = Effective(t.Workspace.ResourceLimits, s.o.Defaults)
 	return t, nil
+}
+
+// Pooled returns the agent types of every owner that keep a warm pool, each
+// resolved as Resolve resolves it (what a session of it copies).
+func (s *Service) Pooled(ctx context.Context) ([]registry.AgentType, error) {
+	types, err := s.o.Registry.PooledAgentTypes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range types {
+		types[i].Workspace = normalized(types[i].Workspace)
+		types[i].Workspace.ResourceLimits = Effective(types[i].Workspace.ResourceLimits, s.o.Defaults)
+	}
+	return types, nil
 }
 
 func (s *Service) lookup(ctx context.Context, tenant, id string) (registry.AgentType, error) {

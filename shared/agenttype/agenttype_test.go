@@ -30,6 +30,16 @@ func (m memTypes) AgentType(_ context.Context, tenant, id string) (registry.Agen
 	return registry.AgentType{}, registry.ErrNotFound
 }
 
+func (m memTypes) PooledAgentTypes(context.Context) ([]registry.AgentType, error) {
+	var out []registry.AgentType
+	for _, t := range m {
+		if t.Workspace.WarmPoolSize > 0 {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
 func (m memTypes) ListAgentTypes(_ context.Context, tenant string) ([]registry.AgentType, error) {
 	var out []registry.AgentType
 	for _, t := range m {

@@ -86,6 +86,30 @@ func (r *Registry) ListAgentTypes(ctx context.Context, tenant string) ([]registr
 	return out, nil
 }
 
+// PooledAgentTypes returns every owner's agent types whose warm pool size is
+// above 0: one query of the by_kind index (at most MaxListedAgentTypes read).
+func (r *Registry) PooledAgentTypes(ctx context.Context) ([]registry.AgentType, error) {
+	key := expression.Key("kind").Equal(expression.Value(kindAgentType))
+	filter := expression.Name("workspace_config.warm_pool_size").GreaterThan(expression.Value(0))
+	var out []registry.AgentType
+	var after Cursor
+	for n := 0; n < MaxListedAgentTypes; {
+		var page []agentTypeItem
+		next, err := r.t.Query(ctx, Query{Index: resources.RegistryByKind, Key: key, Filter: &filter, After: after, Limit: min(DefaultPageSize, MaxListedAgentTypes-n)}, &page)
+		if err != nil {
+			return nil, fmt.Errorf("list pooled agent types: %w", err)
+		}
+		for _, it := range page {
+			out = append(out, it.agentType())
+		}
+		n += DefaultPageSize
+		if after = next; after == "" {
+			break
+		}
+	}
+	return out, nil
+}
+
 // CreateAgentType stores a new agent type of its tenant, unless the tenant
 // or the platform has one of its id.
 func (r *Registry) CreateAgentType(ctx context.Context, t registry.AgentType) error {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/pool"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/tasksize"
 	"github.com/remote-agents/remote-agents/shared/token"
@@ -65,8 +66,26 @@ type Worker struct {
 	Log     *slog.Logger
 	// Jobs runs orchestrator jobs (job.run, job.cancel); nil: none.
 	Jobs JobRunner
+	// Pool is the warm pool: starts claim from it first, and the sweep
+	// replenishes it; nil: every start is cold.
+	Pool Pool
 	// Now is the clock launch leases are taken by; nil means time.Now.
 	Now func() time.Time
+}
+
+// Pool is the warm pool's side of the worker (pool.Service).
+type Pool interface {
+	// Claim gives sess a warm sandbox, if one is idle; done is false when
+	// the start is to go the cold path.
+	Claim(ctx context.Context, sess session.Session) (done bool, err error)
+	// Retell tells sess's claimed sandbox of its claim again.
+	Retell(ctx context.Context, sess session.Session) error
+	// Exited is told a pool sandbox stopped; it returns the session that
+	// had claimed it ("" none).
+	Exited(ctx context.Context, id string) (string, error)
+	// Replenish brings every type's pool back to its size and retires the
+	// stale sandboxes.
+	Replenish(ctx context.Context) (pool.Report, error)
 }
 
 // Sweeper ends the sessions nobody would otherwise end (session.Service).
@@ -184,8 +203,25 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 	}
 	// A start of an earlier generation still asks for the session's sandbox:
 	// its generation moved on only because a claim was replaced.
-	if sess.State != session.Provisioning || m.Generation > sess.Generation || sess.SandboxRef != "" {
-		return nil // launched already, or over
+	if sess.State != session.Provisioning || m.Generation > sess.Generation {
+		return nil // over
+	}
+	if sess.SandboxRef != "" {
+		if sess.PoolSandbox != "" && w.Pool != nil {
+			// Claimed from the pool: the worker that claimed may have died
+			// before it told the sandbox.
+			return w.Pool.Retell(ctx, sess)
+		}
+		return nil // launched already
+	}
+	if sess.LaunchLease == 0 && w.Pool != nil {
+		done, err := w.Pool.Claim(ctx, sess)
+		if err != nil {
+			return fmt.Errorf("claim a warm sandbox for %s: %w", sess.ID, err)
+		}
+		if done {
+			return nil
+		}
 	}
 	gen := sess.Generation
 	if sess.LaunchLease != 0 {
@@ -326,11 +362,19 @@ func (w *Worker) stop(ctx context.Context, m jobs.Message) error {
 	return w.end(ctx, sess, reason)
 }
 
-// sweep runs one sweep and stops, with no grace, the sandboxes of the
+// sweep replenishes the warm pool, then runs one sweep and stops, with no grace, the sandboxes of the
 // sessions it ended. A failed sweep is retried with its message, and the next
 // scheduled one goes on anyway; a sandbox whose stop fails here is told to
 // stop by its next heartbeat or inbox read (its session is over).
 func (w *Worker) sweep(ctx context.Context) error {
+	if w.Pool != nil {
+		prep, err := w.Pool.Replenish(ctx)
+		if err != nil {
+			w.Log.WarnContext(ctx, "pool: replenish", slog.String("error", err.Error()))
+		} else if prep.Launched+prep.Retired+prep.Lost > 0 {
+			w.Log.InfoContext(ctx, "pool replenished", slog.Int("launched", prep.Launched), slog.Int("retired", prep.Retired), slog.Int("lost", prep.Lost))
+		}
+	}
 	if w.Sweeper == nil {
 		return nil
 	}
@@ -350,6 +394,9 @@ func (w *Worker) sweep(ctx context.Context) error {
 }
 
 func (w *Worker) taskStopped(ctx context.Context, m jobs.Message) error {
+	if pool.IsID(m.SessionID) {
+		return w.poolSandboxStopped(ctx, m)
+	}
 	sess, live, err := w.live(ctx, m)
 	if !live || err != nil {
 		return err
@@ -369,6 +416,28 @@ func (w *Worker) taskStopped(ctx context.Context, m jobs.Message) error {
 		return err
 	}
 	return w.jobCrashed(ctx, sess, "The job's sandbox stopped without reporting the job's end.")
+}
+
+// poolSandboxStopped handles the stop of a pool sandbox: one that a session
+// claimed stopped as that session's sandbox (m is for its generation); one
+// never claimed is forgotten by the pool.
+func (w *Worker) poolSandboxStopped(ctx context.Context, m jobs.Message) error {
+	if w.Pool == nil {
+		return nil
+	}
+	id, err := w.Pool.Exited(ctx, m.SessionID)
+	if err != nil || id == "" {
+		return err
+	}
+	sess, err := w.Store.Get(ctx, id)
+	if errors.Is(err, session.ErrNotFound) {
+		return nil
+	}
+	if err != nil || sess.PoolSandbox != m.SessionID {
+		return err
+	}
+	m.SessionID, m.Generation = sess.ID, sess.Generation
+	return w.taskStopped(ctx, m)
 }
 
 // jobCrashed fails the job of a job's sandbox that stopped without

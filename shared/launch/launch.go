@@ -38,12 +38,19 @@ type Spec struct {
 	// launch that failed (on Fargate, the other capacity provider, Spot or
 	// on-demand; locally, simply a second process).
 	Fallback bool
+	// Pool launches a warm pool sandbox: SessionID is then its pool sandbox
+	// id (package pool), and the sandbox waits to be claimed by a session.
+	Pool bool
 }
 
 // Env returns the environment the sandbox reads its identity from.
 func (s Spec) Env() map[string]string {
+	id := sandboxwire.EnvSessionID
+	if s.Pool {
+		id = sandboxwire.EnvPoolSandbox
+	}
 	env := map[string]string{
-		sandboxwire.EnvSessionID:       s.SessionID,
+		id:                             s.SessionID,
 		sandboxwire.EnvGeneration:      strconv.Itoa(s.Generation),
 		sandboxwire.EnvGatewayURL:      s.GatewayURL,
 		sandboxwire.EnvBootstrapCode:   s.BootstrapCode,

@@ -91,4 +91,7 @@ type AgentTypes interface {
 	// type id; ErrNotFound if tenant has none (a platform type is nobody's to
 	// change).
 	SetWorkspaceConfig(ctx context.Context, tenant, id string, c WorkspaceConfig, at time.Time) error
+	// PooledAgentTypes returns every owner's types that keep a warm pool
+	// (warm_pool_size above 0).
+	PooledAgentTypes(ctx context.Context) ([]AgentType, error)
 }

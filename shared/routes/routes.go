@@ -55,6 +55,9 @@ var table = []Route{
 	{Method: "POST", Path: "/sandbox/{sessionId}/events", Function: "sandbox"},
 	{Method: "POST", Path: "/sandbox/{sessionId}/uploads", Function: "sandbox"},
 	{Method: "POST", Path: "/sandbox/{sessionId}/tool-results", Function: "sandbox"},
+	// Warm pool sandboxes, before a session claims them.
+	{Method: "POST", Path: "/sandbox-pool/{sandboxId}/bootstrap", Function: "sandbox"},
+	{Method: "POST", Path: "/sandbox-pool/{sandboxId}/heartbeat", Function: "sandbox"},
 	// Agent types and their workspaces, for apps and operators (app key).
 	{Method: "POST", Path: "/api/v1/agent-types", Function: "agenttypes"},
 	{Method: "GET", Path: "/api/v1/agent-types", Function: "agenttypes"},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/pool"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
@@ -20,7 +21,9 @@ import (
 // Handlers serve the sandbox channel.
 type Handlers struct {
 	Channel *session.Channel
-	Log     *slog.Logger
+	// Pool serves the warm pool's sandboxes (sandboxwire.PoolPrefix).
+	Pool *pool.Service
+	Log  *slog.Logger
 }
 
 // Routes is the sandbox channel's route table.
@@ -37,7 +40,30 @@ func (h *Handlers) Routes() []httpapi.Route {
 		route(http.MethodPost, sandboxwire.RouteEvents, h.Events),
 		route(http.MethodPost, sandboxwire.RouteUploads, h.Uploads),
 		route(http.MethodPost, sandboxwire.RouteToolResults, h.ToolResults),
+		{Method: http.MethodPost, Pattern: sandboxwire.PoolPrefix + "{sandboxId}/" + sandboxwire.RouteBootstrap, Handler: h.PoolBootstrap},
+		{Method: http.MethodPost, Pattern: sandboxwire.PoolPrefix + "{sandboxId}/" + sandboxwire.RouteHeartbeat, Handler: h.PoolHeartbeat},
 	}
+}
+
+// PoolBootstrap serves POST /sandbox-pool/{sandboxId}/bootstrap: a pool
+// sandbox's launch code, as the bearer, for its pool key. It reads no body.
+func (h *Handlers) PoolBootstrap(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	out, err := h.Pool.Bootstrap(ctx, req.PathParameters["sandboxId"], httpapi.BearerToken(req))
+	return h.answer(ctx, out, err), nil
+}
+
+// PoolHeartbeat serves POST /sandbox-pool/{sandboxId}/heartbeat: a pool
+// sandbox's sign of life (idle or not), answered with its claim if any.
+func (h *Handlers) PoolHeartbeat(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	id, key := req.PathParameters["sandboxId"], httpapi.BearerToken(req)
+	var in sandboxwire.PoolHeartbeat
+	if req.Body != "" {
+		if err := httpapi.DecodeJSON(req, sandboxwire.MaxPoolHeartbeatBytes, &in); err != nil {
+			return httpapi.Error(ctx, h.Log, err), nil
+		}
+	}
+	out, err := h.Pool.Heartbeat(ctx, id, key, in)
+	return h.answer(ctx, out, err), nil
 }
 
 // Bootstrap serves POST /sandbox/{sessionId}/bootstrap: the launch's
@@ -150,8 +176,13 @@ func (h *Handlers) Socket(ctx context.Context, req httpapi.SocketRequest) (httpa
 	conn := req.RequestContext.ConnectionID
 	switch req.RequestContext.RouteKey {
 	case "$connect":
-		id := req.QueryStringParameters[sandboxwire.PushSessionParam]
-		if err := h.Channel.Connect(ctx, id, socketBearer(req), conn); err != nil {
+		var err error
+		if id := req.QueryStringParameters[sandboxwire.PushPoolParam]; id != "" {
+			err = h.Pool.Connect(ctx, id, socketBearer(req), conn)
+		} else {
+			err = h.Channel.Connect(ctx, req.QueryStringParameters[sandboxwire.PushSessionParam], socketBearer(req), conn)
+		}
+		if err != nil {
 			if httpapi.Internal(err) {
 				h.Log.ErrorContext(ctx, "push connect failed", slog.String("error", err.Error()))
 			}

@@ -29,4 +29,6 @@ const (
 // Push is a frame the platform pushes to a sandbox.
 type Push struct {
 	Type string `json:"type"`
+	// Session is the session of a PushAssigned frame.
+	Session string `json:"session_id,omitempty"`
 }

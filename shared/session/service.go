@@ -341,7 +341,7 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 		UpdatedAt:       now,
 	}
 	if typ != nil {
-		sess.AgentType, sess.Workspace = typ.ID, &typ.Workspace
+		sess.AgentType, sess.Workspace, sess.AgentTypeOwner = typ.ID, &typ.Workspace, typ.Tenant
 	}
 	if rec != nil {
 		rec.SessionID = id
@@ -412,7 +412,9 @@ func (s *Service) resume(ctx context.Context, rec *IdempotencyRecord) (Session, 
 func (s *Service) waitReady(ctx context.Context, id string) (Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.o.CreationTimeout)
 	defer cancel()
-	delay := 20 * time.Millisecond
+	// Tight at first (a warm sandbox is ready within tens of milliseconds),
+	// then backing off: a cold one takes seconds.
+	delay, polls := 5*time.Millisecond, 0
 	for {
 		sess, err := s.o.Store.Get(ctx, id)
 		switch {
@@ -441,7 +443,9 @@ func (s *Service) waitReady(ctx context.Context, id string) (Session, error) {
 			}
 		case <-time.After(delay):
 		}
-		delay = min(delay*2, 200*time.Millisecond)
+		if polls++; polls > 30 {
+			delay = min(delay*2, 200*time.Millisecond)
+		}
 	}
 }
 
@@ -458,6 +462,8 @@ type AliveStatus struct {
 	// Workspace is how its workspace was provisioned, once it was ready
 	// (as create answered it); absent while provisioning.
 	Workspace *sandboxwire.WorkspaceStatus `json:"workspace,omitempty"`
+	// FromPool says whether its sandbox came from its type's warm pool.
+	FromPool bool `json:"from_pool"`
 }
 
 // Alive reports whether a session is still active, that is not ended: a
@@ -510,6 +516,7 @@ func (s *Service) Alive(ctx context.Context, id, tok string) (AliveStatus, error
 		GuardrailsVersion: sess.GuardrailsHash,
 		GuardrailsStale:   sess.GuardrailsHash != "" && sess.GuardrailsHash != current,
 		Usage:             sess.Usage(),
+		FromPool:          sess.PoolSandbox != "",
 	}, nil
 }
 

@@ -106,6 +106,12 @@ type Session struct {
 	// becomes. nil: no agent type, no workspace.
 	AgentType string                    `json:"agent_type,omitempty"`
 	Workspace *registry.WorkspaceConfig `json:"workspace,omitempty"`
+	// AgentTypeOwner owns the agent type: the tenant, or registry.Platform
+	// (whose warm pool the session claims from).
+	AgentTypeOwner string `json:"agent_type_owner,omitempty"`
+	// PoolSandbox is the warm pool sandbox the session claimed ("" for a
+	// cold start).
+	PoolSandbox string `json:"pool_sandbox,omitempty"`
 	// TaskContext is the task create named (validated; its URL without
 	// credentials): the workspace's repository and branch, if the type's
 	// repo_source is task_context, and the agent's workspace metadata.

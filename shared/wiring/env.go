@@ -1,10 +1,12 @@
 package wiring
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -20,6 +22,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/jobevents"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/pool"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/report"
 	"github.com/remote-agents/remote-agents/shared/resources"
@@ -50,6 +53,13 @@ type Env struct {
 	// AllowScripted lets agent profiles name the scripted model provider
 	// (the dev stack).
 	AllowScripted bool
+	// SandboxImage is what sandboxes run, for the warm pool to retire the
+	// sandboxes of another (the dev server's sandbox command); "" the
+	// Fargate task definition.
+	SandboxImage string
+	// NoPoolRefillOnClaim leaves refilling the warm pool to the schedule
+	// (tests that count claims exactly).
+	NoPoolRefillOnClaim bool
 
 	ddb        *dynamodb.Client
 	sqs        *sqs.Client
@@ -64,6 +74,7 @@ type Env struct {
 	jobEvents  jobevents.Publisher
 	jobService *job.Service
 	jobRuns    *job.Service
+	pool       *pool.Service
 }
 
 // FromEnvironment loads the platform configuration (config.Load) and the AWS
@@ -123,6 +134,7 @@ func (e *Env) AgentTypes() *agenttype.Service {
 			Defaults: registry.ResourceLimits{CPU: d.CPU, Memory: d.Memory, Disk: d.Disk},
 			// A fixed repository may be served over plain http or git by them.
 			GitInsecureHosts: e.Config.GitInsecureHosts,
+			Pool:             poolCounter{e},
 		})
 	}
 	return e.agentTypes
@@ -274,4 +286,67 @@ func (e *Env) Guardrails() guardrails.Source {
 		}
 	}
 	return e.guardrails
+}
+
+// Pool is the warm pool over the registry and sessions tables: its
+// sandboxes are launched with the Launcher (jobworker's), told of their
+// claims over the push channel, and retired when the guardrails, the
+// sandbox image or their type's configuration change.
+func (e *Env) Pool() *pool.Service {
+	if e.pool == nil {
+		e.pool = pool.New(pool.Options{
+			Store:    e.PoolStore(),
+			Types:    e.AgentTypes(),
+			Launcher: e.Launcher,
+			Notifier: e.Notifier(),
+			Guardrails: func(ctx context.Context) (string, error) {
+				doc, err := guardrails.Load(ctx, e.Guardrails())
+				return doc.Hash, err
+			},
+			Image:           cmp.Or(e.SandboxImage, e.Config.Fargate.TaskDefinition),
+			GatewayURL:      e.Config.GatewayURL,
+			ModelGatewayURL: e.Config.Model.GatewayURL,
+			PushURL:         e.Config.Push.URL,
+			RefillOnClaim:   !e.NoPoolRefillOnClaim,
+			Metric:          poolMetric(e.Log),
+			Log:             e.Log,
+		})
+	}
+	return e.pool
+}
+
+// poolMetric writes each start's pool outcome as a CloudWatch embedded
+// metric (namespace RemoteAgents, metric WarmPoolClaims or WarmPoolMisses,
+// by agent type): Lambda's logs turn the line into the metric.
+func poolMetric(log *slog.Logger) func(context.Context, string, bool) {
+	return func(ctx context.Context, agentType string, warm bool) {
+		name := "WarmPoolMisses"
+		if warm {
+			name = "WarmPoolClaims"
+		}
+		log.InfoContext(ctx, "warm pool "+name,
+			slog.Any("_aws", map[string]any{
+				"Timestamp": time.Now().UnixMilli(),
+				"CloudWatchMetrics": []map[string]any{{
+					"Namespace":  "RemoteAgents",
+					"Dimensions": [][]string{{"AgentType"}},
+					"Metrics":    []map[string]string{{"Name": name, "Unit": "Count"}},
+				}},
+			}),
+			slog.String("AgentType", agentType), slog.Int(name, 1))
+	}
+}
+
+// poolCounter counts with the Env's pool, built when first counted (the pool
+// is built over the agent types).
+type poolCounter struct{ e *Env }
+
+func (c poolCounter) Count(ctx context.Context, t registry.AgentType) (idle, starting int, err error) {
+	return c.e.Pool().Count(ctx, t)
+}
+
+// PoolStore is the warm pool's store: its items in the registry table,
+// claimed in transactions with the sessions table.
+func (e *Env) PoolStore() *dynamo.Pool {
+	return dynamo.NewPool(e.dynamoDB(), e.Resources.Registry.Name, e.Resources.Sessions.Name)
 }

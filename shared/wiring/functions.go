@@ -242,7 +242,7 @@ func Sandbox(ctx context.Context, e *Env) (Function, error) {
 		GitInsecureHosts: e.Config.GitInsecureHosts,
 		ToolResults:      e.toolResults(),
 	})
-	h := &sandboxapi.Handlers{Channel: ch, Log: e.Log}
+	h := &sandboxapi.Handlers{Channel: ch, Pool: e.Pool(), Log: e.Log}
 	f, err := pick("sandbox", h.Routes())
 	f.Socket = h.Socket
 	return f, err
@@ -312,7 +312,7 @@ func JobWorker(ctx context.Context, e *Env) (Function, error) {
 	if err != nil {
 		return Function{}, err
 	}
-	w := &jobworker.Worker{Jobs: jobService, Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, ModelGatewayURL: e.Config.Model.GatewayURL, PushURL: e.Config.Push.URL, Tools: gate, ToolsDLQ: toolsDLQ, Sweeper: sweeper, Log: e.Log}
+	w := &jobworker.Worker{Jobs: jobService, Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, ModelGatewayURL: e.Config.Model.GatewayURL, PushURL: e.Config.Push.URL, Tools: gate, ToolsDLQ: toolsDLQ, Sweeper: sweeper, Pool: e.Pool(), Log: e.Log}
 	return Function{Name: routes.JobWorker, Worker: w.Handle}, nil
 }
 

@@ -2,10 +2,13 @@ package devserver_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/remote-agents/remote-agents/localstack/devserver"
+	"github.com/remote-agents/remote-agents/sandbox/provision/gitserve"
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
@@ -265,4 +269,90 @@ func provisioningSession(t *testing.T, s *stack, tenant string, typ registry.Age
 		t.Fatal(err)
 	}
 	return sess
+}
+
+// TestWarmPoolPreparesFixedRepositoryAndRetiresOnChange: a type with a fixed
+// repository: its pool sandbox clones it and runs its setup command before
+// any session; the session that claims it is ready with the workspace, sees
+// the clone and setup events, and the command ran once. A change of the
+// type's configuration retires the idle sandbox of the old one (its process
+// stopped) and the next sweep starts one of the new.
+func TestWarmPoolPreparesFixedRepositoryAndRetiresOnChange(t *testing.T) {
+	repo := gitserve.Serve(t, "fixed", []string{"main"}, map[string]map[string]string{"main": {"README.md": "fixed\n"}})
+	s := start(t, withSandboxEnv("RA_NO_TMUX=1"), withoutRefillOnClaim())
+	ws := map[string]any{"enabled": true, "repo_source": map[string]any{"type": "fixed", "url": repo.URL},
+		"setup_commands": []string{"echo ran >> setup.log"}, "warm_pool_size": 1}
+	if r := s.call(http.MethodPost, agentTypes, appKey, map[string]any{"id": "fixedwarm", "name": "fixed", "workspace_config": ws}); r.status != http.StatusCreated {
+		t.Fatalf("create type: %d %s", r.status, r.raw)
+	}
+	s.sweep()
+	s.waitIdle("fixedwarm", 1)
+	tenant := appTenant(t, s)
+	idle, err := s.poolStore().List(t.Context(), tenant, "fixedwarm")
+	if err != nil || len(idle) != 1 {
+		t.Fatalf("pool: %v %v", idle, err)
+	}
+	workspace := filepath.Join(s.work, "sandboxes", idle[0].ID+"-1")
+	if got, err := os.ReadFile(filepath.Join(workspace, "setup.log")); err != nil || string(got) != "ran\n" {
+		t.Fatalf("before any claim, setup.log = %q (%v): the pool sandbox did not prepare", got, err)
+	}
+
+	body := createBody("Hello")
+	body["agent_type"] = "fixedwarm"
+	r := s.create(body)
+	if r.status != http.StatusOK || r.body["workspace"].(map[string]any)["status"] != "ready" {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	id := r.str("agent_id")
+	if a := s.alive(id, r.str("session_token")); a.body["from_pool"] != true {
+		t.Fatalf("not from the pool: %s", a.raw)
+	}
+	all, err := s.srv.Env.SessionStore().Events(t.Context(), id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range all {
+		if strings.HasPrefix(e.Type, "workspace.") {
+			types = append(types, e.Type)
+		}
+	}
+	want := []string{"workspace.creating", "workspace.cloning", "workspace.setup", "workspace.ready"}
+	if !slices.Equal(types, want) {
+		t.Errorf("workspace events = %v, want %v", types, want)
+	}
+	if got, _ := os.ReadFile(filepath.Join(workspace, "setup.log")); string(got) != "ran\n" {
+		t.Errorf("setup.log = %q: the setup ran again", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(workspace, "README.md")); string(got) != "fixed\n" {
+		t.Errorf("README.md = %q: not the fixed repository", got)
+	}
+
+	// Back to one idle sandbox of this configuration, then a change.
+	s.sweep()
+	s.waitIdle("fixedwarm", 1)
+	old, err := s.poolStore().List(t.Context(), tenant, "fixedwarm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(old, func(sb pool.Sandbox) bool { return sb.State == pool.Idle })
+	if i < 0 {
+		t.Fatalf("no idle sandbox: %+v", old)
+	}
+	stale := old[i]
+	ws["setup_commands"] = []string{"echo changed >> setup.log"}
+	if r := s.call(http.MethodPut, agentTypes+"/fixedwarm/workspace-config", appKey, ws); r.status != http.StatusOK {
+		t.Fatalf("put: %d %s", r.status, r.raw)
+	}
+	if _, idle, _ := s.warmPool("fixedwarm"); idle != 0 {
+		t.Errorf("after the change, %d idle of the new configuration, want 0", idle)
+	}
+	s.sweep()
+	s.waitIdle("fixedwarm", 1)
+	if _, err := s.poolStore().Get(t.Context(), stale.ID); !errors.Is(err, pool.ErrNotFound) {
+		t.Errorf("the stale sandbox is still in the pool: %v", err)
+	}
+	eventually(t, 15*time.Second, "the stale sandbox's process stopped", func() bool {
+		return !slices.Contains(s.srv.Launcher.Running(), stale.Ref)
+	})
 }

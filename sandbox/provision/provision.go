@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -57,6 +58,11 @@ type Options struct {
 	// it unpacks to.
 	HTTP   *http.Client
 	Limits Limits
+	// Prepared is what a warm pool sandbox provisioned before its claim
+	// (Prepare): when it is of the spec Run is given, its clone and setup
+	// commands are not run again, and its events are replayed; otherwise
+	// the workspace is emptied first and provisioned as usual.
+	Prepared *Prepared
 }
 
 // maxOutput bounds what is kept of a failed command's output for its
@@ -78,9 +84,26 @@ func Run(ctx context.Context, ws *sandboxwire.WorkspaceSpec, o Options) sandboxw
 	}
 	p := &provisioner{o: o, timeout: time.Duration(max(ws.SetupTimeoutSeconds, 1)) * time.Second}
 	p.emit(ctx, sandboxwire.WorkspaceCreating{})
+	prepared := o.Prepared != nil && o.Prepared.of(ws)
+	if o.Prepared != nil && !prepared {
+		// Prepared for another spec (a task's branch, a saved configuration):
+		// what it left goes, and the workspace is provisioned from scratch.
+		if err := empty(o.Dir); err != nil {
+			p.warn(ctx, "workspace", fmt.Sprintf("the prepared workspace could not be emptied: %v", err))
+			return p.done(ctx)
+		}
+	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		p.warn(ctx, "workspace", fmt.Sprintf("the workspace directory could not be made: %v", err))
 		return p.done(ctx)
+	}
+	if prepared {
+		// Cloned and set up before the claim: what it said is the session's.
+		for _, e := range o.Prepared.events {
+			p.emit(ctx, e)
+		}
+		p.warnings = slices.Clone(o.Prepared.warnings)
+		ws = o.Prepared.rest(ws)
 	}
 	if ws.RepositoryURL != "" {
 		p.clone(ctx, ws)
@@ -97,30 +120,42 @@ func Run(ctx context.Context, ws *sandboxwire.WorkspaceSpec, o Options) sandboxw
 	if saved != nil && len(saved.EnvFiles) > 0 {
 		p.writeEnvFiles(ctx, saved.EnvFiles)
 	}
-	for i, command := range ws.SetupCommands {
-		p.emit(ctx, sandboxwire.WorkspaceSetup{Command: o.Secrets.String(command), Index: i + 1, Total: len(ws.SetupCommands)})
-		if err := p.run(ctx, o.Dir, nil, "bash", "-c", command); err != nil {
-			msg := fmt.Sprintf("setup command %d of %d (%s) %v", i+1, len(ws.SetupCommands), command, err)
-			if rest := len(ws.SetupCommands) - i - 1; rest > 0 {
-				msg += fmt.Sprintf("; the %d command(s) after it were skipped", rest)
-			}
-			p.warn(ctx, "setup", msg)
-			break
-		}
-	}
+	p.setup(ctx, ws.SetupCommands)
 	if saved != nil && len(saved.Services) > 0 {
 		p.startServices(ctx, saved.Services)
 	}
 	return p.done(ctx)
 }
 
+// setup runs the setup commands in order in the workspace; the first that
+// fails (or times out) skips the rest, with a warning.
+func (p *provisioner) setup(ctx context.Context, commands []string) {
+	for i, command := range commands {
+		p.emit(ctx, sandboxwire.WorkspaceSetup{Command: p.o.Secrets.String(command), Index: i + 1, Total: len(commands)})
+		if err := p.run(ctx, p.o.Dir, nil, "bash", "-c", command); err != nil {
+			msg := fmt.Sprintf("setup command %d of %d (%s) %v", i+1, len(commands), command, err)
+			if rest := len(commands) - i - 1; rest > 0 {
+				msg += fmt.Sprintf("; the %d command(s) after it were skipped", rest)
+			}
+			p.warn(ctx, "setup", msg)
+			break
+		}
+	}
+}
+
 type provisioner struct {
 	o        Options
 	timeout  time.Duration
 	warnings []string
+	// record, if set, keeps the events instead of emitting them (Prepare).
+	record *[]sandboxwire.Payload
 }
 
 func (p *provisioner) emit(ctx context.Context, e sandboxwire.Payload) {
+	if p.record != nil {
+		*p.record = append(*p.record, e)
+		return
+	}
 	if p.o.Emit == nil {
 		return
 	}

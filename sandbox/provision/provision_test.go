@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/provision"
 	"github.com/remote-agents/remote-agents/sandbox/provision/gitserve"
@@ -185,12 +186,23 @@ func TestSetupCommandTimeoutKillsItsProcessGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Dead: gone, or a zombie waiting for init.
-	if stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if fields[0] != "Z" && fields[0] != "X" {
-			t.Errorf("the command's child %d still runs (state %s)", pid, fields[0])
+	// Dead: gone, or a zombie waiting for init. SIGKILL was sent to its group
+	// when the command timed out; on a loaded machine the kernel may take a
+	// moment to carry it out.
+	state := func() string {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return "gone"
 		}
+		return strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))[0]
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for st := state(); st != "gone" && st != "Z" && st != "X"; st = state() {
+		if time.Now().After(deadline) {
+			t.Errorf("the command's child %d still runs (state %s)", pid, st)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "never.txt")); !os.IsNotExist(err) {
 		t.Errorf("the command after the timed-out one ran: %v", err)

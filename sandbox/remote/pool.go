@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/remote-agents/remote-agents/sandbox/provision"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
@@ -28,6 +29,8 @@ import (
 // the session and the sandbox token it got for it.
 type poolClaim struct {
 	session, token string
+	// prepared is what the sandbox provisioned before its claim (nil none).
+	prepared *provision.Prepared
 }
 
 // poolEventKind is what the pool's push listener saw.
@@ -67,17 +70,47 @@ type pool struct {
 // The launch code is spent first, and forgotten.
 func waitInPool(ctx context.Context, c Config, log *slog.Logger) (*poolClaim, error) {
 	cl := newClient(c)
-	key, err := cl.poolBootstrap(ctx)
+	boot, err := cl.poolBootstrap(ctx)
 	if err != nil {
 		return nil, err
 	}
+	key := boot.PoolKey
 	c.Secrets.Add(key)
 	c.BootstrapCode = ""
 	cl.c = c
 	cl.c.Token = key
+	prepared, err := prepare(ctx, c, boot.Workspace, log)
+	if err != nil {
+		return nil, err
+	}
 	p := &pool{c: c, cl: cl, log: log, key: key, events: make(chan poolEvent, 16)}
 	log.Info("pool sandbox waiting for a session", slog.String("pool_sandbox", c.PoolSandbox))
-	return p.wait(ctx)
+	claim, err := p.wait(ctx)
+	if claim != nil {
+		claim.prepared = prepared
+	}
+	return claim, err
+}
+
+// prepare provisions, before any claim, what the pool asks for (a fixed
+// repository's clone and setup commands) in the workspace, which is the
+// tools' user's first, as for a session.
+func prepare(ctx context.Context, c Config, ws *sandboxwire.WorkspaceSpec, log *slog.Logger) (*provision.Prepared, error) {
+	if ws == nil {
+		return nil, nil
+	}
+	if err := c.ToolUser.OwnTree(c.Workspace); err != nil {
+		return nil, err
+	}
+	var env []string
+	if c.Tools != nil {
+		env = c.Tools.Environ()
+	}
+	began := time.Now()
+	prepared := provision.Prepare(ctx, *ws, provision.Options{Dir: c.Workspace, Env: env, User: c.ToolUser, Secrets: c.Secrets, Log: log, Tmux: c.Tmux})
+	log.Info("pool sandbox prepared its workspace", slog.String("repository", sandboxwire.RedactURL(ws.RepositoryURL)),
+		slog.Int("setup_commands", len(ws.SetupCommands)), slog.Duration("took", time.Since(began)))
+	return prepared, nil
 }
 
 // claimed is c once the session of claim has claimed the sandbox: that
@@ -100,20 +133,20 @@ func (cl *client) poolPath(route string) string {
 // poolBootstrap exchanges the launch code (the client's bootstrap code) for
 // the pool key. Like a session's bootstrap code, it works once: a refusal is
 // final, a transport failure or 5xx is retried.
-func (cl *client) poolBootstrap(ctx context.Context) (string, error) {
+func (cl *client) poolBootstrap(ctx context.Context) (sandboxwire.PoolBootstrapResponse, error) {
+	var out sandboxwire.PoolBootstrapResponse
 	if cl.c.BootstrapCode == "" {
-		return "", errors.New("pool sandbox: no launch code")
+		return out, errors.New("pool sandbox: no launch code")
 	}
 	withCode := *cl
 	withCode.c.Token = cl.c.BootstrapCode
-	var out sandboxwire.PoolBootstrapResponse
 	if err := withCode.doPath(ctx, http.MethodPost, cl.poolPath(sandboxwire.RouteBootstrap), "pool bootstrap", nil, &out); err != nil {
-		return "", fmt.Errorf("exchange the launch code: %w", err)
+		return out, fmt.Errorf("exchange the launch code: %w", err)
 	}
 	if out.PoolKey == "" {
-		return "", errors.New("exchange the launch code: the gateway sent no pool key")
+		return out, errors.New("exchange the launch code: the gateway sent no pool key")
 	}
-	return out.PoolKey, nil
+	return out, nil
 }
 
 // wait waits in the pool until a session claims the sandbox or it is to stop

@@ -195,12 +195,13 @@ const ConversationFile = "conversation.json"
 // session's life the same way; one that is stopped before it is claimed
 // returns nil, having reported nothing to any session.
 func Run(ctx context.Context, c Config, log *slog.Logger) error {
+	var prepared *provision.Prepared
 	if c.PoolSandbox != "" {
 		claim, err := waitInPool(ctx, c, log)
 		if err != nil || claim == nil {
 			return err
 		}
-		c = claimed(c, *claim)
+		c, prepared = claimed(c, *claim), claim.prepared
 		log.Info("pool sandbox claimed", slog.String("session_id", c.SessionID), slog.String("pool_sandbox", c.PoolSandbox))
 	}
 	cl := newClient(c)
@@ -220,7 +221,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	if err := c.ToolUser.OwnTree(c.Workspace); err != nil {
 		return err
 	}
-	r := &run{c: c, log: log, asked: &questions{}, turnDone: make(chan error, 1), cl: cl, services: &provision.Services{}}
+	r := &run{c: c, log: log, asked: &questions{}, turnDone: make(chan error, 1), cl: cl, services: &provision.Services{}, prepared: prepared}
 	// The configuration's services end with the sandbox.
 	defer r.services.Stop()
 	// Values an earlier run of this sandbox wrote are the commands' already.
@@ -279,6 +280,8 @@ type run struct {
 	tools *workspaceTools
 	// services are the configuration's service commands provisioning started.
 	services *provision.Services
+	// prepared is what a pool sandbox provisioned before its claim.
+	prepared *provision.Prepared
 }
 
 // provision provisions the workspace spec describes (package provision) and
@@ -290,7 +293,7 @@ func (r *run) provision(ctx context.Context, spec sandboxwire.Spec, primed []Mes
 		env = r.c.Tools.Environ()
 	}
 	status := provision.Run(ctx, spec.Workspace, provision.Options{Dir: r.c.Workspace, Env: env, User: r.c.ToolUser,
-		Emit: r.cl.Emit, Secrets: r.c.Secrets, Log: r.log, Values: spec.Env, Services: r.services, Tmux: r.c.Tmux})
+		Emit: r.cl.Emit, Secrets: r.c.Secrets, Log: r.log, Values: spec.Env, Services: r.services, Tmux: r.c.Tmux, Prepared: r.prepared})
 	primed[1].Content += workspaceNote(r.c.Workspace, spec.Workspace, status)
 	raw, err := json.MarshalIndent(primed, "", "  ")
 	if err != nil {

@@ -40,7 +40,7 @@ func (s *Service) Bootstrap(ctx context.Context, id, code string) (sandboxwire.P
 	if err != nil {
 		return sandboxwire.PoolBootstrapResponse{}, err
 	}
-	return sandboxwire.PoolBootstrapResponse{PoolKey: key, TmuxSessionName: sb.TmuxSessionName}, nil
+	return sandboxwire.PoolBootstrapResponse{PoolKey: key, TmuxSessionName: sb.TmuxSessionName, Workspace: sb.Prepare}, nil
 }
 
 func checkBootstrapCode(code string) error {

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // State is where a pool sandbox is.
@@ -62,6 +63,9 @@ type Sandbox struct {
 	CodeExpires      int64  `json:"code_expires,omitempty"`
 	KeyHash          string `json:"key_hash,omitempty"`
 	PushConnectionID string `json:"push_connection_id,omitempty"`
+	// Prepare is what it provisions before its claim (a fixed repository's
+	// clone and setup commands); nil: nothing.
+	Prepare *sandboxwire.WorkspaceSpec `json:"prepare,omitempty"`
 	// Times in epoch milliseconds.
 	CreatedAt   int64 `json:"created_at"`
 	HeartbeatAt int64 `json:"heartbeat_at"`

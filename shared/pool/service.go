@@ -59,6 +59,9 @@ type Options struct {
 	Image string
 	// Where pool sandboxes reach the platform (launch.Spec's).
 	GatewayURL, ModelGatewayURL, PushURL string
+	// GitInsecureHosts are the hosts a fixed repository may be cloned from
+	// over plain http or git (config git_insecure_hosts).
+	GitInsecureHosts []string
 	// MaxIdle is DefaultMaxIdle when 0.
 	MaxIdle time.Duration
 	// RefillOnClaim refills a type's pool right after each claim, besides
@@ -374,6 +377,10 @@ func (s *Service) launch(ctx context.Context, t registry.AgentType, owner, versi
 		ID: id, Owner: owner, AgentType: t.ID, Version: version, Image: s.o.Image, GuardrailsHash: guardrails,
 		State: Starting, TmuxSessionName: "ra-" + id[len(IDPrefix):len(IDPrefix)+8], LaunchCodeHash: hash,
 		CodeExpires: now.Add(StartLimit).UnixMilli(), CreatedAt: now.UnixMilli(), HeartbeatAt: now.UnixMilli(),
+	}
+	if t.Workspace.RepoSource.Type == registry.RepoFixed {
+		// What needs no session: the fixed repository and its setup.
+		sb.Prepare = session.WorkspaceFor(&t.Workspace, nil, s.o.GitInsecureHosts)
 	}
 	if err := s.o.Store.Add(ctx, sb); err != nil {
 		return fmt.Errorf("pool: register a sandbox of %s: %w", t.ID, err)

@@ -11,7 +11,8 @@ package sandboxwire
 //  2. connects to the push channel with the pool key as the bearer and its id
 //     as the PushPoolParam query parameter;
 //  3. reports idle (POST PoolPrefix + id + "/" + RouteHeartbeat, body
-//     PoolHeartbeat{Idle: true}) once it has done what needs no session, and
+//     PoolHeartbeat{Idle: true}) once it has done what needs no session (for
+//     a fixed repository, the clone and the setup commands), and
 //     heart-beats the same way while it waits;
 //  4. on a PushAssigned frame (or a heartbeat answer naming a session, or on
 //     each push connect, whichever comes first), exchanges its pool key as the
@@ -43,6 +44,10 @@ type PoolBootstrapResponse struct {
 	// TmuxSessionName is the terminal session the sandbox runs in (the one its
 	// launch named); its session takes it over.
 	TmuxSessionName string `json:"tmux_session_name,omitempty"`
+	// Workspace, for a type whose repository is fixed, is what the sandbox
+	// provisions before its claim (the clone and the setup commands): a
+	// session of the type whose workspace is the same finds it done.
+	Workspace *WorkspaceSpec `json:"workspace,omitempty"`
 }
 
 // PoolHeartbeat is a pool sandbox's heartbeat. Idle says it is ready to be

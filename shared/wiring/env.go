@@ -308,8 +308,10 @@ func (e *Env) Pool() *pool.Service {
 			ModelGatewayURL: e.Config.Model.GatewayURL,
 			PushURL:         e.Config.Push.URL,
 			RefillOnClaim:   !e.NoPoolRefillOnClaim,
-			Metric:          poolMetric(e.Log),
-			Log:             e.Log,
+			// A fixed repository is cloned by the pool's sandboxes.
+			GitInsecureHosts: e.Config.GitInsecureHosts,
+			Metric:           poolMetric(e.Log),
+			Log:              e.Log,
 		})
 	}
 	return e.pool

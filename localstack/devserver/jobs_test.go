@@ -336,6 +336,18 @@ func TestJobLifecycle(t *testing.T) {
 	if r := o.call(http.MethodGet, "/internal/jobs/"+id+"/logs?after=1", nil, step); r.status != 200 || r.raw != "" {
 		t.Errorf("log after the cursor: %d %q", r.status, r.raw)
 	}
+	// A read that waits gets the next line as it is written.
+	followed := make(chan reply, 1)
+	go func() { followed <- o.call(http.MethodGet, "/internal/jobs/"+id+"/logs?after=1&wait=20", nil, step) }()
+	if r := s.call(http.MethodPost, "/sandbox/"+sid+"/events", sb, map[string]any{"events": []map[string]any{{"type": "agent.message", "data": map[string]any{"text": "still writing"}}}}); r.status != 200 {
+		t.Fatalf("events: %d %s", r.status, r.raw)
+	}
+	if r := <-followed; r.status != 200 || !strings.Contains(r.raw, `"still writing"`) || r.headers.Get("X-Log-Cursor") != "2" {
+		t.Errorf("a waiting read: %d %q %v", r.status, r.raw, r.headers)
+	}
+	if r := o.call(http.MethodGet, "/internal/jobs/"+id+"/logs?wait=21", nil, step); r.status != 400 {
+		t.Errorf("wait past the bound: %d %s", r.status, r.raw)
+	}
 
 	// Two files and the log uploaded; the sandbox reports the job completed.
 	upload := func(path, content string) map[string]any {

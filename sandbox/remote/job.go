@@ -168,6 +168,8 @@ func failedReport(cat sandboxwire.FailureCategory, msg string, used int64) sandb
 func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 	beat := time.NewTicker(r.c.Heartbeat)
 	defer beat.Stop()
+	meter := newUsageMeter()
+	meter.sample(time.Now()) // the first CPU figure is over the first interval
 	for {
 		select {
 		case <-ctx.Done():
@@ -175,7 +177,8 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 		case <-beat.C:
 		}
 		var orders sandboxwire.Orders
-		err := r.cl.do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, struct{}{}, &orders)
+		// Each heartbeat carries the sandbox's use (the job's resources).
+		err := r.cl.do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, sandboxwire.HeartbeatReport{Usage: meter.sample(time.Now())}, &orders)
 		if _, ok := errors.AsType[*authError](err); ok || (err == nil && orders.Stop) {
 			r.log.Info("job stopping: the platform says stop")
 			cancel(errJobCancelled)

@@ -356,6 +356,12 @@ func setFields(up expression.UpdateBuilder, f session.Fields) expression.UpdateB
 	if f.WorkspaceStatus != nil {
 		up = up.Set(expression.Name("workspace_status"), expression.Value(f.WorkspaceStatus))
 	}
+	if f.Resources != nil {
+		// Under its JSON names, as the session is read back.
+		up = up.Set(expression.Name("resources"), expression.Value(map[string]float64{
+			"cpu_percent": f.Resources.CPUPercent, "memory_mb": f.Resources.MemoryMB}))
+	}
+	at("rate_limited_at", f.RateLimitedAt)
 	return up
 }
 

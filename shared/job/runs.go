@@ -14,6 +14,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/jobevents"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/tasksize"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
 
@@ -101,6 +102,20 @@ func (s *Service) Spec(ctx context.Context, id string) (sandboxwire.JobSpec, []s
 	return spec, tools, nil
 }
 
+// Size is the size of job id's sandbox: the smallest Fargate size with the
+// memory its constraints ask for (the process launcher's memory limit
+// locally); zero, the launcher's default, without one.
+func (s *Service) Size(ctx context.Context, id string) (tasksize.Size, error) {
+	j, err := s.o.Store.Get(ctx, id)
+	if err != nil {
+		return tasksize.Size{}, fmt.Errorf("job %s: %w", id, err)
+	}
+	if j.Constraints == nil || j.Constraints.Memory == nil {
+		return tasksize.Size{}, nil
+	}
+	return tasksize.ForMemory(*j.Constraints.Memory), nil
+}
+
 // Started marks job id running (STARTED) when its sandbox first reports; a
 // job already past created is left as it is.
 func (s *Service) Started(ctx context.Context, id string) error {
@@ -186,6 +201,12 @@ func (s *Service) Finished(ctx context.Context, id string, rep *sandboxwire.JobR
 
 // Crashed fails a live job with category crash.
 func (s *Service) Crashed(ctx context.Context, id, message string) error {
+	return s.failAs(ctx, id, sandboxwire.FailureCrash, message)
+}
+
+// failAs fails live job id with category and message (a job already over
+// stays as it is).
+func (s *Service) failAs(ctx context.Context, id string, category sandboxwire.FailureCategory, message string) error {
 	j, err := s.o.Store.Get(ctx, id)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", id, err)
@@ -194,7 +215,7 @@ func (s *Service) Crashed(ctx context.Context, id, message string) error {
 		return nil
 	}
 	now := s.o.Now().UTC()
-	c := Change{From: Live, To: Failed, FinishedAt: now, Failure: &Failure{Category: sandboxwire.FailureCrash, Message: message}}
+	c := Change{From: Live, To: Failed, FinishedAt: now, Failure: &Failure{Category: category, Message: message}}
 	_, err = s.o.Store.Transition(ctx, id, c, []Pending{s.event(j, jobevents.Failed, now)})
 	if errors.Is(err, ErrConflict) {
 		return nil

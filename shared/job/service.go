@@ -63,6 +63,8 @@ type Sessions interface {
 	Create(ctx context.Context, s session.Session, rec *session.IdempotencyRecord) error
 	Get(ctx context.Context, id string) (session.Session, error)
 	Events(ctx context.Context, id string, after int64, limit int) ([]session.Event, error)
+	// Transition tells a timed-out job's sandbox to stop (ending).
+	Transition(ctx context.Context, id string, c session.Change) (session.Session, error)
 }
 
 // Options configure a Service.
@@ -250,8 +252,15 @@ func (s *Service) sandboxGone(ctx context.Context, j Job) (bool, error) {
 	return sess.State.Terminal() || sess.Lost(s.o.Now()), nil
 }
 
-// Sweep publishes what the outbox still holds (oldest first), and fails,
-// with category crash, running jobs whose sandbox is gone.
+// TimeoutGrace is how long past its timeout a running job's sandbox has to
+// report its own timeout before the sweep fails the job (category timeout)
+// and tells the sandbox to stop.
+const TimeoutGrace = time.Minute
+
+// Sweep publishes what the outbox still holds (oldest first), fails, with
+// category crash, running jobs whose sandbox is gone, and, with category
+// timeout, running jobs past their timeout and TimeoutGrace whose sandbox
+// did not end them (their sandbox is told to stop).
 func (s *Service) Sweep(ctx context.Context) error {
 	pending, err := s.o.Store.Outbox(ctx, "", 100)
 	if err != nil {
@@ -275,6 +284,12 @@ func (s *Service) Sweep(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
+		if s.overdue(j) {
+			if err := s.timedOut(ctx, j); err != nil {
+				return err
+			}
+			continue
+		}
 		gone, err := s.sandboxGone(ctx, j)
 		if err != nil || !gone {
 			continue
@@ -289,3 +304,31 @@ func (s *Service) Sweep(ctx context.Context) error {
 // Failure categories a report may carry.
 var categories = []sandboxwire.FailureCategory{sandboxwire.FailureTimeout, sandboxwire.FailureTokenLimit, sandboxwire.FailureMemoryLimit,
 	sandboxwire.FailureRateLimit, sandboxwire.FailureCrash, sandboxwire.FailurePolicyViolation}
+
+// overdue reports whether running job j is past its timeout and
+// TimeoutGrace.
+func (s *Service) overdue(j Job) bool {
+	if j.Status != Running || j.StartedAt.IsZero() || j.Constraints == nil || j.Constraints.Timeout == nil {
+		return false
+	}
+	limit := time.Duration(*j.Constraints.Timeout)*time.Second + TimeoutGrace
+	return s.o.Now().Sub(j.StartedAt) > limit
+}
+
+// timedOut fails job j with category timeout and tells its sandbox to stop
+// (its session ending: the sandbox's next heartbeat, or its push, says so;
+// a sandbox that no longer answers is stopped by the sessions' sweep).
+func (s *Service) timedOut(ctx context.Context, j Job) error {
+	msg := fmt.Sprintf("The job ran past its timeout of %d s and its sandbox did not end it: the platform did.", *j.Constraints.Timeout)
+	if err := s.failAs(ctx, j.ID, sandboxwire.FailureTimeout, msg); err != nil {
+		return err
+	}
+	if j.SessionID == "" {
+		return nil
+	}
+	_, err := s.o.Sessions.Transition(ctx, j.SessionID, session.Change{From: session.Running, To: session.Ending, Reason: session.ReasonTimeout})
+	if errors.Is(err, session.ErrConflict) || errors.Is(err, session.ErrNotFound) {
+		return nil
+	}
+	return err
+}

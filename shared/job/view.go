@@ -119,8 +119,33 @@ type Reader interface {
 	Get(ctx context.Context, key string) (io.ReadCloser, blob.Object, error)
 }
 
-// Logs reads job id's log after cursor after.
-func (s *Service) Logs(ctx context.Context, h Headers, id string, after int64) (LogPage, error) {
+// MaxLogWait bounds how long a log read waits for new lines (under API
+// Gateway's 29 s).
+const MaxLogWait = 20 * time.Second
+
+// logPoll is how often a waiting log read looks for new lines.
+const logPoll = 250 * time.Millisecond
+
+// Logs reads job id's log after cursor after. A read that finds nothing new
+// while the job runs waits up to wait (at most MaxLogWait) for a line, or
+// the job's end: the orchestrator follows a running job's log with one read
+// after another, each resuming at the cursor the last returned.
+func (s *Service) Logs(ctx context.Context, h Headers, id string, after int64, wait time.Duration) (LogPage, error) {
+	deadline := time.Now().Add(min(max(wait, 0), MaxLogWait))
+	for {
+		page, err := s.logs(ctx, h, id, after)
+		if err != nil || page.Whole != nil || len(page.Events) > 0 || page.Status.Terminal() || !time.Now().Before(deadline) {
+			return page, err
+		}
+		select {
+		case <-ctx.Done():
+			return page, nil
+		case <-time.After(min(logPoll, time.Until(deadline))):
+		}
+	}
+}
+
+func (s *Service) logs(ctx context.Context, h Headers, id string, after int64) (LogPage, error) {
 	j, err := s.Get(ctx, h, id)
 	if err != nil {
 		return LogPage{}, err
@@ -191,14 +216,38 @@ func (s *Service) Profiles(ctx context.Context, cursor string) ([]Profile, strin
 	return ps, next, err
 }
 
-// Live is j as shown now: while it runs, tokens_used is what its sandbox's
-// model calls used so far, as the model gateway metered them on its session.
+// RateLimitAlertWindow is how long after a provider limited a running
+// job's calls its view alerts of it.
+const RateLimitAlertWindow = 5 * time.Minute
+
+// Live is j as shown now, with what its sandbox's session knows: while it
+// runs, tokens_used is what its model calls used so far, as the model
+// gateway metered them; its CPU and memory are its sandbox's last measure
+// (alert past 80 % of its memory constraint); a provider's limiting its
+// calls in the last RateLimitAlertWindow is an alert.
 func (s *Service) Live(ctx context.Context, j Job) View {
-	if j.Status == Running && j.SessionID != "" {
-		if sess, err := s.o.Sessions.Get(ctx, j.SessionID); err == nil {
-			u := sess.Usage()
-			j.TokensUsed = max(j.TokensUsed, u.InputTokens+u.OutputTokens)
+	if j.SessionID == "" {
+		return ViewOf(j, s.o.Now())
+	}
+	sess, err := s.o.Sessions.Get(ctx, j.SessionID)
+	if err != nil {
+		return ViewOf(j, s.o.Now())
+	}
+	if j.Status == Running {
+		u := sess.Usage()
+		j.TokensUsed = max(j.TokensUsed, u.InputTokens+u.OutputTokens)
+	}
+	now := s.o.Now()
+	v := ViewOf(j, now)
+	if r := sess.Resources; r != nil {
+		cpu, mem := r.CPUPercent, r.MemoryMB
+		v.Resources.CPUUsage, v.Resources.MemoryUsage = &cpu, &mem
+		if c := j.Constraints; c != nil && c.Memory != nil && mem*10 > float64(*c.Memory)*8 {
+			v.Alerts = append(v.Alerts, Alert{Type: "memory_usage", Message: fmt.Sprintf("%.0f MB of the %d MB memory limit used (over 80%%).", mem, *c.Memory)})
 		}
 	}
-	return ViewOf(j, s.o.Now())
+	if j.Status == Running && !sess.RateLimitedAt.IsZero() && now.Sub(sess.RateLimitedAt) < RateLimitAlertWindow {
+		v.Alerts = append(v.Alerts, Alert{Type: "rate_limit", Message: "The model provider is limiting (or about to limit) the job's calls."})
+	}
+	return v
 }

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
@@ -177,7 +178,15 @@ func (h *Handlers) logs(ctx context.Context, req httpapi.Request, hd job.Headers
 		}
 		after = n
 	}
-	page, err := h.Jobs.Logs(ctx, hd, req.PathParameters["id"], after)
+	var wait time.Duration
+	if v := req.QueryStringParameters["wait"]; v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || time.Duration(n)*time.Second > job.MaxLogWait {
+			return httpapi.Response{}, apierror.New(apierror.InvalidRequest, "wait must be a number of seconds from 0 to %d.", int(job.MaxLogWait/time.Second))
+		}
+		wait = time.Duration(n) * time.Second
+	}
+	page, err := h.Jobs.Logs(ctx, hd, req.PathParameters["id"], after, wait)
 	if err != nil {
 		return httpapi.Response{}, err
 	}

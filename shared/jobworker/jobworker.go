@@ -100,6 +100,9 @@ type JobRunner interface {
 	Prepare(ctx context.Context, jobID string) (sessionID string, run bool, err error)
 	// SessionOf returns the session of a job's sandbox ("" for none).
 	SessionOf(ctx context.Context, jobID string) (string, error)
+	// Size is the size of a job's sandbox: what its memory constraint needs
+	// (zero: the launcher's default).
+	Size(ctx context.Context, jobID string) (tasksize.Size, error)
 	// Crashed fails a live job with category crash.
 	Crashed(ctx context.Context, jobID, message string) error
 	// Sweep publishes the outbox's leftovers and fails running jobs whose
@@ -270,10 +273,18 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 	return nil
 }
 
-// size is the sandbox size of sess: its agent type's resource limits as
+// size is the sandbox size of sess: a job's, what its memory constraint
+// needs; else its agent type's resource limits as
 // stored at create (defaults filled in), none without a type. Limits that no
 // longer parse (stored before a rule changed) launch at the default size.
 func (w *Worker) size(ctx context.Context, sess session.Session) tasksize.Size {
+	if sess.JobID != "" && w.Jobs != nil {
+		size, err := w.Jobs.Size(ctx, sess.JobID)
+		if err != nil {
+			w.Log.WarnContext(ctx, "size of the job's sandbox: default size", slog.String("job_id", sess.JobID), slog.String("error", err.Error()))
+		}
+		return size
+	}
 	if sess.Workspace == nil {
 		return tasksize.Size{}
 	}

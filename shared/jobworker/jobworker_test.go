@@ -373,3 +373,30 @@ func TestSecondFailedLaunchFailsTheSession(t *testing.T) {
 		t.Errorf("session: %s %s %v", sess.State, sess.Reason, err)
 	}
 }
+
+// sizedJobs is a JobRunner whose every job asks for size.
+type sizedJobs struct{ size tasksize.Size }
+
+func (j sizedJobs) Prepare(context.Context, string) (string, bool, error) { return "", false, nil }
+func (j sizedJobs) SessionOf(context.Context, string) (string, error)     { return "", nil }
+func (j sizedJobs) Crashed(context.Context, string, string) error         { return nil }
+func (j sizedJobs) Sweep(context.Context) error                           { return nil }
+func (j sizedJobs) Size(context.Context, string) (tasksize.Size, error)   { return j.size, nil }
+
+// TestJobSandboxIsSizedForItsMemory: a job's sandbox is launched at the size
+// its memory constraint needs (job.Service.Size), not a type's.
+func TestJobSandboxIsSizedForItsMemory(t *testing.T) {
+	w, store, l, _ := setup(t)
+	want := tasksize.ForMemory(3000)
+	w.Jobs = sizedJobs{size: want}
+	now := time.Now().UTC()
+	if err := store.Create(t.Context(), session.Session{ID: "job-sess", JobID: "j1", State: session.Provisioning, Generation: 1, TmuxSessionName: "ra-x", CreatedAt: now, UpdatedAt: now}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Do(t.Context(), jobs.Message{Type: jobs.SessionStart, SessionID: "job-sess", Generation: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.launches) != 1 || l.launches[0].Size != want || want.MemoryMiB != 3072 {
+		t.Fatalf("launches %+v, want one of size %+v", l.launches, want)
+	}
+}

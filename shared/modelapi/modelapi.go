@@ -105,6 +105,9 @@ func (h *Handlers) Model(ctx context.Context, req httpapi.Request) (httpapi.Resp
 		return h.fail(ctx, apierror.Unavailable(fmt.Errorf("call %s: %w", p.Name, err))), nil
 	}
 	stop()
+	if modelgateway.RateLimited(res.StatusCode, res.Header.Get) {
+		h.Gateway.NoteRateLimit(context.WithoutCancel(ctx), sess)
+	}
 	answer := httpapi.Response{StatusCode: res.StatusCode, Headers: answerHeaders(res.Header)}
 	return answer, func(w io.Writer, flush func()) error {
 		defer cancel()

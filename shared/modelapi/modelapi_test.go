@@ -232,8 +232,36 @@ func TestRateLimitsPassThrough(t *testing.T) {
 		out.String() != `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}` {
 		t.Errorf("%d %v %s", res.StatusCode, res.Headers, out.String())
 	}
-	if got, _ := f.store.Get(t.Context(), sessionID); got.Usage() != (session.Usage{}) {
+	got, _ := f.store.Get(t.Context(), sessionID)
+	if got.Usage() != (session.Usage{}) {
 		t.Errorf("a refused call was metered: %+v", got.Usage())
+	}
+	// The session remembers it was limited (a job's alerts say so).
+	if got.RateLimitedAt.IsZero() {
+		t.Error("the rate limit was not recorded on the session")
+	}
+}
+
+func TestRateLimitedReadsTheBudgetHeaders(t *testing.T) {
+	for _, c := range []struct {
+		status  int
+		headers map[string]string
+		want    bool
+	}{
+		{429, nil, true},
+		{200, nil, false},
+		{200, map[string]string{"X-Ratelimit-Limit-Requests": "100", "X-Ratelimit-Remaining-Requests": "9"}, true},
+		{200, map[string]string{"X-Ratelimit-Limit-Requests": "100", "X-Ratelimit-Remaining-Requests": "10"}, false},
+		{200, map[string]string{"Anthropic-Ratelimit-Requests-Limit": "50", "Anthropic-Ratelimit-Requests-Remaining": "1"}, true},
+		{200, map[string]string{"Anthropic-Ratelimit-Requests-Limit": "x", "Anthropic-Ratelimit-Requests-Remaining": "1"}, false},
+	} {
+		h := http.Header{}
+		for k, v := range c.headers {
+			h.Set(k, v)
+		}
+		if got := modelgateway.RateLimited(c.status, h.Get); got != c.want {
+			t.Errorf("%d %v: %v, want %v", c.status, c.headers, got, c.want)
+		}
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/config"
@@ -108,4 +110,36 @@ func (g *Gateway) Record(ctx context.Context, id string, p Provider, u session.U
 		return err
 	}
 	return nil
+}
+
+// rateLimitHeaders are the providers' request-budget headers: the limit
+// and what remains of it (OpenAI and Mistral's; Anthropic's).
+var rateLimitHeaders = [][2]string{
+	{"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests"},
+	{"Anthropic-Ratelimit-Requests-Limit", "Anthropic-Ratelimit-Requests-Remaining"},
+}
+
+// RateLimited reports whether a provider's answer says its calls are
+// limited (429) or nearly so (under a tenth of the request budget left).
+// header reads the answer's headers (http.Header.Get).
+func RateLimited(status int, header func(string) string) bool {
+	if status == 429 { // Too Many Requests
+		return true
+	}
+	for _, names := range rateLimitHeaders {
+		limit, err1 := strconv.ParseFloat(header(names[0]), 64)
+		left, err2 := strconv.ParseFloat(header(names[1]), 64)
+		if err1 == nil && err2 == nil && limit > 0 && left < limit/10 {
+			return true
+		}
+	}
+	return false
+}
+
+// NoteRateLimit records on sess that a provider limited its calls now (a
+// job's alerts show it); a failure is logged, the call goes on.
+func (g *Gateway) NoteRateLimit(ctx context.Context, sess session.Session) {
+	if _, err := g.o.Store.Touch(ctx, sess.ID, sess.Generation, session.Fields{RateLimitedAt: time.Now()}); err != nil {
+		g.o.Log.WarnContext(ctx, "record a rate limit", slog.String("session_id", sess.ID), slog.String("error", err.Error()))
+	}
 }

@@ -93,9 +93,20 @@ func (h *Handlers) Status(ctx context.Context, req httpapi.Request) (httpapi.Res
 	return h.answer(ctx, out, err), nil
 }
 
-// Heartbeat serves POST /sandbox/{sessionId}/heartbeat.
+// Heartbeat serves POST /sandbox/{sessionId}/heartbeat: its body, if any,
+// is the sandbox's measure of its use.
 func (h *Handlers) Heartbeat(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
-	out, err := h.Channel.Heartbeat(ctx, sessionID(req), httpapi.BearerToken(req))
+	var in sandboxwire.HeartbeatReport
+	if req.Body != "" {
+		// A body is read only for a sandbox that may send it.
+		if _, err := h.authenticate(ctx, req); err != nil {
+			return httpapi.Error(ctx, h.Log, err), nil
+		}
+		if err := httpapi.DecodeJSON(req, sandboxwire.MaxHeartbeatBytes, &in); err != nil {
+			return httpapi.Error(ctx, h.Log, err), nil
+		}
+	}
+	out, err := h.Channel.Heartbeat(ctx, sessionID(req), httpapi.BearerToken(req), in)
 	return h.answer(ctx, out, err), nil
 }
 

@@ -132,6 +132,23 @@ type BootstrapResponse struct {
 	Generation   int    `json:"generation"`
 }
 
+// HeartbeatReport is a heartbeat's optional body: what the sandbox measures
+// of itself (a job's sandbox sends it; the job's resources show it).
+type HeartbeatReport struct {
+	Usage *ResourceSample `json:"usage,omitempty"`
+}
+
+// ResourceSample is one measure of a sandbox's use: CPU as a percentage of
+// what it was allocated (its process tree's CPU time over the interval), and
+// the memory its processes hold, in MB.
+type ResourceSample struct {
+	CPUPercent float64 `json:"cpu_percent"`
+	MemoryMB   float64 `json:"memory_mb"`
+}
+
+// MaxHeartbeatBytes bounds a heartbeat's body.
+const MaxHeartbeatBytes = 1024
+
 // StatusReport is what a sandbox reports (POST status).
 type StatusReport struct {
 	State          State  `json:"state"`

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -235,12 +236,19 @@ func changeFor(sess Session, in sandboxwire.StatusReport, now time.Time) (Change
 
 // Heartbeat records that the sandbox is alive and returns its orders: stop
 // once the session is ending, ended, or launched again.
-func (c *Channel) Heartbeat(ctx context.Context, id, tok string) (sandboxwire.Orders, error) {
+func (c *Channel) Heartbeat(ctx context.Context, id, tok string, in sandboxwire.HeartbeatReport) (sandboxwire.Orders, error) {
 	sess, err := AuthenticateSandbox(ctx, c.o.Store, id, tok)
 	if err != nil {
 		return sandboxwire.Orders{}, err
 	}
-	after, err := c.o.Store.Touch(ctx, sess.ID, sess.Generation, Fields{HeartbeatAt: c.o.Now()})
+	f := Fields{HeartbeatAt: c.o.Now()}
+	if u := in.Usage; u != nil {
+		if u.CPUPercent < 0 || u.MemoryMB < 0 || math.IsNaN(u.CPUPercent) || math.IsNaN(u.MemoryMB) || math.IsInf(u.CPUPercent, 0) || math.IsInf(u.MemoryMB, 0) {
+			return sandboxwire.Orders{}, apierror.New(apierror.InvalidRequest, "usage figures must be finite and not negative.")
+		}
+		f.Resources = u
+	}
+	after, err := c.o.Store.Touch(ctx, sess.ID, sess.Generation, f)
 	if errors.Is(err, ErrConflict) {
 		return sandboxwire.Orders{Stop: true, State: sess.State}, nil
 	}

@@ -234,24 +234,35 @@ func TestChannelHeartbeat(t *testing.T) {
 	t.Parallel()
 	c := newChannel(t, session.Working)
 	c.now = c.now.Add(time.Minute)
-	orders, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok)
+	orders, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok, sandboxwire.HeartbeatReport{})
 	if err != nil || orders.Stop {
 		t.Fatalf("heartbeat: %+v %v", orders, err)
 	}
 	if got, _ := c.store.Get(t.Context(), c.sess.ID); !got.HeartbeatAt.Equal(c.now) {
 		t.Errorf("heartbeat_at %s, want %s", got.HeartbeatAt, c.now)
 	}
+	// A measure of the sandbox's use is kept; a nonsensical one refused.
+	sample := &sandboxwire.ResourceSample{CPUPercent: 42.5, MemoryMB: 300}
+	if _, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok, sandboxwire.HeartbeatReport{Usage: sample}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.store.Get(t.Context(), c.sess.ID); got.Resources == nil || *got.Resources != *sample {
+		t.Errorf("resources %+v, want %+v", got.Resources, sample)
+	}
+	if _, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok, sandboxwire.HeartbeatReport{Usage: &sandboxwire.ResourceSample{MemoryMB: -1}}); code(err) != apierror.InvalidRequest {
+		t.Errorf("a negative sample: %v", err)
+	}
 	if _, err := c.store.Transition(t.Context(), c.sess.ID, session.Change{From: session.Running, To: session.Ending}); err != nil {
 		t.Fatal(err)
 	}
-	if orders, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok); err != nil || !orders.Stop || orders.State != sandboxwire.Ending {
+	if orders, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok, sandboxwire.HeartbeatReport{}); err != nil || !orders.Stop || orders.State != sandboxwire.Ending {
 		t.Errorf("heartbeat while ending: %+v %v", orders, err)
 	}
 	if _, err := c.store.Transition(t.Context(), c.sess.ID, session.Change{From: session.Live, To: session.Ended}); err != nil {
 		t.Fatal(err)
 	}
 	// Once ended, the token is refused (the sandbox stops on it).
-	if _, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok); code(err) != apierror.InvalidToken {
+	if _, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok, sandboxwire.HeartbeatReport{}); code(err) != apierror.InvalidToken {
 		t.Errorf("heartbeat once ended: %v, want invalid_token", err)
 	}
 }
@@ -270,9 +281,12 @@ func TestSandboxTokensEndWithTheSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		calls := map[string]func() error{
-			"spec":      func() error { _, err := c.ch.Spec(t.Context(), c.sess.ID, c.tok); return err },
-			"inbox":     func() error { _, err := c.ch.Inbox(t.Context(), c.sess.ID, c.tok, 0); return err },
-			"heartbeat": func() error { _, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok); return err },
+			"spec":  func() error { _, err := c.ch.Spec(t.Context(), c.sess.ID, c.tok); return err },
+			"inbox": func() error { _, err := c.ch.Inbox(t.Context(), c.sess.ID, c.tok, 0); return err },
+			"heartbeat": func() error {
+				_, err := c.ch.Heartbeat(t.Context(), c.sess.ID, c.tok, sandboxwire.HeartbeatReport{})
+				return err
+			},
 			// The routes with a body (events, uploads, status) authenticate
 			// with this before reading it.
 			"events, uploads, status": func() error { _, err := c.ch.Authenticate(t.Context(), c.sess.ID, c.tok); return err },

@@ -158,12 +158,18 @@ type Session struct {
 	// (epoch ms) is when it must next show life (a heartbeat, leaving
 	// provisioning or ending); the stores keep it (DueAfter, EndingLimit)
 	// and remove both when the session ends.
-	WatchShard  string    `json:"watch_shard,omitempty"`
-	DueAt       int64     `json:"due_at,omitempty"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	ReadyAt     time.Time `json:"ready_at,omitempty,omitzero"`
-	EndedAt     time.Time `json:"ended_at,omitempty,omitzero"`
-	HeartbeatAt time.Time `json:"heartbeat_at,omitempty,omitzero"`
+	WatchShard string    `json:"watch_shard,omitempty"`
+	DueAt      int64     `json:"due_at,omitempty"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	ReadyAt    time.Time `json:"ready_at,omitempty,omitzero"`
+	// Resources is the sandbox's last measure of its use (a job's sandbox
+	// heart-beats it).
+	Resources *sandboxwire.ResourceSample `json:"resources,omitempty"`
+	// RateLimitedAt is when a model provider last limited (or nearly
+	// limited) the session's calls, as the model gateway saw it.
+	RateLimitedAt time.Time `json:"rate_limited_at,omitempty,omitzero"`
+	EndedAt       time.Time `json:"ended_at,omitempty,omitzero"`
+	HeartbeatAt   time.Time `json:"heartbeat_at,omitempty,omitzero"`
 	// ExpiresAt (epoch seconds) is set when the session ends; TTL removes it later.
 	ExpiresAt int64 `json:"expires_at,omitempty"`
 	// InputTokens, OutputTokens, CachedTokens and ModelCalls are what the
@@ -276,6 +282,10 @@ type Fields struct {
 	SnapshotKey string
 	// WorkspaceStatus is how provisioning went (ready's report).
 	WorkspaceStatus *sandboxwire.WorkspaceStatus
+	// Resources is the sandbox's measure of its use; RateLimitedAt when a
+	// provider limited its calls.
+	Resources     *sandboxwire.ResourceSample
+	RateLimitedAt time.Time
 }
 
 // LaunchClaim is what a launch claim records (Store.ClaimLaunch).

@@ -196,3 +196,23 @@ func Parse(cpu, memory, disk string) (Size, error) {
 	}
 	return s, nil
 }
+
+// ForMemory is the smallest Fargate size that has at least memoryMiB of
+// memory: the least CPU whose range reaches it, and its least memory step
+// at or above it (a job's memory constraint). Above the table's largest it
+// is the largest.
+func ForMemory(memoryMiB int) Size {
+	for _, cpu := range cpuValues {
+		r := table[cpu]
+		if memoryMiB > r.max {
+			continue
+		}
+		mem := r.min
+		for mem < memoryMiB || Check(cpu, mem) != nil {
+			mem += r.step
+		}
+		return Size{CPUUnits: cpu, MemoryMiB: mem}
+	}
+	last := cpuValues[len(cpuValues)-1]
+	return Size{CPUUnits: last, MemoryMiB: table[last].max}
+}

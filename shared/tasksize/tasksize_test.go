@@ -117,3 +117,15 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestForMemory(t *testing.T) {
+	for _, c := range []struct{ in, cpu, mem int }{
+		{128, 256, 512}, {512, 256, 512}, {1500, 256, 2048}, {2048, 256, 2048}, {3000, 512, 3072},
+		{4097, 1024, 5120}, {9000, 2048, 9216}, {30720, 4096, 30720}, {40000, 8192, 40960}, {200000, 16384, 122880},
+	} {
+		got := tasksize.ForMemory(c.in)
+		if got.CPUUnits != c.cpu || got.MemoryMiB != c.mem || tasksize.Check(got.CPUUnits, got.MemoryMiB) != nil {
+			t.Errorf("ForMemory(%d) = %+v, want %d CPU units, %d MiB", c.in, got, c.cpu, c.mem)
+		}
+	}
+}

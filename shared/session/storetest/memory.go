@@ -359,6 +359,10 @@ func set(s *session.Session, f session.Fields) error {
 	if f.WorkspaceStatus != nil {
 		s.WorkspaceStatus = clone(f.WorkspaceStatus)
 	}
+	if f.Resources != nil {
+		s.Resources = clone(f.Resources)
+	}
+	at(&s.RateLimitedAt, f.RateLimitedAt)
 	return nil
 }
 

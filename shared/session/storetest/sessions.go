@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -367,12 +368,14 @@ func runSessions(t *testing.T, newStore func(t *testing.T) session.Store) {
 		s := create(t, st, sample(t, session.Working, 3))
 		before := time.Now()
 		beat := before.UTC()
-		got, err := st.Touch(t.Context(), s.ID, 3, session.Fields{HeartbeatAt: before, SandboxRef: "pid:42"})
+		use := &sandboxwire.ResourceSample{CPUPercent: 12.5, MemoryMB: 256}
+		got, err := st.Touch(t.Context(), s.ID, 3, session.Fields{HeartbeatAt: before, SandboxRef: "pid:42", Resources: use, RateLimitedAt: before})
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := s
 		want.HeartbeatAt, want.SandboxRef, want.UpdatedAt = beat, "pid:42", got.UpdatedAt
+		want.Resources, want.RateLimitedAt = use, beat
 		want.DueAt = beat.Add(session.HeartbeatTimeout).UnixMilli()
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("Touch = %+v;\nwant %+v", got, want)

@@ -3,7 +3,9 @@ package devserver_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -84,4 +86,89 @@ func TestJobRunsEndToEnd(t *testing.T) {
 		t.Errorf("whole log: %d %.400s", r.status, r.raw)
 	}
 	wantTypes(t, s.jobEvents(t, id, 4), jobevents.Created, jobevents.Started, jobevents.OutputGenerated, jobevents.Completed)
+}
+
+// TestJobShellIsConfinedToItsJob: a job whose model runs shell commands (the
+// real agent, bash confined by Landlock, no network) reads its input and
+// writes its output, but cannot read a file outside its job directory by
+// path or through a symlink it makes, nor change its input, nor reach the
+// network.
+func TestJobShellIsConfinedToItsJob(t *testing.T) {
+	t.Parallel()
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(secret, []byte("top secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = listener.Close() }()
+	bash := func(cmd string) string {
+		raw, _ := json.Marshal(map[string]any{"name": "bash", "args": map[string]any{"command": cmd}})
+		return string(raw)
+	}
+	steps := strings.Join([]string{
+		`{"text":"copy","tool_calls":[` + bash("cat input/input.json > output/copy.json") + `]}`,
+		`{"text":"peek","tool_calls":[` + bash("cat "+secret+" > output/leak.txt") + `]}`,
+		`{"text":"link","tool_calls":[` + bash("ln -s "+secret+" work/link; cat work/link > output/leak2.txt") + `]}`,
+		`{"text":"climb","tool_calls":[` + bash("cat ../../../../../../../.."+secret+" > output/leak3.txt") + `]}`,
+		`{"text":"input","tool_calls":[` + bash("echo changed > input/brief.md") + `]}`,
+		`{"text":"net","tool_calls":[` + bash("exec 3<>/dev/tcp/"+listener.Addr().String()+" && echo reached > output/net.txt") + `]}`,
+		`{"text":"Done."}`,
+	}, "\n") + "\n"
+	script := filepath.Join(t.TempDir(), "script.jsonl")
+	if err := os.WriteFile(script, []byte(steps), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, withSandboxEnv("RA_LLM_SCRIPT="+script, "RA_NO_TMUX=1"))
+	o := newOrchestrator(s)
+	step := uuid.NewString()
+	agent := uuid.NewString()
+	if r := o.call(http.MethodPut, "/internal/agents/"+agent, map[string]any{"name": "Shell", "agent_level": "L1", "llm_provider": "scripted",
+		"llm_model": "scripted", "max_tokens": 4096, "allowed_skills": []string{"read", "write", "bash"}}, step); r.status != http.StatusOK {
+		t.Fatalf("profile: %d %s", r.status, r.raw)
+	}
+	created := o.call(http.MethodPost, "/internal/jobs", o.jobBody(agent, step, 100000), step)
+	id := created.str("id")
+	if created.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", created.status, created.raw)
+	}
+	var job reply
+	eventually(t, 90*time.Second, "the job finished", func() bool {
+		job = o.call(http.MethodGet, "/internal/jobs/"+id, nil, step)
+		st := job.str("status")
+		return st == "completed" || st == "failed" || st == "cancelled"
+	})
+	outs := o.call(http.MethodGet, "/internal/jobs/"+id+"/outputs", nil, step)
+	list, _ := outs.body["outputs"].([]any)
+	got := map[string]string{}
+	for _, it := range list {
+		ref := it.(map[string]any)["reference"].(map[string]any)
+		p, _ := ref["path"].(string)
+		rc, _, err := s.srv.Env.Bucket().Get(t.Context(), ref["key"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		_ = rc.Close()
+		got[p] = string(b)
+	}
+	if !strings.Contains(got["output/copy.json"], "write two files") {
+		t.Errorf("the job could not copy its input: %q (outputs %v; job %s; sandbox log %s)", got["output/copy.json"], outs.raw, job.raw,
+			s.sandboxLog(t, s.jobSession(t, id)))
+	}
+	for path, content := range got {
+		if strings.Contains(content, "top secret") && path != "log" {
+			t.Errorf("%s holds the secret outside the job", path)
+		}
+	}
+	if _, ok := got["output/net.txt"]; ok {
+		t.Error("a job without network reached the network")
+	}
+	sid := s.jobSession(t, id)
+	brief := filepath.Join(s.work, "sandboxes", sid+"-1", id, "input", "brief.md")
+	if b, err := os.ReadFile(brief); err != nil || string(b) != "# Brief" {
+		t.Errorf("input/brief.md = %q (%v): the input was changed", b, err)
+	}
 }

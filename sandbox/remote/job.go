@@ -20,6 +20,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/agentfile"
+	"github.com/remote-agents/remote-agents/sandbox/confine"
 	"github.com/remote-agents/remote-agents/sandbox/jobspace"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
@@ -224,7 +225,8 @@ func (j *jobRun) agent(system string, specTools []string, jc JobConfig) (*llm.Lo
 	}
 	enabled, noNetwork := j.enabledTools(specTools, jc)
 	j.tools = enabled
-	o := tools.Options{MemoryPath: filepath.Join(j.dir.Sub(jobspace.Memory), "memory.json"), User: j.r.c.ToolUser, Enabled: enabled, NoNetwork: noNetwork}
+	o := tools.Options{MemoryPath: filepath.Join(j.dir.Sub(jobspace.Memory), "memory.json"), User: j.r.c.ToolUser, Enabled: enabled, NoNetwork: noNetwork,
+		Confine: j.confinement()}
 	if j.r.c.Tools != nil {
 		o.Env = func() []string { return inJobDir(j.r.c.Tools.Environ(), j.dir.Path) }
 	}
@@ -348,14 +350,34 @@ func (j *jobRun) enabledTools(specTools []string, jc JobConfig) (enabled []strin
 	return enabled, false
 }
 
+// confinement is what bash's commands may reach of the file system: the
+// job's input/ to read, its work/ and output/ to write, and the system's
+// programs; nothing else (another job's directory, the agent's files, /tmp).
+// Without Landlock (an older kernel: on Fargate each job is a task of its
+// own anyway) they run unconfined, which the job's log says.
+func (j *jobRun) confinement() *confine.Rules {
+	if !slices.Contains(j.tools, "bash") {
+		return nil
+	}
+	if _, err := confine.ABI(); err != nil {
+		j.r.log.Warn("bash's commands run unconfined: no Landlock here", slog.String("error", err.Error()))
+		j.log.write("bash_unconfined", map[string]any{"reason": err.Error()})
+		return nil
+	}
+	return &confine.Rules{Read: []string{j.dir.Sub(jobspace.Input)}, Write: []string{j.dir.Sub(jobspace.Work), j.dir.Sub(jobspace.Output)}}
+}
+
 // networkIsolation says whether commands can run without network here
 // (tests replace it).
 var networkIsolation = tools.NetworkIsolation
 
-// inJobDir is a tools' environment with WORKSPACE the job directory.
+// inJobDir is a tools' environment with WORKSPACE the job directory, and
+// TMPDIR in its work/ (a confined command has no /tmp).
 func inJobDir(environ []string, dir string) []string {
-	out := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool { return strings.HasPrefix(kv, "WORKSPACE=") })
-	return append(out, "WORKSPACE="+dir)
+	out := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		return strings.HasPrefix(kv, "WORKSPACE=") || strings.HasPrefix(kv, "TMPDIR=")
+	})
+	return append(out, "WORKSPACE="+dir, "TMPDIR="+filepath.Join(dir, jobspace.Work))
 }
 
 // jobLLM is the model of a job's profile: its provider, model, max tokens
@@ -576,6 +598,11 @@ func (j *jobRun) put(ctx context.Context, f jobspace.File, up sandboxwire.Upload
 		return err
 	}
 	req.ContentLength = f.Size
+	if f.Size == 0 {
+		// An empty file: "Content-Length: 0", not a chunked body the store
+		// refuses (411).
+		req.Body = http.NoBody
+	}
 	for k, v := range up.Headers {
 		req.Header.Set(k, v)
 	}

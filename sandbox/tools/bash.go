@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/remote-agents/remote-agents/sandbox/confine"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/toolenv"
 )
@@ -48,7 +49,7 @@ func bashTool(p *policy.Policy, o Options) Tool {
 			if o.Env != nil {
 				env = o.Env()
 			}
-			return runShell(ctx, shellRun{dir: p.Workspace(), command: a.Command, timeout: timeout, env: env, user: o.User, noNetwork: o.NoNetwork})
+			return runShell(ctx, shellRun{dir: p.Workspace(), command: a.Command, timeout: timeout, env: env, user: o.User, noNetwork: o.NoNetwork, confine: o.Confine})
 		},
 	}
 }
@@ -88,6 +89,8 @@ type shellRun struct {
 	user         *toolenv.User
 	// noNetwork runs the command in a network namespace of its own.
 	noNetwork bool
+	// confine, if set, confines it to these directories.
+	confine *confine.Rules
 }
 
 func runShell(ctx context.Context, r shellRun) (string, error) {
@@ -99,6 +102,13 @@ func runShell(ctx context.Context, r shellRun) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, shell, "-c", r.command)
+	if r.confine != nil {
+		c, err := confine.Command(ctx, *r.confine, shell, "-c", r.command)
+		if err != nil {
+			return "", fmt.Errorf("command could not run confined: %w", err)
+		}
+		cmd = c
+	}
 	cmd.Dir = r.dir
 	if r.env != nil {
 		cmd.Env = r.env

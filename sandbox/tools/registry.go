@@ -20,6 +20,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/remote-agents/remote-agents/sandbox/confine"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/toolenv"
@@ -74,6 +75,10 @@ type Options struct {
 	// (Linux, with CAP_SYS_ADMIN: NetworkIsolation says whether it holds):
 	// nothing they run reaches a network.
 	NoNetwork bool
+	// Confine, if set, runs bash's commands confined to these directories
+	// (package confine: Landlock): nothing else of the file system is
+	// theirs to read or write.
+	Confine *confine.Rules
 }
 
 // New registers the built-in tools the policy enables.

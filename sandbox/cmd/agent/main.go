@@ -18,6 +18,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/cli"
+	"github.com/remote-agents/remote-agents/sandbox/confine"
 	"github.com/remote-agents/remote-agents/sandbox/harden"
 	"github.com/remote-agents/remote-agents/sandbox/redact"
 	"github.com/remote-agents/remote-agents/sandbox/remote"
@@ -29,6 +30,9 @@ import (
 var version = "dev"
 
 func main() {
+	// Re-run as the confining helper of a job's command (package confine),
+	// it restricts itself and becomes that command.
+	confine.Main()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

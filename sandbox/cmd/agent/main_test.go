@@ -10,11 +10,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/remote-agents/remote-agents/sandbox/confine"
 )
 
-// TestMain lets the test binary be the agent its tmux supervisor starts: the
-// supervisor runs its own executable with "sandbox".
+// TestMain lets the test binary be the agent its tmux supervisor starts (the
+// supervisor runs its own executable with "sandbox"), and the helper that
+// confines a job's commands (as main does).
 func TestMain(m *testing.M) {
+	confine.Main()
 	if len(os.Args) > 1 && os.Args[1] == "sandbox" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}

@@ -63,6 +63,9 @@ const (
 	CodeWorkspaceDisabled    = "workspace_disabled"
 	CodeToolNotFound         = "tool_not_found"
 	CodeToolNotEnabled       = "tool_not_enabled"
+	// CodeQuotaExceeded: the app is at a quota (live agents, creates a
+	// minute, an agent's open streams); retryable after RetryAfter.
+	CodeQuotaExceeded = "quota_exceeded"
 )
 
 // Error is an error the API answered: the standard envelope.

@@ -151,8 +151,10 @@ var worker = Access{
 var table = map[string]Access{
 	"create": {
 		Tables: map[string][]string{
-			Sessions:    {GetItem, PutItem, UpdateItem},
-			Idempotency: {GetItem, PutItem},
+			// The live sessions quota counts on the by_live index.
+			Sessions: {GetItem, PutItem, UpdateItem, Query},
+			// The creates-a-minute quota's counters.
+			Idempotency: {GetItem, PutItem, UpdateItem},
 			Registry:    {GetItem},
 		},
 		Send:    []string{JobsQueue},
@@ -204,7 +206,8 @@ var table = map[string]Access{
 		Push: true,
 	},
 	"events": {
-		Tables: map[string][]string{Sessions: {GetItem}, Events: {Query}},
+		// The open streams quota: each stream recorded on its session.
+		Tables: map[string][]string{Sessions: {GetItem, UpdateItem}, Events: {Query}},
 	},
 	// Workspace tool requests: appended to the inbox once per request id
 	// (an idempotency record), their results read from the idempotency table.

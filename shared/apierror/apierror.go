@@ -61,6 +61,10 @@ const (
 	PlanStepConflict Code = "plan_step_conflict"
 	// AgentProfileNotFound: no agent profile of that id.
 	AgentProfileNotFound Code = "agent_profile_not_found"
+	// QuotaExceeded: the app holds or opens as much as its quota allows
+	// (live agents, creates a minute, event streams of an agent); retry
+	// after retry_after_seconds.
+	QuotaExceeded Code = "quota_exceeded"
 )
 
 // Error is an error a client may see.

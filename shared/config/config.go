@@ -64,6 +64,8 @@ type RemoteAgents struct {
 	// http or git (git_insecure_hosts, RA_GIT_INSECURE_HOSTS; default
 	// loopback); https works with every host, file: and ext:: with none.
 	GitInsecureHosts []string
+	// Quotas bound what one app (tenant) may hold or open.
+	Quotas Quotas
 }
 
 // WorkspaceLimits are a workspace's CPU (vCPUs), memory and disk, written as
@@ -108,6 +110,7 @@ func Defaults() RemoteAgents {
 		GuardrailsPath:    DefaultGuardrailsPath,
 		WorkspaceDefaults: DefaultWorkspaceLimits,
 		GitInsecureHosts:  slices.Clone(sandboxwire.DefaultInsecureGitHosts),
+		Quotas:            DefaultQuotas,
 	}
 }
 
@@ -161,6 +164,42 @@ type section struct {
 	ExceptionWebhookURL    *string   `yaml:"exception_webhook_url"`
 	WorkspaceDefaults      *limits   `yaml:"workspace_defaults"`
 	GitInsecureHosts       *[]string `yaml:"git_insecure_hosts"`
+	Quotas                 *quotas   `yaml:"quotas"`
+}
+
+// Quotas bound what one app (tenant) may hold or open at once; past one,
+// the call is 429 quota_exceeded with the seconds to retry after.
+type Quotas struct {
+	// ConcurrentSessions: live agents per app (quotas.concurrent_sessions,
+	// RA_QUOTA_CONCURRENT_SESSIONS).
+	ConcurrentSessions int
+	// CreatesPerMinute: creates per app per clock minute
+	// (quotas.creates_per_minute, RA_QUOTA_CREATES_PER_MINUTE).
+	CreatesPerMinute int
+	// StreamsPerSession: open event streams per agent
+	// (quotas.streams_per_session, RA_QUOTA_STREAMS_PER_SESSION).
+	StreamsPerSession int
+}
+
+// DefaultQuotas are the quotas of a platform that sets none.
+var DefaultQuotas = Quotas{ConcurrentSessions: 100, CreatesPerMinute: 60, StreamsPerSession: 10}
+
+// MaxQuota bounds each quota.
+const MaxQuota = 100000
+
+// quotas are Quotas as written: a part left out keeps its default.
+type quotas struct {
+	ConcurrentSessions *int `yaml:"concurrent_sessions"`
+	CreatesPerMinute   *int `yaml:"creates_per_minute"`
+	StreamsPerSession  *int `yaml:"streams_per_session"`
+}
+
+// Quota reads one quota: a whole number from 1 to MaxQuota.
+func Quota(name string, v int) (int, error) {
+	if v < 1 || v > MaxQuota {
+		return 0, fmt.Errorf("%s: want a whole number from 1 to %d, got %d", name, MaxQuota, v)
+	}
+	return v, nil
 }
 
 // limits are WorkspaceLimits as written: a part left out keeps its default.
@@ -245,6 +284,20 @@ func (c *RemoteAgents) apply(s section) error {
 	if v := s.GitInsecureHosts; v != nil {
 		if c.GitInsecureHosts, err = insecureHosts(prefix+"git_insecure_hosts", *v); err != nil {
 			return err
+		}
+	}
+	if q := s.Quotas; q != nil {
+		for _, part := range []struct {
+			name string
+			v    *int
+			out  *int
+		}{{"concurrent_sessions", q.ConcurrentSessions, &c.Quotas.ConcurrentSessions}, {"creates_per_minute", q.CreatesPerMinute, &c.Quotas.CreatesPerMinute},
+			{"streams_per_session", q.StreamsPerSession, &c.Quotas.StreamsPerSession}} {
+			if part.v != nil {
+				if *part.out, err = Quota(prefix+"quotas."+part.name, *part.v); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil

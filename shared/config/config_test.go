@@ -24,7 +24,8 @@ func TestDefaultsWithoutFileOrEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config.RemoteAgents{AllowedOrigins: []string{}, CreationTimeout: 15 * time.Second, GuardrailsPath: "data/platform-guardrails.md",
-		WorkspaceDefaults: config.WorkspaceLimits{CPU: "1", Memory: "2G", Disk: "20G"}, GitInsecureHosts: []string{"127.0.0.1", "localhost", "::1"}}
+		WorkspaceDefaults: config.WorkspaceLimits{CPU: "1", Memory: "2G", Disk: "20G"}, GitInsecureHosts: []string{"127.0.0.1", "localhost", "::1"},
+		Quotas: config.DefaultQuotas}
 	if !reflect.DeepEqual(c.RemoteAgents, want) {
 		t.Errorf("defaults = %+v, want %+v", c, want)
 	}
@@ -202,5 +203,18 @@ func TestModelSettings(t *testing.T) {
 		if _, err := config.Parse("config.yaml", nil, env(bad[0], bad[1])); err == nil || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("%s=%s: error %v, want one naming the variable", bad[0], bad[1], err)
 		}
+	}
+}
+
+func TestQuotas(t *testing.T) {
+	c, err := config.Parse("config.yaml", []byte("remote_agents:\n  quotas:\n    concurrent_sessions: 3\n"), func(name string) (string, bool) {
+		return map[string]string{"RA_QUOTA_STREAMS_PER_SESSION": "2"}[name], name == "RA_QUOTA_STREAMS_PER_SESSION"
+	})
+	if err != nil || c.Quotas != (config.Quotas{ConcurrentSessions: 3, CreatesPerMinute: config.DefaultQuotas.CreatesPerMinute, StreamsPerSession: 2}) {
+		t.Fatalf("quotas %+v %v", c.Quotas, err)
+	}
+	if _, err := config.Parse("config.yaml", []byte("remote_agents:\n  quotas:\n    creates_per_minute: 0\n"), func(string) (string, bool) { return "", false }); err == nil ||
+		!strings.Contains(err.Error(), "remote_agents.quotas.creates_per_minute") {
+		t.Errorf("a zero quota: %v", err)
 	}
 }

@@ -146,6 +146,9 @@ var envVars = append([]envVar{
 		p.GitInsecureHosts, err = insecureHosts("RA_GIT_INSECURE_HOSTS", splitList(v))
 		return err
 	}},
+	{"RA_QUOTA_CONCURRENT_SESSIONS", false, quotaVar("RA_QUOTA_CONCURRENT_SESSIONS", func(p *Platform) *int { return &p.Quotas.ConcurrentSessions })},
+	{"RA_QUOTA_CREATES_PER_MINUTE", false, quotaVar("RA_QUOTA_CREATES_PER_MINUTE", func(p *Platform) *int { return &p.Quotas.CreatesPerMinute })},
+	{"RA_QUOTA_STREAMS_PER_SESSION", false, quotaVar("RA_QUOTA_STREAMS_PER_SESSION", func(p *Platform) *int { return &p.Quotas.StreamsPerSession })},
 	{"WORKSPACE_DEFAULT_CPU", false, func(p *Platform, v string) error { p.WorkspaceDefaults.CPU = v; return nil }},
 	{"WORKSPACE_DEFAULT_MEMORY", false, func(p *Platform, v string) error { p.WorkspaceDefaults.Memory = v; return nil }},
 	{"WORKSPACE_DEFAULT_DISK", false, func(p *Platform, v string) error { p.WorkspaceDefaults.Disk = v; return nil }},
@@ -196,6 +199,18 @@ var envVars = append([]envVar{
 		return nil
 	}},
 }, modelEnvVars()...)
+
+// quotaVar sets the quota field returns from the variable name.
+func quotaVar(name string, field func(*Platform) *int) func(*Platform, string) error {
+	return func(p *Platform, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%s: want a whole number, got %q", name, v)
+		}
+		*field(p), err = Quota(name, n)
+		return err
+	}
+}
 
 // applyEnv applies the environment's variables, then the defaults that follow
 // from others.

@@ -89,7 +89,8 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 	case c.To.Terminal():
 		up = up.Set(expression.Name("ended_at"), expression.Value(now.Format(time.RFC3339Nano))).
 			Set(expression.Name("expires_at"), expression.Value(now.Add(session.Retention).Unix())).
-			Remove(expression.Name("watch_shard")).Remove(expression.Name("due_at"))
+			Remove(expression.Name("watch_shard")).Remove(expression.Name("due_at")).
+			Remove(expression.Name("live_tenant")).Remove(expression.Name("streams"))
 	case c.To == session.Ending:
 		up = up.Set(expression.Name("due_at"), expression.Value(now.Add(session.EndingLimit).UnixMilli()))
 	default:

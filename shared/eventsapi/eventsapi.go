@@ -95,6 +95,11 @@ func (h *Handlers) Events(ctx context.Context, req httpapi.Request) (httpapi.Res
 	if !ok {
 		return httpapi.Error(ctx, h.Log, invalidLastEventID()), nil
 	}
+	// Each agent has a quota of open streams.
+	closed, err := h.Sessions.OpenStream(ctx, sess)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
 	res := httpapi.Response{StatusCode: http.StatusOK, Headers: map[string]string{
 		"Content-Type":           "text/event-stream; charset=utf-8",
 		"Cache-Control":          "no-store",
@@ -102,6 +107,7 @@ func (h *Handlers) Events(ctx context.Context, req httpapi.Request) (httpapi.Res
 		"X-Accel-Buffering":      "no",
 	}}
 	return res, func(w io.Writer, flush func()) error {
+		defer closed()
 		return h.stream(ctx, sess.ID, after, w, flush)
 	}
 }

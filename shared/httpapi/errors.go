@@ -36,6 +36,7 @@ var statuses = map[apierror.Code]int{
 	apierror.JobNotRunning:        http.StatusConflict,
 	apierror.PlanStepConflict:     http.StatusConflict,
 	apierror.AgentProfileNotFound: http.StatusNotFound,
+	apierror.QuotaExceeded:        http.StatusTooManyRequests,
 }
 
 // retryable lists the codes a client may retry unchanged.
@@ -43,6 +44,7 @@ var retryable = map[apierror.Code]bool{
 	apierror.AgentCreationTimeout: true,
 	apierror.ServerError:          true,
 	apierror.ServiceUnavailable:   true,
+	apierror.QuotaExceeded:        true,
 }
 
 // Status returns the HTTP status of code; unknown codes are 500.

@@ -121,6 +121,10 @@ const (
 	// sweep): partition watch_shard (one of session.WatchShards, set only
 	// while a session is live), sort due_at (epoch ms).
 	SessionsByDue = "by_due"
+	// SessionsByLive counts a tenant's live sessions (the concurrent
+	// sessions quota): partition live_tenant, set only while a session of a
+	// tenant is live.
+	SessionsByLive = "by_live"
 	// RegistryByKind lists registry items of one kind (project, persona, agent_type, app_key).
 	RegistryByKind = "by_kind"
 	// JobsByCommand lists the jobs of one orchestrator command.
@@ -177,6 +181,9 @@ func For(env string) (Set, error) {
 				Name:         SessionsByDue,
 				PartitionKey: str("watch_shard"),
 				SortKey:      sortKey("due_at", Number),
+			}, {
+				Name:         SessionsByLive,
+				PartitionKey: str("live_tenant"),
 			}},
 			TTLAttribute: TTLAttribute,
 		},

@@ -66,7 +66,10 @@ type AgentTypes interface {
 
 // Options configure a Service.
 type Options struct {
-	Store    Store
+	Store Store
+	// Quotas bound what one app (tenant) may hold or open; a zero part is
+	// no bound.
+	Quotas   Quotas
 	Registry registry.Store
 	// AgentTypes resolves the agent type of a create (create only).
 	AgentTypes AgentTypes
@@ -310,6 +313,9 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 			return sess, plain, err
 		}
 	}
+	if err := s.takeQuota(ctx, app.Tenant, now); err != nil {
+		return Session{}, "", err
+	}
 	id := newID()
 	plain, hash := token.New(token.Session)
 	features := s.o.DefaultFeatures
@@ -324,6 +330,7 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 		Features:        features,
 		AppKeyID:        app.ID,
 		Tenant:          app.Tenant,
+		LiveTenant:      app.Tenant,
 		ListKey:         ListKey(now, id),
 		WatchShard:      WatchShard(id),
 		DueAt:           now.Add(ProvisioningLimit).UnixMilli(),

@@ -151,6 +151,12 @@ type Session struct {
 	PromptInjectedAt     time.Time `json:"prompt_injected_at,omitempty,omitzero"`
 	TmuxSessionName      string    `json:"tmux_session_name"`
 	CreatedAt            time.Time `json:"created_at"`
+	// LiveTenant is the tenant while the session is live (cleared when it is
+	// over): the by_live index counts an app's live sessions by it.
+	LiveTenant string `json:"live_tenant,omitempty"`
+	// Streams are the session's open event streams: id → when the entry
+	// lapses (epoch ms), should its stream never say it closed.
+	Streams map[string]int64 `json:"streams,omitempty"`
 	// ListKey orders a tenant's sessions in the fleet list (ListKey):
 	// fixed-width creation time, then the id. Unset for sessions of no tenant.
 	ListKey string `json:"list_key,omitempty"`
@@ -288,6 +294,20 @@ type Fields struct {
 	RateLimitedAt time.Time
 }
 
+// QuotaStore counts what the quotas bound (config.Quotas).
+type QuotaStore interface {
+	// TakeCreate counts one create of tenant in the clock minute that
+	// starts at minute; ErrConflict when limit were already taken.
+	TakeCreate(ctx context.Context, tenant string, minute time.Time, limit int) error
+	// CountLive counts tenant's live sessions, up to limit.
+	CountLive(ctx context.Context, tenant string, limit int) (int, error)
+	// OpenStream records the open event stream stream of session id until
+	// until; ErrConflict when limit unlapsed ones are open already.
+	OpenStream(ctx context.Context, id, stream string, until, now time.Time, limit int) error
+	// CloseStream forgets the stream.
+	CloseStream(ctx context.Context, id, stream string) error
+}
+
 // LaunchClaim is what a launch claim records (Store.ClaimLaunch).
 type LaunchClaim struct {
 	// BootstrapCodeHash is the hash of the one-time code the launcher gives
@@ -330,6 +350,7 @@ func NewEvent(p sandboxwire.Payload) (Event, error) {
 
 // Store persists sessions.
 type Store interface {
+	QuotaStore
 	// Create writes a new session, and its idempotency record if rec is not nil, all
 	// or nothing. It returns ErrIdempotencyTaken (and writes nothing) if rec's key
 	// is already used.

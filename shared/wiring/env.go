@@ -352,3 +352,9 @@ func (c poolCounter) Count(ctx context.Context, t registry.AgentType) (idle, sta
 func (e *Env) PoolStore() *dynamo.Pool {
 	return dynamo.NewPool(e.dynamoDB(), e.Resources.Registry.Name, e.Resources.Sessions.Name)
 }
+
+// quotas are the configuration's quotas, as the session service takes them.
+func (e *Env) quotas() session.Quotas {
+	q := e.Config.Quotas
+	return session.Quotas{ConcurrentSessions: q.ConcurrentSessions, CreatesPerMinute: q.CreatesPerMinute, StreamsPerSession: q.StreamsPerSession}
+}

@@ -108,6 +108,7 @@ func Create(ctx context.Context, e *Env) (Function, error) {
 	}
 	svc := session.NewService(session.Options{
 		Store:           e.SessionStore(),
+		Quotas:          e.quotas(),
 		Registry:        e.Registry(),
 		AgentTypes:      e.AgentTypes(),
 		Guardrails:      e.Guardrails(),
@@ -190,7 +191,7 @@ func Fleet(ctx context.Context, e *Env) (Function, error) {
 // Events builds the events function: the SSE stream of an agent's events.
 func Events(_ context.Context, e *Env) (Function, error) {
 	h := &eventsapi.Handlers{
-		Sessions:    session.NewService(session.Options{Store: e.SessionStore(), Log: e.Log}),
+		Sessions:    session.NewService(session.Options{Store: e.SessionStore(), Quotas: e.quotas(), Log: e.Log}),
 		Store:       e.SessionStore(),
 		Log:         e.Log,
 		MaxDuration: e.Config.EventsMaxDuration,

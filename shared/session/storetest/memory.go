@@ -30,6 +30,8 @@ type Memory struct {
 	events   map[string][]session.Event
 	// conns maps push connections to their sessions.
 	conns map[string]string
+	// creates counts creates per tenant and minute (TakeCreate).
+	creates map[string]int
 }
 
 type memSession struct {
@@ -116,7 +118,7 @@ func (m *Memory) Transition(_ context.Context, id string, c session.Change) (ses
 		if c.To.Terminal() {
 			s.EndedAt = now
 			s.ExpiresAt = now.Add(session.Retention).Unix()
-			s.WatchShard, s.DueAt = "", 0
+			s.WatchShard, s.DueAt, s.LiveTenant, s.Streams = "", 0, "", nil
 		}
 		return nil
 	})
@@ -435,4 +437,71 @@ func (m *Memory) Due(_ context.Context, shard string, before time.Time, limit in
 		ids = append(ids, s.ID)
 	}
 	return ids, nil
+}
+
+// TakeCreate counts a create of tenant in its minute, up to limit.
+func (m *Memory) TakeCreate(_ context.Context, tenant string, minute time.Time, limit int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.creates == nil {
+		m.creates = map[string]int{}
+	}
+	k := tenant + "#" + minute.UTC().Format(time.RFC3339)
+	if m.creates[k] >= limit {
+		return session.ErrConflict
+	}
+	m.creates[k]++
+	return nil
+}
+
+// CountLive counts tenant's live sessions, up to limit.
+func (m *Memory) CountLive(_ context.Context, tenant string, limit int) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, ms := range m.sessions {
+		if ms.s.LiveTenant == tenant && n < limit {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// OpenStream records an open stream of session id, unless limit unlapsed
+// ones are open.
+func (m *Memory) OpenStream(_ context.Context, id, stream string, until, now time.Time, limit int) error {
+	_, err := m.update(id, func(s *session.Session) error {
+		if !slices.Contains(session.Live, s.State) {
+			return session.ErrConflict
+		}
+		open := 0
+		for k, exp := range s.Streams {
+			if exp > now.UnixMilli() {
+				open++
+			} else {
+				delete(s.Streams, k)
+			}
+		}
+		if open >= limit {
+			return session.ErrConflict
+		}
+		if s.Streams == nil {
+			s.Streams = map[string]int64{}
+		}
+		s.Streams[stream] = until.UnixMilli()
+		return nil
+	})
+	return err
+}
+
+// CloseStream forgets a stream of session id.
+func (m *Memory) CloseStream(_ context.Context, id, stream string) error {
+	_, err := m.update(id, func(s *session.Session) error {
+		delete(s.Streams, stream)
+		return nil
+	})
+	if errors.Is(err, session.ErrNotFound) {
+		return nil
+	}
+	return err
 }

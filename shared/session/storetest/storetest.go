@@ -22,6 +22,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 	runEvents(t, newStore)
 	runPush(t, newStore)
 	runFleet(t, newStore)
+	runQuotas(t, newStore)
 }
 
 // sample returns a new session in state of generation gen, with every kind of

@@ -1,0 +1,109 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/remote-agents/remote-agents/shared/awserr"
+	"github.com/remote-agents/remote-agents/shared/resources"
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+// TakeCreate counts a create of tenant in its minute: one conditional
+// update of a counter item in the idempotency table ("quota#creates#…"),
+// which expires with the minute.
+func (s *Sessions) TakeCreate(ctx context.Context, tenant string, minute time.Time, limit int) error {
+	n := expression.Name("n")
+	up := expression.Add(n, expression.Value(1)).
+		Set(expression.Name("expires_at"), expression.Value(minute.Add(2*time.Minute).Unix()))
+	cond := expression.AttributeNotExists(n).Or(n.LessThan(expression.Value(limit)))
+	err := s.idempotency.Update(ctx, map[string]string{"key": "quota#creates#" + tenant + "#" + strconv.FormatInt(minute.Unix(), 10)}, up, nil, cond)
+	if errors.Is(err, ErrConditionFailed) {
+		return fmt.Errorf("creates of %s this minute: %w", tenant, session.ErrConflict)
+	}
+	return err
+}
+
+// CountLive counts tenant's live sessions on the by_live index (sparse: only
+// live sessions of a tenant hold live_tenant), reading at most limit.
+func (s *Sessions) CountLive(ctx context.Context, tenant string, limit int) (int, error) {
+	key, err := expression.NewBuilder().WithKeyCondition(expression.Key("live_tenant").Equal(expression.Value(tenant))).Build()
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	var start map[string]types.AttributeValue
+	for total < limit {
+		out, err := s.api.Query(ctx, &dynamodb.QueryInput{
+			TableName: aws.String(s.sessions.Name()), IndexName: aws.String(resources.SessionsByLive), Select: types.SelectCount,
+			KeyConditionExpression: key.KeyCondition(), ExpressionAttributeNames: key.Names(), ExpressionAttributeValues: key.Values(),
+			Limit: aws.Int32(int32(limit - total)), ExclusiveStartKey: start, //nolint:gosec // limit is a quota, at most config.MaxQuota
+		})
+		if err != nil {
+			return 0, fmt.Errorf("count live sessions of %s: %w", tenant, awserr.Classify(err))
+		}
+		total += int(out.Count)
+		if start = out.LastEvaluatedKey; len(start) == 0 {
+			break
+		}
+	}
+	return total, nil
+}
+
+// OpenStream records an open event stream on the session item (its streams
+// map), unless limit unlapsed ones are there; lapsed ones are dropped on the
+// way. The write is conditional on the map as read: of two racing opens at
+// the limit, one loses and is read again.
+func (s *Sessions) OpenStream(ctx context.Context, id, stream string, until, now time.Time, limit int) error {
+	for range 3 {
+		sess, err := s.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		open := 0
+		streams := expression.Name("streams")
+		var up expression.UpdateBuilder
+		for k, exp := range sess.Streams {
+			if exp > now.UnixMilli() {
+				open++
+				continue
+			}
+			up = up.Remove(streams.AppendName(expression.Name(k)))
+		}
+		if open >= limit {
+			return fmt.Errorf("streams of %s: %w", id, session.ErrConflict)
+		}
+		var cond expression.ConditionBuilder
+		if sess.Streams == nil {
+			up = expression.Set(streams, expression.Value(map[string]int64{stream: until.UnixMilli()}))
+			cond = expression.AttributeNotExists(streams)
+		} else {
+			up = up.Set(streams.AppendName(expression.Name(stream)), expression.Value(until.UnixMilli()))
+			cond = expression.Size(streams).Equal(expression.Value(len(sess.Streams)))
+		}
+		cond = expression.AttributeExists(expression.Name("session_id")).And(inStates(session.Live)).And(cond)
+		err = s.sessions.Update(ctx, sessionKey{id}, up, nil, cond)
+		if !errors.Is(err, ErrConditionFailed) {
+			return err
+		}
+	}
+	return fmt.Errorf("streams of %s: %w", id, session.ErrConflict)
+}
+
+// CloseStream forgets an event stream of the session.
+func (s *Sessions) CloseStream(ctx context.Context, id, stream string) error {
+	up := expression.Remove(expression.Name("streams").AppendName(expression.Name(stream)))
+	err := s.sessions.Update(ctx, sessionKey{id}, up, nil, expression.AttributeExists(expression.Name("streams")))
+	if errors.Is(err, ErrConditionFailed) {
+		return nil // over, or never recorded
+	}
+	return err
+}

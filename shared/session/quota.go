@@ -1,0 +1,86 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/remote-agents/remote-agents/shared/apierror"
+)
+
+// Quotas bound what one app (tenant) may hold or open at once (see
+// config.Quotas); a zero part is no bound.
+type Quotas struct {
+	ConcurrentSessions int
+	CreatesPerMinute   int
+	StreamsPerSession  int
+}
+
+// Quota timing.
+const (
+	// LiveQuotaRetry is what a create over the live sessions quota is told
+	// to wait: sessions end in their own time.
+	LiveQuotaRetry = 30
+	// StreamQuotaRetry is what an event stream over its quota is told to
+	// wait.
+	StreamQuotaRetry = 5
+	// StreamLapse is how long an open stream counts without saying it
+	// closed (its function died): past the longest a stream runs.
+	StreamLapse = 16 * time.Minute
+)
+
+// takeQuota admits one more create of tenant, or answers 429
+// quota_exceeded: over its live sessions, or its creates this minute.
+func (s *Service) takeQuota(ctx context.Context, tenant string, now time.Time) error {
+	q := s.o.Quotas
+	if n := q.ConcurrentSessions; n > 0 {
+		live, err := s.o.Store.CountLive(ctx, tenant, n)
+		if err != nil {
+			return err
+		}
+		if live >= n {
+			return &apierror.Error{Code: apierror.QuotaExceeded, RetryAfter: LiveQuotaRetry, Details: map[string]any{"quota": "concurrent_sessions", "limit": n},
+				Message: fmt.Sprintf("This app has %d live agents, its quota; shut one down or retry later.", n)}
+		}
+	}
+	if n := q.CreatesPerMinute; n > 0 {
+		minute := now.Truncate(time.Minute)
+		err := s.o.Store.TakeCreate(ctx, tenant, minute, n)
+		if errors.Is(err, ErrConflict) {
+			return &apierror.Error{Code: apierror.QuotaExceeded, RetryAfter: max(1, int(minute.Add(time.Minute).Sub(now).Seconds()+0.999)),
+				Details: map[string]any{"quota": "creates_per_minute", "limit": n},
+				Message: fmt.Sprintf("This app created %d agents this minute, its quota; retry in the next minute.", n)}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// OpenStream admits one more event stream of sess, or answers 429
+// quota_exceeded; close, called once the stream ends, forgets it.
+func (s *Service) OpenStream(ctx context.Context, sess Session) (close func(), err error) {
+	n := s.o.Quotas.StreamsPerSession
+	if n <= 0 || sess.State.Terminal() {
+		return func() {}, nil // an agent that is over only replays what it said
+	}
+	id := uuid.NewString()
+	now := s.o.Now()
+	err = s.o.Store.OpenStream(ctx, sess.ID, id, now.Add(StreamLapse), now, n)
+	if errors.Is(err, ErrConflict) {
+		return nil, &apierror.Error{Code: apierror.QuotaExceeded, RetryAfter: StreamQuotaRetry, Details: map[string]any{"quota": "streams_per_session", "limit": n},
+			Message: fmt.Sprintf("This agent has %d open event streams, its quota; close one or retry later.", n)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		if err := s.o.Store.CloseStream(context.WithoutCancel(ctx), sess.ID, id); err != nil {
+			s.o.Log.WarnContext(ctx, "forget a closed event stream", "session_id", sess.ID, "error", err.Error())
+		}
+	}, nil
+}

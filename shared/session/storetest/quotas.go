@@ -1,0 +1,83 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+// runQuotas is the contract of the quota counters.
+func runQuotas(t *testing.T, newStore func(t *testing.T) session.Store) {
+	t.Run("creates a minute are counted up to the limit, per tenant and minute", func(t *testing.T) {
+		st := newStore(t)
+		minute := time.Now().UTC().Truncate(time.Minute)
+		tenant := "t-" + newID(t)[:8]
+		for i := range 3 {
+			if err := st.TakeCreate(t.Context(), tenant, minute, 3); err != nil {
+				t.Fatalf("create %d: %v", i+1, err)
+			}
+		}
+		if err := st.TakeCreate(t.Context(), tenant, minute, 3); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("a fourth create: %v, want ErrConflict", err)
+		}
+		if err := st.TakeCreate(t.Context(), tenant, minute.Add(time.Minute), 3); err != nil {
+			t.Errorf("the next minute: %v", err)
+		}
+		if err := st.TakeCreate(t.Context(), tenant+"x", minute, 3); err != nil {
+			t.Errorf("another tenant: %v", err)
+		}
+	})
+	t.Run("live sessions of a tenant are counted until they are over", func(t *testing.T) {
+		st := newStore(t)
+		tenant := "t-" + newID(t)[:8]
+		var ids []string
+		for range 3 {
+			s := sample(t, session.Working, 1)
+			s.Tenant, s.LiveTenant = tenant, tenant
+			ids = append(ids, create(t, st, s).ID)
+		}
+		other := sample(t, session.Working, 1)
+		other.LiveTenant = "another"
+		create(t, st, other)
+		if n, err := st.CountLive(t.Context(), tenant, 10); err != nil || n != 3 {
+			t.Fatalf("live: %d %v, want 3", n, err)
+		}
+		if n, err := st.CountLive(t.Context(), tenant, 2); err != nil || n != 2 {
+			t.Errorf("counted up to 2: %d %v", n, err)
+		}
+		if _, err := st.Transition(t.Context(), ids[0], session.Change{From: session.Live, To: session.Ended, Reason: session.ReasonShutdown}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := st.CountLive(t.Context(), tenant, 10); err != nil || n != 2 {
+			t.Errorf("after one ended: %d %v, want 2", n, err)
+		}
+	})
+	t.Run("open streams of a session up to the limit; closed and lapsed ones free a place", func(t *testing.T) {
+		st := newStore(t)
+		s := create(t, st, sample(t, session.Working, 1))
+		now := time.Now()
+		for _, id := range []string{"a", "b"} {
+			if err := st.OpenStream(t.Context(), s.ID, id, now.Add(time.Minute), now, 2); err != nil {
+				t.Fatalf("open %s: %v", id, err)
+			}
+		}
+		if err := st.OpenStream(t.Context(), s.ID, "c", now.Add(time.Minute), now, 2); !errors.Is(err, session.ErrConflict) {
+			t.Fatalf("a third stream: %v, want ErrConflict", err)
+		}
+		if err := st.CloseStream(t.Context(), s.ID, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.OpenStream(t.Context(), s.ID, "c", now.Add(time.Minute), now, 2); err != nil {
+			t.Errorf("after a close: %v", err)
+		}
+		later := now.Add(2 * time.Minute)
+		if err := st.OpenStream(t.Context(), s.ID, "d", later.Add(time.Minute), later, 2); err != nil {
+			t.Errorf("after the others lapsed: %v", err)
+		}
+		if err := st.CloseStream(t.Context(), newID(t), "x"); err != nil {
+			t.Errorf("close on an unknown session: %v", err)
+		}
+	})
+}

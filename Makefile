@@ -122,14 +122,15 @@ sam-local: build ## run the API with `sam local start-api` against LocalStack (m
 	cd infra && rm -rf cdk.out/sam && $(INFRA_ENV) CDK_OUTDIR=cdk.out/sam CDK_CONTEXT_JSON='{"env":"$(ENV)","target":"sam"}' $(GO) run .
 	cd infra && sam local start-api --config-file samconfig.toml -t cdk.out/sam/RemoteAgents-$(ENV).template.json
 
-bench: $(NODE_MODULES) ## benchmarks on the local stack: create → ready over 50 creates; tool callbacks over 500 calls and 32 callers; SSE fan-out to a browser over 100 events; the model gateway's added latency over 200 streamed calls; a workspace read round trip over 20 reads; orchestrator jobs POST → STARTED, 32 at once, over 64 jobs; create → ready cold, warm (from the pool) and the floor, over 30 each
+bench: $(NODE_MODULES) ## benchmarks on the local stack: create → ready over 50 creates; tool callbacks over 500 calls and 32 callers; SSE fan-out to a browser over 100 events; the model gateway's added latency over 200 streamed calls; a workspace read round trip over 20 reads; orchestrator jobs POST → STARTED, 32 at once, over 64 jobs; create → ready cold, warm (from the pool) and the floor, over 30 each; a fleet list page with 100 and with 10,000 agents in the table
 	$(EMULATORS) -- sh -c "$(GO) test -run '^$$' -bench CreateReady -benchtime 50x ./localstack/devserver/ && \
 		$(GO) test -run '^$$' -bench ToolCallback -benchtime 500x ./localstack/devserver/ && \
 		$(GO) test -run '^$$' -bench EventFanout -benchtime 100x ./localstack/devserver/ && \
 		$(GO) test -run '^$$' -bench ModelGateway -benchtime 200x ./localstack/devserver/ && \
 		$(GO) test -run '^$$' -bench WorkspaceTool -benchtime 20x ./localstack/devserver/ && \
 		$(GO) test -run '^$$' -bench JobDispatch -benchtime 2x ./localstack/devserver/ && \
-		$(GO) test -run '^$$' -bench CreateReadyPool -benchtime 30x -v ./localstack/devserver/"
+		$(GO) test -run '^$$' -bench CreateReadyPool -benchtime 30x -v ./localstack/devserver/ && \
+		$(GO) test -run '^$$' -bench FleetList -benchtime 100x -v ./localstack/devserver/"
 
 dev: $(NODE_MODULES) dist/agent ## run the system locally: emulators, resources, seed data, the API on 127.0.0.1:$RA_PORT (8080)
 	$(GO) run ./localstack/cmd/devserver

@@ -23,7 +23,7 @@ import (
 // putSessions writes n sessions of tenant straight into the sessions table
 // (as create writes them), created a millisecond apart from base, and
 // returns their ids newest first.
-func (s *stack) putSessions(t *testing.T, tenant string, n int, base time.Time, tweak func(i int, sess *session.Session)) []string {
+func (s *stack) putSessions(t testing.TB, tenant string, n int, base time.Time, tweak func(i int, sess *session.Session)) []string {
 	t.Helper()
 	store := s.srv.Env.SessionStore()
 	ids := make([]string, n)

@@ -171,7 +171,10 @@ func TestWarmPoolBurst(t *testing.T) {
 
 // appTenant is the tenant of the dev app key (the owner of the types it
 // creates).
-func appTenant(t *testing.T, s *stack) string {
+func appTenant(t *testing.T, s *stack) string { return appTenantB(t, s) }
+
+// appTenantB is appTenant for tests and benchmarks.
+func appTenantB(t testing.TB, s *stack) string {
 	t.Helper()
 	key, err := s.srv.Env.Registry().AppKeyByHash(t.Context(), token.Hash(appKey))
 	if err != nil {

@@ -432,7 +432,8 @@ func (r *run) serve(ctx, turnCtx context.Context) error {
 			r.log.Info("sandbox stopping: signal")
 			return r.cl.status(context.WithoutCancel(ctx), sandboxwire.Ended, "", sandboxwire.ReasonShutdown)
 		case <-beat.C:
-			err = r.cl.do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, struct{}{}, &orders)
+			// A turn in progress (a model call, a tool running) is activity.
+			err = r.cl.do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, sandboxwire.HeartbeatReport{Busy: r.turning}, &orders)
 		case <-poll.C:
 			orders, err = r.readInbox(ctx, turnCtx, "poll")
 		case <-wake:

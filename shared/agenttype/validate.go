@@ -16,16 +16,18 @@ import (
 
 // Limits of an agent type and its workspace configuration.
 const (
-	MaxNameBytes          = 128
-	MaxTools              = 32
-	MaxSetupCommands      = 20
-	MaxSetupCommandBytes  = 4096
-	MaxURLBytes           = 2048
-	MaxBranchBytes        = 255
-	MaxBaseImageBytes     = 512
-	DefaultSetupTimeout   = 300
-	MaxSetupTimeout       = 3600
-	MaxWarmPoolSize       = 100
+	MaxNameBytes         = 128
+	MaxTools             = 32
+	MaxSetupCommands     = 20
+	MaxSetupCommandBytes = 4096
+	MaxURLBytes          = 2048
+	MaxBranchBytes       = 255
+	MaxBaseImageBytes    = 512
+	DefaultSetupTimeout  = 300
+	MaxSetupTimeout      = 3600
+	MaxWarmPoolSize      = 100
+	// MaxLimitSeconds bounds a session limit's seconds (30 days).
+	MaxLimitSeconds       = 30 * 24 * 3600
 	maxToolNameBytes      = 64
 	maxResourceLimitBytes = 16
 )
@@ -87,6 +89,14 @@ func ValidateWith(c registry.WorkspaceConfig, d registry.ResourceLimits, insecur
 	}
 	if c.WarmPoolSize < 0 || c.WarmPoolSize > MaxWarmPoolSize {
 		return registry.WorkspaceConfig{}, invalid("warm_pool_size must be from 0 to %d.", MaxWarmPoolSize)
+	}
+	if l := c.SessionLimits; l != nil {
+		if l.MaxSessionSeconds < 0 || l.MaxSessionSeconds > MaxLimitSeconds || l.IdleTimeoutSeconds < 0 || l.IdleTimeoutSeconds > MaxLimitSeconds {
+			return registry.WorkspaceConfig{}, invalid("session_limits.max_session_seconds and idle_timeout_seconds must be from 0 (none) to %d.", MaxLimitSeconds)
+		}
+		if l.MaxTokens < 0 {
+			return registry.WorkspaceConfig{}, invalid("session_limits.max_tokens must be 0 (none) or more.")
+		}
 	}
 	if c.BaseImage != "" && (len(c.BaseImage) > MaxBaseImageBytes || !baseImagePattern.MatchString(c.BaseImage)) {
 		return registry.WorkspaceConfig{}, invalid("base_image must be a container image reference of at most %d bytes, like public.ecr.aws/docker/library/node:22.", MaxBaseImageBytes)

@@ -66,6 +66,9 @@ type RemoteAgents struct {
 	GitInsecureHosts []string
 	// Quotas bound what one app (tenant) may hold or open.
 	Quotas Quotas
+	// SessionLimits bound each session (an agent type's may be lower): its
+	// time, its idle time, its model tokens; 0 is none.
+	SessionLimits SessionLimits
 }
 
 // WorkspaceLimits are a workspace's CPU (vCPUs), memory and disk, written as
@@ -111,6 +114,7 @@ func Defaults() RemoteAgents {
 		WorkspaceDefaults: DefaultWorkspaceLimits,
 		GitInsecureHosts:  slices.Clone(sandboxwire.DefaultInsecureGitHosts),
 		Quotas:            DefaultQuotas,
+		SessionLimits:     DefaultSessionLimits,
 	}
 }
 
@@ -165,6 +169,35 @@ type section struct {
 	WorkspaceDefaults      *limits   `yaml:"workspace_defaults"`
 	GitInsecureHosts       *[]string `yaml:"git_insecure_hosts"`
 	Quotas                 *quotas   `yaml:"quotas"`
+	SessionLimits          *limitsIn `yaml:"session_limits"`
+}
+
+// SessionLimits bound each session; a zero part is none.
+type SessionLimits struct {
+	MaxSessionSeconds  int   // session_limits.max_session_seconds, RA_MAX_SESSION_SECONDS
+	IdleTimeoutSeconds int   // session_limits.idle_timeout_seconds, RA_IDLE_TIMEOUT_SECONDS
+	MaxTokens          int64 // session_limits.max_tokens, RA_MAX_SESSION_TOKENS
+}
+
+// DefaultSessionLimits: a day at most, an hour idle at most, tokens unbounded.
+var DefaultSessionLimits = SessionLimits{MaxSessionSeconds: 24 * 3600, IdleTimeoutSeconds: 3600}
+
+// MaxLimitSeconds bounds a session limit's seconds (30 days).
+const MaxLimitSeconds = 30 * 24 * 3600
+
+// limitsIn are SessionLimits as written: a part left out keeps its default.
+type limitsIn struct {
+	MaxSessionSeconds  *int   `yaml:"max_session_seconds"`
+	IdleTimeoutSeconds *int   `yaml:"idle_timeout_seconds"`
+	MaxTokens          *int64 `yaml:"max_tokens"`
+}
+
+// LimitSeconds reads a session limit's seconds: 0 (none) to MaxLimitSeconds.
+func LimitSeconds(name string, v int) (int, error) {
+	if v < 0 || v > MaxLimitSeconds {
+		return 0, fmt.Errorf("%s: want a whole number of seconds from 0 (none) to %d, got %d", name, MaxLimitSeconds, v)
+	}
+	return v, nil
 }
 
 // Quotas bound what one app (tenant) may hold or open at once; past one,
@@ -284,6 +317,24 @@ func (c *RemoteAgents) apply(s section) error {
 	if v := s.GitInsecureHosts; v != nil {
 		if c.GitInsecureHosts, err = insecureHosts(prefix+"git_insecure_hosts", *v); err != nil {
 			return err
+		}
+	}
+	if l := s.SessionLimits; l != nil {
+		if l.MaxSessionSeconds != nil {
+			if c.SessionLimits.MaxSessionSeconds, err = LimitSeconds(prefix+"session_limits.max_session_seconds", *l.MaxSessionSeconds); err != nil {
+				return err
+			}
+		}
+		if l.IdleTimeoutSeconds != nil {
+			if c.SessionLimits.IdleTimeoutSeconds, err = LimitSeconds(prefix+"session_limits.idle_timeout_seconds", *l.IdleTimeoutSeconds); err != nil {
+				return err
+			}
+		}
+		if l.MaxTokens != nil {
+			if *l.MaxTokens < 0 {
+				return fmt.Errorf("%ssession_limits.max_tokens: want 0 (none) or more, got %d", prefix, *l.MaxTokens)
+			}
+			c.SessionLimits.MaxTokens = *l.MaxTokens
 		}
 	}
 	if q := s.Quotas; q != nil {

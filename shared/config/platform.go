@@ -146,6 +146,16 @@ var envVars = append([]envVar{
 		p.GitInsecureHosts, err = insecureHosts("RA_GIT_INSECURE_HOSTS", splitList(v))
 		return err
 	}},
+	{"RA_MAX_SESSION_SECONDS", false, limitVar("RA_MAX_SESSION_SECONDS", func(p *Platform) *int { return &p.SessionLimits.MaxSessionSeconds })},
+	{"RA_IDLE_TIMEOUT_SECONDS", false, limitVar("RA_IDLE_TIMEOUT_SECONDS", func(p *Platform) *int { return &p.SessionLimits.IdleTimeoutSeconds })},
+	{"RA_MAX_SESSION_TOKENS", false, func(p *Platform, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("RA_MAX_SESSION_TOKENS: want 0 (none) or a positive whole number, got %q", v)
+		}
+		p.SessionLimits.MaxTokens = n
+		return nil
+	}},
 	{"RA_QUOTA_CONCURRENT_SESSIONS", false, quotaVar("RA_QUOTA_CONCURRENT_SESSIONS", func(p *Platform) *int { return &p.Quotas.ConcurrentSessions })},
 	{"RA_QUOTA_CREATES_PER_MINUTE", false, quotaVar("RA_QUOTA_CREATES_PER_MINUTE", func(p *Platform) *int { return &p.Quotas.CreatesPerMinute })},
 	{"RA_QUOTA_STREAMS_PER_SESSION", false, quotaVar("RA_QUOTA_STREAMS_PER_SESSION", func(p *Platform) *int { return &p.Quotas.StreamsPerSession })},
@@ -199,6 +209,18 @@ var envVars = append([]envVar{
 		return nil
 	}},
 }, modelEnvVars()...)
+
+// limitVar sets the session limit field returns from the variable name.
+func limitVar(name string, field func(*Platform) *int) func(*Platform, string) error {
+	return func(p *Platform, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%s: want a whole number of seconds, got %q", name, v)
+		}
+		*field(p), err = LimitSeconds(name, n)
+		return err
+	}
+}
 
 // quotaVar sets the quota field returns from the variable name.
 func quotaVar(name string, field func(*Platform) *int) func(*Platform, string) error {

@@ -223,7 +223,9 @@ func (s *Sessions) AddUsage(ctx context.Context, id string, u session.Usage) err
 	up := expression.Add(expression.Name("input_tokens"), expression.Value(u.InputTokens)).
 		Add(expression.Name("output_tokens"), expression.Value(u.OutputTokens)).
 		Add(expression.Name("cached_tokens"), expression.Value(u.CachedTokens)).
-		Add(expression.Name("model_calls"), expression.Value(u.Calls))
+		Add(expression.Name("model_calls"), expression.Value(u.Calls)).
+		// A model call is activity (the idle timeout's).
+		Set(expression.Name("last_activity_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano)))
 	err := s.sessions.Update(ctx, sessionKey{id}, up, nil, expression.AttributeExists(expression.Name("session_id")))
 	var cf *ConditionFailedError
 	if errors.As(err, &cf) {
@@ -256,8 +258,11 @@ func (s *Sessions) appendEvents(ctx context.Context, id string, generation int, 
 	if n == 0 || n > session.MaxEventsPerAppend {
 		return nil, fmt.Errorf("append %d events: want 1..%d", n, session.MaxEventsPerAppend)
 	}
+	// An event is activity (the idle timeout's).
+	stamp := s.now().UTC().Format(time.RFC3339Nano)
 	up := expression.Add(expression.Name("event_seq"), expression.Value(n)).
-		Set(expression.Name("updated_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano)))
+		Set(expression.Name("updated_at"), expression.Value(stamp)).
+		Set(expression.Name("last_activity_at"), expression.Value(stamp))
 	cond := inStates(session.Live).And(expression.Name("generation").Equal(expression.Value(generation)))
 	var counter struct {
 		Seq int64 `json:"event_seq"`
@@ -363,6 +368,7 @@ func setFields(up expression.UpdateBuilder, f session.Fields) expression.UpdateB
 			"cpu_percent": f.Resources.CPUPercent, "memory_mb": f.Resources.MemoryMB}))
 	}
 	at("rate_limited_at", f.RateLimitedAt)
+	at("last_activity_at", f.LastActivityAt)
 	return up
 }
 

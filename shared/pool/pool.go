@@ -150,9 +150,10 @@ func IsID(id string) bool { return idPattern.MatchString(id) }
 
 // Version is the configuration version of a workspace configuration: what a
 // pool sandbox of it has done before its claim depends on (everything but
-// the pool's size). Sessions and pool sandboxes of equal versions match.
+// the pool's size, the sessions' limits). Sessions and pool sandboxes of
+// equal versions match.
 func Version(c registry.WorkspaceConfig) string {
-	c.WarmPoolSize = 0
+	c.WarmPoolSize, c.SessionLimits = 0, nil
 	raw, _ := json.Marshal(c)
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:8])

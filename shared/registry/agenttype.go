@@ -54,6 +54,17 @@ type WorkspaceConfig struct {
 	// WarmPoolSize is how many idle sandboxes of the type to keep (stored;
 	// the warm pool uses it).
 	WarmPoolSize int `json:"warm_pool_size"`
+	// SessionLimits bound each session of the type (with the platform's:
+	// the lower of the two holds); nil: the platform's only.
+	SessionLimits *SessionLimits `json:"session_limits,omitempty"`
+}
+
+// SessionLimits bound one session: its time, its idle time, its model
+// tokens. A zero part is no bound of this level.
+type SessionLimits struct {
+	MaxSessionSeconds  int   `json:"max_session_seconds,omitempty"`
+	IdleTimeoutSeconds int   `json:"idle_timeout_seconds,omitempty"`
+	MaxTokens          int64 `json:"max_tokens,omitempty"`
 }
 
 // RepoSource says which repository a workspace clones.

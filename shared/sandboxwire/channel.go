@@ -54,6 +54,12 @@ const (
 	// ReasonModelUnavailable: the sandbox found no usable model (none
 	// configured, or its key missing), so the agent could not answer.
 	ReasonModelUnavailable Reason = "model_unavailable"
+	// The platform's limits of a session (session limits): it ran its
+	// maximum time, it was idle past its idle timeout, its model calls used
+	// its token budget.
+	ReasonMaxDuration Reason = "max_duration"
+	ReasonIdleTimeout Reason = "idle_timeout"
+	ReasonTokenBudget Reason = "token_budget"
 )
 
 // Reportable lists the reasons a sandbox may send with ended or failed.
@@ -136,6 +142,9 @@ type BootstrapResponse struct {
 // of itself (a job's sandbox sends it; the job's resources show it).
 type HeartbeatReport struct {
 	Usage *ResourceSample `json:"usage,omitempty"`
+	// Busy says the agent is at work (a turn, a tool running): activity, for
+	// the idle timeout. A heartbeat by itself is none.
+	Busy bool `json:"busy,omitempty"`
 }
 
 // ResourceSample is one measure of a sandbox's use: CPU as a percentage of

@@ -219,7 +219,9 @@ func changeFor(sess Session, in sandboxwire.StatusReport, now time.Time) (Change
 		c.Reason = in.Reason
 		switch {
 		case sess.State == Ending:
-			c.Reason = ReasonShutdown
+			// The platform's reason to stop it holds (a limit's, a kill's).
+			c.Reason = cmp.Or(sess.Reason, ReasonShutdown)
+			return c, nil
 		case c.Reason == "" && to == Failed:
 			c.Reason = ReasonError
 		case c.Reason == "":
@@ -248,6 +250,9 @@ func (c *Channel) Heartbeat(ctx context.Context, id, tok string, in sandboxwire.
 		}
 		f.Resources = u
 	}
+	if in.Busy {
+		f.LastActivityAt = f.HeartbeatAt // the agent at work is activity
+	}
 	after, err := c.o.Store.Touch(ctx, sess.ID, sess.Generation, f)
 	if errors.Is(err, ErrConflict) {
 		return sandboxwire.Orders{Stop: true, State: sess.State}, nil
@@ -255,7 +260,8 @@ func (c *Channel) Heartbeat(ctx context.Context, id, tok string, in sandboxwire.
 	if err != nil {
 		return sandboxwire.Orders{}, err
 	}
-	return orders(after), nil
+	// A session over one of its limits is told to stop now.
+	return orders(c.endForLimit(ctx, after)), nil
 }
 
 // Inbox returns what the sandbox must act on after the cursor: user messages

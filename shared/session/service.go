@@ -69,7 +69,10 @@ type Options struct {
 	Store Store
 	// Quotas bound what one app (tenant) may hold or open; a zero part is
 	// no bound.
-	Quotas   Quotas
+	Quotas Quotas
+	// Limits are the platform's session limits (an agent type may lower
+	// them); a zero part is no bound.
+	Limits   registry.SessionLimits
 	Registry registry.Store
 	// AgentTypes resolves the agent type of a create (create only).
 	AgentTypes AgentTypes
@@ -471,6 +474,10 @@ type AliveStatus struct {
 	Workspace *sandboxwire.WorkspaceStatus `json:"workspace,omitempty"`
 	// FromPool says whether its sandbox came from its type's warm pool.
 	FromPool bool `json:"from_pool"`
+	// Limits are the session's limits (0: none), and Remaining what it has
+	// left of them.
+	Limits    registry.SessionLimits `json:"limits"`
+	Remaining Remaining              `json:"remaining"`
 }
 
 // Alive reports whether a session is still active, that is not ended: a
@@ -515,6 +522,7 @@ func (s *Service) Alive(ctx context.Context, id, tok string) (AliveStatus, error
 		st := workspaceStatus(sess)
 		ws = &st
 	}
+	limits := EffectiveLimits(s.o.Limits, sess)
 	return AliveStatus{
 		Workspace:         ws,
 		AgentID:           id,
@@ -524,6 +532,8 @@ func (s *Service) Alive(ctx context.Context, id, tok string) (AliveStatus, error
 		GuardrailsStale:   sess.GuardrailsHash != "" && sess.GuardrailsHash != current,
 		Usage:             sess.Usage(),
 		FromPool:          sess.PoolSandbox != "",
+		Limits:            limits,
+		Remaining:         remainingOf(limits, sess, s.o.Now()),
 	}, nil
 }
 

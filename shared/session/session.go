@@ -47,13 +47,17 @@ type Reason = sandboxwire.Reason
 
 // The reasons.
 const (
-	ReasonShutdown   = sandboxwire.ReasonShutdown
-	ReasonTimeout    = sandboxwire.ReasonTimeout
-	ReasonCrashed    = sandboxwire.ReasonCrashed
-	ReasonLost       = sandboxwire.ReasonLost
-	ReasonIdle       = sandboxwire.ReasonIdle
-	ReasonError      = sandboxwire.ReasonError
-	ReasonTokenLimit = sandboxwire.ReasonTokenLimit
+	ReasonShutdown = sandboxwire.ReasonShutdown
+	ReasonTimeout  = sandboxwire.ReasonTimeout
+	// The session limits' reasons.
+	ReasonMaxDuration = sandboxwire.ReasonMaxDuration
+	ReasonIdleTimeout = sandboxwire.ReasonIdleTimeout
+	ReasonTokenBudget = sandboxwire.ReasonTokenBudget
+	ReasonCrashed     = sandboxwire.ReasonCrashed
+	ReasonLost        = sandboxwire.ReasonLost
+	ReasonIdle        = sandboxwire.ReasonIdle
+	ReasonError       = sandboxwire.ReasonError
+	ReasonTokenLimit  = sandboxwire.ReasonTokenLimit
 	// ReasonModelUnavailable: the sandbox found no usable model.
 	ReasonModelUnavailable = sandboxwire.ReasonModelUnavailable
 	// ReasonLaunchFailed: the sandbox could not be launched, on its capacity
@@ -174,8 +178,11 @@ type Session struct {
 	// RateLimitedAt is when a model provider last limited (or nearly
 	// limited) the session's calls, as the model gateway saw it.
 	RateLimitedAt time.Time `json:"rate_limited_at,omitempty,omitzero"`
-	EndedAt       time.Time `json:"ended_at,omitempty,omitzero"`
-	HeartbeatAt   time.Time `json:"heartbeat_at,omitempty,omitzero"`
+	// LastActivityAt is when the session last did something (an event, a
+	// model call, a busy heartbeat): what the idle timeout counts from.
+	LastActivityAt time.Time `json:"last_activity_at,omitempty,omitzero"`
+	EndedAt        time.Time `json:"ended_at,omitempty,omitzero"`
+	HeartbeatAt    time.Time `json:"heartbeat_at,omitempty,omitzero"`
 	// ExpiresAt (epoch seconds) is set when the session ends; TTL removes it later.
 	ExpiresAt int64 `json:"expires_at,omitempty"`
 	// InputTokens, OutputTokens, CachedTokens and ModelCalls are what the
@@ -292,6 +299,8 @@ type Fields struct {
 	// provider limited its calls.
 	Resources     *sandboxwire.ResourceSample
 	RateLimitedAt time.Time
+	// LastActivityAt is activity (see Session.LastActivityAt).
+	LastActivityAt time.Time
 }
 
 // QuotaStore counts what the quotas bound (config.Quotas).

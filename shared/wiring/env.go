@@ -358,3 +358,10 @@ func (e *Env) quotas() session.Quotas {
 	q := e.Config.Quotas
 	return session.Quotas{ConcurrentSessions: q.ConcurrentSessions, CreatesPerMinute: q.CreatesPerMinute, StreamsPerSession: q.StreamsPerSession}
 }
+
+// limits are the configuration's session limits, as the session service
+// takes them.
+func (e *Env) limits() registry.SessionLimits {
+	l := e.Config.SessionLimits
+	return registry.SessionLimits{MaxSessionSeconds: l.MaxSessionSeconds, IdleTimeoutSeconds: l.IdleTimeoutSeconds, MaxTokens: l.MaxTokens}
+}

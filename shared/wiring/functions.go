@@ -140,7 +140,7 @@ func Alive(ctx context.Context, e *Env) (Function, error) {
 	if err != nil {
 		return Function{}, err
 	}
-	svc := session.NewService(session.Options{Store: e.SessionStore(), Guardrails: e.Guardrails(), Jobs: jobs, Log: e.Log})
+	svc := session.NewService(session.Options{Store: e.SessionStore(), Guardrails: e.Guardrails(), Jobs: jobs, Limits: e.limits(), Log: e.Log})
 	return sessionRoutes("alive", svc, e)
 }
 
@@ -231,6 +231,7 @@ func Sandbox(ctx context.Context, e *Env) (Function, error) {
 		return Function{}, err
 	}
 	ch := session.NewChannel(session.Options{
+		Limits:     e.limits(),
 		JobRuns:    jobs,
 		Store:      e.SessionStore(),
 		Registry:   e.Registry(),

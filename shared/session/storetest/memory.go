@@ -238,6 +238,7 @@ func (m *Memory) AddUsage(_ context.Context, id string, u session.Usage) error {
 		s.OutputTokens += u.OutputTokens
 		s.CachedTokens += u.CachedTokens
 		s.ModelCalls += u.Calls
+		s.LastActivityAt = m.now().UTC()
 		return nil
 	})
 	return err
@@ -273,7 +274,7 @@ func (m *Memory) append(id string, generation int, events []session.Event, rec *
 	// dynamo.Sessions reserves the numbers before it writes the events, so a
 	// refused record leaves a gap; so does this.
 	ms.seq += int64(n)
-	ms.s.UpdatedAt = now
+	ms.s.UpdatedAt, ms.s.LastActivityAt = now, now
 	m.sessions[id] = ms
 	if rec != nil {
 		if _, taken := m.records[rec.Key]; taken {
@@ -365,6 +366,7 @@ func set(s *session.Session, f session.Fields) error {
 		s.Resources = clone(f.Resources)
 	}
 	at(&s.RateLimitedAt, f.RateLimitedAt)
+	at(&s.LastActivityAt, f.LastActivityAt)
 	return nil
 }
 

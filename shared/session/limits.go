@@ -1,0 +1,131 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/registry"
+)
+
+// EffectiveLimits are the limits of sess: for each part, the lower of the
+// platform's (p) and its agent type's as copied at create; zero where
+// neither bounds it.
+func EffectiveLimits(p registry.SessionLimits, sess Session) registry.SessionLimits {
+	if sess.Workspace == nil || sess.Workspace.SessionLimits == nil {
+		return p
+	}
+	t := *sess.Workspace.SessionLimits
+	return registry.SessionLimits{
+		MaxSessionSeconds:  lower(p.MaxSessionSeconds, t.MaxSessionSeconds),
+		IdleTimeoutSeconds: lower(p.IdleTimeoutSeconds, t.IdleTimeoutSeconds),
+		MaxTokens:          lower(p.MaxTokens, t.MaxTokens),
+	}
+}
+
+// lower is the lower of two bounds, 0 being none.
+func lower[T int | int64](a, b T) T {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}
+
+// Remaining is what a session has left of its limits (nil: no bound), as
+// alive shows it.
+type Remaining struct {
+	Seconds     *int64 `json:"seconds"`
+	IdleSeconds *int64 `json:"idle_seconds"`
+	Tokens      *int64 `json:"tokens"`
+}
+
+// activeSince is when sess last did something: its last activity, else
+// when it became ready, else when it was created.
+func activeSince(sess Session) time.Time {
+	last := sess.CreatedAt
+	for _, t := range []time.Time{sess.ReadyAt, sess.LastActivityAt} {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
+// watched reports whether sess has an open event stream: a viewer is
+// activity.
+func watched(sess Session, now time.Time) bool {
+	for _, exp := range sess.Streams {
+		if exp > now.UnixMilli() {
+			return true
+		}
+	}
+	return false
+}
+
+// remainingOf is what sess has left of l at now.
+func remainingOf(l registry.SessionLimits, sess Session, now time.Time) Remaining {
+	var r Remaining
+	if l.MaxSessionSeconds > 0 {
+		v := max(0, int64(l.MaxSessionSeconds)-int64(now.Sub(sess.CreatedAt).Seconds()))
+		r.Seconds = &v
+	}
+	if l.IdleTimeoutSeconds > 0 {
+		v := int64(l.IdleTimeoutSeconds)
+		if !watched(sess, now) {
+			v = max(0, v-int64(now.Sub(activeSince(sess)).Seconds()))
+		}
+		r.IdleSeconds = &v
+	}
+	if l.MaxTokens > 0 {
+		u := sess.Usage()
+		v := max(0, l.MaxTokens-u.InputTokens-u.OutputTokens)
+		r.Tokens = &v
+	}
+	return r
+}
+
+// running reports whether the limits apply in state s (up and usable: not
+// provisioning, not already ending or over).
+func running(s State) bool { return s == Ready || s == Working || s == Idle }
+
+// overLimit is the reason a running sess is to end for a limit at now, ""
+// for none.
+func overLimit(l registry.SessionLimits, sess Session, now time.Time) Reason {
+	if !running(sess.State) {
+		return ""
+	}
+	r := remainingOf(l, sess, now)
+	switch {
+	case r.Seconds != nil && *r.Seconds == 0:
+		return ReasonMaxDuration
+	case r.Tokens != nil && *r.Tokens == 0:
+		return ReasonTokenBudget
+	case r.IdleSeconds != nil && *r.IdleSeconds == 0:
+		return ReasonIdleTimeout
+	}
+	return ""
+}
+
+// endForLimit moves sess, if it is over a limit, to ending with that
+// limit's reason (its sandbox is told to stop), and returns it as it is
+// after.
+func (c *Channel) endForLimit(ctx context.Context, sess Session) Session {
+	why := overLimit(EffectiveLimits(c.o.Limits, sess), sess, c.o.Now())
+	if why == "" {
+		return sess
+	}
+	after, err := c.o.Store.Transition(ctx, sess.ID, Change{From: Running, To: Ending, Generation: sess.Generation, Reason: why})
+	if errors.Is(err, ErrConflict) {
+		return sess
+	}
+	if err != nil {
+		c.o.Log.WarnContext(ctx, "end a session over its limit", slog.String("session_id", sess.ID), slog.String("error", err.Error()))
+		return sess
+	}
+	c.o.Log.InfoContext(ctx, "session over its limit: ending", slog.String("session_id", sess.ID), slog.String("reason", string(why)))
+	return after
+}

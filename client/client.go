@@ -66,6 +66,9 @@ const (
 	// CodeQuotaExceeded: the app is at a quota (live agents, creates a
 	// minute, an agent's open streams); retryable after RetryAfter.
 	CodeQuotaExceeded = "quota_exceeded"
+	// CodeBudgetExceeded: the app spent its daily model budget; retryable
+	// after RetryAfter (the next UTC day).
+	CodeBudgetExceeded = "budget_exceeded"
 )
 
 // Error is an error the API answered: the standard envelope.

@@ -44,10 +44,11 @@ func TestSessionLimitsEndSessions(t *testing.T) {
 	}))
 	s.limitedType(t, "tokens", map[string]any{"max_tokens": 10})
 	s.limitedType(t, "short", map[string]any{"max_session_seconds": 2, "idle_timeout_seconds": 600})
+	s.limitedType(t, "costly", map[string]any{"max_cost_usd": 0.01})
 	for _, c := range []struct {
 		typ  string
 		want session.Reason
-	}{{"tokens", session.ReasonTokenBudget}, {"short", session.ReasonMaxDuration}, {"", session.ReasonIdleTimeout}} {
+	}{{"tokens", session.ReasonTokenBudget}, {"costly", session.ReasonCostBudget}, {"short", session.ReasonMaxDuration}, {"", session.ReasonIdleTimeout}} {
 		body := createBody("Hello")
 		if c.typ != "" {
 			body["agent_type"] = c.typ
@@ -57,9 +58,15 @@ func TestSessionLimitsEndSessions(t *testing.T) {
 			t.Fatalf("%s: create: %d %s", c.typ, r.status, r.raw)
 		}
 		id := r.str("agent_id")
-		if c.typ == "tokens" {
-			// What the model gateway meters (the scripted model calls none).
+		// What the model gateway meters and costs (the scripted model calls
+		// none): 12 tokens; 0.02 USD.
+		switch c.typ {
+		case "tokens":
 			if err := s.srv.Env.SessionStore().AddUsage(t.Context(), id, session.Usage{InputTokens: 8, OutputTokens: 4, Calls: 1}); err != nil {
+				t.Fatal(err)
+			}
+		case "costly":
+			if err := s.srv.Env.SessionStore().AddUsage(t.Context(), id, session.Usage{InputTokens: 1, Calls: 1, CostMicroUSD: 20000}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -105,5 +112,27 @@ func TestALongToolRunIsNotIdle(t *testing.T) {
 	}
 	if !finished || got != session.ReasonIdleTimeout {
 		t.Errorf("tool finished %v, ended with %q (want idle_timeout after it)", finished, got)
+	}
+}
+
+// TestDailyBudgetRefusesCreates: an app whose model calls cost its daily
+// budget today gets 429 budget_exceeded on create, with the seconds to the
+// next UTC day; another app is not affected.
+func TestDailyBudgetRefusesCreates(t *testing.T) {
+	t.Parallel()
+	s := start(t, fakeSandbox(), withConfig(func(c *config.RemoteAgents) {
+		c.SessionLimits = config.SessionLimits{MaxCostUSDPerDay: 1}
+		c.CreationTimeout = time.Second
+	}))
+	now := time.Now().UTC()
+	// What the model gateway adds up for the app's calls.
+	if err := s.srv.Env.SessionStore().AddSpend(t.Context(), appTenant(t, s), now.Truncate(24*time.Hour), 1_000_000); err != nil {
+		t.Fatal(err)
+	}
+	r := s.create(createBody("Hello"))
+	wantError(t, r, http.StatusTooManyRequests, "budget_exceeded")
+	retry, _ := r.body["retry_after_seconds"].(float64)
+	if d, _ := r.body["details"].(map[string]any); d["spent_usd"] != float64(1) || retry < 1 || retry > 86400 {
+		t.Errorf("over the daily budget: %s", r.raw)
 	}
 }

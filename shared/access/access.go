@@ -285,7 +285,8 @@ var table = map[string]Access{
 	// The model gateway authenticates the sandbox and adds each call's usage
 	// to its session.
 	"model": {
-		Tables: map[string][]string{Sessions: {GetItem, UpdateItem}},
+		// An app's spend of the day (its daily budget): a counter item.
+		Tables: map[string][]string{Sessions: {GetItem, UpdateItem}, Idempotency: {UpdateItem}},
 		Models: true,
 	},
 }

@@ -1,6 +1,7 @@
 package agenttype
 
 import (
+	"math"
 	"net/url"
 	"regexp"
 	"slices"
@@ -96,6 +97,9 @@ func ValidateWith(c registry.WorkspaceConfig, d registry.ResourceLimits, insecur
 		}
 		if l.MaxTokens < 0 {
 			return registry.WorkspaceConfig{}, invalid("session_limits.max_tokens must be 0 (none) or more.")
+		}
+		if l.MaxCostUSD < 0 || math.IsNaN(l.MaxCostUSD) || math.IsInf(l.MaxCostUSD, 0) {
+			return registry.WorkspaceConfig{}, invalid("session_limits.max_cost_usd must be 0 (none) or more.")
 		}
 	}
 	if c.BaseImage != "" && (len(c.BaseImage) > MaxBaseImageBytes || !baseImagePattern.MatchString(c.BaseImage)) {

@@ -65,6 +65,9 @@ const (
 	// (live agents, creates a minute, event streams of an agent); retry
 	// after retry_after_seconds.
 	QuotaExceeded Code = "quota_exceeded"
+	// BudgetExceeded: the app's model calls cost its daily budget already;
+	// retry after retry_after_seconds (the next UTC day).
+	BudgetExceeded Code = "budget_exceeded"
 )
 
 // Error is an error a client may see.

@@ -23,6 +23,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"slices"
@@ -177,6 +178,16 @@ type SessionLimits struct {
 	MaxSessionSeconds  int   // session_limits.max_session_seconds, RA_MAX_SESSION_SECONDS
 	IdleTimeoutSeconds int   // session_limits.idle_timeout_seconds, RA_IDLE_TIMEOUT_SECONDS
 	MaxTokens          int64 // session_limits.max_tokens, RA_MAX_SESSION_TOKENS
+	// MaxCostUSD: session_limits.max_cost_usd, RA_MAX_SESSION_COST_USD.
+	MaxCostUSD float64
+	// MaxCostUSDPerDay bounds each app's model spend a UTC day (over it,
+	// create is 429 budget_exceeded): session_limits.max_cost_usd_per_day,
+	// RA_MAX_COST_USD_PER_DAY.
+	MaxCostUSDPerDay float64
+	// PriceTablePath is the price table model calls are costed by
+	// (session_limits.price_table_path, RA_PRICE_TABLE); "" the shipped
+	// one (data/model-prices.json).
+	PriceTablePath string
 }
 
 // DefaultSessionLimits: a day at most, an hour idle at most, tokens unbounded.
@@ -187,9 +198,20 @@ const MaxLimitSeconds = 30 * 24 * 3600
 
 // limitsIn are SessionLimits as written: a part left out keeps its default.
 type limitsIn struct {
-	MaxSessionSeconds  *int   `yaml:"max_session_seconds"`
-	IdleTimeoutSeconds *int   `yaml:"idle_timeout_seconds"`
-	MaxTokens          *int64 `yaml:"max_tokens"`
+	MaxSessionSeconds  *int     `yaml:"max_session_seconds"`
+	IdleTimeoutSeconds *int     `yaml:"idle_timeout_seconds"`
+	MaxTokens          *int64   `yaml:"max_tokens"`
+	MaxCostUSD         *float64 `yaml:"max_cost_usd"`
+	MaxCostUSDPerDay   *float64 `yaml:"max_cost_usd_per_day"`
+	PriceTablePath     *string  `yaml:"price_table_path"`
+}
+
+// CostUSD reads a cost bound: 0 (none) or more, finite.
+func CostUSD(name string, v float64) (float64, error) {
+	if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%s: want 0 (none) or a positive number of USD, got %v", name, v)
+	}
+	return v, nil
 }
 
 // LimitSeconds reads a session limit's seconds: 0 (none) to MaxLimitSeconds.
@@ -335,6 +357,19 @@ func (c *RemoteAgents) apply(s section) error {
 				return fmt.Errorf("%ssession_limits.max_tokens: want 0 (none) or more, got %d", prefix, *l.MaxTokens)
 			}
 			c.SessionLimits.MaxTokens = *l.MaxTokens
+		}
+		if l.MaxCostUSD != nil {
+			if c.SessionLimits.MaxCostUSD, err = CostUSD(prefix+"session_limits.max_cost_usd", *l.MaxCostUSD); err != nil {
+				return err
+			}
+		}
+		if l.MaxCostUSDPerDay != nil {
+			if c.SessionLimits.MaxCostUSDPerDay, err = CostUSD(prefix+"session_limits.max_cost_usd_per_day", *l.MaxCostUSDPerDay); err != nil {
+				return err
+			}
+		}
+		if l.PriceTablePath != nil {
+			c.SessionLimits.PriceTablePath = strings.TrimSpace(*l.PriceTablePath)
 		}
 	}
 	if q := s.Quotas; q != nil {

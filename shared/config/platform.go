@@ -156,6 +156,9 @@ var envVars = append([]envVar{
 		p.SessionLimits.MaxTokens = n
 		return nil
 	}},
+	{"RA_MAX_SESSION_COST_USD", false, costVar("RA_MAX_SESSION_COST_USD", func(p *Platform) *float64 { return &p.SessionLimits.MaxCostUSD })},
+	{"RA_MAX_COST_USD_PER_DAY", false, costVar("RA_MAX_COST_USD_PER_DAY", func(p *Platform) *float64 { return &p.SessionLimits.MaxCostUSDPerDay })},
+	{"RA_PRICE_TABLE", false, func(p *Platform, v string) error { p.SessionLimits.PriceTablePath = v; return nil }},
 	{"RA_QUOTA_CONCURRENT_SESSIONS", false, quotaVar("RA_QUOTA_CONCURRENT_SESSIONS", func(p *Platform) *int { return &p.Quotas.ConcurrentSessions })},
 	{"RA_QUOTA_CREATES_PER_MINUTE", false, quotaVar("RA_QUOTA_CREATES_PER_MINUTE", func(p *Platform) *int { return &p.Quotas.CreatesPerMinute })},
 	{"RA_QUOTA_STREAMS_PER_SESSION", false, quotaVar("RA_QUOTA_STREAMS_PER_SESSION", func(p *Platform) *int { return &p.Quotas.StreamsPerSession })},
@@ -218,6 +221,18 @@ func limitVar(name string, field func(*Platform) *int) func(*Platform, string) e
 			return fmt.Errorf("%s: want a whole number of seconds, got %q", name, v)
 		}
 		*field(p), err = LimitSeconds(name, n)
+		return err
+	}
+}
+
+// costVar sets the cost bound field returns from the variable name.
+func costVar(name string, field func(*Platform) *float64) func(*Platform, string) error {
+	return func(p *Platform, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%s: want a number of USD, got %q", name, v)
+		}
+		*field(p), err = CostUSD(name, f)
 		return err
 	}
 }

@@ -107,3 +107,28 @@ func (s *Sessions) CloseStream(ctx context.Context, id, stream string) error {
 	}
 	return err
 }
+
+// spendKey is the idempotency table's item of tenant's spend on day.
+func spendKey(tenant string, day time.Time) map[string]string {
+	return map[string]string{"key": "spend#" + tenant + "#" + day.UTC().Format("2006-01-02")}
+}
+
+// AddSpend adds to tenant's spend of day (an item that expires two days
+// after).
+func (s *Sessions) AddSpend(ctx context.Context, tenant string, day time.Time, microUSD int64) error {
+	up := expression.Add(expression.Name("micro_usd"), expression.Value(microUSD)).
+		Set(expression.Name("expires_at"), expression.Value(day.Add(72*time.Hour).Unix()))
+	return s.idempotency.Update(ctx, spendKey(tenant, day), up, nil)
+}
+
+// Spend reads tenant's spend of day (0 when none was recorded).
+func (s *Sessions) Spend(ctx context.Context, tenant string, day time.Time) (int64, error) {
+	var it struct {
+		MicroUSD int64 `json:"micro_usd"`
+	}
+	err := s.idempotency.Get(ctx, spendKey(tenant, day), &it)
+	if errors.Is(err, ErrNotFound) {
+		return 0, nil
+	}
+	return it.MicroUSD, err
+}

@@ -37,6 +37,7 @@ var statuses = map[apierror.Code]int{
 	apierror.PlanStepConflict:     http.StatusConflict,
 	apierror.AgentProfileNotFound: http.StatusNotFound,
 	apierror.QuotaExceeded:        http.StatusTooManyRequests,
+	apierror.BudgetExceeded:       http.StatusTooManyRequests,
 }
 
 // retryable lists the codes a client may retry unchanged.
@@ -45,6 +46,7 @@ var retryable = map[apierror.Code]bool{
 	apierror.ServerError:          true,
 	apierror.ServiceUnavailable:   true,
 	apierror.QuotaExceeded:        true,
+	apierror.BudgetExceeded:       true,
 }
 
 // Status returns the HTTP status of code; unknown codes are 500.

@@ -112,14 +112,15 @@ func (h *Handlers) Model(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	return answer, func(w io.Writer, flush func()) error {
 		defer cancel()
 		defer func() { _ = res.Body.Close() }()
-		h.relay(ctx, w, flush, res, sess.ID, call, began)
+		h.relay(ctx, w, flush, res, sess, call, began)
 		return nil
 	}
 }
 
 // relay streams the answer to the sandbox while it is there, and to its end
 // regardless, metering a successful one.
-func (h *Handlers) relay(ctx context.Context, w io.Writer, flush func(), res *http.Response, id string, call modelgateway.Call, began time.Time) {
+func (h *Handlers) relay(ctx context.Context, w io.Writer, flush func(), res *http.Response, sess session.Session, call modelgateway.Call, began time.Time) {
+	id := sess.ID
 	var meter *modelgateway.Meter
 	if res.StatusCode/100 == 2 {
 		meter = modelgateway.NewMeter(call.Provider, res.Header.Get("Content-Type"), res.Header.Get)
@@ -155,7 +156,7 @@ func (h *Handlers) relay(ctx context.Context, w io.Writer, flush func(), res *ht
 	}
 	if meter != nil {
 		u, reported := meter.Usage()
-		if h.Gateway.Record(context.WithoutCancel(ctx), id, call.Provider, u, reported) == nil && h.Metered != nil {
+		if h.Gateway.Record(context.WithoutCancel(ctx), sess, call, u, reported) == nil && h.Metered != nil {
 			h.Metered(id, u)
 		}
 		attrs = append(attrs, slog.Int64("input_tokens", u.InputTokens), slog.Int64("output_tokens", u.OutputTokens), slog.Int64("cached_tokens", u.CachedTokens))

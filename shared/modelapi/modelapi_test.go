@@ -71,12 +71,16 @@ type fixture struct {
 
 // newFixture serves the model route for one working session, whose
 // providers' calls go to base.
-func newFixture(t *testing.T, base string) *fixture {
+func newFixture(t *testing.T, base string) *fixture { return newPricedFixture(t, base, nil) }
+
+// newPricedFixture is newFixture with calls costed by prices, for a session
+// of the app tenant.
+func newPricedFixture(t *testing.T, base string, prices modelgateway.Prices) *fixture {
 	t.Helper()
 	st := storetest.NewMemory()
 	sb, sbHash := token.New(token.Sandbox)
 	now := time.Now().UTC()
-	if err := st.Create(t.Context(), session.Session{ID: sessionID, State: session.Working, Generation: 1, SandboxTokenHash: sbHash, CreatedAt: now, UpdatedAt: now}, nil); err != nil {
+	if err := st.Create(t.Context(), session.Session{ID: sessionID, Tenant: tenant, State: session.Working, Generation: 1, SandboxTokenHash: sbHash, CreatedAt: now, UpdatedAt: now}, nil); err != nil {
 		t.Fatal(err)
 	}
 	model := config.PlatformDefaults().Model
@@ -89,7 +93,7 @@ func newFixture(t *testing.T, base string) *fixture {
 	})
 	f := &fixture{store: st, sb: sb, metered: make(chan session.Usage, 4)}
 	f.h = &modelapi.Handlers{
-		Gateway: modelgateway.New(modelgateway.Options{Store: st, Model: model, Keys: keys, Region: "us-east-1"}),
+		Gateway: modelgateway.New(modelgateway.Options{Store: st, Model: model, Keys: keys, Region: "us-east-1", Prices: prices}),
 		AWS:     aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDPLATFORM", "platform-secret", "platform-session")},
 		Metered: func(_ string, u session.Usage) { f.metered <- u },
 	}
@@ -216,6 +220,33 @@ func TestBedrockCallsAreSignedByThePlatform(t *testing.T) {
 
 // The provider's refusals reach the sandbox as they came: 429 with
 // Retry-After, its body; nothing is metered.
+// tenant is the fixture session's app.
+const tenant = "tenant-1"
+
+// TestCallsAreCostedByThePriceTable: a metered call is costed by the price
+// table on its session, and added to its app's spend of the day.
+func TestCallsAreCostedByThePriceTable(t *testing.T) {
+	t.Parallel()
+	up := newUpstream(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"usage":{"input_tokens":1000,"output_tokens":500}}`)
+	})
+	f := newPricedFixture(t, up.URL, modelgateway.Prices{"claude-sonnet-4": {Input: 3, Output: 15, CachedInput: 0.3}})
+	var out bytes.Buffer
+	if res := f.call(t, "anthropic", "v1/messages", `{"model":"claude-sonnet-4-5"}`, map[string]string{"X-Api-Key": f.sb}, &out); res.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", res.StatusCode, out.String())
+	}
+	<-f.metered
+	// 1,000 × 3 + 500 × 15 micro-USD.
+	got, _ := f.store.Get(t.Context(), sessionID)
+	if u := got.Usage(); u.CostMicroUSD != 10500 || u.CostUSD != 0.0105 {
+		t.Errorf("usage %+v, want 10500 micro-USD", u)
+	}
+	if spent, err := f.store.Spend(t.Context(), tenant, time.Now().UTC().Truncate(24*time.Hour)); err != nil || spent != 10500 {
+		t.Errorf("the app's spend today: %d %v", spent, err)
+	}
+}
+
 func TestRateLimitsPassThrough(t *testing.T) {
 	t.Parallel()
 	up := newUpstream(t, func(w http.ResponseWriter, _ *http.Request) {

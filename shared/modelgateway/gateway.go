@@ -25,6 +25,8 @@ type Options struct {
 	Keys Keys
 	// Region is the AWS region, for Bedrock's default endpoint.
 	Region string
+	// Prices is the price table calls are costed by; nil costs nothing.
+	Prices Prices
 	Log    *slog.Logger
 }
 
@@ -96,10 +98,21 @@ func (g *Gateway) Key(ctx context.Context, p Provider) (string, error) {
 	return key, nil
 }
 
-// Record adds what one call of session id used to its usage. It is called
+// Record adds what one call of sess used to its usage, costed by the price
+// table, and its cost to its app's spend of the day. It is called
 // once the answer has ended; a failure is logged (with the numbers, to
 // reconcile) and returned.
-func (g *Gateway) Record(ctx context.Context, id string, p Provider, u session.Usage, reported bool) error {
+func (g *Gateway) Record(ctx context.Context, sess session.Session, call Call, u session.Usage, reported bool) error {
+	id, p := sess.ID, call.Provider
+	if g.o.Prices != nil {
+		u.CostMicroUSD = g.o.Prices.Cost(call.Model, u)
+	}
+	if u.CostMicroUSD > 0 && sess.Tenant != "" {
+		// The app's spend today, which its daily budget bounds.
+		if err := g.o.Store.AddSpend(ctx, sess.Tenant, time.Now().UTC().Truncate(24*time.Hour), u.CostMicroUSD); err != nil {
+			g.o.Log.WarnContext(ctx, "record an app's spend", slog.String("session_id", id), slog.Int64("cost_micro_usd", u.CostMicroUSD), slog.String("error", err.Error()))
+		}
+	}
 	if !reported {
 		g.o.Log.WarnContext(ctx, "model answer without usage", slog.String("session_id", id), slog.String("provider", p.Name))
 	}

@@ -60,11 +60,13 @@ type WorkspaceConfig struct {
 }
 
 // SessionLimits bound one session: its time, its idle time, its model
-// tokens. A zero part is no bound of this level.
+// tokens and their cost. A zero part is no bound of this level.
 type SessionLimits struct {
 	MaxSessionSeconds  int   `json:"max_session_seconds,omitempty"`
 	IdleTimeoutSeconds int   `json:"idle_timeout_seconds,omitempty"`
 	MaxTokens          int64 `json:"max_tokens,omitempty"`
+	// MaxCostUSD bounds what its model calls cost (the price table's).
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 }
 
 // RepoSource says which repository a workspace clones.

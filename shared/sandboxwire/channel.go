@@ -60,6 +60,7 @@ const (
 	ReasonMaxDuration Reason = "max_duration"
 	ReasonIdleTimeout Reason = "idle_timeout"
 	ReasonTokenBudget Reason = "token_budget"
+	ReasonCostBudget  Reason = "cost_budget"
 )
 
 // Reportable lists the reasons a sandbox may send with ended or failed.

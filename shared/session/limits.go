@@ -21,11 +21,12 @@ func EffectiveLimits(p registry.SessionLimits, sess Session) registry.SessionLim
 		MaxSessionSeconds:  lower(p.MaxSessionSeconds, t.MaxSessionSeconds),
 		IdleTimeoutSeconds: lower(p.IdleTimeoutSeconds, t.IdleTimeoutSeconds),
 		MaxTokens:          lower(p.MaxTokens, t.MaxTokens),
+		MaxCostUSD:         lower(p.MaxCostUSD, t.MaxCostUSD),
 	}
 }
 
 // lower is the lower of two bounds, 0 being none.
-func lower[T int | int64](a, b T) T {
+func lower[T int | int64 | float64](a, b T) T {
 	switch {
 	case a == 0:
 		return b
@@ -41,6 +42,8 @@ type Remaining struct {
 	Seconds     *int64 `json:"seconds"`
 	IdleSeconds *int64 `json:"idle_seconds"`
 	Tokens      *int64 `json:"tokens"`
+	// CostUSD is what its model calls may still cost.
+	CostUSD *float64 `json:"cost_usd"`
 }
 
 // activeSince is when sess last did something: its last activity, else
@@ -85,6 +88,10 @@ func remainingOf(l registry.SessionLimits, sess Session, now time.Time) Remainin
 		v := max(0, l.MaxTokens-u.InputTokens-u.OutputTokens)
 		r.Tokens = &v
 	}
+	if l.MaxCostUSD > 0 {
+		v := max(0, l.MaxCostUSD-sess.Usage().CostUSD)
+		r.CostUSD = &v
+	}
 	return r
 }
 
@@ -104,6 +111,8 @@ func overLimit(l registry.SessionLimits, sess Session, now time.Time) Reason {
 		return ReasonMaxDuration
 	case r.Tokens != nil && *r.Tokens == 0:
 		return ReasonTokenBudget
+	case r.CostUSD != nil && *r.CostUSD == 0:
+		return ReasonCostBudget
 	case r.IdleSeconds != nil && *r.IdleSeconds == 0:
 		return ReasonIdleTimeout
 	}

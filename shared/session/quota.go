@@ -17,6 +17,9 @@ type Quotas struct {
 	ConcurrentSessions int
 	CreatesPerMinute   int
 	StreamsPerSession  int
+	// DailyBudgetUSD bounds an app's model spend a UTC day: over it, create
+	// is 429 budget_exceeded until the next day.
+	DailyBudgetUSD float64
 }
 
 // Quota timing.
@@ -44,6 +47,18 @@ func (s *Service) takeQuota(ctx context.Context, tenant string, now time.Time) e
 		if live >= n {
 			return &apierror.Error{Code: apierror.QuotaExceeded, RetryAfter: LiveQuotaRetry, Details: map[string]any{"quota": "concurrent_sessions", "limit": n},
 				Message: fmt.Sprintf("This app has %d live agents, its quota; shut one down or retry later.", n)}
+		}
+	}
+	if b := q.DailyBudgetUSD; b > 0 {
+		day := now.UTC().Truncate(24 * time.Hour)
+		spent, err := s.o.Store.Spend(ctx, tenant, day)
+		if err != nil {
+			return err
+		}
+		if float64(spent)/1e6 >= b {
+			return &apierror.Error{Code: apierror.BudgetExceeded, RetryAfter: max(1, int(day.Add(24*time.Hour).Sub(now).Seconds()+0.999)),
+				Details: map[string]any{"budget": "max_cost_usd_per_day", "limit_usd": b, "spent_usd": float64(spent) / 1e6},
+				Message: fmt.Sprintf("This app's model calls cost %.2f USD today, its daily budget of %.2f USD; create again tomorrow (UTC).", float64(spent)/1e6, b)}
 		}
 	}
 	if n := q.CreatesPerMinute; n > 0 {

@@ -53,6 +53,7 @@ const (
 	ReasonMaxDuration = sandboxwire.ReasonMaxDuration
 	ReasonIdleTimeout = sandboxwire.ReasonIdleTimeout
 	ReasonTokenBudget = sandboxwire.ReasonTokenBudget
+	ReasonCostBudget  = sandboxwire.ReasonCostBudget
 	ReasonCrashed     = sandboxwire.ReasonCrashed
 	ReasonLost        = sandboxwire.ReasonLost
 	ReasonIdle        = sandboxwire.ReasonIdle
@@ -192,6 +193,9 @@ type Session struct {
 	OutputTokens int64 `json:"output_tokens,omitempty"`
 	CachedTokens int64 `json:"cached_tokens,omitempty"`
 	ModelCalls   int64 `json:"model_calls,omitempty"`
+	// CostMicroUSD is what those calls cost, by the price table, in
+	// micro-USD.
+	CostMicroUSD int64 `json:"cost_micro_usd,omitempty"`
 	// JobID, for the sandbox of an orchestrator job, is that job (package
 	// job): the sandbox runs it in job mode.
 	JobID string `json:"job_id,omitempty"`
@@ -208,11 +212,16 @@ type Usage struct {
 	CachedTokens int64 `json:"cached_tokens"`
 	// Calls counts the model calls metered.
 	Calls int64 `json:"calls"`
+	// CostMicroUSD is their cost by the price table (0 for models it does
+	// not list), and CostUSD the same in USD.
+	CostMicroUSD int64   `json:"cost_micro_usd"`
+	CostUSD      float64 `json:"cost_usd"`
 }
 
 // Usage is what the session's model calls used so far.
 func (s Session) Usage() Usage {
-	return Usage{InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, CachedTokens: s.CachedTokens, Calls: s.ModelCalls}
+	return Usage{InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, CachedTokens: s.CachedTokens, Calls: s.ModelCalls,
+		CostMicroUSD: s.CostMicroUSD, CostUSD: float64(s.CostMicroUSD) / 1e6}
 }
 
 // TokensExpired reports whether the session ended (or failed) more than
@@ -315,6 +324,10 @@ type QuotaStore interface {
 	OpenStream(ctx context.Context, id, stream string, until, now time.Time, limit int) error
 	// CloseStream forgets the stream.
 	CloseStream(ctx context.Context, id, stream string) error
+	// AddSpend adds micro-USD to tenant's spend of the UTC day that starts
+	// at day; Spend reads it.
+	AddSpend(ctx context.Context, tenant string, day time.Time, microUSD int64) error
+	Spend(ctx context.Context, tenant string, day time.Time) (int64, error)
 }
 
 // LaunchClaim is what a launch claim records (Store.ClaimLaunch).

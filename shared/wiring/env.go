@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/remote-agents/remote-agents/data"
 	"github.com/remote-agents/remote-agents/shared/agenttype"
 	"github.com/remote-agents/remote-agents/shared/apigwpush"
 	"github.com/remote-agents/remote-agents/shared/awsconfig"
@@ -22,6 +23,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/jobevents"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/modelgateway"
 	"github.com/remote-agents/remote-agents/shared/pool"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/report"
@@ -356,12 +358,27 @@ func (e *Env) PoolStore() *dynamo.Pool {
 // quotas are the configuration's quotas, as the session service takes them.
 func (e *Env) quotas() session.Quotas {
 	q := e.Config.Quotas
-	return session.Quotas{ConcurrentSessions: q.ConcurrentSessions, CreatesPerMinute: q.CreatesPerMinute, StreamsPerSession: q.StreamsPerSession}
+	return session.Quotas{ConcurrentSessions: q.ConcurrentSessions, CreatesPerMinute: q.CreatesPerMinute, StreamsPerSession: q.StreamsPerSession,
+		DailyBudgetUSD: e.Config.SessionLimits.MaxCostUSDPerDay}
 }
 
 // limits are the configuration's session limits, as the session service
 // takes them.
 func (e *Env) limits() registry.SessionLimits {
 	l := e.Config.SessionLimits
-	return registry.SessionLimits{MaxSessionSeconds: l.MaxSessionSeconds, IdleTimeoutSeconds: l.IdleTimeoutSeconds, MaxTokens: l.MaxTokens}
+	return registry.SessionLimits{MaxSessionSeconds: l.MaxSessionSeconds, IdleTimeoutSeconds: l.IdleTimeoutSeconds, MaxTokens: l.MaxTokens, MaxCostUSD: l.MaxCostUSD}
+}
+
+// prices is the price table model calls are costed by: the file the
+// configuration names, else the shipped one.
+func (e *Env) prices() (modelgateway.Prices, error) {
+	raw := data.ModelPrices
+	if path := e.Config.SessionLimits.PriceTablePath; path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("price table (RA_PRICE_TABLE): %w", err)
+		}
+		raw = b
+	}
+	return modelgateway.ParsePrices(raw)
 }

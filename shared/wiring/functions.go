@@ -265,7 +265,11 @@ func Model(_ context.Context, e *Env) (Function, error) {
 		keys = append(keys, smsecrets.New(secretsmanager.NewFromConfig(e.AWS), e.Config.Model.Secrets))
 	}
 	keys = append(keys, modelgateway.EnvKeys(lookup))
-	gw := modelgateway.New(modelgateway.Options{Store: e.SessionStore(), Model: e.Config.Model, Keys: keys, Region: e.AWS.Region, Log: e.Log})
+	prices, err := e.prices()
+	if err != nil {
+		return Function{}, err
+	}
+	gw := modelgateway.New(modelgateway.Options{Store: e.SessionStore(), Model: e.Config.Model, Keys: keys, Region: e.AWS.Region, Prices: prices, Log: e.Log})
 	return pick("model", (&modelapi.Handlers{Gateway: gw, AWS: e.AWS, Log: e.Log, Metered: e.Metered}).Routes())
 }
 

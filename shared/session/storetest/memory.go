@@ -30,8 +30,10 @@ type Memory struct {
 	events   map[string][]session.Event
 	// conns maps push connections to their sessions.
 	conns map[string]string
-	// creates counts creates per tenant and minute (TakeCreate).
+	// creates counts creates per tenant and minute (TakeCreate); spend is
+	// micro-USD per tenant and day.
 	creates map[string]int
+	spend   map[string]int64
 }
 
 type memSession struct {
@@ -238,6 +240,7 @@ func (m *Memory) AddUsage(_ context.Context, id string, u session.Usage) error {
 		s.OutputTokens += u.OutputTokens
 		s.CachedTokens += u.CachedTokens
 		s.ModelCalls += u.Calls
+		s.CostMicroUSD += u.CostMicroUSD
 		s.LastActivityAt = m.now().UTC()
 		return nil
 	})
@@ -506,4 +509,22 @@ func (m *Memory) CloseStream(_ context.Context, id, stream string) error {
 		return nil
 	}
 	return err
+}
+
+// AddSpend adds to tenant's spend of day.
+func (m *Memory) AddSpend(_ context.Context, tenant string, day time.Time, microUSD int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.spend == nil {
+		m.spend = map[string]int64{}
+	}
+	m.spend[tenant+"#"+day.UTC().Format("2006-01-02")] += microUSD
+	return nil
+}
+
+// Spend reads tenant's spend of day.
+func (m *Memory) Spend(_ context.Context, tenant string, day time.Time) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.spend[tenant+"#"+day.UTC().Format("2006-01-02")], nil
 }

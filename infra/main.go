@@ -136,9 +136,20 @@ func Build(app awscdk.App, root string) error {
 			Throttle:          throttle,
 			// The orchestrator's role, per environment (orchestratorRoleArn.<env>).
 			OrchestratorRoleARN: cmp.Or(ctx("orchestratorRoleArn."+env), ctx("orchestratorRoleArn")),
+			// The daily model cost alarm's threshold (dailyCostAlarmUSD.<env>).
+			DailyCostAlarmUSD: number(cmp.Or(ctx("dailyCostAlarmUSD."+env), ctx("dailyCostAlarmUSD"))),
 		})
 	}
 	return nil
+}
+
+// number reads a context value as a number (0 when unset or not one).
+func number(v string) float64 {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		return 0
+	}
+	return f
 }
 
 func list(v string) []string {

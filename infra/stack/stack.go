@@ -11,6 +11,7 @@
 package stack
 
 import (
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -39,6 +40,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/access"
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/metrics"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
 )
@@ -76,12 +78,19 @@ type Props struct {
 	// authorization; the jobs function checks the caller is this role);
 	// "" the role ra-<env>-orchestrator of the stack's account.
 	OrchestratorRoleARN string
+	// DailyCostAlarmUSD is the daily model cost the stack alarms at
+	// (context dailyCostAlarmUSD.<env>); 0: DefaultDailyCostAlarmUSD.
+	DailyCostAlarmUSD float64
 
 	// Routes is the route table, routes.All() when nil; Access is each
 	// function's access, access.For when nil. Tests give their own.
 	Routes []routes.Route
 	Access func(function string) (access.Access, bool)
 }
+
+// DefaultDailyCostAlarmUSD is the daily model cost the stack alarms at
+// unless the environment sets its own.
+const DefaultDailyCostAlarmUSD = 100
 
 // Prod reports whether env keeps its data on stack deletion.
 func Prod(env string) bool { return env == "prod" }
@@ -106,7 +115,9 @@ type Stack struct {
 
 	access func(function string) (access.Access, bool)
 	models models.Settings
-	urls   map[string]awslambda.FunctionUrl
+	// dailyCostAlarmUSD is Props.DailyCostAlarmUSD, defaulted.
+	dailyCostAlarmUSD float64
+	urls              map[string]awslambda.FunctionUrl
 }
 
 // New builds the stack of one environment.
@@ -135,7 +146,10 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	}
 	st := awscdk.NewStack(scope, jsii.String(id), &p.StackProps)
 	s := &Stack{Stack: st, Set: set, Tables: map[string]awsdynamodb.ITable{}, Queues: map[string]awssqs.IQueue{}, Functions: map[string]awslambda.Function{},
-		Routes: p.Routes, Model: model, access: p.Access, models: p.Models}
+		Routes: p.Routes, Model: model, access: p.Access, models: p.Models, dailyCostAlarmUSD: p.DailyCostAlarmUSD}
+	if s.dailyCostAlarmUSD <= 0 {
+		s.dailyCostAlarmUSD = DefaultDailyCostAlarmUSD
+	}
 	removal := awscdk.RemovalPolicy_DESTROY
 	if Prod(p.Env) {
 		removal = awscdk.RemovalPolicy_RETAIN
@@ -662,4 +676,14 @@ func (s *Stack) alarms() {
 		alarm(logicalID(name)+"Errors", fn.MetricErrors(nil), 5, name+" errors")
 		alarm(logicalID(name)+"Throttles", fn.MetricThrottles(nil), 1, name+" throttles")
 	}
+	// The platform's own metrics (package metrics: embedded metric format
+	// lines of the functions' logs), in aggregate.
+	platform := func(name, stat string, period awscdk.Duration) awscloudwatch.Metric {
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String(name),
+			Statistic: jsii.String(stat), Period: period})
+	}
+	alarm("DailyModelCost", platform(metrics.ModelCostUSD, "Sum", awscdk.Duration_Days(jsii.Number(1))), s.dailyCostAlarmUSD,
+		fmt.Sprintf("Model calls cost %.0f USD or more in a day (RemoteAgents ModelCostUSD; by app: dimension Tenant)", s.dailyCostAlarmUSD))
+	alarm("SessionsAtMaxDuration", platform(metrics.SessionsAtMaxDuration, "Sum", awscdk.Duration_Minutes(jsii.Number(5))), 1,
+		"Sessions ran to their maximum time and were ended for it (RemoteAgents SessionsAtMaxDuration)")
 }

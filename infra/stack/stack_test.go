@@ -19,6 +19,7 @@ import (
 	"github.com/remote-agents/remote-agents/infra/models"
 	"github.com/remote-agents/remote-agents/shared/access"
 	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/metrics"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
 )
@@ -599,5 +600,26 @@ func TestJobSweepIsScheduled(t *testing.T) {
 	queueID, _ := tp.find(t, "AWS::SQS::Queue", "QueueName", "ra-dev-jobs")
 	if ref(target["Arn"]) != queueID || target["Input"] != `{"type":"job.sweep"}` {
 		t.Errorf("job sweep target %v", target)
+	}
+}
+
+// TestPlatformMetricAlarms: the stack alarms on a day's model cost at the
+// environment's threshold and on sessions ended at their maximum time, from
+// the platform's own metrics (package metrics).
+func TestPlatformMetricAlarms(t *testing.T) {
+	tp := synth(t)["dev"]
+	found := map[string]map[string]any{}
+	for _, r := range tp.byType("AWS::CloudWatch::Alarm") {
+		p := props(r)
+		if p["Namespace"] == metrics.Namespace {
+			found[p["MetricName"].(string)] = p
+		}
+	}
+	cost, max := found[metrics.ModelCostUSD], found[metrics.SessionsAtMaxDuration]
+	if cost == nil || cost["Statistic"] != "Sum" || cost["Period"] != float64(86400) || cost["Threshold"] != float64(DefaultDailyCostAlarmUSD) {
+		t.Errorf("daily cost alarm: %v", cost)
+	}
+	if max == nil || max["Statistic"] != "Sum" || max["Threshold"] != float64(1) {
+		t.Errorf("sessions at their maximum alarm: %v", max)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,12 @@ func TestSessionLimitsEndSessions(t *testing.T) {
 		if got := s.endsWith(t, id, 30*time.Second); got != c.want {
 			t.Errorf("%s: ended with %q, want %q", c.typ, got, c.want)
 		}
+	}
+	// Each end is a metrics line in the log (embedded metric format), the
+	// one at its maximum time counted as such.
+	logs := s.logs.String()
+	if !strings.Contains(logs, `"SessionTokens":12`) || !strings.Contains(logs, `"SessionsAtMaxDuration":1`) || !strings.Contains(logs, `"Namespace":"RemoteAgents"`) {
+		t.Errorf("no metrics lines for the ended sessions in the log")
 	}
 }
 

@@ -17,6 +17,10 @@ var _ session.Store = (*Sessions)(nil)
 // Sessions stores sessions in the sessions table and their create idempotency
 // records in the idempotency table.
 type Sessions struct {
+	// OnEnd, if set, hears each session that a transition ended (or
+	// failed), as it is after (the platform's metrics).
+	OnEnd func(ctx context.Context, s session.Session)
+
 	api         API
 	sessions    *Table
 	idempotency *Table
@@ -100,7 +104,11 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 	if c.Generation != 0 {
 		cond = cond.And(expression.Name("generation").Equal(expression.Value(c.Generation)))
 	}
-	return s.update(ctx, id, up, cond)
+	after, err := s.update(ctx, id, up, cond)
+	if err == nil && c.To.Terminal() && s.OnEnd != nil {
+		s.OnEnd(ctx, after)
+	}
+	return after, err
 }
 
 // AddToken appends a token hash to a live session holding fewer than MaxTokens.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/config"
+	"github.com/remote-agents/remote-agents/shared/metrics"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -106,6 +107,10 @@ func (g *Gateway) Record(ctx context.Context, sess session.Session, call Call, u
 	id, p := sess.ID, call.Provider
 	if g.o.Prices != nil {
 		u.CostMicroUSD = g.o.Prices.Cost(call.Model, u)
+	}
+	if u.CostMicroUSD > 0 {
+		metrics.Emit(ctx, g.o.Log, sess.Tenant, []metrics.Value{{Name: metrics.ModelCostUSD, Value: float64(u.CostMicroUSD) / 1e6, Unit: "None"}},
+			slog.String("session_id", id), slog.String("model", call.Model))
 	}
 	if u.CostMicroUSD > 0 && sess.Tenant != "" {
 		// The app's spend today, which its daily budget bounds.

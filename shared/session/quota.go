@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/metrics"
 )
 
 // Quotas bound what one app (tenant) may hold or open at once (see
@@ -44,6 +45,7 @@ func (s *Service) takeQuota(ctx context.Context, tenant string, now time.Time) e
 		if err != nil {
 			return err
 		}
+		metrics.Emit(ctx, s.o.Log, tenant, []metrics.Value{{Name: metrics.LiveSessions, Value: float64(live), Unit: "Count"}})
 		if live >= n {
 			return &apierror.Error{Code: apierror.QuotaExceeded, RetryAfter: LiveQuotaRetry, Details: map[string]any{"quota": "concurrent_sessions", "limit": n},
 				Message: fmt.Sprintf("This app has %d live agents, its quota; shut one down or retry later.", n)}

@@ -23,6 +23,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/jobevents"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/metrics"
 	"github.com/remote-agents/remote-agents/shared/modelgateway"
 	"github.com/remote-agents/remote-agents/shared/pool"
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -114,6 +115,7 @@ func (e *Env) SessionStore() *dynamo.Sessions {
 	if e.sessions == nil {
 		set := e.Resources
 		e.sessions = dynamo.NewSessions(e.dynamoDB(), set.Sessions.Name, set.Idempotency.Name, set.Events.Name)
+		e.sessions.OnEnd = sessionEnded(e.Log)
 	}
 	return e.sessions
 }
@@ -381,4 +383,21 @@ func (e *Env) prices() (modelgateway.Prices, error) {
 		raw = b
 	}
 	return modelgateway.ParsePrices(raw)
+}
+
+// sessionEnded writes an ended session's metrics: its tokens, cost and
+// life, and whether it was ended at its maximum time.
+func sessionEnded(log *slog.Logger) func(context.Context, session.Session) {
+	return func(ctx context.Context, s session.Session) {
+		u := s.Usage()
+		values := []metrics.Value{
+			{Name: metrics.SessionTokens, Value: float64(u.InputTokens + u.OutputTokens), Unit: "Count"},
+			{Name: metrics.SessionCostUSD, Value: u.CostUSD, Unit: "None"},
+			{Name: metrics.SessionSeconds, Value: s.EndedAt.Sub(s.CreatedAt).Seconds(), Unit: "Seconds"},
+		}
+		if s.Reason == session.ReasonMaxDuration {
+			values = append(values, metrics.Value{Name: metrics.SessionsAtMaxDuration, Value: 1, Unit: "Count"})
+		}
+		metrics.Emit(ctx, log, s.Tenant, values, slog.String("session_id", s.ID), slog.String("reason", string(s.Reason)))
+	}
 }

@@ -70,6 +70,9 @@ type AgentSummary struct {
 	// EndReason says why an ended or failed agent ended.
 	EndReason Reason `json:"end_reason,omitempty"`
 	Usage     Usage  `json:"usage"`
+	// Remaining is what a live agent has left of its limits (absent once
+	// it is over).
+	Remaining *Remaining `json:"remaining,omitempty"`
 }
 
 // ListPage is one page of the fleet list. NextCursor is null at the end; a
@@ -108,7 +111,7 @@ func (s *Service) List(ctx context.Context, app registry.AppKey, q ListQuery) (L
 			return ListPage{}, fmt.Errorf("list sessions: %w", err)
 		}
 		for _, sess := range got {
-			page.Agents = append(page.Agents, summary(sess, now))
+			page.Agents = append(page.Agents, summary(sess, EffectiveLimits(s.o.Limits, sess), now))
 		}
 		cursor = next
 		if cursor == "" || len(page.Agents) >= limit {
@@ -124,7 +127,7 @@ func (s *Service) List(ctx context.Context, app registry.AppKey, q ListQuery) (L
 // maxCursorLen bounds a cursor from a request (ours are well under it).
 const maxCursorLen = 1024
 
-func summary(sess Session, now time.Time) AgentSummary {
+func summary(sess Session, limits registry.SessionLimits, now time.Time) AgentSummary {
 	out := AgentSummary{
 		AgentID:     sess.ID,
 		State:       sess.State,
@@ -134,6 +137,10 @@ func summary(sess Session, now time.Time) AgentSummary {
 		PersonaSlug: sess.PersonaSlug,
 		CreatedAt:   sess.CreatedAt.UTC().Format(time.RFC3339Nano),
 		Usage:       sess.Usage(),
+	}
+	if !sess.State.Terminal() {
+		r := remainingOf(limits, sess, now)
+		out.Remaining = &r
 	}
 	if sess.State.Terminal() {
 		out.EndReason = sess.Reason

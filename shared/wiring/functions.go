@@ -184,7 +184,7 @@ func Fleet(ctx context.Context, e *Env) (Function, error) {
 	if err != nil {
 		return Function{}, err
 	}
-	svc := session.NewService(session.Options{Store: e.SessionStore(), Registry: e.Registry(), Jobs: jobs, Notifier: e.Notifier(), Log: e.Log})
+	svc := session.NewService(session.Options{Store: e.SessionStore(), Registry: e.Registry(), Jobs: jobs, Notifier: e.Notifier(), Limits: e.limits(), Log: e.Log})
 	return sessionRoutes("fleet", svc, e)
 }
 

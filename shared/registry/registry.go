@@ -78,6 +78,12 @@ type AppKey struct {
 	// Tenant is whose items the key uses; never Platform.
 	Tenant   string `json:"tenant"`
 	Disabled bool   `json:"disabled"`
+	// Limits bound each session the key creates, with the platform's and
+	// its agent type's (the lower of each holds); nil: none of its own.
+	Limits *SessionLimits `json:"limits,omitempty"`
+	// MaxCostUSDPerDay bounds its app's model spend a UTC day, with the
+	// platform's (the lower holds); 0: none of its own.
+	MaxCostUSDPerDay float64 `json:"max_cost_usd_per_day,omitempty"`
 }
 
 // Configuration is a repository's reusable workspace setup: what setup sessions

@@ -9,20 +9,31 @@ import (
 	"github.com/remote-agents/remote-agents/shared/registry"
 )
 
-// EffectiveLimits are the limits of sess: for each part, the lower of the
-// platform's (p) and its agent type's as copied at create; zero where
-// neither bounds it.
+// EffectiveLimits are the limits of sess: for each part, the lowest of the
+// platform's (p), its agent type's and its app key's, as copied at create;
+// zero where none bounds it.
 func EffectiveLimits(p registry.SessionLimits, sess Session) registry.SessionLimits {
-	if sess.Workspace == nil || sess.Workspace.SessionLimits == nil {
-		return p
+	out := p
+	for _, l := range []*registry.SessionLimits{typeLimits(sess), sess.AppLimits} {
+		if l == nil {
+			continue
+		}
+		out = registry.SessionLimits{
+			MaxSessionSeconds:  lower(out.MaxSessionSeconds, l.MaxSessionSeconds),
+			IdleTimeoutSeconds: lower(out.IdleTimeoutSeconds, l.IdleTimeoutSeconds),
+			MaxTokens:          lower(out.MaxTokens, l.MaxTokens),
+			MaxCostUSD:         lower(out.MaxCostUSD, l.MaxCostUSD),
+		}
 	}
-	t := *sess.Workspace.SessionLimits
-	return registry.SessionLimits{
-		MaxSessionSeconds:  lower(p.MaxSessionSeconds, t.MaxSessionSeconds),
-		IdleTimeoutSeconds: lower(p.IdleTimeoutSeconds, t.IdleTimeoutSeconds),
-		MaxTokens:          lower(p.MaxTokens, t.MaxTokens),
-		MaxCostUSD:         lower(p.MaxCostUSD, t.MaxCostUSD),
+	return out
+}
+
+// typeLimits are the limits of sess's agent type, nil for none.
+func typeLimits(sess Session) *registry.SessionLimits {
+	if sess.Workspace == nil {
+		return nil
 	}
+	return sess.Workspace.SessionLimits
 }
 
 // lower is the lower of two bounds, 0 being none.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/metrics"
+	"github.com/remote-agents/remote-agents/shared/registry"
 )
 
 // Quotas bound what one app (tenant) may hold or open at once (see
@@ -36,10 +37,11 @@ const (
 	StreamLapse = 16 * time.Minute
 )
 
-// takeQuota admits one more create of tenant, or answers 429
-// quota_exceeded: over its live sessions, or its creates this minute.
-func (s *Service) takeQuota(ctx context.Context, tenant string, now time.Time) error {
-	q := s.o.Quotas
+// takeQuota admits one more create of app's tenant, or answers 429:
+// budget_exceeded past its daily budget, quota_exceeded over its live
+// sessions or its creates this minute.
+func (s *Service) takeQuota(ctx context.Context, app registry.AppKey, now time.Time) error {
+	q, tenant := s.o.Quotas, app.Tenant
 	if n := q.ConcurrentSessions; n > 0 {
 		live, err := s.o.Store.CountLive(ctx, tenant, n)
 		if err != nil {
@@ -51,7 +53,8 @@ func (s *Service) takeQuota(ctx context.Context, tenant string, now time.Time) e
 				Message: fmt.Sprintf("This app has %d live agents, its quota; shut one down or retry later.", n)}
 		}
 	}
-	if b := q.DailyBudgetUSD; b > 0 {
+	// The platform's daily budget and the app key's, the lower holding.
+	if b := lower(q.DailyBudgetUSD, app.MaxCostUSDPerDay); b > 0 {
 		day := now.UTC().Truncate(24 * time.Hour)
 		spent, err := s.o.Store.Spend(ctx, tenant, day)
 		if err != nil {

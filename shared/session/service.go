@@ -316,7 +316,7 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 			return sess, plain, err
 		}
 	}
-	if err := s.takeQuota(ctx, app.Tenant, now); err != nil {
+	if err := s.takeQuota(ctx, app, now); err != nil {
 		return Session{}, "", err
 	}
 	id := newID()
@@ -334,6 +334,7 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 		AppKeyID:        app.ID,
 		Tenant:          app.Tenant,
 		LiveTenant:      app.Tenant,
+		AppLimits:       app.Limits,
 		ListKey:         ListKey(now, id),
 		WatchShard:      WatchShard(id),
 		DueAt:           now.Add(ProvisioningLimit).UnixMilli(),

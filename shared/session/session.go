@@ -111,6 +111,9 @@ type Session struct {
 	// becomes. nil: no agent type, no workspace.
 	AgentType string                    `json:"agent_type,omitempty"`
 	Workspace *registry.WorkspaceConfig `json:"workspace,omitempty"`
+	// AppLimits are the session limits of the app key that created it, as
+	// they were then (nil: none).
+	AppLimits *registry.SessionLimits `json:"app_limits,omitempty"`
 	// AgentTypeOwner owns the agent type: the tenant, or registry.Platform
 	// (whose warm pool the session claims from).
 	AgentTypeOwner string `json:"agent_type_owner,omitempty"`

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,6 +161,9 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 	l.keys[key] = ref
 	go func() {
 		err := cmd.Wait()
+		// The agent's tmux server (socket named as its session) runs apart
+		// from the process tree: it goes with its sandbox.
+		killTmux(spec.TmuxSessionName)
 		if logFile != nil {
 			_ = logFile.Close()
 		}
@@ -246,4 +250,21 @@ func (l *Launcher) Running() []string {
 		refs = append(refs, ref)
 	}
 	return refs
+}
+
+// tmuxName is what a sandbox's tmux session (and socket) may be called.
+var tmuxName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// killTmux stops the tmux server of the sandbox's terminal session name, if
+// there is one: it daemonised out of the sandbox's process tree, and would
+// outlive its agent.
+func killTmux(name string) {
+	if !tmuxName.MatchString(name) {
+		return
+	}
+	bin, err := exec.LookPath("tmux")
+	if err != nil {
+		return
+	}
+	_ = exec.Command(bin, "-L", name, "kill-server").Run()
 }

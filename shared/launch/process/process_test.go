@@ -3,6 +3,7 @@ package process_test
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -339,4 +340,30 @@ func zombie(pid int) bool {
 	}
 	f := strings.Fields(rest)
 	return len(f) > 0 && f[0] == "Z"
+}
+
+// TestStopEndsTheSandboxTmuxServer: the agent's tmux server daemonises out
+// of the sandbox's process tree; when the sandbox stops, its server (the
+// socket named as its terminal session) goes too.
+func TestStopEndsTheSandboxTmuxServer(t *testing.T) {
+	t.Parallel()
+	name := "ra-t" + strconv.Itoa(os.Getpid()) + strconv.FormatInt(time.Now().UnixNano()%1_000_000, 10)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", name, "kill-server").Run() })
+	script := `tmux -L "$RA_TMUX_SESSION_NAME" -f /dev/null new-session -d -s x 'sleep 600' && ` + report + `; exec sleep 600`
+	l, r, ex, _ := newLauncher(t, script)
+	ref, err := l.Launch(t.Context(), launch.Spec{SessionID: "s-tmux", Generation: 1, TmuxSessionName: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, ref)
+	if err := exec.Command("tmux", "-L", name, "has-session", "-t", "x").Run(); err != nil {
+		t.Fatalf("the sandbox's tmux server is not up: %v", err)
+	}
+	if err := l.Stop(t.Context(), ref, 0); err != nil {
+		t.Fatal(err)
+	}
+	<-ex.ch // the exit is reported once the server was stopped
+	if err := exec.Command("tmux", "-L", name, "has-session", "-t", "x").Run(); err == nil {
+		t.Error("the sandbox's tmux server outlived it")
+	}
 }

@@ -3,12 +3,12 @@ package devserver_test
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/remote-agents/remote-agents/localstack/benchrec"
 	"github.com/remote-agents/remote-agents/shared/config"
 )
 
@@ -27,7 +27,7 @@ func BenchmarkEventFanout(b *testing.B) {
 	)
 	// The page records when each event arrives, on the same clock as this process.
 	value(b, tab, chromedp.Evaluate[bool](`window.__recv = {}; addEventListener("remote-agent:event", (e) => { window.__recv[e.detail.id] = performance.timeOrigin + performance.now(); }); true`))
-	var took []float64
+	rec := benchrec.New(b)
 	for i := 0; b.Loop(); i++ {
 		// Events arrive at random moments, not in step with the stream's reads.
 		b.StopTimer()
@@ -41,11 +41,8 @@ func BenchmarkEventFanout(b *testing.B) {
 		seq := int64(r.body["first_seq"].(float64))
 		inBrowser(b, tab, 10*time.Second, voidPoll(fmt.Sprintf(`window.__recv[%d] !== undefined`, seq), 10*time.Second))
 		at := value(b, tab, chromedp.Evaluate[float64](fmt.Sprintf(`window.__recv[%d]`, seq)))
-		took = append(took, at-sent)
+		rec.AddMillis("append→browser", at-sent)
 	}
 	b.StopTimer()
-	slices.Sort(took)
-	b.ReportMetric(took[len(took)/2], "p50-ms")
-	b.ReportMetric(took[int(0.95*float64(len(took)-1))], "p95-ms")
-	b.ReportMetric(took[len(took)-1], "max-ms")
+	rec.Done()
 }

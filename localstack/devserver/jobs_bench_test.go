@@ -2,12 +2,13 @@ package devserver_test
 
 import (
 	"net/http"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/remote-agents/remote-agents/localstack/benchrec"
 )
 
 // BenchmarkJobDispatch measures POST /internal/jobs → STARTED (the job
@@ -20,7 +21,7 @@ func BenchmarkJobDispatch(b *testing.B) {
 	s := start(b)
 	o := newOrchestrator(s)
 	agent := o.putProfile(b, uuid.NewString())
-	var took []time.Duration
+	rec := benchrec.New(b)
 	var wall time.Duration
 	jobsDone := 0
 	for b.Loop() {
@@ -48,7 +49,7 @@ func BenchmarkJobDispatch(b *testing.B) {
 					time.Sleep(20 * time.Millisecond)
 				}
 				mu.Lock()
-				took = append(took, time.Since(start))
+				rec.Add("dispatch", time.Since(start))
 				mu.Unlock()
 			})
 		}
@@ -59,12 +60,9 @@ func BenchmarkJobDispatch(b *testing.B) {
 		s.srv.Launcher.StopAll(5 * time.Second)
 		b.StartTimer()
 	}
-	if len(took) == 0 {
+	if len(rec.Samples("dispatch")) == 0 {
 		b.Fatal("no job started")
 	}
-	slices.Sort(took)
-	pct := func(p float64) float64 { return float64(took[int(p*float64(len(took)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.95), "p95-ms")
-	b.ReportMetric(float64(jobsDone)/wall.Seconds(), "jobs/s")
+	rec.Figure("jobs/s", float64(jobsDone)/wall.Seconds())
+	rec.Done()
 }

@@ -1,10 +1,10 @@
 package devserver_test
 
 import (
-	"slices"
 	"testing"
 	"time"
 
+	"github.com/remote-agents/remote-agents/localstack/benchrec"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/providers"
 	"github.com/remote-agents/remote-agents/sandbox/providers/providertest"
@@ -53,7 +53,7 @@ func BenchmarkModelGateway(b *testing.B) {
 	for _, c := range clients { // connections and the session warm
 		stream(c)
 	}
-	var directs, gateways, added, addedFirst []time.Duration
+	rec := benchrec.New(b)
 	i := 0
 	for b.Loop() {
 		var whole, first [2]time.Duration
@@ -61,19 +61,11 @@ func BenchmarkModelGateway(b *testing.B) {
 			whole[k], first[k] = stream(clients[k])
 		}
 		i++
-		directs, gateways = append(directs, whole[0]), append(gateways, whole[1])
-		added, addedFirst = append(added, whole[1]-whole[0]), append(addedFirst, first[1]-first[0])
+		rec.Add("direct", whole[0])
+		rec.Add("gateway", whole[1])
+		rec.Add("added", whole[1]-whole[0])
+		rec.Add("added-first-text", first[1]-first[0])
 	}
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	pct := func(ds []time.Duration, p float64) time.Duration {
-		ds = slices.Sorted(slices.Values(ds))
-		return ds[int(p*float64(len(ds)-1))]
-	}
-	b.ReportMetric(ms(pct(directs, 0.50)), "direct-p50-ms")
-	b.ReportMetric(ms(pct(gateways, 0.50)), "gateway-p50-ms")
-	b.ReportMetric(ms(pct(added, 0.50)), "added-p50-ms")
-	b.ReportMetric(ms(pct(added, 0.95)), "added-p95-ms")
-	b.ReportMetric(ms(pct(addedFirst, 0.50)), "added-first-text-p50-ms")
-	b.ReportMetric(ms(pct(addedFirst, 0.95)), "added-first-text-p95-ms")
-	b.ReportMetric(float64(pct(gateways, 0.50))/float64(pct(directs, 0.50)), "ratio-p50")
+	rec.Figure("gateway/direct", rec.Percentile("gateway", 0.5)/rec.Percentile("direct", 0.5))
+	rec.Done()
 }

@@ -3,8 +3,6 @@ package devserver_test
 import (
 	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/remote-agents/remote-agents/localstack/benchrec"
 	"github.com/remote-agents/remote-agents/shared/awsconfig"
 	"github.com/remote-agents/remote-agents/shared/resources"
 )
@@ -23,8 +22,8 @@ import (
 // iterations, off the clock: on two cores the refill's process start would
 // compete with the claimed sandbox, which on AWS it does not), and the floor: the DynamoDB and SQS
 // round trips the warm create path makes, issued raw with the SDK against
-// the same emulators, one after the other. It prints one table: p50 and p95
-// of each, and warm ÷ floor.
+// the same emulators, one after the other. It reports p50, p95 and max of
+// each, and warm ÷ floor and cold ÷ floor at p50.
 func BenchmarkCreateReadyPool(b *testing.B) {
 	s := start(b, withSandboxEnv("RA_NO_TMUX=1"), withoutRefillOnClaim())
 	s.poolType("warm", 2)
@@ -32,7 +31,7 @@ func BenchmarkCreateReadyPool(b *testing.B) {
 	s.sweep()
 	s.waitIdle("warm", 2)
 	floor := newFloor(b, s)
-	var cold, warm, raw []time.Duration
+	rec := benchrec.New(b)
 	measure := func(typ string) time.Duration {
 		body := createBody("Hello")
 		body["agent_type"] = typ
@@ -51,35 +50,18 @@ func BenchmarkCreateReadyPool(b *testing.B) {
 		return took
 	}
 	for b.Loop() {
-		cold = append(cold, measure("cold"))
-		warm = append(warm, measure("warm"))
-		raw = append(raw, floor.run(b))
+		rec.Add("cold", measure("cold"))
+		rec.Add("warm", measure("warm"))
+		rec.Add("floor", floor.run(b))
 		b.StopTimer()
 		s.sweep()
 		s.waitIdle("warm", 2)
 		b.StartTimer()
 	}
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	p := func(ds []time.Duration, q float64) time.Duration {
-		ds = slices.Clone(ds)
-		slices.Sort(ds)
-		return ds[int(q*float64(len(ds)-1))]
-	}
-	b.ReportMetric(ms(p(cold, 0.5)), "cold-p50-ms")
-	b.ReportMetric(ms(p(warm, 0.5)), "warm-p50-ms")
-	b.ReportMetric(ms(p(warm, 0.95)), "warm-p95-ms")
-	b.ReportMetric(ms(p(raw, 0.5)), "floor-p50-ms")
-	b.ReportMetric(float64(p(warm, 0.5))/float64(p(raw, 0.5)), "warm/floor")
-	var t strings.Builder
-	fmt.Fprintf(&t, "\ncreate → ready over %d creates each\n%-6s %9s %9s\n", len(warm), "", "p50 ms", "p95 ms")
-	for _, row := range []struct {
-		name string
-		ds   []time.Duration
-	}{{"cold", cold}, {"warm", warm}, {"floor", raw}} {
-		fmt.Fprintf(&t, "%-6s %9.1f %9.1f\n", row.name, ms(p(row.ds, 0.5)), ms(p(row.ds, 0.95)))
-	}
-	fmt.Fprintf(&t, "warm ÷ floor (p50): %.2f\n", float64(p(warm, 0.5))/float64(p(raw, 0.5)))
-	b.Log(t.String())
+	b.StopTimer()
+	rec.Figure("warm/floor", rec.Percentile("warm", 0.5)/rec.Percentile("floor", 0.5))
+	rec.Figure("cold/floor", rec.Percentile("cold", 0.5)/rec.Percentile("floor", 0.5))
+	rec.Done()
 }
 
 // floor issues the round trips of the warm create path raw.

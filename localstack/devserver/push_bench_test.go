@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/remote-agents/remote-agents/localstack/benchrec"
 	"github.com/remote-agents/remote-agents/localstack/devserver"
 )
 
@@ -57,7 +57,7 @@ func BenchmarkMessageToSandbox(b *testing.B) {
 	}
 	<-working // the initial prompt's turn
 	idle()
-	var took []time.Duration
+	rec := benchrec.New(b)
 	for b.Loop() {
 		began := time.Now()
 		r := s.call(http.MethodPost, "/api/remote_agents/"+id+"/messages", tok, map[string]any{"text": "ping"})
@@ -66,7 +66,7 @@ func BenchmarkMessageToSandbox(b *testing.B) {
 		}
 		select {
 		case at := <-working:
-			took = append(took, at.Sub(began))
+			rec.Add("message→sandbox", at.Sub(began))
 		case <-time.After(30 * time.Second):
 			b.Fatal("the sandbox did not take the message")
 		}
@@ -74,9 +74,5 @@ func BenchmarkMessageToSandbox(b *testing.B) {
 		idle()
 		b.StartTimer()
 	}
-	slices.Sort(took)
-	pct := func(p float64) float64 { return float64(took[int(p*float64(len(took)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.95), "p95-ms")
-	b.ReportMetric(float64(took[len(took)-1].Microseconds())/1000, "max-ms")
+	rec.Done()
 }

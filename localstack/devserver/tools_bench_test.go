@@ -3,12 +3,12 @@ package devserver_test
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/remote-agents/remote-agents/localstack/benchrec"
 	"github.com/remote-agents/remote-agents/shared/config"
 )
 
@@ -26,33 +26,27 @@ func BenchmarkToolCallback(b *testing.B) {
 	args := func(n string) map[string]any {
 		return map[string]any{"run_id": "run-" + n, "completion_id": "done-" + n, "outcome": "succeeded"}
 	}
-	var first, replay []time.Duration
+	rec := benchrec.New(b)
 	i := 0
 	for b.Loop() {
 		n := fmt.Sprint(i)
 		i++
 		began := time.Now()
 		r := s.tool(id, sb, "automation.complete", "tc-"+n, args(n))
-		first = append(first, time.Since(began))
+		rec.Add("first", time.Since(began))
 		if r.status != http.StatusOK || r.body["success"] != true {
 			b.Fatalf("first call: %d %s", r.status, r.raw)
 		}
 		began = time.Now()
 		r = s.tool(id, sb, "automation.complete", "tc-"+n, args(n))
-		replay = append(replay, time.Since(began))
+		rec.Add("replay", time.Since(began))
 		if r.headers.Get("Idempotent-Replayed") != "true" {
 			b.Fatalf("replay: %d %s", r.status, r.raw)
 		}
 	}
 	b.StopTimer()
-	pct := func(d []time.Duration, p float64) float64 {
-		slices.Sort(d)
-		return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1000
-	}
-	b.ReportMetric(pct(first, 0.50), "first-p50-ms")
-	b.ReportMetric(pct(first, 0.99), "first-p99-ms")
-	b.ReportMetric(pct(replay, 0.50), "replay-p50-ms")
-	b.ReportMetric(pct(replay, 0.99), "replay-p99-ms")
+	rec.Figure("first-p99-ms", rec.Percentile("first", 0.99))
+	rec.Figure("replay-p99-ms", rec.Percentile("replay", 0.99))
 
 	const callers, each = 32, 20
 	var failed atomic.Int32
@@ -72,5 +66,6 @@ func BenchmarkToolCallback(b *testing.B) {
 	if failed.Load() > 0 {
 		b.Fatalf("%d of %d concurrent calls failed", failed.Load(), callers*each)
 	}
-	b.ReportMetric(float64(callers*each)/time.Since(began).Seconds(), "calls/s@32")
+	rec.Figure("calls/s@32", float64(callers*each)/time.Since(began).Seconds())
+	rec.Done()
 }

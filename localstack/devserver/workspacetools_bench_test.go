@@ -2,9 +2,10 @@ package devserver_test
 
 import (
 	"net/http"
-	"slices"
 	"testing"
 	"time"
+
+	"github.com/remote-agents/remote-agents/localstack/benchrec"
 )
 
 // BenchmarkWorkspaceTool measures a workspace read round trip on the local
@@ -18,19 +19,15 @@ func BenchmarkWorkspaceTool(b *testing.B) {
 	s.putType(b, "bench", map[string]any{"enabled": true, "tools": []string{"read"}})
 	id, tok := s.createTyped(b, "bench")
 	body := map[string]any{"args": map[string]any{"path": "conversation.json", "limit": 1}}
-	var took []time.Duration
+	rec := benchrec.New(b)
 	for b.Loop() {
 		began := time.Now()
 		r := s.runTool(id, tok, "read", body)
-		took = append(took, time.Since(began))
+		rec.Add("read", time.Since(began))
 		if r.status != http.StatusOK || r.body["is_error"] != false {
 			b.Fatalf("read: %d %s", r.status, r.raw)
 		}
 	}
 	b.StopTimer()
-	slices.Sort(took)
-	pct := func(p float64) float64 { return float64(took[int(p*float64(len(took)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.95), "p95-ms")
-	b.ReportMetric(float64(took[len(took)-1].Microseconds())/1000, "max-ms")
+	rec.Done()
 }

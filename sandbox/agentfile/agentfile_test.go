@@ -7,7 +7,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/remote-agents/remote-agents/localstack/benchrec"
 	"github.com/remote-agents/remote-agents/sandbox/agentfile"
 )
 
@@ -338,7 +340,9 @@ func BenchmarkParse1000Lines(b *testing.B) {
 	}
 	text := src.String()
 	b.SetBytes(int64(len(text)))
+	rec := benchrec.New(b)
 	for b.Loop() {
+		began := time.Now()
 		wf, err := agentfile.Parse("A", text)
 		if err != nil {
 			b.Fatal(err)
@@ -346,5 +350,7 @@ func BenchmarkParse1000Lines(b *testing.B) {
 		if err := agentfile.Validate(wf); err != nil {
 			b.Fatal(err)
 		}
+		rec.Add("parse", time.Since(began))
 	}
+	rec.Done()
 }

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/remote-agents/remote-agents/localstack/benchrec"
 	"github.com/remote-agents/remote-agents/sandbox/agentfile"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/workflow"
@@ -252,6 +254,9 @@ func TestResumeSkipsCompletedGoals(t *testing.T) {
 	}
 }
 
+// BenchmarkToolLoopStep measures the workflow engine's own cost for one goal
+// of one tool turn: a scripted model asks for a tool, the tool answers, the
+// model replies; no network, so what is left is the loop's overhead per step.
 func BenchmarkToolLoopStep(b *testing.B) {
 	wf, _ := agentfile.Parse("A", "NAME w\nGOAL g \"x\"\nRUN r USING g")
 	raw := `{"tool_calls":[{"name":"note","args":{"text":"t"}}]}` + "\n" + `{"text":"done"}`
@@ -260,11 +265,15 @@ func BenchmarkToolLoopStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	tools := &echoTools{}
+	rec := benchrec.New(b)
 	for b.Loop() {
+		began := time.Now()
 		if _, err := workflow.Run(context.Background(), wf, nil, workflow.Options{Provider: llm.NewScripted(steps), Tools: tools}); err != nil {
 			b.Fatal(err)
 		}
+		rec.Add("step", time.Since(began))
 	}
+	rec.Done()
 }
 
 func TestGoalConversationEndsAtMaxToolTurns(t *testing.T) {

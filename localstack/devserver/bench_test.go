@@ -3,10 +3,10 @@ package devserver_test
 import (
 	"net/http"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
+	"github.com/remote-agents/remote-agents/localstack/benchrec"
 	"github.com/remote-agents/remote-agents/sandbox/provision/gitserve"
 )
 
@@ -21,11 +21,11 @@ func BenchmarkCreateReady(b *testing.B) {
 		opts = append(opts, withSandboxEnv("RA_NO_TMUX=1")) // measure without the tmux session
 	}
 	s := start(b, opts...)
-	var took []time.Duration
+	rec := benchrec.New(b)
 	for b.Loop() {
 		began := time.Now()
 		r := s.create(createBody("Hello"))
-		took = append(took, time.Since(began))
+		rec.Add("create", time.Since(began))
 		if r.status != http.StatusOK {
 			b.Fatalf("create: %d %s", r.status, r.raw)
 		}
@@ -33,14 +33,7 @@ func BenchmarkCreateReady(b *testing.B) {
 		s.shutdown(r.str("agent_id"), r.str("session_token"))
 		b.StartTimer()
 	}
-	slices.Sort(took)
-	pct := func(p float64) float64 {
-		i := int(p * float64(len(took)-1))
-		return float64(took[i].Microseconds()) / 1000
-	}
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.95), "p95-ms")
-	b.ReportMetric(float64(took[len(took)-1].Microseconds())/1000, "max-ms")
+	rec.Done()
 }
 
 // BenchmarkCreateReadyWorkspace measures create → ready for the issue's
@@ -64,11 +57,11 @@ func BenchmarkCreateReadyWorkspace(b *testing.B) {
 			}
 			body := createBody("Hello")
 			body["agent_type"] = "bench"
-			var took []time.Duration
+			rec := benchrec.New(b)
 			for b.Loop() {
 				began := time.Now()
 				r := s.create(body)
-				took = append(took, time.Since(began))
+				rec.Add("create", time.Since(began))
 				if r.status != http.StatusOK || r.body["workspace"].(map[string]any)["status"] != "ready" {
 					b.Fatalf("create: %d %s", r.status, r.raw)
 				}
@@ -76,9 +69,7 @@ func BenchmarkCreateReadyWorkspace(b *testing.B) {
 				s.shutdown(r.str("agent_id"), r.str("session_token"))
 				b.StartTimer()
 			}
-			slices.Sort(took)
-			b.ReportMetric(float64(took[(len(took)-1)/2].Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(took[len(took)-1].Microseconds())/1000, "max-ms")
+			rec.Done()
 		})
 	}
 }

@@ -178,11 +178,20 @@ func coldInit(rie, bin, guardrails string) (float64, error) {
 		}
 		time.Sleep(10 * time.Millisecond) // the emulator is still binding its port
 	}
-	m := initReport.FindStringSubmatch(logs.String())
-	if m == nil || !strings.Contains(logs.String(), "INIT RTDONE(status: success)") {
-		return 0, fmt.Errorf("no successful init in the emulator's log:\n%s", logs.String())
+	// The emulator's log reaches us through a pipe: it may trail the answer.
+	for {
+		text := logs.String()
+		if m := initReport.FindStringSubmatch(text); m != nil {
+			if !strings.Contains(text, "INIT RTDONE(status: success)") {
+				return 0, fmt.Errorf("the function's init failed:\n%s", text)
+			}
+			return strconv.ParseFloat(m[1], 64)
+		}
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("no init report in the emulator's log:\n%s", text)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return strconv.ParseFloat(m[1], 64)
 }
 
 func freePorts(n int) ([]int, error) {

@@ -43,7 +43,7 @@ func measureLambdas(root, work string, short bool) ([]lambda, error) {
 	}
 	rie := filepath.Join(root, ".cache", "bin", "aws-lambda-rie")
 	if _, err := os.Stat(rie); err != nil {
-		fmt.Println("benchreport: building the Lambda runtime interface emulator")
+		logf("building the Lambda runtime interface emulator")
 		build := exec.Command("go", "build", "-mod=readonly", "-o", rie, riePackage)
 		build.Dir, build.Stdout, build.Stderr = filepath.Join(root, "localstack", "tools"), os.Stdout, os.Stderr
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -55,45 +55,51 @@ func measureLambdas(root, work string, short bool) ([]lambda, error) {
 	if short {
 		starts, zipArch = 1, runtime.GOARCH
 	}
+	hostDir := filepath.Join(work, "lambda", runtime.GOARCH)
+	if err := buildFunctions(root, runtime.GOARCH, hostDir); err != nil {
+		return nil, err
+	}
+	zipDir := hostDir
+	if zipArch != runtime.GOARCH {
+		zipDir = filepath.Join(work, "lambda", zipArch)
+		if err := buildFunctions(root, zipArch, zipDir); err != nil {
+			return nil, err
+		}
+	}
 	var out []lambda
 	for _, m := range mains {
 		name := filepath.Base(filepath.Dir(m))
-		host := filepath.Join(work, "lambda", runtime.GOARCH, name, "bootstrap")
-		if err := buildFunction(root, name, runtime.GOARCH, host); err != nil {
-			return nil, err
-		}
-		zipped := host
-		if zipArch != runtime.GOARCH {
-			zipped = filepath.Join(work, "lambda", zipArch, name, "bootstrap")
-			if err := buildFunction(root, name, zipArch, zipped); err != nil {
-				return nil, err
-			}
-		}
-		size, err := zipSize(zipped)
+		size, err := zipSize(filepath.Join(zipDir, name))
 		if err != nil {
 			return nil, err
 		}
 		l := lambda{name: name, zipArch: zipArch, zipSize: size}
 		for range starts {
-			ms, err := coldInit(rie, host, filepath.Join(root, "data", "platform-guardrails.md"))
+			ms, err := coldInit(rie, filepath.Join(hostDir, name), filepath.Join(root, "data", "platform-guardrails.md"))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
 			l.inits = append(l.inits, ms)
 		}
-		fmt.Printf("benchreport: lambda %-12s zip %.2f MB (%s), init p50 %.1f ms over %d\n", name, float64(size)/(1<<20), zipArch, percentile(l.inits, 0.5), len(l.inits))
+		logf("lambda %-12s zip %.2f MB (%s), init p50 %.1f ms over %d", name, float64(size)/(1<<20), zipArch, percentile(l.inits, 0.5), len(l.inits))
 		out = append(out, l)
 	}
 	return out, nil
 }
 
-// buildFunction builds functions/<name> as make build does, for arch.
-func buildFunction(root, name, arch, out string) error {
-	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w", "-o", out, "./functions/"+name)
+// buildFunctions builds every functions/<name> as make build does, for
+// arch, into dir/<name>: one go build, so packages compile once and in
+// parallel.
+func buildFunctions(root, arch, dir string) error {
+	logf("building the functions for linux/%s", arch)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w", "-o", dir+"/", "./functions/...")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	if err := build.Run(); err != nil {
-		return fmt.Errorf("build %s for %s: %w", name, arch, err)
+		return fmt.Errorf("build the functions for %s: %w", arch, err)
 	}
 	return nil
 }

@@ -61,7 +61,6 @@ func run(root, out, command string, short bool) error {
 			_ = os.RemoveAll(b)
 		}
 	}()
-	began := time.Now()
 	machine := describeMachine(root, command, short)
 	records, err := runBenchmarks(root, work, short)
 	if err != nil {
@@ -79,8 +78,15 @@ func run(root, out, command string, short bool) error {
 	if err := os.WriteFile(out, []byte(renderReport(machine, records, lambdas, filepath.Base(png))), 0o644); err != nil {
 		return err
 	}
-	fmt.Printf("benchreport: wrote %s and %s in %s\n", out, png, machine.Took.Round(time.Second))
+	logf("wrote %s and %s", out, png)
 	return nil
+}
+
+var began = time.Now()
+
+// logf prints progress, with the time since the run began.
+func logf(format string, a ...any) {
+	fmt.Printf("benchreport [%5.1fs]: %s\n", time.Since(began).Seconds(), fmt.Sprintf(format, a...))
 }
 
 // pngBeside names the plot after the report: BENCHMARKS.md → benchmarks-create.png.

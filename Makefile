@@ -31,7 +31,7 @@ ENV ?= dev
 CDK := cd infra && $(INFRA_ENV) npx --no-install cdk
 INFRA_NODE_MODULES := infra/node_modules/.package-lock.json
 
-.PHONY: help build test fmt-check tidy-check vet lint test-go test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
+.PHONY: help build test fmt-check tidy-check vet lint test-go test-faults test-security fuzz fuzz-short bench-short test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -51,7 +51,7 @@ dist/agent: FORCE
 dist/localstack/bootstrap: FORCE
 	GOOS=linux GOARCH=$$($(GO) env GOARCH) CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ ./localstack/cmd/bootstrap
 
-test: fmt-check tidy-check vet lint test-go test-infra ## format check, go.mod tidy, vet, lint, unit + integration tests (-race) on the local AWS, the CDK stack's tests
+test: fmt-check tidy-check vet lint test-go test-faults test-security fuzz-short bench-short test-infra ## format check, go.mod tidy, vet, lint, unit + integration tests (-race) on the local AWS, the fault and security suites, each fuzz target briefly, the benchmarks' short run, the CDK stack's tests
 
 fmt-check:
 	@out=$$(gofmt -l $(GO_FILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -62,18 +62,49 @@ tidy-check:
 
 vet:
 	$(GO) vet ./...
+	cd localstack/tools && $(GO) vet ./...
 
 lint:
 	$(GOLANGCI_LINT) run ./...
 
 # Tests reuse AWS endpoints already in the environment (LocalStack, running
-# emulators); otherwise the emulators run for the duration of `go test`.
+# emulators); otherwise the emulators run for the duration of the command.
+WITH_AWS = if [ -n "$${AWS_ENDPOINT_URL:-}$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then $(1); else $(EMULATORS) -- $(1); fi
+
+# The fault and security suites are tests named TestFault… and TestSecurity…:
+# test-go leaves them to their own targets, which print what each case checked.
+SUITES := ^Test(Fault|Security)
+
 test-go: $(NODE_MODULES)
-	@if [ -n "$${AWS_ENDPOINT_URL:-}$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then \
-		$(GO) test -race -count=1 ./...; \
-	else \
-		$(EMULATORS) -- $(GO) test -race -count=1 ./...; \
-	fi
+	@$(call WITH_AWS,$(GO) test -race -count=1 -skip '$(SUITES)' ./...)
+
+test-faults: $(NODE_MODULES) ## the fault suite: crashes, redeliveries, an outage of DynamoDB, poison messages, 200 concurrent creates, ECS events out of order; each case says what "nothing lost" means for it
+	@$(call WITH_AWS,$(GO) test -race -count=1 -run '^TestFault' -v ./...)
+
+test-security: $(NODE_MODULES) ## the security suite: every route × every wrong credential, path traversal, oversize bodies, log injection, SSRF, token timing, the runtime's policy escapes
+	@$(call WITH_AWS,$(GO) test -race -count=1 -run '^TestSecurity' -v ./...)
+
+# Every Fuzz… target of the module, found in its test files: make fuzz runs
+# each for FUZZTIME (10 minutes); make test runs each for 3 seconds. A crasher
+# is written to the package's testdata/fuzz/, where it stays as a seed.
+FUZZTIME ?= 10m
+fuzz: ## run every fuzz target for FUZZTIME each (10m); crashers found become seeds under testdata/fuzz/
+	@for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v -e node_modules -e '^./.cache' | xargs -n1 dirname | sort -u); do \
+		for target in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed -E 's/^func (Fuzz[A-Za-z0-9_]*).*/\1/'); do \
+			echo "fuzz: $$dir $$target for $(FUZZTIME)"; \
+			(cd $$dir && $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) .) || exit 1; \
+		done; \
+	done
+
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=3s
+
+# make bench writes BENCHMARKS.md and benchmarks-create.png at the root;
+# the short run (make test) writes them under .cache/bench-short/.
+BENCHREPORT = cd localstack/tools && $(GO) run ./benchreport -root ../..
+
+bench-short: $(NODE_MODULES)
+	@$(call WITH_AWS,sh -c '$(BENCHREPORT) -short -command "make bench-short" -out .cache/bench-short/BENCHMARKS.md')
 
 # The stack's tests synthesize dev and prod with placeholder code: no build needed.
 test-infra:
@@ -122,15 +153,8 @@ sam-local: build ## run the API with `sam local start-api` against LocalStack (m
 	cd infra && rm -rf cdk.out/sam && $(INFRA_ENV) CDK_OUTDIR=cdk.out/sam CDK_CONTEXT_JSON='{"env":"$(ENV)","target":"sam"}' $(GO) run .
 	cd infra && sam local start-api --config-file samconfig.toml -t cdk.out/sam/RemoteAgents-$(ENV).template.json
 
-bench: $(NODE_MODULES) ## benchmarks on the local stack: create → ready over 50 creates; tool callbacks over 500 calls and 32 callers; SSE fan-out to a browser over 100 events; the model gateway's added latency over 200 streamed calls; a workspace read round trip over 20 reads; orchestrator jobs POST → STARTED, 32 at once, over 64 jobs; create → ready cold, warm (from the pool) and the floor, over 30 each; a fleet list page with 100 and with 10,000 agents in the table
-	$(EMULATORS) -- sh -c "$(GO) test -run '^$$' -bench CreateReady -benchtime 50x ./localstack/devserver/ && \
-		$(GO) test -run '^$$' -bench ToolCallback -benchtime 500x ./localstack/devserver/ && \
-		$(GO) test -run '^$$' -bench EventFanout -benchtime 100x ./localstack/devserver/ && \
-		$(GO) test -run '^$$' -bench ModelGateway -benchtime 200x ./localstack/devserver/ && \
-		$(GO) test -run '^$$' -bench WorkspaceTool -benchtime 20x ./localstack/devserver/ && \
-		$(GO) test -run '^$$' -bench JobDispatch -benchtime 2x ./localstack/devserver/ && \
-		$(GO) test -run '^$$' -bench CreateReadyPool -benchtime 30x -v ./localstack/devserver/ && \
-		$(GO) test -run '^$$' -bench FleetList -benchtime 100x -v ./localstack/devserver/"
+bench: $(NODE_MODULES) ## run every benchmark once on the local stack and write BENCHMARKS.md with benchmarks-create.png beside it: create → ready cold, warm and the floor; tool callbacks; events to a browser; messages; job dispatch; the fleet list at 100 and 10,000 agents; the model gateway; Agentfile parse; the tool loop; each Lambda zip and its cold init under the runtime interface emulator (about 15 minutes)
+	@$(call WITH_AWS,sh -c '$(BENCHREPORT) -command "make bench"')
 
 dev: $(NODE_MODULES) dist/agent ## run the system locally: emulators, resources, seed data, the API on 127.0.0.1:$RA_PORT (8080)
 	$(GO) run ./localstack/cmd/devserver

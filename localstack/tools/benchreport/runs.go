@@ -13,47 +13,47 @@ import (
 // iterations each mode runs, and how the report presents it.
 type benchmark struct {
 	pkg, name    string
-	full, short  int
+	full         int
 	env          []string
 	title, about string
 }
 
 // benchmarks is every benchmark the report runs, in the report's order.
 var benchmarks = []benchmark{
-	{pkg: "localstack/devserver", name: "BenchmarkCreateReadyPool", full: 30, short: 3,
+	{pkg: "localstack/devserver", name: "BenchmarkCreateReadyPool", full: 30,
 		title: "Create → ready: cold, warm, the floor",
 		about: "One create of each per iteration. Cold: an agent type with no pool, a sandbox process started for the create. Warm: a type with a pool of 2, the sandbox claimed from it. Floor: the DynamoDB and SQS round trips the warm path makes, issued raw with the SDK against the same emulators, one after the other: no create can be faster on this stack."},
-	{pkg: "localstack/devserver", name: "BenchmarkCreateReady", full: 50, short: 3,
+	{pkg: "localstack/devserver", name: "BenchmarkCreateReady", full: 50,
 		title: "Create → ready: the default type",
 		about: "POST /api/remote_agents until it answers 200 with a ready agent, with the sandbox's tmux session; each agent is shut down once measured."},
-	{pkg: "localstack/devserver", name: "BenchmarkCreateReadyWorkspace", full: 20, short: 1,
+	{pkg: "localstack/devserver", name: "BenchmarkCreateReadyWorkspace", full: 20,
 		title: "Create → ready with a workspace",
 		about: "No repository, a small repository cloned over HTTP on loopback, and that repository with one setup command."},
-	{pkg: "localstack/devserver", name: "BenchmarkToolCallback", full: 500, short: 5,
+	{pkg: "localstack/devserver", name: "BenchmarkToolCallback", full: 500,
 		title: "Tool callback",
 		about: "automation.complete through the gateway: a first call (new completion id) and its replay per iteration; then 32 concurrent callers make 640 first calls for throughput."},
-	{pkg: "localstack/devserver", name: "BenchmarkEventFanout", full: 100, short: 3,
+	{pkg: "localstack/devserver", name: "BenchmarkEventFanout", full: 100,
 		title: "Events: append → browser",
 		about: "A sandbox's POST /sandbox/{id}/events to the event's arrival in the embed view, in headless Chromium over SSE."},
-	{pkg: "localstack/devserver", name: "BenchmarkMessageToSandbox", full: 50, short: 3,
+	{pkg: "localstack/devserver", name: "BenchmarkMessageToSandbox", full: 50,
 		title: "Message → sandbox",
 		about: "POST /messages to the sandbox starting the turn that answers it (pushed; the inbox poll is an hour apart)."},
-	{pkg: "localstack/devserver", name: "BenchmarkJobDispatch", full: 2, short: 1,
+	{pkg: "localstack/devserver", name: "BenchmarkJobDispatch", full: 2,
 		title: "Job dispatch",
 		about: "POST /internal/jobs → the job STARTED (its sandbox launched and reporting), 32 signed orchestrator calls at once per iteration."},
-	{pkg: "localstack/devserver", name: "BenchmarkFleetList", full: 100, short: 5, env: []string{"RA_BENCH_FLEET_SIZE=10000"},
+	{pkg: "localstack/devserver", name: "BenchmarkFleetList", full: 100, env: []string{"RA_BENCH_FLEET_SIZE=10000"},
 		title: "Fleet list page",
 		about: "One page of GET /api/remote_agents (50 items, filtered on state) with the app's 100 agents in the table, then with 10,000 (the short run: 1,000) and another app's 100."},
-	{pkg: "localstack/devserver", name: "BenchmarkModelGateway", full: 200, short: 5,
+	{pkg: "localstack/devserver", name: "BenchmarkModelGateway", full: 200,
 		title: "Model gateway",
 		about: "One streamed Anthropic call through the gateway and one direct to the same local server of Anthropic's wire format, in alternating order; added is the difference, call by call."},
-	{pkg: "localstack/devserver", name: "BenchmarkWorkspaceTool", full: 20, short: 2,
+	{pkg: "localstack/devserver", name: "BenchmarkWorkspaceTool", full: 20,
 		title: "Workspace tool round trip",
 		about: "An app's read of a workspace file: the request through the agent's inbox to the real sandbox and its result back."},
-	{pkg: "sandbox/agentfile", name: "BenchmarkParse1000Lines", full: 2000, short: 50,
+	{pkg: "sandbox/agentfile", name: "BenchmarkParse1000Lines", full: 2000,
 		title: "Agentfile parse",
 		about: "Parse and validate an Agentfile of 1,000 lines."},
-	{pkg: "sandbox/workflow", name: "BenchmarkToolLoopStep", full: 20000, short: 200,
+	{pkg: "sandbox/workflow", name: "BenchmarkToolLoopStep", full: 20000,
 		title: "Tool-loop overhead per step",
 		about: "The workflow engine's own cost for one goal of one tool turn with a scripted model and an in-process tool: no network, only the loop."},
 }
@@ -77,43 +77,70 @@ type result struct {
 	records []record
 }
 
-// runBenchmarks compiles each package's test binary once and runs every
-// benchmark with RA_BENCH_OUT set, then reads what each saved.
+// shortRuns is how many iterations each benchmark makes in the short run,
+// where one invocation per package runs them all.
+const shortRuns = 2
+
+// invocation is one run of a package's test binary: its benchmarks, each
+// for n iterations.
+type invocation struct {
+	pkg   string
+	names []string
+	n     int
+	env   []string
+}
+
+// invocations are the runs of the test binaries: one per benchmark with its
+// own count in a full run; one per package in a short run, which spares a
+// test binary's start (building the agent, checking the emulators) per
+// benchmark.
+func invocations(short bool) []invocation {
+	var out []invocation
+	for _, b := range benchmarks {
+		if !short {
+			out = append(out, invocation{pkg: b.pkg, names: []string{b.name}, n: b.full, env: b.env})
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1].pkg != b.pkg {
+			out = append(out, invocation{pkg: b.pkg, n: shortRuns, env: []string{"RA_BENCH_FLEET_SIZE=1000"}})
+		}
+		out[len(out)-1].names = append(out[len(out)-1].names, b.name)
+	}
+	return out
+}
+
+// runBenchmarks compiles each package's test binary once, runs the
+// benchmarks with RA_BENCH_OUT set, and reads what each saved.
 func runBenchmarks(root, work string, short bool) ([]result, error) {
 	bins := map[string]string{}
-	var results []result
-	for _, b := range benchmarks {
-		bin, ok := bins[b.pkg]
+	dir := filepath.Join(work, "records")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	for _, inv := range invocations(short) {
+		bin, ok := bins[inv.pkg]
 		if !ok {
-			bin = filepath.Join(work, strings.ReplaceAll(b.pkg, "/", "_")+".test")
-			logf("building %s's tests", b.pkg)
-			build := exec.Command("go", "test", "-c", "-o", bin, "./"+b.pkg)
+			bin = filepath.Join(work, strings.ReplaceAll(inv.pkg, "/", "_")+".test")
+			logf("building %s's tests", inv.pkg)
+			build := exec.Command("go", "test", "-c", "-o", bin, "./"+inv.pkg)
 			build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
 			if err := build.Run(); err != nil {
-				return nil, fmt.Errorf("build %s: %w", b.pkg, err)
+				return nil, fmt.Errorf("build %s: %w", inv.pkg, err)
 			}
-			bins[b.pkg] = bin
+			bins[inv.pkg] = bin
 		}
-		n := b.full
-		env := b.env
-		if short {
-			n = b.short
-			if b.name == "BenchmarkFleetList" {
-				env = []string{"RA_BENCH_FLEET_SIZE=1000"}
-			}
-		}
-		dir := filepath.Join(work, b.name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", "^"+b.name+"$", "-test.benchtime", fmt.Sprintf("%dx", n), "-test.count", "1")
-		cmd.Dir, cmd.Stdout, cmd.Stderr = filepath.Join(root, b.pkg), os.Stdout, os.Stderr
-		cmd.Env = append(append(os.Environ(), "RA_BENCH_OUT="+dir), env...)
-		logf("%s %s × %d", b.pkg, b.name, n)
+		pattern := "^(" + strings.Join(inv.names, "|") + ")$"
+		cmd := exec.Command(bin, "-test.run", "^$", "-test.bench", pattern, "-test.benchtime", fmt.Sprintf("%dx", inv.n), "-test.count", "1")
+		cmd.Dir, cmd.Stdout, cmd.Stderr = filepath.Join(root, inv.pkg), os.Stdout, os.Stderr
+		cmd.Env = append(append(os.Environ(), "RA_BENCH_OUT="+dir), inv.env...)
+		logf("%s %s × %d", inv.pkg, strings.Join(inv.names, " "), inv.n)
 		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("%s: %w", b.name, err)
+			return nil, fmt.Errorf("%s %s: %w", inv.pkg, pattern, err)
 		}
-		recs, err := readRecords(dir)
+	}
+	var results []result
+	for _, b := range benchmarks {
+		recs, err := readRecords(dir, b.name)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.name, err)
 		}
@@ -122,12 +149,16 @@ func runBenchmarks(root, work string, short bool) ([]result, error) {
 	return results, nil
 }
 
-// readRecords reads the records one benchmark saved; a benchmark that saved
-// none, or a series with no sample, is an error: the report would be empty.
-func readRecords(dir string) ([]record, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+// readRecords reads the records benchmark name saved, its own or its
+// sub-benchmarks'; a benchmark that saved none, or a series with no sample,
+// is an error: the report would be empty.
+func readRecords(dir, name string) ([]record, error) {
+	files, err := filepath.Glob(filepath.Join(dir, name+"_*.json"))
 	if err != nil {
 		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, name+".json")); err == nil {
+		files = append(files, filepath.Join(dir, name+".json"))
 	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("saved no record in %s", dir)

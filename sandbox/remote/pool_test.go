@@ -229,12 +229,13 @@ func (p *poolPlatform) push(w http.ResponseWriter, r *http.Request) {
 
 // poolConfig is a pool sandbox's configuration against gateway; pushURL ""
 // for none. Heartbeats are rare: only a connect (or the poll period, without
-// a push channel) makes one.
+// a push channel) makes one. The claimed session's platform pushes nothing:
+// its inbox is polled even while its push connection is up.
 func poolConfig(t *testing.T, gateway, pushURL string) Config {
 	ws := t.TempDir()
 	return Config{
 		PoolSandbox: testPoolID, Gateway: gateway, BootstrapCode: testLaunch, Workspace: ws, PushURL: pushURL,
-		Heartbeat: time.Minute, Poll: 5 * time.Millisecond, EnvFile: filepath.Join(ws, ".proliferate_env.json"),
+		Heartbeat: time.Minute, Poll: 5 * time.Millisecond, PushedPoll: 5 * time.Millisecond, EnvFile: filepath.Join(ws, ".proliferate_env.json"),
 		LLM: agentconfig.LLM{Provider: "scripted"}, ContextWindow: 1000, Secrets: redact.New(),
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -24,6 +25,8 @@ const (
 	// pushRetryMin and pushRetryMax bound the backoff between connects.
 	pushRetryMin = 100 * time.Millisecond
 	pushRetryMax = 30 * time.Second
+	// defaultPushedPoll is Config.PushedPoll's default.
+	defaultPushedPoll = 10 * time.Second
 )
 
 // pushPeer is whom a push connection is for and what is done with what comes
@@ -44,8 +47,8 @@ type pushPeer struct {
 // listen holds the sandbox's push connection until ctx ends, reconnecting with
 // backoff, and signals wake for every inbox frame, and once on each connect
 // (for whatever came while it was down). A full wake is enough: one inbox read
-// takes all that waits.
-func (cl *client) listen(ctx context.Context, pushURL string, wake chan<- struct{}, log *slog.Logger) {
+// takes all that waits. up says whether the connection is up.
+func (cl *client) listen(ctx context.Context, pushURL string, wake chan<- struct{}, up *atomic.Bool, log *slog.Logger) {
 	signal := func() {
 		select {
 		case wake <- struct{}{}:
@@ -54,13 +57,17 @@ func (cl *client) listen(ctx context.Context, pushURL string, wake chan<- struct
 	}
 	hold(ctx, pushURL, pushPeer{
 		param: sandboxwire.PushSessionParam, id: cl.c.SessionID, bearer: cl.c.Token,
-		connected: signal, // whatever came while the connection was down
+		connected: func() {
+			up.Store(true)
+			signal() // whatever came while the connection was down
+		},
 		frame: func(f sandboxwire.Push) {
 			if strings.EqualFold(f.Type, sandboxwire.PushInbox) {
 				signal()
 			}
 		},
 		down: func(err error, retryIn time.Duration) {
+			up.Store(false)
 			log.Info("push channel down; polling the inbox until it is back", slog.String("error", err.Error()), slog.Duration("retry_in", retryIn))
 		},
 	}, log)

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -56,7 +57,11 @@ type Config struct {
 	BootstrapCode string
 	Workspace     string
 	Heartbeat     time.Duration
-	Poll          time.Duration
+	// Poll is how often the inbox is read while the push connection is
+	// down (or there is none); PushedPoll (default 10 s) how often while it
+	// is up, every write to the inbox being pushed, should a push be lost.
+	Poll       time.Duration
+	PushedPoll time.Duration
 	// PushURL is the push channel (see sandboxwire.EnvPushURL); "" none:
 	// the inbox is polled only.
 	PushURL string
@@ -419,11 +424,16 @@ func (r *run) serve(ctx, turnCtx context.Context) error {
 	poll := time.NewTicker(cmp.Or(r.c.Poll, time.Second))
 	defer poll.Stop()
 	wake := make(chan struct{}, 1)
+	// While the push connection is up every write to the inbox is pushed:
+	// the poll is the fallback for while it is down, and otherwise reads
+	// only every PushedPoll, should a push have been lost.
+	var pushUp atomic.Bool
 	if r.c.PushURL != "" {
 		pushCtx, stopPush := context.WithCancel(ctx)
 		defer stopPush()
-		go r.cl.listen(pushCtx, r.c.PushURL, wake, r.log)
+		go r.cl.listen(pushCtx, r.c.PushURL, wake, &pushUp, r.log)
 	}
+	lastRead := time.Now()
 	for {
 		var orders sandboxwire.Orders
 		var err error
@@ -435,9 +445,14 @@ func (r *run) serve(ctx, turnCtx context.Context) error {
 			// A turn in progress (a model call, a tool running) is activity.
 			err = r.cl.do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, sandboxwire.HeartbeatReport{Busy: r.turning}, &orders)
 		case <-poll.C:
+			if pushUp.Load() && time.Since(lastRead) < cmp.Or(r.c.PushedPoll, defaultPushedPoll) {
+				continue
+			}
 			orders, err = r.readInbox(ctx, turnCtx, "poll")
+			lastRead = time.Now()
 		case <-wake:
 			orders, err = r.readInbox(ctx, turnCtx, "push")
+			lastRead = time.Now()
 		case terr := <-r.turnDone:
 			r.turning = false
 			switch {

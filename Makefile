@@ -74,15 +74,18 @@ WITH_AWS = if [ -n "$${AWS_ENDPOINT_URL:-}$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; th
 # The fault and security suites are tests named TestFault… and TestSecurity…:
 # test-go leaves them to their own targets, which print what each case checked.
 SUITES := ^Test(Fault|Security)
+# The packages with a test named $(1)…: linking every package's tests again to
+# find none would cost minutes.
+TESTS_OF = $$(grep -rl --include='*_test.go' '^func $(1)' . | grep -v -e node_modules -e '^./.cache' -e '^./infra/' | xargs -n1 dirname | sort -u)
 
 test-go: $(NODE_MODULES)
 	@$(call WITH_AWS,$(GO) test -race -count=1 -skip '$(SUITES)' ./...)
 
 test-faults: $(NODE_MODULES) ## the fault suite: crashes, redeliveries, an outage of DynamoDB, poison messages, 200 concurrent creates, ECS events out of order; each case says what "nothing lost" means for it
-	@$(call WITH_AWS,$(GO) test -race -count=1 -run '^TestFault' -v ./...)
+	@$(call WITH_AWS,$(GO) test -race -count=1 -run '^TestFault' -v $(call TESTS_OF,TestFault))
 
 test-security: $(NODE_MODULES) ## the security suite: every route × every wrong credential, path traversal, oversize bodies, log injection, SSRF, token timing, the runtime's policy escapes
-	@$(call WITH_AWS,$(GO) test -race -count=1 -run '^TestSecurity' -v ./...)
+	@$(call WITH_AWS,$(GO) test -race -count=1 -run '^TestSecurity' -v $(call TESTS_OF,TestSecurity))
 
 # Every Fuzz… target of the module, found in its test files: make fuzz runs
 # each for FUZZTIME (10 minutes); make test runs each for 3 seconds. A crasher

@@ -299,17 +299,37 @@ func FuzzLex(f *testing.F) {
 		if len(toks) == 0 || toks[len(toks)-1].Kind != agentfile.EOF {
 			t.Fatal("token stream does not end with EOF")
 		}
-		for _, tok := range toks {
-			if tok.Pos.Line < 1 || tok.Pos.Col < 1 {
+		for i, tok := range toks {
+			if tok.Pos.Line < 1 || tok.Pos.Col < 1 || tok.Pos.File != "F" {
 				t.Fatalf("token %+v has no position", tok)
+			}
+			if i > 0 && tok.Kind != agentfile.EOF {
+				// In order: each token after the one before it.
+				if p := toks[i-1].Pos; tok.Pos.Line < p.Line || (tok.Pos.Line == p.Line && tok.Pos.Col <= p.Col) {
+					t.Fatalf("token %+v at or before %+v", tok, toks[i-1])
+				}
+			}
+			if tok.Kind == agentfile.Newline && (i == 0 || toks[i-1].Kind == agentfile.Newline) {
+				t.Fatalf("empty statement at %+v", tok.Pos)
+			}
+			if tok.Kind == agentfile.Ident && !agentfile.IsIdent(tok.Text) || tok.Kind == agentfile.Var && !agentfile.IsIdent(tok.Text) {
+				t.Fatalf("token %+v", tok)
 			}
 		}
 	})
 }
 
+// Parse, for any source: an error names the file, line and column; a
+// workflow it returns has identifiers for names, a limit on every LOOP and
+// goals to run in every step, and printed back as an Agentfile (every
+// string and path quoted) it parses to the same workflow, which Validate
+// finds valid or not just as it did the first; each problem Validate finds
+// names its position.
 func FuzzParse(f *testing.F) {
 	f.Add(full)
 	f.Add("NAME w\nLOOP l USING a, b WITHIN $n\n")
+	f.Add("NAME w\r\nINPUT n DEFAULT 3\nINPUT s DEFAULT \"a\\\\$b \\$c\\t\"\nAGENT a FROM \"dir/a b.md\"\nGOAL g FROM x.md USING a\nRUN r USING g, g\n")
+	f.Add("NAME w\nGOAL g \"$h\"\nGOAL h \"$g\"\nRUN r USING g\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		wf, err := agentfile.Parse("F", src)
 		if err != nil {
@@ -318,10 +338,134 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		_ = agentfile.Validate(wf) // must not panic, whatever it finds
+		verr := agentfile.Validate(wf)
+		if verr != nil {
+			for _, line := range strings.Split(verr.Error(), "\n") {
+				if !strings.HasPrefix(line, "F:") {
+					t.Fatalf("problem without position: %q", line)
+				}
+			}
+		}
 		for _, s := range wf.Steps {
 			if s.Kind == agentfile.LoopStep && s.Within < 1 && s.WithinVar == "" {
 				t.Fatalf("LOOP without a limit: %+v", s)
+			}
+			if len(s.Using) == 0 {
+				t.Fatalf("step without goals: %+v", s)
+			}
+		}
+		printed := format(wf)
+		again, err := agentfile.Parse("F", printed)
+		if err != nil {
+			t.Fatalf("%q printed as %q: %v", src, printed, err)
+		}
+		if a, b := positionless(wf), positionless(again); !reflect.DeepEqual(a, b) {
+			t.Fatalf("%q printed as %q parses as\n%+v\nwant\n%+v", src, printed, b, a)
+		}
+		if (agentfile.Validate(again) == nil) != (verr == nil) {
+			t.Fatalf("%q printed as %q: valid %v, then %v", src, printed, verr, agentfile.Validate(again))
+		}
+	})
+}
+
+// format writes wf as an Agentfile.
+func format(wf *agentfile.Workflow) string {
+	quote := func(s string) string {
+		r := strings.NewReplacer("\\", "\\\\", "\"", "\\\"", "\n", "\\n", "\t", "\\t", "\r", "\\r")
+		return "\"" + r.Replace(s) + "\""
+	}
+	var b strings.Builder
+	if wf.Name != "" {
+		b.WriteString("NAME " + wf.Name + "\n")
+	}
+	for _, in := range wf.Inputs {
+		b.WriteString("INPUT " + in.Name)
+		switch {
+		case in.Default == nil:
+		case in.Default.IsNumber:
+			b.WriteString(" DEFAULT " + in.Default.Text)
+		default:
+			b.WriteString(" DEFAULT " + quote(in.Default.Text))
+		}
+		b.WriteString("\n")
+	}
+	for _, a := range wf.Agents {
+		b.WriteString("AGENT " + a.Name + " FROM " + quote(a.From) + "\n")
+	}
+	for _, g := range wf.Goals {
+		b.WriteString("GOAL " + g.Name + " ")
+		if g.From != "" {
+			b.WriteString("FROM " + quote(g.From))
+		} else {
+			b.WriteString(quote(g.Inline))
+		}
+		if len(g.Using) > 0 {
+			b.WriteString(" USING " + strings.Join(g.Using, ", "))
+		}
+		b.WriteString("\n")
+	}
+	for _, s := range wf.Steps {
+		b.WriteString(string(s.Kind) + " " + s.Name + " USING " + strings.Join(s.Using, ", "))
+		if s.Kind == agentfile.LoopStep {
+			if s.WithinVar != "" {
+				b.WriteString(" WITHIN $" + s.WithinVar)
+			} else {
+				fmt.Fprintf(&b, " WITHIN %d", s.Within)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// positionless is wf without its positions, which printing changes.
+func positionless(wf *agentfile.Workflow) agentfile.Workflow {
+	out := agentfile.Workflow{File: wf.File, Name: wf.Name}
+	for _, in := range wf.Inputs {
+		c := *in
+		c.Pos = agentfile.Pos{}
+		out.Inputs = append(out.Inputs, &c)
+	}
+	for _, a := range wf.Agents {
+		c := *a
+		c.Pos = agentfile.Pos{}
+		out.Agents = append(out.Agents, &c)
+	}
+	for _, g := range wf.Goals {
+		c := *g
+		c.Pos = agentfile.Pos{}
+		out.Goals = append(out.Goals, &c)
+	}
+	for _, s := range wf.Steps {
+		c := *s
+		c.Pos = agentfile.Pos{}
+		out.Steps = append(out.Steps, &c)
+	}
+	return out
+}
+
+// Refs and Interpolate, for any prompt: each reference is a name as VarLen
+// reads it, listed once; with no values Interpolate changes nothing but
+// \$ to $; with a value for every reference, the values appear as given.
+func FuzzInterpolate(f *testing.F) {
+	f.Add("Write a $word_count-word essay on $topic, not \\$topic; $topic again. $$x \\\\$y $9 $")
+	f.Add("$" + strings.Repeat("a", 200))
+	f.Fuzz(func(t *testing.T, prompt string) {
+		refs := agentfile.Refs(prompt)
+		vars := map[string]string{}
+		for i, r := range refs {
+			if r == "" || agentfile.VarLen(r) != len(r) || vars[r] != "" {
+				t.Fatalf("reference %q in %q", r, prompt)
+			}
+			vars[r] = fmt.Sprintf("<value %d>", i)
+		}
+		if got, want := agentfile.Interpolate(prompt, nil), strings.ReplaceAll(prompt, `\$`, `$`); got != want {
+			t.Fatalf("Interpolate(%q) without values = %q, want %q", prompt, got, want)
+		}
+		out := agentfile.Interpolate(prompt, vars)
+		for r, v := range vars {
+			if !strings.Contains(out, v) {
+				t.Fatalf("Interpolate(%q) = %q lacks the value of %s", prompt, out, r)
 			}
 		}
 	})

@@ -22,6 +22,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
@@ -198,12 +199,10 @@ func (p *Policy) decide(tool, subject string, match func(pattern string) bool) e
 	if !p.Enabled(tool) {
 		return denied("tool %s is disabled", tool)
 	}
-	t := p.tools[tool]
-	for _, pat := range t.Deny {
-		if match(pat) {
-			return denied("%s: %q matches deny pattern %q", tool, subject, pat)
-		}
+	if err := p.refuse(tool, subject, match); err != nil {
+		return err
 	}
+	t := p.tools[tool]
 	for _, pat := range t.Allow {
 		if match(pat) {
 			return nil
@@ -211,6 +210,16 @@ func (p *Policy) decide(tool, subject string, match func(pattern string) bool) e
 	}
 	if len(t.Allow) > 0 || p.defaultDeny {
 		return denied("%s: %q is not allowed", tool, subject)
+	}
+	return nil
+}
+
+// refuse applies tool's deny patterns to a subject.
+func (p *Policy) refuse(tool, subject string, match func(pattern string) bool) error {
+	for _, pat := range p.tools[tool].Deny {
+		if match(pat) {
+			return denied("%s: %q matches deny pattern %q", tool, subject, pat)
+		}
 	}
 	return nil
 }
@@ -233,13 +242,20 @@ func (p *Policy) CheckPath(tool, path string) (string, error) {
 }
 
 // Resolve makes path absolute (relative paths are in the workspace; ~ is home) and
-// follows every symlink of its existing part.
+// follows every symlink of its existing part, and a dangling one to where what
+// is made through it would be.
 func (p *Policy) Resolve(path string) (string, error) {
 	path = p.expand(path)
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(p.workspace, path)
 	}
-	path = filepath.Clean(path)
+	return resolve(filepath.Clean(path), 0)
+}
+
+// maxLinks bounds the dangling links resolve follows (the kernel's is 40).
+const maxLinks = 40
+
+func resolve(path string, links int) (string, error) {
 	// Follow symlinks of the longest existing prefix, then re-attach the rest.
 	existing, rest := path, ""
 	for {
@@ -249,6 +265,17 @@ func (p *Policy) Resolve(path string) (string, error) {
 		}
 		if !errors.Is(err, os.ErrNotExist) {
 			return "", fmt.Errorf("resolve %s: %w", path, err)
+		}
+		if target, err := os.Readlink(existing); err == nil {
+			// A link to nothing (yet): what is made through it is made where
+			// it points.
+			if links >= maxLinks {
+				return "", fmt.Errorf("resolve %s: too many links", path)
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(existing), target)
+			}
+			return resolve(filepath.Join(filepath.Clean(target), rest), links+1)
 		}
 		parent := filepath.Dir(existing)
 		if parent == existing {
@@ -284,7 +311,9 @@ func (p *Policy) CheckKey(tool, key string) error {
 	})
 }
 
-// CheckCommand checks a bash command line: every command of it must pass.
+// CheckCommand checks a bash command line: every command of it must pass. A
+// program named by a path (/bin/rm) is also refused by the deny patterns of
+// its name (rm *); an allow pattern allows it as written only.
 func (p *Policy) CheckCommand(command string) error {
 	if strings.TrimSpace(command) == "" {
 		return denied("bash: empty command")
@@ -292,6 +321,13 @@ func (p *Policy) CheckCommand(command string) error {
 	for _, c := range Commands(command) {
 		if err := p.decide("bash", c, func(pat string) bool { return MatchCommand(pat, c) }); err != nil {
 			return err
+		}
+		name, args, _ := strings.Cut(c, " ")
+		if base := path.Base(name); base != name {
+			bare := strings.TrimSpace(base + " " + args)
+			if err := p.refuse("bash", c, func(pat string) bool { return MatchCommand(pat, bare) }); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -314,6 +350,22 @@ func (p *Policy) CheckDomain(tool, host string) error {
 		return denied("%s: domain %s is not in allow_domains", tool, host)
 	}
 	return p.rate(tool, t.RateLimit)
+}
+
+// NamesAddress reports whether tool's allow_domains lists ip itself (an IPv4
+// address, written as one): the operator's leave for a web tool to connect
+// to an internal address (loopback, private, link-local…), which a name,
+// whatever it resolves to, never gives.
+func (p *Policy) NamesAddress(tool string, ip netip.Addr) bool {
+	if !p.Enabled(tool) {
+		return false
+	}
+	for _, d := range p.tools[tool].AllowDomains {
+		if a, err := netip.ParseAddr(d); err == nil && a.Unmap() == ip.Unmap() {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckQuery checks a web_search call (no domain) against its tool's switch and

@@ -2,20 +2,27 @@ package policy
 
 import (
 	"path"
+	"strconv"
 	"strings"
 )
 
 // wrappers run the command that follows them.
 var wrappers = map[string]bool{
 	"env": true, "nohup": true, "time": true, "nice": true, "command": true, "exec": true,
-	"builtin": true, "timeout": true, "stdbuf": true, "xargs": true, "doas": true,
+	"builtin": true, "timeout": true, "stdbuf": true, "xargs": true, "doas": true, "busybox": true,
+}
+
+// reserved are the shell's words that may start a command before the one it
+// runs (! rm, then rm, do rm, coproc rm).
+var reserved = map[string]bool{
+	"!": true, "if": true, "then": true, "else": true, "elif": true, "do": true, "while": true, "until": true, "coproc": true,
 }
 
 // optionWithValue are wrapper options followed by a value (nice -n 5, env -u VAR,
 // timeout -s KILL, xargs -I {} …).
 var optionWithValue = map[string]bool{
 	"-n": true, "-u": true, "-s": true, "-k": true, "-I": true, "-P": true, "-L": true,
-	"-C": true, "-S": true, "-o": true, "-e": true,
+	"-C": true, "-S": true, "-o": true, "-e": true, "-a": true,
 }
 
 // shells run a script given with -c.
@@ -23,8 +30,9 @@ var shells = map[string]bool{"bash": true, "sh": true, "zsh": true, "dash": true
 
 // Commands returns every simple command a shell line would run, as a policy must
 // see them: split at ; & && || | and newlines, with $(…) and `…` taken out, the
-// scripts of bash -c and friends opened up, and wrappers (env, nohup, timeout …)
-// and leading VAR=value assignments removed.
+// scripts of bash -c (-ec, -lc…) and friends and of eval opened up, and
+// wrappers (env, nohup, timeout …), reserved words (if, then, do, ! …) and
+// leading VAR=value assignments removed.
 func Commands(line string) []string {
 	var out []string
 	var visit func(string, int)
@@ -39,10 +47,18 @@ func Commands(line string) []string {
 		}
 		for _, part := range parts {
 			words := fields(part)
-			for len(words) > 0 && (isAssignment(words[0]) || wrappers[path.Base(words[0])]) {
+			for len(words) > 0 && (isAssignment(words[0]) || wrappers[path.Base(words[0])] || reserved[words[0]]) {
+				if reserved[words[0]] {
+					words = words[1:]
+					continue
+				}
 				words = dropWrapper(words)
 			}
 			if len(words) == 0 {
+				continue
+			}
+			if words[0] == "eval" {
+				visit(strings.Join(words[1:], " "), depth+1)
 				continue
 			}
 			if shells[path.Base(words[0])] {
@@ -78,10 +94,19 @@ func dropWrapper(words []string) []string {
 	return words
 }
 
+// dashC finds the script of a shell's arguments: the word after -c, or after
+// a cluster of short options holding c (-ec, -lc), past a "--".
 func dashC(args []string) (string, bool) {
 	for i, a := range args {
-		if a == "-c" && i+1 < len(args) {
-			return args[i+1], true
+		if a == "-c" || (len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a, 'c')) {
+			rest := args[i+1:]
+			if len(rest) > 0 && rest[0] == "--" {
+				rest = rest[1:]
+			}
+			if len(rest) == 0 {
+				return "", false
+			}
+			return rest[0], true
 		}
 		if !strings.HasPrefix(a, "-") {
 			return "", false
@@ -176,7 +201,8 @@ func closing(rs []rune, i int) int {
 	return len(rs)
 }
 
-// fields splits a simple command into words, removing quotes.
+// fields splits a simple command into words, removing quotes ($'…' and $"…"
+// included; $'…' with its escapes decoded) and line continuations.
 func fields(s string) []string {
 	var words []string
 	var cur strings.Builder
@@ -192,8 +218,16 @@ func fields(s string) []string {
 			} else {
 				cur.WriteRune(r)
 			}
+		case r == '$' && i+1 < len(rs) && rs[i+1] == '\'':
+			i = ansiC(rs, i+2, &cur)
+			in = true
+		case r == '$' && i+1 < len(rs) && rs[i+1] == '"':
+			quote, in = '"', true
+			i++
 		case r == '\'' || r == '"':
 			quote, in = r, true
+		case r == '\\' && i+1 < len(rs) && rs[i+1] == '\n':
+			i++ // a line continuation: nothing
 		case r == '\\' && i+1 < len(rs):
 			cur.WriteRune(rs[i+1])
 			in = true
@@ -213,4 +247,55 @@ func fields(s string) []string {
 		words = append(words, cur.String())
 	}
 	return words
+}
+
+// ansiC decodes a $'…' string whose text starts at rs[i] into b, and returns
+// the index of its closing quote: \xHH, \NNN, \uHHHH, \UHHHHHHHH and the
+// letter escapes, as bash reads them.
+func ansiC(rs []rune, i int, b *strings.Builder) int {
+	letters := map[rune]rune{'a': '\a', 'b': '\b', 'e': 0x1b, 'E': 0x1b, 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v'}
+	number := func(j, most, base int) (rune, int) {
+		v, n := 0, 0
+		for ; n < most && j+n < len(rs); n++ {
+			d, err := strconv.ParseInt(string(rs[j+n]), base, 8)
+			if err != nil {
+				break
+			}
+			v = v*base + int(d)
+		}
+		return rune(v), n
+	}
+	for ; i < len(rs); i++ {
+		r := rs[i]
+		if r == '\'' {
+			return i
+		}
+		if r != '\\' || i+1 >= len(rs) {
+			b.WriteRune(r)
+			continue
+		}
+		i++
+		e := rs[i]
+		switch {
+		case letters[e] != 0:
+			b.WriteRune(letters[e])
+		case e == 'x' || e == 'u' || e == 'U':
+			most := map[rune]int{'x': 2, 'u': 4, 'U': 8}[e]
+			v, n := number(i+1, most, 16)
+			if n == 0 {
+				b.WriteRune('\\')
+				b.WriteRune(e)
+				continue
+			}
+			b.WriteRune(v)
+			i += n
+		case e >= '0' && e <= '7':
+			v, n := number(i, 3, 8)
+			b.WriteRune(v)
+			i += n - 1
+		default:
+			b.WriteRune(e) // \\, \', \" and anything else: the character
+		}
+	}
+	return i
 }

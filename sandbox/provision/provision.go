@@ -17,7 +17,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,6 +207,11 @@ func (p *provisioner) clone(ctx context.Context, ws *sandboxwire.WorkspaceSpec) 
 		return
 	}
 	scheme, _, _ := strings.Cut(ws.RepositoryURL, "://")
+	reach, err := reachable(ctx, ws.RepositoryURL, ws.InsecureHosts)
+	if err != nil {
+		p.warn(ctx, "clone", "the repository was not cloned: its host "+err.Error())
+		return
+	}
 	private := filepath.Join(p.o.Dir, privateDir)
 	if err := os.MkdirAll(private, 0o755); err != nil {
 		p.warn(ctx, "clone", fmt.Sprintf("the repository was not cloned: %v", err))
@@ -226,8 +233,8 @@ func (p *provisioner) clone(ctx context.Context, ws *sandboxwire.WorkspaceSpec) 
 		_ = os.RemoveAll(tmp)
 		_ = os.Remove(private) // only if empty: a failed clone leaves the workspace empty
 	}()
-	args := []string{"-c", "protocol.allow=never", "-c", "protocol." + scheme + ".allow=always",
-		"clone", "--depth", "1", "--no-recurse-submodules", "--quiet"}
+	args := append([]string{"-c", "protocol.allow=never", "-c", "protocol." + scheme + ".allow=always"}, reach...)
+	args = append(args, "clone", "--depth", "1", "--no-recurse-submodules", "--quiet")
 	if ws.Branch != "" {
 		args = append(args, "--branch", ws.Branch)
 	}
@@ -252,6 +259,46 @@ func (p *provisioner) clone(ctx context.Context, ws *sandboxwire.WorkspaceSpec) 
 		_, _ = fmt.Fprintf(f, "\n/%s/\n", privateDir)
 		_ = f.Close()
 	}
+}
+
+// reachable returns the git options that keep a clone of raw (a URL
+// CheckCloneURL accepted) on the addresses checked here. Redirects are never
+// followed: they could lead anywhere. A host the operator lists (trusted:
+// git_insecure_hosts) is cloned from as it resolves. Any other is resolved
+// here, refused if one of its addresses is internal
+// (sandboxwire.InternalAddress: loopback, private, link-local, the cloud's
+// metadata service…), and pinned to those addresses for git
+// (http.curloptResolve), so that a second answer of its DNS cannot send git
+// elsewhere.
+func reachable(ctx context.Context, raw string, trusted []string) ([]string, error) {
+	opts := []string{"-c", "http.followRedirects=false"}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, errors.New("is not valid")
+	}
+	host := strings.ToLower(u.Hostname())
+	if slices.Contains(trusted, host) || (u.Scheme != "https" && u.Scheme != "http") {
+		return opts, nil // git:// reaches the trusted hosts only (CheckCloneURL)
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(addrs) == 0 {
+		return nil, errors.New("could not be resolved")
+	}
+	pins := make([]string, len(addrs))
+	for i, a := range addrs {
+		if sandboxwire.InternalAddress(a) {
+			return nil, fmt.Errorf("resolves to an internal address (%s), which only the hosts the operator lists (git_insecure_hosts) may", a.Unmap())
+		}
+		pins[i] = a.Unmap().String()
+		if a.Unmap().Is6() {
+			pins[i] = "[" + pins[i] + "]"
+		}
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	}
+	return append(opts, "-c", "http.curloptResolve="+host+":"+port+":"+strings.Join(pins, ",")), nil
 }
 
 // moveInto moves every entry of from into to (the same file system).

@@ -91,7 +91,9 @@ func TestPushedSandboxDoesNotPoll(t *testing.T) {
 		}
 	}
 	cancel()
-	<-done
+	if err := <-done; err != nil {
+		t.Logf("Run after the cancel: %v", err)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.up {

@@ -8,13 +8,17 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/policy"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // Limits of the web tools.
@@ -32,11 +36,16 @@ var (
 
 // webTools are web_fetch and web_search. With a gateway (the Internet Gateway),
 // both go through it; without one, web_fetch goes direct and web_search is not
-// available. Either way the policy's allow_domains and rate limits apply.
+// available. Either way the policy's allow_domains and rate limits apply; a
+// direct fetch also reaches public addresses only (directTransport).
 func webTools(p *policy.Policy, o Options) []Tool {
 	client := o.HTTPClient
 	if client == nil {
-		client = &http.Client{Timeout: webTimeout, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		var transport http.RoundTripper // the gateway: the operator's, wherever it is
+		if o.WebGateway == "" {
+			transport = directTransport(p)
+		}
+		client = &http.Client{Timeout: webTimeout, Transport: transport, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= 5 {
 				return errors.New("too many redirects")
 			}
@@ -125,6 +134,30 @@ func webTools(p *policy.Policy, o Options) []Tool {
 			},
 		},
 	}
+}
+
+// directTransport is the transport of a direct fetch (no gateway). It
+// connects to public addresses only, checked where the connection is made,
+// after the name resolved and for every address tried, redirects included:
+// an internal address (sandboxwire.InternalAddress: loopback, private,
+// link-local, the cloud's metadata service…) is refused unless the policy's
+// allow_domains of web_fetch names that address itself. No proxy: a sandbox
+// is given none.
+func directTransport(p *policy.Policy) *http.Transport {
+	d := &net.Dialer{Timeout: webTimeout, Control: func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("%w: web_fetch: %q is not an address", policy.ErrDenied, address)
+		}
+		if ip := ap.Addr().Unmap(); sandboxwire.InternalAddress(ip) && !p.NamesAddress("web_fetch", ip) {
+			return fmt.Errorf("%w: web_fetch: %s is an internal address (loopback, private, link-local or metadata), which allow_domains does not name", policy.ErrDenied, ip)
+		}
+		return nil
+	}}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.Proxy = nil
+	t.DialContext = d.DialContext
+	return t
 }
 
 func get(ctx context.Context, client *http.Client, target, token string) (string, error) {

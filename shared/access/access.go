@@ -126,9 +126,10 @@ var workerKeys = map[string][]string{Registry: {ConfigurationItems, PoolItems, A
 var worker = Access{
 	Tables: map[string][]string{
 		// A job's sandbox gets its session here (job.run).
-		Sessions:    {GetItem, PutItem, UpdateItem},
-		Events:      {PutItem},
-		Idempotency: {GetItem, UpdateItem},
+		Sessions: {GetItem, PutItem, UpdateItem},
+		Events:   {PutItem},
+		// A tool's output event is appended once per call, with a record.
+		Idempotency: {GetItem, PutItem, UpdateItem},
 		// The warm pool's sandboxes are registered, claimed, retired; the
 		// types that keep one listed.
 		Registry: {GetItem, PutItem, UpdateItem, DeleteItem, Query},

@@ -137,7 +137,8 @@ func validateRepo(r registry.RepoSource, insecureHosts []string) (registry.RepoS
 }
 
 // checkRepoURL accepts an https URL of a host, without credentials, query or
-// fragment; plain http and git to the hosts an operator lists
+// fragment; plain http and git, and internal hosts (loopback, private,
+// link-local…), to the hosts an operator lists only
 // (sandboxwire.CheckCloneURL); file: and ext:: never.
 func checkRepoURL(raw string, insecureHosts []string) error {
 	if raw == "" {
@@ -161,6 +162,9 @@ func checkRepoURL(raw string, insecureHosts []string) error {
 	}
 	if u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(raw, " \t\r\n") {
 		return invalid("repo_source.url must have no query, fragment or spaces.")
+	}
+	if err := sandboxwire.CheckCloneURL(raw, insecureHosts); err != nil {
+		return invalid("repo_source.url %s.", err) // an internal host, and the rest of what a clone refuses
 	}
 	return nil
 }

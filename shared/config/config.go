@@ -62,8 +62,10 @@ type RemoteAgents struct {
 	// type sets none (or only some): always a size a Fargate task can have.
 	WorkspaceDefaults WorkspaceLimits
 	// GitInsecureHosts are the hosts a workspace may clone from over plain
-	// http or git (git_insecure_hosts, RA_GIT_INSECURE_HOSTS; default
-	// loopback); https works with every host, file: and ext:: with none.
+	// http or git, and the only internal hosts (loopback, private,
+	// link-local) it may clone from at all (git_insecure_hosts,
+	// RA_GIT_INSECURE_HOSTS; default loopback); https works with every other
+	// host, file: and ext:: with none.
 	GitInsecureHosts []string
 	// Quotas bound what one app (tenant) may hold or open.
 	Quotas Quotas

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remote-agents/remote-agents/shared/markdown"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/sanitize"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -158,4 +161,95 @@ func FuzzWriteReadsBackAsWritten(f *testing.F) {
 			t.Errorf("read back %+v, want %+v\nstream %q", got, want, out.String())
 		}
 	})
+}
+
+// Any event of any known type, with any data and sequence number, is read
+// back by a browser as exactly one event: its type, its sequence number as
+// the last event id, and as data one line, the JSON of the Message, whose
+// data is what Public shows. What Public shows holds none of the internal
+// fields (html other than the platform's, object keys, env references, a
+// workspace tool's arguments) and shows errors sanitised.
+func FuzzWriteAnyEvent(f *testing.F) {
+	f.Add(uint8(0), int64(1), `{"text":"**hi**\n\ndata: x","html":"<script>"}`)
+	f.Add(uint8(1), int64(2), `{"text":"failed at /home/u/.aws/credentials: AKIAABCDEFGHIJKLMNOP"}`)
+	f.Add(uint8(3), int64(3), `{"name":"bash","is_error":true,"output":"\u001b[31mboom\r\nid: 9"}`)
+	f.Add(uint8(7), int64(4), `{"text":"t","attachments":[{"name":"a","key":"sessions/s/attachments/x/a","size_bytes":1},7]}`)
+	f.Add(uint8(8), int64(5), `{"keys":["A"],"ref":"sessions/s/env/x.json"}`)
+	f.Add(uint8(9), int64(6), `{"prefix":"p/","files":[{"path":"a.png","size_bytes":1,"key":"k"}]}`)
+	f.Add(uint8(10), int64(7), `{"snapshot_key":"k","message":"m"}`)
+	f.Add(uint8(17), int64(1<<62), `{"args":"{}","request_id":"r"}`)
+	f.Fuzz(func(t *testing.T, which uint8, seq int64, data string) {
+		typ := sandboxwire.Types[int(which)%len(sandboxwire.Types)]
+		if seq < 0 {
+			seq = -(seq + 1)
+		}
+		var d map[string]any
+		if err := json.Unmarshal([]byte(data), &d); err != nil {
+			d = map[string]any{"text": data}
+		}
+		e := session.Event{Seq: seq, Type: typ, At: time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC), Data: d}
+		var out bytes.Buffer
+		if err := write(&out, e); err != nil {
+			t.Fatal(err)
+		}
+		got, lastID, _ := interpret(out.String())
+		id := strconv.FormatInt(seq, 10)
+		if len(got) != 1 || got[0].Type != typ || got[0].LastEventID != id || lastID != id || strings.ContainsAny(got[0].Data, "\r\n") {
+			t.Fatalf("read back %+v, last id %q\nstream %q", got, lastID, out.String())
+		}
+		var m Message
+		dec := json.NewDecoder(strings.NewReader(got[0].Data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&m); err != nil || m.Seq != seq || m.Type != typ || m.At != "2025-01-02T03:04:05.000000006Z" {
+			t.Fatalf("data %s: %+v, %v", got[0].Data, m, err)
+		}
+		raw, _ := json.Marshal(Public(e))
+		var want map[string]any
+		_ = json.Unmarshal(raw, &want)
+		if len(want) == 0 {
+			want = nil
+		}
+		if !reflect.DeepEqual(m.Data, want) {
+			t.Fatalf("data %+v, want what Public shows: %+v", m.Data, want)
+		}
+		html, hasHTML := m.Data["html"]
+		text, _ := d["text"].(string)
+		if typ == sandboxwire.TypeAgentMessage && text != "" {
+			if html != viaJSON(markdown.HTML(text)) {
+				t.Fatalf("html %q of %q", html, text)
+			}
+		} else if hasHTML {
+			t.Fatalf("%s shows html %q", typ, html)
+		}
+		hidden := map[string][]string{
+			sandboxwire.TypeEnvSubmitted:         {"ref"},
+			sandboxwire.TypeWorkspaceToolRequest: {"args"},
+			sandboxwire.TypeOutputVerification:   {"prefix"},
+			sandboxwire.TypeOutputSnapshot:       {"snapshot_key"},
+		}
+		for _, k := range hidden[typ] {
+			if _, ok := m.Data[k]; ok {
+				t.Fatalf("%s shows %s", typ, k)
+			}
+		}
+		for _, k := range []string{"files", "attachments"} {
+			list, _ := m.Data[k].([]any)
+			for _, item := range list {
+				if f, ok := item.(map[string]any); ok && f["key"] != nil && (typ == sandboxwire.TypeOutputVerification || typ == sandboxwire.TypeUserMessage) {
+					t.Fatalf("%s shows the key of %s %+v", typ, k, f)
+				}
+			}
+		}
+		if typ == sandboxwire.TypeAgentError && text != "" && m.Data["text"] != viaJSON(sanitize.Error(text)) {
+			t.Fatalf("error %q shown as %q", text, m.Data["text"])
+		}
+	})
+}
+
+// viaJSON is s as JSON carries it (invalid UTF-8 replaced).
+func viaJSON(s string) string {
+	raw, _ := json.Marshal(s)
+	var out string
+	_ = json.Unmarshal(raw, &out)
+	return out
 }

@@ -125,13 +125,17 @@ func DecodeJSON(req Request, limit int, v any) error {
 	if err != nil {
 		return err
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
 		return apierror.New(apierror.InvalidRequest, "The request body must be a JSON object.")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return apierror.New(apierror.InvalidRequest, "%s", describeJSONError(err))
+	}
+	if trimmed[0] != '{' { // null decodes into any v without error
+		return apierror.New(apierror.InvalidRequest, "The request body must be a JSON object.")
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return apierror.New(apierror.InvalidRequest, "The request body must hold a single JSON object.")

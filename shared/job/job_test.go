@@ -1,6 +1,8 @@
 package job_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -46,13 +48,54 @@ func TestParseCreate(t *testing.T) {
 	}
 }
 
+// ParseCreate, for any body: what it accepts has every id a UUID, a token
+// limit and constraints in range, inputData one JSON object within its
+// bound; encoded back to JSON (another layout, ids in upper case) it is
+// accepted again as the same request, of the same Hash, so a replay is told
+// from another request by what it says, not how it is written. The message
+// of a refusal is one line.
 func FuzzParseCreate(f *testing.F) {
 	f.Add(body(""))
 	f.Add(body(`,"constraints":{"timeout":60}`))
+	f.Add(body(`,"constraints":{"timeout":60,"memory":512,"network":true}`))
+	f.Add(strings.Replace(body(""), `{"a":1}`, ` { "b" : [1, 2.50, "<&>"], "c": {} } `, 1))
+	f.Add(strings.Replace(body(""), `{"a":1}`, `{"a":1} `, 1) + ` {}`)
 	f.Fuzz(func(t *testing.T, in string) {
 		req, msg := job.ParseCreate([]byte(in))
-		if msg == "" && (req.TokenLimit < 1 || !job.ValidUUID(req.AgentID) || len(req.InputData) == 0 || req.InputData[0] != '{') {
+		if msg != "" {
+			if strings.ContainsAny(msg, "\r\n") {
+				t.Fatalf("message %q", msg)
+			}
+			return
+		}
+		for _, id := range []string{req.CommandID, req.PlanStepID, req.AgentID, req.IdentityID, req.ContextID} {
+			if !job.ValidUUID(id) {
+				t.Fatalf("accepted id %q", id)
+			}
+		}
+		if req.TokenLimit < 1 || req.TokenLimit > job.MaxTokenLimit || len(req.InputData) > job.MaxInputBytes || !json.Valid(req.InputData) || req.InputData[0] != '{' {
 			t.Fatalf("accepted %q as %+v", in, req)
+		}
+		if c := req.Constraints; c != nil && ((c.Timeout != nil && (*c.Timeout < 1 || *c.Timeout > job.MaxTimeout)) || (c.Memory != nil && (*c.Memory < job.MinMemoryMiB || *c.Memory > job.MaxMemoryMiB))) {
+			t.Fatalf("accepted constraints %+v", c)
+		}
+		re := req
+		re.CommandID, re.AgentID = strings.ToUpper(re.CommandID), strings.ToUpper(re.AgentID)
+		var indented bytes.Buffer
+		if err := json.Indent(&indented, req.InputData, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		re.InputData = indented.Bytes()
+		raw, err := json.MarshalIndent(re, "", "\t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(re.InputData) > job.MaxInputBytes || len(raw) > job.MaxCreateBytes {
+			return // the layout made it too large
+		}
+		again, msg := job.ParseCreate(raw)
+		if msg != "" || again.Hash() != req.Hash() {
+			t.Fatalf("%q re-encoded as %s: %q, hash %s, was %s", in, raw, msg, again.Hash(), req.Hash())
 		}
 	})
 }

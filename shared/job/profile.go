@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -93,7 +94,8 @@ func (in ProfileInput) Validate(scripted bool) string {
 	case len(in.Agentfiles) > MaxAgentfiles:
 		return fmt.Sprintf("agentfiles may hold at most %d files.", MaxAgentfiles)
 	}
-	for name, body := range in.Agentfiles {
+	for _, name := range slices.Sorted(maps.Keys(in.Agentfiles)) { // in order: the same request, the same error
+		body := in.Agentfiles[name]
 		if !skillName.MatchString(name) || toolspec.IsWorkspaceTool(name) {
 			return fmt.Sprintf("agentfiles: %q is not a valid Agentfile name (lower-case letters, digits, '-' and '_', not a tool's name).", name)
 		}

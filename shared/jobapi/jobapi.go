@@ -181,7 +181,7 @@ func (h *Handlers) logs(ctx context.Context, req httpapi.Request, hd job.Headers
 	var wait time.Duration
 	if v := req.QueryStringParameters["wait"]; v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || time.Duration(n)*time.Second > job.MaxLogWait {
+		if err != nil || n < 0 || n > int(job.MaxLogWait/time.Second) { // n seconds as a Duration could overflow
 			return httpapi.Response{}, apierror.New(apierror.InvalidRequest, "wait must be a number of seconds from 0 to %d.", int(job.MaxLogWait/time.Second))
 		}
 		wait = time.Duration(n) * time.Second

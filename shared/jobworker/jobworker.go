@@ -195,7 +195,9 @@ func (w *Worker) Do(ctx context.Context, m jobs.Message) error {
 // holds the lost claim's code or the token it got for it. That sandbox can no
 // longer act (the claim removed its token, its code and generation are stale)
 // and stops at its first call; the worker that lost its claim stops the
-// sandbox it started when recording it fails.
+// sandbox it started when recording it fails. A sandbox that got ready on its
+// claim before the message came back is recorded by that delivery
+// (recordLaunched).
 func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 	sess, err := w.Store.Get(ctx, m.SessionID)
 	if errors.Is(err, session.ErrNotFound) {
@@ -206,8 +208,14 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 	}
 	// A start of an earlier generation still asks for the session's sandbox:
 	// its generation moved on only because a claim was replaced.
-	if sess.State != session.Provisioning || m.Generation > sess.Generation {
+	if m.Generation > sess.Generation || sess.State.Terminal() {
 		return nil // over
+	}
+	if sess.State != session.Provisioning {
+		if sess.SandboxRef == "" && sess.PoolSandbox == "" && sess.LaunchLease != 0 {
+			return w.recordLaunched(ctx, sess)
+		}
+		return nil // running
 	}
 	if sess.SandboxRef != "" {
 		if sess.PoolSandbox != "" && w.Pool != nil {
@@ -270,6 +278,33 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 		return fmt.Errorf("record sandbox of %s: %w", sess.ID, err)
 	}
 	w.Log.InfoContext(ctx, "sandbox launched", slog.String("session_id", sess.ID), slog.Int("generation", gen), slog.String("sandbox_ref", ref))
+	return nil
+}
+
+// recordLaunched records the sandbox of a running session whose launch was
+// claimed and never recorded: the worker that launched it died before it
+// could, and the sandbox got ready on the claim's code before the message
+// came back. Unrecorded, nothing could stop it (a kill, the sweep of a lost
+// session). Launching the same session and generation again returns that
+// sandbox and starts nothing (launch.Launcher), so no code is given.
+func (w *Worker) recordLaunched(ctx context.Context, sess session.Session) error {
+	ref, err := w.Launcher.Launch(ctx, launch.Spec{
+		SessionID:       sess.ID,
+		Generation:      sess.Generation,
+		GatewayURL:      w.GatewayURL,
+		ModelGatewayURL: w.ModelGatewayURL,
+		PushURL:         w.PushURL,
+		TmuxSessionName: sess.TmuxSessionName,
+		Size:            w.size(ctx, sess),
+	})
+	if err != nil {
+		return fmt.Errorf("find the unrecorded sandbox of %s: %w", sess.ID, err)
+	}
+	if _, err := w.Store.Touch(ctx, sess.ID, sess.Generation, session.Fields{SandboxRef: ref}); ignoreConflict(err) != nil {
+		return fmt.Errorf("record sandbox of %s: %w", sess.ID, err)
+	}
+	w.Log.WarnContext(ctx, "sandbox recorded after its launch's worker died", slog.String("session_id", sess.ID),
+		slog.Int("generation", sess.Generation), slog.String("sandbox_ref", ref))
 	return nil
 }
 

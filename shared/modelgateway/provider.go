@@ -177,6 +177,9 @@ func bedrockCall(segments []string, body []byte) (Call, error) {
 		return Call{}, noOperation()
 	}
 	model := strings.Join(segments[1:n-1], "/")
+	if model == "." || model == ".." { // a dot segment: the upstream would resolve it to another path
+		return Call{}, noOperation()
+	}
 	return Call{Path: "model/" + escapeStrict(model) + "/" + segments[n-1], Model: model, Body: body}, nil
 }
 

@@ -78,6 +78,12 @@ func (s *Service) authenticate(ctx context.Context, id, key string) (Sandbox, er
 	return sb, nil
 }
 
+// Authenticate returns the pool sandbox whose pool key is key (errors as
+// Heartbeat's): what HeartbeatOf acts for, checked before its body is read.
+func (s *Service) Authenticate(ctx context.Context, id, key string) (Sandbox, error) {
+	return s.authenticate(ctx, id, key)
+}
+
 // Heartbeat records a pool sandbox's sign of life (and that it is idle, if
 // it says so), and answers the session that claimed it, if one did.
 func (s *Service) Heartbeat(ctx context.Context, id, key string, in sandboxwire.PoolHeartbeat) (sandboxwire.PoolOrders, error) {
@@ -85,8 +91,14 @@ func (s *Service) Heartbeat(ctx context.Context, id, key string, in sandboxwire.
 	if err != nil {
 		return sandboxwire.PoolOrders{}, err
 	}
+	return s.HeartbeatOf(ctx, sb, in)
+}
+
+// HeartbeatOf is Heartbeat for sb, which Authenticate returned.
+func (s *Service) HeartbeatOf(ctx context.Context, sb Sandbox, in sandboxwire.PoolHeartbeat) (sandboxwire.PoolOrders, error) {
 	if sb.State != Claimed {
-		sb, err = s.o.Store.Heartbeat(ctx, id, in.Idle, s.o.Now())
+		var err error
+		sb, err = s.o.Store.Heartbeat(ctx, sb.ID, in.Idle, s.o.Now())
 		if errors.Is(err, ErrNotFound) {
 			return sandboxwire.PoolOrders{Stop: true}, nil
 		}

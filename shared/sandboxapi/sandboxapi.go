@@ -55,14 +55,18 @@ func (h *Handlers) PoolBootstrap(ctx context.Context, req httpapi.Request) (http
 // PoolHeartbeat serves POST /sandbox-pool/{sandboxId}/heartbeat: a pool
 // sandbox's sign of life (idle or not), answered with its claim if any.
 func (h *Handlers) PoolHeartbeat(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
-	id, key := req.PathParameters["sandboxId"], httpapi.BearerToken(req)
+	// Who calls comes first: no body is read for a caller that may not call.
+	sb, err := h.Pool.Authenticate(ctx, req.PathParameters["sandboxId"], httpapi.BearerToken(req))
+	if err != nil {
+		return h.answer(ctx, nil, err), nil
+	}
 	var in sandboxwire.PoolHeartbeat
 	if req.Body != "" {
 		if err := httpapi.DecodeJSON(req, sandboxwire.MaxPoolHeartbeatBytes, &in); err != nil {
 			return httpapi.Error(ctx, h.Log, err), nil
 		}
 	}
-	out, err := h.Pool.Heartbeat(ctx, id, key, in)
+	out, err := h.Pool.HeartbeatOf(ctx, sb, in)
 	return h.answer(ctx, out, err), nil
 }
 

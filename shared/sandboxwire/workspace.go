@@ -3,6 +3,7 @@ package sandboxwire
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -30,7 +31,8 @@ type WorkspaceSpec struct {
 	SetupTimeoutSeconds int          `json:"setup_timeout_seconds"`
 	Task                *TaskContext `json:"task_context,omitempty"`
 	// InsecureHosts are the hosts the operator lets a workspace clone from
-	// over plain http or git (CheckCloneURL).
+	// over plain http or git, and the only internal ones it may clone from
+	// (CheckCloneURL).
 	InsecureHosts []string `json:"git_insecure_hosts,omitempty"`
 	// Saved is what the session's configuration saved, brought back while
 	// provisioning (SavedConfiguration); nil: nothing.
@@ -99,7 +101,11 @@ func ValidBranch(b string) bool {
 
 // CheckCloneURL accepts the URL of a repository a workspace may clone: https
 // to any host; http and git only to one of insecureHosts; never file:, ext::
-// or any other transport, never credentials, a query or a fragment. Its
+// or any other transport, never credentials, a query or a fragment. A host
+// that is an internal address (InternalAddress: loopback, private,
+// link-local, the cloud's metadata service…) or a localhost name is refused
+// too, whatever the scheme, unless insecureHosts lists it: the sandbox, which
+// resolves names, refuses those that resolve to one (package provision). Its
 // errors never repeat the URL.
 func CheckCloneURL(raw string, insecureHosts []string) error {
 	if raw == "" {
@@ -126,6 +132,9 @@ func CheckCloneURL(raw string, insecureHosts []string) error {
 	}
 	if strings.HasPrefix(u.Hostname(), "-") {
 		return errors.New("has a host that is an option")
+	}
+	if host := strings.ToLower(u.Hostname()); internalHost(host) && !slices.Contains(insecureHosts, host) {
+		return errors.New("names an internal address (loopback, private or link-local), which only the hosts the operator lists (git_insecure_hosts) may")
 	}
 	switch u.Scheme {
 	case "https":
@@ -218,3 +227,13 @@ func (WorkspaceReadyEvent) EventType() string { return TypeWorkspaceReady }
 // WorkspaceTypes are the provisioning event types (a sandbox's).
 var WorkspaceTypes = []string{TypeWorkspaceCreating, TypeWorkspaceCloning, TypeWorkspaceRestoring, TypeWorkspaceEnvFiles, TypeWorkspaceSetup,
 	TypeWorkspaceServices, TypeWorkspaceWarning, TypeWorkspaceReady}
+
+// internalHost reports whether a URL's host (lower case, without brackets) is
+// an internal address or a localhost name (RFC 6761).
+func internalHost(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && InternalAddress(ip)
+}

@@ -38,6 +38,9 @@ func Error(output string) string {
 	s = modules.ReplaceAllString(s, "")
 	s = pids.ReplaceAllString(s, "")
 	s = strings.TrimSpace(spaces.ReplaceAllString(s, " "))
+	// What was removed can join what is left into a path ("/ho[12]me/"), and
+	// whitespace made one space into a traceback's header: once more.
+	s = paths.ReplaceAllString(traceback.ReplaceAllString(s, ""), "a file")
 	s = strings.Trim(s, " :;,-")
 	s = Clip(s, maxDetail)
 	if s == "" {

@@ -45,6 +45,7 @@ func TestError(t *testing.T) {
 
 func FuzzError(f *testing.F) {
 	f.Add("Traceback (most recent call last):\n File \"/home/x.py\"")
+	f.Add("/ho[12]me/x Trace[12]back (most recent call last)")
 	f.Fuzz(func(t *testing.T, s string) {
 		got := sanitize.Error(s)
 		if !strings.HasPrefix(got, sanitize.Generic) || strings.Contains(got, "/home/") || strings.Contains(got, "Traceback (most recent") {

@@ -518,7 +518,8 @@ func storable(v any, depth int) error {
 	}
 	switch t := v.(type) {
 	case map[string]any:
-		for k, e := range t {
+		for _, k := range slices.Sorted(maps.Keys(t)) { // in order: the same data, the same error
+			e := t[k]
 			if k == "" || len(k) > maxDataKeyLen {
 				return fmt.Errorf("a key must be 1 to %d bytes", maxDataKeyLen)
 			}

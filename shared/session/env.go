@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -80,8 +81,8 @@ func (in EnvSubmission) split() (all, persist map[string]string, err error) {
 	if n := len(in.Values) + len(in.Secrets); n == 0 || n > MaxEnvKeys {
 		return nil, nil, apierror.New(apierror.InvalidRequest, "Send 1 to %d values.", MaxEnvKeys)
 	}
-	for k, v := range in.Values {
-		if err := add(k, v, in.SaveToConfiguration); err != nil {
+	for _, k := range slices.Sorted(maps.Keys(in.Values)) { // in order: the same request, the same error
+		if err := add(k, in.Values[k], in.SaveToConfiguration); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -250,7 +250,7 @@ func ParseListQuery(params map[string]string) (ListQuery, error) {
 	}
 	for name, v := range params {
 		if len(v) > maxCursorLen {
-			return bad("%s is too long.", name)
+			return bad("%q is too long.", name)
 		}
 		switch name {
 		case "project_name":

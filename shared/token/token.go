@@ -57,7 +57,8 @@ func Check(kind Kind, plain string) error {
 	if !ok || len(body) != encodedLen {
 		return ErrMalformed
 	}
-	if _, err := base64.RawURLEncoding.DecodeString(body); err != nil {
+	// The decoder skips CR and LF: the length of what it decodes is checked too.
+	if raw, err := base64.RawURLEncoding.DecodeString(body); err != nil || len(raw) != entropyBytes {
 		return ErrMalformed
 	}
 	return nil

@@ -2,6 +2,7 @@ package token_test
 
 import (
 	"encoding/base64"
+	"errors"
 	"strings"
 	"testing"
 
@@ -61,13 +62,51 @@ func TestMatchRefuses(t *testing.T) {
 	}
 }
 
+// Check and Match, for any string as any kind: a string passes Check for
+// at most one kind, and only as that kind's prefix, "_" and 43 characters
+// of unpadded URL-safe base64 (256 bits); Match takes exactly the strings
+// that pass Check, against their own hash only, never the hash's own text,
+// an empty hash, or another string's hash.
 func FuzzCheck(f *testing.F) {
-	plain, _ := token.New(token.AppKey)
-	f.Add(plain)
-	f.Add("rak_")
-	f.Fuzz(func(t *testing.T, s string) {
-		if token.Check(token.AppKey, s) == nil && (!strings.HasPrefix(s, "rak_") || len(s) != len(plain)) {
-			t.Fatalf("accepted %q", s)
+	kinds := []token.Kind{token.Session, token.Sandbox, token.Bootstrap, token.AppKey}
+	for _, k := range kinds {
+		plain, _ := token.New(k)
+		f.Add(plain, "")
+		f.Add(string(k)+"_", plain)
+	}
+	f.Add("ras_"+strings.Repeat("A", 42)+"B", "")
+	f.Add("ras_"+strings.Repeat("A", 43)+"=", "")
+	f.Add("ras_"+strings.Repeat("+", 43), "")
+	f.Add("RAS_"+strings.Repeat("A", 43), "")
+	f.Fuzz(func(t *testing.T, s, other string) {
+		passed := 0
+		for _, k := range kinds {
+			err := token.Check(k, s)
+			if err != nil {
+				if !errors.Is(err, token.ErrMalformed) {
+					t.Fatalf("Check(%s, %q) = %v", k, s, err)
+				}
+				if token.Match(k, s, token.Hash(s)) {
+					t.Fatalf("%q matched as %s, which Check refuses", s, k)
+				}
+				continue
+			}
+			passed++
+			body, ok := strings.CutPrefix(s, string(k)+"_")
+			raw, derr := base64.RawURLEncoding.DecodeString(body)
+			if !ok || len(body) != 43 || derr != nil || len(raw) != 32 {
+				t.Fatalf("Check(%s) accepted %q", k, s)
+			}
+			h := token.Hash(s)
+			if len(h) != 64 || !token.Match(k, s, h) || token.Match(k, s, "") || token.Match(k, s, strings.ToUpper(h)) || token.Match(k, h, h) {
+				t.Fatalf("%q (%s) and its hash %s", s, k, h)
+			}
+			if other != s && token.Match(k, s, token.Hash(other)) {
+				t.Fatalf("%q matched the hash of %q", s, other)
+			}
+		}
+		if passed > 1 {
+			t.Fatalf("%q passes as %d kinds", s, passed)
 		}
 	})
 }

@@ -75,6 +75,12 @@ func (e *Effects) Execute(ctx context.Context, c Call) (Result, error) {
 	return Result{}, fmt.Errorf("no effects for %s (%T)", c.Tool, c.Args)
 }
 
+// eventKey is the key of the idempotency record of the output event of the
+// call whose record key is recordKey (RecordKey).
+func eventKey(recordKey string) string {
+	return "toolevent#" + strings.TrimPrefix(recordKey, "tool#")
+}
+
 func (e *Effects) now() time.Time {
 	if e.Now != nil {
 		return e.Now()
@@ -212,13 +218,26 @@ func configFailure(err error) (Result, error) {
 }
 
 // event appends an output event of the call's session (none once the session
-// has ended) and returns its data without the call's own fields, for the result.
+// has ended), once per call: the attempt that runs the call again after one
+// that died between appending it and completing its record (the lease ran
+// out) appends nothing more. It returns the event's data without the call's
+// own fields, for the result.
 func (e *Effects) event(ctx context.Context, c Call, p sandboxwire.Payload) (map[string]any, error) {
 	ev, err := session.NewEvent(p)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.Sessions.AppendEvents(ctx, c.Session.ID, c.Session.Generation, []session.Event{ev}); err != nil && !errors.Is(err, session.ErrConflict) {
+	now := e.now().UTC()
+	once := session.IdempotencyRecord{
+		Key:         eventKey(c.Key),
+		SessionID:   c.Session.ID,
+		RequestHash: ev.Type,
+		CreatedAt:   now,
+		// As long as an unfinished call's record: its attempts come within.
+		ExpiresAt: now.Add(inProgressTTL).Unix(),
+	}
+	_, err = e.Sessions.AppendOnce(ctx, c.Session.ID, c.Session.Generation, ev, once)
+	if err != nil && !errors.Is(err, session.ErrConflict) && !errors.Is(err, session.ErrIdempotencyTaken) {
 		return nil, err
 	}
 	data := maps.Clone(ev.Data)

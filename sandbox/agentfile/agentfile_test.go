@@ -498,3 +498,31 @@ func BenchmarkParse1000Lines(b *testing.B) {
 	}
 	rec.Done()
 }
+
+// TestLoadReadsOnlyBoundedRegularFiles: Load refuses a device (/dev/zero,
+// which Stat sizes as empty and never ends) and a FIFO before reading a
+// byte, and a file over the limit; it reads no more than the limit allows.
+func TestLoadReadsOnlyBoundedRegularFiles(t *testing.T) {
+	if _, err := agentfile.Load("/dev/zero"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("Load(/dev/zero) = %v, want not a regular file", err)
+	}
+	dir := t.TempDir()
+	big := filepath.Join(dir, "Agentfile")
+	if err := os.WriteFile(big, []byte("NAME x\n"+strings.Repeat("# pad\n", agentfile.MaxFileBytes/6+1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agentfile.Load(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("Load(a file over the limit) = %v, want larger than", err)
+	}
+	prompt := filepath.Join(dir, "prompt.md")
+	if err := os.Symlink("/dev/zero", prompt); err != nil {
+		t.Fatal(err)
+	}
+	small := filepath.Join(dir, "Small")
+	if err := os.WriteFile(small, []byte("NAME x\nGOAL g FROM prompt.md\nRUN r USING g\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agentfile.Load(small); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("Load(a prompt linked to /dev/zero) = %v, want not a regular file", err)
+	}
+}

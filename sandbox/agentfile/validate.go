@@ -3,6 +3,7 @@ package agentfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -279,12 +280,17 @@ func readBounded(path string) (string, error) {
 	if info.IsDir() {
 		return "", fmt.Errorf("%s is a folder, not a file", path)
 	}
-	if info.Size() > MaxFileBytes {
-		return "", fmt.Errorf("%s is larger than %d bytes", path, MaxFileBytes)
+	if !info.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
 	}
-	b, err := os.ReadFile(path)
+	// The size Stat gives is not trusted: the file may grow, or be one the
+	// kernel sizes as empty. Read what is open, at most one byte past the limit.
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
 		return "", fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	if len(b) > MaxFileBytes {
+		return "", fmt.Errorf("%s is larger than %d bytes", path, MaxFileBytes)
 	}
 	return string(b), nil
 }

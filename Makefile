@@ -51,7 +51,15 @@ dist/agent: FORCE
 dist/localstack/bootstrap: FORCE
 	GOOS=linux GOARCH=$$($(GO) env GOARCH) CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ ./localstack/cmd/bootstrap
 
-test: fmt-check tidy-check vet lint test-go test-faults test-security fuzz-short bench-short test-infra ## format check, go.mod tidy, vet, lint, unit + integration tests (-race) on the local AWS, the fault and security suites, each fuzz target briefly, the benchmarks' short run, the CDK stack's tests
+# make test runs its stages in order and says how long each took.
+TEST_STAGES := fmt-check tidy-check vet lint test-go test-faults test-security fuzz-short bench-short test-infra
+
+test: ## format check, go.mod tidy, vet, lint, unit + integration tests (-race) on the local AWS, the fault and security suites, each fuzz target briefly, the benchmarks' short run, the CDK stack's tests
+	@for stage in $(TEST_STAGES); do \
+		began=$$(date +%s); \
+		$(MAKE) --no-print-directory $$stage || { echo "make test: $$stage failed after $$(( $$(date +%s) - began )) s"; exit 1; }; \
+		echo "make test: $$stage took $$(( $$(date +%s) - began )) s"; \
+	done
 
 fmt-check:
 	@out=$$(gofmt -l $(GO_FILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -164,7 +164,7 @@ sam-local: build ## run the API with `sam local start-api` against LocalStack (m
 	cd infra && rm -rf cdk.out/sam && $(INFRA_ENV) CDK_OUTDIR=cdk.out/sam CDK_CONTEXT_JSON='{"env":"$(ENV)","target":"sam"}' $(GO) run .
 	cd infra && sam local start-api --config-file samconfig.toml -t cdk.out/sam/RemoteAgents-$(ENV).template.json
 
-bench: $(NODE_MODULES) ## run every benchmark once on the local stack and write BENCHMARKS.md with benchmarks-create.png beside it: create → ready cold, warm and the floor; tool callbacks; events to a browser; messages; job dispatch; the fleet list at 100 and 10,000 agents; the model gateway; Agentfile parse; the tool loop; each Lambda zip and its cold init under the runtime interface emulator (about 15 minutes)
+bench: $(NODE_MODULES) ## run every benchmark once on the local stack and write BENCHMARKS.md with benchmarks-create.png beside it: create → ready cold, warm and the floor; tool callbacks; events to a browser; messages; job dispatch; the fleet list at 100 and 10,000 agents; the model gateway; Agentfile parse; the tool loop; each Lambda zip and its cold init under the runtime interface emulator (about 5 minutes on 2 cores)
 	@$(call WITH_AWS,sh -c '$(BENCHREPORT) -command "make bench"')
 
 dev: $(NODE_MODULES) dist/agent ## run the system locally: emulators, resources, seed data, the API on 127.0.0.1:$RA_PORT (8080)

@@ -95,20 +95,28 @@ test-faults: $(NODE_MODULES) ## the fault suite: crashes, redeliveries, an outag
 test-security: $(NODE_MODULES) ## the security suite: every route × every wrong credential, path traversal, oversize bodies, log injection, SSRF, token timing, the runtime's policy escapes
 	@$(call WITH_AWS,$(GO) test -race -count=1 -run '^TestSecurity' -v $(call TESTS_OF,TestSecurity))
 
-# Every Fuzz… target of the module, found in its test files: make fuzz runs
-# each for FUZZTIME (10 minutes); make test runs each for 3 seconds. A crasher
-# is written to the package's testdata/fuzz/, where it stays as a seed.
+# Every Fuzz… target, found in the test files: make fuzz runs each for
+# FUZZTIME (10 minutes); make test runs each for 5,000 executions (a count:
+# Go 1.26's fuzzer can fail a time-bounded run at its deadline with "context
+# deadline exceeded" and no failing input, go.dev/issue/75804, which make fuzz
+# reports and passes over). A crasher is written to the package's
+# testdata/fuzz/, where it stays as a seed.
 FUZZTIME ?= 10m
 fuzz: ## run every fuzz target for FUZZTIME each (10m); crashers found become seeds under testdata/fuzz/
+	@mkdir -p .cache
 	@for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v -e node_modules -e '^./.cache' | xargs -n1 dirname | sort -u); do \
 		for target in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed -E 's/^func (Fuzz[A-Za-z0-9_]*).*/\1/'); do \
 			echo "fuzz: $$dir $$target for $(FUZZTIME)"; \
-			(cd $$dir && $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) .) || exit 1; \
+			if ! (cd $$dir && $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) .) 2>&1 | tee .cache/fuzz.log; then \
+				if grep -q 'context deadline exceeded' .cache/fuzz.log && ! grep -q 'Failing input written' .cache/fuzz.log; then \
+					echo "fuzz: $$target: the fuzzer's own deadline race (go.dev/issue/75804), no failing input: not a finding"; \
+				else exit 1; fi; \
+			fi; \
 		done; \
 	done
 
 fuzz-short:
-	@$(MAKE) --no-print-directory fuzz FUZZTIME=3s
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5000x
 
 # make bench writes BENCHMARKS.md and benchmarks-create.png at the root;
 # the short run (make test) writes them under .cache/bench-short/.

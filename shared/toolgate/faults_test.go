@@ -86,7 +86,7 @@ func faultEffects(set resources.Set, ddb *dynamodb.Client) (*toolgate.Effects, *
 func TestToolCallChild(t *testing.T) {
 	spec := os.Getenv(faultChildEnv)
 	if spec == "" {
-		t.Skip("the child process of TestFaultToolCallKilledMidCallCompletesOnce")
+		return // only the child process of TestFaultToolCallKilledMidCallCompletesOnce serves
 	}
 	var in faultCall
 	if err := json.Unmarshal([]byte(spec), &in); err != nil {

@@ -147,16 +147,16 @@ func (e AliveStatusState) Valid() bool {
 
 // Defines values for CreateRequestSessionType.
 const (
-	Coding CreateRequestSessionType = "coding"
-	Setup  CreateRequestSessionType = "setup"
+	CreateRequestSessionTypeCoding CreateRequestSessionType = "coding"
+	CreateRequestSessionTypeSetup  CreateRequestSessionType = "setup"
 )
 
 // Valid indicates whether the value is a known member of the CreateRequestSessionType enum.
 func (e CreateRequestSessionType) Valid() bool {
 	switch e {
-	case Coding:
+	case CreateRequestSessionTypeCoding:
 		return true
-	case Setup:
+	case CreateRequestSessionTypeSetup:
 		return true
 	default:
 		return false
@@ -453,25 +453,25 @@ func (e JobFailureCategory) Valid() bool {
 
 // Defines values for JobOutputOutputType.
 const (
-	Dataset JobOutputOutputType = "dataset"
-	File    JobOutputOutputType = "file"
-	Log     JobOutputOutputType = "log"
-	Thread  JobOutputOutputType = "thread"
-	Version JobOutputOutputType = "version"
+	JobOutputOutputTypeDataset JobOutputOutputType = "dataset"
+	JobOutputOutputTypeFile    JobOutputOutputType = "file"
+	JobOutputOutputTypeLog     JobOutputOutputType = "log"
+	JobOutputOutputTypeThread  JobOutputOutputType = "thread"
+	JobOutputOutputTypeVersion JobOutputOutputType = "version"
 )
 
 // Valid indicates whether the value is a known member of the JobOutputOutputType enum.
 func (e JobOutputOutputType) Valid() bool {
 	switch e {
-	case Dataset:
+	case JobOutputOutputTypeDataset:
 		return true
-	case File:
+	case JobOutputOutputTypeFile:
 		return true
-	case Log:
+	case JobOutputOutputTypeLog:
 		return true
-	case Thread:
+	case JobOutputOutputTypeThread:
 		return true
-	case Version:
+	case JobOutputOutputTypeVersion:
 		return true
 	default:
 		return false
@@ -576,13 +576,13 @@ func (e ShutdownStatusStatus) Valid() bool {
 
 // Defines values for SpecWorkspaceSavedEnvFilesFormat.
 const (
-	Dotenv SpecWorkspaceSavedEnvFilesFormat = "dotenv"
+	SpecWorkspaceSavedEnvFilesFormatDotenv SpecWorkspaceSavedEnvFilesFormat = "dotenv"
 )
 
 // Valid indicates whether the value is a known member of the SpecWorkspaceSavedEnvFilesFormat enum.
 func (e SpecWorkspaceSavedEnvFilesFormat) Valid() bool {
 	switch e {
-	case Dotenv:
+	case SpecWorkspaceSavedEnvFilesFormatDotenv:
 		return true
 	default:
 		return false
@@ -723,46 +723,46 @@ func (e ToolErrorErrorCode) Valid() bool {
 
 // Defines values for WorkspaceConfigTools.
 const (
-	Bash        WorkspaceConfigTools = "bash"
-	Edit        WorkspaceConfigTools = "edit"
-	Git         WorkspaceConfigTools = "git"
-	Glob        WorkspaceConfigTools = "glob"
-	Grep        WorkspaceConfigTools = "grep"
-	Ls          WorkspaceConfigTools = "ls"
-	MemoryRead  WorkspaceConfigTools = "memory_read"
-	MemoryWrite WorkspaceConfigTools = "memory_write"
-	Read        WorkspaceConfigTools = "read"
-	WebFetch    WorkspaceConfigTools = "web_fetch"
-	WebSearch   WorkspaceConfigTools = "web_search"
-	Write       WorkspaceConfigTools = "write"
+	WorkspaceConfigToolsBash        WorkspaceConfigTools = "bash"
+	WorkspaceConfigToolsEdit        WorkspaceConfigTools = "edit"
+	WorkspaceConfigToolsGit         WorkspaceConfigTools = "git"
+	WorkspaceConfigToolsGlob        WorkspaceConfigTools = "glob"
+	WorkspaceConfigToolsGrep        WorkspaceConfigTools = "grep"
+	WorkspaceConfigToolsLs          WorkspaceConfigTools = "ls"
+	WorkspaceConfigToolsMemoryRead  WorkspaceConfigTools = "memory_read"
+	WorkspaceConfigToolsMemoryWrite WorkspaceConfigTools = "memory_write"
+	WorkspaceConfigToolsRead        WorkspaceConfigTools = "read"
+	WorkspaceConfigToolsWebFetch    WorkspaceConfigTools = "web_fetch"
+	WorkspaceConfigToolsWebSearch   WorkspaceConfigTools = "web_search"
+	WorkspaceConfigToolsWrite       WorkspaceConfigTools = "write"
 )
 
 // Valid indicates whether the value is a known member of the WorkspaceConfigTools enum.
 func (e WorkspaceConfigTools) Valid() bool {
 	switch e {
-	case Bash:
+	case WorkspaceConfigToolsBash:
 		return true
-	case Edit:
+	case WorkspaceConfigToolsEdit:
 		return true
-	case Git:
+	case WorkspaceConfigToolsGit:
 		return true
-	case Glob:
+	case WorkspaceConfigToolsGlob:
 		return true
-	case Grep:
+	case WorkspaceConfigToolsGrep:
 		return true
-	case Ls:
+	case WorkspaceConfigToolsLs:
 		return true
-	case MemoryRead:
+	case WorkspaceConfigToolsMemoryRead:
 		return true
-	case MemoryWrite:
+	case WorkspaceConfigToolsMemoryWrite:
 		return true
-	case Read:
+	case WorkspaceConfigToolsRead:
 		return true
-	case WebFetch:
+	case WorkspaceConfigToolsWebFetch:
 		return true
-	case WebSearch:
+	case WorkspaceConfigToolsWebSearch:
 		return true
-	case Write:
+	case WorkspaceConfigToolsWrite:
 		return true
 	default:
 		return false
@@ -792,13 +792,13 @@ func (e WorkspaceStatusStatus) Valid() bool {
 
 // Defines values for WorkspaceToolPendingStatus.
 const (
-	Pending WorkspaceToolPendingStatus = "pending"
+	WorkspaceToolPendingStatusPending WorkspaceToolPendingStatus = "pending"
 )
 
 // Valid indicates whether the value is a known member of the WorkspaceToolPendingStatus enum.
 func (e WorkspaceToolPendingStatus) Valid() bool {
 	switch e {
-	case Pending:
+	case WorkspaceToolPendingStatusPending:
 		return true
 	default:
 		return false
@@ -807,16 +807,16 @@ func (e WorkspaceToolPendingStatus) Valid() bool {
 
 // Defines values for ListAgentsParamsAlive.
 const (
-	False ListAgentsParamsAlive = "false"
-	True  ListAgentsParamsAlive = "true"
+	ListAgentsParamsAliveFalse ListAgentsParamsAlive = "false"
+	ListAgentsParamsAliveTrue  ListAgentsParamsAlive = "true"
 )
 
 // Valid indicates whether the value is a known member of the ListAgentsParamsAlive enum.
 func (e ListAgentsParamsAlive) Valid() bool {
 	switch e {
-	case False:
+	case ListAgentsParamsAliveFalse:
 		return true
-	case True:
+	case ListAgentsParamsAliveTrue:
 		return true
 	default:
 		return false
@@ -1009,7 +1009,7 @@ type AliveStatus struct {
 	Usage Usage `json:"usage"`
 
 	// Workspace Once the agent has been ready.
-	Workspace WorkspaceStatus `json:"workspace,omitempty,omitzero"`
+	Workspace *WorkspaceStatus `json:"workspace,omitempty"`
 }
 
 // AliveStatusState defines model for AliveStatus.State.
@@ -1092,7 +1092,7 @@ type CreateRequest struct {
 	ConfigurationID string `json:"configuration_id,omitempty,omitzero"`
 
 	// FeatureFlags The embed view's optional parts.
-	FeatureFlags Features `json:"feature_flags,omitempty,omitzero"`
+	FeatureFlags *Features `json:"feature_flags,omitempty"`
 
 	// InitialPrompt The user's first message (at most 32 KiB of UTF-8).
 	InitialPrompt string `json:"initial_prompt"`
@@ -1110,7 +1110,7 @@ type CreateRequest struct {
 	SystemPrompt string `json:"system_prompt,omitempty,omitzero"`
 
 	// TaskContext What the agent works on. `repository_url` is an `https` URL (or `http`/`git` to a host the operator lists in `git_insecure_hosts`, loopback by default); never `file:`, a path, `ext::`, credentials, a query or a fragment. Bound with the agent type's `repo_source`: the task's repository is cloned for `task_context` (none: an empty workspace), ignored for `fixed` and `none`; the task's branch wins over the type's.
-	TaskContext TaskContext `json:"task_context,omitempty,omitzero"`
+	TaskContext *TaskContext `json:"task_context,omitempty"`
 }
 
 // CreateRequestSessionType `coding` (default) or `setup` (needs `configuration_id`).
@@ -1171,7 +1171,7 @@ type EnvRequestData struct {
 // EnvSecret defines model for EnvSecret.
 type EnvSecret struct {
 	Key     string `json:"key"`
-	Persist bool   `json:"persist,omitempty,omitzero"`
+	Persist *bool  `json:"persist,omitempty"`
 	Value   string `json:"value"`
 }
 
@@ -1448,7 +1448,7 @@ type MessageReceiptStatus string
 
 // MessageRequest defines model for MessageRequest.
 type MessageRequest struct {
-	Answer      Answer       `json:"answer,omitempty,omitzero"`
+	Answer      *Answer      `json:"answer,omitempty"`
 	Attachments []Attachment `json:"attachments,omitempty,omitzero"`
 
 	// ClientMessageID The sender's id of the message: a retry with the same id is queued once.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/remote-agents/remote-agents/api/schema"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
@@ -155,11 +156,7 @@ func (h *Handlers) Attachments(ctx context.Context, req httpapi.Request) (httpap
 	if err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}
-	var in struct {
-		Name        string `json:"name"`
-		SizeBytes   int64  `json:"size_bytes"`
-		ContentType string `json:"content_type"`
-	}
+	var in schema.AttachmentRequest
 	if err := httpapi.DecodeJSON(req, 4096, &in); err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}

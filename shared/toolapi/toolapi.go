@@ -53,10 +53,7 @@ func (h *Handlers) Callback(ctx context.Context, req httpapi.Request) (httpapi.R
 	if err != nil {
 		return h.error(ctx, err), nil
 	}
-	var body struct {
-		ToolCallID string          `json:"tool_call_id"`
-		Args       json.RawMessage `json:"args"`
-	}
+	var body callBody
 	if err := httpapi.DecodeJSON(req, maxBody, &body); err != nil {
 		return h.error(ctx, err), nil
 	}
@@ -75,6 +72,13 @@ func (h *Handlers) Callback(ctx context.Context, req httpapi.Request) (httpapi.R
 		res.Headers[ReplayedHeader] = "true"
 	}
 	return res, nil
+}
+
+// callBody is a callback's body (the document's ToolCallRequest): the
+// arguments are kept as sent, for the payload hash.
+type callBody struct {
+	ToolCallID string          `json:"tool_call_id"`
+	Args       json.RawMessage `json:"args"`
 }
 
 // failure is the error envelope with the tool result fields beside it.

@@ -1,0 +1,25 @@
+package toolapi
+
+import (
+	"testing"
+
+	"github.com/remote-agents/remote-agents/api/apitest"
+	"github.com/remote-agents/remote-agents/api/schema"
+	"github.com/remote-agents/remote-agents/shared/toolgate"
+)
+
+// The bodies the handler decodes and encodes are the document's: each type
+// has the JSON fields of its schema (api/openapi.json, package schema), at
+// every depth, with the same kinds.
+func TestBodiesAreTheDocuments(t *testing.T) {
+	for _, b := range []apitest.Body{
+		apitest.BodyOf[callBody, schema.ToolCallRequest](),
+		apitest.BodyOf[toolgate.Result, schema.ToolResult](),
+		apitest.BodyOf[toolgate.Pending, schema.ToolPending](),
+		apitest.BodyOf[failure, schema.ToolError](),
+	} {
+		for _, d := range b.Differences() {
+			t.Error(d)
+		}
+	}
+}

@@ -14,7 +14,8 @@
 // Create is exactly-once and waits for the agent: it sends an
 // Idempotency-Key (one of its own unless given) and, when the server answers
 // 408 agent_creation_timeout (the agent is still starting), asks again with
-// the same key, which keeps waiting for the same agent. Answers that are
+// the same key, which keeps waiting for the same agent (WithIdempotencyKey
+// gives the key of the app's own). Answers that are
 // retryable (service_unavailable, server_error) are retried after their
 // Retry-After, a few times. SendMessage sends a client_message_id (one of its
 // own unless given), so that its retries are queued once. Events resumes a
@@ -22,6 +23,10 @@
 //
 // Errors the API answers are *Error, with the envelope's code, message and
 // whether the request may be retried.
+//
+// The bodies are the API document's own types (package api/schema, generated
+// from api/openapi.json), under the names below; the paths are the route
+// table's (shared/routes), which a test holds the client to.
 package client
 
 import (
@@ -38,37 +43,40 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/remote-agents/remote-agents/api/schema"
 )
 
-// Error codes of the API (the envelope's error_code).
+// Error codes of the API (the envelope's error_code; the document's Error
+// schema lists them all).
 const (
-	CodeInvalidRequest       = "invalid_request"
-	CodeProjectNotFound      = "project_not_found"
-	CodePersonaNotFound      = "persona_not_found"
-	CodeAgentNotFound        = "agent_not_found"
-	CodeAgentCreationTimeout = "agent_creation_timeout"
-	CodeInvalidToken         = "invalid_token"
-	CodeMissingToken         = "missing_token"
-	CodeForbidden            = "forbidden"
-	CodeIdempotencyKeyReused = "idempotency_key_reused"
-	CodePayloadTooLarge      = "payload_too_large"
-	CodeNotFound             = "not_found"
-	CodeServerError          = "server_error"
-	CodeServiceUnavailable   = "service_unavailable"
-	CodeGuardrailsMissing    = "guardrails_missing"
-	CodeAgentNotAlive        = "agent_not_alive"
-	CodeModelUnavailable     = "model_unavailable"
-	CodeAgentTypeNotFound    = "agent_type_not_found"
-	CodeAgentTypeExists      = "agent_type_exists"
-	CodeWorkspaceDisabled    = "workspace_disabled"
-	CodeToolNotFound         = "tool_not_found"
-	CodeToolNotEnabled       = "tool_not_enabled"
+	CodeInvalidRequest       = string(schema.ErrorErrorCodeInvalidRequest)
+	CodeProjectNotFound      = string(schema.ErrorErrorCodeProjectNotFound)
+	CodePersonaNotFound      = string(schema.ErrorErrorCodePersonaNotFound)
+	CodeAgentNotFound        = string(schema.ErrorErrorCodeAgentNotFound)
+	CodeAgentCreationTimeout = string(schema.ErrorErrorCodeAgentCreationTimeout)
+	CodeInvalidToken         = string(schema.ErrorErrorCodeInvalidToken)
+	CodeMissingToken         = string(schema.ErrorErrorCodeMissingToken)
+	CodeForbidden            = string(schema.ErrorErrorCodeForbidden)
+	CodeIdempotencyKeyReused = string(schema.ErrorErrorCodeIdempotencyKeyReused)
+	CodePayloadTooLarge      = string(schema.ErrorErrorCodePayloadTooLarge)
+	CodeNotFound             = string(schema.ErrorErrorCodeNotFound)
+	CodeServerError          = string(schema.ErrorErrorCodeServerError)
+	CodeServiceUnavailable   = string(schema.ErrorErrorCodeServiceUnavailable)
+	CodeGuardrailsMissing    = string(schema.ErrorErrorCodeGuardrailsMissing)
+	CodeAgentNotAlive        = string(schema.ErrorErrorCodeAgentNotAlive)
+	CodeModelUnavailable     = string(schema.ErrorErrorCodeModelUnavailable)
+	CodeAgentTypeNotFound    = string(schema.ErrorErrorCodeAgentTypeNotFound)
+	CodeAgentTypeExists      = string(schema.ErrorErrorCodeAgentTypeExists)
+	CodeWorkspaceDisabled    = string(schema.ErrorErrorCodeWorkspaceDisabled)
+	CodeToolNotFound         = string(schema.ErrorErrorCodeToolNotFound)
+	CodeToolNotEnabled       = string(schema.ErrorErrorCodeToolNotEnabled)
 	// CodeQuotaExceeded: the app is at a quota (live agents, creates a
 	// minute, an agent's open streams); retryable after RetryAfter.
-	CodeQuotaExceeded = "quota_exceeded"
+	CodeQuotaExceeded = string(schema.ErrorErrorCodeQuotaExceeded)
 	// CodeBudgetExceeded: the app spent its daily model budget; retryable
 	// after RetryAfter (the next UTC day).
-	CodeBudgetExceeded = "budget_exceeded"
+	CodeBudgetExceeded = string(schema.ErrorErrorCodeBudgetExceeded)
 )
 
 // Error is an error the API answered: the standard envelope.
@@ -135,71 +143,42 @@ func New(baseURL, appKey string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// Features are the embed view's optional parts.
-type Features struct {
-	FileUpload   bool `json:"file_upload"`
-	ContextUsage bool `json:"context_usage"`
-	VoiceMic     bool `json:"voice_mic"`
-}
+// The API's bodies are the document's schemas (package schema, generated
+// from api/openapi.json); these names are the client's for them.
+type (
+	// Features are the embed view's optional parts.
+	Features = schema.Features
+	// CreateRequest asks for an agent.
+	CreateRequest = schema.CreateRequest
+	// TaskContext is the repository, branch and pull request an agent works
+	// on: its repository is cloned into the workspace before ready (as the
+	// agent type's repo_source says).
+	TaskContext = schema.TaskContext
+	// Workspace is how an agent's workspace was provisioned before ready:
+	// Status "ready", "degraded" (with Warnings: a clone or setup command
+	// failed) or "none".
+	Workspace = schema.WorkspaceStatus
+	// Agent is a created, ready agent: its EmbedURL goes in an iframe, its
+	// SessionToken is the bearer of its routes (keep it secret).
+	Agent = schema.Created
+)
 
-// CreateRequest asks for an agent.
-type CreateRequest struct {
-	ProjectName   string    `json:"project_name"`
-	PersonaSlug   string    `json:"persona_slug"`
-	InitialPrompt string    `json:"initial_prompt"`
-	FeatureFlags  *Features `json:"feature_flags,omitempty"`
-	// SessionType is "coding" (default) or "setup" (with ConfigurationID).
-	SessionType string `json:"session_type,omitempty"`
-	// ClientType "automation" makes the session an automation run.
-	ClientType      string `json:"client_type,omitempty"`
-	ConfigurationID string `json:"configuration_id,omitempty"`
-	// SystemPrompt replaces the mode prompt (never the guardrails).
-	SystemPrompt string `json:"system_prompt,omitempty"`
-	// AgentType is the agent type to use instead of the persona's.
-	AgentType string `json:"agent_type,omitempty"`
-	// TaskContext is what the agent works on: its repository is cloned into
-	// the workspace before ready (as the agent type's repo_source says).
-	TaskContext *TaskContext `json:"task_context,omitempty"`
-	// IdempotencyKey makes the create exactly-once across calls; empty: Create
-	// makes one for its own retries.
-	IdempotencyKey string `json:"-"`
-}
+// CreateOption adjusts a Create.
+type CreateOption func(*schema.CreateAgentParams)
 
-// TaskContext is the repository, branch and pull request an agent works on.
-type TaskContext struct {
-	RepositoryURL     string `json:"repository_url,omitempty"`
-	Branch            string `json:"branch,omitempty"`
-	PullRequestNumber int    `json:"pull_request_number,omitempty"`
-	BaseBranch        string `json:"base_branch,omitempty"`
-}
-
-// Workspace is how an agent's workspace was provisioned before ready:
-// Status "ready", "degraded" (with Warnings: a clone or setup command
-// failed) or "none".
-type Workspace struct {
-	Status   string   `json:"status"`
-	Warnings []string `json:"warnings"`
-}
-
-// Agent is a created, ready agent.
-type Agent struct {
-	AgentID string `json:"agent_id"`
-	// EmbedURL is the chat view, token included: put it in an iframe.
-	EmbedURL string `json:"embed_url"`
-	// SessionToken is the bearer of the agent's routes. Keep it secret.
-	SessionToken      string    `json:"session_token"`
-	ProjectName       string    `json:"project_name"`
-	PersonaSlug       string    `json:"persona_slug"`
-	TmuxSessionName   string    `json:"tmux_session_name"`
-	Status            string    `json:"status"`
-	GuardrailsVersion string    `json:"guardrails_version"`
-	FeatureFlags      Features  `json:"feature_flags"`
-	Workspace         Workspace `json:"workspace"`
+// WithIdempotencyKey makes the create exactly-once across calls with the same
+// key; without it, Create makes one for its own retries.
+func WithIdempotencyKey(key string) CreateOption {
+	return func(p *schema.CreateAgentParams) { p.IdempotencyKey = key }
 }
 
 // Create creates an agent and waits until it is ready.
-func (c *Client) Create(ctx context.Context, req CreateRequest) (*Agent, error) {
-	key := req.IdempotencyKey
+func (c *Client) Create(ctx context.Context, req CreateRequest, opts ...CreateOption) (*Agent, error) {
+	var params schema.CreateAgentParams
+	for _, o := range opts {
+		o(&params)
+	}
+	key := params.IdempotencyKey
 	if key == "" {
 		key = "client-" + randomID()
 	}
@@ -209,7 +188,7 @@ func (c *Client) Create(ctx context.Context, req CreateRequest) (*Agent, error) 
 	}
 	var out Agent
 	err = c.retry(ctx, true, func() error {
-		return c.do(ctx, http.MethodPost, "/api/remote_agents/create", c.appKey, body, &out, "Idempotency-Key", key)
+		return c.do(ctx, http.MethodPost, pathCreate, c.appKey, body, &out, "Idempotency-Key", key)
 	})
 	if err != nil {
 		return nil, err
@@ -217,33 +196,20 @@ func (c *Client) Create(ctx context.Context, req CreateRequest) (*Agent, error) 
 	return &out, nil
 }
 
-// Usage is what an agent's model calls used so far.
-type Usage struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
-	CachedTokens int64 `json:"cached_tokens"`
-	Calls        int64 `json:"calls"`
-}
-
-// AliveStatus says whether an agent is still active.
-type AliveStatus struct {
-	AgentID string `json:"agent_id"`
-	Alive   bool   `json:"alive"`
-	// State is provisioning, ready, working, idle, ending, ended, failed, or
-	// unknown (no such agent).
-	State             string `json:"state"`
-	GuardrailsVersion string `json:"guardrails_version"`
-	GuardrailsStale   bool   `json:"guardrails_stale"`
-	Usage             Usage  `json:"usage"`
-	// Workspace is set once the agent has been ready.
-	Workspace *Workspace `json:"workspace,omitempty"`
-}
+type (
+	// Usage is what an agent's model calls used so far.
+	Usage = schema.Usage
+	// AliveStatus says whether an agent is still active: its State
+	// (provisioning, ready, working, idle, ending, ended, failed, or unknown:
+	// no such agent), usage and, once it has been ready, its Workspace.
+	AliveStatus = schema.AliveStatus
+)
 
 // Alive reports whether the agent is still active (not ended).
 func (c *Client) Alive(ctx context.Context, agentID, token string) (*AliveStatus, error) {
 	var out AliveStatus
 	err := c.retry(ctx, false, func() error {
-		return c.do(ctx, http.MethodGet, agentPath(agentID, "alive"), token, nil, &out)
+		return c.do(ctx, http.MethodGet, expand(pathAlive, agentID), token, nil, &out)
 	})
 	if err != nil {
 		return nil, err
@@ -252,16 +218,13 @@ func (c *Client) Alive(ctx context.Context, agentID, token string) (*AliveStatus
 }
 
 // ShutdownStatus answers Shutdown: shutdown_initiated or already_terminated.
-type ShutdownStatus struct {
-	AgentID string `json:"agent_id"`
-	Status  string `json:"status"`
-}
+type ShutdownStatus = schema.ShutdownStatus
 
 // Shutdown shuts the agent down gracefully; an ended agent is no error.
 func (c *Client) Shutdown(ctx context.Context, agentID, token string) (*ShutdownStatus, error) {
 	var out ShutdownStatus
 	err := c.retry(ctx, false, func() error {
-		return c.do(ctx, http.MethodPost, agentPath(agentID, "shutdown"), token, nil, &out)
+		return c.do(ctx, http.MethodPost, expand(pathShutdown, agentID), token, nil, &out)
 	})
 	if err != nil {
 		return nil, err
@@ -269,39 +232,18 @@ func (c *Client) Shutdown(ctx context.Context, agentID, token string) (*Shutdown
 	return &out, nil
 }
 
-// Answer picks an option of an agent.question event.
-type Answer struct {
-	QuestionID string `json:"question_id"`
-	OptionID   string `json:"option_id"`
-}
-
-// Attachment is an uploaded file to attach to a message.
-type Attachment struct {
-	Key         string `json:"key"`
-	Name        string `json:"name"`
-	SizeBytes   int64  `json:"size_bytes"`
-	ContentType string `json:"content_type,omitempty"`
-}
-
-// Message is what a user sends an agent: Text (with Attachments), an Answer,
-// or EnvValues.
-type Message struct {
-	Text string `json:"text,omitempty"`
-	// ClientMessageID makes the message exactly-once; empty: SendMessage makes
-	// one for its own retries.
-	ClientMessageID string            `json:"client_message_id,omitempty"`
-	Answer          *Answer           `json:"answer,omitempty"`
-	Attachments     []Attachment      `json:"attachments,omitempty"`
-	EnvValues       map[string]string `json:"env_values,omitempty"`
-}
-
-// MessageReceipt says the message is queued (or env values submitted).
-type MessageReceipt struct {
-	AgentID         string `json:"agent_id"`
-	Status          string `json:"status"`
-	MessageID       int64  `json:"message_id"`
-	ClientMessageID string `json:"client_message_id,omitempty"`
-}
+type (
+	// Answer picks an option of an agent.question event.
+	Answer = schema.Answer
+	// Attachment is an uploaded file to attach to a message.
+	Attachment = schema.Attachment
+	// Message is what a user sends an agent: Text (with Attachments), an
+	// Answer, or EnvValues. Its ClientMessageID makes it exactly-once; empty:
+	// SendMessage makes one for its own retries.
+	Message = schema.MessageRequest
+	// MessageReceipt says the message is queued (or env values submitted).
+	MessageReceipt = schema.MessageReceipt
+)
 
 // SendMessage sends the agent a message.
 func (c *Client) SendMessage(ctx context.Context, agentID, token string, msg Message) (*MessageReceipt, error) {
@@ -314,7 +256,7 @@ func (c *Client) SendMessage(ctx context.Context, agentID, token string, msg Mes
 	}
 	var out MessageReceipt
 	err = c.retry(ctx, false, func() error {
-		return c.do(ctx, http.MethodPost, agentPath(agentID, "messages"), token, body, &out)
+		return c.do(ctx, http.MethodPost, expand(pathMessages, agentID), token, body, &out)
 	})
 	if err != nil {
 		return nil, err
@@ -326,17 +268,13 @@ func (c *Client) SendMessage(ctx context.Context, agentID, token string, msg Mes
 // upload URL, PUTs the file there, and returns the Attachment to put in a
 // Message's Attachments. The agent needs the file_upload feature.
 func (c *Client) Attach(ctx context.Context, agentID, token, name, contentType string, size int64, body io.Reader) (Attachment, error) {
-	in, err := json.Marshal(map[string]any{"name": name, "size_bytes": size, "content_type": contentType})
+	in, err := json.Marshal(schema.AttachmentRequest{Name: name, SizeBytes: size, ContentType: contentType})
 	if err != nil {
 		return Attachment{}, fmt.Errorf("remote agents: encode attachment: %w", err)
 	}
-	var up struct {
-		Key           string            `json:"key"`
-		UploadURL     string            `json:"upload_url"`
-		UploadHeaders map[string]string `json:"upload_headers"`
-	}
+	var up schema.PresignedUpload
 	err = c.retry(ctx, false, func() error {
-		return c.do(ctx, http.MethodPost, agentPath(agentID, "attachments"), token, in, &up)
+		return c.do(ctx, http.MethodPost, expand(pathAttachments, agentID), token, in, &up)
 	})
 	if err != nil {
 		return Attachment{}, err
@@ -361,29 +299,16 @@ func (c *Client) Attach(ctx context.Context, agentID, token, name, contentType s
 	return Attachment{Key: up.Key, Name: name, SizeBytes: size, ContentType: contentType}, nil
 }
 
-// EnvSecret is one env value of an EnvSubmission; Persist (when set) says
-// whether it is kept for the session's configuration.
-type EnvSecret struct {
-	Key     string `json:"key"`
-	Value   string `json:"value"`
-	Persist *bool  `json:"persist,omitempty"`
-}
-
-// EnvSubmission answers an env.request event: Values, or Secrets with a
-// per-key Persist, and SaveToConfiguration for the keys that do not say.
-type EnvSubmission struct {
-	Values              map[string]string `json:"values,omitempty"`
-	Secrets             []EnvSecret       `json:"secrets,omitempty"`
-	SaveToConfiguration bool              `json:"saveToConfiguration,omitempty"`
-}
-
-// EnvReceipt names the keys submitted and those persisted (never values).
-type EnvReceipt struct {
-	AgentID   string   `json:"agent_id"`
-	Status    string   `json:"status"`
-	Keys      []string `json:"keys"`
-	Persisted []string `json:"persisted"`
-}
+type (
+	// EnvSecret is one env value of an EnvSubmission; Persist (when set)
+	// says whether it is kept for the session's configuration.
+	EnvSecret = schema.EnvSecret
+	// EnvSubmission answers an env.request event: Values, or Secrets with a
+	// per-key Persist, and SaveToConfiguration for the keys that do not say.
+	EnvSubmission = schema.EnvSubmission
+	// EnvReceipt names the keys submitted and those persisted (never values).
+	EnvReceipt = schema.EnvReceipt
+)
 
 // SubmitEnv sends the agent the env values it asked for (an env.request
 // event).
@@ -393,7 +318,7 @@ func (c *Client) SubmitEnv(ctx context.Context, agentID, token string, env EnvSu
 		return nil, fmt.Errorf("remote agents: encode env: %w", err)
 	}
 	var out EnvReceipt
-	if err := c.do(ctx, http.MethodPost, agentPath(agentID, "env"), token, body, &out); err != nil {
+	if err := c.do(ctx, http.MethodPost, expand(pathEnv, agentID), token, body, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -401,12 +326,7 @@ func (c *Client) SubmitEnv(ctx context.Context, agentID, token string, env EnvSu
 
 // ToolResult is a workspace tool's answer: its output (at most 64 KiB) and
 // whether the tool failed.
-type ToolResult struct {
-	RequestID string `json:"request_id"`
-	Tool      string `json:"tool"`
-	Output    string `json:"output"`
-	IsError   bool   `json:"is_error"`
-}
+type ToolResult = schema.WorkspaceToolResult
 
 // RunTool runs workspace tool (read, ls, bash, git…) with args (a value
 // that encodes as a JSON object, e.g. map[string]any{"path": "README.md"})
@@ -417,17 +337,21 @@ type ToolResult struct {
 // until the result is there or ctx ends. A tool the agent's type does not
 // enable is *Error tool_not_enabled.
 func (c *Client) RunTool(ctx context.Context, agentID, token, tool string, args any) (*ToolResult, error) {
-	body, err := json.Marshal(map[string]any{"args": args})
+	body, err := json.Marshal(struct {
+		Args any `json:"args"`
+	}{args})
 	if err != nil {
 		return nil, fmt.Errorf("remote agents: encode %s arguments: %w", tool, err)
 	}
 	key := "tool-" + randomID()
-	path := agentPath(agentID, "workspace/tools/"+url.PathEscape(tool))
+	path := expand(pathTool, agentID, tool)
 	for {
+		// A result, or (202) schema.WorkspaceToolPending: the two share
+		// request_id.
 		var out struct {
 			ToolResult
-			Status            string `json:"status"`
-			RetryAfterSeconds int    `json:"retry_after_seconds"`
+			Status            schema.WorkspaceToolPendingStatus `json:"status"`
+			RetryAfterSeconds int64                             `json:"retry_after_seconds"`
 		}
 		err := c.retry(ctx, false, func() error {
 			return c.do(ctx, http.MethodPost, path, token, body, &out, "Idempotency-Key", key)
@@ -435,7 +359,7 @@ func (c *Client) RunTool(ctx context.Context, agentID, token, tool string, args 
 		if err != nil {
 			return nil, err
 		}
-		if out.Status != "pending" {
+		if out.Status != schema.WorkspaceToolPendingStatusPending {
 			return &out.ToolResult, nil
 		}
 		if err := c.sleep(ctx, backoff(time.Duration(out.RetryAfterSeconds)*time.Second, 0)); err != nil {
@@ -537,10 +461,6 @@ func decodeError(res *http.Response, raw []byte) error {
 		e.RetryAfterSeconds = s
 	}
 	return e
-}
-
-func agentPath(agentID, what string) string {
-	return "/api/remote_agents/" + url.PathEscape(agentID) + "/" + what
 }
 
 func randomID() string {

@@ -191,7 +191,7 @@ func TestCreateRetriesTimeoutWithTheSameKey(t *testing.T) {
 		t.Errorf("created: %+v", agent)
 	}
 	// A key of the app's own is the one sent.
-	keyed, err := c.Create(t.Context(), CreateRequest{ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "Hello", IdempotencyKey: "app-key-1"})
+	keyed, err := c.Create(t.Context(), CreateRequest{ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "Hello"}, WithIdempotencyKey("app-key-1"))
 	if err != nil {
 		t.Fatal(err)
 	}

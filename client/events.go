@@ -12,22 +12,25 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/remote-agents/remote-agents/api/schema"
 )
 
-// Event types of the events stream.
+// Event types of the events stream (the document's EventMessage lists them
+// all, with a *Data schema each).
 const (
-	EventAgentMessage        = "agent.message"
-	EventAgentError          = "agent.error"
-	EventAgentQuestion       = "agent.question"
-	EventToolCall            = "tool.call"
-	EventStateChanged        = "state.changed"
-	EventTokenLimit          = "session.token_limit"
-	EventEnvRequest          = "env.request"
-	EventUserMessage         = "user.message"
-	EventEnvSubmitted        = "env.submitted"
-	EventOutputVerification  = "output.verification"
-	EventOutputSnapshot      = "output.snapshot"
-	EventAutomationCompleted = "automation.completed"
+	EventAgentMessage        = string(schema.EventMessageTypeAgentMessage)
+	EventAgentError          = string(schema.EventMessageTypeAgentError)
+	EventAgentQuestion       = string(schema.EventMessageTypeAgentQuestion)
+	EventToolCall            = string(schema.EventMessageTypeToolCall)
+	EventStateChanged        = string(schema.EventMessageTypeStateChanged)
+	EventTokenLimit          = string(schema.EventMessageTypeSessionTokenLimit)
+	EventEnvRequest          = string(schema.EventMessageTypeEnvRequest)
+	EventUserMessage         = string(schema.EventMessageTypeUserMessage)
+	EventEnvSubmitted        = string(schema.EventMessageTypeEnvSubmitted)
+	EventOutputVerification  = string(schema.EventMessageTypeOutputVerification)
+	EventOutputSnapshot      = string(schema.EventMessageTypeOutputSnapshot)
+	EventAutomationCompleted = string(schema.EventMessageTypeAutomationCompleted)
 )
 
 // Event is one event of an agent.
@@ -84,7 +87,7 @@ func (c *Client) Events(ctx context.Context, agentID, token string, opts ...Even
 		o(&cfg)
 	}
 	return func(yield func(Event, error) bool) {
-		s := &stream{c: c, ctx: ctx, path: agentPath(agentID, "events"), token: token, last: cfg.after, delay: reconnectDelay}
+		s := &stream{c: c, ctx: ctx, path: expand(pathEvents, agentID), token: token, last: cfg.after, delay: reconnectDelay}
 		err := s.run(yield)
 		if err != nil && !errors.Is(err, errStopped) {
 			yield(Event{}, err)

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/remote-agents/remote-agents/api/schema"
 )
 
 // ListOptions select and page the app's agents (List); zero fields select all.
@@ -23,29 +25,17 @@ type ListOptions struct {
 	Cursor string
 }
 
-// AgentSummary is one agent of the app's list.
-type AgentSummary struct {
-	AgentID     string `json:"agent_id"`
-	State       string `json:"state"`
-	Alive       bool   `json:"alive"`
-	AgentType   string `json:"agent_type,omitempty"`
-	ProjectName string `json:"project_name,omitempty"`
-	PersonaSlug string `json:"persona_slug"`
-	CreatedAt   string `json:"created_at"`
-	EndedAt     string `json:"ended_at,omitempty"`
-	EndReason   string `json:"end_reason,omitempty"`
-	Usage       Usage  `json:"usage"`
-}
-
-// AgentList is one page of the app's agents; NextCursor is nil at the end.
-type AgentList struct {
-	Agents     []AgentSummary `json:"agents"`
-	NextCursor *string        `json:"next_cursor"`
-}
+type (
+	// AgentSummary is one agent of the app's list.
+	AgentSummary = schema.AgentSummary
+	// AgentList is one page of the app's agents; NextCursor is empty at the
+	// end.
+	AgentList = schema.AgentList
+)
 
 // List returns one page of the app's agents, newest first (app key). A page
 // may hold fewer than Limit agents and still have a NextCursor: page on
-// until it is nil.
+// until it is empty.
 func (c *Client) List(ctx context.Context, opts ListOptions) (*AgentList, error) {
 	q := url.Values{}
 	set := func(k, v string) {
@@ -64,7 +54,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (*AgentList, error)
 	if opts.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
 	}
-	path := "/api/remote_agents"
+	path := pathList
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
@@ -80,19 +70,14 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (*AgentList, error)
 
 // KillStatus answers Kill: killed, or already_terminated with the reason
 // the agent ended for.
-type KillStatus struct {
-	AgentID string `json:"agent_id"`
-	Status  string `json:"status"`
-	State   string `json:"state"`
-	Reason  string `json:"reason,omitempty"`
-}
+type KillStatus = schema.KillStatus
 
 // Kill ends the agent now, with no grace, using the client's app key (the
 // agent must be the app's); an ended agent is no error.
 func (c *Client) Kill(ctx context.Context, agentID string) (*KillStatus, error) {
 	var out KillStatus
 	err := c.retry(ctx, false, func() error {
-		return c.do(ctx, http.MethodPost, agentPath(agentID, "kill"), c.appKey, nil, &out)
+		return c.do(ctx, http.MethodPost, expand(pathKill, agentID), c.appKey, nil, &out)
 	})
 	if err != nil {
 		return nil, err

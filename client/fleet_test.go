@@ -22,10 +22,10 @@ func TestListAndKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	page, err := c.List(ctx, ListOptions{AliveOnly: true, Limit: 1})
-	if err != nil || len(page.Agents) != 1 || page.Agents[0].AgentID != b.AgentID || page.NextCursor == nil {
+	if err != nil || len(page.Agents) != 1 || page.Agents[0].AgentID != b.AgentID || page.NextCursor == "" {
 		t.Fatalf("first page: %+v %v", page, err)
 	}
-	page, err = c.List(ctx, ListOptions{AliveOnly: true, Limit: 1, Cursor: *page.NextCursor})
+	page, err = c.List(ctx, ListOptions{AliveOnly: true, Limit: 1, Cursor: page.NextCursor})
 	if err != nil || len(page.Agents) != 1 || page.Agents[0].AgentID != a.AgentID {
 		t.Fatalf("second page: %+v %v", page, err)
 	}
@@ -34,7 +34,7 @@ func TestListAndKill(t *testing.T) {
 		t.Fatalf("kill: %+v %v", out, err)
 	}
 	page, err = c.List(ctx, ListOptions{States: []string{"ended"}})
-	if err != nil || len(page.Agents) != 1 || page.Agents[0].AgentID != a.AgentID || page.Agents[0].EndReason != "killed" || page.NextCursor != nil {
+	if err != nil || len(page.Agents) != 1 || page.Agents[0].AgentID != a.AgentID || page.Agents[0].EndReason != "killed" || page.NextCursor != "" {
 		t.Fatalf("ended: %+v %v", page, err)
 	}
 	var apiErr *Error

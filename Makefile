@@ -31,7 +31,7 @@ ENV ?= dev
 CDK := cd infra && $(INFRA_ENV) npx --no-install cdk
 INFRA_NODE_MODULES := infra/node_modules/.package-lock.json
 
-.PHONY: help build test fmt-check tidy-check vet lint test-go test-faults test-security fuzz fuzz-short bench-short test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
+.PHONY: help build test docs fmt-check tidy-check vet lint test-go test-faults test-security fuzz fuzz-short bench-short test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -60,6 +60,9 @@ test: ## format check, go.mod tidy, vet, lint, unit + integration tests (-race) 
 		$(MAKE) --no-print-directory $$stage || { echo "make test: $$stage failed after $$(( $$(date +%s) - began )) s"; exit 1; }; \
 		echo "make test: $$stage took $$(( $$(date +%s) - began )) s"; \
 	done
+
+docs: ## rewrite docs/configuration.md from shared/config's table of settings (a test fails while they differ)
+	$(GO) test -count=1 -run '^TestConfigurationReference$$' . -update
 
 fmt-check:
 	@out=$$(gofmt -l $(GO_FILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -170,7 +170,7 @@ deploy-local: build $(INFRA_NODE_MODULES) ## deploy the stack's LocalStack varia
 # The SAM target's template (infra/cdk.out/sam, never deployed) declares the
 # endpoint, region and credentials SAM must override; infra/samconfig.toml
 # holds the rest (localstack/sam-env.json, the host network, the port).
-sam-local: build ## run the API with `sam local start-api` against LocalStack (make localstack-up first; SAM CLI, Docker); the streaming routes are not served (README)
+sam-local: build ## run the API with `sam local start-api` against LocalStack (make localstack-up first; SAM CLI, Docker); the streaming routes are not served (docs/local.md)
 	@mkdir -p .cache/tmp .cache/jsii
 	cd infra && rm -rf cdk.out/sam && $(INFRA_ENV) CDK_OUTDIR=cdk.out/sam CDK_CONTEXT_JSON='{"env":"$(ENV)","target":"sam"}' $(GO) run .
 	cd infra && sam local start-api --config-file samconfig.toml -t cdk.out/sam/RemoteAgents-$(ENV).template.json

@@ -75,6 +75,15 @@ func run(t *testing.T, srv *devserver.Server, dir, script string, env ...string)
 	cmd := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", script)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
+	if _, err := exec.LookPath("uuidgen"); err != nil {
+		// The docs name uuidgen (util-linux, macOS) as a prerequisite; where
+		// it is missing, the kernel's UUIDs stand in for it.
+		bin := t.TempDir()
+		if err := os.WriteFile(filepath.Join(bin, "uuidgen"), []byte("#!/bin/sh\ncat /proc/sys/kernel/random/uuid\n"), 0o755); err != nil { //nolint:gosec // an executable, on purpose
+			t.Fatal(err)
+		}
+		cmd.Env = append(cmd.Env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
@@ -128,7 +137,7 @@ func TestAPIWorkspaceToolCall(t *testing.T) {
 	srv := start(t)
 	id, token := agent(t, srv)
 	out := run(t, srv, t.TempDir(), block(t, "docs/api.md", t.Name()), "AGENT_ID="+id, "TOKEN="+token)
-	contains(t, out, `"request_id"`, `"tool":"read"`)
+	contains(t, out, `"request_id":"ls-1"`, `"tool":"ls"`, `"is_error":false`)
 }
 
 // docs/agent-types.md's warm pool calls: a type, its pool of 2, its state.

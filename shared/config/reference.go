@@ -34,6 +34,11 @@ type Variable struct {
 	// Value is the default as the variable would be written, for those whose
 	// default is a plain value; a test sets it and expects the defaults.
 	Value string
+	// set parses a platform variable's value into its field (Parse reads
+	// the rows that have one); emptyIsValue says an empty value is one (an
+	// empty list), not the default.
+	set          func(p *Platform, v string) error
+	emptyIsValue bool
 }
 
 // Key is one key of config.yaml's remote_agents section: its dotted path,
@@ -115,3 +120,6 @@ func code(name string) string {
 	}
 	return "`" + name + "`"
 }
+
+// Parsed reports whether Parse reads the variable (a platform setting).
+func (v Variable) Parsed() bool { return v.set != nil }

@@ -35,8 +35,9 @@ func TestVariablesAreWellFormed(t *testing.T) {
 	}
 }
 
-// TestPlatformVariablesAreWhatParseReads: the table's platform rows are
-// exactly the variables Parse reads (and RA_CONFIG, which Load reads).
+// TestPlatformVariablesAreWhatParseReads: the rows Parse reads (those with a
+// setter) are exactly the table's platform rows, but RA_CONFIG, which Load
+// reads.
 func TestPlatformVariablesAreWhatParseReads(t *testing.T) {
 	var table []string
 	for _, v := range Variables {
@@ -46,7 +47,7 @@ func TestPlatformVariablesAreWhatParseReads(t *testing.T) {
 	}
 	var parsed []string
 	for _, e := range envVars {
-		parsed = append(parsed, e.name)
+		parsed = append(parsed, e.Name)
 	}
 	slices.Sort(table)
 	slices.Sort(parsed)

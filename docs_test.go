@@ -341,3 +341,72 @@ func TestReadmeSettingsAreInTheTable(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsLinksResolve fails when a relative link of README.md or docs/
+// names a file that does not exist, or a heading its page does not have, and
+// when README.md links outside the repository.
+func TestDocsLinksResolve(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, page := range docFiles(t) {
+		src, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(src), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				if page == "README.md" {
+					t.Errorf("README.md links outside the repository: %s", target)
+				}
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			path := page
+			if file != "" {
+				path = filepath.Join(filepath.Dir(page), file)
+			}
+			if rel, err := filepath.Rel(".", path); err != nil || strings.HasPrefix(rel, "..") {
+				t.Errorf("%s links outside the repository: %s", page, target)
+				continue
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s links to %s, which does not exist", page, target)
+				continue
+			}
+			if anchor != "" && strings.HasSuffix(path, ".md") && !slices.Contains(headingSlugs(t, path), anchor) {
+				t.Errorf("%s links to %s, whose page has no such heading", page, target)
+			}
+		}
+	}
+}
+
+// headingSlugs are the anchors GitHub gives the headings of a Markdown page.
+func headingSlugs(t *testing.T, path string) []string {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slugs []string
+	fenced := false
+	for line := range strings.SplitSeq(string(src), "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		}
+		if fenced || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		title := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(title) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9'):
+				b.WriteRune(r)
+			}
+		}
+		slugs = append(slugs, b.String())
+	}
+	return slugs
+}

@@ -1,9 +1,10 @@
 // Package remoteagents_test checks the repository as a whole: the
 // configuration reference (docs/configuration.md) is what shared/config's
 // table generates, the table names every RA_* variable the code reads or sets
-// and no other, docs/architecture.md lists every end reason, every test the
-// documentation cites exists, and every command of README.md and docs/ is a
-// make target or run by a test.
+// and no other, docs/architecture.md lists every end reason and docs/api.md
+// every route, every test the documentation cites exists, every relative link
+// resolves, and every command of README.md and docs/ is a make target or run
+// by a test (docs_test.go).
 package remoteagents_test
 
 import (

@@ -61,8 +61,8 @@ test: ## format check, go.mod tidy, vet, lint, unit + integration tests (-race) 
 		echo "make test: $$stage took $$(( $$(date +%s) - began )) s"; \
 	done
 
-docs: ## rewrite docs/configuration.md from shared/config's table of settings (a test fails while they differ)
-	$(GO) test -count=1 -run '^TestConfigurationReference$$' . -update
+docs: ## rewrite the generated parts of docs/: configuration.md from shared/config's table of settings, api.md's error codes (tests fail while they differ)
+	$(GO) test -count=1 -run '^(TestConfigurationReference|TestAPIErrorCodes)$$' . -update
 
 fmt-check:
 	@out=$$(gofmt -l $(GO_FILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

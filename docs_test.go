@@ -2,6 +2,8 @@ package remoteagents_test
 
 import (
 	"bufio"
+	"cmp"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -14,7 +16,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/config"
+	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/routes"
 )
 
@@ -409,4 +413,81 @@ func headingSlugs(t *testing.T, path string) []string {
 		slugs = append(slugs, b.String())
 	}
 	return slugs
+}
+
+// The generated part of docs/api.md: its table of error codes.
+const (
+	errorCodesBegin = "<!-- error codes: generated from shared/apierror and httpapi's statuses by TestAPIErrorCodes (make docs) -->\n"
+	errorCodesEnd   = "<!-- end of error codes -->\n"
+)
+
+// TestAPIErrorCodes fails when docs/api.md's table of error codes is not what
+// shared/apierror's codes and httpapi's one table of statuses make; -update
+// rewrites it (make docs).
+func TestAPIErrorCodes(t *testing.T) {
+	const path = "docs/api.md"
+	var codes []apierror.Code
+	files, err := filepath.Glob(filepath.Join("shared", "apierror", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			gen, ok := decl.(*ast.GenDecl)
+			if !ok || gen.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gen.Specs {
+				vs := spec.(*ast.ValueSpec)
+				if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Code" {
+					continue
+				}
+				for _, v := range vs.Values {
+					if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						s, _ := strconv.Unquote(lit.Value)
+						codes = append(codes, apierror.Code(s))
+					}
+				}
+			}
+		}
+	}
+	if len(codes) < 20 {
+		t.Fatalf("found %d error codes in shared/apierror", len(codes))
+	}
+	slices.SortFunc(codes, func(a, b apierror.Code) int {
+		return cmp.Or(cmp.Compare(httpapi.Status(a), httpapi.Status(b)), cmp.Compare(a, b))
+	})
+	var table strings.Builder
+	table.WriteString(errorCodesBegin + "| `error_code` | Status | `retryable` |\n|---|---|---|\n")
+	for _, c := range codes {
+		env := httpapi.EnvelopeOf(apierror.New(c, "x"))
+		fmt.Fprintf(&table, "| `%s` | %d | %t |\n", c, env.Status, env.Retryable)
+	}
+	table.WriteString(errorCodesEnd)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, rest, ok := strings.Cut(string(src), errorCodesBegin)
+	_, after, ok2 := strings.Cut(rest, errorCodesEnd)
+	if !ok || !ok2 {
+		t.Fatalf("%s has no %q … %q", path, errorCodesBegin, errorCodesEnd)
+	}
+	want := before + table.String() + after
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil { //nolint:gosec // a page of the repository
+			t.Fatal(err)
+		}
+		return
+	}
+	if string(src) != want {
+		t.Errorf("%s's table of error codes differs from the code's: run make docs", path)
+	}
 }

@@ -31,7 +31,7 @@ ENV ?= dev
 CDK := cd infra && $(INFRA_ENV) npx --no-install cdk
 INFRA_NODE_MODULES := infra/node_modules/.package-lock.json
 
-.PHONY: help build test fmt-check tidy-check vet lint test-go test-faults test-security fuzz fuzz-short bench-short test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
+.PHONY: help build test docs fmt-check tidy-check vet lint test-go test-faults test-security fuzz fuzz-short bench-short test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -60,6 +60,9 @@ test: ## format check, go.mod tidy, vet, lint, unit + integration tests (-race) 
 		$(MAKE) --no-print-directory $$stage || { echo "make test: $$stage failed after $$(( $$(date +%s) - began )) s"; exit 1; }; \
 		echo "make test: $$stage took $$(( $$(date +%s) - began )) s"; \
 	done
+
+docs: ## rewrite the generated parts of docs/: configuration.md from shared/config's table of settings, api.md's error codes (tests fail while they differ)
+	$(GO) test -count=1 -run '^(TestConfigurationReference|TestAPIErrorCodes)$$' . -update
 
 fmt-check:
 	@out=$$(gofmt -l $(GO_FILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -167,7 +170,7 @@ deploy-local: build $(INFRA_NODE_MODULES) ## deploy the stack's LocalStack varia
 # The SAM target's template (infra/cdk.out/sam, never deployed) declares the
 # endpoint, region and credentials SAM must override; infra/samconfig.toml
 # holds the rest (localstack/sam-env.json, the host network, the port).
-sam-local: build ## run the API with `sam local start-api` against LocalStack (make localstack-up first; SAM CLI, Docker); the streaming routes are not served (README)
+sam-local: build ## run the API with `sam local start-api` against LocalStack (make localstack-up first; SAM CLI, Docker); the streaming routes are not served (docs/local.md)
 	@mkdir -p .cache/tmp .cache/jsii
 	cd infra && rm -rf cdk.out/sam && $(INFRA_ENV) CDK_OUTDIR=cdk.out/sam CDK_CONTEXT_JSON='{"env":"$(ENV)","target":"sam"}' $(GO) run .
 	cd infra && sam local start-api --config-file samconfig.toml -t cdk.out/sam/RemoteAgents-$(ENV).template.json

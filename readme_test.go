@@ -1,9 +1,15 @@
-// Package remoteagents_test checks the repository as a whole: README.md
-// documents every RA_* variable the code reads or sets.
+// Package remoteagents_test checks the repository as a whole: the
+// configuration reference (docs/configuration.md) is what shared/config's
+// table generates, the table names every RA_* variable the code reads or sets
+// and no other, docs/architecture.md lists every end reason and docs/api.md
+// every route, every test the documentation cites exists, every relative link
+// resolves, and every command of README.md and docs/ is a make target or run
+// by a test (docs_test.go).
 package remoteagents_test
 
 import (
-	"bufio"
+	"cmp"
+	"flag"
 	"go/scanner"
 	"go/token"
 	"io/fs"
@@ -15,61 +21,70 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/remote-agents/remote-agents/shared/config"
 )
+
+var update = flag.Bool("update", false, "rewrite docs/configuration.md from shared/config's table")
 
 var variable = regexp.MustCompile(`\bRA_[A-Z0-9_]+`)
 
-// TestReadmeDocumentsEveryVariable fails when a string literal of the module's
-// code (not its tests) names an RA_* variable that README.md's table of
-// variables lacks, and when the table documents a variable no Go file of the
-// module (tests included) names.
-func TestReadmeDocumentsEveryVariable(t *testing.T) {
-	documented := readmeVariables(t, "README.md")
-	code, tests := moduleVariables(t, ".")
-	for _, name := range slices.Sorted(maps.Keys(code)) {
-		if !documented[name] {
-			t.Errorf("%s (%s) is not in README.md's table of variables", name, code[name])
-		}
-	}
-	for name := range documented {
-		if code[name] == "" && tests[name] == "" {
-			t.Errorf("README.md documents %s, which no Go file names", name)
-		}
-	}
-}
+// The table itself names every variable: it is not the code that reads them.
+var tableFiles = []string{filepath.Join("shared", "config", "variables.go"), filepath.Join("shared", "config", "reference.go")}
 
-// readmeVariables returns the variables of the rows of the tables in path's
-// Configuration section: rows whose first cell is one `RA_…` name.
-func readmeVariables(t *testing.T, path string) map[string]bool {
-	t.Helper()
-	f, err := os.Open(path)
+// TestConfigurationReference fails when docs/configuration.md is not what
+// shared/config's table generates; -update rewrites it (make docs).
+func TestConfigurationReference(t *testing.T) {
+	const path = "docs/configuration.md"
+	want := config.Markdown()
+	if *update {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = f.Close() }()
-	row := regexp.MustCompile("^\\| `(RA_[A-Z0-9_]+)` \\|")
-	names := map[string]bool{}
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "## ") {
-			in = line == "## Configuration"
+	if string(got) != string(want) {
+		t.Errorf("%s differs from what shared/config's table generates: run make docs", path)
+	}
+}
+
+// TestConfigTableNamesEveryVariable fails when a string literal of the
+// module's code, the CDK app's or the tools' (not their tests) names an RA_* variable that shared/config's
+// table lacks, and when the table lists a variable neither config.Parse
+// reads nor any other Go file of the module (tests included) names.
+func TestConfigTableNamesEveryVariable(t *testing.T) {
+	documented, parsed := map[string]bool{}, map[string]bool{}
+	for _, v := range config.Variables {
+		documented[v.Name], parsed[v.Name] = true, v.Parsed()
+	}
+	code, tests := moduleVariables(t, ".")
+	// The CDK app and the tools are modules of their own, whose variables
+	// are the platform's too (the stack sets the functions' environment).
+	for _, nested := range []string{"infra", filepath.Join("localstack", "tools")} {
+		c, ts := moduleVariables(t, nested)
+		for name, path := range c {
+			code[name] = cmp.Or(code[name], path)
 		}
-		if m := row.FindStringSubmatch(line); in && m != nil {
-			if names[m[1]] {
-				t.Errorf("README.md documents %s twice", m[1])
-			}
-			names[m[1]] = true
+		for name, path := range ts {
+			tests[name] = cmp.Or(tests[name], path)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+	for _, name := range slices.Sorted(maps.Keys(code)) {
+		if strings.HasSuffix(name, "_") && slices.ContainsFunc(slices.Collect(maps.Keys(documented)), func(d string) bool { return strings.HasPrefix(d, name) }) {
+			continue // a prefix the code completes (RA_MODEL_SECRET_ + provider)
+		}
+		if !documented[name] {
+			t.Errorf("%s (%s) is not in shared/config's table of variables (variables.go)", name, code[name])
+		}
 	}
-	if len(names) == 0 {
-		t.Fatal("README.md's Configuration section has no table of variables")
+	for name := range documented {
+		if strings.HasPrefix(name, "RA_") && !parsed[name] && code[name] == "" && tests[name] == "" {
+			t.Errorf("shared/config's table lists %s, which no Go file names", name)
+		}
 	}
-	return names
 }
 
 // moduleVariables returns the RA_* names in the string literals of the
@@ -96,7 +111,7 @@ func moduleVariables(t *testing.T, root string) (code, tests map[string]string) 
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") {
+		if !strings.HasSuffix(path, ".go") || slices.Contains(tableFiles, path) {
 			return nil
 		}
 		into := code

@@ -34,62 +34,20 @@ type Model struct {
 	Upstreams map[string]string
 }
 
-// modelVars are the per-provider variables, by provider ("" where a provider
-// has none).
-var modelVars = []struct{ provider, secret, upstream string }{
-	{sandboxwire.ModelAnthropic, "RA_MODEL_SECRET_ANTHROPIC", "RA_MODEL_UPSTREAM_ANTHROPIC"},
-	{sandboxwire.ModelOpenAI, "RA_MODEL_SECRET_OPENAI", "RA_MODEL_UPSTREAM_OPENAI"},
-	{sandboxwire.ModelGemini, "RA_MODEL_SECRET_GEMINI", "RA_MODEL_UPSTREAM_GEMINI"},
-	{sandboxwire.ModelMistral, "RA_MODEL_SECRET_MISTRAL", "RA_MODEL_UPSTREAM_MISTRAL"},
-	{sandboxwire.ModelBedrock, "", "RA_MODEL_UPSTREAM_BEDROCK"},
+// modelSecret sets where provider's API key is kept (RA_MODEL_SECRET_<PROVIDER>).
+func modelSecret(provider string) func(*Platform, string) error {
+	return func(p *Platform, v string) error {
+		p.Model.Secrets[provider] = v
+		return nil
+	}
 }
 
-// modelEnvVars are the model gateway's rows of the table of variables.
-func modelEnvVars() []envVar {
-	vars := []envVar{
-		{"RA_MODEL_GATEWAY_URL", false, func(p *Platform, v string) error {
-			p.Model.GatewayURL = strings.TrimRight(v, "/")
-			return checkBaseURL("RA_MODEL_GATEWAY_URL", v)
-		}},
-		{"RA_MODEL_PROVIDERS", true, func(p *Platform, v string) error {
-			p.Model.Providers = splitList(v)
-			for _, name := range p.Model.Providers {
-				if err := modelProvider("RA_MODEL_PROVIDERS", name); err != nil {
-					return err
-				}
-			}
-			return nil
-		}},
-		{"RA_MODEL_ALLOWED", false, func(p *Platform, v string) error {
-			p.Model.Allowed = map[string][]string{}
-			for _, pair := range splitList(v) {
-				provider, model, ok := strings.Cut(pair, ":")
-				if !ok || model == "" {
-					return fmt.Errorf("RA_MODEL_ALLOWED: %q is not provider:model", pair)
-				}
-				if err := modelProvider("RA_MODEL_ALLOWED", provider); err != nil {
-					return err
-				}
-				p.Model.Allowed[provider] = append(p.Model.Allowed[provider], model)
-			}
-			return nil
-		}},
+// modelUpstream sets where provider's calls go (the variable name).
+func modelUpstream(provider, name string) func(*Platform, string) error {
+	return func(p *Platform, v string) error {
+		p.Model.Upstreams[provider] = strings.TrimRight(v, "/")
+		return checkBaseURL(name, v)
 	}
-	for _, mv := range modelVars {
-		provider := mv.provider
-		if mv.secret != "" {
-			vars = append(vars, envVar{mv.secret, false, func(p *Platform, v string) error {
-				p.Model.Secrets[provider] = v
-				return nil
-			}})
-		}
-		name := mv.upstream
-		vars = append(vars, envVar{name, false, func(p *Platform, v string) error {
-			p.Model.Upstreams[provider] = strings.TrimRight(v, "/")
-			return checkBaseURL(name, v)
-		}})
-	}
-	return vars
 }
 
 // modelProvider accepts the providers the gateway serves.

@@ -12,7 +12,17 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
-var _ session.Store = (*Sessions)(nil)
+// Sessions implements every role of the session store.
+var (
+	_ session.Lifecycle       = (*Sessions)(nil)
+	_ session.Launches        = (*Sessions)(nil)
+	_ session.EventLog        = (*Sessions)(nil)
+	_ session.Metering        = (*Sessions)(nil)
+	_ session.QuotaCounts     = (*Sessions)(nil)
+	_ session.Fleet           = (*Sessions)(nil)
+	_ session.PushConnections = (*Sessions)(nil)
+	_ session.Store           = (*Sessions)(nil)
+)
 
 // Sessions stores sessions in the sessions table and their create idempotency
 // records in the idempotency table.

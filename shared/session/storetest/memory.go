@@ -14,7 +14,17 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
-var _ session.Store = (*Memory)(nil)
+// Memory implements every role of the session store.
+var (
+	_ session.Lifecycle       = (*Memory)(nil)
+	_ session.Launches        = (*Memory)(nil)
+	_ session.EventLog        = (*Memory)(nil)
+	_ session.Metering        = (*Memory)(nil)
+	_ session.QuotaCounts     = (*Memory)(nil)
+	_ session.Fleet           = (*Memory)(nil)
+	_ session.PushConnections = (*Memory)(nil)
+	_ session.Store           = (*Memory)(nil)
+)
 
 // Memory is an in-memory session.Store for unit tests of logic that uses one. It
 // behaves as dynamo.Sessions does (Run checks both): the same conditions, the same

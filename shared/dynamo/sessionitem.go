@@ -1,0 +1,191 @@
+package dynamo
+
+import (
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+// sessionItem is a session as the sessions table holds it: the attribute
+// names (its json tags, which the table's encoder reads), the index keys
+// (list_key for by_tenant, watch_shard and due_at for by_due, live_tenant for
+// by_live), the TTL (expires_at) and the encodings (times as RFC 3339 strings
+// in UTC, instants the domain does not read as time.Time in epoch
+// milliseconds). These names and encodings are what the items already in a
+// table hold: changing one is a data migration. The event counter
+// (event_seq) lives on the item too, written only by AppendEvents' ADD.
+type sessionItem struct {
+	ID                   string                       `json:"session_id"`
+	ProjectName          string                       `json:"project_name,omitempty"`
+	PersonaSlug          string                       `json:"persona_slug"`
+	InitialPrompt        string                       `json:"initial_prompt"`
+	Features             session.Features             `json:"feature_flags"`
+	AppKeyID             string                       `json:"app_key_id,omitempty"`
+	Tenant               string                       `json:"tenant,omitempty"`
+	SessionType          string                       `json:"session_type,omitempty"`
+	ClientType           string                       `json:"client_type,omitempty"`
+	ConfigurationID      string                       `json:"configuration_id,omitempty"`
+	SystemPrompt         string                       `json:"system_prompt,omitempty"`
+	AgentType            string                       `json:"agent_type,omitempty"`
+	Workspace            *registry.WorkspaceConfig    `json:"workspace,omitempty"`
+	AppLimits            *registry.SessionLimits      `json:"app_limits,omitempty"`
+	AgentTypeOwner       string                       `json:"agent_type_owner,omitempty"`
+	PoolSandbox          string                       `json:"pool_sandbox,omitempty"`
+	TaskContext          *sandboxwire.TaskContext     `json:"task_context,omitempty"`
+	WorkspaceStatus      *sandboxwire.WorkspaceStatus `json:"workspace_status,omitempty"`
+	SnapshotKey          string                       `json:"snapshot_key,omitempty"`
+	State                session.State                `json:"state"`
+	Reason               session.Reason               `json:"reason,omitempty"`
+	Generation           int                          `json:"generation"`
+	TokenHashes          []string                     `json:"token_hashes,omitempty"`
+	SandboxTokenHash     string                       `json:"sandbox_token_hash,omitempty"`
+	BootstrapCodeHash    string                       `json:"bootstrap_code_hash,omitempty"`
+	BootstrapExpires     int64                        `json:"bootstrap_expires,omitempty"`
+	SandboxRef           string                       `json:"sandbox_ref,omitempty"`
+	PushConnectionID     string                       `json:"push_connection_id,omitempty"`
+	LaunchLease          int64                        `json:"launch_lease,omitempty"`
+	GuardrailsHash       string                       `json:"guardrails_version_hash,omitempty"`
+	ServedGuardrailsHash string                       `json:"served_guardrails_hash,omitempty"`
+	PromptInjectedAt     time.Time                    `json:"prompt_injected_at,omitempty,omitzero"`
+	TmuxSessionName      string                       `json:"tmux_session_name"`
+	CreatedAt            time.Time                    `json:"created_at"`
+	LiveTenant           string                       `json:"live_tenant,omitempty"`
+	Streams              map[string]int64             `json:"streams,omitempty"`
+	ListKey              string                       `json:"list_key,omitempty"`
+	WatchShard           string                       `json:"watch_shard,omitempty"`
+	DueAt                int64                        `json:"due_at,omitempty"`
+	UpdatedAt            time.Time                    `json:"updated_at"`
+	ReadyAt              time.Time                    `json:"ready_at,omitempty,omitzero"`
+	Resources            *sandboxwire.ResourceSample  `json:"resources,omitempty"`
+	RateLimitedAt        time.Time                    `json:"rate_limited_at,omitempty,omitzero"`
+	LastActivityAt       time.Time                    `json:"last_activity_at,omitempty,omitzero"`
+	EndedAt              time.Time                    `json:"ended_at,omitempty,omitzero"`
+	HeartbeatAt          time.Time                    `json:"heartbeat_at,omitempty,omitzero"`
+	ExpiresAt            int64                        `json:"expires_at,omitempty"`
+	InputTokens          int64                        `json:"input_tokens,omitempty"`
+	OutputTokens         int64                        `json:"output_tokens,omitempty"`
+	CachedTokens         int64                        `json:"cached_tokens,omitempty"`
+	ModelCalls           int64                        `json:"model_calls,omitempty"`
+	CostMicroUSD         int64                        `json:"cost_micro_usd,omitempty"`
+	JobID                string                       `json:"job_id,omitempty"`
+}
+
+// newSessionItem is s as the table stores it.
+func newSessionItem(s session.Session) sessionItem {
+	return sessionItem{
+		ID:                   s.ID,
+		ProjectName:          s.ProjectName,
+		PersonaSlug:          s.PersonaSlug,
+		InitialPrompt:        s.InitialPrompt,
+		Features:             s.Features,
+		AppKeyID:             s.AppKeyID,
+		Tenant:               s.Tenant,
+		SessionType:          s.SessionType,
+		ClientType:           s.ClientType,
+		ConfigurationID:      s.ConfigurationID,
+		SystemPrompt:         s.SystemPrompt,
+		AgentType:            s.AgentType,
+		Workspace:            s.Workspace,
+		AppLimits:            s.AppLimits,
+		AgentTypeOwner:       s.AgentTypeOwner,
+		PoolSandbox:          s.PoolSandbox,
+		TaskContext:          s.TaskContext,
+		WorkspaceStatus:      s.WorkspaceStatus,
+		SnapshotKey:          s.SnapshotKey,
+		State:                s.State,
+		Reason:               s.Reason,
+		Generation:           s.Generation,
+		TokenHashes:          s.TokenHashes,
+		SandboxTokenHash:     s.SandboxTokenHash,
+		BootstrapCodeHash:    s.BootstrapCodeHash,
+		BootstrapExpires:     s.BootstrapExpires,
+		SandboxRef:           s.SandboxRef,
+		PushConnectionID:     s.PushConnectionID,
+		LaunchLease:          s.LaunchLease,
+		GuardrailsHash:       s.GuardrailsHash,
+		ServedGuardrailsHash: s.ServedGuardrailsHash,
+		PromptInjectedAt:     s.PromptInjectedAt,
+		TmuxSessionName:      s.TmuxSessionName,
+		CreatedAt:            s.CreatedAt,
+		LiveTenant:           s.LiveTenant,
+		Streams:              s.Streams,
+		ListKey:              s.ListKey,
+		WatchShard:           s.WatchShard,
+		DueAt:                s.DueAt,
+		UpdatedAt:            s.UpdatedAt,
+		ReadyAt:              s.ReadyAt,
+		Resources:            s.Resources,
+		RateLimitedAt:        s.RateLimitedAt,
+		LastActivityAt:       s.LastActivityAt,
+		EndedAt:              s.EndedAt,
+		HeartbeatAt:          s.HeartbeatAt,
+		ExpiresAt:            s.ExpiresAt,
+		InputTokens:          s.InputTokens,
+		OutputTokens:         s.OutputTokens,
+		CachedTokens:         s.CachedTokens,
+		ModelCalls:           s.ModelCalls,
+		CostMicroUSD:         s.CostMicroUSD,
+		JobID:                s.JobID,
+	}
+}
+
+// session is the item as the domain reads it.
+func (it sessionItem) session() session.Session {
+	return session.Session{
+		ID:                   it.ID,
+		ProjectName:          it.ProjectName,
+		PersonaSlug:          it.PersonaSlug,
+		InitialPrompt:        it.InitialPrompt,
+		Features:             it.Features,
+		AppKeyID:             it.AppKeyID,
+		Tenant:               it.Tenant,
+		SessionType:          it.SessionType,
+		ClientType:           it.ClientType,
+		ConfigurationID:      it.ConfigurationID,
+		SystemPrompt:         it.SystemPrompt,
+		AgentType:            it.AgentType,
+		Workspace:            it.Workspace,
+		AppLimits:            it.AppLimits,
+		AgentTypeOwner:       it.AgentTypeOwner,
+		PoolSandbox:          it.PoolSandbox,
+		TaskContext:          it.TaskContext,
+		WorkspaceStatus:      it.WorkspaceStatus,
+		SnapshotKey:          it.SnapshotKey,
+		State:                it.State,
+		Reason:               it.Reason,
+		Generation:           it.Generation,
+		TokenHashes:          it.TokenHashes,
+		SandboxTokenHash:     it.SandboxTokenHash,
+		BootstrapCodeHash:    it.BootstrapCodeHash,
+		BootstrapExpires:     it.BootstrapExpires,
+		SandboxRef:           it.SandboxRef,
+		PushConnectionID:     it.PushConnectionID,
+		LaunchLease:          it.LaunchLease,
+		GuardrailsHash:       it.GuardrailsHash,
+		ServedGuardrailsHash: it.ServedGuardrailsHash,
+		PromptInjectedAt:     it.PromptInjectedAt,
+		TmuxSessionName:      it.TmuxSessionName,
+		CreatedAt:            it.CreatedAt,
+		LiveTenant:           it.LiveTenant,
+		Streams:              it.Streams,
+		ListKey:              it.ListKey,
+		WatchShard:           it.WatchShard,
+		DueAt:                it.DueAt,
+		UpdatedAt:            it.UpdatedAt,
+		ReadyAt:              it.ReadyAt,
+		Resources:            it.Resources,
+		RateLimitedAt:        it.RateLimitedAt,
+		LastActivityAt:       it.LastActivityAt,
+		EndedAt:              it.EndedAt,
+		HeartbeatAt:          it.HeartbeatAt,
+		ExpiresAt:            it.ExpiresAt,
+		InputTokens:          it.InputTokens,
+		OutputTokens:         it.OutputTokens,
+		CachedTokens:         it.CachedTokens,
+		ModelCalls:           it.ModelCalls,
+		CostMicroUSD:         it.CostMicroUSD,
+		JobID:                it.JobID,
+	}
+}

@@ -1,6 +1,7 @@
 package dynamo
 
 import (
+	"slices"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -72,9 +73,13 @@ type sessionItem struct {
 	JobID                string                       `json:"job_id,omitempty"`
 }
 
-// newSessionItem is s as the table stores it.
+// newSessionItem is new session s as Create stores it, with the keys that
+// put it in the indexes: a session of a tenant in its tenant's fleet list
+// (by_tenant), and, while it is live, in its live sessions (by_live); a
+// session with a due time in the sweep's (by_due). An ended session gets its
+// TTL.
 func newSessionItem(s session.Session) sessionItem {
-	return sessionItem{
+	it := sessionItem{
 		ID:                   s.ID,
 		ProjectName:          s.ProjectName,
 		PersonaSlug:          s.PersonaSlug,
@@ -109,11 +114,8 @@ func newSessionItem(s session.Session) sessionItem {
 		PromptInjectedAt:     s.PromptInjectedAt,
 		TmuxSessionName:      s.TmuxSessionName,
 		CreatedAt:            s.CreatedAt,
-		LiveTenant:           s.LiveTenant,
 		Streams:              s.Streams,
-		ListKey:              s.ListKey,
-		WatchShard:           s.WatchShard,
-		DueAt:                s.DueAt,
+		DueAt:                millis(s.DueAt),
 		UpdatedAt:            s.UpdatedAt,
 		ReadyAt:              s.ReadyAt,
 		Resources:            s.Resources,
@@ -121,7 +123,6 @@ func newSessionItem(s session.Session) sessionItem {
 		LastActivityAt:       s.LastActivityAt,
 		EndedAt:              s.EndedAt,
 		HeartbeatAt:          s.HeartbeatAt,
-		ExpiresAt:            s.ExpiresAt,
 		InputTokens:          s.InputTokens,
 		OutputTokens:         s.OutputTokens,
 		CachedTokens:         s.CachedTokens,
@@ -129,6 +130,19 @@ func newSessionItem(s session.Session) sessionItem {
 		CostMicroUSD:         s.CostMicroUSD,
 		JobID:                s.JobID,
 	}
+	if s.Tenant != "" {
+		it.ListKey = session.ListKey(s.CreatedAt, s.ID)
+		if slices.Contains(session.Live, s.State) {
+			it.LiveTenant = s.Tenant
+		}
+	}
+	if !s.DueAt.IsZero() {
+		it.WatchShard = session.WatchShard(s.ID)
+	}
+	if s.State.Terminal() && !s.EndedAt.IsZero() {
+		it.ExpiresAt = s.EndedAt.Add(session.Retention).Unix()
+	}
+	return it
 }
 
 // session is the item as the domain reads it.
@@ -168,11 +182,8 @@ func (it sessionItem) session() session.Session {
 		PromptInjectedAt:     it.PromptInjectedAt,
 		TmuxSessionName:      it.TmuxSessionName,
 		CreatedAt:            it.CreatedAt,
-		LiveTenant:           it.LiveTenant,
 		Streams:              it.Streams,
-		ListKey:              it.ListKey,
-		WatchShard:           it.WatchShard,
-		DueAt:                it.DueAt,
+		DueAt:                instant(it.DueAt),
 		UpdatedAt:            it.UpdatedAt,
 		ReadyAt:              it.ReadyAt,
 		Resources:            it.Resources,
@@ -180,7 +191,6 @@ func (it sessionItem) session() session.Session {
 		LastActivityAt:       it.LastActivityAt,
 		EndedAt:              it.EndedAt,
 		HeartbeatAt:          it.HeartbeatAt,
-		ExpiresAt:            it.ExpiresAt,
 		InputTokens:          it.InputTokens,
 		OutputTokens:         it.OutputTokens,
 		CachedTokens:         it.CachedTokens,
@@ -188,4 +198,21 @@ func (it sessionItem) session() session.Session {
 		CostMicroUSD:         it.CostMicroUSD,
 		JobID:                it.JobID,
 	}
+}
+
+// millis is t in epoch milliseconds, the encoding of the instants the
+// table compares with numbers (due_at); 0 for the zero time.
+func millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// instant is epoch milliseconds ms as a time; the zero time for 0.
+func instant(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
 }

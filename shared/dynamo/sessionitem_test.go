@@ -51,6 +51,8 @@ func TestSessionItemReadsTodaysItems(t *testing.T) {
 		t.Errorf("usage %+v", s.Usage())
 	case s.Streams["st-1"] != 1764322260000 || s.Resources == nil || s.Resources.MemoryMB != 512:
 		t.Errorf("streams %v, resources %+v", s.Streams, s.Resources)
+	case !s.DueAt.Equal(time.UnixMilli(1764322320000)):
+		t.Errorf("due at %s", s.DueAt)
 	}
 	back, err := marshalMap(newSessionItem(s))
 	if err != nil {

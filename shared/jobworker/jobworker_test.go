@@ -169,7 +169,7 @@ func TestTaskStoppedEndsSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := store.Get(t.Context(), "s2")
-	if got.State != session.Ended || got.Reason != session.ReasonCrashed || got.ExpiresAt == 0 {
+	if got.State != session.Ended || got.Reason != session.ReasonCrashed || got.EndedAt.IsZero() {
 		t.Errorf("after task stopped: %+v", got)
 	}
 }

@@ -86,121 +86,116 @@ const MaxTokens = 10
 // type: the sandbox's spec carries them).
 type Features = sandboxwire.Features
 
-// Session is one remote agent.
+// Session is one remote agent. How a store keeps it (attribute names, index
+// keys, TTL, encodings) is the store's: the sessions table's is in package
+// dynamo. A session of a tenant is in the tenant's fleet list and counts
+// toward its live sessions while it is live; it leaves the table Retention
+// after it ended.
 type Session struct {
-	ID            string   `json:"session_id"`
-	ProjectName   string   `json:"project_name,omitempty"` // omitted when empty: a GSI key cannot be ""
-	PersonaSlug   string   `json:"persona_slug"`
-	InitialPrompt string   `json:"initial_prompt"`
-	Features      Features `json:"feature_flags"`
-	AppKeyID      string   `json:"app_key_id,omitempty"`
+	ID            string
+	ProjectName   string // omitted when empty: a GSI key cannot be ""
+	PersonaSlug   string
+	InitialPrompt string
+	Features      Features
+	AppKeyID      string
 	// Tenant is the app key's tenant: the session uses its projects, personas
 	// and configurations, and its automation runs are that tenant's.
-	Tenant string `json:"tenant,omitempty"`
+	Tenant string
 	// SessionType is "coding" (default) or "setup"; ClientType "automation" marks
 	// an automation run. With ConfigurationID and SystemPrompt they select the
 	// agent's mode prompt and its tools (see package prompts and toolspec).
-	SessionType     string `json:"session_type,omitempty"`
-	ClientType      string `json:"client_type,omitempty"`
-	ConfigurationID string `json:"configuration_id,omitempty"`
-	SystemPrompt    string `json:"system_prompt,omitempty"`
+	SessionType     string
+	ClientType      string
+	ConfigurationID string
+	SystemPrompt    string
 	// AgentType is the session's agent type ("" for none), and Workspace the
 	// workspace configuration it had when the session was created, with the
 	// platform's defaults filled in: the session keeps it whatever the type
 	// becomes. nil: no agent type, no workspace.
-	AgentType string                    `json:"agent_type,omitempty"`
-	Workspace *registry.WorkspaceConfig `json:"workspace,omitempty"`
+	AgentType string
+	Workspace *registry.WorkspaceConfig
 	// AppLimits are the session limits of the app key that created it, as
 	// they were then (nil: none).
-	AppLimits *registry.SessionLimits `json:"app_limits,omitempty"`
+	AppLimits *registry.SessionLimits
 	// AgentTypeOwner owns the agent type: the tenant, or registry.Platform
 	// (whose warm pool the session claims from).
-	AgentTypeOwner string `json:"agent_type_owner,omitempty"`
+	AgentTypeOwner string
 	// PoolSandbox is the warm pool sandbox the session claimed ("" for a
 	// cold start).
-	PoolSandbox string `json:"pool_sandbox,omitempty"`
+	PoolSandbox string
 	// TaskContext is the task create named (validated; its URL without
 	// credentials): the workspace's repository and branch, if the type's
 	// repo_source is task_context, and the agent's workspace metadata.
-	TaskContext *sandboxwire.TaskContext `json:"task_context,omitempty"`
+	TaskContext *sandboxwire.TaskContext
 	// WorkspaceStatus is how provisioning went, as ready reported it.
-	WorkspaceStatus *sandboxwire.WorkspaceStatus `json:"workspace_status,omitempty"`
+	WorkspaceStatus *sandboxwire.WorkspaceStatus
 	// SnapshotKey is the object key of the session's last saved snapshot.
-	SnapshotKey string `json:"snapshot_key,omitempty"`
-	State       State  `json:"state"`
-	Reason      Reason `json:"reason,omitempty"`
+	SnapshotKey string
+	State       State
+	Reason      Reason
 	// Generation counts launches; a sandbox acts only for its own generation.
-	Generation int `json:"generation"`
+	Generation int
 	// TokenHashes are the hashes of the session's tokens (never the tokens).
-	TokenHashes []string `json:"token_hashes,omitempty"`
+	TokenHashes []string
 	// SandboxTokenHash is the hash of the current sandbox's token, set when
 	// the sandbox spends its bootstrap code (RedeemBootstrap).
-	SandboxTokenHash string `json:"sandbox_token_hash,omitempty"`
+	SandboxTokenHash string
 	// BootstrapCodeHash is the hash of the one-time code the current launch
 	// gave its sandbox, until the sandbox spends it; BootstrapExpires (epoch
 	// ms) is when it stops working unspent.
-	BootstrapCodeHash string `json:"bootstrap_code_hash,omitempty"`
-	BootstrapExpires  int64  `json:"bootstrap_expires,omitempty"`
+	BootstrapCodeHash string
+	BootstrapExpires  int64
 	// SandboxRef identifies the running sandbox to its launcher (task ARN, pid).
-	SandboxRef string `json:"sandbox_ref,omitempty"`
+	SandboxRef string
 	// PushConnectionID is the push channel connection the current sandbox
 	// holds (API Gateway's connection id), "" while it holds none: what the
 	// platform pushes its inbox wakes to (see Notifier).
-	PushConnectionID string `json:"push_connection_id,omitempty"`
+	PushConnectionID string
 	// LaunchLease (epoch ms) is when a claimed but unfinished launch may be
 	// replaced by the launch of the next generation.
-	LaunchLease int64 `json:"launch_lease,omitempty"`
+	LaunchLease int64
 	// GuardrailsHash is the SHA-256 of the guardrails the agent was primed with.
-	GuardrailsHash string `json:"guardrails_version_hash,omitempty"`
+	GuardrailsHash string
 	// ServedGuardrailsHash is the hash of the guardrails the sandbox was last
 	// served (its spec); ready must report exactly it.
-	ServedGuardrailsHash string    `json:"served_guardrails_hash,omitempty"`
-	PromptInjectedAt     time.Time `json:"prompt_injected_at,omitempty,omitzero"`
-	TmuxSessionName      string    `json:"tmux_session_name"`
-	CreatedAt            time.Time `json:"created_at"`
-	// LiveTenant is the tenant while the session is live (cleared when it is
-	// over): the by_live index counts an app's live sessions by it.
-	LiveTenant string `json:"live_tenant,omitempty"`
+	ServedGuardrailsHash string
+	PromptInjectedAt     time.Time
+	TmuxSessionName      string
+	CreatedAt            time.Time
 	// Streams are the session's open event streams: id → when the entry
 	// lapses (epoch ms), should its stream never say it closed.
-	Streams map[string]int64 `json:"streams,omitempty"`
-	// ListKey orders a tenant's sessions in the fleet list (ListKey):
-	// fixed-width creation time, then the id. Unset for sessions of no tenant.
-	ListKey string `json:"list_key,omitempty"`
-	// WatchShard and DueAt put a live session in the sweep's index: DueAt
-	// (epoch ms) is when it must next show life (a heartbeat, leaving
-	// provisioning or ending); the stores keep it (DueAfter, EndingLimit)
-	// and remove both when the session ends.
-	WatchShard string    `json:"watch_shard,omitempty"`
-	DueAt      int64     `json:"due_at,omitempty"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	ReadyAt    time.Time `json:"ready_at,omitempty,omitzero"`
+	Streams map[string]int64
+	// DueAt, for a live session the sweep watches, is when it must next
+	// show life (a heartbeat, leaving provisioning or ending); the stores
+	// keep it (DueAfter, EndingLimit) and clear it when the session ends. A
+	// session created without one is not watched.
+	DueAt     time.Time
+	UpdatedAt time.Time
+	ReadyAt   time.Time
 	// Resources is the sandbox's last measure of its use (a job's sandbox
 	// heart-beats it).
-	Resources *sandboxwire.ResourceSample `json:"resources,omitempty"`
+	Resources *sandboxwire.ResourceSample
 	// RateLimitedAt is when a model provider last limited (or nearly
 	// limited) the session's calls, as the model gateway saw it.
-	RateLimitedAt time.Time `json:"rate_limited_at,omitempty,omitzero"`
+	RateLimitedAt time.Time
 	// LastActivityAt is when the session last did something (an event, a
 	// model call, a busy heartbeat): what the idle timeout counts from.
-	LastActivityAt time.Time `json:"last_activity_at,omitempty,omitzero"`
-	EndedAt        time.Time `json:"ended_at,omitempty,omitzero"`
-	HeartbeatAt    time.Time `json:"heartbeat_at,omitempty,omitzero"`
-	// ExpiresAt (epoch seconds) is set when the session ends; TTL removes it later.
-	ExpiresAt int64 `json:"expires_at,omitempty"`
+	LastActivityAt time.Time
+	EndedAt        time.Time
+	HeartbeatAt    time.Time
 	// InputTokens, OutputTokens, CachedTokens and ModelCalls are what the
 	// session's model calls used, as the model gateway metered them (AddUsage):
 	// see Usage.
-	InputTokens  int64 `json:"input_tokens,omitempty"`
-	OutputTokens int64 `json:"output_tokens,omitempty"`
-	CachedTokens int64 `json:"cached_tokens,omitempty"`
-	ModelCalls   int64 `json:"model_calls,omitempty"`
+	InputTokens  int64
+	OutputTokens int64
+	CachedTokens int64
+	ModelCalls   int64
 	// CostMicroUSD is what those calls cost, by the price table, in
 	// micro-USD.
-	CostMicroUSD int64 `json:"cost_micro_usd,omitempty"`
+	CostMicroUSD int64
 	// JobID, for the sandbox of an orchestrator job, is that job (package
 	// job): the sandbox runs it in job mode.
-	JobID string `json:"job_id,omitempty"`
+	JobID string
 }
 
 // Usage counts model tokens: of one call, or all of a session's. The model

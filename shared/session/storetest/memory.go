@@ -49,6 +49,11 @@ type Memory struct {
 type memSession struct {
 	s   session.Session
 	seq int64 // the event counter, kept on the session item by dynamo.Sessions
+	// listKey, watched and liveTenant are what dynamo.Sessions keeps as the
+	// item's index keys (list_key, watch_shard, live_tenant).
+	listKey    string
+	watched    bool
+	liveTenant string
 }
 
 // NewMemory returns an empty store.
@@ -80,7 +85,15 @@ func (m *Memory) Create(_ context.Context, s session.Session, rec *session.Idemp
 	if _, ok := m.sessions[s.ID]; ok {
 		return fmt.Errorf("create session %s: already exists", s.ID)
 	}
-	m.sessions[s.ID] = memSession{s: clone(s)}
+	ms := memSession{s: clone(s), watched: !s.DueAt.IsZero()}
+	ms.s.DueAt = millis(s.DueAt)
+	if s.Tenant != "" {
+		ms.listKey = session.ListKey(s.CreatedAt, s.ID)
+		if slices.Contains(session.Live, s.State) {
+			ms.liveTenant = s.Tenant
+		}
+	}
+	m.sessions[s.ID] = ms
 	if rec != nil {
 		m.records[rec.Key] = *rec
 	}
@@ -122,15 +135,14 @@ func (m *Memory) Transition(_ context.Context, id string, c session.Change) (ses
 			s.Reason = c.Reason
 		}
 		if c.To == session.Ending {
-			s.DueAt = now.Add(session.EndingLimit).UnixMilli()
+			s.DueAt = millis(now.Add(session.EndingLimit))
 		}
 		if err := set(s, c.Set); err != nil {
 			return err
 		}
 		if c.To.Terminal() {
 			s.EndedAt = now
-			s.ExpiresAt = now.Add(session.Retention).Unix()
-			s.WatchShard, s.DueAt, s.LiveTenant, s.Streams = "", 0, "", nil
+			s.DueAt, s.Streams = time.Time{}, nil
 		}
 		return nil
 	})
@@ -346,6 +358,9 @@ func (m *Memory) update(id string, change func(*session.Session) error) (session
 		return session.Session{}, fmt.Errorf("session %s: %w", id, err)
 	}
 	ms.s = s
+	if s.State.Terminal() {
+		ms.watched, ms.liveTenant = false, "" // out of the indexes
+	}
 	m.sessions[id] = ms
 	return clone(s), nil
 }
@@ -368,7 +383,7 @@ func set(s *session.Session, f session.Fields) error {
 	at(&s.ReadyAt, f.ReadyAt)
 	at(&s.HeartbeatAt, f.HeartbeatAt)
 	if due := session.DueAfter(f); !due.IsZero() {
-		s.DueAt = due.UnixMilli() // terminal transitions clear it after
+		s.DueAt = millis(due) // terminal transitions clear it after
 	}
 	str(&s.SandboxRef, f.SandboxRef)
 	str(&s.SnapshotKey, f.SnapshotKey)
@@ -414,22 +429,22 @@ func (m *Memory) ListByTenant(_ context.Context, tenant string, f session.ListFi
 		}
 		start = key
 	}
-	var all []session.Session
+	var all []memSession
 	for _, ms := range m.sessions {
-		if ms.s.Tenant == tenant && ms.s.ListKey != "" && (start == "" || ms.s.ListKey < start) {
-			all = append(all, ms.s)
+		if ms.s.Tenant == tenant && ms.listKey != "" && (start == "" || ms.listKey < start) {
+			all = append(all, ms)
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].ListKey > all[j].ListKey })
+	sort.Slice(all, func(i, j int) bool { return all[i].listKey > all[j].listKey })
 	next := ""
 	if len(all) > limit {
 		all = all[:limit]
-		next = tenant + "|" + all[limit-1].ListKey
+		next = tenant + "|" + all[limit-1].listKey
 	}
 	var out []session.Session
-	for _, s := range all {
-		if session.Matches(s, f) {
-			out = append(out, clone(s))
+	for _, ms := range all {
+		if session.Matches(ms.s, f) {
+			out = append(out, clone(ms.s))
 		}
 	}
 	return out, next, nil
@@ -442,11 +457,11 @@ func (m *Memory) Due(_ context.Context, shard string, before time.Time, limit in
 	defer m.mu.Unlock()
 	var due []session.Session
 	for _, ms := range m.sessions {
-		if ms.s.WatchShard == shard && ms.s.DueAt < before.UnixMilli() {
+		if ms.watched && session.WatchShard(ms.s.ID) == shard && !ms.s.DueAt.IsZero() && ms.s.DueAt.UnixMilli() < before.UnixMilli() {
 			due = append(due, ms.s)
 		}
 	}
-	sort.Slice(due, func(i, j int) bool { return due[i].DueAt < due[j].DueAt })
+	sort.Slice(due, func(i, j int) bool { return due[i].DueAt.Before(due[j].DueAt) })
 	ids := make([]string, 0, min(limit, len(due)))
 	for _, s := range due[:min(limit, len(due))] {
 		ids = append(ids, s.ID)
@@ -475,7 +490,7 @@ func (m *Memory) CountLive(_ context.Context, tenant string, limit int) (int, er
 	defer m.mu.Unlock()
 	n := 0
 	for _, ms := range m.sessions {
-		if ms.s.LiveTenant == tenant && n < limit {
+		if ms.liveTenant == tenant && n < limit {
 			n++
 		}
 	}
@@ -537,4 +552,12 @@ func (m *Memory) Spend(_ context.Context, tenant string, day time.Time) (int64, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.spend[tenant+"#"+day.UTC().Format("2006-01-02")], nil
+}
+
+// millis is t to the millisecond, as dynamo.Sessions keeps due times.
+func millis(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return time.UnixMilli(t.UnixMilli()).UTC()
 }

@@ -86,3 +86,6 @@ func notBefore(t *testing.T, field string, at, before time.Time) {
 		t.Errorf("%s %s: want a time not before %s", field, at, before)
 	}
 }
+
+// toMilli is t to the millisecond, as stores keep due times.
+func toMilli(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }

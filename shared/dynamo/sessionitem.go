@@ -105,10 +105,10 @@ func newSessionItem(s session.Session) sessionItem {
 		TokenHashes:          s.TokenHashes,
 		SandboxTokenHash:     s.SandboxTokenHash,
 		BootstrapCodeHash:    s.BootstrapCodeHash,
-		BootstrapExpires:     s.BootstrapExpires,
+		BootstrapExpires:     millis(s.BootstrapExpires),
 		SandboxRef:           s.SandboxRef,
 		PushConnectionID:     s.PushConnectionID,
-		LaunchLease:          s.LaunchLease,
+		LaunchLease:          millis(s.LaunchLease),
 		GuardrailsHash:       s.GuardrailsHash,
 		ServedGuardrailsHash: s.ServedGuardrailsHash,
 		PromptInjectedAt:     s.PromptInjectedAt,
@@ -147,7 +147,7 @@ func newSessionItem(s session.Session) sessionItem {
 
 // session is the item as the domain reads it.
 func (it sessionItem) session() session.Session {
-	return session.Session{
+	s := session.Session{
 		ID:                   it.ID,
 		ProjectName:          it.ProjectName,
 		PersonaSlug:          it.PersonaSlug,
@@ -163,7 +163,6 @@ func (it sessionItem) session() session.Session {
 		Workspace:            it.Workspace,
 		AppLimits:            it.AppLimits,
 		AgentTypeOwner:       it.AgentTypeOwner,
-		PoolSandbox:          it.PoolSandbox,
 		TaskContext:          it.TaskContext,
 		WorkspaceStatus:      it.WorkspaceStatus,
 		SnapshotKey:          it.SnapshotKey,
@@ -172,11 +171,6 @@ func (it sessionItem) session() session.Session {
 		Generation:           it.Generation,
 		TokenHashes:          it.TokenHashes,
 		SandboxTokenHash:     it.SandboxTokenHash,
-		BootstrapCodeHash:    it.BootstrapCodeHash,
-		BootstrapExpires:     it.BootstrapExpires,
-		SandboxRef:           it.SandboxRef,
-		PushConnectionID:     it.PushConnectionID,
-		LaunchLease:          it.LaunchLease,
 		GuardrailsHash:       it.GuardrailsHash,
 		ServedGuardrailsHash: it.ServedGuardrailsHash,
 		PromptInjectedAt:     it.PromptInjectedAt,
@@ -186,18 +180,19 @@ func (it sessionItem) session() session.Session {
 		DueAt:                instant(it.DueAt),
 		UpdatedAt:            it.UpdatedAt,
 		ReadyAt:              it.ReadyAt,
-		Resources:            it.Resources,
 		RateLimitedAt:        it.RateLimitedAt,
 		LastActivityAt:       it.LastActivityAt,
 		EndedAt:              it.EndedAt,
 		HeartbeatAt:          it.HeartbeatAt,
-		InputTokens:          it.InputTokens,
-		OutputTokens:         it.OutputTokens,
-		CachedTokens:         it.CachedTokens,
-		ModelCalls:           it.ModelCalls,
-		CostMicroUSD:         it.CostMicroUSD,
 		JobID:                it.JobID,
 	}
+	s.Launch = session.Launch{
+		PoolSandbox: it.PoolSandbox, BootstrapCodeHash: it.BootstrapCodeHash, BootstrapExpires: instant(it.BootstrapExpires),
+		LaunchLease: instant(it.LaunchLease), SandboxRef: it.SandboxRef, PushConnectionID: it.PushConnectionID, Resources: it.Resources,
+	}
+	s.Meter = session.Meter{InputTokens: it.InputTokens, OutputTokens: it.OutputTokens, CachedTokens: it.CachedTokens,
+		ModelCalls: it.ModelCalls, CostMicroUSD: it.CostMicroUSD}
+	return s
 }
 
 // millis is t in epoch milliseconds, the encoding of the instants the

@@ -43,8 +43,8 @@ func TestSessionItemReadsTodaysItems(t *testing.T) {
 		t.Errorf("identity: %q %s %d", s.ID, s.State, s.Generation)
 	case !s.CreatedAt.Equal(created) || !s.HeartbeatAt.Equal(created.Add(time.Minute)) || !s.EndedAt.IsZero():
 		t.Errorf("times: created %s, heartbeat %s, ended %s", s.CreatedAt, s.HeartbeatAt, s.EndedAt)
-	case len(s.TokenHashes) != 2 || s.SandboxTokenHash == "" || s.BootstrapExpires == 0:
-		t.Errorf("tokens: %v %q %d", s.TokenHashes, s.SandboxTokenHash, s.BootstrapExpires)
+	case len(s.TokenHashes) != 2 || s.SandboxTokenHash == "" || !s.BootstrapExpires.Equal(time.UnixMilli(1764322800000)):
+		t.Errorf("tokens: %v %q %s", s.TokenHashes, s.SandboxTokenHash, s.BootstrapExpires)
 	case s.Workspace == nil || s.Workspace.RepoSource.Type != "fixed" || s.AppLimits == nil || s.AppLimits.MaxCostUSD != 2.5:
 		t.Errorf("workspace %+v, app limits %+v", s.Workspace, s.AppLimits)
 	case s.Usage() != session.Usage{InputTokens: 1200, OutputTokens: 340, CachedTokens: 800, Calls: 3, CostMicroUSD: 4567, CostUSD: 0.004567}:

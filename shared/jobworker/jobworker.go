@@ -229,7 +229,7 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 		return nil // over
 	}
 	if sess.State != session.Provisioning {
-		if sess.SandboxRef == "" && sess.PoolSandbox == "" && sess.LaunchLease != 0 {
+		if sess.SandboxRef == "" && sess.PoolSandbox == "" && !sess.LaunchLease.IsZero() {
 			return w.recordLaunched(ctx, sess)
 		}
 		return nil // running
@@ -242,7 +242,7 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 		}
 		return nil // launched already
 	}
-	if sess.LaunchLease == 0 && w.Pool != nil {
+	if sess.LaunchLease.IsZero() && w.Pool != nil {
 		done, err := w.Pool.Claim(ctx, sess)
 		if err != nil {
 			return fmt.Errorf("claim a warm sandbox for %s: %w", sess.ID, err)
@@ -252,7 +252,7 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 		}
 	}
 	gen := sess.Generation
-	if sess.LaunchLease != 0 {
+	if !sess.LaunchLease.IsZero() {
 		gen++ // the claim of sess.Generation ran out (or still runs: ErrConflict)
 	}
 	code, hash := token.New(token.Bootstrap)

@@ -120,9 +120,6 @@ type Session struct {
 	// AgentTypeOwner owns the agent type: the tenant, or registry.Platform
 	// (whose warm pool the session claims from).
 	AgentTypeOwner string
-	// PoolSandbox is the warm pool sandbox the session claimed ("" for a
-	// cold start).
-	PoolSandbox string
 	// TaskContext is the task create named (validated; its URL without
 	// credentials): the workspace's repository and branch, if the type's
 	// repo_source is task_context, and the agent's workspace metadata.
@@ -140,20 +137,9 @@ type Session struct {
 	// SandboxTokenHash is the hash of the current sandbox's token, set when
 	// the sandbox spends its bootstrap code (RedeemBootstrap).
 	SandboxTokenHash string
-	// BootstrapCodeHash is the hash of the one-time code the current launch
-	// gave its sandbox, until the sandbox spends it; BootstrapExpires (epoch
-	// ms) is when it stops working unspent.
-	BootstrapCodeHash string
-	BootstrapExpires  int64
-	// SandboxRef identifies the running sandbox to its launcher (task ARN, pid).
-	SandboxRef string
-	// PushConnectionID is the push channel connection the current sandbox
-	// holds (API Gateway's connection id), "" while it holds none: what the
-	// platform pushes its inbox wakes to (see Notifier).
-	PushConnectionID string
-	// LaunchLease (epoch ms) is when a claimed but unfinished launch may be
-	// replaced by the launch of the next generation.
-	LaunchLease int64
+	// Launch is the current sandbox: how it was launched, and how it is
+	// reached.
+	Launch
 	// GuardrailsHash is the SHA-256 of the guardrails the agent was primed with.
 	GuardrailsHash string
 	// ServedGuardrailsHash is the hash of the guardrails the sandbox was last
@@ -172,9 +158,6 @@ type Session struct {
 	DueAt     time.Time
 	UpdatedAt time.Time
 	ReadyAt   time.Time
-	// Resources is the sandbox's last measure of its use (a job's sandbox
-	// heart-beats it).
-	Resources *sandboxwire.ResourceSample
 	// RateLimitedAt is when a model provider last limited (or nearly
 	// limited) the session's calls, as the model gateway saw it.
 	RateLimitedAt time.Time
@@ -183,9 +166,41 @@ type Session struct {
 	LastActivityAt time.Time
 	EndedAt        time.Time
 	HeartbeatAt    time.Time
-	// InputTokens, OutputTokens, CachedTokens and ModelCalls are what the
-	// session's model calls used, as the model gateway metered them (AddUsage):
-	// see Usage.
+	// Meter is what its model calls used (see Usage).
+	Meter
+	// JobID, for the sandbox of an orchestrator job, is that job (package
+	// job): the sandbox runs it in job mode.
+	JobID string
+}
+
+// Launch is a session's current sandbox: how it was launched, and how the
+// platform reaches it.
+type Launch struct {
+	// PoolSandbox is the warm pool sandbox the session claimed ("" for a
+	// cold start).
+	PoolSandbox string
+	// BootstrapCodeHash is the hash of the one-time code the current launch
+	// gave its sandbox, until the sandbox spends it; BootstrapExpires is
+	// when it stops working unspent.
+	BootstrapCodeHash string
+	BootstrapExpires  time.Time
+	// LaunchLease is when a claimed but unfinished launch may be replaced by
+	// the launch of the next generation; zero while no launch was claimed.
+	LaunchLease time.Time
+	// SandboxRef identifies the running sandbox to its launcher (task ARN, pid).
+	SandboxRef string
+	// PushConnectionID is the push channel connection the current sandbox
+	// holds (API Gateway's connection id), "" while it holds none: what the
+	// platform pushes its inbox wakes to (see Notifier).
+	PushConnectionID string
+	// Resources is the sandbox's last measure of its use (a job's sandbox
+	// heart-beats it).
+	Resources *sandboxwire.ResourceSample
+}
+
+// Meter is what a session's model calls used, as the model gateway metered
+// them (AddUsage).
+type Meter struct {
 	InputTokens  int64
 	OutputTokens int64
 	CachedTokens int64
@@ -193,9 +208,6 @@ type Session struct {
 	// CostMicroUSD is what those calls cost, by the price table, in
 	// micro-USD.
 	CostMicroUSD int64
-	// JobID, for the sandbox of an orchestrator job, is that job (package
-	// job): the sandbox runs it in job mode.
-	JobID string
 }
 
 // Usage counts model tokens: of one call, or all of a session's. The model

@@ -166,8 +166,8 @@ func (m *Memory) AddToken(_ context.Context, id, tokenHash string) error {
 func (m *Memory) ClaimLaunch(_ context.Context, id string, gen int, c session.LaunchClaim) error {
 	now := m.now()
 	_, err := m.update(id, func(s *session.Session) error {
-		first := s.Generation == gen && s.LaunchLease == 0
-		replacement := s.Generation == gen-1 && s.LaunchLease != 0 && s.LaunchLease < now.UnixMilli()
+		first := s.Generation == gen && s.LaunchLease.IsZero()
+		replacement := s.Generation == gen-1 && !s.LaunchLease.IsZero() && s.LaunchLease.UnixMilli() < now.UnixMilli()
 		if s.State != session.Provisioning || s.SandboxRef != "" {
 			return session.ErrConflict
 		}
@@ -176,8 +176,8 @@ func (m *Memory) ClaimLaunch(_ context.Context, id string, gen int, c session.La
 		}
 		s.Generation = gen
 		s.SandboxTokenHash, s.PushConnectionID = "", ""
-		s.BootstrapCodeHash, s.BootstrapExpires = c.BootstrapCodeHash, c.CodeExpires.UnixMilli()
-		s.LaunchLease = c.LeaseUntil.UnixMilli()
+		s.BootstrapCodeHash, s.BootstrapExpires = c.BootstrapCodeHash, millis(c.CodeExpires)
+		s.LaunchLease = millis(c.LeaseUntil)
 		s.UpdatedAt = now.UTC()
 		return nil
 	})
@@ -190,11 +190,11 @@ func (m *Memory) RedeemBootstrap(_ context.Context, id string, gen int, codeHash
 	now := m.now()
 	_, err := m.update(id, func(s *session.Session) error {
 		if !slices.Contains(session.Live, s.State) || s.Generation != gen || s.BootstrapCodeHash == "" ||
-			s.BootstrapCodeHash != codeHash || s.BootstrapExpires <= now.UnixMilli() {
+			s.BootstrapCodeHash != codeHash || s.BootstrapExpires.UnixMilli() <= now.UnixMilli() {
 			return session.ErrConflict
 		}
 		s.SandboxTokenHash = sandboxTokenHash
-		s.BootstrapCodeHash, s.BootstrapExpires = "", 0
+		s.BootstrapCodeHash, s.BootstrapExpires = "", time.Time{}
 		s.UpdatedAt = now.UTC()
 		return nil
 	})

@@ -221,8 +221,8 @@ func runSessions(t *testing.T, newStore func(t *testing.T) session.Store) {
 			t.Fatal(err)
 		}
 		got, _ := st.Get(t.Context(), s.ID)
-		if got.BootstrapCodeHash != "sandbox-1" || got.LaunchLease != lease.UnixMilli() || got.State != session.Provisioning {
-			t.Errorf("after claim: hash %q, lease %d (want %d), state %s", got.BootstrapCodeHash, got.LaunchLease, lease.UnixMilli(), got.State)
+		if got.BootstrapCodeHash != "sandbox-1" || !got.LaunchLease.Equal(toMilli(lease)) || got.State != session.Provisioning {
+			t.Errorf("after claim: hash %q, lease %s (want %s), state %s", got.BootstrapCodeHash, got.LaunchLease, toMilli(lease), got.State)
 		}
 		if err := st.ClaimLaunch(t.Context(), s.ID, 2, claim("sandbox-2", lease)); !errors.Is(err, session.ErrConflict) {
 			t.Errorf("claim while a lease runs: %v, want ErrConflict", err)
@@ -252,9 +252,9 @@ func runSessions(t *testing.T, newStore func(t *testing.T) session.Store) {
 			t.Fatalf("claim of generation 2 after the lease of 1 ran out: %v", err)
 		}
 		got, _ = st.Get(t.Context(), expired.ID)
-		if got.Generation != 2 || got.BootstrapCodeHash != "b" || got.LaunchLease != lease.UnixMilli() || got.State != session.Provisioning {
-			t.Errorf("after the replacing claim: generation %d, hash %q, lease %d (want %d), state %s",
-				got.Generation, got.BootstrapCodeHash, got.LaunchLease, lease.UnixMilli(), got.State)
+		if got.Generation != 2 || got.BootstrapCodeHash != "b" || !got.LaunchLease.Equal(toMilli(lease)) || got.State != session.Provisioning {
+			t.Errorf("after the replacing claim: generation %d, hash %q, lease %s (want %s), state %s",
+				got.Generation, got.BootstrapCodeHash, got.LaunchLease, toMilli(lease), got.State)
 		}
 		if err := st.ClaimLaunch(t.Context(), expired.ID, 3, claim("c", lease)); !errors.Is(err, session.ErrConflict) {
 			t.Errorf("claim while the replacing lease runs: %v, want ErrConflict", err)
@@ -326,7 +326,7 @@ func runSessions(t *testing.T, newStore func(t *testing.T) session.Store) {
 			t.Fatalf("two exchanges of one code: %v", errs)
 		}
 		got, _ := st.Get(t.Context(), s.ID)
-		if got.SandboxTokenHash != fmt.Sprintf("token-%d", won) || got.BootstrapCodeHash != "" || got.BootstrapExpires != 0 || got.State != session.Provisioning {
+		if got.SandboxTokenHash != fmt.Sprintf("token-%d", won) || got.BootstrapCodeHash != "" || !got.BootstrapExpires.IsZero() || got.State != session.Provisioning {
 			t.Errorf("after the exchange: %+v", got)
 		}
 		if err := st.RedeemBootstrap(t.Context(), s.ID, 1, "code", "again"); !errors.Is(err, session.ErrConflict) {

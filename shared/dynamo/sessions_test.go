@@ -9,8 +9,8 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session/storetest"
 )
 
-// TestSessions runs the session.Store contract against DynamoDB Local, one fresh
-// environment of tables per subtest.
+// TestSessions runs the contract of every role of the session store against
+// DynamoDB Local, one fresh environment of tables per subtest.
 func TestSessions(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) domain.Store {

@@ -9,8 +9,8 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
-// runFleet checks the fleet list's and the sweep's queries.
-func runFleet(t *testing.T, newStore func(t *testing.T) session.Store) {
+// RunFleet checks the session.Fleet contract: the fleet list's and the sweep's queries.
+func RunFleet(t *testing.T, newStore func(t *testing.T) FleetStore) {
 	t.Run("list by tenant", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)

@@ -8,8 +8,8 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
-// runQuotas is the contract of the quota counters.
-func runQuotas(t *testing.T, newStore func(t *testing.T) session.Store) {
+// RunQuotaCounts checks the session.QuotaCounts contract: the quota counters.
+func RunQuotaCounts(t *testing.T, newStore func(t *testing.T) QuotaStore) {
 	t.Run("creates a minute are counted up to the limit, per tenant and minute", func(t *testing.T) {
 		st := newStore(t)
 		minute := time.Now().UTC().Truncate(time.Minute)

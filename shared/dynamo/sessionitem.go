@@ -114,7 +114,7 @@ func newSessionItem(s session.Session) sessionItem {
 		PromptInjectedAt:     s.PromptInjectedAt,
 		TmuxSessionName:      s.TmuxSessionName,
 		CreatedAt:            s.CreatedAt,
-		Streams:              s.Streams,
+		Streams:              streamsMillis(s.Streams),
 		DueAt:                millis(s.DueAt),
 		UpdatedAt:            s.UpdatedAt,
 		ReadyAt:              s.ReadyAt,
@@ -176,7 +176,7 @@ func (it sessionItem) session() session.Session {
 		PromptInjectedAt:     it.PromptInjectedAt,
 		TmuxSessionName:      it.TmuxSessionName,
 		CreatedAt:            it.CreatedAt,
-		Streams:              it.Streams,
+		Streams:              streamsInstants(it.Streams),
 		DueAt:                instant(it.DueAt),
 		UpdatedAt:            it.UpdatedAt,
 		ReadyAt:              it.ReadyAt,
@@ -210,4 +210,29 @@ func instant(ms int64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms).UTC()
+}
+
+// streamsMillis is streams with its lapse times in epoch ms; nil for nil
+// (no streams attribute), as OpenStream tells an absent map from an empty one.
+func streamsMillis(streams map[string]time.Time) map[string]int64 {
+	if streams == nil {
+		return nil
+	}
+	out := make(map[string]int64, len(streams))
+	for k, t := range streams {
+		out[k] = t.UnixMilli()
+	}
+	return out
+}
+
+// streamsInstants is streamsMillis undone.
+func streamsInstants(streams map[string]int64) map[string]time.Time {
+	if streams == nil {
+		return nil
+	}
+	out := make(map[string]time.Time, len(streams))
+	for k, ms := range streams {
+		out[k] = time.UnixMilli(ms).UTC()
+	}
+	return out
 }

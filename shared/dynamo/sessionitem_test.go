@@ -49,7 +49,7 @@ func TestSessionItemReadsTodaysItems(t *testing.T) {
 		t.Errorf("workspace %+v, app limits %+v", s.Workspace, s.AppLimits)
 	case s.Usage() != session.Usage{InputTokens: 1200, OutputTokens: 340, CachedTokens: 800, Calls: 3, CostMicroUSD: 4567, CostUSD: 0.004567}:
 		t.Errorf("usage %+v", s.Usage())
-	case s.Streams["st-1"] != 1764322260000 || s.Resources == nil || s.Resources.MemoryMB != 512:
+	case !s.Streams["st-1"].Equal(time.UnixMilli(1764322260000)) || s.Resources == nil || s.Resources.MemoryMB != 512:
 		t.Errorf("streams %v, resources %+v", s.Streams, s.Resources)
 	case !s.DueAt.Equal(time.UnixMilli(1764322320000)):
 		t.Errorf("due at %s", s.DueAt)

@@ -4,9 +4,12 @@
 //	provisioning → ready → working ⇄ idle → ending → ended
 //	        └───────────────┴──────────┴──────→ failed
 //
-// ended and failed are terminal and carry a reason. The Store persists sessions
+// ended and failed are terminal and carry a reason. The store persists sessions
 // with conditional writes, so every transition is checked against the state it
-// leaves; dynamo.Sessions implements it.
+// leaves. Its roles (store.go: Lifecycle, Launches, EventLog, Metering,
+// QuotaCounts, Fleet, PushConnections) are small interfaces; a package that
+// needs a few of their methods declares its own interface of just those, and
+// dynamo.Sessions implements them all, as storetest.Memory does for tests.
 package session
 
 import (
@@ -149,8 +152,8 @@ type Session struct {
 	TmuxSessionName      string
 	CreatedAt            time.Time
 	// Streams are the session's open event streams: id → when the entry
-	// lapses (epoch ms), should its stream never say it closed.
-	Streams map[string]int64
+	// lapses, should its stream never say it closed.
+	Streams map[string]time.Time
 	// DueAt, for a live session the sweep watches, is when it must next
 	// show life (a heartbeat, leaving provisioning or ending); the stores
 	// keep it (DueAfter, EndingLimit) and clear it when the session ends. A

@@ -506,7 +506,7 @@ func (m *Memory) OpenStream(_ context.Context, id, stream string, until, now tim
 		}
 		open := 0
 		for k, exp := range s.Streams {
-			if exp > now.UnixMilli() {
+			if exp.UnixMilli() > now.UnixMilli() {
 				open++
 			} else {
 				delete(s.Streams, k)
@@ -516,9 +516,9 @@ func (m *Memory) OpenStream(_ context.Context, id, stream string, until, now tim
 			return session.ErrConflict
 		}
 		if s.Streams == nil {
-			s.Streams = map[string]int64{}
+			s.Streams = map[string]time.Time{}
 		}
-		s.Streams[stream] = until.UnixMilli()
+		s.Streams[stream] = millis(until)
 		return nil
 	})
 	return err

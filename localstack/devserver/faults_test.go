@@ -373,7 +373,7 @@ func faultKilledLaunch(t *testing.T, s *stack, id, gateway string) string {
 	}
 	started := slices.DeleteFunc(s.srv.Launcher.Running(), func(ref string) bool { return slices.Contains(before, ref) })
 	got, err := s.srv.Env.SessionStore().Get(t.Context(), id)
-	if err != nil || len(started) != 1 || got.SandboxRef != "" || got.LaunchLease == 0 {
+	if err != nil || len(started) != 1 || got.SandboxRef != "" || got.LaunchLease.IsZero() {
 		t.Fatalf("after the killed launch: started %v, session %+v %v; want one sandbox, claimed and unrecorded", started, got, err)
 	}
 	return started[0]

@@ -36,7 +36,7 @@ func (s *stack) putSessions(t testing.TB, tenant string, n int, base time.Time, 
 		at := base.Add(time.Duration(i) * time.Millisecond)
 		sess := session.Session{
 			ID: id, ProjectName: "demo", PersonaSlug: "assistant", Tenant: tenant, AppKeyID: "dev",
-			ListKey: session.ListKey(at, id), State: session.Ended, Reason: session.ReasonShutdown,
+			State: session.Ended, Reason: session.ReasonShutdown,
 			Generation: 1, CreatedAt: at, UpdatedAt: at, EndedAt: at.Add(time.Second),
 		}
 		if tweak != nil {

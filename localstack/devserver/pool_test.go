@@ -263,7 +263,7 @@ func provisioningSession(t *testing.T, s *stack, tenant string, typ registry.Age
 	}
 	sess := session.Session{
 		ID: id, ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "Hello", Tenant: tenant,
-		ListKey: session.ListKey(now, id), WatchShard: session.WatchShard(id), DueAt: now.Add(session.ProvisioningLimit).UnixMilli(),
+		DueAt: now.Add(session.ProvisioningLimit),
 		State: session.Provisioning, Generation: 1, TokenHashes: []string{hash}, GuardrailsHash: doc.Hash,
 		TmuxSessionName: "ra-" + id[:8], CreatedAt: now, UpdatedAt: now,
 		AgentType: typ.ID, Workspace: &typ.Workspace, AgentTypeOwner: typ.Tenant,

@@ -72,7 +72,7 @@ func (s *Sessions) OpenStream(ctx context.Context, id, stream string, until, now
 		streams := expression.Name("streams")
 		var up expression.UpdateBuilder
 		for k, exp := range sess.Streams {
-			if exp > now.UnixMilli() {
+			if exp.UnixMilli() > now.UnixMilli() {
 				open++
 				continue
 			}

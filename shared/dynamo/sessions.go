@@ -12,7 +12,17 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
-var _ session.Store = (*Sessions)(nil)
+// Sessions implements every role of the session store.
+var (
+	_ session.Lifecycle       = (*Sessions)(nil)
+	_ session.Launches        = (*Sessions)(nil)
+	_ session.EventLog        = (*Sessions)(nil)
+	_ session.Metering        = (*Sessions)(nil)
+	_ session.QuotaCounts     = (*Sessions)(nil)
+	_ session.Fleet           = (*Sessions)(nil)
+	_ session.PushConnections = (*Sessions)(nil)
+	_ session.Store           = (*Sessions)(nil)
+)
 
 // Sessions stores sessions in the sessions table and their create idempotency
 // records in the idempotency table.
@@ -45,7 +55,7 @@ type sessionKey struct {
 
 // Create writes the session and, if rec is set, its idempotency record, atomically.
 func (s *Sessions) Create(ctx context.Context, sess session.Session, rec *session.IdempotencyRecord) error {
-	ops := []TxOp{s.sessions.PutOp(sess, expression.AttributeNotExists(expression.Name("session_id")))}
+	ops := []TxOp{s.sessions.PutOp(newSessionItem(sess), expression.AttributeNotExists(expression.Name("session_id")))}
 	if rec != nil {
 		ops = append(ops, s.idempotency.PutOp(rec, expression.AttributeNotExists(expression.Name("key"))))
 	}
@@ -62,12 +72,12 @@ func (s *Sessions) Create(ctx context.Context, sess session.Session, rec *sessio
 
 // Get reads a session.
 func (s *Sessions) Get(ctx context.Context, id string) (session.Session, error) {
-	var out session.Session
-	err := s.sessions.Get(ctx, sessionKey{id}, &out)
+	var it sessionItem
+	err := s.sessions.Get(ctx, sessionKey{id}, &it)
 	if errors.Is(err, ErrNotFound) {
-		return out, fmt.Errorf("session %s: %w", id, session.ErrNotFound)
+		return session.Session{}, fmt.Errorf("session %s: %w", id, session.ErrNotFound)
 	}
-	return out, err
+	return it.session(), err
 }
 
 // Idempotency reads an idempotency record.
@@ -324,17 +334,17 @@ func (s *Sessions) Events(ctx context.Context, id string, after int64, limit int
 }
 
 func (s *Sessions) update(ctx context.Context, id string, up expression.UpdateBuilder, cond expression.ConditionBuilder) (session.Session, error) {
-	var out session.Session
+	var it sessionItem
 	cond = expression.AttributeExists(expression.Name("session_id")).And(cond)
-	err := s.sessions.Update(ctx, sessionKey{id}, up, &out, cond)
+	err := s.sessions.Update(ctx, sessionKey{id}, up, &it, cond)
 	var cf *ConditionFailedError
 	if errors.As(err, &cf) {
 		if len(cf.Item) == 0 {
-			return out, fmt.Errorf("session %s: %w", id, session.ErrNotFound)
+			return session.Session{}, fmt.Errorf("session %s: %w", id, session.ErrNotFound)
 		}
-		return out, fmt.Errorf("session %s: %w", id, session.ErrConflict)
+		return session.Session{}, fmt.Errorf("session %s: %w", id, session.ErrConflict)
 	}
-	return out, err
+	return it.session(), err
 }
 
 func inStates(states []session.State) expression.ConditionBuilder {
@@ -417,13 +427,17 @@ func (s *Sessions) ListByTenant(ctx context.Context, tenant string, f session.Li
 		and := expression.And(conds[0], conds[1], conds[2:]...)
 		q.Filter = &and
 	}
-	var out []session.Session
-	next, err := s.sessions.Query(ctx, q, &out)
+	var items []sessionItem
+	next, err := s.sessions.Query(ctx, q, &items)
 	if errors.Is(err, ErrBadCursor) {
 		return nil, "", session.ErrBadCursor
 	}
 	if err != nil {
 		return nil, "", err
+	}
+	out := make([]session.Session, len(items))
+	for i, it := range items {
+		out[i] = it.session()
 	}
 	return out, string(next), nil
 }

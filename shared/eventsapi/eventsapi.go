@@ -52,10 +52,19 @@ const (
 	MaxReadFailures = 3
 )
 
+// Store is what a stream reads of its session: the session, to see it end
+// (session.Reader), and its events (session.EventLog's Events).
+type Store interface {
+	// Get reads a session; session.ErrNotFound if absent.
+	Get(ctx context.Context, id string) (session.Session, error)
+	// Events returns up to limit events after sequence number after, in order.
+	Events(ctx context.Context, id string, after int64, limit int) ([]session.Event, error)
+}
+
 // Handlers serve the events route.
 type Handlers struct {
 	Sessions *session.Service
-	Store    session.Store
+	Store    Store
 	Log      *slog.Logger
 	// MaxDuration ends a stream (the client reconnects with Last-Event-ID): a
 	// Lambda function must end before its timeout. Zero: until the client goes.

@@ -47,9 +47,26 @@ type Sender interface {
 	Send(ctx context.Context, body string, delay time.Duration) (string, error)
 }
 
+// Store is what the worker does with sessions: reads them, claims their
+// launches (session.Launches' ClaimLaunch), records their sandboxes (Touch)
+// and ends them (Transition).
+type Store interface {
+	// Get reads a session; session.ErrNotFound if absent.
+	Get(ctx context.Context, id string) (session.Session, error)
+	// ClaimLaunch claims the launch of generation gen (see
+	// session.Launches); session.ErrConflict when it may not.
+	ClaimLaunch(ctx context.Context, id string, gen int, c session.LaunchClaim) error
+	// Touch sets fields on a live session of generation gen;
+	// session.ErrConflict otherwise.
+	Touch(ctx context.Context, id string, gen int, set session.Fields) (session.Session, error)
+	// Transition applies c; session.ErrConflict when the session is not in
+	// a state c leaves.
+	Transition(ctx context.Context, id string, c session.Change) (session.Session, error)
+}
+
 // Worker handles jobs-queue messages.
 type Worker struct {
-	Store      session.Store
+	Store      Store
 	Launcher   launch.Launcher
 	DLQ        Sender
 	GatewayURL string
@@ -212,7 +229,7 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 		return nil // over
 	}
 	if sess.State != session.Provisioning {
-		if sess.SandboxRef == "" && sess.PoolSandbox == "" && sess.LaunchLease != 0 {
+		if sess.SandboxRef == "" && sess.PoolSandbox == "" && !sess.LaunchLease.IsZero() {
 			return w.recordLaunched(ctx, sess)
 		}
 		return nil // running
@@ -225,7 +242,7 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 		}
 		return nil // launched already
 	}
-	if sess.LaunchLease == 0 && w.Pool != nil {
+	if sess.LaunchLease.IsZero() && w.Pool != nil {
 		done, err := w.Pool.Claim(ctx, sess)
 		if err != nil {
 			return fmt.Errorf("claim a warm sandbox for %s: %w", sess.ID, err)
@@ -235,7 +252,7 @@ func (w *Worker) start(ctx context.Context, m jobs.Message) error {
 		}
 	}
 	gen := sess.Generation
-	if sess.LaunchLease != 0 {
+	if !sess.LaunchLease.IsZero() {
 		gen++ // the claim of sess.Generation ran out (or still runs: ErrConflict)
 	}
 	code, hash := token.New(token.Bootstrap)

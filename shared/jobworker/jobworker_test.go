@@ -118,7 +118,7 @@ func TestBatchWithPoisonAndFailure(t *testing.T) {
 	if got.SandboxTokenHash != "" {
 		t.Errorf("a sandbox token exists before the sandbox asked for it: %+v", got)
 	}
-	if left := time.Until(time.UnixMilli(got.BootstrapExpires)); left < jobworker.BootstrapTTL-time.Minute || left > jobworker.BootstrapTTL {
+	if left := time.Until(got.BootstrapExpires); left < jobworker.BootstrapTTL-time.Minute || left > jobworker.BootstrapTTL {
 		t.Errorf("the code expires in %s, want about %s", left, jobworker.BootstrapTTL)
 	}
 	if _, ok := l.launches[0].Env()["SANDBOX_MCP_AUTH_TOKEN"]; ok {
@@ -169,7 +169,7 @@ func TestTaskStoppedEndsSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := store.Get(t.Context(), "s2")
-	if got.State != session.Ended || got.Reason != session.ReasonCrashed || got.ExpiresAt == 0 {
+	if got.State != session.Ended || got.Reason != session.ReasonCrashed || got.EndedAt.IsZero() {
 		t.Errorf("after task stopped: %+v", got)
 	}
 }

@@ -15,10 +15,26 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
+// Store is what the gateway does with sessions: reads them (their sandbox
+// tokens), meters their calls (session.Metering's AddUsage and AddSpend) and
+// notes a provider's rate limit (Touch).
+type Store interface {
+	// Get reads a session; session.ErrNotFound if absent.
+	Get(ctx context.Context, id string) (session.Session, error)
+	// AddUsage adds u to the session's usage; session.ErrNotFound if absent.
+	AddUsage(ctx context.Context, id string, u session.Usage) error
+	// AddSpend adds micro-USD to tenant's spend of the UTC day that starts
+	// at day.
+	AddSpend(ctx context.Context, tenant string, day time.Time, microUSD int64) error
+	// Touch sets fields on a live session of generation gen;
+	// session.ErrConflict otherwise.
+	Touch(ctx context.Context, id string, gen int, set session.Fields) (session.Session, error)
+}
+
 // Options configure a Gateway.
 type Options struct {
 	// Store holds the sessions: their sandbox tokens and usage.
-	Store session.Store
+	Store Store
 	// Model is the platform's model configuration: providers served, models
 	// allowed, upstreams.
 	Model config.Model

@@ -43,7 +43,7 @@ func (c *Channel) Bootstrap(ctx context.Context, id, code string) (sandboxwire.B
 	if !token.Match(token.Bootstrap, code, sess.BootstrapCodeHash) || sess.State.Terminal() {
 		return sandboxwire.BootstrapResponse{}, invalid
 	}
-	if sess.BootstrapExpires <= c.o.Now().UnixMilli() {
+	if sess.BootstrapExpires.UnixMilli() <= c.o.Now().UnixMilli() {
 		return sandboxwire.BootstrapResponse{}, apierror.New(apierror.InvalidToken, "The bootstrap code has expired.")
 	}
 	plain, hash := token.New(token.Sandbox)

@@ -73,7 +73,7 @@ func activeSince(sess Session) time.Time {
 // activity.
 func watched(sess Session, now time.Time) bool {
 	for _, exp := range sess.Streams {
-		if exp > now.UnixMilli() {
+		if exp.UnixMilli() > now.UnixMilli() {
 			return true
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // ended or failed: a sandbox has nothing left to do once its session is over
 // (the sandbox stops on it). A session token or app key is 403, whatever
 // session it belongs to: only sandboxes call sandbox routes.
-func AuthenticateSandbox(ctx context.Context, store Store, id, tok string) (Session, error) {
+func AuthenticateSandbox(ctx context.Context, store Reader, id, tok string) (Session, error) {
 	if tok == "" {
 		return Session{}, apierror.New(apierror.MissingToken, "A sandbox token is required.")
 	}

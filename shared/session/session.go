@@ -4,13 +4,15 @@
 //	provisioning → ready → working ⇄ idle → ending → ended
 //	        └───────────────┴──────────┴──────→ failed
 //
-// ended and failed are terminal and carry a reason. The Store persists sessions
+// ended and failed are terminal and carry a reason. The store persists sessions
 // with conditional writes, so every transition is checked against the state it
-// leaves; dynamo.Sessions implements it.
+// leaves. Its roles (store.go: Lifecycle, Launches, EventLog, Metering,
+// QuotaCounts, Fleet, PushConnections) are small interfaces; a package that
+// needs a few of their methods declares its own interface of just those, and
+// dynamo.Sessions implements them all, as storetest.Memory does for tests.
 package session
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,121 +89,128 @@ const MaxTokens = 10
 // type: the sandbox's spec carries them).
 type Features = sandboxwire.Features
 
-// Session is one remote agent.
+// Session is one remote agent. How a store keeps it (attribute names, index
+// keys, TTL, encodings) is the store's: the sessions table's is in package
+// dynamo. A session of a tenant is in the tenant's fleet list and counts
+// toward its live sessions while it is live; it leaves the table Retention
+// after it ended.
 type Session struct {
-	ID            string   `json:"session_id"`
-	ProjectName   string   `json:"project_name,omitempty"` // omitted when empty: a GSI key cannot be ""
-	PersonaSlug   string   `json:"persona_slug"`
-	InitialPrompt string   `json:"initial_prompt"`
-	Features      Features `json:"feature_flags"`
-	AppKeyID      string   `json:"app_key_id,omitempty"`
+	ID            string
+	ProjectName   string // omitted when empty: a GSI key cannot be ""
+	PersonaSlug   string
+	InitialPrompt string
+	Features      Features
+	AppKeyID      string
 	// Tenant is the app key's tenant: the session uses its projects, personas
 	// and configurations, and its automation runs are that tenant's.
-	Tenant string `json:"tenant,omitempty"`
+	Tenant string
 	// SessionType is "coding" (default) or "setup"; ClientType "automation" marks
 	// an automation run. With ConfigurationID and SystemPrompt they select the
 	// agent's mode prompt and its tools (see package prompts and toolspec).
-	SessionType     string `json:"session_type,omitempty"`
-	ClientType      string `json:"client_type,omitempty"`
-	ConfigurationID string `json:"configuration_id,omitempty"`
-	SystemPrompt    string `json:"system_prompt,omitempty"`
+	SessionType     string
+	ClientType      string
+	ConfigurationID string
+	SystemPrompt    string
 	// AgentType is the session's agent type ("" for none), and Workspace the
 	// workspace configuration it had when the session was created, with the
 	// platform's defaults filled in: the session keeps it whatever the type
 	// becomes. nil: no agent type, no workspace.
-	AgentType string                    `json:"agent_type,omitempty"`
-	Workspace *registry.WorkspaceConfig `json:"workspace,omitempty"`
+	AgentType string
+	Workspace *registry.WorkspaceConfig
 	// AppLimits are the session limits of the app key that created it, as
 	// they were then (nil: none).
-	AppLimits *registry.SessionLimits `json:"app_limits,omitempty"`
+	AppLimits *registry.SessionLimits
 	// AgentTypeOwner owns the agent type: the tenant, or registry.Platform
 	// (whose warm pool the session claims from).
-	AgentTypeOwner string `json:"agent_type_owner,omitempty"`
-	// PoolSandbox is the warm pool sandbox the session claimed ("" for a
-	// cold start).
-	PoolSandbox string `json:"pool_sandbox,omitempty"`
+	AgentTypeOwner string
 	// TaskContext is the task create named (validated; its URL without
 	// credentials): the workspace's repository and branch, if the type's
 	// repo_source is task_context, and the agent's workspace metadata.
-	TaskContext *sandboxwire.TaskContext `json:"task_context,omitempty"`
+	TaskContext *sandboxwire.TaskContext
 	// WorkspaceStatus is how provisioning went, as ready reported it.
-	WorkspaceStatus *sandboxwire.WorkspaceStatus `json:"workspace_status,omitempty"`
+	WorkspaceStatus *sandboxwire.WorkspaceStatus
 	// SnapshotKey is the object key of the session's last saved snapshot.
-	SnapshotKey string `json:"snapshot_key,omitempty"`
-	State       State  `json:"state"`
-	Reason      Reason `json:"reason,omitempty"`
+	SnapshotKey string
+	State       State
+	Reason      Reason
 	// Generation counts launches; a sandbox acts only for its own generation.
-	Generation int `json:"generation"`
+	Generation int
 	// TokenHashes are the hashes of the session's tokens (never the tokens).
-	TokenHashes []string `json:"token_hashes,omitempty"`
+	TokenHashes []string
 	// SandboxTokenHash is the hash of the current sandbox's token, set when
 	// the sandbox spends its bootstrap code (RedeemBootstrap).
-	SandboxTokenHash string `json:"sandbox_token_hash,omitempty"`
+	SandboxTokenHash string
+	// Launch is the current sandbox: how it was launched, and how it is
+	// reached.
+	Launch
+	// GuardrailsHash is the SHA-256 of the guardrails the agent was primed with.
+	GuardrailsHash string
+	// ServedGuardrailsHash is the hash of the guardrails the sandbox was last
+	// served (its spec); ready must report exactly it.
+	ServedGuardrailsHash string
+	PromptInjectedAt     time.Time
+	TmuxSessionName      string
+	CreatedAt            time.Time
+	// Streams are the session's open event streams: id → when the entry
+	// lapses, should its stream never say it closed.
+	Streams map[string]time.Time
+	// DueAt, for a live session the sweep watches, is when it must next
+	// show life (a heartbeat, leaving provisioning or ending); the stores
+	// keep it (DueAfter, EndingLimit) and clear it when the session ends. A
+	// session created without one is not watched.
+	DueAt     time.Time
+	UpdatedAt time.Time
+	ReadyAt   time.Time
+	// RateLimitedAt is when a model provider last limited (or nearly
+	// limited) the session's calls, as the model gateway saw it.
+	RateLimitedAt time.Time
+	// LastActivityAt is when the session last did something (an event, a
+	// model call, a busy heartbeat): what the idle timeout counts from.
+	LastActivityAt time.Time
+	EndedAt        time.Time
+	HeartbeatAt    time.Time
+	// Meter is what its model calls used (see Usage).
+	Meter
+	// JobID, for the sandbox of an orchestrator job, is that job (package
+	// job): the sandbox runs it in job mode.
+	JobID string
+}
+
+// Launch is a session's current sandbox: how it was launched, and how the
+// platform reaches it.
+type Launch struct {
+	// PoolSandbox is the warm pool sandbox the session claimed ("" for a
+	// cold start).
+	PoolSandbox string
 	// BootstrapCodeHash is the hash of the one-time code the current launch
-	// gave its sandbox, until the sandbox spends it; BootstrapExpires (epoch
-	// ms) is when it stops working unspent.
-	BootstrapCodeHash string `json:"bootstrap_code_hash,omitempty"`
-	BootstrapExpires  int64  `json:"bootstrap_expires,omitempty"`
+	// gave its sandbox, until the sandbox spends it; BootstrapExpires is
+	// when it stops working unspent.
+	BootstrapCodeHash string
+	BootstrapExpires  time.Time
+	// LaunchLease is when a claimed but unfinished launch may be replaced by
+	// the launch of the next generation; zero while no launch was claimed.
+	LaunchLease time.Time
 	// SandboxRef identifies the running sandbox to its launcher (task ARN, pid).
-	SandboxRef string `json:"sandbox_ref,omitempty"`
+	SandboxRef string
 	// PushConnectionID is the push channel connection the current sandbox
 	// holds (API Gateway's connection id), "" while it holds none: what the
 	// platform pushes its inbox wakes to (see Notifier).
-	PushConnectionID string `json:"push_connection_id,omitempty"`
-	// LaunchLease (epoch ms) is when a claimed but unfinished launch may be
-	// replaced by the launch of the next generation.
-	LaunchLease int64 `json:"launch_lease,omitempty"`
-	// GuardrailsHash is the SHA-256 of the guardrails the agent was primed with.
-	GuardrailsHash string `json:"guardrails_version_hash,omitempty"`
-	// ServedGuardrailsHash is the hash of the guardrails the sandbox was last
-	// served (its spec); ready must report exactly it.
-	ServedGuardrailsHash string    `json:"served_guardrails_hash,omitempty"`
-	PromptInjectedAt     time.Time `json:"prompt_injected_at,omitempty,omitzero"`
-	TmuxSessionName      string    `json:"tmux_session_name"`
-	CreatedAt            time.Time `json:"created_at"`
-	// LiveTenant is the tenant while the session is live (cleared when it is
-	// over): the by_live index counts an app's live sessions by it.
-	LiveTenant string `json:"live_tenant,omitempty"`
-	// Streams are the session's open event streams: id → when the entry
-	// lapses (epoch ms), should its stream never say it closed.
-	Streams map[string]int64 `json:"streams,omitempty"`
-	// ListKey orders a tenant's sessions in the fleet list (ListKey):
-	// fixed-width creation time, then the id. Unset for sessions of no tenant.
-	ListKey string `json:"list_key,omitempty"`
-	// WatchShard and DueAt put a live session in the sweep's index: DueAt
-	// (epoch ms) is when it must next show life (a heartbeat, leaving
-	// provisioning or ending); the stores keep it (DueAfter, EndingLimit)
-	// and remove both when the session ends.
-	WatchShard string    `json:"watch_shard,omitempty"`
-	DueAt      int64     `json:"due_at,omitempty"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	ReadyAt    time.Time `json:"ready_at,omitempty,omitzero"`
+	PushConnectionID string
 	// Resources is the sandbox's last measure of its use (a job's sandbox
 	// heart-beats it).
-	Resources *sandboxwire.ResourceSample `json:"resources,omitempty"`
-	// RateLimitedAt is when a model provider last limited (or nearly
-	// limited) the session's calls, as the model gateway saw it.
-	RateLimitedAt time.Time `json:"rate_limited_at,omitempty,omitzero"`
-	// LastActivityAt is when the session last did something (an event, a
-	// model call, a busy heartbeat): what the idle timeout counts from.
-	LastActivityAt time.Time `json:"last_activity_at,omitempty,omitzero"`
-	EndedAt        time.Time `json:"ended_at,omitempty,omitzero"`
-	HeartbeatAt    time.Time `json:"heartbeat_at,omitempty,omitzero"`
-	// ExpiresAt (epoch seconds) is set when the session ends; TTL removes it later.
-	ExpiresAt int64 `json:"expires_at,omitempty"`
-	// InputTokens, OutputTokens, CachedTokens and ModelCalls are what the
-	// session's model calls used, as the model gateway metered them (AddUsage):
-	// see Usage.
-	InputTokens  int64 `json:"input_tokens,omitempty"`
-	OutputTokens int64 `json:"output_tokens,omitempty"`
-	CachedTokens int64 `json:"cached_tokens,omitempty"`
-	ModelCalls   int64 `json:"model_calls,omitempty"`
+	Resources *sandboxwire.ResourceSample
+}
+
+// Meter is what a session's model calls used, as the model gateway metered
+// them (AddUsage).
+type Meter struct {
+	InputTokens  int64
+	OutputTokens int64
+	CachedTokens int64
+	ModelCalls   int64
 	// CostMicroUSD is what those calls cost, by the price table, in
 	// micro-USD.
-	CostMicroUSD int64 `json:"cost_micro_usd,omitempty"`
-	// JobID, for the sandbox of an orchestrator job, is that job (package
-	// job): the sandbox runs it in job mode.
-	JobID string `json:"job_id,omitempty"`
+	CostMicroUSD int64
 }
 
 // Usage counts model tokens: of one call, or all of a session's. The model
@@ -315,24 +324,6 @@ type Fields struct {
 	LastActivityAt time.Time
 }
 
-// QuotaStore counts what the quotas bound (config.Quotas).
-type QuotaStore interface {
-	// TakeCreate counts one create of tenant in the clock minute that
-	// starts at minute; ErrConflict when limit were already taken.
-	TakeCreate(ctx context.Context, tenant string, minute time.Time, limit int) error
-	// CountLive counts tenant's live sessions, up to limit.
-	CountLive(ctx context.Context, tenant string, limit int) (int, error)
-	// OpenStream records the open event stream stream of session id until
-	// until; ErrConflict when limit unlapsed ones are open already.
-	OpenStream(ctx context.Context, id, stream string, until, now time.Time, limit int) error
-	// CloseStream forgets the stream.
-	CloseStream(ctx context.Context, id, stream string) error
-	// AddSpend adds micro-USD to tenant's spend of the UTC day that starts
-	// at day; Spend reads it.
-	AddSpend(ctx context.Context, tenant string, day time.Time, microUSD int64) error
-	Spend(ctx context.Context, tenant string, day time.Time) (int64, error)
-}
-
 // LaunchClaim is what a launch claim records (Store.ClaimLaunch).
 type LaunchClaim struct {
 	// BootstrapCodeHash is the hash of the one-time code the launcher gives
@@ -371,74 +362,4 @@ func NewEvent(p sandboxwire.Payload) (Event, error) {
 		return Event{}, fmt.Errorf("encode %s event: %w", p.EventType(), err)
 	}
 	return Event{Type: p.EventType(), Data: data}, nil
-}
-
-// Store persists sessions.
-type Store interface {
-	QuotaStore
-	// Create writes a new session, and its idempotency record if rec is not nil, all
-	// or nothing. It returns ErrIdempotencyTaken (and writes nothing) if rec's key
-	// is already used.
-	Create(ctx context.Context, s Session, rec *IdempotencyRecord) error
-	// Get reads a session, strongly consistent. ErrNotFound if absent.
-	Get(ctx context.Context, id string) (Session, error)
-	// Idempotency reads the record of a key. ErrNotFound if absent.
-	Idempotency(ctx context.Context, key string) (IdempotencyRecord, error)
-	// Transition applies c and returns the session as changed, or ErrConflict.
-	Transition(ctx context.Context, id string, c Change) (Session, error)
-	// AddToken adds a session token hash if the session holds fewer than MaxTokens
-	// and is not terminal; ErrConflict otherwise.
-	AddToken(ctx context.Context, id, tokenHash string) error
-	// ClaimLaunch claims the launch of generation gen of a provisioning session
-	// that has no sandbox recorded: it records c's bootstrap code hash, its
-	// expiry and the lease, and removes any sandbox token hash. The claim is
-	// either the first of the session's current generation gen (no lease taken
-	// yet), or it replaces the claim of generation gen-1 whose lease ran out
-	// before a sandbox was recorded, and moves the session to gen: whatever the
-	// lost claim may have started holds a code (or a token it got for one) and a
-	// generation that no longer work, so a claim never hands out a credential its
-	// sandbox does not hold. ErrConflict otherwise (a lease runs, a sandbox is
-	// recorded, the session moved on).
-	ClaimLaunch(ctx context.Context, id string, gen int, c LaunchClaim) error
-	// RedeemBootstrap spends the bootstrap code of generation gen of a live
-	// session: if the session holds exactly codeHash, unexpired, it records
-	// sandboxTokenHash and forgets the code, so that it works once. ErrConflict
-	// otherwise (another code, spent, expired, another generation, the session
-	// over); ErrNotFound for an unknown id.
-	RedeemBootstrap(ctx context.Context, id string, gen int, codeHash, sandboxTokenHash string) error
-	// AppendEvents gives events the next sequence numbers of a live session of the
-	// given generation and stores them, all or nothing. It returns them numbered.
-	AppendEvents(ctx context.Context, id string, generation int, events []Event) ([]Event, error)
-	// Events returns up to limit events after sequence number after, in order.
-	Events(ctx context.Context, id string, after int64, limit int) ([]Event, error)
-	// AppendOnce appends one event with an idempotency record (its Seq set to the
-	// event's), all or nothing; ErrIdempotencyTaken if the record's key is used.
-	AppendOnce(ctx context.Context, id string, generation int, e Event, rec IdempotencyRecord) (Event, error)
-	// Touch sets fields (heartbeat, sandbox details) on a live session of the given
-	// generation without changing its state; ErrConflict otherwise.
-	Touch(ctx context.Context, id string, generation int, set Fields) (Session, error)
-	// SetPushConnection records connectionID as the push connection of the
-	// sandbox of generation gen of live session id, replacing any other, and
-	// remembers which session it is of until expires (ClearPushConnection).
-	// ErrConflict otherwise (another generation, the session over);
-	// ErrNotFound for an unknown id.
-	SetPushConnection(ctx context.Context, id string, gen int, connectionID string, expires time.Time) error
-	// ClearPushConnection forgets connectionID: its session no longer holds
-	// it, if it still did (a later connection is kept). Forgetting a
-	// connection it never recorded, or forgot already, is no error.
-	ClearPushConnection(ctx context.Context, connectionID string) error
-	// AddUsage adds u to the session's usage, in one atomic update: adds made
-	// at once all count. It counts whatever the session's state, so that a
-	// call that began before the session ended is not lost. ErrNotFound if
-	// there is no such session.
-	AddUsage(ctx context.Context, id string, u Usage) error
-	// ListByTenant reads up to limit of a tenant's sessions that match f,
-	// newest first, after the cursor a previous call returned ("" starts);
-	// it returns the cursor to go on with, "" at the end, and may return fewer
-	// than limit sessions with a cursor (those it read did not match). A
-	// cursor of another tenant, or not one it returned, is ErrBadCursor.
-	ListByTenant(ctx context.Context, tenant string, f ListFilter, limit int, after string) ([]Session, string, error)
-	// Due returns up to limit ids of the live sessions of one watch shard
-	// whose DueAt is before the given time, most overdue first.
-	Due(ctx context.Context, shard string, before time.Time, limit int) ([]string, error)
 }

@@ -29,7 +29,7 @@ func TestSweepEndsSilentAndStuckSessions(t *testing.T) {
 	put := func(state session.State, created, life time.Time, due time.Time) string {
 		id := uuid.NewString()
 		s := session.Session{ID: id, PersonaSlug: "assistant", State: state, Generation: 1, CreatedAt: created, UpdatedAt: life,
-			HeartbeatAt: life, WatchShard: session.WatchShard(id), DueAt: due.UnixMilli()}
+			HeartbeatAt: life, DueAt: due}
 		if state == session.Provisioning {
 			s.HeartbeatAt = time.Time{}
 		}

@@ -46,12 +46,24 @@ type Runs interface {
 	Complete(ctx context.Context, c RunCompletion) (RunCompletion, error)
 }
 
+// SessionWrites is what the contract tools write to their session: the
+// snapshot key (session.Lifecycle's Touch) and the events they add, once per
+// call (session.EventLog's AppendOnce).
+type SessionWrites interface {
+	// Touch sets fields on a live session of the given generation;
+	// session.ErrConflict otherwise.
+	Touch(ctx context.Context, id string, generation int, set session.Fields) (session.Session, error)
+	// AppendOnce appends e with its idempotency record;
+	// session.ErrIdempotencyTaken if the record's key is used.
+	AppendOnce(ctx context.Context, id string, generation int, e session.Event, rec session.IdempotencyRecord) (session.Event, error)
+}
+
 // Effects is the Executor of the contract tools: it writes to the object store,
 // the registry's configurations, the runs and the session's events.
 type Effects struct {
 	Blob     blob.Store
 	Registry registry.Store
-	Sessions session.Store
+	Sessions SessionWrites
 	Runs     Runs
 	Now      func() time.Time
 }

@@ -77,9 +77,15 @@ type Enqueuer interface {
 	Send(ctx context.Context, body string, delay time.Duration) (string, error)
 }
 
+// Sessions reads the sessions whose sandboxes call (session.Reader).
+type Sessions interface {
+	// Get reads a session; session.ErrNotFound if absent.
+	Get(ctx context.Context, id string) (session.Session, error)
+}
+
 // Options configure a Service.
 type Options struct {
-	Sessions session.Store
+	Sessions Sessions
 	Records  Store
 	Executor Executor
 	// Queue is the tools queue, for long tools.

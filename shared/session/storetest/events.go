@@ -11,8 +11,9 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
-// runEvents checks appending events, reading them in pages, and AppendOnce.
-func runEvents(t *testing.T, newStore func(t *testing.T) session.Store) {
+// RunEventLog checks the session.EventLog contract: appending events,
+// reading them in pages, and AppendOnce.
+func RunEventLog(t *testing.T, newStore func(t *testing.T) EventStore) {
 	t.Run("append events and read them in pages", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)

@@ -9,8 +9,8 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
-// runFleet checks the fleet list's and the sweep's queries.
-func runFleet(t *testing.T, newStore func(t *testing.T) session.Store) {
+// RunFleet checks the session.Fleet contract: the fleet list's and the sweep's queries.
+func RunFleet(t *testing.T, newStore func(t *testing.T) FleetStore) {
 	t.Run("list by tenant", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)
@@ -19,19 +19,19 @@ func runFleet(t *testing.T, newStore func(t *testing.T) session.Store) {
 		var want []string // newest first
 		for i := range 7 {
 			s := sample(t, session.Ready, 1)
-			s.Tenant, s.ListKey = tenant, session.ListKey(base.Add(time.Duration(i)*time.Second), s.ID)
+			s.Tenant, s.CreatedAt = tenant, base.Add(time.Duration(i)*time.Second)
 			if i%2 == 0 {
 				s.State, s.Reason = session.Ended, session.ReasonShutdown
 			}
 			create(t, st, s)
 			want = append([]string{s.ID}, want...)
 			o := sample(t, session.Ready, 1)
-			o.Tenant, o.ListKey = other, session.ListKey(base, o.ID)
+			o.Tenant, o.CreatedAt = other, base
 			create(t, st, o)
 		}
-		unlisted := sample(t, session.Ready, 1)
-		unlisted.Tenant = tenant // no list key: not listed
-		create(t, st, unlisted)
+		untenanted := sample(t, session.Ready, 1) // of no tenant: in no list
+		untenanted.Tenant = ""
+		create(t, st, untenanted)
 		var got []string
 		cursor := ""
 		for range 10 {
@@ -65,13 +65,21 @@ func runFleet(t *testing.T, newStore func(t *testing.T) session.Store) {
 	t.Run("the sweep's due sessions", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)
-		shard := "w-" + newID(t)[:8] // a shard of this test's own
+		shard := session.WatchShard(newID(t))
 		now := time.Now().UTC()
 		mk := func(state session.State, due time.Time) session.Session {
 			s := sample(t, state, 1)
-			s.WatchShard, s.DueAt = shard, due.UnixMilli()
+			for session.WatchShard(s.ID) != shard {
+				s.ID = newID(t)
+			}
+			s.DueAt = due
 			return create(t, st, s)
 		}
+		unwatched := sample(t, session.Ready, 1) // no due time: not watched
+		for session.WatchShard(unwatched.ID) != shard {
+			unwatched.ID = newID(t)
+		}
+		create(t, st, unwatched)
 		overdue := mk(session.Ready, now.Add(-2*time.Minute))
 		late := mk(session.Working, now.Add(-time.Minute))
 		ending := mk(session.Idle, now.Add(-time.Second))
@@ -106,14 +114,14 @@ func runFleet(t *testing.T, newStore func(t *testing.T) session.Store) {
 		}
 		for id, want := range map[string]time.Duration{late.ID: session.HeartbeatTimeout, ending.ID: session.EndingLimit} {
 			s, _ := st.Get(t.Context(), id)
-			if d := time.UnixMilli(s.DueAt).Sub(now); d < want-time.Minute || d > want+time.Minute || s.WatchShard != shard {
-				t.Errorf("%s due in %s (shard %q), want about %s", s.State, d, s.WatchShard, want)
+			if d := s.DueAt.Sub(now); d < want-time.Minute || d > want+time.Minute {
+				t.Errorf("%s due in %s, want about %s", s.State, d, want)
 			}
 		}
-		if s, _ := st.Get(t.Context(), overdue.ID); s.WatchShard != "" || s.DueAt != 0 {
-			t.Errorf("an ended session still watched: %q %d", s.WatchShard, s.DueAt)
+		if s, _ := st.Get(t.Context(), overdue.ID); !s.DueAt.IsZero() {
+			t.Errorf("an ended session still due at %s", s.DueAt)
 		}
-		if ids, _ := st.Due(t.Context(), shard, now.Add(time.Hour), 10); !slices.Contains(ids, fine.ID) || slices.Contains(ids, overdue.ID) {
+		if ids, _ := st.Due(t.Context(), shard, now.Add(time.Hour), 10); !slices.Contains(ids, fine.ID) || slices.Contains(ids, overdue.ID) || slices.Contains(ids, unwatched.ID) {
 			t.Errorf("due in an hour: %v", ids)
 		}
 	})

@@ -14,7 +14,17 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
-var _ session.Store = (*Memory)(nil)
+// Memory implements every role of the session store.
+var (
+	_ session.Lifecycle       = (*Memory)(nil)
+	_ session.Launches        = (*Memory)(nil)
+	_ session.EventLog        = (*Memory)(nil)
+	_ session.Metering        = (*Memory)(nil)
+	_ session.QuotaCounts     = (*Memory)(nil)
+	_ session.Fleet           = (*Memory)(nil)
+	_ session.PushConnections = (*Memory)(nil)
+	_ session.Store           = (*Memory)(nil)
+)
 
 // Memory is an in-memory session.Store for unit tests of logic that uses one. It
 // behaves as dynamo.Sessions does (Run checks both): the same conditions, the same
@@ -39,6 +49,11 @@ type Memory struct {
 type memSession struct {
 	s   session.Session
 	seq int64 // the event counter, kept on the session item by dynamo.Sessions
+	// listKey, watched and liveTenant are what dynamo.Sessions keeps as the
+	// item's index keys (list_key, watch_shard, live_tenant).
+	listKey    string
+	watched    bool
+	liveTenant string
 }
 
 // NewMemory returns an empty store.
@@ -70,7 +85,15 @@ func (m *Memory) Create(_ context.Context, s session.Session, rec *session.Idemp
 	if _, ok := m.sessions[s.ID]; ok {
 		return fmt.Errorf("create session %s: already exists", s.ID)
 	}
-	m.sessions[s.ID] = memSession{s: clone(s)}
+	ms := memSession{s: clone(s), watched: !s.DueAt.IsZero()}
+	ms.s.DueAt = millis(s.DueAt)
+	if s.Tenant != "" {
+		ms.listKey = session.ListKey(s.CreatedAt, s.ID)
+		if slices.Contains(session.Live, s.State) {
+			ms.liveTenant = s.Tenant
+		}
+	}
+	m.sessions[s.ID] = ms
 	if rec != nil {
 		m.records[rec.Key] = *rec
 	}
@@ -112,15 +135,14 @@ func (m *Memory) Transition(_ context.Context, id string, c session.Change) (ses
 			s.Reason = c.Reason
 		}
 		if c.To == session.Ending {
-			s.DueAt = now.Add(session.EndingLimit).UnixMilli()
+			s.DueAt = millis(now.Add(session.EndingLimit))
 		}
 		if err := set(s, c.Set); err != nil {
 			return err
 		}
 		if c.To.Terminal() {
 			s.EndedAt = now
-			s.ExpiresAt = now.Add(session.Retention).Unix()
-			s.WatchShard, s.DueAt, s.LiveTenant, s.Streams = "", 0, "", nil
+			s.DueAt, s.Streams = time.Time{}, nil
 		}
 		return nil
 	})
@@ -144,8 +166,8 @@ func (m *Memory) AddToken(_ context.Context, id, tokenHash string) error {
 func (m *Memory) ClaimLaunch(_ context.Context, id string, gen int, c session.LaunchClaim) error {
 	now := m.now()
 	_, err := m.update(id, func(s *session.Session) error {
-		first := s.Generation == gen && s.LaunchLease == 0
-		replacement := s.Generation == gen-1 && s.LaunchLease != 0 && s.LaunchLease < now.UnixMilli()
+		first := s.Generation == gen && s.LaunchLease.IsZero()
+		replacement := s.Generation == gen-1 && !s.LaunchLease.IsZero() && s.LaunchLease.UnixMilli() < now.UnixMilli()
 		if s.State != session.Provisioning || s.SandboxRef != "" {
 			return session.ErrConflict
 		}
@@ -154,8 +176,8 @@ func (m *Memory) ClaimLaunch(_ context.Context, id string, gen int, c session.La
 		}
 		s.Generation = gen
 		s.SandboxTokenHash, s.PushConnectionID = "", ""
-		s.BootstrapCodeHash, s.BootstrapExpires = c.BootstrapCodeHash, c.CodeExpires.UnixMilli()
-		s.LaunchLease = c.LeaseUntil.UnixMilli()
+		s.BootstrapCodeHash, s.BootstrapExpires = c.BootstrapCodeHash, millis(c.CodeExpires)
+		s.LaunchLease = millis(c.LeaseUntil)
 		s.UpdatedAt = now.UTC()
 		return nil
 	})
@@ -168,11 +190,11 @@ func (m *Memory) RedeemBootstrap(_ context.Context, id string, gen int, codeHash
 	now := m.now()
 	_, err := m.update(id, func(s *session.Session) error {
 		if !slices.Contains(session.Live, s.State) || s.Generation != gen || s.BootstrapCodeHash == "" ||
-			s.BootstrapCodeHash != codeHash || s.BootstrapExpires <= now.UnixMilli() {
+			s.BootstrapCodeHash != codeHash || s.BootstrapExpires.UnixMilli() <= now.UnixMilli() {
 			return session.ErrConflict
 		}
 		s.SandboxTokenHash = sandboxTokenHash
-		s.BootstrapCodeHash, s.BootstrapExpires = "", 0
+		s.BootstrapCodeHash, s.BootstrapExpires = "", time.Time{}
 		s.UpdatedAt = now.UTC()
 		return nil
 	})
@@ -336,6 +358,9 @@ func (m *Memory) update(id string, change func(*session.Session) error) (session
 		return session.Session{}, fmt.Errorf("session %s: %w", id, err)
 	}
 	ms.s = s
+	if s.State.Terminal() {
+		ms.watched, ms.liveTenant = false, "" // out of the indexes
+	}
 	m.sessions[id] = ms
 	return clone(s), nil
 }
@@ -358,7 +383,7 @@ func set(s *session.Session, f session.Fields) error {
 	at(&s.ReadyAt, f.ReadyAt)
 	at(&s.HeartbeatAt, f.HeartbeatAt)
 	if due := session.DueAfter(f); !due.IsZero() {
-		s.DueAt = due.UnixMilli() // terminal transitions clear it after
+		s.DueAt = millis(due) // terminal transitions clear it after
 	}
 	str(&s.SandboxRef, f.SandboxRef)
 	str(&s.SnapshotKey, f.SnapshotKey)
@@ -404,22 +429,22 @@ func (m *Memory) ListByTenant(_ context.Context, tenant string, f session.ListFi
 		}
 		start = key
 	}
-	var all []session.Session
+	var all []memSession
 	for _, ms := range m.sessions {
-		if ms.s.Tenant == tenant && ms.s.ListKey != "" && (start == "" || ms.s.ListKey < start) {
-			all = append(all, ms.s)
+		if ms.s.Tenant == tenant && ms.listKey != "" && (start == "" || ms.listKey < start) {
+			all = append(all, ms)
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].ListKey > all[j].ListKey })
+	sort.Slice(all, func(i, j int) bool { return all[i].listKey > all[j].listKey })
 	next := ""
 	if len(all) > limit {
 		all = all[:limit]
-		next = tenant + "|" + all[limit-1].ListKey
+		next = tenant + "|" + all[limit-1].listKey
 	}
 	var out []session.Session
-	for _, s := range all {
-		if session.Matches(s, f) {
-			out = append(out, clone(s))
+	for _, ms := range all {
+		if session.Matches(ms.s, f) {
+			out = append(out, clone(ms.s))
 		}
 	}
 	return out, next, nil
@@ -432,11 +457,11 @@ func (m *Memory) Due(_ context.Context, shard string, before time.Time, limit in
 	defer m.mu.Unlock()
 	var due []session.Session
 	for _, ms := range m.sessions {
-		if ms.s.WatchShard == shard && ms.s.DueAt < before.UnixMilli() {
+		if ms.watched && session.WatchShard(ms.s.ID) == shard && !ms.s.DueAt.IsZero() && ms.s.DueAt.UnixMilli() < before.UnixMilli() {
 			due = append(due, ms.s)
 		}
 	}
-	sort.Slice(due, func(i, j int) bool { return due[i].DueAt < due[j].DueAt })
+	sort.Slice(due, func(i, j int) bool { return due[i].DueAt.Before(due[j].DueAt) })
 	ids := make([]string, 0, min(limit, len(due)))
 	for _, s := range due[:min(limit, len(due))] {
 		ids = append(ids, s.ID)
@@ -465,7 +490,7 @@ func (m *Memory) CountLive(_ context.Context, tenant string, limit int) (int, er
 	defer m.mu.Unlock()
 	n := 0
 	for _, ms := range m.sessions {
-		if ms.s.LiveTenant == tenant && n < limit {
+		if ms.liveTenant == tenant && n < limit {
 			n++
 		}
 	}
@@ -481,7 +506,7 @@ func (m *Memory) OpenStream(_ context.Context, id, stream string, until, now tim
 		}
 		open := 0
 		for k, exp := range s.Streams {
-			if exp > now.UnixMilli() {
+			if exp.UnixMilli() > now.UnixMilli() {
 				open++
 			} else {
 				delete(s.Streams, k)
@@ -491,9 +516,9 @@ func (m *Memory) OpenStream(_ context.Context, id, stream string, until, now tim
 			return session.ErrConflict
 		}
 		if s.Streams == nil {
-			s.Streams = map[string]int64{}
+			s.Streams = map[string]time.Time{}
 		}
-		s.Streams[stream] = until.UnixMilli()
+		s.Streams[stream] = millis(until)
 		return nil
 	})
 	return err
@@ -527,4 +552,12 @@ func (m *Memory) Spend(_ context.Context, tenant string, day time.Time) (int64, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.spend[tenant+"#"+day.UTC().Format("2006-01-02")], nil
+}
+
+// millis is t to the millisecond, as dynamo.Sessions keeps due times.
+func millis(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return time.UnixMilli(t.UnixMilli()).UTC()
 }

@@ -8,10 +8,10 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
-// runPush checks push connections: set for the current generation of a live
+// RunPushConnections checks the session.PushConnections contract: set for the current generation of a live
 // session only, cleared only while the session still holds that connection,
 // and forgotten by a new launch claim.
-func runPush(t *testing.T, newStore func(t *testing.T) session.Store) {
+func RunPushConnections(t *testing.T, newStore func(t *testing.T) PushStore) {
 	t.Run("a push connection is set for its generation and cleared by its id", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)

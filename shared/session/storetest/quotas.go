@@ -8,8 +8,8 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
-// runQuotas is the contract of the quota counters.
-func runQuotas(t *testing.T, newStore func(t *testing.T) session.Store) {
+// RunQuotaCounts checks the session.QuotaCounts contract: the quota counters.
+func RunQuotaCounts(t *testing.T, newStore func(t *testing.T) QuotaStore) {
 	t.Run("creates a minute are counted up to the limit, per tenant and minute", func(t *testing.T) {
 		st := newStore(t)
 		minute := time.Now().UTC().Truncate(time.Minute)
@@ -35,11 +35,11 @@ func runQuotas(t *testing.T, newStore func(t *testing.T) session.Store) {
 		var ids []string
 		for range 3 {
 			s := sample(t, session.Working, 1)
-			s.Tenant, s.LiveTenant = tenant, tenant
+			s.Tenant = tenant
 			ids = append(ids, create(t, st, s).ID)
 		}
 		other := sample(t, session.Working, 1)
-		other.LiveTenant = "another"
+		other.Tenant = "another"
 		create(t, st, other)
 		if n, err := st.CountLive(t.Context(), tenant, 10); err != nil || n != 3 {
 			t.Fatalf("live: %d %v, want 3", n, err)

@@ -1,6 +1,8 @@
-// Package storetest is the contract of session.Store, run against every
-// implementation: Run checks a store against the interface's documented
-// behaviour, and Memory, an in-memory store for unit tests of logic, passes it as
+// Package storetest is the contract of the session store's roles, run
+// against every implementation: one suite per role (RunLifecycle,
+// RunLaunches, RunEventLog, RunMetering, RunQuotaCounts, RunFleet,
+// RunPushConnections) checks a store against the role's documented
+// behaviour, Run checks all of them, and Memory, an in-memory store for unit tests of logic, passes it as
 // dynamo.Sessions does against DynamoDB Local.
 package storetest
 
@@ -14,16 +16,74 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
-// Run checks the store newStore returns against the session.Store contract. Each
-// subtest calls newStore once and runs in parallel with the others; subtests use
-// fresh session ids and keys, so newStore may return the same store every time.
+// Run checks the store newStore returns against the contract of every role
+// of session.Store. Each subtest calls newStore once and runs in parallel with
+// the others; subtests use fresh session ids and keys, so newStore may return
+// the same store every time.
 func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
-	runSessions(t, newStore)
-	runEvents(t, newStore)
-	runPush(t, newStore)
-	runFleet(t, newStore)
-	runQuotas(t, newStore)
+	t.Run("lifecycle", func(t *testing.T) {
+		t.Parallel()
+		RunLifecycle(t, func(t *testing.T) session.Lifecycle { return newStore(t) })
+	})
+	t.Run("launches", func(t *testing.T) {
+		t.Parallel()
+		RunLaunches(t, func(t *testing.T) LaunchStore { return newStore(t) })
+	})
+	t.Run("event log", func(t *testing.T) {
+		t.Parallel()
+		RunEventLog(t, func(t *testing.T) EventStore { return newStore(t) })
+	})
+	t.Run("metering", func(t *testing.T) {
+		t.Parallel()
+		RunMetering(t, func(t *testing.T) MeteringStore { return newStore(t) })
+	})
+	t.Run("quota counts", func(t *testing.T) {
+		t.Parallel()
+		RunQuotaCounts(t, func(t *testing.T) QuotaStore { return newStore(t) })
+	})
+	t.Run("fleet", func(t *testing.T) { t.Parallel(); RunFleet(t, func(t *testing.T) FleetStore { return newStore(t) }) })
+	t.Run("push connections", func(t *testing.T) {
+		t.Parallel()
+		RunPushConnections(t, func(t *testing.T) PushStore { return newStore(t) })
+	})
 }
+
+// The stores the role suites check: each role, with session.Lifecycle to
+// make and move the sessions its cases work on.
+type (
+	// LaunchStore is checked by RunLaunches.
+	LaunchStore interface {
+		session.Lifecycle
+		session.Launches
+	}
+	// EventStore is checked by RunEventLog.
+	EventStore interface {
+		session.Lifecycle
+		session.EventLog
+	}
+	// MeteringStore is checked by RunMetering.
+	MeteringStore interface {
+		session.Lifecycle
+		session.Metering
+	}
+	// QuotaStore is checked by RunQuotaCounts.
+	QuotaStore interface {
+		session.Lifecycle
+		session.QuotaCounts
+	}
+	// FleetStore is checked by RunFleet.
+	FleetStore interface {
+		session.Lifecycle
+		session.Fleet
+	}
+	// PushStore is checked by RunPushConnections (a launch claim forgets
+	// the push connection).
+	PushStore interface {
+		session.Lifecycle
+		session.Launches
+		session.PushConnections
+	}
+)
 
 // sample returns a new session in state of generation gen, with every kind of
 // field set.
@@ -50,7 +110,7 @@ func sample(t *testing.T, state session.State, gen int) session.Session {
 	return s
 }
 
-func create(t *testing.T, st session.Store, s session.Session) session.Session {
+func create(t *testing.T, st session.Lifecycle, s session.Session) session.Session {
 	t.Helper()
 	if err := st.Create(t.Context(), s, nil); err != nil {
 		t.Fatalf("create %s: %v", s.ID, err)
@@ -86,3 +146,6 @@ func notBefore(t *testing.T, field string, at, before time.Time) {
 		t.Errorf("%s %s: want a time not before %s", field, at, before)
 	}
 }
+
+// toMilli is t to the millisecond, as stores keep due times.
+func toMilli(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }

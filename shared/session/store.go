@@ -1,0 +1,137 @@
+package session
+
+import (
+	"context"
+	"time"
+)
+
+// The session store's roles. Each is what one part of the platform does with
+// sessions; a package that needs some of them declares its own interface of
+// just the methods it calls (toolgate, modelgateway, eventsapi, jobworker),
+// and dynamo.Sessions and storetest.Memory implement every role.
+
+// Reader reads sessions.
+type Reader interface {
+	// Get reads a session, strongly consistent. ErrNotFound if absent.
+	Get(ctx context.Context, id string) (Session, error)
+}
+
+// Lifecycle creates sessions and moves them through their states.
+type Lifecycle interface {
+	Reader
+	// Create writes a new session, and its idempotency record if rec is not nil, all
+	// or nothing. It returns ErrIdempotencyTaken (and writes nothing) if rec's key
+	// is already used.
+	Create(ctx context.Context, s Session, rec *IdempotencyRecord) error
+	// Idempotency reads the record of a key. ErrNotFound if absent.
+	Idempotency(ctx context.Context, key string) (IdempotencyRecord, error)
+	// Transition applies c and returns the session as changed, or ErrConflict.
+	Transition(ctx context.Context, id string, c Change) (Session, error)
+	// AddToken adds a session token hash if the session holds fewer than MaxTokens
+	// and is not terminal; ErrConflict otherwise.
+	AddToken(ctx context.Context, id, tokenHash string) error
+	// Touch sets fields (heartbeat, sandbox details) on a live session of the given
+	// generation without changing its state; ErrConflict otherwise.
+	Touch(ctx context.Context, id string, generation int, set Fields) (Session, error)
+}
+
+// Launches hands a session's sandbox its credentials: the launch's one-time
+// bootstrap code, and the sandbox token the sandbox exchanges it for.
+type Launches interface {
+	// ClaimLaunch claims the launch of generation gen of a provisioning session
+	// that has no sandbox recorded: it records c's bootstrap code hash, its
+	// expiry and the lease, and removes any sandbox token hash. The claim is
+	// either the first of the session's current generation gen (no lease taken
+	// yet), or it replaces the claim of generation gen-1 whose lease ran out
+	// before a sandbox was recorded, and moves the session to gen: whatever the
+	// lost claim may have started holds a code (or a token it got for one) and a
+	// generation that no longer work, so a claim never hands out a credential its
+	// sandbox does not hold. ErrConflict otherwise (a lease runs, a sandbox is
+	// recorded, the session moved on).
+	ClaimLaunch(ctx context.Context, id string, gen int, c LaunchClaim) error
+	// RedeemBootstrap spends the bootstrap code of generation gen of a live
+	// session: if the session holds exactly codeHash, unexpired, it records
+	// sandboxTokenHash and forgets the code, so that it works once. ErrConflict
+	// otherwise (another code, spent, expired, another generation, the session
+	// over); ErrNotFound for an unknown id.
+	RedeemBootstrap(ctx context.Context, id string, gen int, codeHash, sandboxTokenHash string) error
+}
+
+// EventLog keeps a session's events in order.
+type EventLog interface {
+	// AppendEvents gives events the next sequence numbers of a live session of the
+	// given generation and stores them, all or nothing. It returns them numbered.
+	AppendEvents(ctx context.Context, id string, generation int, events []Event) ([]Event, error)
+	// AppendOnce appends one event with an idempotency record (its Seq set to the
+	// event's), all or nothing; ErrIdempotencyTaken if the record's key is used.
+	AppendOnce(ctx context.Context, id string, generation int, e Event, rec IdempotencyRecord) (Event, error)
+	// Events returns up to limit events after sequence number after, in order.
+	Events(ctx context.Context, id string, after int64, limit int) ([]Event, error)
+}
+
+// Metering counts what model calls used: a session's usage, and its tenant's
+// spend of the day (the daily budget's).
+type Metering interface {
+	// AddUsage adds u to the session's usage, in one atomic update: adds made
+	// at once all count. It counts whatever the session's state, so that a
+	// call that began before the session ended is not lost. ErrNotFound if
+	// there is no such session.
+	AddUsage(ctx context.Context, id string, u Usage) error
+	// AddSpend adds micro-USD to tenant's spend of the UTC day that starts
+	// at day; Spend reads it (0 when nothing was added).
+	AddSpend(ctx context.Context, tenant string, day time.Time, microUSD int64) error
+	Spend(ctx context.Context, tenant string, day time.Time) (int64, error)
+}
+
+// QuotaCounts counts what the quotas bound (config.Quotas).
+type QuotaCounts interface {
+	// TakeCreate counts one create of tenant in the clock minute that
+	// starts at minute; ErrConflict when limit were already taken.
+	TakeCreate(ctx context.Context, tenant string, minute time.Time, limit int) error
+	// CountLive counts tenant's live sessions, up to limit.
+	CountLive(ctx context.Context, tenant string, limit int) (int, error)
+	// OpenStream records the open event stream stream of session id until
+	// until; ErrConflict when limit unlapsed ones are open already.
+	OpenStream(ctx context.Context, id, stream string, until, now time.Time, limit int) error
+	// CloseStream forgets the stream.
+	CloseStream(ctx context.Context, id, stream string) error
+}
+
+// Fleet reads sessions across the fleet, through the indexes.
+type Fleet interface {
+	// ListByTenant reads up to limit of a tenant's sessions that match f,
+	// newest first, after the cursor a previous call returned ("" starts);
+	// it returns the cursor to go on with, "" at the end, and may return fewer
+	// than limit sessions with a cursor (those it read did not match). A
+	// cursor of another tenant, or not one it returned, is ErrBadCursor.
+	ListByTenant(ctx context.Context, tenant string, f ListFilter, limit int, after string) ([]Session, string, error)
+	// Due returns up to limit ids of the live sessions of one watch shard
+	// whose DueAt is before the given time, most overdue first.
+	Due(ctx context.Context, shard string, before time.Time, limit int) ([]string, error)
+}
+
+// PushConnections records which push connection a session's sandbox holds.
+type PushConnections interface {
+	// SetPushConnection records connectionID as the push connection of the
+	// sandbox of generation gen of live session id, replacing any other, and
+	// remembers which session it is of until expires (ClearPushConnection).
+	// ErrConflict otherwise (another generation, the session over);
+	// ErrNotFound for an unknown id.
+	SetPushConnection(ctx context.Context, id string, gen int, connectionID string, expires time.Time) error
+	// ClearPushConnection forgets connectionID: its session no longer holds
+	// it, if it still did (a later connection is kept). Forgetting a
+	// connection it never recorded, or forgot already, is no error.
+	ClearPushConnection(ctx context.Context, connectionID string) error
+}
+
+// Store is every role at once: what a session store implements, and what the
+// Service, which runs every session operation, takes.
+type Store interface {
+	Lifecycle
+	Launches
+	EventLog
+	Metering
+	QuotaCounts
+	Fleet
+	PushConnections
+}

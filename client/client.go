@@ -44,6 +44,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
+
 	"github.com/remote-agents/remote-agents/api/schema"
 )
 
@@ -111,7 +113,10 @@ type Client struct {
 	appKey     string
 	hc         *http.Client
 	maxRetries int
-	sleep      func(context.Context, time.Duration) error
+	// sleep waits between polls and reconnects; notify is told each wait
+	// between retries (tests replace both).
+	sleep  func(context.Context, time.Duration) error
+	notify func(time.Duration)
 }
 
 // Option configures a Client.
@@ -362,7 +367,7 @@ func (c *Client) RunTool(ctx context.Context, agentID, token, tool string, args 
 		if out.Status != schema.WorkspaceToolPendingStatusPending {
 			return &out.ToolResult, nil
 		}
-		if err := c.sleep(ctx, backoff(time.Duration(out.RetryAfterSeconds)*time.Second, 0)); err != nil {
+		if err := c.sleep(ctx, retryWait(time.Duration(out.RetryAfterSeconds)*time.Second, 0)); err != nil {
 			return nil, err
 		}
 	}
@@ -370,29 +375,49 @@ func (c *Client) RunTool(ctx context.Context, agentID, token, tool string, args 
 
 // retry calls f until it succeeds, fails for good, or maxRetries retryable
 // errors passed; waitCreation also asks again, without counting, after each
-// agent_creation_timeout.
+// agent_creation_timeout. The waits are cenkalti/backoff's, each what
+// retryWait says for the last answer.
 func (c *Client) retry(ctx context.Context, waitCreation bool, f func() error) error {
 	retries := 0
-	for {
-		err := f()
+	var last error
+	var wait time.Duration
+	op := func() (struct{}, error) {
+		last = f()
 		var e *Error
-		if err == nil || !errors.As(err, &e) || !e.Retryable {
-			return err
+		if last == nil || !errors.As(last, &e) || !e.Retryable {
+			return struct{}{}, backoff.Permanent(last)
 		}
 		if !waitCreation || e.Code != CodeAgentCreationTimeout {
 			if retries >= c.maxRetries {
-				return err
+				return struct{}{}, backoff.Permanent(last)
 			}
 			retries++
 		}
-		if werr := c.sleep(ctx, backoff(e.RetryAfter(), retries)); werr != nil {
-			return errors.Join(err, werr)
-		}
+		wait = retryWait(e.RetryAfter(), retries)
+		return struct{}{}, last
 	}
+	_, err := backoff.Retry(ctx, op,
+		backoff.WithBackOff(lastWait{&wait}),
+		backoff.WithMaxElapsedTime(0), // ctx bounds the time
+		backoff.WithNotify(func(_ error, d time.Duration) {
+			if c.notify != nil {
+				c.notify(d)
+			}
+		}))
+	if cause := context.Cause(ctx); err != nil && cause != nil && errors.Is(err, cause) && !errors.Is(last, cause) {
+		return errors.Join(last, err) // ended while waiting to retry
+	}
+	return err
 }
 
-// backoff is the server's Retry-After, or a short wait growing with retries.
-func backoff(after time.Duration, retries int) time.Duration {
+// lastWait is a backoff.BackOff that waits what the last answer asked.
+type lastWait struct{ next *time.Duration }
+
+func (w lastWait) NextBackOff() time.Duration { return *w.next }
+func (lastWait) Reset()                       {}
+
+// retryWait is the server's Retry-After, or a short wait growing with retries.
+func retryWait(after time.Duration, retries int) time.Duration {
 	if after > 0 {
 		return after
 	}

@@ -41,17 +41,16 @@ func newClient(t *testing.T, url string, opts ...Option) *Client {
 	return c
 }
 
-// waits records the client's waits between retries (and waits them).
+// waits records the client's waits between retries (which it waits).
 type waits struct {
 	mu  sync.Mutex
 	got []time.Duration
 }
 
-func (w *waits) sleep(ctx context.Context, d time.Duration) error {
+func (w *waits) record(d time.Duration) {
 	w.mu.Lock()
 	w.got = append(w.got, d)
 	w.mu.Unlock()
-	return sleep(ctx, d)
 }
 
 // creates records the Idempotency-Key of every create request.
@@ -226,7 +225,7 @@ func TestCreateWaitsRetryAfterOnUnavailable(t *testing.T) {
 	srv := devtest.Start(t, devtest.WithHandler(seen.wrap), devtest.WithHandler(outage))
 	c := newClient(t, srv.URL)
 	w := &waits{}
-	c.sleep = w.sleep
+	c.notify = w.record
 	if _, err := c.Create(t.Context(), hello()); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/policy"
+	"github.com/remote-agents/remote-agents/sandbox/upload"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
@@ -38,26 +38,12 @@ func (u *Uploader) Put(ctx context.Context, url, path string, headers map[string
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, f)
-	if err != nil {
-		return err
-	}
-	req.ContentLength = info.Size()
-	for k, v := range headers {
-		req.Header.Set(k, v) // Content-Length and Host are the client's own: set above, from the file and the URL
-	}
 	client := u.HTTP
 	if client == nil {
 		client = &http.Client{Timeout: 30 * time.Minute}
 	}
-	res, err := client.Do(req)
-	if err != nil {
-		return errors.New("the upload failed: the object store could not be reached")
-	}
-	defer func() { _ = res.Body.Close() }()
-	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
-	if res.StatusCode/100 != 2 {
-		return fmt.Errorf("the upload failed: the object store answered %d", res.StatusCode)
+	if err := upload.Put(ctx, client, url, f, info.Size(), headers); err != nil {
+		return fmt.Errorf("the upload failed: %w", err)
 	}
 	return nil
 }
@@ -99,7 +85,7 @@ func (o Options) uploadFolder(ctx context.Context, p *policy.Policy, id, folder 
 			return err
 		}
 		rel = filepath.ToSlash(rel)
-		files = append(files, sandboxwire.UploadFile{Path: rel, SizeBytes: info.Size(), ContentType: contentType(rel)})
+		files = append(files, sandboxwire.UploadFile{Path: rel, SizeBytes: info.Size(), ContentType: upload.ContentType(rel)})
 		local[rel] = path
 		return nil
 	})
@@ -250,11 +236,4 @@ func (c *counter) Write(p []byte) (int, error) {
 func inside(root, path string) bool {
 	rel, err := filepath.Rel(root, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
-
-func contentType(name string) string {
-	if t := mime.TypeByExtension(filepath.Ext(name)); t != "" {
-		return t
-	}
-	return "application/octet-stream"
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/providers"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
+	"github.com/remote-agents/remote-agents/sandbox/upload"
 	"github.com/remote-agents/remote-agents/sandbox/workflow"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/sanitize"
@@ -549,7 +549,7 @@ func (j *jobRun) upload(ctx context.Context, rep *sandboxwire.JobReport, files [
 	in := sandboxwire.UploadsRequest{Tool: sandboxwire.JobUploads, ToolCallID: j.spec.JobID}
 	byPath := map[string]jobspace.File{}
 	for _, f := range files {
-		in.Files = append(in.Files, sandboxwire.UploadFile{Path: f.Path, SizeBytes: f.Size, ContentType: contentType(f.Path)})
+		in.Files = append(in.Files, sandboxwire.UploadFile{Path: f.Path, SizeBytes: f.Size, ContentType: upload.ContentType(f.Path)})
 		byPath[f.Path] = f
 	}
 	out, err := j.r.cl.Uploads(ctx, in)
@@ -593,36 +593,10 @@ func (j *jobRun) put(ctx context.Context, f jobspace.File, up sandboxwire.Upload
 		return err
 	}
 	defer func() { _ = fh.Close() }()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, up.URL, io.LimitReader(fh, f.Size))
-	if err != nil {
-		return err
-	}
-	req.ContentLength = f.Size
-	if f.Size == 0 {
-		// An empty file: "Content-Length: 0", not a chunked body the store
-		// refuses (411).
-		req.Body = http.NoBody
-	}
-	for k, v := range up.Headers {
-		req.Header.Set(k, v)
-	}
-	res, err := (&http.Client{Timeout: 10 * time.Minute}).Do(req)
-	if err != nil {
-		return fmt.Errorf("upload %s: the object store could not be reached", f.Path)
-	}
-	defer func() { _ = res.Body.Close() }()
-	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
-	if res.StatusCode/100 != 2 {
-		return fmt.Errorf("upload %s: the object store answered %d", f.Path, res.StatusCode)
+	if err := upload.Put(ctx, &http.Client{Timeout: 10 * time.Minute}, up.URL, fh, f.Size, up.Headers); err != nil {
+		return fmt.Errorf("upload %s: %w", f.Path, err)
 	}
 	return nil
-}
-
-func contentType(name string) string {
-	if t := mime.TypeByExtension(filepath.Ext(name)); t != "" {
-		return t
-	}
-	return "application/octet-stream"
 }
 
 // jobLog is logs/job.log: one JSON object a line, redacted, bounded.

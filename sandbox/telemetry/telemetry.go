@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/remote-agents/remote-agents/sandbox/retry"
 )
 
 // Record is one exported item: a message or a log line.
@@ -227,33 +229,26 @@ func (h *HTTP) post(ctx context.Context, batch []Record) error {
 	if err != nil {
 		return err
 	}
-	backoff := 200 * time.Millisecond
-	for attempt := 0; ; attempt++ {
+	_, err = retry.Do(ctx, retry.Policy{Retries: h.o.MaxRetries, Initial: 200 * time.Millisecond}, func() (struct{}, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(body))
 		if err != nil {
-			return err
+			return struct{}{}, retry.Permanent(err)
 		}
 		req.Header.Set("Content-Type", "application/json")
 		if h.o.Token != "" {
 			req.Header.Set("Authorization", "Bearer "+h.o.Token)
 		}
 		res, err := h.o.Client.Do(req)
-		if err == nil {
-			_ = res.Body.Close()
-			if res.StatusCode < 300 {
-				return nil
-			}
-			if res.StatusCode < 500 && res.StatusCode != http.StatusTooManyRequests {
-				return nil // refused for good: retrying would not help, dropping is
-			}
-			err = fmt.Errorf("telemetry endpoint answered %s", res.Status)
+		if err != nil {
+			return struct{}{}, err
 		}
-		if attempt >= h.o.MaxRetries {
-			return err
+		_ = res.Body.Close()
+		if res.StatusCode < 300 || (res.StatusCode < 500 && res.StatusCode != http.StatusTooManyRequests) {
+			return struct{}{}, nil // taken, or refused for good: retrying would not help, dropping is
 		}
-		time.Sleep(backoff)
-		backoff *= 2
-	}
+		return struct{}{}, fmt.Errorf("telemetry endpoint answered %s", res.Status)
+	})
+	return err
 }
 
 // Close flushes and stops the exporter.

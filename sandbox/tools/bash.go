@@ -130,15 +130,23 @@ func runShell(ctx context.Context, r shellRun) (string, error) {
 		err = cmd.Wait()
 		forget()
 	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return "", fmt.Errorf("command timed out after %s\nstdout:\n%s\nstderr:\n%s", timeout, stdout, stderr)
+	}
+	return commandResult("command", err, stdout, stderr)
+}
+
+// commandResult is what a command (what: "command" for bash's, "git") that
+// ended with err (nil, an *exec.ExitError, or a failure to run it) tells the
+// model: its exit code, stdout and stderr, as an error when the code is not 0.
+func commandResult(what string, err error, stdout, stderr *capped) (string, error) {
 	code := 0
 	var exit *exec.ExitError
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return "", fmt.Errorf("command timed out after %s\nstdout:\n%s\nstderr:\n%s", timeout, stdout, stderr)
 	case errors.As(err, &exit):
 		code = exit.ExitCode()
 	case err != nil:
-		return "", fmt.Errorf("command could not run: %w", err)
+		return "", fmt.Errorf("%s could not run: %w", what, err)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "exit code: %d\n", code)

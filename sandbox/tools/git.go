@@ -304,22 +304,8 @@ func (g gitRun) run(ctx context.Context, args []string) (string, error) {
 	stdout, stderr := &capped{max: maxOutputBytes}, &capped{max: maxOutputBytes}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err = cmd.Run()
-	code := 0
-	var exit *exec.ExitError
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return "", fmt.Errorf("git timed out after %s", gitTimeout)
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	case err != nil:
-		return "", fmt.Errorf("git could not run: %w", err)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "exit code: %d\n", code)
-	fmt.Fprintf(&b, "stdout:\n%s\n", stdout)
-	fmt.Fprintf(&b, "stderr:\n%s", stderr)
-	if code != 0 {
-		return "", errors.New(b.String())
-	}
-	return b.String(), nil
+	return commandResult("git", err, stdout, stderr)
 }

@@ -9,13 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/remote-agents/remote-agents/shared/agenttype"
 	"github.com/remote-agents/remote-agents/shared/agenttypeapi"
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/httpapi/httpapitest"
 	"github.com/remote-agents/remote-agents/shared/registry"
 )
 
@@ -112,7 +111,7 @@ func FuzzCreate(f *testing.F) {
 		var in agenttype.CreateRequest
 		derr := httpapi.DecodeJSON(req, agenttypeapi.MaxBodyBytes, &in)
 		if res.StatusCode != 201 {
-			env := check(t, res)
+			env := httpapitest.Envelope(t, res)
 			if env.ErrorCode != apierror.InvalidRequest || reg.created != nil || (derr != nil && env.Message != httpapi.EnvelopeOf(derr).Message) {
 				t.Fatalf("answered %+v (stored %+v); decode: %v", env, reg.created, derr)
 			}
@@ -162,7 +161,7 @@ func FuzzPutWorkspaceConfig(f *testing.F) {
 		var in registry.WorkspaceConfig
 		derr := httpapi.DecodeJSON(req, agenttypeapi.MaxBodyBytes, &in)
 		if res.StatusCode != 200 {
-			env := check(t, res)
+			env := httpapitest.Envelope(t, res)
 			if env.ErrorCode != apierror.InvalidRequest || reg.set != nil || (derr != nil && env.Message != httpapi.EnvelopeOf(derr).Message) {
 				t.Fatalf("answered %+v (stored %+v); decode: %v", env, reg.set, derr)
 			}
@@ -179,20 +178,4 @@ func FuzzPutWorkspaceConfig(f *testing.F) {
 		}
 		checkStored(t, out)
 	})
-}
-
-// check returns res's error envelope, checked: a status the envelope and its
-// code agree on, a message of UTF-8 without control characters.
-func check(t *testing.T, res httpapi.Response) httpapi.Envelope {
-	t.Helper()
-	var env httpapi.Envelope
-	dec := json.NewDecoder(strings.NewReader(res.Body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&env); err != nil || env.Status != res.StatusCode || httpapi.Status(env.ErrorCode) != res.StatusCode {
-		t.Fatalf("status %d, body %s: not its envelope (%v)", res.StatusCode, res.Body, err)
-	}
-	if !utf8.ValidString(env.Message) || strings.IndexFunc(env.Message, unicode.IsControl) >= 0 {
-		t.Fatalf("message %q holds control characters", env.Message)
-	}
-	return env
 }

@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/awserr"
 	"github.com/remote-agents/remote-agents/shared/jobevents"
+	"github.com/remote-agents/remote-agents/shared/retry"
 )
 
 // API is the part of the EventBridge client the adapter calls;
@@ -67,12 +67,9 @@ var permanent = []string{
 
 // Bus publishes on one event bus.
 type Bus struct {
-	api      API
-	name     string
-	attempts int
-	base     time.Duration
-	max      time.Duration
-	sleep    func(ctx context.Context, d time.Duration) error
+	api   API
+	name  string
+	retry retry.Policy
 }
 
 // Option configures a Bus.
@@ -82,19 +79,19 @@ type Option func(*Bus)
 // and the backoff between tries: full jitter, doubling from base, at most max.
 func WithRetry(attempts int, base, maxBackoff time.Duration) Option {
 	return func(b *Bus) {
-		b.attempts, b.base, b.max = max(attempts, 1), base, maxBackoff
+		b.retry.Attempts, b.retry.Base, b.retry.Max = max(attempts, 1), base, maxBackoff
 	}
 }
 
-// WithSleep replaces how the bus waits between tries (tests record the waits
-// instead of spending them). sleep returns ctx's error if ctx ends first.
-func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
-	return func(b *Bus) { b.sleep = sleep }
+// WithNotify has notify told each wait between tries before it is waited
+// (tests record them).
+func WithNotify(notify func(wait time.Duration)) Option {
+	return func(b *Bus) { b.retry.Notify = notify }
 }
 
 // New returns the bus called name (jobevents.BusName(env)), reached through api.
 func New(api API, name string, opts ...Option) *Bus {
-	b := &Bus{api: api, name: name, attempts: DefaultAttempts, base: DefaultBaseDelay, max: DefaultMaxBackoff, sleep: sleep}
+	b := &Bus{api: api, name: name, retry: retry.Policy{Attempts: DefaultAttempts, Base: DefaultBaseDelay, Max: DefaultMaxBackoff}}
 	for _, o := range opts {
 		o(b)
 	}
@@ -198,16 +195,16 @@ func (b *Bus) entry(e jobevents.Event) (entry, error) {
 // (alone), until none is left or the tries are spent.
 func (b *Bus) put(ctx context.Context, batch []entry) error {
 	var given []EntryFailure // failures EventBridge would repeat: not retried
-	for try := 1; ; try++ {
+	err := retry.Do(ctx, b.retry, func() error {
 		in := &eventbridge.PutEventsInput{Entries: make([]types.PutEventsRequestEntry, len(batch))}
 		for i, e := range batch {
 			in.Entries[i] = e.entry
 		}
 		out, err := b.api.PutEvents(ctx, in)
 		if err != nil {
-			return fmt.Errorf("put %d job event(s) on bus %s: %w", len(batch), b.name, awserr.Classify(err))
+			return retry.Permanent(fmt.Errorf("put %d job event(s) on bus %s: %w", len(batch), b.name, awserr.Classify(err)))
 		}
-		var retry []entry
+		var again []entry
 		var failed []EntryFailure
 		if out.FailedEntryCount > 0 || len(out.Entries) < len(batch) {
 			// Entries answer in the order of the request; one with an
@@ -226,41 +223,21 @@ func (b *Bus) put(ctx context.Context, batch []entry) error {
 					continue
 				}
 				failed = append(failed, f)
-				retry = append(retry, e)
+				again = append(again, e)
 			}
 		}
-		if len(retry) == 0 || try >= b.attempts {
-			if all := append(given, failed...); len(all) > 0 {
-				return &PublishError{Bus: b.name, Failed: all}
-			}
+		batch = again
+		all := append(slices.Clone(given), failed...)
+		switch {
+		case len(all) == 0:
 			return nil
+		case len(again) == 0:
+			return retry.Permanent(&PublishError{Bus: b.name, Failed: all})
 		}
-		if err := b.sleep(ctx, b.backoff(try)); err != nil {
-			return fmt.Errorf("put job events on bus %s: %w (%w)", b.name, err, &PublishError{Bus: b.name, Failed: append(given, failed...)})
-		}
-		batch = retry
+		return &PublishError{Bus: b.name, Failed: all}
+	})
+	if ie := (*retry.InterruptedError)(nil); errors.As(err, &ie) {
+		return fmt.Errorf("put job events on bus %s: %w", b.name, err)
 	}
-}
-
-// backoff is the wait before try+1: full jitter over base·2^(try-1), capped.
-func (b *Bus) backoff(try int) time.Duration {
-	ceiling := b.base << min(try-1, 20)
-	if ceiling > b.max || ceiling <= 0 {
-		ceiling = b.max
-	}
-	if ceiling <= 0 {
-		return 0
-	}
-	return time.Duration(rand.Int64N(int64(ceiling) + 1)) //nolint:gosec // jitter, not a secret
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return err
 }

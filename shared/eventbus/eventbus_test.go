@@ -1,7 +1,6 @@
 package eventbus_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,11 +120,10 @@ func start(t *testing.T, fake *fakeEventBridge, opts ...eventbus.Option) (*event
 	})
 	var mu sync.Mutex
 	waits := &[]time.Duration{}
-	opts = append([]eventbus.Option{eventbus.WithSleep(func(_ context.Context, d time.Duration) error {
+	opts = append([]eventbus.Option{eventbus.WithNotify(func(d time.Duration) {
 		mu.Lock()
 		defer mu.Unlock()
 		*waits = append(*waits, d)
-		return nil
 	})}, opts...)
 	return eventbus.New(client, jobevents.BusName("test"), opts...), waits
 }

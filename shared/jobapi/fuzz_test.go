@@ -11,13 +11,12 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/httpapi/httpapitest"
 	"github.com/remote-agents/remote-agents/shared/job"
 	"github.com/remote-agents/remote-agents/shared/jobapi"
 )
@@ -72,22 +71,6 @@ func orchestrator(body string, headers map[string]string) httpapi.Request {
 	return req
 }
 
-// check returns res's error envelope, checked: a status the envelope and its
-// code agree on, a message of UTF-8 without control characters.
-func check(t *testing.T, res httpapi.Response) httpapi.Envelope {
-	t.Helper()
-	var env httpapi.Envelope
-	dec := json.NewDecoder(strings.NewReader(res.Body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&env); err != nil || env.Status != res.StatusCode || httpapi.Status(env.ErrorCode) != res.StatusCode {
-		t.Fatalf("status %d, body %s: not its envelope (%v)", res.StatusCode, res.Body, err)
-	}
-	if !utf8.ValidString(env.Message) || strings.IndexFunc(env.Message, unicode.IsControl) >= 0 {
-		t.Fatalf("message %q holds control characters", env.Message)
-	}
-	return env
-}
-
 func createBody(extra string) string {
 	return `{"commandId":"` + u1 + `","planStepId":"` + u2 + `","agentId":"` + strings.ToUpper(u1) + `","identityId":"` + u2 + `","contextId":"` + u1 +
 		`","tokenLimit":10,"inputData":{"a":1}` + extra + `}`
@@ -123,7 +106,7 @@ func FuzzCreate(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := check(t, res)
+		env := httpapitest.Envelope(t, res)
 		if len(missing) > 0 {
 			if env.ErrorCode != apierror.MissingHeaders || st.reached {
 				t.Fatalf("headers %v missing: %+v", missing, env)
@@ -179,7 +162,7 @@ func FuzzPutProfile(f *testing.F) {
 		var in job.ProfileInput
 		derr := httpapi.DecodeJSON(httpapi.Request{Body: body}, jobapi.MaxProfileBytes, &in)
 		if res.StatusCode != 200 {
-			env := check(t, res)
+			env := httpapitest.Envelope(t, res)
 			if env.ErrorCode != apierror.InvalidRequest || st.put != nil || (derr != nil && env.Message != httpapi.EnvelopeOf(derr).Message) {
 				t.Fatalf("answered %+v (stored %+v); decode %v", env, st.put, derr)
 			}
@@ -227,7 +210,7 @@ func FuzzLogsQuery(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := check(t, res)
+		env := httpapitest.Envelope(t, res)
 		a, aerr := strconv.ParseInt(after, 10, 64)
 		w, werr := strconv.ParseInt(wait, 10, 64)
 		valid := (after == "" || (aerr == nil && a >= 0)) && (wait == "" || (werr == nil && w >= 0 && w <= int64(job.MaxLogWait/time.Second)))

@@ -19,12 +19,11 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/blob"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/httpapi/httpapitest"
 	"github.com/remote-agents/remote-agents/shared/report"
 	"github.com/remote-agents/remote-agents/shared/sandboxapi"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
@@ -125,15 +124,7 @@ func post(t *testing.T, route string, state session.State, body string) (httpapi
 	if res.StatusCode == 200 {
 		return httpapi.Envelope{Status: 200}, st, req
 	}
-	var env httpapi.Envelope
-	dec := json.NewDecoder(strings.NewReader(res.Body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&env); err != nil || env.Status != res.StatusCode || httpapi.Status(env.ErrorCode) != res.StatusCode {
-		t.Fatalf("status %d, body %s: not its envelope (%v)", res.StatusCode, res.Body, err)
-	}
-	if !utf8.ValidString(env.Message) || strings.IndexFunc(env.Message, unicode.IsControl) >= 0 {
-		t.Fatalf("message %q holds control characters", env.Message)
-	}
+	env := httpapitest.Envelope(t, res)
 	if (env.ErrorCode == apierror.ServiceUnavailable) != st.reached || (!st.reached && env.ErrorCode != apierror.InvalidRequest) {
 		t.Fatalf("answered %+v; reached the store: %v", env, st.reached)
 	}

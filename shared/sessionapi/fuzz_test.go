@@ -25,11 +25,11 @@ import (
 	"testing"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/blob"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/httpapi/httpapitest"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/report"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
@@ -135,28 +135,6 @@ func request(tok, body string, b64 bool) httpapi.Request {
 		PathParameters: map[string]string{"id": sessionID}}
 }
 
-// envelope checks that res is an error envelope of one of the statuses
-// and returns it: JSON of the envelope's fields only, its status the
-// response's and its code's, its message UTF-8 without control characters
-// (no line breaks or terminal escapes of the client's reach a log or a
-// terminal that shows it).
-func envelope(t *testing.T, res httpapi.Response, statuses ...int) httpapi.Envelope {
-	t.Helper()
-	if !slices.Contains(statuses, res.StatusCode) {
-		t.Fatalf("status %d (%s), want one of %v", res.StatusCode, res.Body, statuses)
-	}
-	var env httpapi.Envelope
-	dec := json.NewDecoder(strings.NewReader(res.Body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&env); err != nil || env.Status != res.StatusCode || httpapi.Status(env.ErrorCode) != res.StatusCode {
-		t.Fatalf("status %d, body %s: not its envelope (%v)", res.StatusCode, res.Body, err)
-	}
-	if !utf8.ValidString(env.Message) || strings.IndexFunc(env.Message, unicode.IsControl) >= 0 {
-		t.Fatalf("message %q holds control characters", env.Message)
-	}
-	return env
-}
-
 // sameDecode checks that a body DecodeJSON refuses is refused with
 // DecodeJSON's message, and returns whether it decoded.
 func sameDecode(t *testing.T, req httpapi.Request, limit int, v any, env httpapi.Envelope) bool {
@@ -191,7 +169,7 @@ func again(t *testing.T, h httpapi.Handler, req httpapi.Request, body string, en
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := envelope(t, res, 400, 503); got.ErrorCode != env.ErrorCode || (env.ErrorCode == apierror.InvalidRequest && got.Message != env.Message) {
+	if got := httpapitest.Envelope(t, res, 400, 503); got.ErrorCode != env.ErrorCode || (env.ErrorCode == apierror.InvalidRequest && got.Message != env.Message) {
 		t.Fatalf("re-encoded as %s: %+v, was %+v", body, got, env)
 	}
 }
@@ -219,7 +197,7 @@ func FuzzCreate(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := envelope(t, res, 400, 503)
+		env := httpapitest.Envelope(t, res, 400, 503)
 		if (env.ErrorCode == apierror.GuardrailsMissing) != fk.guardrails || (!fk.guardrails && env.ErrorCode != apierror.InvalidRequest) {
 			t.Fatalf("answered %+v; the create reached the guardrails: %v", env, fk.guardrails)
 		}
@@ -267,12 +245,12 @@ func FuzzMessages(f *testing.F) {
 		}
 		if id != sessionID {
 			// The token is not for that agent: nothing is read or reached.
-			if env := envelope(t, res, 404); env.ErrorCode != apierror.AgentNotFound || fk.reached {
+			if env := httpapitest.Envelope(t, res, 404); env.ErrorCode != apierror.AgentNotFound || fk.reached {
 				t.Fatalf("another agent's id answered %+v (reached: %v)", env, fk.reached)
 			}
 			return
 		}
-		env := envelope(t, res, 400, 503)
+		env := httpapitest.Envelope(t, res, 400, 503)
 		if (res.StatusCode == 503) != fk.reached {
 			t.Fatalf("answered %+v; reached the store: %v", env, fk.reached)
 		}
@@ -319,7 +297,7 @@ func FuzzSubmitEnv(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := envelope(t, res, 400, 503)
+		env := httpapitest.Envelope(t, res, 400, 503)
 		if (res.StatusCode == 503) != fk.reached {
 			t.Fatalf("answered %+v; reached the object store: %v", env, fk.reached)
 		}
@@ -386,7 +364,7 @@ func FuzzAttachments(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := envelope(t, res, 400, 503)
+		env := httpapitest.Envelope(t, res, 400, 503)
 		if (res.StatusCode == 503) != fk.reached {
 			t.Fatalf("answered %+v; reached the object store: %v", env, fk.reached)
 		}
@@ -429,7 +407,7 @@ func FuzzList(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := envelope(t, res, 400, 503)
+		env := httpapitest.Envelope(t, res, 400, 503)
 		if (res.StatusCode == 503) != fk.reached {
 			t.Fatalf("answered %+v; reached the store: %v", env, fk.reached)
 		}

@@ -6,13 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/httpapi/httpapitest"
 	"github.com/remote-agents/remote-agents/shared/prompts"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/token"
@@ -72,15 +71,10 @@ func call(t *testing.T, tool, body string, setup bool) (failure, *toolgate.Recor
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains([]int{400, 403, 404, 503}, res.StatusCode) {
-		t.Fatalf("status %d: %s", res.StatusCode, res.Body)
-	}
 	var out failure
-	dec := json.NewDecoder(strings.NewReader(res.Body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&out); err != nil || out.Status != res.StatusCode || httpapi.Status(out.ErrorCode) != res.StatusCode ||
-		out.Success || out.Result != out.Message {
-		t.Fatalf("status %d, body %s: not the route's error (%v)", res.StatusCode, res.Body, err)
+	httpapitest.Decode(t, res, &out, 400, 403, 404, 503)
+	if out.Success || out.Result != out.Message {
+		t.Fatalf("status %d, body %s: not the route's error", res.StatusCode, res.Body)
 	}
 	return out, recs.begun
 }

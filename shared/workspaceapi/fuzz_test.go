@@ -8,15 +8,13 @@ import (
 	"log/slog"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/httpapi/httpapitest"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -83,7 +81,7 @@ func FuzzRun(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := check(t, res)
+		env := httpapitest.Envelope(t, res, 400, 403, 404, 503)
 		switch {
 		case !toolspec.IsWorkspaceTool(tool):
 			if env.ErrorCode != apierror.ToolNotFound || st.queued != nil {
@@ -137,7 +135,7 @@ func FuzzRun(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := check(t, res); got.ErrorCode != env.ErrorCode || (env.ErrorCode == apierror.InvalidRequest && got.Message != env.Message) {
+		if got := httpapitest.Envelope(t, res, 400, 403, 404, 503); got.ErrorCode != env.ErrorCode || (env.ErrorCode == apierror.InvalidRequest && got.Message != env.Message) {
 			t.Fatalf("re-encoded as %s: %+v, was %+v", buf.String(), got, env)
 		}
 	})
@@ -150,23 +148,4 @@ func sameJSON(queued string, sent json.RawMessage) bool {
 	}
 	var a, b any
 	return json.Unmarshal([]byte(queued), &a) == nil && json.Unmarshal(sent, &b) == nil && reflect.DeepEqual(a, b)
-}
-
-// check returns res's error envelope, checked: a status the envelope and its
-// code agree on, a message of UTF-8 without control characters.
-func check(t *testing.T, res httpapi.Response) httpapi.Envelope {
-	t.Helper()
-	if !slices.Contains([]int{400, 403, 404, 503}, res.StatusCode) {
-		t.Fatalf("status %d: %s", res.StatusCode, res.Body)
-	}
-	var env httpapi.Envelope
-	dec := json.NewDecoder(strings.NewReader(res.Body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&env); err != nil || env.Status != res.StatusCode || httpapi.Status(env.ErrorCode) != res.StatusCode {
-		t.Fatalf("status %d, body %s: not its envelope (%v)", res.StatusCode, res.Body, err)
-	}
-	if !utf8.ValidString(env.Message) || strings.IndexFunc(env.Message, unicode.IsControl) >= 0 {
-		t.Fatalf("message %q holds control characters", env.Message)
-	}
-	return env
 }

@@ -8,9 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/remote-agents/remote-agents/localstack/syncbuf"
 	"github.com/remote-agents/remote-agents/sandbox/confine"
 )
 
@@ -77,24 +77,6 @@ func TestRunReadsTheEnvironmentOnce(t *testing.T) {
 	}
 }
 
-// lockedBuffer is written by the supervisor and its log copier.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // Inside tmux, what the agent logs reaches its supervisor's stderr, the
 // sandbox's log stream (CloudWatch on Fargate), not only the pane.
 func TestAgentInTmuxLogsToTheSupervisorsStream(t *testing.T) {
@@ -117,7 +99,7 @@ func TestAgentInTmuxLogsToTheSupervisorsStream(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	var stdout bytes.Buffer
-	var stderr lockedBuffer
+	var stderr syncbuf.Buffer // written by the supervisor and its log copier
 	code := run([]string{"sandbox"}, &stdout, &stderr)
 	// The agent, refused by the gateway, logs why and exits 1.
 	if code != 1 || !strings.Contains(stderr.String(), `"msg":"sandbox failed"`) || !strings.Contains(stderr.String(), "401") {

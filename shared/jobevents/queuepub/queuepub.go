@@ -17,13 +17,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/jobevents"
 	"github.com/remote-agents/remote-agents/shared/queue"
+	"github.com/remote-agents/remote-agents/shared/retry"
 )
 
 var _ jobevents.Publisher = (*Publisher)(nil)
@@ -40,13 +40,10 @@ const (
 
 // Publisher sends job events to one queue.
 type Publisher struct {
-	q        queue.Queue
-	account  string
-	region   string
-	attempts int
-	base     time.Duration
-	max      time.Duration
-	sleep    func(ctx context.Context, d time.Duration) error
+	q       queue.Queue
+	account string
+	region  string
+	retry   retry.Policy
 }
 
 // Option configures a Publisher.
@@ -55,17 +52,20 @@ type Option func(*Publisher)
 // WithRetry sets how many times a message is tried in all (at least 1) and
 // the backoff between tries: full jitter, doubling from base, at most max.
 func WithRetry(attempts int, base, maxBackoff time.Duration) Option {
-	return func(p *Publisher) { p.attempts, p.base, p.max = max(attempts, 1), base, maxBackoff }
+	return func(p *Publisher) {
+		p.retry.Attempts, p.retry.Base, p.retry.Max = max(attempts, 1), base, maxBackoff
+	}
 }
 
-// WithSleep replaces how the publisher waits between tries (tests).
-func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
-	return func(p *Publisher) { p.sleep = sleep }
+// WithNotify has notify told each wait between tries before it is waited
+// (tests record them).
+func WithNotify(notify func(wait time.Duration)) Option {
+	return func(p *Publisher) { p.retry.Notify = notify }
 }
 
 // New returns a publisher onto q whose envelopes name account and region.
 func New(q queue.Queue, account, region string, opts ...Option) *Publisher {
-	p := &Publisher{q: q, account: account, region: region, attempts: DefaultAttempts, base: DefaultBaseDelay, max: DefaultMaxBackoff, sleep: sleep}
+	p := &Publisher{q: q, account: account, region: region, retry: retry.Policy{Attempts: DefaultAttempts, Base: DefaultBaseDelay, Max: DefaultMaxBackoff}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -122,59 +122,47 @@ func (p *Publisher) Publish(ctx context.Context, events ...jobevents.Event) erro
 		byEntry[id] = e.ID
 		entries = append(entries, queue.Entry{ID: id, Body: string(body)})
 	}
-	for try := 1; len(entries) > 0; try++ {
+	if len(entries) == 0 {
+		return nil
+	}
+	var sendErr error // the queue's own failure, returned as it is
+	err := retry.Do(ctx, p.retry, func() error {
 		failures, err := p.q.SendBatch(ctx, entries)
 		if err != nil {
-			return fmt.Errorf("publish %d job event(s): %w", len(entries), err)
+			sendErr = fmt.Errorf("publish %d job event(s): %w", len(entries), err)
+			return retry.Permanent(sendErr)
 		}
 		if len(failures) == 0 {
 			return nil
 		}
 		failed := map[string]bool{}
-		final := try >= p.attempts
+		final := false
 		var msgs []string
 		for _, f := range failures {
 			failed[f.ID] = true
 			final = final || f.SenderFault
 			msgs = append(msgs, byEntry[f.ID]+": "+f.Code+" "+f.Message)
 		}
+		err = fmt.Errorf("%d not sent: %s", len(failures), strings.Join(msgs, "; "))
 		if final {
-			return fmt.Errorf("publish job events: %d not sent: %s", len(failures), strings.Join(msgs, "; "))
+			return retry.Permanent(err)
 		}
-		retry := entries[:0:0]
+		again := entries[:0:0]
 		for _, e := range entries {
 			if failed[e.ID] {
-				retry = append(retry, e)
+				again = append(again, e)
 			}
 		}
-		entries = retry
-		if err := p.sleep(ctx, p.backoff(try)); err != nil {
-			return fmt.Errorf("publish job events: %w (%d not sent: %s)", err, len(failures), strings.Join(msgs, "; "))
-		}
-	}
-	return nil
-}
-
-func (p *Publisher) backoff(try int) time.Duration {
-	ceiling := p.base << min(try-1, 20)
-	if ceiling > p.max || ceiling <= 0 {
-		ceiling = p.max
-	}
-	if ceiling <= 0 {
-		return 0
-	}
-	return time.Duration(rand.Int64N(int64(ceiling) + 1)) //nolint:gosec // jitter, not a secret
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
+		entries = again
+		return err
+	})
+	switch {
+	case err == nil:
 		return nil
+	case sendErr != nil:
+		return sendErr
 	}
+	return fmt.Errorf("publish job events: %w", err)
 }
 
 // uuidFor is the name-based UUID (version 5, in a namespace of our own) of name.

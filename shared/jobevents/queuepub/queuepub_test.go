@@ -204,7 +204,7 @@ func TestPublishRetriesOnlyTheFailedMessages(t *testing.T) {
 	var waits []time.Duration
 	pub := queuepub.New(q, queuepub.LocalAccount, "us-east-1",
 		queuepub.WithRetry(3, time.Millisecond, time.Millisecond),
-		queuepub.WithSleep(func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }))
+		queuepub.WithNotify(func(d time.Duration) { waits = append(waits, d) }))
 	if err := pub.Publish(t.Context(), evs...); err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/agenttypes"
 )
 
 func main() {
-	lambda.Start(wiring.Lambda(wiring.AgentTypes))
+	lambda.Start(wiring.Lambda(agenttypes.Build))
 }

@@ -5,8 +5,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/alive"
 )
 
 func main() {
-	lambda.Start(wiring.Lambda(wiring.Alive))
+	lambda.Start(wiring.Lambda(alive.Build))
 }

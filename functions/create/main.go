@@ -5,8 +5,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/create"
 )
 
 func main() {
-	lambda.Start(wiring.Lambda(wiring.Create))
+	lambda.Start(wiring.Lambda(create.Build))
 }

@@ -5,8 +5,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/embed"
 )
 
 func main() {
-	lambda.Start(wiring.Lambda(wiring.Embed))
+	lambda.Start(wiring.Lambda(embed.Build))
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/events"
 )
 
 func main() {
-	lambda.Start(wiring.Lambda(wiring.Events))
+	lambda.Start(wiring.Lambda(events.Build))
 }

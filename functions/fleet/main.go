@@ -7,8 +7,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/fleet"
 )
 
 func main() {
-	lambda.Start(wiring.Lambda(wiring.Fleet))
+	lambda.Start(wiring.Lambda(fleet.Build))
 }

@@ -9,8 +9,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/jobs"
 )
 
 func main() {
-	lambda.Start(wiring.Lambda(wiring.Jobs))
+	lambda.Start(wiring.Lambda(jobs.Build))
 }

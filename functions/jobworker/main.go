@@ -8,8 +8,9 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/launch/fargate"
 	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/jobworker"
 )
 
 func main() {
-	lambda.Start(wiring.Lambda(wiring.JobWorker, wiring.WithLauncher(fargate.FromConfig)))
+	lambda.Start(wiring.Lambda(jobworker.Build, wiring.WithLauncher(fargate.FromConfig)))
 }

@@ -11,8 +11,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/model"
 )
 
 func main() {
-	lambda.Start(wiring.Lambda(wiring.Model))
+	lambda.Start(wiring.Lambda(model.Build))
 }

@@ -5,8 +5,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/shutdown"
 )
 
 func main() {
-	lambda.Start(wiring.Lambda(wiring.Shutdown))
+	lambda.Start(wiring.Lambda(shutdown.Build))
 }

@@ -6,8 +6,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/toolcallback"
 )
 
 func main() {
-	lambda.Start(wiring.Lambda(wiring.ToolCallback))
+	lambda.Start(wiring.Lambda(toolcallback.Build))
 }

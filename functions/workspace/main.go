@@ -6,8 +6,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/workspace"
 )
 
 func main() {
-	lambda.Start(wiring.Lambda(wiring.Workspace))
+	lambda.Start(wiring.Lambda(workspace.Build))
 }

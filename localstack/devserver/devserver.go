@@ -37,6 +37,8 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sigv4"
 	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/functionset"
+	"github.com/remote-agents/remote-agents/shared/wiring/jobservice"
 )
 
 // Options configure a dev server.
@@ -157,7 +159,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobService, err := s.Env.JobService(ctx)
+	jobService, err := jobservice.Service(ctx, s.Env)
 	if err != nil {
 		return nil, err
 	}
@@ -276,9 +278,9 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 }
 
 // build builds every function with the constructors the Lambda functions use
-// (package wiring), in the order of the route table.
+// (package functionset), in the order of the route table.
 func (s *Server) build(ctx context.Context) error {
-	builders := wiring.Builders()
+	builders := functionset.Builders()
 	for _, name := range routes.Functions() {
 		build, ok := builders[name]
 		if !ok {

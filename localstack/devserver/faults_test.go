@@ -42,7 +42,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sqsqueue"
 	"github.com/remote-agents/remote-agents/shared/token"
-	"github.com/remote-agents/remote-agents/shared/wiring"
+	jobworkerfunc "github.com/remote-agents/remote-agents/shared/wiring/jobworker"
 )
 
 // faultLongSandbox is a fake sandbox (see fakeSandbox) that outlives the
@@ -83,7 +83,7 @@ func faultProvisioning(t *testing.T, s *stack) (string, string) {
 // it is handled when it returns.
 func faultWorker(t *testing.T, s *stack) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	t.Helper()
-	w, err := wiring.JobWorker(t.Context(), s.srv.Env)
+	w, err := jobworkerfunc.Build(t.Context(), s.srv.Env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,8 @@ import (
 	"github.com/remote-agents/remote-agents/shared/jobevents"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/session"
-	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/jobservice"
+	"github.com/remote-agents/remote-agents/shared/wiring/jobworker"
 )
 
 // orchestrator is the dev orchestrator calling the /internal/ routes.
@@ -121,7 +122,7 @@ func (o *orchestrator) jobBody(agent, step string, tokens int) map[string]any {
 // jobSession waits for job id's sandbox session.
 func (s *stack) jobSession(t *testing.T, id string) string {
 	t.Helper()
-	svc, err := s.srv.Env.JobService(t.Context())
+	svc, err := jobservice.Service(t.Context(), s.srv.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +283,7 @@ func TestJobLifecycle(t *testing.T) {
 
 	// job.run launched the job's sandbox; a redelivered job.run launches no other.
 	sid := s.jobSession(t, id)
-	worker, err := wiring.JobWorker(t.Context(), s.srv.Env)
+	worker, err := jobworker.Build(t.Context(), s.srv.Env)
 	if err != nil {
 		t.Fatal(err)
 	}

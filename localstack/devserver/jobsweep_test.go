@@ -17,6 +17,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/wiring/jobservice"
 )
 
 // downBus is a bus that takes nothing.
@@ -38,7 +39,7 @@ func TestJobOutboxAndSweep(t *testing.T) {
 	s := start(t, fakeSandbox())
 	e := s.srv.Env
 	store := dynamo.NewJobs(awsconfig.NewDynamoDB(e.AWS), e.Resources.Jobs.Name, e.Resources.Registry.Name)
-	bus, err := e.JobEvents(t.Context())
+	bus, err := jobservice.Events(t.Context(), e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestJobSweepTimesOutAnOverdueJob(t *testing.T) {
 	s := start(t, fakeSandbox())
 	e := s.srv.Env
 	store := dynamo.NewJobs(awsconfig.NewDynamoDB(e.AWS), e.Resources.Jobs.Name, e.Resources.Registry.Name)
-	bus, err := e.JobEvents(t.Context())
+	bus, err := jobservice.Events(t.Context(), e)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,8 @@ import (
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/token"
-	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/jobworker"
+	"github.com/remote-agents/remote-agents/shared/wiring/poolservice"
 )
 
 // withoutRefillOnClaim leaves refilling the pool to the sweep, which the
@@ -197,19 +198,19 @@ func TestWarmClaimIsNeitherDoubledNorLost(t *testing.T) {
 
 	// A session as create writes it, whose start no poller will handle: the
 	// test plays the worker.
-	typ, err := s.srv.Env.AgentTypes().Resolve(t.Context(), tenant, "warm")
+	typ, err := poolservice.AgentTypes(s.srv.Env).Resolve(t.Context(), tenant, "warm")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sess := provisioningSession(t, s, tenant, typ)
 	// The first worker claims, and dies before it tells the sandbox.
-	dead := pool.New(pool.Options{Store: s.poolStore(), Types: s.srv.Env.AgentTypes(), Image: s.srv.Env.SandboxImage, Launcher: s.srv.Launcher})
+	dead := pool.New(pool.Options{Store: s.poolStore(), Types: poolservice.AgentTypes(s.srv.Env), Image: s.srv.Env.SandboxImage, Launcher: s.srv.Launcher})
 	done, err := dead.Claim(t.Context(), sess)
 	if err != nil || !done {
 		t.Fatalf("claim: %v %v", done, err)
 	}
 	running := len(s.srv.Launcher.Running())
-	worker, err := wiring.JobWorker(t.Context(), s.srv.Env)
+	worker, err := jobworker.Build(t.Context(), s.srv.Env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
@@ -144,11 +143,6 @@ func NewDynamoDB(cfg aws.Config) *dynamodb.Client {
 // NewSQS returns an SQS client for cfg.
 func NewSQS(cfg aws.Config) *sqs.Client {
 	return sqs.NewFromConfig(cfg)
-}
-
-// NewEventBridge returns an EventBridge client for cfg.
-func NewEventBridge(cfg aws.Config) *eventbridge.Client {
-	return eventbridge.NewFromConfig(cfg)
 }
 
 // NewS3 returns an S3 client for cfg, path-style when the S3 endpoint is overridden.

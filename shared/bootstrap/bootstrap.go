@@ -399,7 +399,7 @@ func ClientsFor(cfg aws.Config) Clients {
 		Region:   cfg.Region,
 	}
 	if awsconfig.Endpoint(awsconfig.EventBridge) != "" {
-		c.EventBridge = awsconfig.NewEventBridge(cfg)
+		c.EventBridge = eventbridge.NewFromConfig(cfg)
 	}
 	return c
 }

@@ -1,11 +1,18 @@
-// Package wiring builds each Lambda function of the system from only what that
-// function uses: one constructor per function, named as in package routes.
-// functions/<name>/main.go is one call to Lambda with the function's
-// constructor and lambda.Start; the dev server calls the same constructors, so
-// the two cannot drift.
+// Package wiring holds what every Lambda function of the system is built
+// from: the Env (configuration, the AWS configuration, resource names, the
+// logger, and the clients and stores every function may ask for, built on
+// first use, once), the Function a constructor builds, and Lambda, which
+// builds one at cold start for lambda.Start.
 //
-// An Env holds what every function starts from (configuration, the AWS
-// configuration, resource names, the logger) and builds the clients, stores,
-// queues and services a constructor asks for on first use, once. A function
-// that never asks for a queue resolves no queue URL at its cold start.
+// Each function's constructor lives in a package of its own under
+// shared/wiring/<function> (named as in package routes), which imports only
+// what that function serves: functions/<name>/main.go is one call to Lambda
+// with it, and the dev server calls the same constructors (package
+// functionset), so the two cannot drift, and a Lambda binary links no other
+// route's code. What several functions but not all share is built by the
+// packages shared/wiring/jobservice, poolservice and toolservice, which keep
+// what they build in the Env (Once).
+//
+// A function that never asks for a queue resolves no queue URL at its cold
+// start.
 package wiring

@@ -1,31 +1,24 @@
 package wiring
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"time"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/remote-agents/remote-agents/data"
-	"github.com/remote-agents/remote-agents/shared/agenttype"
 	"github.com/remote-agents/remote-agents/shared/apigwpush"
 	"github.com/remote-agents/remote-agents/shared/awsconfig"
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
-	"github.com/remote-agents/remote-agents/shared/job"
-	"github.com/remote-agents/remote-agents/shared/jobevents"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/metrics"
-	"github.com/remote-agents/remote-agents/shared/modelgateway"
-	"github.com/remote-agents/remote-agents/shared/pool"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/report"
 	"github.com/remote-agents/remote-agents/shared/resources"
@@ -69,15 +62,13 @@ type Env struct {
 	bucket     *s3blob.Store
 	sessions   *dynamo.Sessions
 	registry   *dynamo.Registry
-	agentTypes *agenttype.Service
 	queues     map[string]*sqsqueue.Queue
 	reporter   *report.Reporter
 	guardrails guardrails.Source
 	notifier   *apigwpush.Notifier
-	jobEvents  jobevents.Publisher
-	jobService *job.Service
-	jobRuns    *job.Service
-	pool       *pool.Service
+
+	mu    sync.Mutex
+	built map[any]any // what Once built, by key
 }
 
 // FromEnvironment loads the platform configuration (config.Load) and the AWS
@@ -103,7 +94,37 @@ func New(cfg config.Platform, awsCfg aws.Config, log *slog.Logger) (*Env, error)
 	return &Env{Config: cfg, AWS: awsCfg, Resources: set, Log: log}, nil
 }
 
-func (e *Env) dynamoDB() *dynamodb.Client {
+// Once returns what build made the first time it was asked for key in e,
+// and the same value every later time: the packages that build what several
+// functions share (a service over the Env's stores) keep it in the Env, so
+// that every function built in one Env shares one. key is a value of a type
+// of the asking package, as with context keys. An error is not kept: the
+// next call builds again. build may call Once for other keys.
+func Once[T any](e *Env, key any, build func() (T, error)) (T, error) {
+	e.mu.Lock()
+	v, ok := e.built[key]
+	e.mu.Unlock()
+	if ok {
+		return v.(T), nil
+	}
+	t, err := build()
+	if err != nil {
+		return t, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if v, ok := e.built[key]; ok {
+		return v.(T), nil
+	}
+	if e.built == nil {
+		e.built = map[any]any{}
+	}
+	e.built[key] = t
+	return t, nil
+}
+
+// DynamoDB is the DynamoDB client.
+func (e *Env) DynamoDB() *dynamodb.Client {
 	if e.ddb == nil {
 		e.ddb = awsconfig.NewDynamoDB(e.AWS)
 	}
@@ -114,7 +135,7 @@ func (e *Env) dynamoDB() *dynamodb.Client {
 func (e *Env) SessionStore() *dynamo.Sessions {
 	if e.sessions == nil {
 		set := e.Resources
-		e.sessions = dynamo.NewSessions(e.dynamoDB(), set.Sessions.Name, set.Idempotency.Name, set.Events.Name)
+		e.sessions = dynamo.NewSessions(e.DynamoDB(), set.Sessions.Name, set.Idempotency.Name, set.Events.Name)
 		e.sessions.OnEnd = sessionEnded(e.Log)
 	}
 	return e.sessions
@@ -123,25 +144,9 @@ func (e *Env) SessionStore() *dynamo.Sessions {
 // Registry is the registry table: projects, personas, app keys, configurations.
 func (e *Env) Registry() *dynamo.Registry {
 	if e.registry == nil {
-		e.registry = dynamo.NewRegistry(e.dynamoDB(), e.Resources.Registry.Name)
+		e.registry = dynamo.NewRegistry(e.DynamoDB(), e.Resources.Registry.Name)
 	}
 	return e.registry
-}
-
-// AgentTypes is the agent type service over the registry, with the
-// configuration's workspace defaults.
-func (e *Env) AgentTypes() *agenttype.Service {
-	if e.agentTypes == nil {
-		d := e.Config.WorkspaceDefaults
-		e.agentTypes = agenttype.New(agenttype.Options{
-			Registry: e.Registry(),
-			Defaults: registry.ResourceLimits{CPU: d.CPU, Memory: d.Memory, Disk: d.Disk},
-			// A fixed repository may be served over plain http or git by them.
-			GitInsecureHosts: e.Config.GitInsecureHosts,
-			Pool:             poolCounter{e},
-		})
-	}
-	return e.agentTypes
 }
 
 // Bucket is the outputs bucket.
@@ -152,8 +157,9 @@ func (e *Env) Bucket() *s3blob.Store {
 	return e.bucket
 }
 
-// queue returns the queue called name, at url if given, else looked up.
-func (e *Env) queue(ctx context.Context, name, url string) (*sqsqueue.Queue, error) {
+// Queue returns the queue called name, at url if given, else looked up by
+// name; once per name.
+func (e *Env) Queue(ctx context.Context, name, url string) (*sqsqueue.Queue, error) {
 	if q, ok := e.queues[name]; ok {
 		return q, nil
 	}
@@ -176,7 +182,7 @@ func (e *Env) queue(ctx context.Context, name, url string) (*sqsqueue.Queue, err
 
 // JobsQueue is the jobs queue (RA_JOBS_QUEUE_URL, else looked up by name).
 func (e *Env) JobsQueue(ctx context.Context) (*sqsqueue.Queue, error) {
-	return e.queue(ctx, e.Resources.JobsQueue.Name, e.Config.Queues.Jobs)
+	return e.Queue(ctx, e.Resources.JobsQueue.Name, e.Config.Queues.Jobs)
 }
 
 // Jobs publishes jobs-queue messages.
@@ -191,70 +197,12 @@ func (e *Env) Jobs(ctx context.Context) (*jobs.Publisher, error) {
 // OrchestratorQueue is the queue the orchestrator reads job events on
 // (RA_ORCHESTRATOR_QUEUE_URL, else looked up by name).
 func (e *Env) OrchestratorQueue(ctx context.Context) (*sqsqueue.Queue, error) {
-	return e.queue(ctx, e.Resources.OrchestratorQueue.Name, e.Config.OrchestratorQueue)
-}
-
-// JobService is the orchestrator jobs' service, as the jobs function uses
-// it: it queues job.run and job.cancel. Its events go to the jobs' bus
-// (JobEvents).
-func (e *Env) JobService(ctx context.Context) (*job.Service, error) {
-	if e.jobService != nil {
-		return e.jobService, nil
-	}
-	dispatch, err := e.Jobs(ctx)
-	if err != nil {
-		return nil, err
-	}
-	o, err := e.jobOptions(ctx)
-	if err != nil {
-		return nil, err
-	}
-	o.Jobs = dispatch
-	e.jobService = job.New(o)
-	return e.jobService, nil
-}
-
-// JobRuns is the jobs' service of the functions that move jobs along but
-// queue nothing (the sandbox channel, jobworker).
-func (e *Env) JobRuns(ctx context.Context) (*job.Service, error) {
-	if e.jobRuns != nil {
-		return e.jobRuns, nil
-	}
-	o, err := e.jobOptions(ctx)
-	if err != nil {
-		return nil, err
-	}
-	e.jobRuns = job.New(o)
-	return e.jobRuns, nil
-}
-
-func (e *Env) jobOptions(ctx context.Context) (job.Options, error) {
-	pub, err := e.JobEvents(ctx)
-	if err != nil {
-		return job.Options{}, err
-	}
-	return job.Options{
-		Store:         dynamo.NewJobs(e.dynamoDB(), e.Resources.Jobs.Name, e.Resources.Registry.Name),
-		Publisher:     pub,
-		Sessions:      e.SessionStore(),
-		Bucket:        e.Resources.Bucket.Name,
-		Logs:          e.Bucket(),
-		AllowScripted: e.AllowScripted,
-		Log:           e.Log,
-	}, nil
+	return e.Queue(ctx, e.Resources.OrchestratorQueue.Name, e.Config.OrchestratorQueue)
 }
 
 // ToolsQueue is the tools queue (RA_TOOLS_QUEUE_URL, else looked up by name).
 func (e *Env) ToolsQueue(ctx context.Context) (*sqsqueue.Queue, error) {
-	return e.queue(ctx, e.Resources.ToolsQueue.Name, e.Config.Queues.Tools)
-}
-
-func (e *Env) dlqs(ctx context.Context) (jobsDLQ, toolsDLQ *sqsqueue.Queue, err error) {
-	if jobsDLQ, err = e.queue(ctx, e.Resources.JobsQueue.DeadLetterName, e.Config.Queues.JobsDLQ); err != nil {
-		return nil, nil, err
-	}
-	toolsDLQ, err = e.queue(ctx, e.Resources.ToolsQueue.DeadLetterName, e.Config.Queues.ToolsDLQ)
-	return jobsDLQ, toolsDLQ, err
+	return e.Queue(ctx, e.Resources.ToolsQueue.Name, e.Config.Queues.Tools)
 }
 
 // Notifier pushes to sandboxes over the push channel's @connections
@@ -292,97 +240,29 @@ func (e *Env) Guardrails() guardrails.Source {
 	return e.guardrails
 }
 
-// Pool is the warm pool over the registry and sessions tables: its
-// sandboxes are launched with the Launcher (jobworker's), told of their
-// claims over the push channel, and retired when the guardrails, the
-// sandbox image or their type's configuration change.
-func (e *Env) Pool() *pool.Service {
-	if e.pool == nil {
-		e.pool = pool.New(pool.Options{
-			Store:    e.PoolStore(),
-			Types:    e.AgentTypes(),
-			Launcher: e.Launcher,
-			Notifier: e.Notifier(),
-			Guardrails: func(ctx context.Context) (string, error) {
-				doc, err := guardrails.Load(ctx, e.Guardrails())
-				return doc.Hash, err
-			},
-			Image:           cmp.Or(e.SandboxImage, e.Config.Fargate.TaskDefinition),
-			GatewayURL:      e.Config.GatewayURL,
-			ModelGatewayURL: e.Config.Model.GatewayURL,
-			PushURL:         e.Config.Push.URL,
-			RefillOnClaim:   !e.NoPoolRefillOnClaim,
-			// A fixed repository is cloned by the pool's sandboxes.
-			GitInsecureHosts: e.Config.GitInsecureHosts,
-			Metric:           poolMetric(e.Log),
-			Log:              e.Log,
-		})
-	}
-	return e.pool
-}
-
-// poolMetric writes each start's pool outcome as a CloudWatch embedded
-// metric (namespace RemoteAgents, metric WarmPoolClaims or WarmPoolMisses,
-// by agent type): Lambda's logs turn the line into the metric.
-func poolMetric(log *slog.Logger) func(context.Context, string, bool) {
-	return func(ctx context.Context, agentType string, warm bool) {
-		name := "WarmPoolMisses"
-		if warm {
-			name = "WarmPoolClaims"
-		}
-		log.InfoContext(ctx, "warm pool "+name,
-			slog.Any("_aws", map[string]any{
-				"Timestamp": time.Now().UnixMilli(),
-				"CloudWatchMetrics": []map[string]any{{
-					"Namespace":  "RemoteAgents",
-					"Dimensions": [][]string{{"AgentType"}},
-					"Metrics":    []map[string]string{{"Name": name, "Unit": "Count"}},
-				}},
-			}),
-			slog.String("AgentType", agentType), slog.Int(name, 1))
-	}
-}
-
-// poolCounter counts with the Env's pool, built when first counted (the pool
-// is built over the agent types).
-type poolCounter struct{ e *Env }
-
-func (c poolCounter) Count(ctx context.Context, t registry.AgentType) (idle, starting int, err error) {
-	return c.e.Pool().Count(ctx, t)
+// ToolResults is the workspace tool results' store.
+func (e *Env) ToolResults() *dynamo.ToolResults {
+	return dynamo.NewToolResults(e.DynamoDB(), e.Resources.Idempotency.Name)
 }
 
 // PoolStore is the warm pool's store: its items in the registry table,
 // claimed in transactions with the sessions table.
 func (e *Env) PoolStore() *dynamo.Pool {
-	return dynamo.NewPool(e.dynamoDB(), e.Resources.Registry.Name, e.Resources.Sessions.Name)
+	return dynamo.NewPool(e.DynamoDB(), e.Resources.Registry.Name, e.Resources.Sessions.Name)
 }
 
-// quotas are the configuration's quotas, as the session service takes them.
-func (e *Env) quotas() session.Quotas {
+// Quotas are the configuration's quotas, as the session service takes them.
+func (e *Env) Quotas() session.Quotas {
 	q := e.Config.Quotas
 	return session.Quotas{ConcurrentSessions: q.ConcurrentSessions, CreatesPerMinute: q.CreatesPerMinute, StreamsPerSession: q.StreamsPerSession,
 		DailyBudgetUSD: e.Config.SessionLimits.MaxCostUSDPerDay}
 }
 
-// limits are the configuration's session limits, as the session service
+// Limits are the configuration's session limits, as the session service
 // takes them.
-func (e *Env) limits() registry.SessionLimits {
+func (e *Env) Limits() registry.SessionLimits {
 	l := e.Config.SessionLimits
 	return registry.SessionLimits{MaxSessionSeconds: l.MaxSessionSeconds, IdleTimeoutSeconds: l.IdleTimeoutSeconds, MaxTokens: l.MaxTokens, MaxCostUSD: l.MaxCostUSD}
-}
-
-// prices is the price table model calls are costed by: the file the
-// configuration names, else the shipped one.
-func (e *Env) prices() (modelgateway.Prices, error) {
-	raw := data.ModelPrices
-	if path := e.Config.SessionLimits.PriceTablePath; path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("price table (RA_PRICE_TABLE): %w", err)
-		}
-		raw = b
-	}
-	return modelgateway.ParsePrices(raw)
 }
 
 // sessionEnded writes an ended session's metrics: its tokens, cost and

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"errors"
@@ -69,13 +68,14 @@ func measureLambdas(root, work string, short bool) ([]lambda, error) {
 	var out []lambda
 	for _, m := range mains {
 		name := filepath.Base(filepath.Dir(m))
-		size, err := zipSize(filepath.Join(zipDir, name))
+		zipped, err := os.Stat(filepath.Join(zipDir, name+".zip"))
 		if err != nil {
 			return nil, err
 		}
+		size := zipped.Size()
 		l := lambda{name: name, zipArch: zipArch, zipSize: size}
 		for range starts {
-			ms, err := coldInit(rie, filepath.Join(hostDir, name), filepath.Join(root, "data", "platform-guardrails.md"))
+			ms, err := coldInit(rie, filepath.Join(hostDir, name, "bootstrap"), filepath.Join(root, "data", "platform-guardrails.md"))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
@@ -87,46 +87,21 @@ func measureLambdas(root, work string, short bool) ([]lambda, error) {
 	return out, nil
 }
 
-// buildFunctions builds every functions/<name> as make build does, for
-// arch, into dir/<name>: one go build, so packages compile once and in
-// parallel.
+// buildFunctions builds every function for linux/arch into dir as make
+// build does, with the same command (localstack/cmd/lambdabuild):
+// dir/<name>.zip and dir/<name>/bootstrap.
 func buildFunctions(root, arch, dir string) error {
 	logf("building the functions for linux/%s", arch)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
 		return err
 	}
-	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w", "-o", dir+"/", "./functions/...")
+	build := exec.Command("go", "run", "./localstack/cmd/lambdabuild", "-arch", arch, "-out", dir)
 	build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build the functions for %s: %w", arch, err)
 	}
 	return nil
-}
-
-// zipSize is the size of the deployment zip make build makes of bootstrap:
-// the one file, deflated.
-func zipSize(bootstrap string) (int64, error) {
-	f, err := os.Open(bootstrap)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = f.Close() }()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	h := &zip.FileHeader{Name: "bootstrap", Method: zip.Deflate}
-	h.SetMode(0o755)
-	w, err := zw.CreateHeader(h)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := io.Copy(w, f); err != nil {
-		return 0, err
-	}
-	if err := zw.Close(); err != nil {
-		return 0, err
-	}
-	return int64(buf.Len()), nil
 }
 
 var initReport = regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)

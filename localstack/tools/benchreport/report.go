@@ -132,7 +132,7 @@ func renderReport(m machine, results []result, lambdas []lambda, png string) str
 			w("\n%s\n", strings.Join(figures, " · "))
 		}
 	}
-	w("\n## Lambda functions\n\nEach function built as `make build` builds it (`-tags lambda.norpc -trimpath -ldflags \"-s -w\"`, no cgo). Zip: the deployment zip of its `bootstrap` (%s). Cold init: the real `bootstrap` started by the Lambda runtime interface emulator, as Lambda runs it, over %d cold starts each (a new emulator each time); the emulator's INIT REPORT, from exec to the function's first request for an invocation. Init makes no AWS call: clients are created, not used.\n\n",
+	w("\n## Lambda functions\n\nEach function built as `make build` builds it (`localstack/cmd/lambdabuild`: `-tags lambda.norpc -trimpath -buildvcs=false -ldflags \"-s -w -buildid=\"`, no cgo). Zip: the deployment zip of its `bootstrap` (%s). Cold init: the real `bootstrap` started by the Lambda runtime interface emulator, as Lambda runs it, over %d cold starts each (a new emulator each time); the emulator's INIT REPORT, from exec to the function's first request for an invocation. Init makes no AWS call: clients are created, not used.\n\n",
 		lambdaArch(lambdas), lambdaStarts(lambdas))
 	w("| function | zip MB | init p50 | init p95 | init max |\n|---|--:|--:|--:|--:|\n")
 	for _, l := range lambdas {

@@ -1,13 +1,19 @@
-package wiring_test
+package jobservice_test
 
 import (
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/eventbus"
 	"github.com/remote-agents/remote-agents/shared/jobevents"
 	"github.com/remote-agents/remote-agents/shared/jobevents/queuepub"
 	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/jobservice"
 )
 
 // The job events go to EventBridge where there is one (AWS, LocalStack, an
@@ -33,29 +39,29 @@ func TestJobEventsChoosesEventBridgeWhereThereIsOne(t *testing.T) {
 			for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_EVENTBRIDGE"} {
 				t.Setenv(k, tt.vars[k])
 			}
-			if got := wiring.JobEventsOnEventBridge(); got != tt.eventBridge {
-				t.Fatalf("JobEventsOnEventBridge = %v, want %v", got, tt.eventBridge)
+			if got := jobservice.EventsOnEventBridge(); got != tt.eventBridge {
+				t.Fatalf("EventsOnEventBridge = %v, want %v", got, tt.eventBridge)
 			}
 			e := env(t)
 			if !tt.eventBridge {
 				// The queue publisher sends to the queue the configuration
 				// names, and otherwise looks it up, where nothing listens.
-				if pub, err := e.JobEvents(t.Context()); err != nil || !isQueuePub(pub) {
-					t.Fatalf("JobEvents = %T, %v; want the orchestrator queue's publisher", pub, err)
+				if pub, err := jobservice.Events(t.Context(), e); err != nil || !isQueuePub(pub) {
+					t.Fatalf("Events = %T, %v; want the orchestrator queue's publisher", pub, err)
 				}
 				e = env(t)
 				e.Config.OrchestratorQueue = ""
-				if pub, err := e.JobEvents(t.Context()); err == nil || !strings.Contains(err.Error(), "ra-dev-orchestrator") {
-					t.Fatalf("JobEvents = %T, %v; want the orchestrator queue's lookup to fail", pub, err)
+				if pub, err := jobservice.Events(t.Context(), e); err == nil || !strings.Contains(err.Error(), "ra-dev-orchestrator") {
+					t.Fatalf("Events = %T, %v; want the orchestrator queue's lookup to fail", pub, err)
 				}
 				return
 			}
-			pub, err := e.JobEvents(t.Context())
+			pub, err := jobservice.Events(t.Context(), e)
 			bus, ok := pub.(*eventbus.Bus)
 			if err != nil || !ok || bus.Name() != "ra-dev-jobs" {
-				t.Fatalf("JobEvents = %T, %v; want the bus ra-dev-jobs", pub, err)
+				t.Fatalf("Events = %T, %v; want the bus ra-dev-jobs", pub, err)
 			}
-			if again, _ := e.JobEvents(t.Context()); again != pub {
+			if again, _ := jobservice.Events(t.Context(), e); again != pub {
 				t.Error("built twice")
 			}
 		})
@@ -65,4 +71,19 @@ func TestJobEventsChoosesEventBridgeWhereThereIsOne(t *testing.T) {
 func isQueuePub(p jobevents.Publisher) bool {
 	_, ok := p.(*queuepub.Publisher)
 	return ok
+}
+
+// env is an Env whose clients point at an address nothing listens on, with
+// the orchestrator queue's URL configured.
+func env(t *testing.T) *wiring.Env {
+	t.Helper()
+	cfg := config.PlatformDefaults()
+	cfg.OrchestratorQueue = "http://127.0.0.1:1/q/orchestrator"
+	awsCfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1"),
+		Credentials: aws.AnonymousCredentials{}}
+	e, err := wiring.New(cfg, awsCfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

@@ -1,4 +1,4 @@
-package wiring_test
+package functionset_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/launch/fargate"
 	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/functionset"
 )
 
 // env is an Env whose clients point at an address nothing listens on: building
@@ -22,7 +23,7 @@ import (
 func env(t *testing.T) *wiring.Env {
 	t.Helper()
 	cfg := config.PlatformDefaults()
-	cfg.GuardrailsPath = "../../data/platform-guardrails.md"
+	cfg.GuardrailsPath = "../../../data/platform-guardrails.md"
 	cfg.Queues = config.Queues{
 		Jobs: "http://127.0.0.1:1/q/jobs", JobsDLQ: "http://127.0.0.1:1/q/jobs-dlq",
 		Tools: "http://127.0.0.1:1/q/tools", ToolsDLQ: "http://127.0.0.1:1/q/tools-dlq",
@@ -49,7 +50,7 @@ func env(t *testing.T) *wiring.Env {
 // lambda.Start a handler it accepts.
 func TestEveryFunctionIsBuiltFromTheRouteTable(t *testing.T) {
 	t.Parallel()
-	builders := wiring.Builders()
+	builders := functionset.Builders()
 	if len(builders) != len(routes.Functions()) {
 		t.Errorf("%d constructors for %d functions", len(builders), len(routes.Functions()))
 	}
@@ -130,19 +131,25 @@ func functionOf(key string) string {
 
 // TestQueuesAreNeededOnlyByTheirFunctions: a function that sends to no queue
 // builds without finding one; one that does fails to build without it.
+// On the bundled emulators (as under make test), where the jobs' events go
+// onto the orchestrator queue: not parallel, it sets their endpoints.
 func TestQueuesAreNeededOnlyByTheirFunctions(t *testing.T) {
-	t.Parallel()
+	for _, k := range []string{"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_S3"} {
+		t.Setenv(k, "http://127.0.0.1:1")
+	}
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	t.Setenv("AWS_ENDPOINT_URL_EVENTBRIDGE", "")
 	e := env(t)
 	e.Config.Queues = config.Queues{} // lookups by name would fail: nothing listens
 	e.Config.OrchestratorQueue = ""
 	for _, name := range []string{"events", "embed", "messages", "model", "agenttypes", "workspace"} {
-		if _, err := wiring.Builders()[name](t.Context(), e); err != nil {
+		if _, err := functionset.Builders()[name](t.Context(), e); err != nil {
 			t.Errorf("%s needs no queue, but: %v", name, err)
 		}
 	}
 	// The sandbox channel publishes job events (the orchestrator queue).
 	for _, name := range []string{"create", "alive", "shutdown", "toolcallback", routes.JobWorker, "sandbox", "jobs"} {
-		if _, err := wiring.Builders()[name](t.Context(), e); err == nil {
+		if _, err := functionset.Builders()[name](t.Context(), e); err == nil {
 			t.Errorf("%s built without finding its queue", name)
 		}
 	}

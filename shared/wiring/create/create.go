@@ -1,0 +1,35 @@
+// Package create builds the create function: POST /api/remote_agents/create.
+package create
+
+import (
+	"context"
+
+	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/sessionapi"
+	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/poolservice"
+)
+
+// Build builds the create function.
+func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
+	jobs, err := e.Jobs(ctx)
+	if err != nil {
+		return wiring.Function{}, err
+	}
+	svc := session.NewService(session.Options{
+		Store:           e.SessionStore(),
+		Quotas:          e.Quotas(),
+		Registry:        e.Registry(),
+		AgentTypes:      poolservice.AgentTypes(e),
+		Guardrails:      e.Guardrails(),
+		Jobs:            jobs,
+		Reporter:        e.Reporter(),
+		Log:             e.Log,
+		CreationTimeout: e.Config.CreationTimeout,
+		PublicBaseURL:   e.Config.PublicBaseURL,
+		DefaultFeatures: e.Config.EmbedFeatures,
+		// Create validates task_context's URL with them.
+		GitInsecureHosts: e.Config.GitInsecureHosts,
+	})
+	return wiring.Pick("create", sessionapi.New(svc, e.Log).Routes(e.Config.AllowedOrigins))
+}

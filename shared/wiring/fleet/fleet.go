@@ -1,0 +1,21 @@
+// Package fleet builds the fleet function: GET /api/remote_agents (an app's
+// agents) and POST /api/remote_agents/{id}/kill.
+package fleet
+
+import (
+	"context"
+
+	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/sessionapi"
+	"github.com/remote-agents/remote-agents/shared/wiring"
+)
+
+// Build builds the fleet function.
+func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
+	jobs, err := e.Jobs(ctx)
+	if err != nil {
+		return wiring.Function{}, err
+	}
+	svc := session.NewService(session.Options{Store: e.SessionStore(), Registry: e.Registry(), Jobs: jobs, Notifier: e.Notifier(), Limits: e.Limits(), Log: e.Log})
+	return wiring.Pick("fleet", sessionapi.New(svc, e.Log).Routes(e.Config.AllowedOrigins))
+}

@@ -1,0 +1,17 @@
+// Package messages builds the messages function: what users send an agent
+// (messages, attachments, env values).
+package messages
+
+import (
+	"context"
+
+	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/sessionapi"
+	"github.com/remote-agents/remote-agents/shared/wiring"
+)
+
+// Build builds the messages function.
+func Build(_ context.Context, e *wiring.Env) (wiring.Function, error) {
+	svc := session.NewService(session.Options{Store: e.SessionStore(), Blob: e.Bucket(), Secrets: e.Bucket(), Notifier: e.Notifier(), Log: e.Log})
+	return wiring.Pick("messages", sessionapi.New(svc, e.Log).Routes(e.Config.AllowedOrigins))
+}

@@ -1,0 +1,21 @@
+// Package shutdown builds the shutdown function: POST
+// /api/remote_agents/{id}/shutdown.
+package shutdown
+
+import (
+	"context"
+
+	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/sessionapi"
+	"github.com/remote-agents/remote-agents/shared/wiring"
+)
+
+// Build builds the shutdown function.
+func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
+	jobs, err := e.Jobs(ctx)
+	if err != nil {
+		return wiring.Function{}, err
+	}
+	svc := session.NewService(session.Options{Store: e.SessionStore(), Jobs: jobs, Notifier: e.Notifier(), Log: e.Log})
+	return wiring.Pick("shutdown", sessionapi.New(svc, e.Log).Routes(e.Config.AllowedOrigins))
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/agenttype"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/routes"
 )
 
 // MaxBodyBytes bounds a request body: a workspace configuration at its
@@ -35,11 +36,11 @@ type Handlers struct {
 // Routes is the route table of the agent type routes.
 func (h *Handlers) Routes() []httpapi.Route {
 	return []httpapi.Route{
-		{Method: http.MethodPost, Pattern: "/api/v1/agent-types", Handler: h.Create},
-		{Method: http.MethodGet, Pattern: "/api/v1/agent-types", Handler: h.List},
-		{Method: http.MethodGet, Pattern: "/api/v1/agent-types/{id}", Handler: h.Get},
-		{Method: http.MethodGet, Pattern: "/api/v1/agent-types/{id}/workspace-config", Handler: h.GetWorkspaceConfig},
-		{Method: http.MethodPut, Pattern: "/api/v1/agent-types/{id}/workspace-config", Handler: h.PutWorkspaceConfig},
+		{Method: http.MethodPost, Pattern: routes.PathAgentTypes, Handler: h.Create},
+		{Method: http.MethodGet, Pattern: routes.PathAgentTypes, Handler: h.List},
+		{Method: http.MethodGet, Pattern: routes.PathAgentType, Handler: h.Get},
+		{Method: http.MethodGet, Pattern: routes.PathWorkspaceConfig, Handler: h.GetWorkspaceConfig},
+		{Method: http.MethodPut, Pattern: routes.PathWorkspaceConfig, Handler: h.PutWorkspaceConfig},
 	}
 }
 

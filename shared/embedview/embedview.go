@@ -35,6 +35,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -71,7 +72,7 @@ type Handlers struct {
 }
 
 // Pattern is the route's path.
-const Pattern = "/embed/{id}"
+const Pattern = routes.PathEmbed
 
 // Routes is the embed route.
 func (h *Handlers) Routes() []httpapi.Route {

@@ -29,6 +29,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/markdown"
+	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/sanitize"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -74,7 +75,7 @@ type Handlers struct {
 }
 
 // Pattern is the route's path.
-const Pattern = "/api/remote_agents/{id}/events"
+const Pattern = routes.PathEvents
 
 // Routes is the events route, with CORS for allowedOrigins.
 func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {

@@ -20,6 +20,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/job"
+	"github.com/remote-agents/remote-agents/shared/routes"
 )
 
 // Handlers serve the /internal/ routes.
@@ -33,14 +34,14 @@ type Handlers struct {
 // Routes is the route table of the /internal/ routes.
 func (h *Handlers) Routes() []httpapi.Route {
 	return []httpapi.Route{
-		{Method: http.MethodPost, Pattern: "/internal/jobs", Handler: h.guard(h.create)},
-		{Method: http.MethodGet, Pattern: "/internal/jobs/{id}", Handler: h.guard(h.get)},
-		{Method: http.MethodGet, Pattern: "/internal/jobs/{id}/logs", Handler: h.guard(h.logs)},
-		{Method: http.MethodGet, Pattern: "/internal/jobs/{id}/outputs", Handler: h.guard(h.outputs)},
-		{Method: http.MethodPost, Pattern: "/internal/jobs/{id}/cancel", Handler: h.guard(h.cancel)},
-		{Method: http.MethodPut, Pattern: "/internal/agents/{id}", Handler: h.guard(h.putProfile)},
-		{Method: http.MethodGet, Pattern: "/internal/agents/{id}", Handler: h.guard(h.getProfile)},
-		{Method: http.MethodGet, Pattern: "/internal/agents", Handler: h.guard(h.listProfiles)},
+		{Method: http.MethodPost, Pattern: routes.PathJobs, Handler: h.guard(h.create)},
+		{Method: http.MethodGet, Pattern: routes.PathJob, Handler: h.guard(h.get)},
+		{Method: http.MethodGet, Pattern: routes.PathJobLogs, Handler: h.guard(h.logs)},
+		{Method: http.MethodGet, Pattern: routes.PathJobOutputs, Handler: h.guard(h.outputs)},
+		{Method: http.MethodPost, Pattern: routes.PathJobCancel, Handler: h.guard(h.cancel)},
+		{Method: http.MethodPut, Pattern: routes.PathAgentProfile, Handler: h.guard(h.putProfile)},
+		{Method: http.MethodGet, Pattern: routes.PathAgentProfile, Handler: h.guard(h.getProfile)},
+		{Method: http.MethodGet, Pattern: routes.PathAgentProfiles, Handler: h.guard(h.listProfiles)},
 	}
 }
 

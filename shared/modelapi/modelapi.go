@@ -34,12 +34,12 @@ import (
 	"github.com/remote-agents/remote-agents/shared/awserr"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/modelgateway"
-	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
 // Pattern is the model route's path.
-const Pattern = sandboxwire.Prefix + "{sessionId}/" + sandboxwire.RouteModel + "/{provider}/{proxy+}"
+const Pattern = routes.PathModel
 
 // Limits of a call.
 const (

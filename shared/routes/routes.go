@@ -4,7 +4,11 @@
 // each route on its function; tests keep the three in step with this table.
 package routes
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+)
 
 // Route is one HTTP route and its function.
 type Route struct {
@@ -32,50 +36,91 @@ const (
 	JobWorker = "jobworker"
 )
 
+// The routes' paths, each named once: the table below, the handlers'
+// patterns and the tests take them from here (the sandbox channel's from the
+// wire package, which the sandbox shares).
+const (
+	PathCreate      = "/api/remote_agents/create"
+	PathAgents      = "/api/remote_agents"
+	PathAlive       = "/api/remote_agents/{id}/alive"
+	PathShutdown    = "/api/remote_agents/{id}/shutdown"
+	PathMessages    = "/api/remote_agents/{id}/messages"
+	PathAttachments = "/api/remote_agents/{id}/attachments"
+	PathEnv         = "/api/remote_agents/{id}/env"
+	PathKill        = "/api/remote_agents/{id}/kill"
+	PathEvents      = "/api/remote_agents/{id}/events"
+	// PathWorkspaceTool runs a workspace tool in the agent's sandbox.
+	PathWorkspaceTool = "/api/remote_agents/{id}/workspace/tools/{tool}"
+	PathEmbed         = "/embed/{id}"
+	// PathToolCallback is the spec's gateway tool callback.
+	PathToolCallback = "/proliferate/{sessionId}/tools/{toolName}"
+	// PathModel is the model gateway: the rest of the path is the provider's.
+	PathModel = sandboxwire.Prefix + "{sessionId}/" + sandboxwire.RouteModel + "/{provider}/{proxy+}"
+	// The agent types (app key).
+	PathAgentTypes      = "/api/v1/agent-types"
+	PathAgentType       = "/api/v1/agent-types/{id}"
+	PathWorkspaceConfig = "/api/v1/agent-types/{id}/workspace-config"
+	// The orchestrator's routes (InternalPrefix).
+	PathJobs          = "/internal/jobs"
+	PathJob           = "/internal/jobs/{id}"
+	PathJobLogs       = "/internal/jobs/{id}/logs"
+	PathJobOutputs    = "/internal/jobs/{id}/outputs"
+	PathJobCancel     = "/internal/jobs/{id}/cancel"
+	PathAgentProfiles = "/internal/agents"
+	PathAgentProfile  = "/internal/agents/{id}"
+)
+
+// SandboxPath is the path of the sandbox channel's route name
+// (sandboxwire.RouteSpec…) for a session's sandbox.
+func SandboxPath(name string) string { return sandboxwire.Prefix + "{sessionId}/" + name }
+
+// PoolPath is the path of route name for a warm pool sandbox.
+func PoolPath(name string) string { return sandboxwire.PoolPrefix + "{sandboxId}/" + name }
+
 var table = []Route{
-	{Method: "POST", Path: "/api/remote_agents/create", Function: "create"},
-	{Method: "GET", Path: "/api/remote_agents/{id}/alive", Function: "alive"},
-	{Method: "POST", Path: "/api/remote_agents/{id}/shutdown", Function: "shutdown"},
-	{Method: "POST", Path: "/api/remote_agents/{id}/messages", Function: "messages"},
-	{Method: "POST", Path: "/api/remote_agents/{id}/attachments", Function: "messages"},
-	{Method: "POST", Path: "/api/remote_agents/{id}/env", Function: "messages"},
+	{Method: "POST", Path: PathCreate, Function: "create"},
+	{Method: "GET", Path: PathAlive, Function: "alive"},
+	{Method: "POST", Path: PathShutdown, Function: "shutdown"},
+	{Method: "POST", Path: PathMessages, Function: "messages"},
+	{Method: "POST", Path: PathAttachments, Function: "messages"},
+	{Method: "POST", Path: PathEnv, Function: "messages"},
 	// The fleet: an app's agents (app key), and kill (app key or session token).
-	{Method: "GET", Path: "/api/remote_agents", Function: "fleet"},
-	{Method: "POST", Path: "/api/remote_agents/{id}/kill", Function: "fleet"},
-	{Method: "GET", Path: "/api/remote_agents/{id}/events", Function: "events", Stream: true},
+	{Method: "GET", Path: PathAgents, Function: "fleet"},
+	{Method: "POST", Path: PathKill, Function: "fleet"},
+	{Method: "GET", Path: PathEvents, Function: "events", Stream: true},
 	// Workspace tools apps run in their agent's sandbox (session token).
-	{Method: "POST", Path: "/api/remote_agents/{id}/workspace/tools/{tool}", Function: "workspace"},
-	{Method: "GET", Path: "/embed/{id}", Function: "embed", Public: true},
-	{Method: "POST", Path: "/proliferate/{sessionId}/tools/{toolName}", Function: "toolcallback"},
-	{Method: "POST", Path: "/sandbox/{sessionId}/bootstrap", Function: "sandbox"},
-	{Method: "GET", Path: "/sandbox/{sessionId}/spec", Function: "sandbox"},
-	{Method: "POST", Path: "/sandbox/{sessionId}/status", Function: "sandbox"},
-	{Method: "POST", Path: "/sandbox/{sessionId}/heartbeat", Function: "sandbox"},
-	{Method: "GET", Path: "/sandbox/{sessionId}/inbox", Function: "sandbox"},
-	{Method: "POST", Path: "/sandbox/{sessionId}/events", Function: "sandbox"},
-	{Method: "POST", Path: "/sandbox/{sessionId}/uploads", Function: "sandbox"},
-	{Method: "POST", Path: "/sandbox/{sessionId}/tool-results", Function: "sandbox"},
+	{Method: "POST", Path: PathWorkspaceTool, Function: "workspace"},
+	{Method: "GET", Path: PathEmbed, Function: "embed", Public: true},
+	{Method: "POST", Path: PathToolCallback, Function: "toolcallback"},
+	{Method: "POST", Path: SandboxPath(sandboxwire.RouteBootstrap), Function: "sandbox"},
+	{Method: "GET", Path: SandboxPath(sandboxwire.RouteSpec), Function: "sandbox"},
+	{Method: "POST", Path: SandboxPath(sandboxwire.RouteStatus), Function: "sandbox"},
+	{Method: "POST", Path: SandboxPath(sandboxwire.RouteHeartbeat), Function: "sandbox"},
+	{Method: "GET", Path: SandboxPath(sandboxwire.RouteInbox), Function: "sandbox"},
+	{Method: "POST", Path: SandboxPath(sandboxwire.RouteEvents), Function: "sandbox"},
+	{Method: "POST", Path: SandboxPath(sandboxwire.RouteUploads), Function: "sandbox"},
+	{Method: "POST", Path: SandboxPath(sandboxwire.RouteToolResults), Function: "sandbox"},
 	// Warm pool sandboxes, before a session claims them.
-	{Method: "POST", Path: "/sandbox-pool/{sandboxId}/bootstrap", Function: "sandbox"},
-	{Method: "POST", Path: "/sandbox-pool/{sandboxId}/heartbeat", Function: "sandbox"},
+	{Method: "POST", Path: PoolPath(sandboxwire.RouteBootstrap), Function: "sandbox"},
+	{Method: "POST", Path: PoolPath(sandboxwire.RouteHeartbeat), Function: "sandbox"},
 	// Agent types and their workspaces, for apps and operators (app key).
-	{Method: "POST", Path: "/api/v1/agent-types", Function: "agenttypes"},
-	{Method: "GET", Path: "/api/v1/agent-types", Function: "agenttypes"},
-	{Method: "GET", Path: "/api/v1/agent-types/{id}", Function: "agenttypes"},
-	{Method: "GET", Path: "/api/v1/agent-types/{id}/workspace-config", Function: "agenttypes"},
-	{Method: "PUT", Path: "/api/v1/agent-types/{id}/workspace-config", Function: "agenttypes"},
+	{Method: "POST", Path: PathAgentTypes, Function: "agenttypes"},
+	{Method: "GET", Path: PathAgentTypes, Function: "agenttypes"},
+	{Method: "GET", Path: PathAgentType, Function: "agenttypes"},
+	{Method: "GET", Path: PathWorkspaceConfig, Function: "agenttypes"},
+	{Method: "PUT", Path: PathWorkspaceConfig, Function: "agenttypes"},
 	// The model gateway: a sandbox's model calls, forwarded with the
 	// platform's credential; the answer streams back as the provider sends it.
-	{Method: "POST", Path: "/sandbox/{sessionId}/model/{provider}/{proxy+}", Function: "model", Stream: true},
+	{Method: "POST", Path: PathModel, Function: "model", Stream: true},
 	// The orchestrator's jobs and agent profiles (IAM, the orchestrator only).
-	{Method: "POST", Path: "/internal/jobs", Function: "jobs", Internal: true},
-	{Method: "GET", Path: "/internal/jobs/{id}", Function: "jobs", Internal: true},
-	{Method: "GET", Path: "/internal/jobs/{id}/logs", Function: "jobs", Internal: true},
-	{Method: "GET", Path: "/internal/jobs/{id}/outputs", Function: "jobs", Internal: true},
-	{Method: "POST", Path: "/internal/jobs/{id}/cancel", Function: "jobs", Internal: true},
-	{Method: "PUT", Path: "/internal/agents/{id}", Function: "jobs", Internal: true},
-	{Method: "GET", Path: "/internal/agents/{id}", Function: "jobs", Internal: true},
-	{Method: "GET", Path: "/internal/agents", Function: "jobs", Internal: true},
+	{Method: "POST", Path: PathJobs, Function: "jobs", Internal: true},
+	{Method: "GET", Path: PathJob, Function: "jobs", Internal: true},
+	{Method: "GET", Path: PathJobLogs, Function: "jobs", Internal: true},
+	{Method: "GET", Path: PathJobOutputs, Function: "jobs", Internal: true},
+	{Method: "POST", Path: PathJobCancel, Function: "jobs", Internal: true},
+	{Method: "PUT", Path: PathAgentProfile, Function: "jobs", Internal: true},
+	{Method: "GET", Path: PathAgentProfile, Function: "jobs", Internal: true},
+	{Method: "GET", Path: PathAgentProfiles, Function: "jobs", Internal: true},
 }
 
 // All returns every route.
@@ -123,7 +168,7 @@ func CORSExposeHeaders() []string { return []string{"Retry-After", "Idempotent-R
 // served from the public origin itself, and the sandbox and tool routes are
 // servers'.
 func (r Route) CORS() bool {
-	return r.Path == "/api/remote_agents" || strings.HasPrefix(r.Path, "/api/remote_agents/")
+	return r.Path == PathAgents || strings.HasPrefix(r.Path, PathAgents+"/")
 }
 
 // SocketRoute is a route of the push channel's WebSocket API (on AWS an API

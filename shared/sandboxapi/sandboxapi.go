@@ -14,6 +14,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/pool"
+	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
@@ -29,7 +30,7 @@ type Handlers struct {
 // Routes is the sandbox channel's route table.
 func (h *Handlers) Routes() []httpapi.Route {
 	route := func(method, name string, fn httpapi.Handler) httpapi.Route {
-		return httpapi.Route{Method: method, Pattern: sandboxwire.Prefix + "{sessionId}/" + name, Handler: fn}
+		return httpapi.Route{Method: method, Pattern: routes.SandboxPath(name), Handler: fn}
 	}
 	return []httpapi.Route{
 		route(http.MethodPost, sandboxwire.RouteBootstrap, h.Bootstrap),
@@ -40,8 +41,8 @@ func (h *Handlers) Routes() []httpapi.Route {
 		route(http.MethodPost, sandboxwire.RouteEvents, h.Events),
 		route(http.MethodPost, sandboxwire.RouteUploads, h.Uploads),
 		route(http.MethodPost, sandboxwire.RouteToolResults, h.ToolResults),
-		{Method: http.MethodPost, Pattern: sandboxwire.PoolPrefix + "{sandboxId}/" + sandboxwire.RouteBootstrap, Handler: h.PoolBootstrap},
-		{Method: http.MethodPost, Pattern: sandboxwire.PoolPrefix + "{sandboxId}/" + sandboxwire.RouteHeartbeat, Handler: h.PoolHeartbeat},
+		{Method: http.MethodPost, Pattern: routes.PoolPath(sandboxwire.RouteBootstrap), Handler: h.PoolBootstrap},
+		{Method: http.MethodPost, Pattern: routes.PoolPath(sandboxwire.RouteHeartbeat), Handler: h.PoolHeartbeat},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/api/schema"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -29,14 +30,14 @@ func New(svc *session.Service, log *slog.Logger) *Handlers {
 // for allowedOrigins.
 func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
 	return []httpapi.Route{
-		{Method: http.MethodPost, Pattern: "/api/remote_agents/create", Handler: httpapi.CORS(allowedOrigins, "POST", h.Create), CORS: true},
-		{Method: http.MethodGet, Pattern: "/api/remote_agents/{id}/alive", Handler: httpapi.CORS(allowedOrigins, "GET", h.Alive), CORS: true},
-		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/shutdown", Handler: httpapi.CORS(allowedOrigins, "POST", h.Shutdown), CORS: true},
-		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/env", Handler: httpapi.CORS(allowedOrigins, "POST", h.SubmitEnv), CORS: true},
-		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/messages", Handler: httpapi.CORS(allowedOrigins, "POST", h.Messages), CORS: true},
-		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/attachments", Handler: httpapi.CORS(allowedOrigins, "POST", h.Attachments), CORS: true},
-		{Method: http.MethodGet, Pattern: "/api/remote_agents", Handler: httpapi.CORS(allowedOrigins, "GET", h.List), CORS: true},
-		{Method: http.MethodPost, Pattern: "/api/remote_agents/{id}/kill", Handler: httpapi.CORS(allowedOrigins, "POST", h.Kill), CORS: true},
+		{Method: http.MethodPost, Pattern: routes.PathCreate, Handler: httpapi.CORS(allowedOrigins, "POST", h.Create), CORS: true},
+		{Method: http.MethodGet, Pattern: routes.PathAlive, Handler: httpapi.CORS(allowedOrigins, "GET", h.Alive), CORS: true},
+		{Method: http.MethodPost, Pattern: routes.PathShutdown, Handler: httpapi.CORS(allowedOrigins, "POST", h.Shutdown), CORS: true},
+		{Method: http.MethodPost, Pattern: routes.PathEnv, Handler: httpapi.CORS(allowedOrigins, "POST", h.SubmitEnv), CORS: true},
+		{Method: http.MethodPost, Pattern: routes.PathMessages, Handler: httpapi.CORS(allowedOrigins, "POST", h.Messages), CORS: true},
+		{Method: http.MethodPost, Pattern: routes.PathAttachments, Handler: httpapi.CORS(allowedOrigins, "POST", h.Attachments), CORS: true},
+		{Method: http.MethodGet, Pattern: routes.PathAgents, Handler: httpapi.CORS(allowedOrigins, "GET", h.List), CORS: true},
+		{Method: http.MethodPost, Pattern: routes.PathKill, Handler: httpapi.CORS(allowedOrigins, "POST", h.Kill), CORS: true},
 	}
 }
 

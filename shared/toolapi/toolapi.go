@@ -20,6 +20,7 @@ import (
 	"net/http"
 
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/toolgate"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
@@ -38,7 +39,7 @@ type Handlers struct {
 
 // Routes is the route table of the tool callbacks.
 func (h *Handlers) Routes() []httpapi.Route {
-	return []httpapi.Route{{Method: http.MethodPost, Pattern: "/proliferate/{sessionId}/tools/{toolName}", Handler: h.Callback}}
+	return []httpapi.Route{{Method: http.MethodPost, Pattern: routes.PathToolCallback, Handler: h.Callback}}
 }
 
 // Callback serves POST /proliferate/{sessionId}/tools/{toolName}.

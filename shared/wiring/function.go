@@ -81,10 +81,19 @@ func Lambda(build Builder, opts ...Option) any {
 }
 
 // Pick returns function name serving the routes of from that package routes
-// gives it, and fails unless every one of them has a handler in from.
+// gives it, and fails unless every one of them has a handler in from and
+// every route of from is in the table (a handler cannot serve a path the table,
+// and so API Gateway and the document, lack).
 func Pick(name string, from []httpapi.Route) (Function, error) {
+	inTable := map[string]bool{}
+	for _, r := range routes.All() {
+		inTable[r.Key()] = true
+	}
 	byKey := make(map[string]httpapi.Route, len(from))
 	for _, r := range from {
+		if !inTable[r.Key()] {
+			return Function{}, fmt.Errorf("function %s: handler route %s is not in the route table", name, r.Key())
+		}
 		byKey[r.Key()] = r
 	}
 	f := Function{Name: name}

@@ -13,11 +13,12 @@ import (
 	"net/http"
 
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
 // Path is the route's pattern.
-const Path = "/api/remote_agents/{id}/workspace/tools/{tool}"
+const Path = routes.PathWorkspaceTool
 
 // Handlers serve the route over a session service.
 type Handlers struct {

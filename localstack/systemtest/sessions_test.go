@@ -27,7 +27,6 @@ import (
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
-	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/token"
 )
 
@@ -449,41 +448,6 @@ func TestCreateWithoutAModelIs503(t *testing.T) {
 		t.Errorf("model_unavailable is retryable: %s", r.raw)
 	}
 	eventually(t, 20*time.Second, "no sandbox left running", func() bool { return len(s.srv.Launcher.Running()) == 0 })
-}
-
-// TestIdempotencyKeyOfAFinishedAgentIsFinal: permanent conditions are not
-// retryable. The key of an agent that has ended, or one past its token cap,
-// answers 409 with retryable false and says to use a new key.
-func TestIdempotencyKeyOfAFinishedAgentIsFinal(t *testing.T) {
-	t.Parallel()
-	s := start(t)
-	final := func(r reply, what string) {
-		t.Helper()
-		wantError(t, r, http.StatusConflict, "idempotency_key_reused")
-		if r.body["retryable"] != false || !strings.Contains(r.str("message"), "new Idempotency-Key") {
-			t.Errorf("%s: %s", what, r.raw)
-		}
-	}
-	// Past the token cap: each replay hands out another token, up to the cap.
-	first := s.create(createBody("Hello"), "Idempotency-Key", "cap-1")
-	if first.status != http.StatusOK {
-		t.Fatalf("create: %d %s", first.status, first.raw)
-	}
-	for i := 1; i < session.MaxTokens; i++ {
-		if r := s.create(createBody("Hello"), "Idempotency-Key", "cap-1"); r.status != http.StatusOK {
-			t.Fatalf("replay %d: %d %s", i, r.status, r.raw)
-		}
-	}
-	final(s.create(createBody("Hello"), "Idempotency-Key", "cap-1"), "past the token cap")
-
-	// An ended agent.
-	r := s.create(createBody("Hello"), "Idempotency-Key", "ended-1")
-	id, tok := r.str("agent_id"), r.str("session_token")
-	if r := s.shutdown(id, tok); r.status != http.StatusOK {
-		t.Fatalf("shutdown: %d %s", r.status, r.raw)
-	}
-	eventually(t, 15*time.Second, "session ended", func() bool { return s.alive(id, tok).str("state") == "ended" })
-	final(s.create(createBody("Hello"), "Idempotency-Key", "ended-1"), "an ended agent")
 }
 
 // TestBodyLimitBeforeReading: like API Gateway, a body declared larger than

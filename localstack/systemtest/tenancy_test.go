@@ -220,21 +220,3 @@ func TestRunsAreScopedByTenant(t *testing.T) {
 		t.Errorf("a session of no tenant completed a run: %d %s", r.status, r.raw)
 	}
 }
-
-// A create's Idempotency-Key is its app's: the same key, with the same
-// request, from another tenant's app creates that app's own agent, never hands
-// out a token of this one's.
-func TestIdempotencyKeysAreScopedByTenant(t *testing.T) {
-	t.Parallel()
-	s := start(t, fakeSandbox(), withConfig(func(c *config.RemoteAgents) { c.CreationTimeout = 20 * time.Second }))
-	s.addTenant(t, "other", otherKey)
-	body := createBody("Hello")
-	mine, _, _ := s.readyAs(t, appKey, body, nil, "Idempotency-Key", "same-key")
-	theirs, _, _ := s.readyAs(t, otherKey, body, map[string]bool{mine: true}, "Idempotency-Key", "same-key")
-	if theirs == mine {
-		t.Fatalf("another tenant's create got agent %s", mine)
-	}
-	if got, err := s.srv.Env.SessionStore().Get(t.Context(), theirs); err != nil || got.Tenant != "other" {
-		t.Errorf("their session: %+v %v", got, err)
-	}
-}

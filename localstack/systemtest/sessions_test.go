@@ -146,24 +146,6 @@ func TestCreateTimesOutWhenSandboxNeverReady(t *testing.T) {
 	}
 }
 
-func TestNotFoundErrors(t *testing.T) {
-	t.Parallel()
-	s := start(t)
-	wantError(t, s.create(map[string]any{"project_name": "nope", "persona_slug": "assistant", "initial_prompt": "x"}), 404, "project_not_found")
-	wantError(t, s.create(map[string]any{"project_name": "demo", "persona_slug": "ghost", "initial_prompt": "x"}), 404, "persona_not_found")
-	wantError(t, s.create(map[string]any{"project_name": "demo", "persona_slug": "retired", "initial_prompt": "x"}), 404, "persona_not_found")
-	_, tok := s.mustCreate()
-	wantError(t, s.shutdown("0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5b6a", tok), 404, "agent_not_found")
-
-	unknown := s.alive("0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5b6a", tok)
-	if unknown.status != 200 || unknown.body["alive"] != false {
-		t.Errorf("alive of unknown agent: %d %s", unknown.status, unknown.raw)
-	}
-	if strings.Contains(unknown.raw, "demo") || strings.Contains(unknown.raw, "assistant") {
-		t.Errorf("alive of unknown agent reveals something: %s", unknown.raw)
-	}
-}
-
 func TestAuthErrors(t *testing.T) {
 	t.Parallel()
 	s := start(t)
@@ -204,13 +186,14 @@ func TestShutdownTwice(t *testing.T) {
 	eventually(t, 10*time.Second, "sandbox process gone", func() bool { return len(s.srv.Launcher.Running()) == 0 })
 }
 
+// TestGuardrailsMissingFailsClosed: with the configured guardrails file gone,
+// create is 503 guardrails_missing, writes no session, starts no sandbox and
+// logs a critical report. Empty, blank and unreadable guardrails are the
+// session service's rule: shared/session TestCreateFailsClosedWithoutGuardrails.
 func TestGuardrailsMissingFailsClosed(t *testing.T) {
 	t.Parallel()
 	cases := map[string]func(path string){
-		"missing":    func(p string) { _ = os.Remove(p) },
-		"empty":      func(p string) { _ = os.WriteFile(p, nil, 0o644) },
-		"whitespace": func(p string) { _ = os.WriteFile(p, []byte("  \n\t \n"), 0o644) },
-		"unreadable": func(p string) { _ = os.Remove(p); _ = os.Mkdir(p, 0o755) },
+		"missing": func(p string) { _ = os.Remove(p) },
 	}
 	for name, breakIt := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -330,6 +313,9 @@ func TestIdempotentCreateRetriedAfterTimeoutKeepsWaiting(t *testing.T) {
 	}
 }
 
+// TestBadRequestsAreRefused: what the route's decoding refuses, and one rule of
+// the service's (each is in shared/session TestCreateRefusesBadRequests) to
+// show they reach the client as 400 invalid_request.
 func TestBadRequestsAreRefused(t *testing.T) {
 	t.Parallel()
 	s := start(t)
@@ -338,12 +324,7 @@ func TestBadRequestsAreRefused(t *testing.T) {
 		"not an object":        `["demo"]`,
 		"unknown field":        map[string]any{"project_name": "demo", "persona_slug": "assistant", "initial_prompt": "x", "admin": true},
 		"missing prompt":       map[string]any{"project_name": "demo", "persona_slug": "assistant"},
-		"missing project":      map[string]any{"persona_slug": "assistant", "initial_prompt": "x"},
-		"blank prompt":         map[string]any{"project_name": "demo", "persona_slug": "assistant", "initial_prompt": "   "},
 		"wrong type":           map[string]any{"project_name": 7, "persona_slug": "assistant", "initial_prompt": "x"},
-		"over-long project":    map[string]any{"project_name": strings.Repeat("p", 129), "persona_slug": "assistant", "initial_prompt": "x"},
-		"bad slug":             map[string]any{"project_name": "demo", "persona_slug": "../etc", "initial_prompt": "x"},
-		"over-long prompt":     map[string]any{"project_name": "demo", "persona_slug": "assistant", "initial_prompt": strings.Repeat("x", 33*1024)},
 		"unknown feature flag": map[string]any{"project_name": "demo", "persona_slug": "assistant", "initial_prompt": "x", "feature_flags": map[string]bool{"camera": true}},
 	}
 	for name, body := range cases {

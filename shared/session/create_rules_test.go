@@ -1,7 +1,8 @@
 package session_test
 
 // The rules of create that are the session service's own, on the in-memory
-// store in milliseconds: quotas per app (live agents, creates per minute, the
+// store in milliseconds: what a request must hold, projects and personas that
+// are not there, guardrails that are not there (fail closed), quotas per app (live agents, creates per minute, the
 // daily budget, the platform's and the app key's), the open streams quota,
 // and Idempotency-Key (same request, another request, another tenant, an
 // ended agent). The system tests (localstack/systemtest) prove the wiring:
@@ -22,6 +23,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/jobs"
 	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/report"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/session/storetest"
 )
@@ -29,8 +31,10 @@ import (
 // createRig is a session service on the in-memory store whose sandboxes are
 // ready as soon as their start is queued, with a clock the test moves.
 type createRig struct {
-	svc   *session.Service
-	store *storetest.Memory
+	svc        *session.Service
+	store      *storetest.Memory
+	guardrails string
+	reports    *createReports
 
 	mu  sync.Mutex
 	now time.Time
@@ -55,10 +59,10 @@ func newCreateRig(t *testing.T, q session.Quotas, now time.Time) *createRig {
 	if err := os.WriteFile(string(g), []byte("# Platform rules\n\nBe careful.\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := &createRig{store: storetest.NewMemory(), now: now}
+	r := &createRig{store: storetest.NewMemory(), guardrails: string(g), reports: &createReports{}, now: now}
 	r.store.Now = r.clock
 	r.svc = session.NewService(session.Options{
-		Store: r.store, Quotas: q, Registry: demoRegistry{}, Guardrails: g,
+		Store: r.store, Quotas: q, Registry: demoRegistry{}, Guardrails: g, Reporter: r.reports,
 		Jobs: readyOnStart{store: r.store, now: r.clock}, CreationTimeout: 5 * time.Second,
 		Log: slog.New(slog.DiscardHandler), Now: r.clock,
 	})
@@ -108,7 +112,26 @@ func (p readyOnStart) Publish(ctx context.Context, m jobs.Message, _ time.Durati
 	return err
 }
 
-// demoRegistry holds the platform's project "demo" and persona "assistant".
+// createReports records the exceptions reported.
+type createReports struct {
+	mu  sync.Mutex
+	got []report.Exception
+}
+
+func (r *createReports) Report(_ context.Context, e report.Exception) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, e)
+}
+
+func (r *createReports) all() []report.Exception {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]report.Exception(nil), r.got...)
+}
+
+// demoRegistry holds the platform's project "demo", its persona "assistant"
+// and its persona "retired", not active.
 type demoRegistry struct{ registry.Store }
 
 func (demoRegistry) Project(_ context.Context, _, name string) (registry.Project, error) {
@@ -119,10 +142,10 @@ func (demoRegistry) Project(_ context.Context, _, name string) (registry.Project
 }
 
 func (demoRegistry) Persona(_ context.Context, _, slug string) (registry.Persona, error) {
-	if slug != "assistant" {
+	if slug != "assistant" && slug != "retired" {
 		return registry.Persona{}, registry.ErrNotFound
 	}
-	return registry.Persona{Slug: slug, Name: "Assistant", Active: true}, nil
+	return registry.Persona{Slug: slug, Name: slug, Active: slug == "assistant"}, nil
 }
 
 var (
@@ -292,4 +315,102 @@ func TestIdempotencyKeyRules(t *testing.T) {
 	}
 	_, err = r.create(t, appA, "cap-1")
 	final(err, "past the token cap")
+}
+
+// What a create must hold, each refused 400 invalid_request before anything
+// is read or written.
+func TestCreateRefusesBadRequests(t *testing.T) {
+	t.Parallel()
+	r := newCreateRig(t, session.Quotas{}, time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	ok := session.CreateRequest{ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "x"}
+	tests := []struct {
+		name   string
+		change func(*session.CreateRequest)
+	}{
+		{"missing prompt", func(c *session.CreateRequest) { c.InitialPrompt = "" }},
+		{"blank prompt", func(c *session.CreateRequest) { c.InitialPrompt = "  \n\t" }},
+		{"over-long prompt", func(c *session.CreateRequest) { c.InitialPrompt = strings.Repeat("x", 33*1024) }},
+		{"missing project", func(c *session.CreateRequest) { c.ProjectName = "" }},
+		{"over-long project", func(c *session.CreateRequest) { c.ProjectName = strings.Repeat("p", session.MaxNameLen+1) }},
+		{"missing persona", func(c *session.CreateRequest) { c.PersonaSlug = "" }},
+		{"bad slug", func(c *session.CreateRequest) { c.PersonaSlug = "../etc" }},
+		{"upper-case slug", func(c *session.CreateRequest) { c.PersonaSlug = "Assistant" }},
+		{"unknown session type", func(c *session.CreateRequest) { c.SessionType = "admin" }},
+		{"setup without a configuration", func(c *session.CreateRequest) { c.SessionType = "setup" }},
+		{"bad agent type", func(c *session.CreateRequest) { c.AgentType = "../default" }},
+		{"over-long idempotency key", func(c *session.CreateRequest) { c.IdempotencyKey = strings.Repeat("k", session.MaxIdempotencyKeyLen+1) }},
+		{"idempotency key with a space", func(c *session.CreateRequest) { c.IdempotencyKey = "a b" }},
+	}
+	for _, tt := range tests {
+		req := ok
+		tt.change(&req)
+		if _, err := r.svc.Create(t.Context(), appA, req); code(err) != apierror.InvalidRequest {
+			t.Errorf("%s: %v, want %s", tt.name, err, apierror.InvalidRequest)
+		}
+	}
+	if n, err := r.store.CountLive(t.Context(), appA.Tenant, 10); err != nil || n != 0 {
+		t.Errorf("%d sessions written for refused requests (%v)", n, err)
+	}
+}
+
+// A project or persona that is not there, or a persona that is not active,
+// is 404; an agent that is not there is 404 to shutdown, and not alive to
+// alive, which says nothing else.
+func TestCreateOfWhatIsNotThere(t *testing.T) {
+	t.Parallel()
+	r := newCreateRig(t, session.Quotas{}, time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	for _, tt := range []struct {
+		project, persona string
+		want             apierror.Code
+	}{
+		{"nope", "assistant", apierror.ProjectNotFound},
+		{"demo", "ghost", apierror.PersonaNotFound},
+		{"demo", "retired", apierror.PersonaNotFound},
+	} {
+		_, err := r.svc.Create(t.Context(), appA, session.CreateRequest{ProjectName: tt.project, PersonaSlug: tt.persona, InitialPrompt: "x"})
+		if code(err) != tt.want {
+			t.Errorf("project %s, persona %s: %v, want %s", tt.project, tt.persona, err, tt.want)
+		}
+	}
+	c := r.mustCreate(t, appA)
+	const unknown = "0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5b6a"
+	if _, err := r.svc.Shutdown(t.Context(), unknown, c.SessionToken); code(err) != apierror.AgentNotFound {
+		t.Errorf("shutdown of an unknown agent: %v, want %s", err, apierror.AgentNotFound)
+	}
+	st, err := r.svc.Alive(t.Context(), unknown, c.SessionToken)
+	if err != nil || st != (session.AliveStatus{AgentID: unknown, State: "unknown"}) {
+		t.Errorf("alive of an unknown agent: %+v, %v", st, err)
+	}
+}
+
+// Guardrails missing, empty, blank or unreadable: create fails closed with
+// 503 guardrails_missing, not naming where they are, before any session
+// exists, and reports a critical guardrail_injection exception.
+func TestCreateFailsClosedWithoutGuardrails(t *testing.T) {
+	t.Parallel()
+	for name, breakIt := range map[string]func(path string) error{
+		"missing":    os.Remove,
+		"empty":      func(p string) error { return os.WriteFile(p, nil, 0o600) },
+		"whitespace": func(p string) error { return os.WriteFile(p, []byte("  \n\t \n"), 0o600) },
+		"unreadable": func(p string) error { return errors.Join(os.Remove(p), os.Mkdir(p, 0o700)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := newCreateRig(t, session.Quotas{}, time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+			if err := breakIt(r.guardrails); err != nil {
+				t.Fatal(err)
+			}
+			_, err := r.create(t, appA, "")
+			if code(err) != apierror.GuardrailsMissing || strings.Contains(err.Error(), r.guardrails) {
+				t.Errorf("create: %v, want %s not naming the file", err, apierror.GuardrailsMissing)
+			}
+			if n, err := r.store.CountLive(t.Context(), appA.Tenant, 10); err != nil || n != 0 {
+				t.Errorf("%d sessions created without guardrails (%v)", n, err)
+			}
+			got := r.reports.all()
+			if len(got) != 1 || got[0].Source != "guardrail_injection" || got[0].Severity != report.Critical || got[0].Context["persona_slug"] != "assistant" {
+				t.Errorf("reports %+v, want one critical guardrail_injection", got)
+			}
+		})
+	}
 }

@@ -1,15 +1,17 @@
-// Package devtest runs a dev server for the tests of packages outside the dev
-// server's own (the Go client, the examples): a TestMain calls Main, which
-// builds the agent the sandboxes run and brings up the local AWS, and each
-// test calls Start for a server on its own environment, seeded with the
-// fixtures and AppKey, whose every answer is checked against the API's
-// document (package apitest).
+// Package devtest is the one harness for tests that run the whole system on a
+// dev server: the system tests (localstack/systemtest), the Go client's and
+// the examples'. A TestMain calls Main, which builds the agent the sandboxes
+// run and brings up the local AWS, and each test calls Start for a server on
+// its own environment, seeded with the fixtures and AppKey, with its own copy
+// of the guardrails. Every answer the server gives is checked against the
+// API's document (package apitest) and every AWS call a function's code makes
+// against its declared access (package access): either failing fails the
+// test.
 package devtest
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -27,7 +29,7 @@ import (
 )
 
 // AppKey is the app key the servers are seeded with.
-const AppKey = "rak_devtest_app_key_for_client_tests"
+const AppKey = "rak_test_app_key_for_devserver_integration_tests"
 
 var (
 	root     = repoRoot()
@@ -62,6 +64,11 @@ func run(m *testing.M) int {
 // Option changes a server's options.
 type Option func(*devserver.Options)
 
+// WithConfig lets f change the platform's remote_agents configuration.
+func WithConfig(f func(*config.RemoteAgents)) Option {
+	return func(o *devserver.Options) { f(&o.Config.RemoteAgents) }
+}
+
 // WithSandbox runs sandboxes with command (Agent is the agent binary).
 func WithSandbox(command ...string) Option {
 	return func(o *devserver.Options) { o.SandboxCommand = command }
@@ -84,14 +91,41 @@ func WithHandler(wrap func(http.Handler) http.Handler) Option {
 // Agent is the agent binary the sandboxes run (built by Main).
 func Agent() string { return agentBin }
 
-// Start runs a dev server for t, closed when t ends; the API document's
-// checks fail t.
-func Start(t testing.TB, opts ...Option) *devserver.Server {
+// Stack is a running dev server and what a test may reach beside its API.
+type Stack struct {
+	*devserver.Server
+	// Name is the environment (RA_ENV) its resources are named for.
+	Name string
+	// Guardrails is the path of its own copy of the platform's guardrails.
+	Guardrails string
+	// Work is its working directory (sandboxes' folders and logs).
+	Work string
+
+	logs *lockedBuffer
+}
+
+// Logs returns the server's log lines (JSON) written so far.
+func (s *Stack) Logs() string { return s.logs.String() }
+
+// Start runs a dev server for t, closed when t ends. An answer not as the
+// API's document describes, or an AWS call outside a function's declared
+// access, fails t; a failed t logs the server's logs.
+func Start(t testing.TB, opts ...Option) *Stack {
 	t.Helper()
 	work := t.TempDir()
+	guardrails := filepath.Join(work, "platform-guardrails.md")
+	shipped, err := os.ReadFile(filepath.Join(root, "data", "platform-guardrails.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(guardrails, shipped, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cfg := config.PlatformDefaults()
-	cfg.GuardrailsPath = filepath.Join(root, "data", "platform-guardrails.md")
+	cfg.GuardrailsPath = guardrails
 	cfg.CreationTimeout = 10 * time.Second
+	// Every answer, the browser's and the sandboxes' included, must be what
+	// the API's document (api/openapi.json) describes.
 	validator, err := apitest.New()
 	if err != nil {
 		t.Fatal(err)
@@ -102,12 +136,21 @@ func Start(t testing.TB, opts ...Option) *devserver.Server {
 		Env:            awstest.UniqueEnv(t),
 		Config:         cfg,
 		SandboxCommand: []string{agentBin, "sandbox"},
-		SandboxEnv:     []string{"RA_LLM_PROVIDER=scripted"},
-		WorkDir:        work,
-		SeedDir:        filepath.Join(root, "localstack", "seed"),
-		AppKey:         AppKey,
-		Wrap:           validator.Middleware,
-		Log:            slog.New(slog.NewJSONHandler(logs, nil)),
+		// A sandbox uses only the model it is given, the scripted one included.
+		SandboxEnv: []string{"RA_LLM_PROVIDER=scripted"},
+		WorkDir:    work,
+		SeedDir:    filepath.Join(root, "localstack", "seed"),
+		AppKey:     AppKey,
+		Wrap:       validator.Middleware,
+		Log:        slog.New(slog.NewJSONHandler(logs, nil)),
+	}
+	// Every AWS call a function's code makes must be one its declared access
+	// (package access, what the CDK stack grants) allows.
+	denied := &callSet{seen: map[devserver.AWSCall]bool{}}
+	o.Audit = func(c devserver.AWSCall) {
+		if !devserver.Allowed(c) {
+			denied.add(c)
+		}
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -125,19 +168,21 @@ func Start(t testing.TB, opts ...Option) *devserver.Server {
 		for _, p := range validator.Problems() {
 			t.Errorf("not as api/openapi.json describes: %s", p)
 		}
+		for _, c := range denied.list() {
+			t.Errorf("function %s did %s on %q (item %q), which its declared access (shared/access) does not allow", c.Function, c.Action, c.Resource, c.Key)
+		}
 		if t.Failed() {
 			t.Logf("server logs:\n%s", logs.String())
 		}
 	})
-	return srv
+	return &Stack{Server: srv, Name: o.Env, Guardrails: guardrails, Work: work, logs: logs}
 }
 
+// lockedBuffer collects log output from concurrent goroutines.
 type lockedBuffer struct {
 	mu  sync.Mutex
 	buf []byte
 }
-
-var _ io.Writer = (*lockedBuffer)(nil)
 
 func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
@@ -150,4 +195,26 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return string(b.buf)
+}
+
+// callSet collects AWS calls from concurrent handlers.
+type callSet struct {
+	mu   sync.Mutex
+	seen map[devserver.AWSCall]bool
+}
+
+func (c *callSet) add(call devserver.AWSCall) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen[call] = true
+}
+
+func (c *callSet) list() []devserver.AWSCall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []devserver.AWSCall
+	for call := range c.seen {
+		out = append(out, call)
+	}
+	return out
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // The real SDK against a server speaking the Management API's wire protocol
-// (the dev server's @connections is tested in localstack/devserver): a
+// (the dev server's @connections is tested in localstack/systemtest): a
 // signed POST of the frame to /{stage}/@connections/{id}; 410 GoneException
 // is session.ErrGone, any other failure an error that is not.
 func TestPush(t *testing.T) {

@@ -29,6 +29,10 @@ func TestEnvelopeOf(t *testing.T) {
 			httpapi.Envelope{Status: 503, ErrorCode: "service_unavailable", Message: "busy", Retryable: true, RetryAfterSeconds: 3}},
 		{"details", &apierror.Error{Code: apierror.InvalidRequest, Message: "bad tools", Details: map[string]any{"invalid_tools": []string{"ssh"}}},
 			httpapi.Envelope{Status: 400, ErrorCode: "invalid_request", Message: "bad tools", Details: map[string]any{"invalid_tools": []string{"ssh"}}}},
+		{"a reused idempotency key is final", apierror.New(apierror.IdempotencyKeyReused, "used"),
+			httpapi.Envelope{Status: 409, ErrorCode: "idempotency_key_reused", Message: "used"}},
+		{"a quota is retryable later", &apierror.Error{Code: apierror.QuotaExceeded, Message: "busy", RetryAfter: 15, Details: map[string]any{"quota": "creates_per_minute"}},
+			httpapi.Envelope{Status: 429, ErrorCode: "quota_exceeded", Message: "busy", Retryable: true, RetryAfterSeconds: 15, Details: map[string]any{"quota": "creates_per_minute"}}},
 		{"unknown agent type", apierror.New(apierror.AgentTypeNotFound, "none"),
 			httpapi.Envelope{Status: 404, ErrorCode: "agent_type_not_found", Message: "none"}},
 	}

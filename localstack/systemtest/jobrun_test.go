@@ -1,0 +1,174 @@
+package systemtest_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/remote-agents/remote-agents/shared/jobevents"
+)
+
+// A job end to end, with the real agent in job mode: the orchestrator's
+// signed create, the sandbox launched from job.run, a scripted model that
+// reads its input and writes two files to output/ (and tries to write
+// input/, refused), the job completed with two file references and a log
+// reference whose objects match them, and its events once each, in order, on
+// the orchestrator queue.
+func TestJobRunsEndToEnd(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(t.TempDir(), "script.jsonl")
+	steps := `{"text":"reading","tool_calls":[{"name":"read","args":{"path":"input/input.json"}}]}
+{"text":"writing","tool_calls":[{"name":"write","args":{"path":"output/report.md","content":"# Report\nTwo files."}},{"name":"write","args":{"path":"output/data.csv","content":"x,y\n1,2\n"}},{"name":"write","args":{"path":"input/brief.md","content":"changed"}}]}
+{"text":"Done: output/report.md and output/data.csv."}
+`
+	if err := os.WriteFile(script, []byte(steps), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, withSandboxEnv("RA_LLM_SCRIPT="+script, "RA_NO_TMUX=1"))
+	o := newOrchestrator(s)
+	step := uuid.NewString()
+	agent := o.putProfile(t, step)
+	created := o.call(http.MethodPost, "/internal/jobs", o.jobBody(agent, step, 100000), step)
+	id := created.str("id")
+	if created.status != http.StatusCreated || id == "" {
+		t.Fatalf("create: %d %s", created.status, created.raw)
+	}
+	var job reply
+	eventually(t, 90*time.Second, "the job finished", func() bool {
+		job = o.call(http.MethodGet, "/internal/jobs/"+id, nil, step)
+		st := job.str("status")
+		return st == "completed" || st == "failed" || st == "cancelled"
+	})
+	if job.str("status") != "completed" || job.body["started_at"] == nil || job.body["finished_at"] == nil {
+		t.Fatalf("job: %s", job.raw)
+	}
+	outs := o.call(http.MethodGet, "/internal/jobs/"+id+"/outputs", nil, step)
+	list, _ := outs.body["outputs"].([]any)
+	var types, paths []string
+	for _, it := range list {
+		m := it.(map[string]any)
+		types = append(types, m["output_type"].(string))
+		ref := m["reference"].(map[string]any)
+		if p, ok := ref["path"].(string); ok {
+			paths = append(paths, p)
+		}
+		rc, _, err := s.srv.Env.Bucket().Get(t.Context(), ref["key"].(string))
+		if err != nil {
+			t.Errorf("reference %v: %v", ref, err)
+			continue
+		}
+		got, _ := io.ReadAll(rc)
+		_ = rc.Close()
+		sum := sha256.Sum256(got)
+		if hex.EncodeToString(sum[:]) != ref["sha256"] || float64(len(got)) != ref["size"] {
+			t.Errorf("reference %v does not match its object", ref)
+		}
+		if ref["path"] == "output/report.md" && string(got) != "# Report\nTwo files." {
+			t.Errorf("output/report.md holds %q", got)
+		}
+	}
+	slices.Sort(types)
+	if !slices.Equal(types, []string{"file", "file", "log"}) || !slices.Contains(paths, "output/report.md") || !slices.Contains(paths, "output/data.csv") {
+		t.Errorf("outputs %s", outs.raw)
+	}
+	if r := o.call(http.MethodGet, "/internal/jobs/"+id+"/logs", nil, step); r.status != http.StatusOK || !strings.Contains(r.raw, `"policy_violation"`) || !strings.Contains(r.raw, `"job_completed"`) {
+		t.Errorf("whole log: %d %.400s", r.status, r.raw)
+	}
+	wantTypes(t, s.jobEvents(t, id, 4), jobevents.Created, jobevents.Started, jobevents.OutputGenerated, jobevents.Completed)
+}
+
+// TestJobShellIsConfinedToItsJob: a job whose model runs shell commands (the
+// real agent, bash confined by Landlock, no network) reads its input and
+// writes its output, but cannot read a file outside its job directory by
+// path or through a symlink it makes, nor change its input, nor reach the
+// network.
+func TestJobShellIsConfinedToItsJob(t *testing.T) {
+	t.Parallel()
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(secret, []byte("top secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = listener.Close() }()
+	bash := func(cmd string) string {
+		raw, _ := json.Marshal(map[string]any{"name": "bash", "args": map[string]any{"command": cmd}})
+		return string(raw)
+	}
+	steps := strings.Join([]string{
+		`{"text":"copy","tool_calls":[` + bash("cat input/input.json > output/copy.json") + `]}`,
+		`{"text":"peek","tool_calls":[` + bash("cat "+secret+" > output/leak.txt") + `]}`,
+		`{"text":"link","tool_calls":[` + bash("ln -s "+secret+" work/link; cat work/link > output/leak2.txt") + `]}`,
+		`{"text":"climb","tool_calls":[` + bash("cat ../../../../../../../.."+secret+" > output/leak3.txt") + `]}`,
+		`{"text":"input","tool_calls":[` + bash("echo changed > input/brief.md") + `]}`,
+		`{"text":"net","tool_calls":[` + bash("exec 3<>/dev/tcp/"+listener.Addr().String()+" && echo reached > output/net.txt") + `]}`,
+		`{"text":"Done."}`,
+	}, "\n") + "\n"
+	script := filepath.Join(t.TempDir(), "script.jsonl")
+	if err := os.WriteFile(script, []byte(steps), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, withSandboxEnv("RA_LLM_SCRIPT="+script, "RA_NO_TMUX=1"))
+	o := newOrchestrator(s)
+	step := uuid.NewString()
+	agent := uuid.NewString()
+	if r := o.call(http.MethodPut, "/internal/agents/"+agent, map[string]any{"name": "Shell", "agent_level": "L1", "llm_provider": "scripted",
+		"llm_model": "scripted", "max_tokens": 4096, "allowed_skills": []string{"read", "write", "bash"}}, step); r.status != http.StatusOK {
+		t.Fatalf("profile: %d %s", r.status, r.raw)
+	}
+	created := o.call(http.MethodPost, "/internal/jobs", o.jobBody(agent, step, 100000), step)
+	id := created.str("id")
+	if created.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", created.status, created.raw)
+	}
+	var job reply
+	eventually(t, 90*time.Second, "the job finished", func() bool {
+		job = o.call(http.MethodGet, "/internal/jobs/"+id, nil, step)
+		st := job.str("status")
+		return st == "completed" || st == "failed" || st == "cancelled"
+	})
+	outs := o.call(http.MethodGet, "/internal/jobs/"+id+"/outputs", nil, step)
+	list, _ := outs.body["outputs"].([]any)
+	got := map[string]string{}
+	for _, it := range list {
+		ref := it.(map[string]any)["reference"].(map[string]any)
+		p, _ := ref["path"].(string)
+		rc, _, err := s.srv.Env.Bucket().Get(t.Context(), ref["key"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		_ = rc.Close()
+		got[p] = string(b)
+	}
+	if !strings.Contains(got["output/copy.json"], "write two files") {
+		t.Errorf("the job could not copy its input: %q (outputs %v; job %s; sandbox log %s)", got["output/copy.json"], outs.raw, job.raw,
+			s.sandboxLog(t, s.jobSession(t, id)))
+	}
+	for path, content := range got {
+		if strings.Contains(content, "top secret") && path != "log" {
+			t.Errorf("%s holds the secret outside the job", path)
+		}
+	}
+	if _, ok := got["output/net.txt"]; ok {
+		t.Error("a job without network reached the network")
+	}
+	sid := s.jobSession(t, id)
+	brief := filepath.Join(s.work, "sandboxes", sid+"-1", id, "input", "brief.md")
+	if b, err := os.ReadFile(brief); err != nil || string(b) != "# Brief" {
+		t.Errorf("input/brief.md = %q (%v): the input was changed", b, err)
+	}
+}

@@ -1,0 +1,225 @@
+package systemtest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/remote-agents/remote-agents/shared/awsconfig"
+	"github.com/remote-agents/remote-agents/shared/dynamo"
+	"github.com/remote-agents/remote-agents/shared/job"
+	"github.com/remote-agents/remote-agents/shared/jobevents"
+	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/wiring/jobservice"
+)
+
+// downBus is a bus that takes nothing.
+type downBus struct{}
+
+func (downBus) Publish(context.Context, ...jobevents.Event) error {
+	return errors.New("bus unavailable")
+}
+
+// noDispatch queues nothing (the test runs the job's steps itself).
+type noDispatch struct{}
+
+func (noDispatch) Publish(context.Context, jobs.Message, time.Duration) error { return nil }
+
+// An event whose publish failed stays in the outbox, and the sweep publishes
+// it once; a running job whose sandbox is gone is failed by the sweep (crash).
+func TestJobOutboxAndSweep(t *testing.T) {
+	t.Parallel()
+	s := start(t, fakeSandbox())
+	e := s.srv.Env
+	store := dynamo.NewJobs(awsconfig.NewDynamoDB(e.AWS), e.Resources.Jobs.Name, e.Resources.Registry.Name)
+	bus, err := jobservice.Events(t.Context(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := job.Options{Store: store, Jobs: noDispatch{}, Sessions: e.SessionStore(), Bucket: e.Resources.Bucket.Name, AllowScripted: true}
+	down := opts
+	down.Publisher = downBus{}
+	up := opts
+	up.Publisher = bus
+	broken, working := job.New(down), job.New(up)
+
+	agent := uuid.NewString()
+	temp := 0.5
+	if _, err := broken.PutProfile(t.Context(), agent, job.ProfileInput{Name: "w", Level: "L0", Provider: "scripted", Model: "m", MaxTokens: 10, Temperature: &temp, AllowedSkills: []string{}}); err != nil {
+		t.Fatal(err)
+	}
+	h := job.Headers{IdentityID: uuid.NewString(), ContextID: uuid.NewString(), CommandID: uuid.NewString(), PlanStepID: uuid.NewString()}
+	raw, _ := json.Marshal(map[string]any{"commandId": h.CommandID, "planStepId": h.PlanStepID, "agentId": agent, "identityId": h.IdentityID,
+		"contextId": h.ContextID, "tokenLimit": 10, "inputData": map[string]any{}})
+	req, msg := job.ParseCreate(raw)
+	if msg != "" {
+		t.Fatal(msg)
+	}
+	j, _, err := broken.Create(t.Context(), h, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := store.Outbox(t.Context(), j.ID, 10); err != nil || len(p) != 1 {
+		t.Fatalf("outbox after a failed publish: %+v, %v", p, err)
+	}
+	// The sandbox starts and reports, then its session fails unreported.
+	sid, run, err := broken.Prepare(t.Context(), j.ID)
+	if err != nil || !run {
+		t.Fatalf("prepare: %v %v", run, err)
+	}
+	if err := broken.Started(t.Context(), j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SessionStore().Transition(t.Context(), sid, session.Change{From: session.Live, To: session.Failed, Reason: session.ReasonLost}); err != nil {
+		t.Fatal(err)
+	}
+	if err := working.Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Get(t.Context(), j.ID)
+	if err != nil || got.Status != job.Failed || got.Failure == nil || got.Failure.Category != "crash" {
+		t.Fatalf("swept job: %+v, %v", got, err)
+	}
+	if err := working.Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wantTypes(t, s.jobEvents(t, j.ID, 3), jobevents.Created, jobevents.Started, jobevents.Failed)
+	if p, err := store.Outbox(t.Context(), "", 10); err != nil || len(p) != 0 {
+		t.Errorf("outbox after the sweep: %+v, %v", p, err)
+	}
+}
+
+// A running job past its timeout whose sandbox did not end it is failed by
+// the sweep, category timeout, once the grace has passed too, and its
+// sandbox's session is told to stop (ending, reason timeout); before that,
+// the sweep leaves it running.
+func TestJobSweepTimesOutAnOverdueJob(t *testing.T) {
+	t.Parallel()
+	s := start(t, fakeSandbox())
+	e := s.srv.Env
+	store := dynamo.NewJobs(awsconfig.NewDynamoDB(e.AWS), e.Resources.Jobs.Name, e.Resources.Registry.Name)
+	bus, err := jobservice.Events(t.Context(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	clock := func() time.Time { return now }
+	svc := job.New(job.Options{Store: store, Jobs: noDispatch{}, Sessions: e.SessionStore(), Bucket: e.Resources.Bucket.Name, AllowScripted: true, Publisher: bus, Now: clock})
+	agent := uuid.NewString()
+	temp := 0.5
+	if _, err := svc.PutProfile(t.Context(), agent, job.ProfileInput{Name: "w", Level: "L0", Provider: "scripted", Model: "m", MaxTokens: 10, Temperature: &temp, AllowedSkills: []string{}}); err != nil {
+		t.Fatal(err)
+	}
+	h := job.Headers{IdentityID: uuid.NewString(), ContextID: uuid.NewString(), CommandID: uuid.NewString(), PlanStepID: uuid.NewString()}
+	raw, _ := json.Marshal(map[string]any{"commandId": h.CommandID, "planStepId": h.PlanStepID, "agentId": agent, "identityId": h.IdentityID,
+		"contextId": h.ContextID, "tokenLimit": 10, "inputData": map[string]any{}, "constraints": map[string]any{"timeout": 30}})
+	req, msg := job.ParseCreate(raw)
+	if msg != "" {
+		t.Fatal(msg)
+	}
+	j, _, err := svc.Create(t.Context(), h, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, run, err := svc.Prepare(t.Context(), j.ID)
+	if err != nil || !run {
+		t.Fatalf("prepare: %v %v", run, err)
+	}
+	if err := svc.Started(t.Context(), j.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Its sandbox is up, and heart-beats: not gone.
+	if _, err := e.SessionStore().Transition(t.Context(), sid, session.Change{From: []session.State{session.Provisioning}, To: session.Ready}); err != nil {
+		t.Fatal(err)
+	}
+	beat := func() {
+		t.Helper()
+		if _, err := e.SessionStore().Touch(t.Context(), sid, 1, session.Fields{HeartbeatAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(30*time.Second + job.TimeoutGrace - time.Second)
+	beat()
+	if err := svc.Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := store.Get(t.Context(), j.ID); err != nil || got.Status != job.Running {
+		t.Fatalf("within the grace: %+v, %v", got, err)
+	}
+	now = now.Add(2 * time.Second)
+	beat()
+	if err := svc.Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Get(t.Context(), j.ID)
+	if err != nil || got.Status != job.Failed || got.Failure == nil || got.Failure.Category != "timeout" {
+		t.Fatalf("overdue job after the sweep: %+v, %v", got, err)
+	}
+	sess, err := e.SessionStore().Get(t.Context(), sid)
+	if err != nil || sess.State != session.Ending || sess.Reason != session.ReasonTimeout {
+		t.Errorf("its session: %s %s (%v)", sess.State, sess.Reason, err)
+	}
+	wantTypes(t, s.jobEvents(t, j.ID, 3), jobevents.Created, jobevents.Started, jobevents.Failed)
+}
+
+// A running job's view shows its sandbox's last measure of CPU and memory,
+// with an alert past 80 % of its memory constraint, and an alert while the
+// model provider limits its calls.
+func TestJobViewShowsResourcesAndAlerts(t *testing.T) {
+	t.Parallel()
+	s := start(t, fakeSandbox())
+	e := s.srv.Env
+	store := dynamo.NewJobs(awsconfig.NewDynamoDB(e.AWS), e.Resources.Jobs.Name, e.Resources.Registry.Name)
+	svc := job.New(job.Options{Store: store, Jobs: noDispatch{}, Sessions: e.SessionStore(), Bucket: e.Resources.Bucket.Name, AllowScripted: true, Publisher: downBus{}})
+	agent := uuid.NewString()
+	temp := 0.5
+	if _, err := svc.PutProfile(t.Context(), agent, job.ProfileInput{Name: "w", Level: "L0", Provider: "scripted", Model: "m", MaxTokens: 10, Temperature: &temp, AllowedSkills: []string{}}); err != nil {
+		t.Fatal(err)
+	}
+	h := job.Headers{IdentityID: uuid.NewString(), ContextID: uuid.NewString(), CommandID: uuid.NewString(), PlanStepID: uuid.NewString()}
+	raw, _ := json.Marshal(map[string]any{"commandId": h.CommandID, "planStepId": h.PlanStepID, "agentId": agent, "identityId": h.IdentityID,
+		"contextId": h.ContextID, "tokenLimit": 10, "inputData": map[string]any{}, "constraints": map[string]any{"memory": 1024}})
+	req, msg := job.ParseCreate(raw)
+	if msg != "" {
+		t.Fatal(msg)
+	}
+	j, _, err := svc.Create(t.Context(), h, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, _, err := svc.Prepare(t.Context(), j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Started(t.Context(), j.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Get(t.Context(), j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := svc.Live(t.Context(), got); v.Resources.CPUUsage != nil || v.Resources.MemoryUsage != nil || len(v.Alerts) != 0 {
+		t.Fatalf("before any measure: %+v %+v", v.Resources, v.Alerts)
+	}
+	if _, err := e.SessionStore().Touch(t.Context(), sid, 1, session.Fields{Resources: &sandboxwire.ResourceSample{CPUPercent: 55, MemoryMB: 900}, RateLimitedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	v := svc.Live(t.Context(), got)
+	if v.Resources.CPUUsage == nil || *v.Resources.CPUUsage != 55 || v.Resources.MemoryUsage == nil || *v.Resources.MemoryUsage != 900 {
+		t.Errorf("resources %+v", v.Resources)
+	}
+	var types []string
+	for _, a := range v.Alerts {
+		types = append(types, a.Type)
+	}
+	if !slices.Equal(types, []string{"memory_usage", "rate_limit"}) {
+		t.Errorf("alerts %v, want memory_usage and rate_limit", v.Alerts)
+	}
+}

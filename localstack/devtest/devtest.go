@@ -25,6 +25,7 @@ import (
 	"github.com/remote-agents/remote-agents/api/apitest"
 	"github.com/remote-agents/remote-agents/localstack/awstest"
 	"github.com/remote-agents/remote-agents/localstack/devserver"
+	"github.com/remote-agents/remote-agents/localstack/syncbuf"
 	"github.com/remote-agents/remote-agents/shared/config"
 )
 
@@ -101,7 +102,7 @@ type Stack struct {
 	// Work is its working directory (sandboxes' folders and logs).
 	Work string
 
-	logs *lockedBuffer
+	logs *syncbuf.Buffer
 }
 
 // Logs returns the server's log lines (JSON) written so far.
@@ -130,7 +131,7 @@ func Start(t testing.TB, opts ...Option) *Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	o := devserver.Options{
 		Addr:           "127.0.0.1:0",
 		Env:            awstest.UniqueEnv(t),
@@ -176,25 +177,6 @@ func Start(t testing.TB, opts ...Option) *Stack {
 		}
 	})
 	return &Stack{Server: srv, Name: o.Env, Guardrails: guardrails, Work: work, logs: logs}
-}
-
-// lockedBuffer collects log output from concurrent goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }
 
 // callSet collects AWS calls from concurrent handlers.

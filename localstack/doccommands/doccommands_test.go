@@ -25,7 +25,7 @@ const (
 )
 
 // start runs a dev server seeded with make dev's app key.
-func start(t *testing.T) *devserver.Server {
+func start(t *testing.T) *devtest.Stack {
 	t.Helper()
 	return devtest.Start(t, func(o *devserver.Options) { o.AppKey = seed.DefaultAppKey })
 }
@@ -68,7 +68,7 @@ func block(t *testing.T, page, name string) string {
 // run runs script with bash in dir, against srv: make dev's address and
 // region become srv's. It returns what the script wrote; a failing command
 // fails t.
-func run(t *testing.T, srv *devserver.Server, dir, script string, env ...string) string {
+func run(t *testing.T, srv *devtest.Stack, dir, script string, env ...string) string {
 	t.Helper()
 	script = strings.ReplaceAll(script, devURL, srv.URL)
 	script = strings.ReplaceAll(script, devRegion, srv.Env.AWS.Region)
@@ -104,7 +104,7 @@ func contains(t *testing.T, out string, wants ...string) {
 }
 
 // agent creates an agent through the Go client.
-func agent(t *testing.T, srv *devserver.Server) (id, token string) {
+func agent(t *testing.T, srv *devtest.Stack) (id, token string) {
 	t.Helper()
 	c, err := client.New(srv.URL, seed.DefaultAppKey)
 	if err != nil {

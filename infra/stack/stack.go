@@ -39,7 +39,7 @@ import (
 	"github.com/remote-agents/remote-agents/infra/models"
 	"github.com/remote-agents/remote-agents/shared/access"
 	"github.com/remote-agents/remote-agents/shared/config"
-	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/metrics"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
@@ -284,7 +284,7 @@ func (s *Stack) sandboxStopped(p Props, cluster *string) {
 		Description: jsii.String("Every minute, a sweep message to the jobs queue: lost and stuck sessions end"),
 		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
 		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.Queues[set.JobsQueue.Name], &awseventstargets.SqsQueueProps{
-			Message:         awsevents.RuleTargetInput_FromObject(map[string]any{"type": jobs.Sweep}),
+			Message:         awsevents.RuleTargetInput_FromObject(map[string]any{"type": jobqueue.Sweep}),
 			DeadLetterQueue: dlq,
 			RetryAttempts:   jsii.Number(ruleRetryAttempts),
 			MaxEventAge:     awscdk.Duration_Hours(jsii.Number(ruleMaxEventAgeHours)),

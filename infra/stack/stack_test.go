@@ -18,7 +18,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/infra/models"
 	"github.com/remote-agents/remote-agents/shared/access"
-	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/metrics"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
@@ -369,7 +369,7 @@ func TestWorkersConsumeTheirQueues(t *testing.T) {
 			if p["ScheduleExpression"] != "rate(1 minute)" || target["Input"] != `{"type":"sweep"}` {
 				t.Errorf("sweep rule %v", p)
 			}
-			if _, err := jobs.Parse(target["Input"].(string)); err != nil {
+			if _, err := jobqueue.Parse(target["Input"].(string)); err != nil {
 				t.Errorf("the sweep rule's message: %v", err)
 			}
 		default:

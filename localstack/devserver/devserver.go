@@ -28,7 +28,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/bootstrap"
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
-	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/launch/process"
 	"github.com/remote-agents/remote-agents/shared/queue"
@@ -259,7 +259,7 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 		OnExit: func(e launch.Exit) {
 			// What EventBridge does for a stopped ECS task.
 			code := e.ExitCode
-			m := jobs.Message{Type: jobs.TaskState, SessionID: e.SessionID, Generation: e.Generation, SandboxRef: e.Ref, ExitCode: &code, Detail: e.Detail}
+			m := jobqueue.Message{Type: jobqueue.TaskState, SessionID: e.SessionID, Generation: e.Generation, SandboxRef: e.Ref, ExitCode: &code, Detail: e.Detail}
 			if err := publisher.Publish(context.Background(), m, 0); err != nil {
 				o.Log.Error("publish task.state", slog.String("session_id", e.SessionID), slog.String("error", err.Error()))
 			}
@@ -331,7 +331,7 @@ const DefaultSweepInterval = 10 * time.Second
 func schedule(ctx context.Context, q queue.Queue, every time.Duration, log *slog.Logger) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	body, _ := json.Marshal(map[string]jobs.Type{"type": jobs.Sweep})
+	body, _ := json.Marshal(map[string]jobqueue.Type{"type": jobqueue.Sweep})
 	for {
 		select {
 		case <-ctx.Done():

@@ -35,9 +35,9 @@ import (
 	"github.com/remote-agents/remote-agents/shared/bootstrap"
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/jobevents"
-	"github.com/remote-agents/remote-agents/shared/jobs"
-	"github.com/remote-agents/remote-agents/shared/jobworker"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/queue"
+	"github.com/remote-agents/remote-agents/shared/queueworker"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sqsqueue"
@@ -363,12 +363,12 @@ func faultKilledLaunch(t *testing.T, s *stack, id, gateway string) string {
 	before := s.srv.Launcher.Running()
 	dying, die := context.WithCancel(t.Context())
 	defer die()
-	killed := jobworker.Worker{
+	killed := queueworker.Worker{
 		Store: faultDiesAtRecord{Store: s.srv.Env.SessionStore(), die: die}, Launcher: s.srv.Launcher, GatewayURL: gateway,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now: func() time.Time { return time.Now().Add(-jobworker.LaunchLease - time.Minute) },
+		Now: func() time.Time { return time.Now().Add(-queueworker.LaunchLease - time.Minute) },
 	}
-	if err := killed.Do(dying, jobs.Message{Type: jobs.SessionStart, SessionID: id, Generation: 1}); err == nil {
+	if err := killed.Do(dying, jobqueue.Message{Type: jobqueue.SessionStart, SessionID: id, Generation: 1}); err == nil {
 		t.Fatal("the killed worker reported its launch done")
 	}
 	started := slices.DeleteFunc(s.srv.Launcher.Running(), func(ref string) bool { return slices.Contains(before, ref) })
@@ -514,7 +514,7 @@ func TestFaultMessageDeliveredThreeTimes(t *testing.T) {
 	}
 	// job.run came through the queue once; SQS delivers it twice more.
 	sid := s.jobSession(t, job)
-	run, _ := json.Marshal(jobs.Message{Type: jobs.JobRun, JobID: job})
+	run, _ := json.Marshal(jobqueue.Message{Type: jobqueue.JobRun, JobID: job})
 	faultDeliver(t, worker, "run-"+job, string(run), string(run))
 
 	out, err := awsconfig.NewDynamoDB(s.srv.Env.AWS).Scan(t.Context(), &dynamodb.ScanInput{TableName: aws.String(s.srv.Env.Resources.Jobs.Name),
@@ -901,11 +901,11 @@ func TestFaultConcurrentCreates(t *testing.T) {
 }
 
 // faultECSEvent is the EventBridge "ECS Task State Change" event of a
-// sandbox task (package jobs' testdata) of session id's generation gen, in
+// sandbox task (package jobqueue's testdata) of session id's generation gen, in
 // status (RUNNING or STOPPED).
 func faultECSEvent(t *testing.T, id string, gen int, task, status string) string {
 	t.Helper()
-	raw, err := os.ReadFile("../../shared/jobs/testdata/ecs-task-stopped.json")
+	raw, err := os.ReadFile("../../shared/jobqueue/testdata/ecs-task-stopped.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -915,7 +915,7 @@ func faultECSEvent(t *testing.T, id string, gen int, task, status string) string
 	}
 	ev["id"] = uuid.NewString()
 	d := ev["detail"].(map[string]any)
-	d["startedBy"], d["group"], d["taskArn"], d["lastStatus"] = id, fmt.Sprintf("%s%d", jobs.ECSGroupPrefix, gen), task, status
+	d["startedBy"], d["group"], d["taskArn"], d["lastStatus"] = id, fmt.Sprintf("%s%d", jobqueue.ECSGroupPrefix, gen), task, status
 	if status != "STOPPED" {
 		d["desiredStatus"] = "RUNNING"
 		delete(d, "stoppedReason")

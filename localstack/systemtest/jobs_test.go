@@ -22,7 +22,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/localstack/devserver"
 	"github.com/remote-agents/remote-agents/shared/jobevents"
-	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/wiring/jobservice"
 	"github.com/remote-agents/remote-agents/shared/wiring/jobworker"
@@ -287,7 +287,7 @@ func TestJobLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, _ := json.Marshal(jobs.Message{Type: jobs.JobRun, JobID: id})
+	msg, _ := json.Marshal(jobqueue.Message{Type: jobqueue.JobRun, JobID: id})
 	for i := range 2 {
 		res, err := worker.Worker(t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: string(rune('a' + i)), Body: string(msg)}}})
 		if err != nil || len(res.BatchItemFailures) != 0 {

@@ -14,7 +14,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/dynamo"
 	"github.com/remote-agents/remote-agents/shared/job"
 	"github.com/remote-agents/remote-agents/shared/jobevents"
-	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/wiring/jobservice"
@@ -30,7 +30,7 @@ func (downBus) Publish(context.Context, ...jobevents.Event) error {
 // noDispatch queues nothing (the test runs the job's steps itself).
 type noDispatch struct{}
 
-func (noDispatch) Publish(context.Context, jobs.Message, time.Duration) error { return nil }
+func (noDispatch) Publish(context.Context, jobqueue.Message, time.Duration) error { return nil }
 
 // An event whose publish failed stays in the outbox, and the sweep publishes
 // it once; a running job whose sandbox is gone is failed by the sweep (crash).

@@ -15,9 +15,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/remote-agents/remote-agents/shared/jobs"
-	"github.com/remote-agents/remote-agents/shared/jobworker"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/queueworker"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/token"
 )
@@ -81,8 +81,8 @@ func TestLaunchTakenOverAfterALostClaimBecomesReady(t *testing.T) {
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
-	worker := jobworker.Worker{Store: store, Launcher: s.srv.Launcher, GatewayURL: s.srv.URL, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	msg := jobs.Message{Type: jobs.SessionStart, SessionID: id, Generation: 1}
+	worker := queueworker.Worker{Store: store, Launcher: s.srv.Launcher, GatewayURL: s.srv.URL, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	msg := jobqueue.Message{Type: jobqueue.SessionStart, SessionID: id, Generation: 1}
 
 	// The first worker's claim ran out long ago (its clock), and its sandbox
 	// reaches the gateway only once the claim was taken over.
@@ -91,7 +91,7 @@ func TestLaunchTakenOverAfterALostClaimBecomesReady(t *testing.T) {
 	lost := &diesAfterLaunch{Launcher: s.srv.Launcher, die: die}
 	died := worker
 	died.Launcher, died.GatewayURL = lost, gateway
-	died.Now = func() time.Time { return time.Now().Add(-jobworker.LaunchLease - time.Minute) }
+	died.Now = func() time.Time { return time.Now().Add(-queueworker.LaunchLease - time.Minute) }
 	if err := died.Do(dying, msg); err == nil || lost.ref == "" {
 		t.Fatalf("the first launch: %v, sandbox %q; want a sandbox started and the worker failed", err, lost.ref)
 	}

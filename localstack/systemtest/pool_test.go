@@ -21,7 +21,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
-	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/pool"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -55,7 +55,7 @@ func (s *stack) sweep() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	body, _ := json.Marshal(map[string]jobs.Type{"type": jobs.Sweep})
+	body, _ := json.Marshal(map[string]jobqueue.Type{"type": jobqueue.Sweep})
 	if _, err := q.Send(s.t.Context(), string(body), 0); err != nil {
 		s.t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestWarmClaimIsNeitherDoubledNorLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start, _ := json.Marshal(jobs.Message{Type: jobs.SessionStart, SessionID: sess.ID, Generation: 1})
+	start, _ := json.Marshal(jobqueue.Message{Type: jobqueue.SessionStart, SessionID: sess.ID, Generation: 1})
 	deliver := func() {
 		res, err := worker.Worker(t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", Body: string(start)}}})
 		if err != nil || len(res.BatchItemFailures) > 0 {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/jobevents"
-	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
@@ -52,9 +52,9 @@ type Store interface {
 	Profiles(ctx context.Context, cursor string, limit int) ([]Profile, string, error)
 }
 
-// Dispatcher puts messages on the jobs queue (jobs.Publisher).
+// Dispatcher puts messages on the jobs queue (jobqueue.Publisher).
 type Dispatcher interface {
-	Publish(ctx context.Context, m jobs.Message, delay time.Duration) error
+	Publish(ctx context.Context, m jobqueue.Message, delay time.Duration) error
 }
 
 // Sessions is the part of the session store jobs use: the session of a job's
@@ -145,7 +145,7 @@ func (s *Service) dispatch(ctx context.Context, j Job) error {
 	if j.Status != Created {
 		return nil
 	}
-	if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.JobRun, JobID: j.ID}, 0); err != nil {
+	if err := s.o.Jobs.Publish(ctx, jobqueue.Message{Type: jobqueue.JobRun, JobID: j.ID}, 0); err != nil {
 		return apierror.Unavailable(fmt.Errorf("queue job.run of %s: %w", j.ID, err))
 	}
 	return nil
@@ -188,7 +188,7 @@ func (s *Service) Cancel(ctx context.Context, h Headers, id string) (Job, error)
 		return Job{}, err
 	}
 	s.Flush(ctx, j.ID)
-	if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.JobCancel, JobID: j.ID}, 0); err != nil {
+	if err := s.o.Jobs.Publish(ctx, jobqueue.Message{Type: jobqueue.JobCancel, JobID: j.ID}, 0); err != nil {
 		// The sandbox finds its session over at its next heartbeat or report.
 		s.o.Log.WarnContext(ctx, "queue job.cancel", slog.String("job_id", j.ID), slog.String("error", err.Error()))
 	}

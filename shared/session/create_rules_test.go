@@ -21,7 +21,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
-	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/report"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -100,8 +100,8 @@ type readyOnStart struct {
 	now   func() time.Time
 }
 
-func (p readyOnStart) Publish(ctx context.Context, m jobs.Message, _ time.Duration) error {
-	if m.Type != jobs.SessionStart {
+func (p readyOnStart) Publish(ctx context.Context, m jobqueue.Message, _ time.Duration) error {
+	if m.Type != jobqueue.SessionStart {
 		return nil
 	}
 	_, err := p.store.Transition(ctx, m.SessionID, session.Change{From: []session.State{session.Provisioning}, To: session.Ready,

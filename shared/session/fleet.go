@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
-	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/token"
 )
@@ -191,7 +191,7 @@ func (s *Service) Kill(ctx context.Context, id, bearer string) (KillStatus, erro
 				return KillStatus{}, err
 			}
 		}
-		if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.SessionStop, SessionID: id, Generation: sess.Generation}, 0); err != nil {
+		if err := s.o.Jobs.Publish(ctx, jobqueue.Message{Type: jobqueue.SessionStop, SessionID: id, Generation: sess.Generation}, 0); err != nil {
 			s.o.Log.WarnContext(ctx, "publish session.stop for a kill", slog.String("session_id", id), slog.String("error", err.Error()))
 			return KillStatus{}, &apierror.Error{
 				Code:       apierror.ServiceUnavailable,

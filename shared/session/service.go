@@ -20,7 +20,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/blob"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
-	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/report"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
@@ -48,7 +48,7 @@ var (
 
 // Publisher sends jobs-queue messages.
 type Publisher interface {
-	Publish(ctx context.Context, m jobs.Message, delay time.Duration) error
+	Publish(ctx context.Context, m jobqueue.Message, delay time.Duration) error
 }
 
 // Reporter records exceptions.
@@ -363,7 +363,7 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 	if err != nil {
 		return Session{}, "", err
 	}
-	if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.SessionStart, SessionID: id, Generation: 1}, 0); err != nil {
+	if err := s.o.Jobs.Publish(ctx, jobqueue.Message{Type: jobqueue.SessionStart, SessionID: id, Generation: 1}, 0); err != nil {
 		s.o.Log.WarnContext(ctx, "publish session.start", slog.String("session_id", id), slog.String("error", err.Error()))
 		if rec == nil {
 			// Nothing can come back to this session: a retry starts another.
@@ -400,7 +400,7 @@ func (s *Service) resume(ctx context.Context, rec *IdempotencyRecord) (Session, 
 		// The first attempt may have died, or failed to queue its start; start is
 		// idempotent per session and generation, so asking again is safe. It is
 		// asked before a token is spent on this attempt.
-		if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.SessionStart, SessionID: sess.ID, Generation: sess.Generation}, 0); err != nil {
+		if err := s.o.Jobs.Publish(ctx, jobqueue.Message{Type: jobqueue.SessionStart, SessionID: sess.ID, Generation: sess.Generation}, 0); err != nil {
 			s.o.Log.WarnContext(ctx, "re-publish session.start", slog.String("session_id", sess.ID), slog.String("error", err.Error()))
 			return Session{}, "", true, &apierror.Error{Code: apierror.ServiceUnavailable, Message: "The agent could not be started; try again.", RetryAfter: apierror.UnavailableRetryAfter}
 		}
@@ -504,7 +504,7 @@ func (s *Service) Alive(ctx context.Context, id, tok string) (AliveStatus, error
 		case err == nil:
 			sess = lost
 			// Whatever is left of the silent sandbox is stopped for good.
-			if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.SessionStop, SessionID: id, Generation: sess.Generation}, 0); err != nil {
+			if err := s.o.Jobs.Publish(ctx, jobqueue.Message{Type: jobqueue.SessionStop, SessionID: id, Generation: sess.Generation}, 0); err != nil {
 				s.o.Log.WarnContext(ctx, "publish session.stop for lost session", slog.String("session_id", id), slog.String("error", err.Error()))
 			}
 		case !errors.Is(err, ErrConflict):
@@ -570,7 +570,7 @@ func (s *Service) Shutdown(ctx context.Context, id, tok string) (ShutdownStatus,
 				return ShutdownStatus{}, err
 			}
 		}
-		if err := s.o.Jobs.Publish(ctx, jobs.Message{Type: jobs.SessionStop, SessionID: id, Generation: sess.Generation}, StopGrace); err != nil {
+		if err := s.o.Jobs.Publish(ctx, jobqueue.Message{Type: jobqueue.SessionStop, SessionID: id, Generation: sess.Generation}, StopGrace); err != nil {
 			s.o.Log.WarnContext(ctx, "publish session.stop", slog.String("session_id", id), slog.String("error", err.Error()))
 			return ShutdownStatus{}, &apierror.Error{
 				Code:       apierror.ServiceUnavailable,

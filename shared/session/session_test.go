@@ -11,7 +11,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
-	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/session/storetest"
 	"github.com/remote-agents/remote-agents/shared/token"
@@ -39,9 +39,9 @@ func TestLost(t *testing.T) {
 	}
 }
 
-type publisher struct{ sent []jobs.Message }
+type publisher struct{ sent []jobqueue.Message }
 
-func (p *publisher) Publish(_ context.Context, m jobs.Message, _ time.Duration) error {
+func (p *publisher) Publish(_ context.Context, m jobqueue.Message, _ time.Duration) error {
 	p.sent = append(p.sent, m)
 	return nil
 }
@@ -75,7 +75,7 @@ func TestAliveMarksSilentSandboxLost(t *testing.T) {
 	if got, _ := store.Get(t.Context(), id); got.Reason != session.ReasonLost {
 		t.Errorf("session after: %+v", got)
 	}
-	if len(pub.sent) != 1 || pub.sent[0].Type != jobs.SessionStop || pub.sent[0].SessionID != id {
+	if len(pub.sent) != 1 || pub.sent[0].Type != jobqueue.SessionStop || pub.sent[0].SessionID != id {
 		t.Errorf("published %+v, want one session.stop for the lost sandbox", pub.sent)
 	}
 }

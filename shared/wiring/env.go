@@ -16,7 +16,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
-	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/metrics"
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -186,12 +186,12 @@ func (e *Env) JobsQueue(ctx context.Context) (*sqsqueue.Queue, error) {
 }
 
 // Jobs publishes jobs-queue messages.
-func (e *Env) Jobs(ctx context.Context) (*jobs.Publisher, error) {
+func (e *Env) Jobs(ctx context.Context) (*jobqueue.Publisher, error) {
 	q, err := e.JobsQueue(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return jobs.NewPublisher(q), nil
+	return jobqueue.NewPublisher(q), nil
 }
 
 // OrchestratorQueue is the queue the orchestrator reads job events on

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
 	"github.com/remote-agents/remote-agents/shared/config"
-	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/tasksize"
 )
@@ -36,7 +36,7 @@ var (
 )
 
 // GroupPrefix starts the task group that carries the generation.
-const GroupPrefix = jobs.ECSGroupPrefix
+const GroupPrefix = jobqueue.ECSGroupPrefix
 
 // Options say where and how tasks run.
 type Options struct {

@@ -6,7 +6,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/remote-agents/remote-agents/shared/jobapi"
+	"github.com/remote-agents/remote-agents/shared/orchestratorapi"
 	"github.com/remote-agents/remote-agents/shared/wiring"
 	"github.com/remote-agents/remote-agents/shared/wiring/jobservice"
 )
@@ -20,5 +20,5 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 	if e.Config.OrchestratorRoleARN == "" {
 		return wiring.Function{}, errors.New("jobs needs the orchestrator's role (RA_ORCHESTRATOR_ROLE_ARN)")
 	}
-	return wiring.Pick("jobs", (&jobapi.Handlers{Jobs: svc, Caller: e.Config.OrchestratorRoleARN, Log: e.Log}).Routes())
+	return wiring.Pick("jobs", (&orchestratorapi.Handlers{Jobs: svc, Caller: e.Config.OrchestratorRoleARN, Log: e.Log}).Routes())
 }

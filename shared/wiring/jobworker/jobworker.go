@@ -7,7 +7,7 @@ import (
 	"context"
 	"errors"
 
-	worker "github.com/remote-agents/remote-agents/shared/jobworker"
+	worker "github.com/remote-agents/remote-agents/shared/queueworker"
 	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/wiring"

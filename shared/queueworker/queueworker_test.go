@@ -1,4 +1,4 @@
-package jobworker_test
+package queueworker_test
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"github.com/remote-agents/remote-agents/localstack/awstest"
 	"github.com/remote-agents/remote-agents/shared/awsconfig"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
-	"github.com/remote-agents/remote-agents/shared/jobs"
-	"github.com/remote-agents/remote-agents/shared/jobworker"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/queueworker"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sqsqueue"
@@ -54,14 +54,14 @@ func (l *countingLauncher) Stop(_ context.Context, ref string, _ time.Duration) 
 	return nil
 }
 
-func setup(t *testing.T) (*jobworker.Worker, *dynamo.Sessions, *countingLauncher, *sqsqueue.Queue) {
+func setup(t *testing.T) (*queueworker.Worker, *dynamo.Sessions, *countingLauncher, *sqsqueue.Queue) {
 	t.Helper()
 	set, report := awstest.Resources(t)
 	cfg := awstest.Config(t)
 	store := dynamo.NewSessions(awsconfig.NewDynamoDB(cfg), set.Sessions.Name, set.Idempotency.Name, set.Events.Name)
 	dlq := sqsqueue.New(awsconfig.NewSQS(cfg), report.QueueURLs[set.JobsQueue.DeadLetterName])
 	l := &countingLauncher{}
-	w := &jobworker.Worker{Store: store, Launcher: l, DLQ: dlq, GatewayURL: "http://gw", ModelGatewayURL: "http://model", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	w := &queueworker.Worker{Store: store, Launcher: l, DLQ: dlq, GatewayURL: "http://gw", ModelGatewayURL: "http://model", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	return w, store, l, dlq
 }
 
@@ -118,8 +118,8 @@ func TestBatchWithPoisonAndFailure(t *testing.T) {
 	if got.SandboxTokenHash != "" {
 		t.Errorf("a sandbox token exists before the sandbox asked for it: %+v", got)
 	}
-	if left := time.Until(got.BootstrapExpires); left < jobworker.BootstrapTTL-time.Minute || left > jobworker.BootstrapTTL {
-		t.Errorf("the code expires in %s, want about %s", left, jobworker.BootstrapTTL)
+	if left := time.Until(got.BootstrapExpires); left < queueworker.BootstrapTTL-time.Minute || left > queueworker.BootstrapTTL {
+		t.Errorf("the code expires in %s, want about %s", left, queueworker.BootstrapTTL)
 	}
 	if _, ok := l.launches[0].Env()["SANDBOX_MCP_AUTH_TOKEN"]; ok {
 		t.Errorf("the launch environment names a sandbox token: %v", l.launches[0].Env())
@@ -221,7 +221,7 @@ func (l *launcherFunc) Stop(_ context.Context, ref string, _ time.Duration) erro
 }
 
 // The clock of a worker whose claim has run out by now.
-func longAgo() time.Time { return time.Now().Add(-jobworker.LaunchLease - time.Minute) }
+func longAgo() time.Time { return time.Now().Add(-queueworker.LaunchLease - time.Minute) }
 
 // A launch whose worker died before recording its sandbox is taken over by the
 // next generation with a new code, never by the same generation (which the
@@ -230,7 +230,7 @@ func TestLaunchAfterLostClaimIsTheNextGeneration(t *testing.T) {
 	t.Parallel()
 	w, store, l, _ := setup(t)
 	provisioning(t, store, "s4")
-	start := jobs.Message{Type: jobs.SessionStart, SessionID: "s4", Generation: 1}
+	start := jobqueue.Message{Type: jobqueue.SessionStart, SessionID: "s4", Generation: 1}
 	died := *w
 	died.Now = longAgo
 	// Its context ends (a Lambda timing out) as it starts the sandbox.
@@ -274,7 +274,7 @@ func TestLaunchOfAReplacedClaimIsStopped(t *testing.T) {
 	t.Parallel()
 	w, store, l, _ := setup(t)
 	provisioning(t, store, "s5")
-	start := jobs.Message{Type: jobs.SessionStart, SessionID: "s5", Generation: 1}
+	start := jobqueue.Message{Type: jobqueue.SessionStart, SessionID: "s5", Generation: 1}
 	slow := *w
 	slow.Now = longAgo
 	replaced := make(chan error, 1)
@@ -338,7 +338,7 @@ func TestFailedLaunchIsRetriedOnTheFallback(t *testing.T) {
 		}
 		return l.Launch(t.Context(), spec)
 	}}
-	if err := w.Do(t.Context(), jobs.Message{Type: jobs.SessionStart, SessionID: "s7", Generation: 1}); err != nil {
+	if err := w.Do(t.Context(), jobqueue.Message{Type: jobqueue.SessionStart, SessionID: "s7", Generation: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if len(specs) != 2 || specs[1].Generation != specs[0].Generation || specs[1].BootstrapCode != specs[0].BootstrapCode || !specs[1].Fallback {
@@ -361,7 +361,7 @@ func TestSecondFailedLaunchFailsTheSession(t *testing.T) {
 		launches++
 		return "", errors.New("no capacity")
 	}}
-	start := jobs.Message{Type: jobs.SessionStart, SessionID: "s8", Generation: 1}
+	start := jobqueue.Message{Type: jobqueue.SessionStart, SessionID: "s8", Generation: 1}
 	if err := w.Do(t.Context(), start); err != nil {
 		t.Fatalf("a launch that failed twice is retried by the queue: %v", err)
 	}
@@ -393,7 +393,7 @@ func TestJobSandboxIsSizedForItsMemory(t *testing.T) {
 	if err := store.Create(t.Context(), session.Session{ID: "job-sess", JobID: "j1", State: session.Provisioning, Generation: 1, TmuxSessionName: "ra-x", CreatedAt: now, UpdatedAt: now}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Do(t.Context(), jobs.Message{Type: jobs.SessionStart, SessionID: "job-sess", Generation: 1}); err != nil {
+	if err := w.Do(t.Context(), jobqueue.Message{Type: jobqueue.SessionStart, SessionID: "job-sess", Generation: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if len(l.launches) != 1 || l.launches[0].Size != want || want.MemoryMiB != 3072 {

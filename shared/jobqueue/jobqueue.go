@@ -1,7 +1,7 @@
-// Package jobs defines the messages of the jobs queue and publishes them:
+// Package jobqueue defines the messages of the jobs queue and publishes them:
 // session.start, session.stop and task.state, and the orchestrator jobs' job.run
 // and job.cancel. jobworker consumes them.
-package jobs
+package jobqueue
 
 import (
 	"bytes"

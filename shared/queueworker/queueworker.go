@@ -1,11 +1,11 @@
-// Package jobworker consumes the jobs queue: session.start launches a session's
-// sandbox (once per session and generation, however often the message arrives),
+// Package queueworker is the jobworker function's consumer of the jobs queue:
+// session.start launches a session's sandbox (once per session and generation, however often the message arrives),
 // session.stop stops a sandbox that did not end by itself, and task.state ends the
 // session of a sandbox that stopped. It also consumes the tools queue: tool.run
 // runs a long gateway tool call (package toolgate). It answers SQS batches with
 // partial batch failures; a malformed message is poison and goes straight to the
 // DLQ of its queue.
-package jobworker
+package queueworker
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/pool"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -148,8 +148,8 @@ func (w *Worker) handleRecord(ctx context.Context, rec events.SQSMessage) error 
 	if toolgate.IsJob(rec.Body) {
 		return w.runTool(ctx, rec)
 	}
-	m, err := jobs.Parse(rec.Body)
-	if errors.Is(err, jobs.ErrIgnored) {
+	m, err := jobqueue.Parse(rec.Body)
+	if errors.Is(err, jobqueue.ErrIgnored) {
 		return nil
 	}
 	if err != nil {
@@ -178,27 +178,27 @@ func (w *Worker) runTool(ctx context.Context, rec events.SQSMessage) error {
 }
 
 // Do handles one message. A nil error means it is done (or needs nothing).
-func (w *Worker) Do(ctx context.Context, m jobs.Message) error {
+func (w *Worker) Do(ctx context.Context, m jobqueue.Message) error {
 	switch m.Type {
-	case jobs.SessionStart:
+	case jobqueue.SessionStart:
 		return w.start(ctx, m)
-	case jobs.SessionStop:
+	case jobqueue.SessionStop:
 		return w.stop(ctx, m)
-	case jobs.TaskState:
+	case jobqueue.TaskState:
 		return w.taskStopped(ctx, m)
-	case jobs.Sweep:
+	case jobqueue.Sweep:
 		return w.sweep(ctx)
-	case jobs.JobRun:
+	case jobqueue.JobRun:
 		return w.runJob(ctx, m)
-	case jobs.JobCancel:
+	case jobqueue.JobCancel:
 		return w.cancelJob(ctx, m)
-	case jobs.JobSweep:
+	case jobqueue.JobSweep:
 		if w.Jobs == nil {
 			return errors.New("job.sweep on a worker without jobs")
 		}
 		return w.Jobs.Sweep(ctx)
 	default:
-		return fmt.Errorf("%w: type %q", jobs.ErrMalformed, m.Type)
+		return fmt.Errorf("%w: type %q", jobqueue.ErrMalformed, m.Type)
 	}
 }
 
@@ -215,7 +215,7 @@ func (w *Worker) Do(ctx context.Context, m jobs.Message) error {
 // sandbox it started when recording it fails. A sandbox that got ready on its
 // claim before the message came back is recorded by that delivery
 // (recordLaunched).
-func (w *Worker) start(ctx context.Context, m jobs.Message) error {
+func (w *Worker) start(ctx context.Context, m jobqueue.Message) error {
 	sess, err := w.Store.Get(ctx, m.SessionID)
 	if errors.Is(err, session.ErrNotFound) {
 		return nil
@@ -388,7 +388,7 @@ func (w *Worker) now() time.Time {
 }
 
 // live returns the session m is about, if it is still live in m's generation.
-func (w *Worker) live(ctx context.Context, m jobs.Message) (session.Session, bool, error) {
+func (w *Worker) live(ctx context.Context, m jobqueue.Message) (session.Session, bool, error) {
 	sess, err := w.Store.Get(ctx, m.SessionID)
 	if errors.Is(err, session.ErrNotFound) {
 		return sess, false, nil
@@ -401,7 +401,7 @@ func (w *Worker) live(ctx context.Context, m jobs.Message) (session.Session, boo
 
 // stop stops the sandbox of m's generation for good, even when its session has
 // already ended (a lost sandbox may still be running), and ends a live session.
-func (w *Worker) stop(ctx context.Context, m jobs.Message) error {
+func (w *Worker) stop(ctx context.Context, m jobqueue.Message) error {
 	sess, live, err := w.live(ctx, m)
 	if err != nil || sess.Generation != m.Generation {
 		return err
@@ -456,7 +456,7 @@ func (w *Worker) sweep(ctx context.Context) error {
 	return err
 }
 
-func (w *Worker) taskStopped(ctx context.Context, m jobs.Message) error {
+func (w *Worker) taskStopped(ctx context.Context, m jobqueue.Message) error {
 	if pool.IsID(m.SessionID) {
 		return w.poolSandboxStopped(ctx, m)
 	}
@@ -484,7 +484,7 @@ func (w *Worker) taskStopped(ctx context.Context, m jobs.Message) error {
 // poolSandboxStopped handles the stop of a pool sandbox: one that a session
 // claimed stopped as that session's sandbox (m is for its generation); one
 // never claimed is forgotten by the pool.
-func (w *Worker) poolSandboxStopped(ctx context.Context, m jobs.Message) error {
+func (w *Worker) poolSandboxStopped(ctx context.Context, m jobqueue.Message) error {
 	if w.Pool == nil {
 		return nil
 	}
@@ -516,7 +516,7 @@ func (w *Worker) jobCrashed(ctx context.Context, sess session.Session, msg strin
 // session once, whose launch is claimed once (start), so a redelivered
 // job.run launches nothing more. A job whose sandbox cannot be launched
 // fails (crash).
-func (w *Worker) runJob(ctx context.Context, m jobs.Message) error {
+func (w *Worker) runJob(ctx context.Context, m jobqueue.Message) error {
 	if w.Jobs == nil {
 		return errors.New("job.run on a worker without jobs")
 	}
@@ -524,7 +524,7 @@ func (w *Worker) runJob(ctx context.Context, m jobs.Message) error {
 	if err != nil || !run {
 		return err
 	}
-	if err := w.start(ctx, jobs.Message{Type: jobs.SessionStart, SessionID: sid, Generation: 1}); err != nil {
+	if err := w.start(ctx, jobqueue.Message{Type: jobqueue.SessionStart, SessionID: sid, Generation: 1}); err != nil {
 		return err
 	}
 	sess, err := w.Store.Get(ctx, sid)
@@ -538,7 +538,7 @@ func (w *Worker) runJob(ctx context.Context, m jobs.Message) error {
 }
 
 // cancelJob stops the sandbox of a cancelled job.
-func (w *Worker) cancelJob(ctx context.Context, m jobs.Message) error {
+func (w *Worker) cancelJob(ctx context.Context, m jobqueue.Message) error {
 	if w.Jobs == nil {
 		return errors.New("job.cancel on a worker without jobs")
 	}
@@ -553,7 +553,7 @@ func (w *Worker) cancelJob(ctx context.Context, m jobs.Message) error {
 	if err != nil {
 		return err
 	}
-	return w.stop(ctx, jobs.Message{Type: jobs.SessionStop, SessionID: sid, Generation: sess.Generation})
+	return w.stop(ctx, jobqueue.Message{Type: jobqueue.SessionStop, SessionID: sid, Generation: sess.Generation})
 }
 
 func (w *Worker) end(ctx context.Context, sess session.Session, reason session.Reason) error {

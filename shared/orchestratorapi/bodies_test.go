@@ -1,4 +1,4 @@
-package jobapi
+package orchestratorapi
 
 import (
 	"testing"

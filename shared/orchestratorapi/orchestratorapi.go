@@ -1,10 +1,10 @@
-// Package jobapi serves the orchestrator's /internal/ routes: jobs (create,
+// Package orchestratorapi serves the orchestrator's /internal/ routes: jobs (create,
 // read, logs, outputs, cancel) and agent profiles. Only the orchestrator may
 // call them: API Gateway's IAM authorization checks the request's SigV4
 // signature (the dev server does it itself), and every handler checks that
 // the caller it passes is the orchestrator's role. Then the mandatory
 // headers, before any body is read; then one call to the job service.
-package jobapi
+package orchestratorapi
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package jobapi_test
+package orchestratorapi_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/remote-agents/remote-agents/shared/httpapi"
-	"github.com/remote-agents/remote-agents/shared/jobapi"
+	"github.com/remote-agents/remote-agents/shared/orchestratorapi"
 )
 
 func TestSameRole(t *testing.T) {
@@ -26,7 +26,7 @@ func TestSameRole(t *testing.T) {
 		{"", false},
 	}
 	for _, tt := range tests {
-		if got := jobapi.SameRole(role, tt.caller); got != tt.want {
+		if got := orchestratorapi.SameRole(role, tt.caller); got != tt.want {
 			t.Errorf("SameRole(%q) = %v, want %v", tt.caller, got, tt.want)
 		}
 	}
@@ -36,7 +36,7 @@ func TestSameRole(t *testing.T) {
 // Gateway let through, and checks the headers before anything else.
 func TestGuard(t *testing.T) {
 	const role = "arn:aws:iam::123456789012:role/orchestrator"
-	h := &jobapi.Handlers{Caller: role}
+	h := &orchestratorapi.Handlers{Caller: role}
 	create := h.Routes()[0].Handler
 	req := func(caller string, headers map[string]string) httpapi.Request {
 		r := httpapi.Request{RouteKey: "POST /internal/jobs", Headers: headers, Body: "{not json"}

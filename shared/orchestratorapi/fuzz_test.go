@@ -1,4 +1,4 @@
-package jobapi_test
+package orchestratorapi_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/httpapi/httpapitest"
 	"github.com/remote-agents/remote-agents/shared/job"
-	"github.com/remote-agents/remote-agents/shared/jobapi"
+	"github.com/remote-agents/remote-agents/shared/orchestratorapi"
 )
 
 const (
@@ -56,7 +56,7 @@ func (s *store) PutProfile(_ context.Context, p job.Profile) (job.Profile, error
 func routes() (map[string]httpapi.Handler, *store) {
 	st := &store{}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	h := &jobapi.Handlers{Jobs: job.New(job.Options{Store: st, Now: func() time.Time { return now }}), Caller: role, Log: slog.New(slog.DiscardHandler)}
+	h := &orchestratorapi.Handlers{Jobs: job.New(job.Options{Store: st, Now: func() time.Time { return now }}), Caller: role, Log: slog.New(slog.DiscardHandler)}
 	out := map[string]httpapi.Handler{}
 	for _, r := range h.Routes() {
 		out[r.Key()] = r.Handler
@@ -160,7 +160,7 @@ func FuzzPutProfile(f *testing.F) {
 			t.Fatalf("the same request answered %s, then %s", res.Body, again.Body)
 		}
 		var in job.ProfileInput
-		derr := httpapi.DecodeJSON(httpapi.Request{Body: body}, jobapi.MaxProfileBytes, &in)
+		derr := httpapi.DecodeJSON(httpapi.Request{Body: body}, orchestratorapi.MaxProfileBytes, &in)
 		if res.StatusCode != 200 {
 			env := httpapitest.Envelope(t, res)
 			if env.ErrorCode != apierror.InvalidRequest || st.put != nil || (derr != nil && env.Message != httpapi.EnvelopeOf(derr).Message) {

@@ -1,4 +1,4 @@
-package jobs_test
+package jobqueue_test
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/remote-agents/remote-agents/shared/jobs"
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 )
 
 func TestParse(t *testing.T) {
@@ -22,31 +22,31 @@ func TestParse(t *testing.T) {
 	tests := []struct {
 		name    string
 		body    string
-		want    jobs.Message
+		want    jobqueue.Message
 		wantErr error
 	}{
-		{"start", `{"type":"session.start","session_id":"s1","generation":1}`, jobs.Message{Type: jobs.SessionStart, SessionID: "s1", Generation: 1}, nil},
-		{"stop", `{"type":"session.stop","session_id":"s1","generation":3}`, jobs.Message{Type: jobs.SessionStop, SessionID: "s1", Generation: 3}, nil},
-		{"not JSON", `start s1`, jobs.Message{}, jobs.ErrMalformed},
-		{"unknown type", `{"type":"session.explode","session_id":"s1","generation":1}`, jobs.Message{}, jobs.ErrMalformed},
-		{"unknown field", `{"type":"session.start","session_id":"s1","generation":1,"x":1}`, jobs.Message{}, jobs.ErrMalformed},
-		{"no session", `{"type":"session.start","generation":1}`, jobs.Message{}, jobs.ErrMalformed},
-		{"no generation", `{"type":"session.start","session_id":"s1"}`, jobs.Message{}, jobs.ErrMalformed},
-		{"ecs running", running, jobs.Message{}, jobs.ErrIgnored},
-		{"ecs other task", other, jobs.Message{}, jobs.ErrIgnored},
-		{"other event", `{"detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","detail":{}}`, jobs.Message{}, jobs.ErrMalformed},
+		{"start", `{"type":"session.start","session_id":"s1","generation":1}`, jobqueue.Message{Type: jobqueue.SessionStart, SessionID: "s1", Generation: 1}, nil},
+		{"stop", `{"type":"session.stop","session_id":"s1","generation":3}`, jobqueue.Message{Type: jobqueue.SessionStop, SessionID: "s1", Generation: 3}, nil},
+		{"not JSON", `start s1`, jobqueue.Message{}, jobqueue.ErrMalformed},
+		{"unknown type", `{"type":"session.explode","session_id":"s1","generation":1}`, jobqueue.Message{}, jobqueue.ErrMalformed},
+		{"unknown field", `{"type":"session.start","session_id":"s1","generation":1,"x":1}`, jobqueue.Message{}, jobqueue.ErrMalformed},
+		{"no session", `{"type":"session.start","generation":1}`, jobqueue.Message{}, jobqueue.ErrMalformed},
+		{"no generation", `{"type":"session.start","session_id":"s1"}`, jobqueue.Message{}, jobqueue.ErrMalformed},
+		{"ecs running", running, jobqueue.Message{}, jobqueue.ErrIgnored},
+		{"ecs other task", other, jobqueue.Message{}, jobqueue.ErrIgnored},
+		{"other event", `{"detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","detail":{}}`, jobqueue.Message{}, jobqueue.ErrMalformed},
 	}
 	for _, tt := range tests {
-		got, err := jobs.Parse(tt.body)
+		got, err := jobqueue.Parse(tt.body)
 		if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && got != tt.want) {
 			t.Errorf("%s: got %+v, %v; want %+v, %v", tt.name, got, err, tt.want, tt.wantErr)
 		}
 	}
-	m, err := jobs.Parse(string(stopped))
+	m, err := jobqueue.Parse(string(stopped))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Type != jobs.TaskState || m.SessionID != "6071cda9-7ba1-431a-9ad4-e711d5ed0a30" || m.Generation != 2 ||
+	if m.Type != jobqueue.TaskState || m.SessionID != "6071cda9-7ba1-431a-9ad4-e711d5ed0a30" || m.Generation != 2 ||
 		m.ExitCode == nil || *m.ExitCode != 137 || !strings.HasSuffix(m.SandboxRef, "b99d40b3a2a54b0b8c5f2f6f1e0a8c11") {
 		t.Errorf("ECS event parsed as %+v", m)
 	}
@@ -56,7 +56,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(`{"type":"session.start","session_id":"s1","generation":1}`)
 	f.Add(`{"detail-type":"ECS Task State Change","source":"aws.ecs","detail":{"group":"ra-gen-1","startedBy":"s","lastStatus":"STOPPED"}}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		m, err := jobs.Parse(body)
+		m, err := jobqueue.Parse(body)
 		if err == nil && (m.SessionID == "" || m.Generation < 1 || m.Type == "") {
 			t.Fatalf("accepted %q as %+v", body, m)
 		}
@@ -75,7 +75,7 @@ func TestParseJobMessages(t *testing.T) {
 		{`{"type":"job.cancel","job_id":"j1","session_id":"s"}`, false},
 		{`{"type":"job.sweep","job_id":"j1"}`, false},
 	} {
-		_, err := jobs.Parse(tt.body)
+		_, err := jobqueue.Parse(tt.body)
 		if (err == nil) != tt.ok {
 			t.Errorf("Parse(%s) = %v, want ok %v", tt.body, err, tt.ok)
 		}

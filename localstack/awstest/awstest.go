@@ -5,12 +5,18 @@
 // as `make test` sets them for the bundled emulators), those are used; otherwise
 // the emulators are started for this binary's run and stopped after it.
 //
+// Under `go test -short` with no AWS endpoints in the environment, the
+// emulators are not started and every test that asks for the local AWS
+// (Config, Resources) is skipped, so `go test -short ./shared/...` runs the
+// logic's tests in seconds; make test never passes -short, and runs them all.
+//
 // Every test gets its own environment name, so its tables, queues and bucket are
 // its own: tests run in parallel and re-run without cleanup.
 package awstest
 
 import (
 	"context"
+	"flag"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -35,6 +41,11 @@ func Main(m *testing.M) {
 // Run runs m against a local AWS and returns its exit code, for a TestMain that
 // has more to set up and tear down around it.
 func Run(m *testing.M) int {
+	flag.Parse()
+	if !awsconfig.Overridden() && testing.Short() {
+		noAWS = true
+		return m.Run()
+	}
 	if !awsconfig.Overridden() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		emu, err := emulators.Start(ctx, emulators.Options{})
@@ -55,9 +66,22 @@ func Run(m *testing.M) int {
 	return m.Run()
 }
 
+// noAWS: -short, and no AWS endpoints given; the emulators were not started.
+var noAWS bool
+
+// Need skips t under -short when no local AWS was started (see the package
+// comment); Config and Resources call it.
+func Need(t testing.TB) {
+	t.Helper()
+	if noAWS {
+		t.Skip("needs the local AWS, which -short does not start")
+	}
+}
+
 // Config returns the aws.Config of the local AWS.
 func Config(t testing.TB) aws.Config {
 	t.Helper()
+	Need(t)
 	cfg, err := awsconfig.Load(t.Context())
 	if err != nil {
 		t.Fatalf("awstest: %v", err)

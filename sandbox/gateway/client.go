@@ -38,13 +38,13 @@ type Client struct {
 // (nil: none) are hidden from the events it appends.
 func New(gateway, session, token string, secrets *redact.Secrets) *Client {
 	return &Client{gateway: gateway, session: session, token: token, secrets: secrets,
-		http: &http.Client{Timeout: 30 * time.Second}, retry: Retry}
+		http: &http.Client{Timeout: 30 * time.Second}, retry: defaultRetry}
 }
 
-// Retry is how the sandbox retries a channel call that failed in passing: a
+// defaultRetry is how the sandbox retries a channel call that failed in passing: a
 // few times within seconds, since the heartbeat and inbox loop waits
 // meanwhile and its next tick tries again anyway.
-var Retry = retry.Policy{Retries: 4, Initial: 250 * time.Millisecond, Max: 4 * time.Second}
+var defaultRetry = retry.Policy{Retries: 4, Initial: 250 * time.Millisecond, Max: 4 * time.Second}
 
 // WithToken is a copy of cl that calls with the bearer token.
 func (cl *Client) WithToken(token string) *Client {
@@ -67,6 +67,7 @@ type AuthError struct {
 	Status int
 }
 
+// Error says the token was refused, with the status.
 func (e *AuthError) Error() string {
 	return fmt.Sprintf("gateway refused the sandbox token (%d)", e.Status)
 }
@@ -80,6 +81,7 @@ type StatusError struct {
 	Body   []byte
 }
 
+// Error names the route, the status and the body.
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("%s: gateway answered %d: %s", e.Route, e.Status, e.Body)
 }

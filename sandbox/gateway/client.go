@@ -41,9 +41,9 @@ func New(gateway, session, token string, secrets *redact.Secrets) *Client {
 		http: &http.Client{Timeout: 30 * time.Second}, retry: defaultRetry}
 }
 
-// defaultRetry is how the sandbox retries a channel call that failed in passing: a
-// few times within seconds, since the heartbeat and inbox loop waits
-// meanwhile and its next tick tries again anyway.
+// defaultRetry is how the sandbox retries a channel call that failed in
+// passing: a few times within seconds, since the heartbeat and inbox loop
+// waits meanwhile and its next tick tries again anyway.
 var defaultRetry = retry.Policy{Retries: 4, Initial: 250 * time.Millisecond, Max: 4 * time.Second}
 
 // WithToken is a copy of cl that calls with the bearer token.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
+	"github.com/remote-agents/remote-agents/sandbox/jobmode"
+	"github.com/remote-agents/remote-agents/sandbox/poolwait"
 	"github.com/remote-agents/remote-agents/sandbox/redact"
 	"github.com/remote-agents/remote-agents/sandbox/toolenv"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
@@ -56,7 +58,7 @@ type Config struct {
 	// unless RA_MODEL_GATEWAY_URL moves it).
 	ModelGateway string
 	// Job is job mode's (spec.job): where the job directory goes, and limits.
-	Job JobConfig
+	Job jobmode.Config
 }
 
 // NewConfig takes the sandbox's settings from the agent's environment, which
@@ -102,7 +104,7 @@ func NewConfig(env agentconfig.Env, environ []string, secrets *redact.Secrets) (
 		ContextWindow: env.ContextWindow,
 		Tmux:          tmuxSession(env.Tmux),
 		ModelGateway:  cmp.Or(env.ModelGatewayURL, env.GatewayURL),
-		Job:           JobConfig{Root: cmp.Or(env.JobRoot, env.Workspace), NetworkIsolated: env.JobNetworkIsolated},
+		Job:           jobmode.Config{Root: cmp.Or(env.JobRoot, env.Workspace), NetworkIsolated: env.JobNetworkIsolated},
 	}, nil
 }
 
@@ -127,4 +129,16 @@ func ViaGateway(env agentconfig.Env) agentconfig.LLM {
 		l.APIKey, l.APIKeyEnv = env.SandboxToken, ""
 	}
 	return l
+}
+
+// claimed is c once the session of claim has claimed the sandbox: that
+// session's, with its token, and the model route of that session when the
+// provider is reached through the gateway (ViaGateway).
+func claimed(c Config, claim poolwait.Claim) Config {
+	c.SessionID, c.Token, c.BootstrapCode = claim.Session, claim.Token, ""
+	if sandboxwire.ViaGateway(c.LLM.Provider) {
+		c.LLM.BaseURL = sandboxwire.ModelBaseURL(cmp.Or(c.ModelGateway, c.Gateway), c.SessionID, c.LLM.Provider)
+		c.LLM.APIKey, c.LLM.APIKeyEnv = c.Token, ""
+	}
+	return c
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
+	"github.com/remote-agents/remote-agents/sandbox/gateway"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/providers"
@@ -65,40 +66,20 @@ func NewBrain(c Config, enabled []string, extra func(*tools.Registry, *policy.Po
 			return nil, err
 		}
 	}
-	return &Brain{Provider: provider, Model: c.LLM.Model, Tools: Sanitised{Tools: reg, Secrets: c.Secrets}, TokenLimit: c.TokenLimit, MaxTokens: c.LLM.MaxTokens,
+	return &Brain{Provider: provider, Model: c.LLM.Model, Tools: tools.Sanitised{Tools: reg, Secrets: c.Secrets}, TokenLimit: c.TokenLimit, MaxTokens: c.LLM.MaxTokens,
 		ContextWindow: cmp.Or(c.ContextWindow, agentconfig.DefaultContextWindow)}, nil
-}
-
-// Sanitised wraps tools so that their output reaches the model and the events
-// without the secrets the sandbox knows (redacted), and failures only as
-// sanitised text (FR2): no paths, tracebacks, module names or pids.
-type Sanitised struct {
-	llm.Tools
-	Secrets *redact.Secrets
-}
-
-// Run runs a call, redacts its output and sanitises a failure.
-func (s Sanitised) Run(ctx context.Context, call llm.ToolCall) (llm.ToolResult, error) {
-	res, err := s.Tools.Run(ctx, call)
-	if err == nil {
-		res.Content = s.Secrets.String(res.Content)
-	}
-	if err == nil && res.IsError && res.Content != tools.NotEnabled(call.Name) {
-		// (A refused tool is answered in the spec's exact words, which hold
-		// nothing to sanitise.)
-		res.Content = sanitize.Error(res.Content)
-	}
-	return res, err
 }
 
 // conversation is the agent's running conversation in a sandbox.
 type conversation struct {
-	brain  *Brain
-	cl     *client
-	system string
-	msgs   []llm.Message
-	used   llm.Usage
-	log    *slog.Logger
+	brain *Brain
+	cl    *gateway.Client
+	// secrets are hidden from the tool calls' arguments in events.
+	secrets *redact.Secrets
+	system  string
+	msgs    []llm.Message
+	used    llm.Usage
+	log     *slog.Logger
 }
 
 // errTokenLimit stops the session when its budget is spent.
@@ -149,7 +130,7 @@ func (c *conversation) report(ctx context.Context, e llm.LoopEvent) error {
 	case llm.ToolFinished:
 		// The arguments are JSON, which the event carries as a string: a secret
 		// in them is found as JSON escapes it (Emit redacts the event too).
-		args := c.cl.c.Secrets.JSON(e.Call.Args)
+		args := c.secrets.JSON(e.Call.Args)
 		return c.emit(ctx, sandboxwire.ToolCall{
 			ToolCallID: e.Call.ID, Tool: e.Call.Name, Args: sanitize.Clip(string(args), maxEventChars), IsError: e.Message.IsError, Output: sanitize.Clip(e.Message.Content, maxEventChars),
 		})
@@ -159,7 +140,7 @@ func (c *conversation) report(ctx context.Context, e llm.LoopEvent) error {
 
 // state reports a state change to the session and appends it to its events.
 func (c *conversation) state(ctx context.Context, st sandboxwire.State) error {
-	if err := c.cl.status(ctx, st, "", ""); err != nil {
+	if err := c.cl.Status(ctx, st, "", ""); err != nil {
 		return err
 	}
 	return c.emit(ctx, sandboxwire.StateChanged{State: st})

@@ -13,8 +13,10 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/remote-agents/remote-agents/sandbox/gateway"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/redact"
+	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
@@ -24,14 +26,14 @@ type event struct {
 	Data map[string]any `json:"data"`
 }
 
-// gateway records what a sandbox reports: its events and its status changes.
-type gateway struct {
+// recorder plays the gateway, recording what a sandbox reports: its events and its status changes.
+type recorder struct {
 	mu     sync.Mutex
 	events []event
 	states []string
 }
 
-func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (g *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch r.URL.Path {
@@ -57,7 +59,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // summary lists the events as type[:detail].
-func (g *gateway) summary() string {
+func (g *recorder) summary() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var s []string
@@ -123,13 +125,15 @@ func sh(out string, fail bool) llm.ToolCall {
 	return llm.ToolCall{ID: "c", Name: "sh", Args: args}
 }
 
-func newConversation(t *testing.T, brain *Brain) (*conversation, *gateway) {
+// newConversation is a conversation of brain with a recorder for a gateway;
+// secrets (nil: none) are the sandbox's.
+func newConversation(t *testing.T, brain *Brain, secrets *redact.Secrets) (*conversation, *recorder) {
 	t.Helper()
-	gw := &gateway{}
+	gw := &recorder{}
 	srv := httptest.NewServer(gw)
 	t.Cleanup(srv.Close)
-	cl := &client{c: Config{SessionID: "s1", Gateway: srv.URL, Token: "tok"}, http: srv.Client()}
-	return &conversation{brain: brain, cl: cl, system: "sys", msgs: []llm.Message{{Role: llm.User, Content: "hello"}},
+	cl := gateway.New(srv.URL, "s1", "tok", secrets)
+	return &conversation{brain: brain, cl: cl, secrets: secrets, system: "sys", msgs: []llm.Message{{Role: llm.User, Content: "hello"}},
 		log: slog.New(slog.DiscardHandler)}, gw
 }
 
@@ -183,7 +187,7 @@ func TestTurn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			c, gw := newConversation(t, &Brain{Provider: &fakeProvider{answer: tt.answer}, Tools: shellTools{}, TokenLimit: tt.tokenLimit, ContextWindow: 1000})
+			c, gw := newConversation(t, &Brain{Provider: &fakeProvider{answer: tt.answer}, Tools: shellTools{}, TokenLimit: tt.tokenLimit, ContextWindow: 1000}, nil)
 			if err := c.turn(t.Context()); !errors.Is(err, tt.wantErr) {
 				t.Errorf("turn: %v, want %v", err, tt.wantErr)
 			}
@@ -206,7 +210,7 @@ func TestTurnsShareTheTokenBudget(t *testing.T) {
 	p := &fakeProvider{answer: func(_ llm.Request, n int) (llm.Response, error) {
 		return llm.Response{Content: fmt.Sprint("answer ", n), Usage: llm.Usage{InputTokens: 6 * n, OutputTokens: 2}}, nil
 	}}
-	c, gw := newConversation(t, &Brain{Provider: p, Tools: shellTools{}, TokenLimit: 20, ContextWindow: 1000})
+	c, gw := newConversation(t, &Brain{Provider: p, Tools: shellTools{}, TokenLimit: 20, ContextWindow: 1000}, nil)
 	if err := c.turn(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +244,7 @@ func TestToolEventsAreClippedAndFailuresSanitised(t *testing.T) {
 		}
 		return llm.Response{Content: "ok"}, nil
 	}}
-	c, gw := newConversation(t, &Brain{Provider: p, Tools: Sanitised{Tools: shellTools{}}})
+	c, gw := newConversation(t, &Brain{Provider: p, Tools: tools.Sanitised{Tools: shellTools{}}}, nil)
 	if err := c.turn(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +287,7 @@ func TestToolCallEventsCarryTheirCallID(t *testing.T) {
 		}
 		return llm.Response{Content: "done"}, nil
 	}}
-	c, gw := newConversation(t, &Brain{Provider: p, Tools: shellTools{}})
+	c, gw := newConversation(t, &Brain{Provider: p, Tools: shellTools{}}, nil)
 	if err := c.turn(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -314,8 +318,7 @@ func TestSecretsAreRedacted(t *testing.T) {
 		}
 		return llm.Response{Content: "done"}, nil
 	}}
-	c, gw := newConversation(t, &Brain{Provider: p, Tools: Sanitised{Tools: shellTools{}, Secrets: secrets}})
-	c.cl.c.Secrets = secrets
+	c, gw := newConversation(t, &Brain{Provider: p, Tools: tools.Sanitised{Tools: shellTools{}, Secrets: secrets}}, secrets)
 	if err := c.turn(t.Context()); err != nil {
 		t.Fatal(err)
 	}

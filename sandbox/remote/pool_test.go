@@ -19,6 +19,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
+	"github.com/remote-agents/remote-agents/sandbox/gateway"
+	"github.com/remote-agents/remote-agents/sandbox/poolwait"
 	"github.com/remote-agents/remote-agents/sandbox/redact"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
@@ -492,7 +494,7 @@ func TestPoolSandboxLaunchCodeRefused(t *testing.T) {
 	p.launchSpent = true
 	_, done := startPool(ctx, t, p, true)
 	err := result(ctx, t, done)
-	if _, ok := errors.AsType[*authError](err); !ok {
+	if _, ok := errors.AsType[*gateway.AuthError](err); !ok {
 		t.Errorf("Run: %v, want the refusal", err)
 	}
 	if calls := p.snapshot(); !slices.Equal(calls, []string{callPoolBootstrap}) {
@@ -519,13 +521,13 @@ func TestClaimedConfig(t *testing.T) {
 	if c.PoolSandbox != testPoolID || c.SessionID != "" || c.BootstrapCode != testLaunch || c.Token != "" {
 		t.Errorf("pool config %+v", c)
 	}
-	got := claimed(c, poolClaim{session: testSessionA, token: "rsb_tok"})
+	got := claimed(c, poolwait.Claim{Session: testSessionA, Token: "rsb_tok"})
 	if got.SessionID != testSessionA || got.Token != "rsb_tok" || got.BootstrapCode != "" ||
 		got.LLM.BaseURL != fmt.Sprintf("https://model.example/sandbox/%s/model/anthropic", testSessionA) || got.LLM.APIKey != "rsb_tok" {
 		t.Errorf("claimed config: session %q token %q code %q model %q key %q", got.SessionID, got.Token, got.BootstrapCode, got.LLM.BaseURL, got.LLM.APIKey)
 	}
 	c.LLM = agentconfig.LLM{Provider: "ollama", BaseURL: "http://local/v1"}
-	if got := claimed(c, poolClaim{session: testSessionA, token: "rsb_tok"}); got.LLM.BaseURL != "http://local/v1" || got.LLM.APIKey != "" {
+	if got := claimed(c, poolwait.Claim{Session: testSessionA, Token: "rsb_tok"}); got.LLM.BaseURL != "http://local/v1" || got.LLM.APIKey != "" {
 		t.Errorf("a local model changed: %+v", got.LLM)
 	}
 }

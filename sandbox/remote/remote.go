@@ -1,8 +1,12 @@
-// Package remote is the agent's remote mode (`agent sandbox`): inside a sandbox it
-// fetches its spec from the gateway, primes the conversation (platform guardrails
-// first, then the persona's skill and experience, then the initial prompt as the
-// first user turn), reports ready with the guardrails hash it used, heartbeats, and
-// stops gracefully when its inbox says so.
+// Package remote is the agent's remote mode (`agent sandbox`), its run loop:
+// inside a sandbox it fetches its spec from the gateway, primes the
+// conversation (platform guardrails first, then the persona's skill and
+// experience, then the initial prompt as the first user turn), reports ready
+// with the guardrails hash it used, heartbeats, and stops gracefully when its
+// inbox says so. Its other roles are packages of their own, which Run wires:
+// gateway (the platform client), poolwait (a warm-pool sandbox's wait for a
+// session), jobmode (an orchestrator job instead of a conversation), push
+// (the push connection) and envfile (the env file).
 package remote
 
 import (
@@ -24,8 +28,12 @@ import (
 
 	"github.com/remote-agents/remote-agents/sandbox/callback"
 	"github.com/remote-agents/remote-agents/sandbox/contract"
+	"github.com/remote-agents/remote-agents/sandbox/envfile"
+	"github.com/remote-agents/remote-agents/sandbox/gateway"
+	"github.com/remote-agents/remote-agents/sandbox/jobmode"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
+	"github.com/remote-agents/remote-agents/sandbox/poolwait"
 	"github.com/remote-agents/remote-agents/sandbox/provision"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
@@ -38,18 +46,20 @@ import (
 // session's life the same way; one that is stopped before it is claimed
 // returns nil, having reported nothing to any session.
 func Run(ctx context.Context, c Config, log *slog.Logger) error {
+	cl := gateway.New(c.Gateway, c.SessionID, c.Token, c.Secrets)
 	var prepared *provision.Prepared
 	if c.PoolSandbox != "" {
-		claim, err := waitInPool(ctx, c, log)
+		claim, err := poolwait.Wait(ctx, cl, poolwait.Config{PoolSandbox: c.PoolSandbox, LaunchCode: c.BootstrapCode, PushURL: c.PushURL,
+			Heartbeat: c.Heartbeat, Poll: c.Poll, Workspace: c.Workspace, Tools: c.Tools, ToolUser: c.ToolUser, Secrets: c.Secrets, Tmux: c.Tmux}, log)
 		if err != nil || claim == nil {
 			return err
 		}
-		c, prepared = claimed(c, *claim), claim.prepared
+		c, prepared = claimed(c, *claim), claim.Prepared
+		cl = gateway.New(c.Gateway, c.SessionID, c.Token, c.Secrets)
 		log.Info("pool sandbox claimed", slog.String("session_id", c.SessionID), slog.String("pool_sandbox", c.PoolSandbox))
 	}
-	cl := newClient(c)
 	if c.Token == "" {
-		tok, err := cl.bootstrap(ctx)
+		tok, err := cl.Bootstrap(ctx, c.BootstrapCode)
 		if err != nil {
 			return err
 		}
@@ -57,7 +67,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 		if sandboxwire.ViaGateway(c.LLM.Provider) {
 			c.LLM.APIKey = tok // the model route's key (ViaGateway)
 		}
-		cl.c = c
+		cl = cl.WithToken(tok)
 	}
 	c.Secrets.Add(c.Token)
 	// The workspace is the tools' user's, to work in.
@@ -68,7 +78,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	// The configuration's services end with the sandbox.
 	defer r.services.Stop()
 	// Values an earlier run of this sandbox wrote are the commands' already.
-	if cur, err := readEnv(c.EnvFile); err == nil && len(cur) > 0 {
+	if cur, err := envfile.Read(c.EnvFile); err == nil && len(cur) > 0 {
 		if c.Tools != nil {
 			c.Tools.SetValues(cur)
 		}
@@ -79,7 +89,8 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 		return err
 	}
 	if spec.Job != nil {
-		return r.runJob(ctx, spec, primed[0].Content)
+		return jobmode.New(jobmode.Sandbox{Client: cl, Log: log, SessionID: c.SessionID, Token: c.Token, ModelGateway: cmp.Or(c.ModelGateway, c.Gateway),
+			LLM: c.LLM, Workspace: c.Workspace, Tools: c.Tools, ToolUser: c.ToolUser, Secrets: c.Secrets, Heartbeat: c.Heartbeat}, c.Job).Run(ctx, spec, primed[0].Content)
 	}
 	workspace, err := r.provision(ctx, spec, primed)
 	if err != nil {
@@ -89,14 +100,14 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	brain, err := r.brain(spec)
 	if err != nil {
 		r.log.Error("no usable model: the sandbox does not start", slog.String("error", err.Error()))
-		_ = r.cl.status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonModelUnavailable)
+		_ = r.cl.Status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonModelUnavailable)
 		return err
 	}
-	if err := r.cl.ready(ctx, spec.Guardrails.Hash, workspace); err != nil {
+	if err := r.cl.Ready(ctx, spec.Guardrails.Hash, workspace); err != nil {
 		return err
 	}
 	// Apps' workspace tool requests run through the model's tools.
-	r.tools = newWorkspaceTools(brain.Tools, r.cl, r.log)
+	r.tools = newWorkspaceTools(brain.Tools, r.cl, r.c.Secrets, r.log)
 	r.log.Info("sandbox ready", slog.String("session_id", r.c.SessionID), slog.String("guardrails_hash", spec.Guardrails.Hash),
 		slog.String("provider", brain.Provider.Name()))
 	// The first turn answers the initial prompt while heartbeats go on.
@@ -111,7 +122,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 type run struct {
 	c     Config
 	log   *slog.Logger
-	cl    *client
+	cl    *gateway.Client
 	asked *questions
 	// conv is nil when no model could be built: the agent cannot answer.
 	conv     *conversation
@@ -152,19 +163,19 @@ func (r *run) provision(ctx context.Context, spec sandboxwire.Spec, primed []Mes
 // the env file.
 func (r *run) primeSpec(ctx context.Context) (sandboxwire.Spec, []Message, error) {
 	var spec sandboxwire.Spec
-	if err := r.cl.do(ctx, http.MethodGet, sandboxwire.RouteSpec, nil, &spec); err != nil {
+	if err := r.cl.Do(ctx, http.MethodGet, sandboxwire.RouteSpec, nil, &spec); err != nil {
 		return spec, nil, err
 	}
 	primed, err := Prime(spec)
 	if err != nil {
-		_ = r.cl.status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonError)
+		_ = r.cl.Status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonError)
 		return spec, nil, err
 	}
 	// Values persisted for the configuration are in the env file before the
 	// agent starts; the model is told their keys, never their values.
 	if len(spec.Env) > 0 {
 		if err := r.mergeEnv(spec.Env); err != nil {
-			_ = r.cl.status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonError)
+			_ = r.cl.Status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonError)
 			return spec, nil, fmt.Errorf("write the configuration's env values: %w", err)
 		}
 		primed[1].Content += fmt.Sprintf("\n\n(Environment values saved for this configuration are in %s: %s.)",
@@ -239,7 +250,7 @@ func (r *run) brain(spec sandboxwire.Spec) (*Brain, error) {
 
 // converse starts the conversation's first turn, on the initial prompt.
 func (r *run) converse(ctx context.Context, brain *Brain, primed []Message) {
-	r.conv = &conversation{brain: brain, cl: r.cl, system: primed[0].Content, msgs: []llm.Message{{Role: llm.User, Content: primed[1].Content}}, log: r.log}
+	r.conv = &conversation{brain: brain, cl: r.cl, secrets: r.c.Secrets, system: primed[0].Content, msgs: []llm.Message{{Role: llm.User, Content: primed[1].Content}}, log: r.log}
 	r.turning = true
 	go func() { r.turnDone <- r.conv.turn(ctx) }()
 }
@@ -269,7 +280,7 @@ func (r *run) serve(ctx, turnCtx context.Context) error {
 	if r.c.PushURL != "" {
 		pushCtx, stopPush := context.WithCancel(ctx)
 		defer stopPush()
-		go r.cl.listen(pushCtx, r.c.PushURL, wake, &pushUp, r.log)
+		go r.listen(pushCtx, r.c.PushURL, wake, &pushUp, r.log)
 	}
 	lastRead := time.Now()
 	for {
@@ -278,10 +289,10 @@ func (r *run) serve(ctx, turnCtx context.Context) error {
 		select {
 		case <-ctx.Done():
 			r.log.Info("sandbox stopping: signal")
-			return r.cl.status(context.WithoutCancel(ctx), sandboxwire.Ended, "", sandboxwire.ReasonShutdown)
+			return r.cl.Status(context.WithoutCancel(ctx), sandboxwire.Ended, "", sandboxwire.ReasonShutdown)
 		case <-beat.C:
 			// A turn in progress (a model call, a tool running) is activity.
-			err = r.cl.do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, sandboxwire.HeartbeatReport{Busy: r.turning}, &orders)
+			err = r.cl.Do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, sandboxwire.HeartbeatReport{Busy: r.turning}, &orders)
 		case <-poll.C:
 			if pushUp.Load() && time.Since(lastRead) < cmp.Or(r.c.PushedPoll, defaultPushedPoll) {
 				continue
@@ -296,14 +307,14 @@ func (r *run) serve(ctx, turnCtx context.Context) error {
 			switch {
 			case errors.Is(terr, errTokenLimit):
 				r.log.Info("sandbox stopping: token limit")
-				return r.cl.status(context.WithoutCancel(ctx), sandboxwire.Ended, "", sandboxwire.ReasonTokenLimit)
+				return r.cl.Status(context.WithoutCancel(ctx), sandboxwire.Ended, "", sandboxwire.ReasonTokenLimit)
 			case terr != nil && ctx.Err() == nil:
 				r.log.Warn("conversation turn failed", slog.String("error", terr.Error()))
 			}
 			r.startTurn(turnCtx)
 			continue
 		}
-		var unauthorized *authError
+		var unauthorized *gateway.AuthError
 		switch {
 		case errors.As(err, &unauthorized):
 			return err // replaced or ended: this sandbox may no longer act
@@ -314,7 +325,7 @@ func (r *run) serve(ctx, turnCtx context.Context) error {
 			if orders.State.Terminal() {
 				return nil
 			}
-			return r.cl.status(ctx, sandboxwire.Ended, "", sandboxwire.ReasonShutdown)
+			return r.cl.Status(ctx, sandboxwire.Ended, "", sandboxwire.ReasonShutdown)
 		}
 	}
 }
@@ -323,7 +334,7 @@ func (r *run) serve(ctx, turnCtx context.Context) error {
 // (poll, push) is logged with what it brought.
 func (r *run) readInbox(ctx, turnCtx context.Context, cause string) (sandboxwire.Orders, error) {
 	var orders sandboxwire.Orders
-	err := r.cl.do(ctx, http.MethodGet, sandboxwire.RouteInbox+"?"+sandboxwire.InboxAfter+"="+strconv.FormatInt(r.after, 10), nil, &orders)
+	err := r.cl.Do(ctx, http.MethodGet, sandboxwire.RouteInbox+"?"+sandboxwire.InboxAfter+"="+strconv.FormatInt(r.after, 10), nil, &orders)
 	if err != nil {
 		return orders, err
 	}

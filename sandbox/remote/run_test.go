@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
+	"github.com/remote-agents/remote-agents/sandbox/gateway"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
@@ -212,7 +213,7 @@ func TestRunStopsWhenItsTokenIsRefused(t *testing.T) {
 	srv := httptest.NewServer(&platform{})
 	defer srv.Close()
 	c := Config{SessionID: "s1", Gateway: srv.URL, Token: "rsb_other", Workspace: t.TempDir(), Heartbeat: time.Millisecond, Poll: time.Millisecond}
-	var auth *authError
+	var auth *gateway.AuthError
 	err := Run(t.Context(), c, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err == nil || !errors.As(err, &auth) {
 		t.Fatalf("Run with a refused token: %v", err)
@@ -299,7 +300,7 @@ func TestRunSpendsItsBootstrapCodeFirst(t *testing.T) {
 	gw.mu.Unlock()
 	err := Run(ctx, c, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	gw.mu.Lock()
-	var auth *authError
+	var auth *gateway.AuthError
 	if !errors.As(err, &auth) || len(gw.calls) != 1 {
 		t.Errorf("Run with a spent code: %v after %v; want the refusal and no other call", err, gw.calls)
 	}

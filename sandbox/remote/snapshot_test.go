@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
+	"github.com/remote-agents/remote-agents/sandbox/gateway"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
@@ -80,7 +81,7 @@ func TestSnapshotsLeaveOutTheSessionsOwnFiles(t *testing.T) {
 	c := Config{SessionID: "s1", Gateway: srv.URL, Token: "rsb_token", Workspace: ws,
 		EnvFile: filepath.Join(ws, envInWorkspace), LLM: agentconfig.LLM{Provider: "scripted"}}
 	r := &run{c: c, log: slog.New(slog.NewTextHandler(io.Discard, nil)), asked: &questions{},
-		cl: &client{c: c, http: srv.Client(), retry: gatewayRetry}}
+		cl: gateway.New(srv.URL, c.SessionID, c.Token, c.Secrets)}
 	brain, err := r.brain(sandboxwire.Spec{SessionType: "coding"})
 	if err != nil {
 		t.Fatal(err)

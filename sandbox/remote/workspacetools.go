@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/remote-agents/remote-agents/sandbox/gateway"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
+	"github.com/remote-agents/remote-agents/sandbox/redact"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/sanitize"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
@@ -23,15 +25,17 @@ const maxToolRuns = 4
 // way. Results go back over the channel (POST tool-results).
 type workspaceTools struct {
 	tools llm.Tools
-	cl    *client
-	log   *slog.Logger
-	slots chan struct{}
+	cl    *gateway.Client
+	// secrets are hidden from the arguments a result carries.
+	secrets *redact.Secrets
+	log     *slog.Logger
+	slots   chan struct{}
 	// seen are the requests taken (the serve loop's only).
 	seen map[string]bool
 }
 
-func newWorkspaceTools(tools llm.Tools, cl *client, log *slog.Logger) *workspaceTools {
-	return &workspaceTools{tools: tools, cl: cl, log: log, slots: make(chan struct{}, maxToolRuns), seen: map[string]bool{}}
+func newWorkspaceTools(tools llm.Tools, cl *gateway.Client, secrets *redact.Secrets, log *slog.Logger) *workspaceTools {
+	return &workspaceTools{tools: tools, cl: cl, secrets: secrets, log: log, slots: make(chan struct{}, maxToolRuns), seen: map[string]bool{}}
 }
 
 // take starts the requests not taken before; each runs in its own goroutine
@@ -63,11 +67,11 @@ func (w *workspaceTools) run(ctx context.Context, q sandboxwire.ToolRequest) {
 			return // cancelled
 		}
 	}
-	args := string(w.cl.c.Secrets.JSON(q.Args))
+	args := string(w.secrets.JSON(q.Args))
 	in := sandboxwire.ToolResult{RequestID: q.RequestID, Tool: q.Tool, Output: sandboxwire.TruncateOutput(res.Content), IsError: res.IsError,
 		Args: sanitize.Clip(args, sandboxwire.MaxEventTextChars)}
 	var out sandboxwire.ToolResultResponse
-	if err := w.cl.do(ctx, http.MethodPost, sandboxwire.RouteToolResults, in, &out); err != nil && !errors.Is(err, context.Canceled) {
+	if err := w.cl.Do(ctx, http.MethodPost, sandboxwire.RouteToolResults, in, &out); err != nil && !errors.Is(err, context.Canceled) {
 		w.log.Warn("post workspace tool result", slog.String("tool", q.Tool), slog.String("error", err.Error()))
 		return
 	}

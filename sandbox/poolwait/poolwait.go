@@ -1,4 +1,12 @@
-package remote
+// Package poolwait is a warm-pool sandbox's wait for a session (sandboxwire's
+// pool.go): a sandbox launched with RA_POOL_SANDBOX waits for a session
+// before it is any session's. It exchanges its launch code for its pool key,
+// holds a push connection as its pool sandbox, says it is idle and
+// heart-beats until a session claims it (an assigned frame, or a heartbeat
+// answer naming the session), then exchanges its pool key as that session's
+// bootstrap code for the sandbox token. From there on the run loop goes on as
+// for a sandbox launched for the session.
+package poolwait
 
 import (
 	"cmp"
@@ -13,24 +21,39 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/remote-agents/remote-agents/sandbox/gateway"
 	"github.com/remote-agents/remote-agents/sandbox/provision"
+	"github.com/remote-agents/remote-agents/sandbox/push"
+	"github.com/remote-agents/remote-agents/sandbox/redact"
+	"github.com/remote-agents/remote-agents/sandbox/toolenv"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
-// The warm pool (sandboxwire's pool.go): a sandbox launched with
-// RA_POOL_SANDBOX waits for a session before it is any session's. It
-// exchanges its launch code for its pool key, holds a push connection as its
-// pool sandbox, says it is idle and heart-beats until a session claims it (an
-// assigned frame, or a heartbeat answer naming the session), then exchanges
-// its pool key as that session's bootstrap code for the sandbox token. From
-// there on Run goes on as for a sandbox launched for the session.
+// Config is a pool sandbox's identity and pacing, and the workspace it
+// prepares before its claim.
+type Config struct {
+	// PoolSandbox is the pool sandbox id; LaunchCode its launch code (see
+	// sandboxwire.EnvPoolSandbox).
+	PoolSandbox, LaunchCode string
+	// PushURL is the push channel ("" none: the sandbox heart-beats as often
+	// as Poll instead).
+	PushURL         string
+	Heartbeat, Poll time.Duration
+	// Workspace, Tools, ToolUser, Secrets and Tmux are as remote.Config's:
+	// the pool key joins Secrets.
+	Workspace string
+	Tools     *toolenv.Env
+	ToolUser  *toolenv.User
+	Secrets   *redact.Secrets
+	Tmux      string
+}
 
-// poolClaim is how the pool phase ends when a session claimed the sandbox:
-// the session and the sandbox token it got for it.
-type poolClaim struct {
-	session, token string
-	// prepared is what the sandbox provisioned before its claim (nil none).
-	prepared *provision.Prepared
+// Claim is how the wait ends when a session claimed the sandbox: the session
+// and the sandbox token it got for it.
+type Claim struct {
+	Session, Token string
+	// Prepared is what the sandbox provisioned before its claim (nil none).
+	Prepared *provision.Prepared
 }
 
 // poolEventKind is what the pool's push listener saw.
@@ -51,11 +74,11 @@ type poolEvent struct {
 	session string
 }
 
-// pool is a pool sandbox's wait: cl calls the gateway with the pool key as
-// its bearer; events brings what the push listener saw.
+// pool is a pool sandbox's wait: cl calls the gateway (with the pool key as
+// its bearer once it has one); events brings what the push listener saw.
 type pool struct {
 	c      Config
-	cl     *client
+	cl     *gateway.Client
 	log    *slog.Logger
 	key    string
 	events chan poolEvent
@@ -64,30 +87,29 @@ type pool struct {
 	up, idle bool
 }
 
-// waitInPool is the pool phase of Run: it returns the session that claimed
-// the sandbox with the sandbox token for it, or nil when the sandbox is to
-// stop without one (the pool's orders, the pool forgot it, or ctx ended).
-// The launch code is spent first, and forgotten.
-func waitInPool(ctx context.Context, c Config, log *slog.Logger) (*poolClaim, error) {
-	cl := newClient(c)
-	boot, err := cl.poolBootstrap(ctx)
+// Wait is the pool phase of the run loop, calling the gateway through cl: it
+// returns the session that claimed the sandbox with the sandbox token for
+// it, or nil when the sandbox is to stop without one (the pool's orders, the
+// pool forgot it, or ctx ended). The launch code is spent first, and
+// forgotten.
+func Wait(ctx context.Context, cl *gateway.Client, c Config, log *slog.Logger) (*Claim, error) {
+	p := &pool{c: c, cl: cl, log: log, events: make(chan poolEvent, 16)}
+	boot, err := p.bootstrap(ctx)
 	if err != nil {
 		return nil, err
 	}
 	key := boot.PoolKey
 	c.Secrets.Add(key)
-	c.BootstrapCode = ""
-	cl.c = c
-	cl.c.Token = key
+	c.LaunchCode = ""
+	p.c, p.cl, p.key = c, cl.WithToken(key), key
 	prepared, err := prepare(ctx, c, boot.Workspace, log)
 	if err != nil {
 		return nil, err
 	}
-	p := &pool{c: c, cl: cl, log: log, key: key, events: make(chan poolEvent, 16)}
 	log.Info("pool sandbox waiting for a session", slog.String("pool_sandbox", c.PoolSandbox))
 	claim, err := p.wait(ctx)
 	if claim != nil {
-		claim.prepared = prepared
+		claim.Prepared = prepared
 	}
 	return claim, err
 }
@@ -113,34 +135,20 @@ func prepare(ctx context.Context, c Config, ws *sandboxwire.WorkspaceSpec, log *
 	return prepared, nil
 }
 
-// claimed is c once the session of claim has claimed the sandbox: that
-// session's, with its token, and the model route of that session when the
-// provider is reached through the gateway (ViaGateway).
-func claimed(c Config, claim poolClaim) Config {
-	c.SessionID, c.Token, c.BootstrapCode = claim.session, claim.token, ""
-	if sandboxwire.ViaGateway(c.LLM.Provider) {
-		c.LLM.BaseURL = sandboxwire.ModelBaseURL(cmp.Or(c.ModelGateway, c.Gateway), c.SessionID, c.LLM.Provider)
-		c.LLM.APIKey, c.LLM.APIKeyEnv = c.Token, ""
-	}
-	return c
+// path is the path of the pool sandbox's route.
+func (p *pool) path(route string) string {
+	return sandboxwire.PoolPrefix + url.PathEscape(p.c.PoolSandbox) + "/" + route
 }
 
-// poolPath is the path of the pool sandbox's route.
-func (cl *client) poolPath(route string) string {
-	return sandboxwire.PoolPrefix + url.PathEscape(cl.c.PoolSandbox) + "/" + route
-}
-
-// poolBootstrap exchanges the launch code (the client's bootstrap code) for
-// the pool key. Like a session's bootstrap code, it works once: a refusal is
-// final, a transport failure or 5xx is retried.
-func (cl *client) poolBootstrap(ctx context.Context) (sandboxwire.PoolBootstrapResponse, error) {
+// bootstrap exchanges the launch code for the pool key. Like a session's
+// bootstrap code, it works once: a refusal is final, a transport failure or
+// 5xx is retried.
+func (p *pool) bootstrap(ctx context.Context) (sandboxwire.PoolBootstrapResponse, error) {
 	var out sandboxwire.PoolBootstrapResponse
-	if cl.c.BootstrapCode == "" {
+	if p.c.LaunchCode == "" {
 		return out, errors.New("pool sandbox: no launch code")
 	}
-	withCode := *cl
-	withCode.c.Token = cl.c.BootstrapCode
-	if err := withCode.doPath(ctx, http.MethodPost, cl.poolPath(sandboxwire.RouteBootstrap), "pool bootstrap", nil, &out); err != nil {
+	if err := p.cl.WithToken(p.c.LaunchCode).DoPath(ctx, http.MethodPost, p.path(sandboxwire.RouteBootstrap), "pool bootstrap", nil, &out); err != nil {
 		return out, fmt.Errorf("exchange the launch code: %w", err)
 	}
 	if out.PoolKey == "" {
@@ -150,10 +158,10 @@ func (cl *client) poolBootstrap(ctx context.Context) (sandboxwire.PoolBootstrapR
 }
 
 // wait waits in the pool until a session claims the sandbox or it is to stop
-// (see waitInPool). With a push channel, the first heartbeat (which says the
+// (see Wait). With a push channel, the first heartbeat (which says the
 // sandbox is idle) goes once it is connected, or after one heartbeat period if
 // it cannot connect; without one, at once.
-func (p *pool) wait(ctx context.Context) (*poolClaim, error) {
+func (p *pool) wait(ctx context.Context) (*Claim, error) {
 	pushCtx, stopPush := context.WithCancel(ctx)
 	listening := p.listen(pushCtx)
 	defer func() {
@@ -169,7 +177,7 @@ func (p *pool) wait(ctx context.Context) (*poolClaim, error) {
 		}
 	}
 	for {
-		var claim *poolClaim
+		var claim *Claim
 		var done bool
 		select {
 		case <-ctx.Done():
@@ -211,22 +219,22 @@ func (p *pool) listen(ctx context.Context) <-chan struct{} {
 		case <-ctx.Done():
 		}
 	}
-	peer := pushPeer{
-		param: sandboxwire.PushPoolParam, id: p.c.PoolSandbox, bearer: p.key,
-		connected: func() { send(poolEvent{kind: poolPushUp}) },
-		frame: func(f sandboxwire.Push) {
+	peer := push.Peer{
+		Param: sandboxwire.PushPoolParam, ID: p.c.PoolSandbox, Bearer: p.key,
+		Connected: func() { send(poolEvent{kind: poolPushUp}) },
+		Frame: func(f sandboxwire.Push) {
 			if f.Type == sandboxwire.PushAssigned {
 				send(poolEvent{kind: poolAssigned, session: f.Session})
 			}
 		},
-		down: func(err error, retryIn time.Duration) {
+		Down: func(err error, retryIn time.Duration) {
 			p.log.Info("pool push channel down; heart-beating until it is back", slog.String("error", err.Error()), slog.Duration("retry_in", retryIn))
 			send(poolEvent{kind: poolPushDown})
 		},
 	}
 	go func() {
 		defer close(done)
-		hold(ctx, p.c.PushURL, peer, p.log)
+		push.Hold(ctx, p.c.PushURL, peer, p.log)
 	}()
 	return done
 }
@@ -235,7 +243,7 @@ func (p *pool) listen(ctx context.Context) <-chan struct{} {
 // says idle the first time, and brings an assignment missed while the
 // connection was down); an assigned frame is the session's bootstrap at once,
 // or a heartbeat when the frame names no valid session.
-func (p *pool) handle(ctx context.Context, ev poolEvent) (*poolClaim, bool) {
+func (p *pool) handle(ctx context.Context, ev poolEvent) (*Claim, bool) {
 	switch ev.kind {
 	case poolPushUp:
 		p.up = true
@@ -256,9 +264,9 @@ func (p *pool) handle(ctx context.Context, ev poolEvent) (*poolClaim, bool) {
 // heartbeat says the sandbox is idle and acts on the answer: a session
 // claims it; stop, or a refusal (the pool forgot it), stops it. A failed
 // heartbeat (after the client's retries) is logged: the next one tries again.
-func (p *pool) heartbeat(ctx context.Context) (*poolClaim, bool) {
+func (p *pool) heartbeat(ctx context.Context) (*Claim, bool) {
 	var orders sandboxwire.PoolOrders
-	err := p.cl.doPath(ctx, http.MethodPost, p.cl.poolPath(sandboxwire.RouteHeartbeat), "pool heartbeat", sandboxwire.PoolHeartbeat{Idle: true}, &orders)
+	err := p.cl.DoPath(ctx, http.MethodPost, p.path(sandboxwire.RouteHeartbeat), "pool heartbeat", sandboxwire.PoolHeartbeat{Idle: true}, &orders)
 	switch {
 	case forgotten(err):
 		p.log.Info("pool sandbox stopping: the pool does not know it", slog.String("error", err.Error()))
@@ -296,20 +304,18 @@ func validSession(id string) bool {
 // forgotten reports whether err is the pool's refusal of a heartbeat (401,
 // 403, 404): it no longer knows the sandbox.
 func forgotten(err error) bool {
-	var auth *authError
-	var status *statusError
-	return errors.As(err, &auth) || (errors.As(err, &status) && status.status == http.StatusNotFound)
+	var auth *gateway.AuthError
+	var status *gateway.StatusError
+	return errors.As(err, &auth) || (errors.As(err, &status) && status.Status == http.StatusNotFound)
 }
 
 // claim exchanges the pool key as session's bootstrap code for its sandbox
 // token. A refusal is a stale or wrong assignment, and another failure (after
 // the client's retries) one that a later heartbeat may bring again: either
 // way the sandbox goes on waiting.
-func (p *pool) claim(ctx context.Context, session string) (*poolClaim, bool) {
-	cl := *p.cl
-	cl.c.SessionID, cl.c.BootstrapCode = session, p.key
-	token, err := cl.bootstrap(ctx)
-	var auth *authError
+func (p *pool) claim(ctx context.Context, session string) (*Claim, bool) {
+	token, err := p.cl.WithSession(session).Bootstrap(ctx, p.key)
+	var auth *gateway.AuthError
 	switch {
 	case errors.As(err, &auth):
 		p.log.Info("pool assignment refused; still waiting", slog.String("session_id", session), slog.String("error", err.Error()))
@@ -320,5 +326,5 @@ func (p *pool) claim(ctx context.Context, session string) (*poolClaim, bool) {
 		}
 		return nil, false
 	}
-	return &poolClaim{session: session, token: token}, true
+	return &Claim{Session: session, Token: token}, true
 }

@@ -1,4 +1,8 @@
-package remote
+// Package jobmode is the sandbox's job mode: it runs one orchestrator job
+// (spec.job) in a fresh sandbox, in its job directory (jobspace), with the
+// profile's model and tools within the job's limits, and reports the outcome
+// with the job's outputs and log uploaded.
+package jobmode
 
 import (
 	"bytes"
@@ -20,10 +24,13 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/agentfile"
 	"github.com/remote-agents/remote-agents/sandbox/confine"
+	"github.com/remote-agents/remote-agents/sandbox/gateway"
 	"github.com/remote-agents/remote-agents/sandbox/jobspace"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/sandbox/providers"
+	"github.com/remote-agents/remote-agents/sandbox/redact"
+	"github.com/remote-agents/remote-agents/sandbox/toolenv"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 	"github.com/remote-agents/remote-agents/sandbox/upload"
 	"github.com/remote-agents/remote-agents/sandbox/workflow"
@@ -32,8 +39,8 @@ import (
 	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
 
-// JobConfig is job mode's: where job directories go and the run's limits.
-type JobConfig struct {
+// Config is job mode's: where job directories go and the run's limits.
+type Config struct {
 	// Root holds the job directory, Root/{job_id} (RA_JOB_ROOT; the
 	// workspace when unset).
 	Root string
@@ -42,16 +49,46 @@ type JobConfig struct {
 	// may run in a job without network where no network namespace can be
 	// made.
 	NetworkIsolated bool
-	// DefaultTimeout bounds a job whose spec sets none (DefaultJobTimeout);
+	// DefaultTimeout bounds a job whose spec sets none (DefaultTimeout);
 	// CallTimeout one model call (DefaultCallTimeout).
 	DefaultTimeout time.Duration
 	CallTimeout    time.Duration
 }
 
+// Sandbox is what job mode takes of the sandbox it runs in.
+type Sandbox struct {
+	// Client is the session's gateway client (with its sandbox token); Log
+	// the agent's log.
+	Client *gateway.Client
+	Log    *slog.Logger
+	// SessionID and Token are the session's and its sandbox token, the key
+	// of the model route; ModelGateway the base URL of the model routes.
+	SessionID, Token, ModelGateway string
+	// LLM is the sandbox's own model: a profile's "local" model is its local
+	// server, "scripted" its script.
+	LLM agentconfig.LLM
+	// Workspace, Tools, ToolUser and Secrets are as remote.Config's.
+	Workspace string
+	Tools     *toolenv.Env
+	ToolUser  *toolenv.User
+	Secrets   *redact.Secrets
+	// Heartbeat is how often the running job heart-beats.
+	Heartbeat time.Duration
+}
+
+// Runner runs the job of a sandbox's spec.
+type Runner struct {
+	sb Sandbox
+	c  Config
+}
+
+// New is the job runner of the sandbox sb, with job mode's settings c.
+func New(sb Sandbox, c Config) *Runner { return &Runner{sb: sb, c: c} }
+
 // Job mode's limits.
 const (
-	// DefaultJobTimeout bounds a job whose constraints set no timeout.
-	DefaultJobTimeout = 15 * time.Minute
+	// DefaultTimeout bounds a job whose constraints set no timeout.
+	DefaultTimeout = 15 * time.Minute
 	// DefaultCallTimeout bounds one model call of a job.
 	DefaultCallTimeout = 5 * time.Minute
 	// maxJobCalls bounds a job's model calls.
@@ -60,6 +97,8 @@ const (
 	// denies) a job's agent may try: the next one fails the job with
 	// policy_violation.
 	MaxViolations = 3
+	// maxEventChars bounds the text of an event and of a log record.
+	maxEventChars = sandboxwire.MaxEventTextChars
 	// maxJobLogBytes bounds logs/job.log; what comes after is dropped.
 	maxJobLogBytes = 64 << 20
 )
@@ -72,39 +111,39 @@ var (
 	errPolicyViolation = errors.New("policy violation")
 )
 
-// runJob runs the orchestrator job spec.Job (job mode): it lays out the job
+// Run runs the orchestrator job spec.Job (job mode): it lays out the job
 // directory, reports ready then working (the platform's STARTED), runs the
 // profile's agent on the input within the job's limits, seals output/,
 // uploads its files and the log, and reports ended or failed with the job
 // report. system is the primed system prompt (the guardrails first).
-func (r *run) runJob(ctx context.Context, spec sandboxwire.Spec, system string) error {
+func (r *Runner) Run(ctx context.Context, spec sandboxwire.Spec, system string) error {
 	js := spec.Job
-	jc := r.c.Job
-	jc.Root = cmp.Or(jc.Root, r.c.Workspace)
+	jc := r.c
+	jc.Root = cmp.Or(jc.Root, r.sb.Workspace)
 	report := func(rep sandboxwire.JobReport, state sandboxwire.State, reason sandboxwire.Reason) error {
 		var orders sandboxwire.Orders
-		return r.cl.do(context.WithoutCancel(ctx), http.MethodPost, sandboxwire.RouteStatus,
+		return r.sb.Client.Do(context.WithoutCancel(ctx), http.MethodPost, sandboxwire.RouteStatus,
 			sandboxwire.StatusReport{State: state, Reason: reason, Job: &rep}, &orders)
 	}
 	dir, err := jobspace.Layout(jc.Root, js.JobID, js.InputData)
 	if err != nil {
-		r.log.Error("job directory", slog.String("error", err.Error()))
+		r.sb.Log.Error("job directory", slog.String("error", err.Error()))
 		_ = report(failedReport(sandboxwire.FailureCrash, "The job directory could not be laid out: "+err.Error(), 0), sandboxwire.Failed, sandboxwire.ReasonError)
 		return err
 	}
 	for _, sub := range []string{jobspace.Work, jobspace.Output} {
-		if err := r.c.ToolUser.OwnTree(dir.Sub(sub)); err != nil {
+		if err := r.sb.ToolUser.OwnTree(dir.Sub(sub)); err != nil {
 			return err
 		}
 	}
-	jl, err := openJobLog(dir.Sub(jobspace.Logs), r.c.Secrets.String)
+	jl, err := openJobLog(dir.Sub(jobspace.Logs), r.sb.Secrets.String)
 	if err != nil {
 		return err
 	}
 	j := &jobRun{r: r, spec: js, dir: dir, log: jl}
 	loop, budget, err := j.agent(system, spec.Tools, jc)
 	if err != nil {
-		r.log.Error("job's model or tools", slog.String("error", err.Error()))
+		r.sb.Log.Error("job's model or tools", slog.String("error", err.Error()))
 		jl.write("job_failed", map[string]any{"error": err.Error()})
 		_ = jl.close()
 		rep := failedReport(sandboxwire.FailureCrash, "The agent could not start: "+err.Error(), 0)
@@ -112,16 +151,16 @@ func (r *run) runJob(ctx context.Context, spec sandboxwire.Spec, system string) 
 		_ = report(rep, sandboxwire.Failed, sandboxwire.ReasonModelUnavailable)
 		return err
 	}
-	if err := r.cl.ready(ctx, spec.Guardrails.Hash, nil); err != nil {
+	if err := r.sb.Client.Ready(ctx, spec.Guardrails.Hash, nil); err != nil {
 		return err
 	}
-	if err := r.cl.status(ctx, sandboxwire.Working, "", ""); err != nil {
+	if err := r.sb.Client.Status(ctx, sandboxwire.Working, "", ""); err != nil {
 		return err
 	}
-	timeout := cmp.Or(time.Duration(js.TimeoutSeconds)*time.Second, jc.DefaultTimeout, DefaultJobTimeout)
+	timeout := cmp.Or(time.Duration(js.TimeoutSeconds)*time.Second, jc.DefaultTimeout, DefaultTimeout)
 	jl.write("job_started", map[string]any{"job_id": js.JobID, "agent_id": js.Profile.AgentID, "provider": js.Profile.Provider, "model": js.Profile.Model,
 		"token_limit": js.TokenLimit, "timeout_seconds": int(timeout / time.Second), "network": js.Network, "tools": j.tools, "input_files": dir.InputFiles})
-	r.log.Info("job started", slog.String("job_id", js.JobID), slog.Any("tools", j.tools))
+	r.sb.Log.Info("job started", slog.String("job_id", js.JobID), slog.Any("tools", j.tools))
 
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
@@ -137,7 +176,7 @@ func (r *run) runJob(ctx context.Context, spec sandboxwire.Spec, system string) 
 	rep := j.outcome(calls, runErr, cause, ctx.Err() != nil)
 	rep.TokensUsed = budget.Used()
 	jl.write("job_"+string(rep.Outcome), map[string]any{"tokens_used": rep.TokensUsed, "failure": rep.Failure, "answer": answer})
-	r.log.Info("job over", slog.String("job_id", js.JobID), slog.String("outcome", string(rep.Outcome)), slog.Int64("tokens_used", rep.TokensUsed))
+	r.sb.Log.Info("job over", slog.String("job_id", js.JobID), slog.String("outcome", string(rep.Outcome)), slog.Int64("tokens_used", rep.TokensUsed))
 	files, err := j.seal()
 	if err != nil && rep.Outcome == sandboxwire.JobCompleted {
 		rep = failedReport(sandboxwire.FailureCrash, "The outputs could not be collected: "+err.Error(), rep.TokensUsed)
@@ -166,8 +205,8 @@ func failedReport(cat sandboxwire.FailureCategory, msg string, used int64) sandb
 
 // watch heartbeats until ctx ends, and cancels the run when the platform
 // says stop (the job cancelled).
-func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc) {
-	beat := time.NewTicker(r.c.Heartbeat)
+func (r *Runner) watch(ctx context.Context, cancel context.CancelCauseFunc) {
+	beat := time.NewTicker(r.sb.Heartbeat)
 	defer beat.Stop()
 	meter := newUsageMeter()
 	meter.sample(time.Now()) // the first CPU figure is over the first interval
@@ -179,9 +218,9 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 		}
 		var orders sandboxwire.Orders
 		// Each heartbeat carries the sandbox's use (the job's resources).
-		err := r.cl.do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, sandboxwire.HeartbeatReport{Usage: meter.sample(time.Now())}, &orders)
-		if _, ok := errors.AsType[*authError](err); ok || (err == nil && orders.Stop) {
-			r.log.Info("job stopping: the platform says stop")
+		err := r.sb.Client.Do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, sandboxwire.HeartbeatReport{Usage: meter.sample(time.Now())}, &orders)
+		if _, ok := errors.AsType[*gateway.AuthError](err); ok || (err == nil && orders.Stop) {
+			r.sb.Log.Info("job stopping: the platform says stop")
 			cancel(errJobCancelled)
 			return
 		}
@@ -190,7 +229,7 @@ func (r *run) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 
 // jobRun is one job's run.
 type jobRun struct {
-	r     *run
+	r     *Runner
 	spec  *sandboxwire.JobSpec
 	dir   jobspace.Dir
 	log   *jobLog
@@ -208,13 +247,13 @@ type jobRun struct {
 // budget and the call timeout, and exactly the profile's tools that exist,
 // confined to the job directory (jobspace.Policy), without network unless
 // the job allows it.
-func (j *jobRun) agent(system string, specTools []string, jc JobConfig) (*llm.Loop, *llm.Budget, error) {
+func (j *jobRun) agent(system string, specTools []string, jc Config) (*llm.Loop, *llm.Budget, error) {
 	p := j.spec.Profile
 	cfg, err := j.r.jobLLM(p)
 	if err != nil {
 		return nil, nil, err
 	}
-	provider, err := providers.New(cfg, j.r.c.Workspace)
+	provider, err := providers.New(cfg, j.r.sb.Workspace)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -225,10 +264,10 @@ func (j *jobRun) agent(system string, specTools []string, jc JobConfig) (*llm.Lo
 	}
 	enabled, noNetwork := j.enabledTools(specTools, jc)
 	j.tools = enabled
-	o := tools.Options{MemoryPath: filepath.Join(j.dir.Sub(jobspace.Memory), "memory.json"), User: j.r.c.ToolUser, Enabled: enabled, NoNetwork: noNetwork,
+	o := tools.Options{MemoryPath: filepath.Join(j.dir.Sub(jobspace.Memory), "memory.json"), User: j.r.sb.ToolUser, Enabled: enabled, NoNetwork: noNetwork,
 		Confine: j.confinement()}
-	if j.r.c.Tools != nil {
-		o.Env = func() []string { return inJobDir(j.r.c.Tools.Environ(), j.dir.Path) }
+	if j.r.sb.Tools != nil {
+		o.Env = func() []string { return inJobDir(j.r.sb.Tools.Environ(), j.dir.Path) }
 	}
 	reg, err := tools.New(pol, o)
 	if err != nil {
@@ -239,7 +278,7 @@ func (j *jobRun) agent(system string, specTools []string, jc JobConfig) (*llm.Lo
 	}
 	j.system = system + jobSystem
 	loop := &llm.Loop{Provider: budget, Model: cfg.Model, System: system + jobSystem, MaxTokens: cfg.MaxTokens,
-		Tools: Sanitised{Tools: guarded{Tools: reg, j: j}, Secrets: j.r.c.Secrets}, MaxTurns: maxJobCalls, OnEvent: j.event}
+		Tools: tools.Sanitised{Tools: guarded{Tools: reg, j: j}, Secrets: j.r.sb.Secrets}, MaxTurns: maxJobCalls, OnEvent: j.event}
 	return loop, budget, nil
 }
 
@@ -310,7 +349,7 @@ func (j *jobRun) run(ctx context.Context, loop *llm.Loop) (string, int, error) {
 				mu.Unlock()
 				j.log.write("model_replied", map[string]any{"goal": e.Goal, "agent": e.Agent, "input_tokens": e.Usage.InputTokens, "output_tokens": e.Usage.OutputTokens})
 			case workflow.ToolCallEvent:
-				j.log.write("tool_call", map[string]any{"goal": e.Goal, "tool": e.Tool, "args": sanitize.Clip(j.r.c.Secrets.String(e.Args), maxEventChars),
+				j.log.write("tool_call", map[string]any{"goal": e.Goal, "tool": e.Tool, "args": sanitize.Clip(j.r.sb.Secrets.String(e.Args), maxEventChars),
 					"is_error": e.IsError, "output": sanitize.Clip(e.Output, maxEventChars)})
 			case workflow.GoalComplete, workflow.StepComplete:
 				j.log.write(e.Type, map[string]any{"step": e.Step, "goal": e.Goal})
@@ -326,7 +365,7 @@ func (j *jobRun) run(ctx context.Context, loop *llm.Loop) (string, int, error) {
 // when the job has no network, and without bash when it has none and no
 // network namespace can be made (nor the launcher vouches for the
 // isolation). noNetwork says bash runs in a namespace of its own.
-func (j *jobRun) enabledTools(specTools []string, jc JobConfig) (enabled []string, noNetwork bool) {
+func (j *jobRun) enabledTools(specTools []string, jc Config) (enabled []string, noNetwork bool) {
 	enabled = []string{}
 	for _, name := range toolspec.WorkspaceTools() {
 		if !slices.Contains(j.spec.Profile.AllowedSkills, name) || (specTools != nil && !slices.Contains(specTools, name)) {
@@ -343,7 +382,7 @@ func (j *jobRun) enabledTools(specTools []string, jc JobConfig) (enabled []strin
 	if err := networkIsolation(); err == nil {
 		return enabled, true
 	} else if !jc.NetworkIsolated {
-		j.r.log.Warn("bash is not offered: the job has no network and no network namespace can be made here", slog.String("error", err.Error()))
+		j.r.sb.Log.Warn("bash is not offered: the job has no network and no network namespace can be made here", slog.String("error", err.Error()))
 		j.log.write("bash_refused", map[string]any{"reason": "no network namespace for a job without network: " + err.Error()})
 		return slices.DeleteFunc(enabled, func(n string) bool { return n == "bash" }), false
 	}
@@ -360,7 +399,7 @@ func (j *jobRun) confinement() *confine.Rules {
 		return nil
 	}
 	if _, err := confine.ABI(); err != nil {
-		j.r.log.Warn("bash's commands run unconfined: no Landlock here", slog.String("error", err.Error()))
+		j.r.sb.Log.Warn("bash's commands run unconfined: no Landlock here", slog.String("error", err.Error()))
 		j.log.write("bash_unconfined", map[string]any{"reason": err.Error()})
 		return nil
 	}
@@ -384,26 +423,26 @@ func inJobDir(environ []string, dir string) []string {
 // and temperature; a hosted provider through the platform's model route
 // with the sandbox token, the scripted one with RA_LLM_SCRIPT, "local" the
 // local server the sandbox is configured with (ollama by default).
-func (r *run) jobLLM(p sandboxwire.JobProfile) (agentconfig.LLM, error) {
+func (r *Runner) jobLLM(p sandboxwire.JobProfile) (agentconfig.LLM, error) {
 	l := agentconfig.LLM{Provider: p.Provider, Model: p.Model, MaxTokens: cmp.Or(p.MaxTokens, agentconfig.Defaults().LLM.MaxTokens),
-		TimeoutSeconds: int(cmp.Or(r.c.Job.CallTimeout, DefaultCallTimeout) / time.Second)}
+		TimeoutSeconds: int(cmp.Or(r.c.CallTimeout, DefaultCallTimeout) / time.Second)}
 	switch p.Provider {
 	case "scripted":
-		l.Script = r.c.LLM.Script
+		l.Script = r.sb.LLM.Script
 	case "local":
 		l.Provider = "ollama"
-		if r.c.LLM.Provider == "ollama" || r.c.LLM.Provider == "openai-compatible" {
-			l.Provider = r.c.LLM.Provider
+		if r.sb.LLM.Provider == "ollama" || r.sb.LLM.Provider == "openai-compatible" {
+			l.Provider = r.sb.LLM.Provider
 		}
-		l.BaseURL, l.APIKey, l.APIKeyEnv = r.c.LLM.BaseURL, r.c.LLM.APIKey, r.c.LLM.APIKeyEnv
+		l.BaseURL, l.APIKey, l.APIKeyEnv = r.sb.LLM.BaseURL, r.sb.LLM.APIKey, r.sb.LLM.APIKeyEnv
 	case "ollama", "openai-compatible":
-		l.BaseURL, l.APIKey, l.APIKeyEnv = r.c.LLM.BaseURL, r.c.LLM.APIKey, r.c.LLM.APIKeyEnv
+		l.BaseURL, l.APIKey, l.APIKeyEnv = r.sb.LLM.BaseURL, r.sb.LLM.APIKey, r.sb.LLM.APIKeyEnv
 	default:
 		if !sandboxwire.ViaGateway(p.Provider) {
 			return l, fmt.Errorf("llm_provider %q is not available in a sandbox", p.Provider)
 		}
-		l.BaseURL = sandboxwire.ModelBaseURL(cmp.Or(r.c.ModelGateway, r.c.Gateway), r.c.SessionID, p.Provider)
-		l.APIKey = r.c.Token
+		l.BaseURL = sandboxwire.ModelBaseURL(r.sb.ModelGateway, r.sb.SessionID, p.Provider)
+		l.APIKey = r.sb.Token
 	}
 	// Anthropic's API takes no temperature (providers.New refuses one).
 	if l.Provider != "anthropic" {
@@ -448,7 +487,7 @@ func (j *jobRun) event(ctx context.Context, e llm.LoopEvent) error {
 		p = sandboxwire.AgentMessage{Text: e.Message.Content, ToolCalls: len(e.Message.ToolCalls),
 			Usage: sandboxwire.Usage{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens}}
 	case llm.ToolFinished:
-		args := string(j.r.c.Secrets.JSON(e.Call.Args))
+		args := string(j.r.sb.Secrets.JSON(e.Call.Args))
 		j.log.write("tool_call", map[string]any{"tool": e.Call.Name, "args": sanitize.Clip(args, maxEventChars), "is_error": e.Message.IsError,
 			"output": sanitize.Clip(e.Message.Content, maxEventChars), "latency_ms": e.Latency.Milliseconds()})
 		p = sandboxwire.ToolCall{ToolCallID: e.Call.ID, Tool: e.Call.Name, Args: sanitize.Clip(args, maxEventChars), IsError: e.Message.IsError,
@@ -456,8 +495,8 @@ func (j *jobRun) event(ctx context.Context, e llm.LoopEvent) error {
 	default:
 		return nil
 	}
-	if err := j.r.cl.Emit(ctx, p); err != nil && ctx.Err() == nil {
-		j.r.log.Warn("job event not appended", slog.String("error", err.Error()))
+	if err := j.r.sb.Client.Emit(ctx, p); err != nil && ctx.Err() == nil {
+		j.r.sb.Log.Warn("job event not appended", slog.String("error", err.Error()))
 	}
 	return nil
 }
@@ -480,7 +519,7 @@ func (g guarded) Run(ctx context.Context, call llm.ToolCall) (llm.ToolResult, er
 	g.j.violations++
 	n := g.j.violations
 	g.j.mu.Unlock()
-	g.j.log.write("policy_violation", map[string]any{"tool": call.Name, "args": sanitize.Clip(string(g.j.r.c.Secrets.JSON(call.Args)), maxEventChars),
+	g.j.log.write("policy_violation", map[string]any{"tool": call.Name, "args": sanitize.Clip(string(g.j.r.sb.Secrets.JSON(call.Args)), maxEventChars),
 		"refusal": res.Content, "count": n})
 	if n > MaxViolations {
 		return res, fmt.Errorf("%w: %d refused tool calls, the last %s", errPolicyViolation, n, call.Name)
@@ -541,7 +580,7 @@ func (j *jobRun) upload(ctx context.Context, rep *sandboxwire.JobReport, files [
 		_ = r.Close()
 	}
 	if err != nil {
-		j.r.log.Warn("job log", slog.String("error", err.Error()))
+		j.r.sb.Log.Warn("job log", slog.String("error", err.Error()))
 	}
 	if len(files) == 0 {
 		return
@@ -552,7 +591,7 @@ func (j *jobRun) upload(ctx context.Context, rep *sandboxwire.JobReport, files [
 		in.Files = append(in.Files, sandboxwire.UploadFile{Path: f.Path, SizeBytes: f.Size, ContentType: upload.ContentType(f.Path)})
 		byPath[f.Path] = f
 	}
-	out, err := j.r.cl.Uploads(ctx, in)
+	out, err := j.r.sb.Client.Uploads(ctx, in)
 	var uploaded []sandboxwire.JobFile
 	for _, up := range out.Uploads {
 		if err != nil {
@@ -578,7 +617,7 @@ func (j *jobRun) upload(ctx context.Context, rep *sandboxwire.JobReport, files [
 		}
 	}
 	if err != nil {
-		j.r.log.Error("job upload", slog.String("error", err.Error()))
+		j.r.sb.Log.Error("job upload", slog.String("error", err.Error()))
 		if rep.Outcome == sandboxwire.JobCompleted {
 			*rep = failedReport(sandboxwire.FailureCrash, "The outputs could not be uploaded.", rep.TokensUsed)
 		}

@@ -1,4 +1,4 @@
-package remote
+package jobmode
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ import (
 // Anthropic); "local" the local server configured; scripted with the
 // sandbox's script.
 func TestJobLLM(t *testing.T) {
-	r := &run{c: Config{SessionID: "s1", Gateway: "http://gw", ModelGateway: "http://models", Token: "rsb_tok",
+	r := &Runner{sb: Sandbox{SessionID: "s1", ModelGateway: "http://models", Token: "rsb_tok",
 		LLM: agentconfig.LLM{Provider: "openai-compatible", BaseURL: "http://vllm:8000/v1", Script: "job.jsonl", APIKey: "local-key"}}}
 	profile := func(provider string) sandboxwire.JobProfile {
 		return sandboxwire.JobProfile{Provider: provider, Model: "m1", MaxTokens: 777, Temperature: 0.3}
@@ -49,7 +49,7 @@ func TestJobLLM(t *testing.T) {
 	if _, err := r.jobLLM(profile("vertex")); err == nil || !strings.Contains(err.Error(), "not available") {
 		t.Errorf("an unknown provider: %v", err)
 	}
-	r.c.LLM = agentconfig.LLM{}
+	r.sb.LLM = agentconfig.LLM{}
 	if l, _ := r.jobLLM(profile("local")); l.Provider != "ollama" {
 		t.Errorf("local without a configured server: %+v", l)
 	}
@@ -67,7 +67,7 @@ func TestJobTools(t *testing.T) {
 	}
 	defer func() { _ = log.close() }()
 	skills := []string{"read", "write", "bash", "web_fetch", "web_search", "no_such_tool", "verify", "my-agentfile"}
-	j := &jobRun{r: &run{c: Config{}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}, log: log,
+	j := &jobRun{r: &Runner{sb: Sandbox{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}, log: log,
 		spec: &sandboxwire.JobSpec{Profile: sandboxwire.JobProfile{AllowedSkills: skills}}}
 	can := func() error { return nil }
 	cannot := func() error { return errors.New("EPERM") }
@@ -88,7 +88,7 @@ func TestJobTools(t *testing.T) {
 	} {
 		networkIsolation = tc.isolation
 		j.spec.Network = tc.network
-		got, noNetwork := j.enabledTools(tc.spec, JobConfig{NetworkIsolated: tc.isolated})
+		got, noNetwork := j.enabledTools(tc.spec, Config{NetworkIsolated: tc.isolated})
 		if !slices.Equal(got, tc.want) || noNetwork != tc.noNetwork {
 			t.Errorf("%s: %v %v, want %v %v", tc.name, got, noNetwork, tc.want, tc.noNetwork)
 		}

@@ -80,8 +80,8 @@ func watched(sess Session, now time.Time) bool {
 	return false
 }
 
-// remainingOf is what sess has left of l at now.
-func remainingOf(l registry.SessionLimits, sess Session, now time.Time) Remaining {
+// RemainingOf is what sess has left of l at now.
+func RemainingOf(l registry.SessionLimits, sess Session, now time.Time) Remaining {
 	var r Remaining
 	if l.MaxSessionSeconds > 0 {
 		v := max(0, int64(l.MaxSessionSeconds)-int64(now.Sub(sess.CreatedAt).Seconds()))
@@ -116,7 +116,7 @@ func overLimit(l registry.SessionLimits, sess Session, now time.Time) Reason {
 	if !running(sess.State) {
 		return ""
 	}
-	r := remainingOf(l, sess, now)
+	r := RemainingOf(l, sess, now)
 	switch {
 	case r.Seconds != nil && *r.Seconds == 0:
 		return ReasonMaxDuration

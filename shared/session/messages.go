@@ -275,22 +275,33 @@ func (s *Service) Authorize(ctx context.Context, id, tok string) (Session, error
 }
 
 func (s *Service) authorize(ctx context.Context, id, tok string) (Session, error) {
+	return Authorize(ctx, s.o.Store, id, tok, s.o.Now())
+}
+
+// Authorize returns session id if tok is one of its session tokens that
+// still works at now: missing_token for none, agent_not_found for an id of
+// no session, invalid_token for a wrong or expired token.
+func Authorize(ctx context.Context, store Reader, id, tok string, now time.Time) (Session, error) {
 	if tok == "" {
 		return Session{}, apierror.New(apierror.MissingToken, "A session token is required.")
 	}
 	notFound := apierror.New(apierror.AgentNotFound, "No agent has the id %q.", id)
-	if !sessionID.MatchString(id) {
+	if !ValidID(id) {
 		return Session{}, notFound
 	}
-	sess, err := s.o.Store.Get(ctx, id)
+	sess, err := store.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return Session{}, notFound
 	}
 	if err != nil {
 		return Session{}, err
 	}
-	if err := checkToken(sess, tok, s.o.Now()); err != nil {
+	if err := checkToken(sess, tok, now); err != nil {
 		return Session{}, err
 	}
 	return sess, nil
 }
+
+// ValidID reports whether id has the form of a session id (a version 4
+// UUID); an id of another form names no session.
+func ValidID(id string) bool { return sessionID.MatchString(id) }

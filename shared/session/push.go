@@ -67,6 +67,22 @@ func (c *Channel) Disconnect(ctx context.Context, connID string) error {
 	return c.o.Store.ClearPushConnection(ctx, connID)
 }
 
+// Pushing returns st waking a session's sandbox over n whenever the platform
+// adds to its inbox or stops it (see pushing); st itself when n is nil or st
+// pushes already.
+func Pushing(st Store, n Notifier, log *slog.Logger) Store {
+	if n == nil || st == nil {
+		return st
+	}
+	if _, done := st.(pushing); done {
+		return st
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return pushing{Store: st, n: n, log: log}
+}
+
 // pushing is a Store that wakes a session's sandbox whenever the platform adds
 // to its inbox or stops it: every event appended that a sandbox does not send
 // itself (user messages, env values, answers, and whatever the platform adds

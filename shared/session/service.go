@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/appkey"
 	"github.com/remote-agents/remote-agents/shared/blob"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
@@ -32,7 +33,6 @@ const (
 	MaxNameLen           = 128
 	MaxPromptBytes       = 32 * 1024
 	MaxIdempotencyKeyLen = 255
-	maxAppKeyLen         = 256
 	// IdempotencyRetention is how long a create's Idempotency-Key maps to its session.
 	IdempotencyRetention = 24 * time.Hour
 	// StopGrace is how long a sandbox has to stop by itself after a shutdown
@@ -140,11 +140,7 @@ func (o Options) withDefaults() Options {
 	if o.GitInsecureHosts == nil {
 		o.GitInsecureHosts = sandboxwire.DefaultInsecureGitHosts
 	}
-	if o.Notifier != nil && o.Store != nil {
-		if _, done := o.Store.(pushing); !done {
-			o.Store = pushing{Store: o.Store, n: o.Notifier, log: o.Log}
-		}
-	}
+	o.Store = Pushing(o.Store, o.Notifier, o.Log)
 	return o
 }
 
@@ -190,23 +186,9 @@ type Created struct {
 	Workspace sandboxwire.WorkspaceStatus `json:"workspace"`
 }
 
-// Authenticate returns the app key a bearer secret belongs to.
+// Authenticate returns the app key a bearer secret belongs to (appkey).
 func (s *Service) Authenticate(ctx context.Context, secret string) (registry.AppKey, error) {
-	if secret == "" {
-		return registry.AppKey{}, apierror.New(apierror.MissingToken, "An app key is required: Authorization: Bearer <app key>.")
-	}
-	if len(secret) > maxAppKeyLen {
-		return registry.AppKey{}, apierror.New(apierror.InvalidToken, "The app key is not valid.")
-	}
-	key, err := s.o.Registry.AppKeyByHash(ctx, token.Hash(secret))
-	// A key of no tenant could use nobody's items: it is no key (fail closed).
-	if errors.Is(err, registry.ErrNotFound) || (err == nil && (key.Disabled || key.Tenant == "" || key.Tenant == registry.Platform)) {
-		return registry.AppKey{}, apierror.New(apierror.InvalidToken, "The app key is not valid.")
-	}
-	if err != nil {
-		return registry.AppKey{}, fmt.Errorf("authenticate app key: %w", err)
-	}
-	return key, nil
+	return appkey.New(s.o.Registry).Authenticate(ctx, secret)
 }
 
 // Create makes a session and waits until it is ready or the creation timeout passes.
@@ -531,7 +513,7 @@ func (s *Service) Alive(ctx context.Context, id, tok string) (AliveStatus, error
 		Usage:             sess.Usage(),
 		FromPool:          sess.PoolSandbox != "",
 		Limits:            limits,
-		Remaining:         remainingOf(limits, sess, s.o.Now()),
+		Remaining:         RemainingOf(limits, sess, s.o.Now()),
 	}, nil
 }
 

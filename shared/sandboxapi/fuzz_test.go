@@ -108,7 +108,7 @@ func post(t *testing.T, route string, state session.State, body string) (httpapi
 	tok, hash := token.New(token.Sandbox)
 	st := &store{sess: session.Session{ID: sessionID, State: state, SandboxTokenHash: hash, ServedGuardrailsHash: guardrails, Generation: 1}}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	ch := session.NewChannel(session.Options{Store: st, Blob: blobs{s: st}, Reporter: reporter{}, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
+	ch := session.NewChannel(session.ChannelOptions{Store: st, Blob: blobs{s: st}, Reporter: reporter{}, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
 	h := &sandboxapi.Handlers{Channel: ch, Log: slog.New(slog.DiscardHandler)}
 	var handler httpapi.Handler
 	for _, r := range h.Routes() {

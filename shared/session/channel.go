@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/blob"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/prompts"
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -29,12 +30,57 @@ import (
 // the sandbox channel (package sandboxwire), each call authenticated by the
 // sandbox token of the session's current launch.
 type Channel struct {
-	o Options
+	o ChannelOptions
 }
 
-// NewChannel returns the sandbox channel's service. It uses o's Store,
-// Registry, Guardrails, Reporter, Blob, Secrets, Log and Now.
-func NewChannel(o Options) *Channel { return &Channel{o: o.withDefaults()} }
+// ChannelOptions configure a Channel.
+type ChannelOptions struct {
+	// Store holds the sessions; to push the stops a sandbox's reports
+	// cause, pass it through Pushing.
+	Store Store
+	// Registry reads the personas and configurations specs are made of.
+	Registry registry.Store
+	// Guardrails are the platform guardrails every spec carries (fail
+	// closed: none, no spec).
+	Guardrails guardrails.Source
+	// Reporter records exceptions (guardrails missing).
+	Reporter Reporter
+	// Blob keeps env values, attachments, snapshots and job uploads.
+	Blob blob.Store
+	// Secrets keeps the env values persisted for a configuration
+	// (ConfigurationEnvKey).
+	Secrets blob.Sealed
+	// Limits are the platform's session limits (an agent type may lower
+	// them); a zero part is no bound.
+	Limits registry.SessionLimits
+	// JobRuns hears the sandboxes of orchestrator jobs (sessions with a
+	// JobID): their spec, and how their runs go.
+	JobRuns JobRuns
+	// ToolResults keeps the results of workspace tool requests
+	// (workspacetool.go).
+	ToolResults ToolResults
+	// GitInsecureHosts are the hosts a workspace may clone from over plain
+	// http or git, passed on in the spec; nil means loopback
+	// (sandboxwire.DefaultInsecureGitHosts).
+	GitInsecureHosts []string
+	Log              *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewChannel returns the sandbox channel's service with options o.
+func NewChannel(o ChannelOptions) *Channel {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.GitInsecureHosts == nil {
+		o.GitInsecureHosts = sandboxwire.DefaultInsecureGitHosts
+	}
+	return &Channel{o: o}
+}
 
 // Spec is what the sandbox of session id runs: guardrails, persona, initial
 // prompt, mode prompt, flags, and the env values persisted for its

@@ -84,7 +84,7 @@ func newChannel(t *testing.T, state session.State) *channel {
 	if err := reg.PutPersona(t.Context(), registry.Persona{Slug: "helper", Name: "Helper", Skill: "Helps.", Active: true}); err != nil {
 		t.Fatal(err)
 	}
-	c.ch = session.NewChannel(session.Options{
+	c.ch = session.NewChannel(session.ChannelOptions{
 		Store: c.store, Registry: reg, Guardrails: guardrails.File(c.guardrails),
 		Reporter: c.reports, Blob: c.bucket, Now: func() time.Time { return c.now },
 	})

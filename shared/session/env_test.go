@@ -69,8 +69,8 @@ func newEnvStack(t *testing.T) *envStack {
 	if err := os.WriteFile(rules, []byte("# Rules\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := session.Options{Store: e.store, Registry: reg, Guardrails: guardrails.File(rules), Blob: e.bucket, Secrets: e.bucket}
-	e.svc, e.ch = session.NewService(o), session.NewChannel(o)
+	e.svc = session.NewService(session.Options{Store: e.store, Registry: reg, Guardrails: guardrails.File(rules), Blob: e.bucket, Secrets: e.bucket})
+	e.ch = session.NewChannel(session.ChannelOptions{Store: e.store, Registry: reg, Guardrails: guardrails.File(rules), Blob: e.bucket, Secrets: e.bucket})
 	return e
 }
 

@@ -60,7 +60,7 @@ func TestHeartbeatEndsASessionOverALimit(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ch := session.NewChannel(session.Options{Store: store, Limits: platform, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
+			ch := session.NewChannel(session.ChannelOptions{Store: store, Limits: platform, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
 			var orders sandboxwire.Orders
 			for _, d := range tt.beats {
 				now = now.Add(d)

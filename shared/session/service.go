@@ -102,9 +102,6 @@ type Options struct {
 	// ToolResults keeps the results of workspace tool requests
 	// (workspacetool.go).
 	ToolResults ToolResults
-	// JobRuns, for the sandbox channel, hears the sandboxes of orchestrator
-	// jobs (sessions with a JobID): their spec, and how their runs go.
-	JobRuns JobRuns
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

@@ -103,8 +103,8 @@ func TestWorkspaceToolPendingThenReplayed(t *testing.T) {
 	if err := store.Create(t.Context(), sess, nil); err != nil {
 		t.Fatal(err)
 	}
-	o := session.Options{Store: store, ToolResults: res, Now: clock}
-	svc, ch := session.NewService(o), session.NewChannel(o)
+	svc := session.NewService(session.Options{Store: store, ToolResults: res, Now: clock})
+	ch := session.NewChannel(session.ChannelOptions{Store: store, ToolResults: res, Now: clock})
 	args := session.WorkspaceToolRequest{Args: json.RawMessage(`{ "command": "make" }`)}
 
 	out, err := svc.RunWorkspaceTool(t.Context(), sess, "bash", "build-1", args)

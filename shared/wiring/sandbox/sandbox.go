@@ -18,7 +18,7 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 	if err != nil {
 		return wiring.Function{}, err
 	}
-	ch := session.NewChannel(session.Options{
+	ch := session.NewChannel(session.ChannelOptions{
 		Limits:     e.Limits(),
 		JobRuns:    jobs,
 		Store:      e.SessionStore(),

@@ -23,6 +23,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/s3blob"
+	"github.com/remote-agents/remote-agents/shared/sandboxchannel"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/token"
@@ -32,7 +33,7 @@ import (
 // and gofakes3, with one configuration.
 type envStack struct {
 	svc    *session.Service
-	ch     *session.Channel
+	ch     *sandboxchannel.Service
 	store  *dynamo.Sessions
 	bucket *s3blob.Store
 	ddb    *dynamodb.Client
@@ -70,7 +71,7 @@ func newEnvStack(t *testing.T) *envStack {
 		t.Fatal(err)
 	}
 	e.svc = session.NewService(session.Options{Store: e.store, Registry: reg, Guardrails: guardrails.File(rules), Blob: e.bucket, Secrets: e.bucket})
-	e.ch = session.NewChannel(session.ChannelOptions{Store: e.store, Registry: reg, Guardrails: guardrails.File(rules), Blob: e.bucket, Secrets: e.bucket})
+	e.ch = sandboxchannel.New(sandboxchannel.Options{Store: e.store, Registry: reg, Guardrails: guardrails.File(rules), Blob: e.bucket, Secrets: e.bucket})
 	return e
 }
 

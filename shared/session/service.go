@@ -42,8 +42,10 @@ const (
 
 var (
 	slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
-	printable   = regexp.MustCompile(`^[\x21-\x7e]+$`) // idempotency keys, client message ids
-	sessionID   = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	// Printable is what idempotency keys and client message and append
+	// ids may be made of: printable ASCII, no space.
+	Printable = regexp.MustCompile(`^[\x21-\x7e]+$`)
+	sessionID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 )
 
 // Publisher sends jobs-queue messages.
@@ -104,18 +106,6 @@ type Options struct {
 	ToolResults ToolResults
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-}
-
-// JobRuns is what the sandbox channel asks and tells of orchestrator jobs
-// (job.Service).
-type JobRuns interface {
-	// Spec is the job's JobSpec and the tools its sandbox registers.
-	Spec(ctx context.Context, jobID string) (sandboxwire.JobSpec, []string, error)
-	// Started: the job's sandbox reported it runs.
-	Started(ctx context.Context, jobID string) error
-	// Finished: the job's sandbox reported its end, with its job report
-	// (nil: none).
-	Finished(ctx context.Context, jobID string, rep *sandboxwire.JobReport) error
 }
 
 // Service runs the session operations.
@@ -199,7 +189,7 @@ func (s *Service) Create(ctx context.Context, app registry.AppKey, req CreateReq
 	// Fail closed on guardrails before anything else exists.
 	doc, err := guardrails.Load(ctx, s.o.Guardrails)
 	if err != nil {
-		reportGuardrails(ctx, s.o.Reporter, report.Critical, err.Error(), map[string]string{"agent_id": "", "persona_slug": req.PersonaSlug, "project_name": req.ProjectName})
+		ReportGuardrails(ctx, s.o.Reporter, report.Critical, err.Error(), map[string]string{"agent_id": "", "persona_slug": req.PersonaSlug, "project_name": req.ProjectName})
 		return Created{}, apierror.New(apierror.GuardrailsMissing, "Agents cannot be created: the platform guardrails are unavailable.")
 	}
 	// The app's tenant's items, and the platform's: another tenant's are not
@@ -287,7 +277,7 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 	if req.IdempotencyKey != "" {
 		rec = &IdempotencyRecord{
 			Key:         idempotencyRecordKey(app, req.IdempotencyKey),
-			RequestHash: hashOf(req),
+			RequestHash: HashOf(req),
 			CreatedAt:   now,
 			ExpiresAt:   now.Add(IdempotencyRetention).Unix(),
 		}
@@ -606,7 +596,7 @@ func validateCreate(req CreateRequest) error {
 		return invalid("system_prompt must be at most %d bytes of UTF-8.", MaxPromptBytes)
 	case req.AgentType != "" && (len(req.AgentType) > 63 || !slugPattern.MatchString(req.AgentType)):
 		return invalid("agent_type must be 1 to 63 lower-case letters, digits, '-' or '_'.")
-	case len(req.IdempotencyKey) > MaxIdempotencyKeyLen || (req.IdempotencyKey != "" && !printable.MatchString(req.IdempotencyKey)):
+	case len(req.IdempotencyKey) > MaxIdempotencyKeyLen || (req.IdempotencyKey != "" && !Printable.MatchString(req.IdempotencyKey)):
 		return invalid("Idempotency-Key must be 1 to %d printable ASCII characters.", MaxIdempotencyKeyLen)
 	}
 	return nil
@@ -638,18 +628,18 @@ func tokenMatches(sess Session, tok string) bool {
 // hides it.
 func idempotencyRecordKey(app registry.AppKey, key string) string {
 	// App key ids are unique within a tenant only.
-	return scopedKey("create", app.Tenant+"/"+app.ID, key)
+	return ScopedKey("create", app.Tenant+"/"+app.ID, key)
 }
 
-// scopedKey is an idempotency record key: kind, then the hash of a client's key
+// ScopedKey is an idempotency record key: kind, then the hash of a client's key
 // within its scope, so that no client-chosen string reaches the key unbounded.
-func scopedKey(kind, scope, key string) string {
+func ScopedKey(kind, scope, key string) string {
 	sum := sha256.Sum256([]byte(scope + "\x00" + key))
 	return kind + "#" + hex.EncodeToString(sum[:])
 }
 
-// hashOf is the SHA-256 of a request's JSON, to tell a retry from a new request.
-func hashOf(v any) string {
+// HashOf is the SHA-256 of a request's JSON, to tell a retry from a new request.
+func HashOf(v any) string {
 	b, _ := json.Marshal(v) // plain structs: cannot fail
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])

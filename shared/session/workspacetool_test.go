@@ -15,6 +15,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/sandboxchannel"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/session/storetest"
@@ -104,7 +105,7 @@ func TestWorkspaceToolPendingThenReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := session.NewService(session.Options{Store: store, ToolResults: res, Now: clock})
-	ch := session.NewChannel(session.ChannelOptions{Store: store, ToolResults: res, Now: clock})
+	ch := sandboxchannel.New(sandboxchannel.Options{Store: store, ToolResults: res, Now: clock})
 	args := session.WorkspaceToolRequest{Args: json.RawMessage(`{ "command": "make" }`)}
 
 	out, err := svc.RunWorkspaceTool(t.Context(), sess, "bash", "build-1", args)

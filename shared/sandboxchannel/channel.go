@@ -34,11 +34,37 @@ type Service struct {
 	o Options
 }
 
+// Store is what the sandbox channel reads and writes of sessions: each
+// method is session.Store's (package session documents their errors).
+type Store interface {
+	// Get reads a session; session.ErrNotFound if absent.
+	Get(ctx context.Context, id string) (session.Session, error)
+	// Transition applies c and returns the session as changed, or
+	// session.ErrConflict.
+	Transition(ctx context.Context, id string, c session.Change) (session.Session, error)
+	// Touch sets fields on a live session of the given generation without
+	// changing its state; session.ErrConflict otherwise.
+	Touch(ctx context.Context, id string, generation int, set session.Fields) (session.Session, error)
+	// RedeemBootstrap spends a launch's bootstrap code for a sandbox
+	// token hash, once.
+	RedeemBootstrap(ctx context.Context, id string, gen int, codeHash, sandboxTokenHash string) error
+	// AppendEvents numbers events and stores them, all or nothing.
+	AppendEvents(ctx context.Context, id string, generation int, events []session.Event) ([]session.Event, error)
+	// Events returns up to limit events after sequence number after.
+	Events(ctx context.Context, id string, after int64, limit int) ([]session.Event, error)
+	session.OnceAppender
+	// SetPushConnection records the push connection of a session's
+	// sandbox of generation gen until expires.
+	SetPushConnection(ctx context.Context, id string, gen int, connectionID string, expires time.Time) error
+	// ClearPushConnection forgets connectionID.
+	ClearPushConnection(ctx context.Context, connectionID string) error
+}
+
 // Options configure a Service.
 type Options struct {
-	// Store holds the sessions; to push the stops a sandbox's reports
-	// cause, pass it through session.Pushing.
-	Store session.Store
+	// Store holds the sessions (session.Store); to push the stops a
+	// sandbox's reports cause, pass it through session.Pushing.
+	Store Store
 	// Registry reads the personas and configurations specs are made of.
 	Registry registry.Store
 	// Guardrails are the platform guardrails every spec carries (fail

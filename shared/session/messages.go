@@ -111,11 +111,21 @@ func (s *Service) PostMessage(ctx context.Context, sess Session, req MessageRequ
 	return MessageReceipt{AgentID: id, Status: "queued", MessageID: got.Seq, ClientMessageID: req.ClientMessageID}, nil
 }
 
+// OnceAppender appends an event once per idempotency record (Store's
+// AppendOnce and Idempotency).
+type OnceAppender interface {
+	// AppendOnce appends e with rec; ErrIdempotencyTaken if rec's key is
+	// used.
+	AppendOnce(ctx context.Context, id string, generation int, e Event, rec IdempotencyRecord) (Event, error)
+	// Idempotency reads the record of a key; ErrNotFound if absent.
+	Idempotency(ctx context.Context, key string) (IdempotencyRecord, error)
+}
+
 // AppendOnce appends ev under the idempotency record rec, once. It returns the
 // record the append wrote, or the first append's when rec's key was used
 // before (replayed): whether that one carried the same content is the
 // caller's to check, by RequestHash.
-func AppendOnce(ctx context.Context, st Store, id string, gen int, ev Event, rec IdempotencyRecord) (IdempotencyRecord, bool, error) {
+func AppendOnce(ctx context.Context, st OnceAppender, id string, gen int, ev Event, rec IdempotencyRecord) (IdempotencyRecord, bool, error) {
 	if prev, err := st.Idempotency(ctx, rec.Key); err == nil {
 		return prev, true, nil
 	} else if !errors.Is(err, ErrNotFound) {

@@ -66,7 +66,7 @@ func (s *Service) Prepare(ctx context.Context, id string) (sessionID string, run
 	return j.SessionID, true, nil
 }
 
-// Spec is the JobSpec of job id, for its sandbox (session.JobRuns).
+// Spec is the JobSpec of job id, for its sandbox (sandboxchannel.JobRuns).
 func (s *Service) Spec(ctx context.Context, id string) (sandboxwire.JobSpec, []string, error) {
 	j, err := s.o.Store.Get(ctx, id)
 	if err != nil {

@@ -204,7 +204,7 @@ func (w *Worker) Do(ctx context.Context, m jobqueue.Message) error {
 
 // start launches the sandbox of m's session, if it has none yet. The sandbox
 // gets a one-time bootstrap code (stored hashed with the claim), which it
-// exchanges for its token at start (session.Channel.Bootstrap): no token is
+// exchanges for its token at start (sandboxchannel.Service.Bootstrap): no token is
 // ever in what the launcher passes. A claim that lost its lease (its worker
 // died, or took longer than LaunchLease to record the sandbox) is replaced by
 // the launch of the next generation with a new code: the launcher would answer

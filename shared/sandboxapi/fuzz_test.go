@@ -26,6 +26,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/httpapi/httpapitest"
 	"github.com/remote-agents/remote-agents/shared/report"
 	"github.com/remote-agents/remote-agents/shared/sandboxapi"
+	"github.com/remote-agents/remote-agents/shared/sandboxchannel"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/token"
@@ -108,7 +109,7 @@ func post(t *testing.T, route string, state session.State, body string) (httpapi
 	tok, hash := token.New(token.Sandbox)
 	st := &store{sess: session.Session{ID: sessionID, State: state, SandboxTokenHash: hash, ServedGuardrailsHash: guardrails, Generation: 1}}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	ch := session.NewChannel(session.Options{Store: st, Blob: blobs{s: st}, Reporter: reporter{}, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
+	ch := sandboxchannel.New(sandboxchannel.Options{Store: st, Blob: blobs{s: st}, Reporter: reporter{}, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
 	h := &sandboxapi.Handlers{Channel: ch, Log: slog.New(slog.DiscardHandler)}
 	var handler httpapi.Handler
 	for _, r := range h.Routes() {

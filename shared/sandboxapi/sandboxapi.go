@@ -1,8 +1,8 @@
 // Package sandboxapi serves the sandbox channel, /sandbox/{sessionId}/… (see
 // package sandboxwire for its bodies): the only way a sandbox touches platform
 // state. Each handler authenticates the sandbox, then decodes the body (none is
-// read for a caller that may not call), makes one call to session.Channel, and
-// encodes.
+// read for a caller that may not call), makes one call to
+// sandboxchannel.Service, and encodes.
 package sandboxapi
 
 import (
@@ -15,13 +15,14 @@ import (
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/pool"
 	"github.com/remote-agents/remote-agents/shared/routes"
+	"github.com/remote-agents/remote-agents/shared/sandboxchannel"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
 // Handlers serve the sandbox channel.
 type Handlers struct {
-	Channel *session.Channel
+	Channel *sandboxchannel.Service
 	// Pool serves the warm pool's sandboxes (sandboxwire.PoolPrefix).
 	Pool *pool.Service
 	Log  *slog.Logger

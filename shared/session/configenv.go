@@ -37,9 +37,9 @@ func ConfigurationEnvKey(tenant, id string) string {
 	return "configurations/" + registry.Owner(tenant) + "/" + id + "/env.json"
 }
 
-// configurationEnv returns the values tenant persisted for configuration id
+// ConfigurationEnv returns the values tenant persisted for configuration id
 // (none: an empty map) and the document's version ("" if there is none).
-func configurationEnv(ctx context.Context, sealed blob.Sealed, tenant, id string) (map[string]string, string, error) {
+func ConfigurationEnv(ctx context.Context, sealed blob.Sealed, tenant, id string) (map[string]string, string, error) {
 	values := map[string]string{}
 	raw, version, err := sealed.ReadSealed(ctx, ConfigurationEnvKey(tenant, id), MaxConfigurationEnvBytes)
 	if errors.Is(err, blob.ErrNotFound) {
@@ -66,7 +66,7 @@ func persistEnv(ctx context.Context, sealed blob.Sealed, tenant, id string, valu
 		return errors.New("persisting env values needs a sealed store")
 	}
 	for range persistAttempts {
-		cur, version, err := configurationEnv(ctx, sealed, tenant, id)
+		cur, version, err := ConfigurationEnv(ctx, sealed, tenant, id)
 		if err != nil {
 			return err
 		}

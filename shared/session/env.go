@@ -22,8 +22,8 @@ const (
 	MaxEnvBytes      = sandboxwire.MaxEnvBytes
 )
 
-// envPrefix is where a session's submitted env values are kept.
-func envPrefix(id string) string { return "sessions/" + id + "/env/" }
+// EnvPrefix is where a session's submitted env values are kept.
+func EnvPrefix(id string) string { return "sessions/" + id + "/env/" }
 
 var envKeyPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,199}$`)
 
@@ -124,7 +124,7 @@ func (s *Service) SubmitEnv(ctx context.Context, sess Session, in EnvSubmission)
 	if err != nil {
 		return EnvReceipt{}, fmt.Errorf("encode env values: %w", err)
 	}
-	ref := envPrefix(id) + newID() + ".json"
+	ref := EnvPrefix(id) + newID() + ".json"
 	if err := s.o.Blob.Put(ctx, ref, bytes.NewReader(raw), int64(len(raw)), "application/json"); err != nil {
 		return EnvReceipt{}, err
 	}

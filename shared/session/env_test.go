@@ -23,6 +23,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/s3blob"
+	"github.com/remote-agents/remote-agents/shared/sandboxchannel"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/token"
@@ -32,7 +33,7 @@ import (
 // and gofakes3, with one configuration.
 type envStack struct {
 	svc    *session.Service
-	ch     *session.Channel
+	ch     *sandboxchannel.Service
 	store  *dynamo.Sessions
 	bucket *s3blob.Store
 	ddb    *dynamodb.Client
@@ -69,8 +70,8 @@ func newEnvStack(t *testing.T) *envStack {
 	if err := os.WriteFile(rules, []byte("# Rules\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := session.Options{Store: e.store, Registry: reg, Guardrails: guardrails.File(rules), Blob: e.bucket, Secrets: e.bucket}
-	e.svc, e.ch = session.NewService(o), session.NewChannel(o)
+	e.svc = session.NewService(session.Options{Store: e.store, Registry: reg, Guardrails: guardrails.File(rules), Blob: e.bucket, Secrets: e.bucket})
+	e.ch = sandboxchannel.New(sandboxchannel.Options{Store: e.store, Registry: reg, Guardrails: guardrails.File(rules), Blob: e.bucket, Secrets: e.bucket})
 	return e
 }
 

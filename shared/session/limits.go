@@ -1,9 +1,6 @@
 package session
 
 import (
-	"context"
-	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -80,8 +77,8 @@ func watched(sess Session, now time.Time) bool {
 	return false
 }
 
-// remainingOf is what sess has left of l at now.
-func remainingOf(l registry.SessionLimits, sess Session, now time.Time) Remaining {
+// RemainingOf is what sess has left of l at now.
+func RemainingOf(l registry.SessionLimits, sess Session, now time.Time) Remaining {
 	var r Remaining
 	if l.MaxSessionSeconds > 0 {
 		v := max(0, int64(l.MaxSessionSeconds)-int64(now.Sub(sess.CreatedAt).Seconds()))
@@ -110,13 +107,13 @@ func remainingOf(l registry.SessionLimits, sess Session, now time.Time) Remainin
 // provisioning, not already ending or over).
 func running(s State) bool { return s == Ready || s == Working || s == Idle }
 
-// overLimit is the reason a running sess is to end for a limit at now, ""
+// OverLimit is the reason a running sess is to end for a limit at now, ""
 // for none.
-func overLimit(l registry.SessionLimits, sess Session, now time.Time) Reason {
+func OverLimit(l registry.SessionLimits, sess Session, now time.Time) Reason {
 	if !running(sess.State) {
 		return ""
 	}
-	r := remainingOf(l, sess, now)
+	r := RemainingOf(l, sess, now)
 	switch {
 	case r.Seconds != nil && *r.Seconds == 0:
 		return ReasonMaxDuration
@@ -128,24 +125,4 @@ func overLimit(l registry.SessionLimits, sess Session, now time.Time) Reason {
 		return ReasonIdleTimeout
 	}
 	return ""
-}
-
-// endForLimit moves sess, if it is over a limit, to ending with that
-// limit's reason (its sandbox is told to stop), and returns it as it is
-// after.
-func (c *Channel) endForLimit(ctx context.Context, sess Session) Session {
-	why := overLimit(EffectiveLimits(c.o.Limits, sess), sess, c.o.Now())
-	if why == "" {
-		return sess
-	}
-	after, err := c.o.Store.Transition(ctx, sess.ID, Change{From: Running, To: Ending, Generation: sess.Generation, Reason: why})
-	if errors.Is(err, ErrConflict) {
-		return sess
-	}
-	if err != nil {
-		c.o.Log.WarnContext(ctx, "end a session over its limit", slog.String("session_id", sess.ID), slog.String("error", err.Error()))
-		return sess
-	}
-	c.o.Log.InfoContext(ctx, "session over its limit: ending", slog.String("session_id", sess.ID), slog.String("reason", string(why)))
-	return after
 }

@@ -34,8 +34,8 @@ var (
 	attachmentID = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
 )
 
-// defaultContentType is the type of an upload that names none.
-const defaultContentType = "application/octet-stream"
+// DefaultContentType is the type of an upload that names none.
+const DefaultContentType = "application/octet-stream"
 
 // MessageRequest is what a user (the embed view, an app) sends an agent: text
 // (with attachments), an answer to a question, or env values.
@@ -97,11 +97,11 @@ func (s *Service) PostMessage(ctx context.Context, sess Session, req MessageRequ
 	rec := IdempotencyRecord{
 		Key:         messageKey(id, req.ClientMessageID),
 		SessionID:   id,
-		RequestHash: hashOf(req),
+		RequestHash: HashOf(req),
 		CreatedAt:   now,
 		ExpiresAt:   now.Add(messageRetention).Unix(),
 	}
-	got, replayed, err := appendOnce(ctx, s.o.Store, id, sess.Generation, ev, rec)
+	got, replayed, err := AppendOnce(ctx, s.o.Store, id, sess.Generation, ev, rec)
 	switch {
 	case err != nil:
 		return MessageReceipt{}, notAlive(err)
@@ -111,11 +111,21 @@ func (s *Service) PostMessage(ctx context.Context, sess Session, req MessageRequ
 	return MessageReceipt{AgentID: id, Status: "queued", MessageID: got.Seq, ClientMessageID: req.ClientMessageID}, nil
 }
 
-// appendOnce appends ev under the idempotency record rec, once. It returns the
+// OnceAppender appends an event once per idempotency record (Store's
+// AppendOnce and Idempotency).
+type OnceAppender interface {
+	// AppendOnce appends e with rec; ErrIdempotencyTaken if rec's key is
+	// used.
+	AppendOnce(ctx context.Context, id string, generation int, e Event, rec IdempotencyRecord) (Event, error)
+	// Idempotency reads the record of a key; ErrNotFound if absent.
+	Idempotency(ctx context.Context, key string) (IdempotencyRecord, error)
+}
+
+// AppendOnce appends ev under the idempotency record rec, once. It returns the
 // record the append wrote, or the first append's when rec's key was used
 // before (replayed): whether that one carried the same content is the
 // caller's to check, by RequestHash.
-func appendOnce(ctx context.Context, st Store, id string, gen int, ev Event, rec IdempotencyRecord) (IdempotencyRecord, bool, error) {
+func AppendOnce(ctx context.Context, st OnceAppender, id string, gen int, ev Event, rec IdempotencyRecord) (IdempotencyRecord, bool, error) {
 	if prev, err := st.Idempotency(ctx, rec.Key); err == nil {
 		return prev, true, nil
 	} else if !errors.Is(err, ErrNotFound) {
@@ -147,7 +157,7 @@ func notAlive(err error) error {
 	return err
 }
 
-func messageKey(id, clientID string) string { return scopedKey("message", id, clientID) }
+func messageKey(id, clientID string) string { return ScopedKey("message", id, clientID) }
 
 // AttachmentPrefix is where a session's attachments are uploaded.
 func AttachmentPrefix(id string) string { return "sessions/" + id + "/attachments/" }
@@ -169,7 +179,7 @@ func validateMessage(id string, req MessageRequest) error {
 		return invalid("Send text, an answer or env_values.")
 	case len(req.Text) > MaxMessageBytes || !utf8.ValidString(req.Text):
 		return invalid("text must be at most %d bytes of UTF-8.", MaxMessageBytes)
-	case len(req.ClientMessageID) > MaxClientMessageID || (req.ClientMessageID != "" && !printable.MatchString(req.ClientMessageID)):
+	case len(req.ClientMessageID) > MaxClientMessageID || (req.ClientMessageID != "" && !Printable.MatchString(req.ClientMessageID)):
 		return invalid("client_message_id must be 1 to %d printable ASCII characters.", MaxClientMessageID)
 	case len(req.Attachments) > MaxAttachments:
 		return invalid("Attach at most %d files.", MaxAttachments)
@@ -191,7 +201,7 @@ func validateMessage(id string, req MessageRequest) error {
 		if a.SizeBytes < 0 || a.SizeBytes > MaxAttachmentBytes {
 			return invalid("attachments[%d] must be at most %d bytes.", i, MaxAttachmentBytes)
 		}
-		if a.ContentType != "" && !validContentType(a.ContentType) {
+		if a.ContentType != "" && !ValidContentType(a.ContentType) {
 			return invalid("attachments[%d].content_type must be a media type such as text/plain.", i)
 		}
 	}
@@ -214,10 +224,10 @@ func validAttachmentName(name string) bool {
 	return true
 }
 
-// validContentType reports whether ct is a media type (type/subtype, with
+// ValidContentType reports whether ct is a media type (type/subtype, with
 // parameters) of at most sandboxwire.MaxContentTypeBytes printable ASCII
 // characters: a header value a client can send and S3 can sign.
-func validContentType(ct string) bool {
+func ValidContentType(ct string) bool {
 	if len(ct) > sandboxwire.MaxContentTypeBytes {
 		return false
 	}
@@ -252,14 +262,14 @@ func (s *Service) PresignAttachment(ctx context.Context, sess Session, name, con
 		// Content-MD5, which the bucket's CORS rule does not let browsers send.
 		return AttachmentUpload{}, apierror.New(apierror.InvalidRequest, "size_bytes must be 1 byte to %d MB: the file's exact size.", MaxAttachmentBytes>>20)
 	}
-	if contentType != "" && !validContentType(contentType) {
+	if contentType != "" && !ValidContentType(contentType) {
 		return AttachmentUpload{}, apierror.New(apierror.InvalidRequest, "content_type must be a media type such as text/plain, of at most %d bytes.", sandboxwire.MaxContentTypeBytes)
 	}
 	if !slices.Contains(Running, sess.State) {
 		return AttachmentUpload{}, apierror.New(apierror.AgentNotAlive, "The agent is %s and takes no more files.", sess.State)
 	}
 	key := AttachmentPrefix(id) + newID() + "/" + name
-	u, err := s.o.Blob.PresignPut(ctx, key, cmp.Or(contentType, defaultContentType), size, attachmentUploadTTL)
+	u, err := s.o.Blob.PresignPut(ctx, key, cmp.Or(contentType, DefaultContentType), size, attachmentUploadTTL)
 	if err != nil {
 		return AttachmentUpload{}, fmt.Errorf("presign attachment: %w", err)
 	}
@@ -275,22 +285,33 @@ func (s *Service) Authorize(ctx context.Context, id, tok string) (Session, error
 }
 
 func (s *Service) authorize(ctx context.Context, id, tok string) (Session, error) {
+	return Authorize(ctx, s.o.Store, id, tok, s.o.Now())
+}
+
+// Authorize returns session id if tok is one of its session tokens that
+// still works at now: missing_token for none, agent_not_found for an id of
+// no session, invalid_token for a wrong or expired token.
+func Authorize(ctx context.Context, store Reader, id, tok string, now time.Time) (Session, error) {
 	if tok == "" {
 		return Session{}, apierror.New(apierror.MissingToken, "A session token is required.")
 	}
 	notFound := apierror.New(apierror.AgentNotFound, "No agent has the id %q.", id)
-	if !sessionID.MatchString(id) {
+	if !ValidID(id) {
 		return Session{}, notFound
 	}
-	sess, err := s.o.Store.Get(ctx, id)
+	sess, err := store.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return Session{}, notFound
 	}
 	if err != nil {
 		return Session{}, err
 	}
-	if err := checkToken(sess, tok, s.o.Now()); err != nil {
+	if err := checkToken(sess, tok, now); err != nil {
 		return Session{}, err
 	}
 	return sess, nil
 }
+
+// ValidID reports whether id has the form of a session id (a version 4
+// UUID); an id of another form names no session.
+func ValidID(id string) bool { return sessionID.MatchString(id) }

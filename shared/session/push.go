@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"regexp"
 	"time"
 
-	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
@@ -35,36 +33,20 @@ const (
 	goneRecheck = 250 * time.Millisecond
 )
 
-// connectionID is what a push connection id may look like (API Gateway's are
-// base64, e.g. "L0SM9cOFvHcCIhw=").
-var connectionID = regexp.MustCompile(`^[A-Za-z0-9+/=_-]+$`)
-
-// Connect records the push connection connectionID of the sandbox of session
-// id, authenticated by its sandbox token like every channel call (the
-// WebSocket's $connect): pushes to the session go to it from now on. An ended
-// session, or a sandbox of an earlier launch, is refused.
-func (c *Channel) Connect(ctx context.Context, id, tok, connID string) error {
-	sess, err := AuthenticateSandbox(ctx, c.o.Store, id, tok)
-	if err != nil {
-		return err
+// Pushing returns st waking a session's sandbox over n whenever the platform
+// adds to its inbox or stops it (see pushing); st itself when n is nil or st
+// pushes already.
+func Pushing(st Store, n Notifier, log *slog.Logger) Store {
+	if n == nil || st == nil {
+		return st
 	}
-	if len(connID) > sandboxwire.MaxConnectionIDLen || !connectionID.MatchString(connID) {
-		return apierror.New(apierror.InvalidRequest, "The connection id is not one API Gateway gives.")
+	if _, done := st.(pushing); done {
+		return st
 	}
-	err = c.o.Store.SetPushConnection(ctx, sess.ID, sess.Generation, connID, c.o.Now().Add(PushConnectionTTL))
-	if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
-		return apierror.New(apierror.InvalidToken, "The session has ended, or was launched again.")
+	if log == nil {
+		log = slog.Default()
 	}
-	return err
-}
-
-// Disconnect forgets the push connection connID (the WebSocket's
-// $disconnect), unless its session holds a later one.
-func (c *Channel) Disconnect(ctx context.Context, connID string) error {
-	if len(connID) > sandboxwire.MaxConnectionIDLen || !connectionID.MatchString(connID) {
-		return nil // no connection of ours
-	}
-	return c.o.Store.ClearPushConnection(ctx, connID)
+	return pushing{Store: st, n: n, log: log}
 }
 
 // pushing is a Store that wakes a session's sandbox whenever the platform adds

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remote-agents/remote-agents/shared/sandboxchannel"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/session/storetest"
@@ -77,7 +78,7 @@ func TestInboxItemsArePushed(t *testing.T) {
 		st := storetest.NewMemory()
 		n := &notifier{}
 		svc := session.NewService(session.Options{Store: st, Notifier: n})
-		ch := session.NewChannel(session.Options{Store: st, Notifier: n})
+		ch := sandboxchannel.New(sandboxchannel.Options{Store: session.Pushing(st, n, nil)})
 		sess := session.Session{ID: "6b0c6f8e-6a7a-4d4c-9d5e-1f2a3b4c5d6e", State: session.Idle, Generation: 1, CreatedAt: time.Now()}
 		if err := st.Create(ctx, sess, nil); err != nil {
 			t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/appkey"
 	"github.com/remote-agents/remote-agents/shared/blob"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
@@ -32,7 +33,6 @@ const (
 	MaxNameLen           = 128
 	MaxPromptBytes       = 32 * 1024
 	MaxIdempotencyKeyLen = 255
-	maxAppKeyLen         = 256
 	// IdempotencyRetention is how long a create's Idempotency-Key maps to its session.
 	IdempotencyRetention = 24 * time.Hour
 	// StopGrace is how long a sandbox has to stop by itself after a shutdown
@@ -42,8 +42,10 @@ const (
 
 var (
 	slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
-	printable   = regexp.MustCompile(`^[\x21-\x7e]+$`) // idempotency keys, client message ids
-	sessionID   = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	// Printable is what idempotency keys and client message and append
+	// ids may be made of: printable ASCII, no space.
+	Printable = regexp.MustCompile(`^[\x21-\x7e]+$`)
+	sessionID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 )
 
 // Publisher sends jobs-queue messages.
@@ -102,23 +104,8 @@ type Options struct {
 	// ToolResults keeps the results of workspace tool requests
 	// (workspacetool.go).
 	ToolResults ToolResults
-	// JobRuns, for the sandbox channel, hears the sandboxes of orchestrator
-	// jobs (sessions with a JobID): their spec, and how their runs go.
-	JobRuns JobRuns
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-}
-
-// JobRuns is what the sandbox channel asks and tells of orchestrator jobs
-// (job.Service).
-type JobRuns interface {
-	// Spec is the job's JobSpec and the tools its sandbox registers.
-	Spec(ctx context.Context, jobID string) (sandboxwire.JobSpec, []string, error)
-	// Started: the job's sandbox reported it runs.
-	Started(ctx context.Context, jobID string) error
-	// Finished: the job's sandbox reported its end, with its job report
-	// (nil: none).
-	Finished(ctx context.Context, jobID string, rep *sandboxwire.JobReport) error
 }
 
 // Service runs the session operations.
@@ -140,11 +127,7 @@ func (o Options) withDefaults() Options {
 	if o.GitInsecureHosts == nil {
 		o.GitInsecureHosts = sandboxwire.DefaultInsecureGitHosts
 	}
-	if o.Notifier != nil && o.Store != nil {
-		if _, done := o.Store.(pushing); !done {
-			o.Store = pushing{Store: o.Store, n: o.Notifier, log: o.Log}
-		}
-	}
+	o.Store = Pushing(o.Store, o.Notifier, o.Log)
 	return o
 }
 
@@ -190,23 +173,9 @@ type Created struct {
 	Workspace sandboxwire.WorkspaceStatus `json:"workspace"`
 }
 
-// Authenticate returns the app key a bearer secret belongs to.
+// Authenticate returns the app key a bearer secret belongs to (appkey).
 func (s *Service) Authenticate(ctx context.Context, secret string) (registry.AppKey, error) {
-	if secret == "" {
-		return registry.AppKey{}, apierror.New(apierror.MissingToken, "An app key is required: Authorization: Bearer <app key>.")
-	}
-	if len(secret) > maxAppKeyLen {
-		return registry.AppKey{}, apierror.New(apierror.InvalidToken, "The app key is not valid.")
-	}
-	key, err := s.o.Registry.AppKeyByHash(ctx, token.Hash(secret))
-	// A key of no tenant could use nobody's items: it is no key (fail closed).
-	if errors.Is(err, registry.ErrNotFound) || (err == nil && (key.Disabled || key.Tenant == "" || key.Tenant == registry.Platform)) {
-		return registry.AppKey{}, apierror.New(apierror.InvalidToken, "The app key is not valid.")
-	}
-	if err != nil {
-		return registry.AppKey{}, fmt.Errorf("authenticate app key: %w", err)
-	}
-	return key, nil
+	return appkey.New(s.o.Registry).Authenticate(ctx, secret)
 }
 
 // Create makes a session and waits until it is ready or the creation timeout passes.
@@ -220,7 +189,7 @@ func (s *Service) Create(ctx context.Context, app registry.AppKey, req CreateReq
 	// Fail closed on guardrails before anything else exists.
 	doc, err := guardrails.Load(ctx, s.o.Guardrails)
 	if err != nil {
-		reportGuardrails(ctx, s.o.Reporter, report.Critical, err.Error(), map[string]string{"agent_id": "", "persona_slug": req.PersonaSlug, "project_name": req.ProjectName})
+		ReportGuardrails(ctx, s.o.Reporter, report.Critical, err.Error(), map[string]string{"agent_id": "", "persona_slug": req.PersonaSlug, "project_name": req.ProjectName})
 		return Created{}, apierror.New(apierror.GuardrailsMissing, "Agents cannot be created: the platform guardrails are unavailable.")
 	}
 	// The app's tenant's items, and the platform's: another tenant's are not
@@ -308,7 +277,7 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 	if req.IdempotencyKey != "" {
 		rec = &IdempotencyRecord{
 			Key:         idempotencyRecordKey(app, req.IdempotencyKey),
-			RequestHash: hashOf(req),
+			RequestHash: HashOf(req),
 			CreatedAt:   now,
 			ExpiresAt:   now.Add(IdempotencyRetention).Unix(),
 		}
@@ -531,7 +500,7 @@ func (s *Service) Alive(ctx context.Context, id, tok string) (AliveStatus, error
 		Usage:             sess.Usage(),
 		FromPool:          sess.PoolSandbox != "",
 		Limits:            limits,
-		Remaining:         remainingOf(limits, sess, s.o.Now()),
+		Remaining:         RemainingOf(limits, sess, s.o.Now()),
 	}, nil
 }
 
@@ -627,7 +596,7 @@ func validateCreate(req CreateRequest) error {
 		return invalid("system_prompt must be at most %d bytes of UTF-8.", MaxPromptBytes)
 	case req.AgentType != "" && (len(req.AgentType) > 63 || !slugPattern.MatchString(req.AgentType)):
 		return invalid("agent_type must be 1 to 63 lower-case letters, digits, '-' or '_'.")
-	case len(req.IdempotencyKey) > MaxIdempotencyKeyLen || (req.IdempotencyKey != "" && !printable.MatchString(req.IdempotencyKey)):
+	case len(req.IdempotencyKey) > MaxIdempotencyKeyLen || (req.IdempotencyKey != "" && !Printable.MatchString(req.IdempotencyKey)):
 		return invalid("Idempotency-Key must be 1 to %d printable ASCII characters.", MaxIdempotencyKeyLen)
 	}
 	return nil
@@ -659,18 +628,18 @@ func tokenMatches(sess Session, tok string) bool {
 // hides it.
 func idempotencyRecordKey(app registry.AppKey, key string) string {
 	// App key ids are unique within a tenant only.
-	return scopedKey("create", app.Tenant+"/"+app.ID, key)
+	return ScopedKey("create", app.Tenant+"/"+app.ID, key)
 }
 
-// scopedKey is an idempotency record key: kind, then the hash of a client's key
+// ScopedKey is an idempotency record key: kind, then the hash of a client's key
 // within its scope, so that no client-chosen string reaches the key unbounded.
-func scopedKey(kind, scope, key string) string {
+func ScopedKey(kind, scope, key string) string {
 	sum := sha256.Sum256([]byte(scope + "\x00" + key))
 	return kind + "#" + hex.EncodeToString(sum[:])
 }
 
-// hashOf is the SHA-256 of a request's JSON, to tell a retry from a new request.
-func hashOf(v any) string {
+// HashOf is the SHA-256 of a request's JSON, to tell a retry from a new request.
+func HashOf(v any) string {
 	b, _ := json.Marshal(v) // plain structs: cannot fail
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])

@@ -104,9 +104,9 @@ func workspaceStatus(s Session) sandboxwire.WorkspaceStatus {
 	return sandboxwire.WorkspaceStatus{Status: sandboxwire.WorkspaceReady, Warnings: []string{}}
 }
 
-// checkWorkspaceStatus bounds what a sandbox reports of its workspace: a
+// CheckWorkspaceStatus bounds what a sandbox reports of its workspace: a
 // known status, a few short warnings of UTF-8.
-func checkWorkspaceStatus(st *sandboxwire.WorkspaceStatus) error {
+func CheckWorkspaceStatus(st *sandboxwire.WorkspaceStatus) error {
 	if st == nil {
 		return nil
 	}

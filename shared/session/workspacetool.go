@@ -90,10 +90,15 @@ type WorkspaceToolOutcome struct {
 	Pending *WorkspaceToolPending
 }
 
-// requestKey and resultKey are the idempotency table keys of a request id
-// of a session, and of its result.
-func requestKey(id, requestID string) string { return scopedKey("wstool", id, requestID) }
-func resultKey(id, requestID string) string  { return scopedKey("wstool-result", id, requestID) }
+// WorkspaceToolRequestKey is the idempotency table key of request id
+// requestID of session id.
+func WorkspaceToolRequestKey(id, requestID string) string { return ScopedKey("wstool", id, requestID) }
+
+// WorkspaceToolResultKey is the idempotency table key of the result of
+// request requestID of session id.
+func WorkspaceToolResultKey(id, requestID string) string {
+	return ScopedKey("wstool-result", id, requestID)
+}
 
 // CheckWorkspaceTool refuses, before anything is read or queued, a tool that
 // sess cannot run: 404 workspace_disabled when its agent type has no
@@ -135,7 +140,7 @@ func (s *Service) RunWorkspaceTool(ctx context.Context, sess Session, tool, requ
 	}
 	if requestID == "" {
 		requestID = newID()
-	} else if len(requestID) > sandboxwire.MaxToolRequestIDLen || !printable.MatchString(requestID) {
+	} else if len(requestID) > sandboxwire.MaxToolRequestIDLen || !Printable.MatchString(requestID) {
 		return WorkspaceToolOutcome{}, apierror.New(apierror.InvalidRequest, "Idempotency-Key must be 1 to %d printable ASCII characters.", sandboxwire.MaxToolRequestIDLen)
 	}
 	ev, err := NewEvent(sandboxwire.WorkspaceToolRequest{RequestID: requestID, Tool: tool, Args: args})
@@ -144,13 +149,13 @@ func (s *Service) RunWorkspaceTool(ctx context.Context, sess Session, tool, requ
 	}
 	now := s.o.Now().UTC()
 	rec := IdempotencyRecord{
-		Key:         requestKey(sess.ID, requestID),
+		Key:         WorkspaceToolRequestKey(sess.ID, requestID),
 		SessionID:   sess.ID,
-		RequestHash: hashOf(struct{ Tool, Args string }{tool, args}),
+		RequestHash: HashOf(struct{ Tool, Args string }{tool, args}),
 		CreatedAt:   now,
 		ExpiresAt:   now.Add(ToolRetention).Unix(),
 	}
-	got, replayed, err := appendOnce(ctx, s.o.Store, sess.ID, sess.Generation, ev, rec)
+	got, replayed, err := AppendOnce(ctx, s.o.Store, sess.ID, sess.Generation, ev, rec)
 	switch {
 	case err != nil:
 		return WorkspaceToolOutcome{}, notAlive(err)
@@ -190,7 +195,7 @@ func (s *Service) waitToolResult(ctx context.Context, id, tool, requestID string
 	}
 	delay := 10 * time.Millisecond
 	for polls := 0; ; polls++ {
-		res, err := s.o.ToolResults.Result(ctx, resultKey(id, requestID))
+		res, err := s.o.ToolResults.Result(ctx, WorkspaceToolResultKey(id, requestID))
 		switch {
 		case err == nil:
 			return WorkspaceToolOutcome{Result: &WorkspaceToolResult{RequestID: requestID, Tool: res.Tool, Output: res.Output, IsError: res.IsError, Replayed: replayed}}, nil
@@ -212,68 +217,4 @@ func (s *Service) waitToolResult(ctx context.Context, id, tool, requestID string
 		}
 		delay = min(delay*2, 100*time.Millisecond)
 	}
-}
-
-// workspaceToolRequest turns an inbox event into the request the sandbox
-// runs; ok is false for one that has a result already (run before, by this
-// sandbox or an earlier launch) or is damaged.
-func (c *Channel) workspaceToolRequest(ctx context.Context, sessionID string, e Event) (sandboxwire.ToolRequest, bool, error) {
-	var in sandboxwire.WorkspaceToolRequest
-	if err := sandboxwire.Decode(e.Data, &in); err != nil || in.RequestID == "" || !json.Valid([]byte(in.Args)) {
-		c.o.Log.WarnContext(ctx, "damaged workspace tool request", slog.String("session_id", sessionID), slog.Int64("seq", e.Seq))
-		return sandboxwire.ToolRequest{}, false, nil
-	}
-	if c.o.ToolResults != nil {
-		_, err := c.o.ToolResults.Result(ctx, resultKey(sessionID, in.RequestID))
-		switch {
-		case err == nil:
-			return sandboxwire.ToolRequest{}, false, nil
-		case !errors.Is(err, ErrNotFound):
-			return sandboxwire.ToolRequest{}, false, err
-		}
-	}
-	return sandboxwire.ToolRequest{Seq: e.Seq, RequestID: in.RequestID, Tool: in.Tool, Args: json.RawMessage(in.Args)}, true, nil
-}
-
-// ToolResult records the result the sandbox of sess (see Authenticate) posts
-// for a workspace tool request of its session, once: the first result of a
-// request stands. The first is shown on the events stream
-// (sandboxwire.WorkspaceTool), its arguments and output clipped.
-func (c *Channel) ToolResult(ctx context.Context, sess Session, in sandboxwire.ToolResult) (sandboxwire.ToolResultResponse, error) {
-	if err := sandboxwire.CheckToolResult(in); err != nil {
-		return sandboxwire.ToolResultResponse{}, apierror.New(apierror.InvalidRequest, "%s.", err.Error())
-	}
-	rec, err := c.o.Store.Idempotency(ctx, requestKey(sess.ID, in.RequestID))
-	if errors.Is(err, ErrNotFound) || (err == nil && rec.SessionID != sess.ID) {
-		return sandboxwire.ToolResultResponse{}, apierror.New(apierror.InvalidRequest, "No workspace tool request of this session has that request_id.")
-	}
-	if err != nil {
-		return sandboxwire.ToolResultResponse{}, err
-	}
-	evs, err := c.o.Store.Events(ctx, sess.ID, rec.Seq-1, 1)
-	if err != nil {
-		return sandboxwire.ToolResultResponse{}, err
-	}
-	var req sandboxwire.WorkspaceToolRequest
-	if len(evs) != 1 || evs[0].Type != sandboxwire.TypeWorkspaceToolRequest || sandboxwire.Decode(evs[0].Data, &req) != nil || req.Tool != in.Tool {
-		return sandboxwire.ToolResultResponse{}, apierror.New(apierror.InvalidRequest, "The request %s is not one for %s.", sanitize.Clip(in.RequestID, 100), sanitize.Clip(in.Tool, 100))
-	}
-	now := c.o.Now().UTC()
-	created, err := c.o.ToolResults.Record(ctx, ToolResultRecord{
-		Key: resultKey(sess.ID, in.RequestID), SessionID: sess.ID, RequestID: in.RequestID, Tool: in.Tool,
-		Output: in.Output, IsError: in.IsError, CreatedAt: now, ExpiresAt: now.Add(ToolRetention).Unix(),
-	})
-	if err != nil || !created {
-		return sandboxwire.ToolResultResponse{Recorded: created}, err
-	}
-	ev, err := NewEvent(sandboxwire.WorkspaceTool{RequestID: in.RequestID, Tool: in.Tool, IsError: in.IsError,
-		Args: sanitize.Clip(in.Args, sandboxwire.MaxEventTextChars), Output: sanitize.Clip(in.Output, sandboxwire.MaxEventTextChars)})
-	if err != nil {
-		return sandboxwire.ToolResultResponse{}, err
-	}
-	if _, err := c.o.Store.AppendEvents(ctx, sess.ID, sess.Generation, []Event{ev}); err != nil && !errors.Is(err, ErrConflict) {
-		// The result is kept: the app gets it; only the stream misses it.
-		c.o.Log.WarnContext(ctx, "append workspace tool event", slog.String("session_id", sess.ID), slog.String("error", err.Error()))
-	}
-	return sandboxwire.ToolResultResponse{Recorded: true}, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/sandboxchannel"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/session/storetest"
@@ -103,8 +104,8 @@ func TestWorkspaceToolPendingThenReplayed(t *testing.T) {
 	if err := store.Create(t.Context(), sess, nil); err != nil {
 		t.Fatal(err)
 	}
-	o := session.Options{Store: store, ToolResults: res, Now: clock}
-	svc, ch := session.NewService(o), session.NewChannel(o)
+	svc := session.NewService(session.Options{Store: store, ToolResults: res, Now: clock})
+	ch := sandboxchannel.New(sandboxchannel.Options{Store: store, ToolResults: res, Now: clock})
 	args := session.WorkspaceToolRequest{Args: json.RawMessage(`{ "command": "make" }`)}
 
 	out, err := svc.RunWorkspaceTool(t.Context(), sess, "bash", "build-1", args)

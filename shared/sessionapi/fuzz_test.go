@@ -28,6 +28,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/blob"
+	"github.com/remote-agents/remote-agents/shared/fleet"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/httpapi/httpapitest"
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -127,6 +128,16 @@ func newHandlers() (*sessionapi.Handlers, *fakes) {
 	svc := session.NewService(session.Options{Store: f, Blob: blobs{f: f}, Registry: registryFake{}, Guardrails: guardrailsFake{f}, Reporter: reporter{},
 		Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
 	return sessionapi.New(svc, slog.New(slog.DiscardHandler)), f
+}
+
+// newFleet returns the fleet handlers over fakes holding one working
+// session.
+func newFleet() (*sessionapi.Fleet, *fakes) {
+	tok, hash := token.New(token.Session)
+	f := &fakes{tok: tok, sess: session.Session{ID: sessionID, State: session.Working, Tenant: "tenant", TokenHashes: []string{hash}, ConfigurationID: "cfg"}}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	svc := fleet.New(fleet.Options{Store: f, Keys: registryFake{}, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
+	return sessionapi.NewFleet(svc, slog.New(slog.DiscardHandler)), f
 }
 
 // request is a call with a bearer token and body.
@@ -399,7 +410,7 @@ func FuzzList(f *testing.F) {
 	f.Add("limit", "0", "state", "asleep", "other", "x")
 	f.Add("cursor", strings.Repeat("c", 1025), "", "", "", "")
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2, k3, v3 string) {
-		h, fk := newHandlers()
+		h, fk := newFleet()
 		req := request("rak_key", "", false)
 		req.QueryStringParameters = map[string]string{k1: v1, k2: v2, k3: v3}
 		params := req.QueryStringParameters

@@ -1,7 +1,9 @@
-// Package sessionapi serves the remote agent routes apps call: create, alive and
-// shutdown, messages, attachments and env. Each handler authenticates the caller,
-// then decodes the body (none is read for a caller that may not call), makes one
-// call to the session service, and encodes.
+// Package sessionapi serves the remote agent routes apps call: create, alive
+// and shutdown, messages, attachments and env over the session service
+// (Handlers), and the fleet's list and kill over the fleet service (Fleet).
+// Each handler authenticates the caller, then decodes the body (none is read
+// for a caller that may not call), makes one call to its service, and
+// encodes.
 package sessionapi
 
 import (
@@ -36,8 +38,6 @@ func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
 		{Method: http.MethodPost, Pattern: routes.PathEnv, Handler: httpapi.CORS(allowedOrigins, "POST", h.SubmitEnv), CORS: true},
 		{Method: http.MethodPost, Pattern: routes.PathMessages, Handler: httpapi.CORS(allowedOrigins, "POST", h.Messages), CORS: true},
 		{Method: http.MethodPost, Pattern: routes.PathAttachments, Handler: httpapi.CORS(allowedOrigins, "POST", h.Attachments), CORS: true},
-		{Method: http.MethodGet, Pattern: routes.PathAgents, Handler: httpapi.CORS(allowedOrigins, "GET", h.List), CORS: true},
-		{Method: http.MethodPost, Pattern: routes.PathKill, Handler: httpapi.CORS(allowedOrigins, "POST", h.Kill), CORS: true},
 	}
 }
 
@@ -71,36 +71,6 @@ func (h *Handlers) Alive(ctx context.Context, req httpapi.Request) (httpapi.Resp
 // Shutdown serves POST /api/remote_agents/{id}/shutdown.
 func (h *Handlers) Shutdown(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	out, err := h.svc.Shutdown(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
-	if err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
-	}
-	return httpapi.JSON(http.StatusOK, out), nil
-}
-
-// List serves GET /api/remote_agents: a page of the app's agents, newest
-// first, filtered by project_name, persona_slug, agent_type, state (one or
-// several, comma-separated) or alive=true, limit and cursor (the previous
-// page's next_cursor).
-func (h *Handlers) List(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
-	app, err := h.svc.Authenticate(ctx, httpapi.BearerToken(req))
-	if err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
-	}
-	q, err := session.ParseListQuery(req.QueryStringParameters)
-	if err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
-	}
-	out, err := h.svc.List(ctx, app, q)
-	if err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
-	}
-	return httpapi.JSON(http.StatusOK, out), nil
-}
-
-// Kill serves POST /api/remote_agents/{id}/kill: the agent ends now, with
-// the app key of its tenant or its session token.
-func (h *Handlers) Kill(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
-	out, err := h.svc.Kill(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
 	if err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}

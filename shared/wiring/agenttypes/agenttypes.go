@@ -6,14 +6,13 @@ import (
 	"context"
 
 	"github.com/remote-agents/remote-agents/shared/agenttypeapi"
-	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/appkey"
 	"github.com/remote-agents/remote-agents/shared/wiring"
 	"github.com/remote-agents/remote-agents/shared/wiring/poolservice"
 )
 
 // Build builds the agenttypes function.
 func Build(_ context.Context, e *wiring.Env) (wiring.Function, error) {
-	auth := session.NewService(session.Options{Registry: e.Registry(), Log: e.Log})
-	h := &agenttypeapi.Handlers{Auth: auth, Types: poolservice.AgentTypes(e), Log: e.Log}
+	h := &agenttypeapi.Handlers{Auth: appkey.New(e.Registry()), Types: poolservice.AgentTypes(e), Log: e.Log}
 	return wiring.Pick("agenttypes", h.Routes())
 }

@@ -5,6 +5,7 @@ package fleet
 import (
 	"context"
 
+	"github.com/remote-agents/remote-agents/shared/fleet"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sessionapi"
 	"github.com/remote-agents/remote-agents/shared/wiring"
@@ -16,6 +17,13 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 	if err != nil {
 		return wiring.Function{}, err
 	}
-	svc := session.NewService(session.Options{Store: e.SessionStore(), Registry: e.Registry(), Jobs: jobs, Notifier: e.Notifier(), Limits: e.Limits(), Log: e.Log})
-	return wiring.Pick("fleet", sessionapi.New(svc, e.Log).Routes(e.Config.AllowedOrigins))
+	svc := fleet.New(fleet.Options{
+		// A kill's stop is pushed to the sandbox at once.
+		Store:  session.Pushing(e.SessionStore(), e.Notifier(), e.Log),
+		Keys:   e.Registry(),
+		Jobs:   jobs,
+		Limits: e.Limits(),
+		Log:    e.Log,
+	})
+	return wiring.Pick("fleet", sessionapi.NewFleet(svc, e.Log).Routes(e.Config.AllowedOrigins))
 }

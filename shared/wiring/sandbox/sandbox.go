@@ -6,7 +6,7 @@ import (
 	"context"
 
 	"github.com/remote-agents/remote-agents/shared/sandboxapi"
-	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/sandboxchannel"
 	"github.com/remote-agents/remote-agents/shared/wiring"
 	"github.com/remote-agents/remote-agents/shared/wiring/jobservice"
 	"github.com/remote-agents/remote-agents/shared/wiring/poolservice"
@@ -18,7 +18,7 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 	if err != nil {
 		return wiring.Function{}, err
 	}
-	ch := session.NewChannel(session.Options{
+	ch := sandboxchannel.New(sandboxchannel.Options{
 		Limits:     e.Limits(),
 		JobRuns:    jobs,
 		Store:      e.SessionStore(),

@@ -1,4 +1,4 @@
-package session_test
+package sandboxchannel_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package session
+package sandboxchannel
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/token"
 )
 
@@ -19,7 +20,7 @@ import (
 // Launchers pass codes, never tokens, because what they pass may be shown (ECS
 // shows the RunTask overrides to DescribeTasks and CloudTrail): a code read
 // there has been spent by its sandbox at start.
-func (c *Channel) Bootstrap(ctx context.Context, id, code string) (sandboxwire.BootstrapResponse, error) {
+func (c *Service) Bootstrap(ctx context.Context, id, code string) (sandboxwire.BootstrapResponse, error) {
 	if code == "" {
 		return sandboxwire.BootstrapResponse{}, apierror.New(apierror.MissingToken, "A bootstrap code is required.")
 	}
@@ -30,11 +31,11 @@ func (c *Channel) Bootstrap(ctx context.Context, id, code string) (sandboxwire.B
 		return sandboxwire.BootstrapResponse{}, apierror.New(apierror.InvalidToken, "The bootstrap code is not valid.")
 	}
 	invalid := apierror.New(apierror.InvalidToken, "The bootstrap code is not valid for this session, or was spent already.")
-	if !sessionID.MatchString(id) {
+	if !session.ValidID(id) {
 		return sandboxwire.BootstrapResponse{}, invalid
 	}
 	sess, err := c.o.Store.Get(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, session.ErrNotFound) {
 		return sandboxwire.BootstrapResponse{}, invalid
 	}
 	if err != nil {
@@ -49,7 +50,7 @@ func (c *Channel) Bootstrap(ctx context.Context, id, code string) (sandboxwire.B
 	plain, hash := token.New(token.Sandbox)
 	// One conditional write spends the code: of two exchanges, one wins.
 	err = c.o.Store.RedeemBootstrap(ctx, sess.ID, sess.Generation, sess.BootstrapCodeHash, hash)
-	if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
+	if errors.Is(err, session.ErrConflict) || errors.Is(err, session.ErrNotFound) {
 		return sandboxwire.BootstrapResponse{}, invalid
 	}
 	if err != nil {

@@ -1,4 +1,4 @@
-package session_test
+package sandboxchannel_test
 
 import (
 	"net/http"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/sandboxchannel"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/token"
@@ -24,7 +25,7 @@ func TestSpecCarriesTheSavedConfiguration(t *testing.T) {
 	t.Parallel()
 	c := newChannel(t, session.Provisioning)
 	ctx := t.Context()
-	key := session.SnapshotPrefix("cfg-1") + "abc.tar.gz"
+	key := sandboxchannel.SnapshotPrefix("cfg-1") + "abc.tar.gz"
 	if err := c.bucket.Put(ctx, key, strings.NewReader("archive"), 7, "application/gzip"); err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestSpecCarriesTheSavedConfiguration(t *testing.T) {
 		{ID: "cfg-1", RepoName: "org/app", Tenant: "t1", Snapshot: &registry.Snapshot{Key: key, SizeBytes: 7, SavedAt: saved},
 			EnvFiles:        []toolspec.EnvFile{{Path: ".env", WorkspacePath: "web", Format: "dotenv", Mode: "secret", Keys: []toolspec.EnvKey{{Key: "A", Required: true}}}},
 			ServiceCommands: []toolspec.ServiceCommand{{Name: "web", Command: "npm start", Cwd: "src", WorkspacePath: "web"}, {Name: "root", Command: "make serve"}}},
-		{ID: "cfg-2", RepoName: "org/other", Tenant: "t1", Snapshot: &registry.Snapshot{Key: session.SnapshotPrefix("cfg-1") + "abc.tar.gz"}},
+		{ID: "cfg-2", RepoName: "org/other", Tenant: "t1", Snapshot: &registry.Snapshot{Key: sandboxchannel.SnapshotPrefix("cfg-1") + "abc.tar.gz"}},
 	} {
 		if err := c.reg.PutConfiguration(ctx, cfg); err != nil {
 			t.Fatal(err)

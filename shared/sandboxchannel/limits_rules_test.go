@@ -1,4 +1,4 @@
-package session_test
+package sandboxchannel_test
 
 import (
 	"log/slog"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/sandboxchannel"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/session/storetest"
@@ -60,7 +61,7 @@ func TestHeartbeatEndsASessionOverALimit(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ch := session.NewChannel(session.Options{Store: store, Limits: platform, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
+			ch := sandboxchannel.New(sandboxchannel.Options{Store: store, Limits: platform, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
 			var orders sandboxwire.Orders
 			for _, d := range tt.beats {
 				now = now.Add(d)

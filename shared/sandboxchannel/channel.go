@@ -1,4 +1,4 @@
-package session
+package sandboxchannel
 
 import (
 	"bytes"
@@ -17,41 +17,114 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/blob"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/prompts"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/report"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
 
-// Channel is the sandbox side of sessions: what a sandbox may read and do over
+// Service is the sandbox side of sessions: what a sandbox may read and do over
 // the sandbox channel (package sandboxwire), each call authenticated by the
 // sandbox token of the session's current launch.
-type Channel struct {
+type Service struct {
 	o Options
 }
 
-// NewChannel returns the sandbox channel's service. It uses o's Store,
-// Registry, Guardrails, Reporter, Blob, Secrets, Log and Now.
-func NewChannel(o Options) *Channel { return &Channel{o: o.withDefaults()} }
+// Store is what the sandbox channel reads and writes of sessions: each
+// method is session.Store's (package session documents their errors).
+type Store interface {
+	// Get reads a session; session.ErrNotFound if absent.
+	Get(ctx context.Context, id string) (session.Session, error)
+	// Transition applies c and returns the session as changed, or
+	// session.ErrConflict.
+	Transition(ctx context.Context, id string, c session.Change) (session.Session, error)
+	// Touch sets fields on a live session of the given generation without
+	// changing its state; session.ErrConflict otherwise.
+	Touch(ctx context.Context, id string, generation int, set session.Fields) (session.Session, error)
+	// RedeemBootstrap spends a launch's bootstrap code for a sandbox
+	// token hash, once.
+	RedeemBootstrap(ctx context.Context, id string, gen int, codeHash, sandboxTokenHash string) error
+	// AppendEvents numbers events and stores them, all or nothing.
+	AppendEvents(ctx context.Context, id string, generation int, events []session.Event) ([]session.Event, error)
+	// Events returns up to limit events after sequence number after.
+	Events(ctx context.Context, id string, after int64, limit int) ([]session.Event, error)
+	session.OnceAppender
+	// SetPushConnection records the push connection of a session's
+	// sandbox of generation gen until expires.
+	SetPushConnection(ctx context.Context, id string, gen int, connectionID string, expires time.Time) error
+	// ClearPushConnection forgets connectionID.
+	ClearPushConnection(ctx context.Context, connectionID string) error
+}
+
+// Options configure a Service.
+type Options struct {
+	// Store holds the sessions (session.Store); to push the stops a
+	// sandbox's reports cause, pass it through session.Pushing.
+	Store Store
+	// Registry reads the personas and configurations specs are made of.
+	Registry registry.Store
+	// Guardrails are the platform guardrails every spec carries (fail
+	// closed: none, no spec).
+	Guardrails guardrails.Source
+	// Reporter records exceptions (guardrails missing).
+	Reporter session.Reporter
+	// Blob keeps env values, attachments, snapshots and job uploads.
+	Blob blob.Store
+	// Secrets keeps the env values persisted for a configuration
+	// (ConfigurationEnvKey).
+	Secrets blob.Sealed
+	// Limits are the platform's session limits (an agent type may lower
+	// them); a zero part is no bound.
+	Limits registry.SessionLimits
+	// JobRuns hears the sandboxes of orchestrator jobs (sessions with a
+	// JobID): their spec, and how their runs go.
+	JobRuns JobRuns
+	// ToolResults keeps the results of workspace tool requests
+	// (workspacetool.go).
+	ToolResults session.ToolResults
+	// GitInsecureHosts are the hosts a workspace may clone from over plain
+	// http or git, passed on in the spec; nil means loopback
+	// (sandboxwire.DefaultInsecureGitHosts).
+	GitInsecureHosts []string
+	Log              *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// New returns the sandbox channel's service with options o.
+func New(o Options) *Service {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.GitInsecureHosts == nil {
+		o.GitInsecureHosts = sandboxwire.DefaultInsecureGitHosts
+	}
+	return &Service{o: o}
+}
 
 // Spec is what the sandbox of session id runs: guardrails, persona, initial
 // prompt, mode prompt, flags, and the env values persisted for its
 // configuration. It fails closed with guardrails_missing when
 // the guardrails cannot be read.
-func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, error) {
-	sess, err := AuthenticateSandbox(ctx, c.o.Store, id, tok)
+func (c *Service) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, error) {
+	sess, err := session.AuthenticateSandbox(ctx, c.o.Store, id, tok)
 	if err != nil {
 		return sandboxwire.Spec{}, err
 	}
 	doc, err := guardrails.Load(ctx, c.o.Guardrails)
 	if err != nil {
-		reportGuardrails(ctx, c.o.Reporter, report.Critical, err.Error(), map[string]string{"agent_id": sess.ID, "persona_slug": sess.PersonaSlug})
+		session.ReportGuardrails(ctx, c.o.Reporter, report.Critical, err.Error(), map[string]string{"agent_id": sess.ID, "persona_slug": sess.PersonaSlug})
 		return sandboxwire.Spec{}, apierror.New(apierror.GuardrailsMissing, "The platform guardrails are unavailable.")
 	}
 	// Ready will have to name exactly these guardrails.
-	if _, err := c.o.Store.Touch(ctx, sess.ID, sess.Generation, Fields{ServedGuardrailsHash: doc.Hash}); errors.Is(err, ErrConflict) {
+	if _, err := c.o.Store.Touch(ctx, sess.ID, sess.Generation, session.Fields{ServedGuardrailsHash: doc.Hash}); errors.Is(err, session.ErrConflict) {
 		return sandboxwire.Spec{}, apierror.New(apierror.InvalidRequest, "The session has ended.")
 	} else if err != nil {
 		return sandboxwire.Spec{}, err
@@ -73,13 +146,13 @@ func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 		}
 		pc.HasConfiguration, pc.RepoName = err == nil, cfg.RepoName
 		if pc.HasConfiguration && c.o.Secrets != nil {
-			if env, _, err = configurationEnv(ctx, c.o.Secrets, sess.Tenant, sess.ConfigurationID); err != nil {
+			if env, _, err = session.ConfigurationEnv(ctx, c.o.Secrets, sess.Tenant, sess.ConfigurationID); err != nil {
 				return sandboxwire.Spec{}, err
 			}
 		}
 	}
 	mode, text := prompts.Select(pc)
-	ws := WorkspaceFor(sess.Workspace, sess.TaskContext, c.o.GitInsecureHosts)
+	ws := session.WorkspaceFor(sess.Workspace, sess.TaskContext, c.o.GitInsecureHosts)
 	if ws != nil && pc.HasConfiguration {
 		if ws.Saved, err = c.saved(ctx, cfg); err != nil {
 			return sandboxwire.Spec{}, err
@@ -105,7 +178,7 @@ func (c *Channel) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 
 // jobSpec is the spec of an orchestrator job's sandbox: the guardrails, and
 // the job (its profile is the agent), with its profile's tools only.
-func (c *Channel) jobSpec(ctx context.Context, sess Session, doc guardrails.Doc) (sandboxwire.Spec, error) {
+func (c *Service) jobSpec(ctx context.Context, sess session.Session, doc guardrails.Doc) (sandboxwire.Spec, error) {
 	if c.o.JobRuns == nil {
 		return sandboxwire.Spec{}, errors.New("a job's sandbox on a channel without jobs")
 	}
@@ -127,7 +200,7 @@ func (c *Channel) jobSpec(ctx context.Context, sess Session, doc guardrails.Doc)
 // workspaceTools are the workspace tools the sandbox of sess registers: its
 // agent type's (as stored on the session at create), none when the type has
 // no workspace, and nil (every tool) for a session without a type.
-func workspaceTools(sess Session) []string {
+func workspaceTools(sess session.Session) []string {
 	switch {
 	case sess.Workspace == nil:
 		return nil
@@ -141,14 +214,14 @@ func workspaceTools(sess Session) []string {
 // Authenticate returns the session a sandbox token belongs to (see
 // AuthenticateSandbox): what Report, Append and Uploads act for, checked
 // before their bodies are read.
-func (c *Channel) Authenticate(ctx context.Context, id, tok string) (Session, error) {
-	return AuthenticateSandbox(ctx, c.o.Store, id, tok)
+func (c *Service) Authenticate(ctx context.Context, id, tok string) (session.Session, error) {
+	return session.AuthenticateSandbox(ctx, c.o.Store, id, tok)
 }
 
 // Report applies a state the sandbox of sess (see Authenticate) reports and
 // returns its orders. A state the session cannot move to from where it is is
 // invalid_request.
-func (c *Channel) Report(ctx context.Context, sess Session, in sandboxwire.StatusReport) (sandboxwire.Orders, error) {
+func (c *Service) Report(ctx context.Context, sess session.Session, in sandboxwire.StatusReport) (sandboxwire.Orders, error) {
 	change, err := changeFor(sess, in, c.o.Now())
 	if err != nil {
 		return sandboxwire.Orders{}, err
@@ -156,19 +229,19 @@ func (c *Channel) Report(ctx context.Context, sess Session, in sandboxwire.Statu
 	if err := c.reportJob(ctx, sess, change.To, in.Job); err != nil {
 		return sandboxwire.Orders{}, err
 	}
-	if change.To == Failed && sess.State == Provisioning {
+	if change.To == session.Failed && sess.State == session.Provisioning {
 		// The sandbox could not deliver the priming message (guardrails first).
-		reportGuardrails(ctx, c.o.Reporter, report.Error, "sandbox failed to deliver the priming message",
+		session.ReportGuardrails(ctx, c.o.Reporter, report.Error, "sandbox failed to deliver the priming message",
 			map[string]string{"agent_id": sess.ID, "pane_id": sess.TmuxSessionName, "persona_slug": sess.PersonaSlug})
 	}
 	after, err := c.o.Store.Transition(ctx, sess.ID, change)
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, session.ErrConflict) {
 		return sandboxwire.Orders{}, apierror.New(apierror.InvalidRequest, "The session cannot move from %s to %s.", sess.State, in.State)
 	}
 	if err != nil {
 		return sandboxwire.Orders{}, err
 	}
-	if change.To == Ready && in.Workspace != nil && in.Workspace.Status == sandboxwire.WorkspaceDegraded && c.o.Reporter != nil {
+	if change.To == session.Ready && in.Workspace != nil && in.Workspace.Status == sandboxwire.WorkspaceDegraded && c.o.Reporter != nil {
 		// The agent runs, in a workspace short of what its type declares.
 		c.o.Reporter.Report(ctx, report.Exception{Source: "workspace_provisioning", Severity: report.Warning, Message: "workspace provisioning degraded: " + strings.Join(in.Workspace.Warnings, "; "),
 			Context: map[string]string{"agent_id": sess.ID, "agent_type": sess.AgentType, "persona_slug": sess.PersonaSlug}})
@@ -178,7 +251,7 @@ func (c *Channel) Report(ctx context.Context, sess Session, in sandboxwire.Statu
 
 // reportJob tells the job of a job's sandbox how its run goes, before the
 // session moves (both idempotent, so a retried report does it again).
-func (c *Channel) reportJob(ctx context.Context, sess Session, to State, rep *sandboxwire.JobReport) error {
+func (c *Service) reportJob(ctx context.Context, sess session.Session, to session.State, rep *sandboxwire.JobReport) error {
 	if sess.JobID == "" || c.o.JobRuns == nil {
 		if rep != nil {
 			return apierror.New(apierror.InvalidRequest, "Only a job's sandbox reports a job.")
@@ -186,20 +259,20 @@ func (c *Channel) reportJob(ctx context.Context, sess Session, to State, rep *sa
 		return nil
 	}
 	switch to {
-	case Ready, Working, Idle:
+	case session.Ready, session.Working, session.Idle:
 		return c.o.JobRuns.Started(ctx, sess.JobID)
-	case Ended, Failed:
+	case session.Ended, session.Failed:
 		return c.o.JobRuns.Finished(ctx, sess.JobID, rep)
 	}
 	return nil
 }
 
 // changeFor is the transition a status report asks for.
-func changeFor(sess Session, in sandboxwire.StatusReport, now time.Time) (Change, error) {
+func changeFor(sess session.Session, in sandboxwire.StatusReport, now time.Time) (session.Change, error) {
 	to := in.State
-	c := Change{To: to, Generation: sess.Generation}
+	c := session.Change{To: to, Generation: sess.Generation}
 	switch to {
-	case Ready:
+	case session.Ready:
 		if len(in.GuardrailsHash) != sandboxwire.GuardrailsHashLen {
 			return c, apierror.New(apierror.InvalidRequest, "ready needs the guardrails_hash the agent was primed with.")
 		}
@@ -207,25 +280,25 @@ func changeFor(sess Session, in sandboxwire.StatusReport, now time.Time) (Change
 		if in.GuardrailsHash != sess.ServedGuardrailsHash {
 			return c, apierror.New(apierror.InvalidRequest, "guardrails_hash is not that of the guardrails this sandbox was served; fetch the spec and prime with it.")
 		}
-		c.From = []State{Provisioning}
-		if err := checkWorkspaceStatus(in.Workspace); err != nil {
+		c.From = []session.State{session.Provisioning}
+		if err := session.CheckWorkspaceStatus(in.Workspace); err != nil {
 			return c, err
 		}
-		c.Set = Fields{GuardrailsHash: in.GuardrailsHash, PromptInjectedAt: now, ReadyAt: now, HeartbeatAt: now, WorkspaceStatus: in.Workspace}
-	case Working, Idle:
-		c.From = Running
-	case Ended, Failed:
-		c.From = Live
+		c.Set = session.Fields{GuardrailsHash: in.GuardrailsHash, PromptInjectedAt: now, ReadyAt: now, HeartbeatAt: now, WorkspaceStatus: in.Workspace}
+	case session.Working, session.Idle:
+		c.From = session.Running
+	case session.Ended, session.Failed:
+		c.From = session.Live
 		c.Reason = in.Reason
 		switch {
-		case sess.State == Ending:
+		case sess.State == session.Ending:
 			// The platform's reason to stop it holds (a limit's, a kill's).
-			c.Reason = cmp.Or(sess.Reason, ReasonShutdown)
+			c.Reason = cmp.Or(sess.Reason, session.ReasonShutdown)
 			return c, nil
-		case c.Reason == "" && to == Failed:
-			c.Reason = ReasonError
+		case c.Reason == "" && to == session.Failed:
+			c.Reason = session.ReasonError
 		case c.Reason == "":
-			c.Reason = ReasonIdle
+			c.Reason = session.ReasonIdle
 		}
 		if !slices.Contains(sandboxwire.Reportable, c.Reason) {
 			return c, apierror.New(apierror.InvalidRequest, "Unknown reason %q.", in.Reason)
@@ -238,12 +311,12 @@ func changeFor(sess Session, in sandboxwire.StatusReport, now time.Time) (Change
 
 // Heartbeat records that the sandbox is alive and returns its orders: stop
 // once the session is ending, ended, or launched again.
-func (c *Channel) Heartbeat(ctx context.Context, id, tok string, in sandboxwire.HeartbeatReport) (sandboxwire.Orders, error) {
-	sess, err := AuthenticateSandbox(ctx, c.o.Store, id, tok)
+func (c *Service) Heartbeat(ctx context.Context, id, tok string, in sandboxwire.HeartbeatReport) (sandboxwire.Orders, error) {
+	sess, err := session.AuthenticateSandbox(ctx, c.o.Store, id, tok)
 	if err != nil {
 		return sandboxwire.Orders{}, err
 	}
-	f := Fields{HeartbeatAt: c.o.Now()}
+	f := session.Fields{HeartbeatAt: c.o.Now()}
 	if u := in.Usage; u != nil {
 		if u.CPUPercent < 0 || u.MemoryMB < 0 || math.IsNaN(u.CPUPercent) || math.IsNaN(u.MemoryMB) || math.IsInf(u.CPUPercent, 0) || math.IsInf(u.MemoryMB, 0) {
 			return sandboxwire.Orders{}, apierror.New(apierror.InvalidRequest, "usage figures must be finite and not negative.")
@@ -254,7 +327,7 @@ func (c *Channel) Heartbeat(ctx context.Context, id, tok string, in sandboxwire.
 		f.LastActivityAt = f.HeartbeatAt // the agent at work is activity
 	}
 	after, err := c.o.Store.Touch(ctx, sess.ID, sess.Generation, f)
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, session.ErrConflict) {
 		return sandboxwire.Orders{Stop: true, State: sess.State}, nil
 	}
 	if err != nil {
@@ -267,8 +340,8 @@ func (c *Channel) Heartbeat(ctx context.Context, id, tok string, in sandboxwire.
 // Inbox returns what the sandbox must act on after the cursor: user messages
 // (attachments as download URLs), env values and workspace tool requests. It stops before an event it
 // cannot project yet, so that the next read tries it again.
-func (c *Channel) Inbox(ctx context.Context, id, tok string, after int64) (sandboxwire.Orders, error) {
-	sess, err := AuthenticateSandbox(ctx, c.o.Store, id, tok)
+func (c *Service) Inbox(ctx context.Context, id, tok string, after int64) (sandboxwire.Orders, error) {
+	sess, err := session.AuthenticateSandbox(ctx, c.o.Store, id, tok)
 	if err != nil {
 		return sandboxwire.Orders{}, err
 	}
@@ -278,7 +351,7 @@ func (c *Channel) Inbox(ctx context.Context, id, tok string, after int64) (sandb
 	if err != nil {
 		return sandboxwire.Orders{}, err
 	}
-	for _, e := range Contiguous(evs, out.Next, c.o.Now()) {
+	for _, e := range session.Contiguous(evs, out.Next, c.o.Now()) {
 		switch e.Type {
 		case sandboxwire.TypeUserMessage:
 			m, err := c.inboxMessage(ctx, sess.ID, e)
@@ -310,7 +383,7 @@ func (c *Channel) Inbox(ctx context.Context, id, tok string, after int64) (sandb
 }
 
 // inboxMessage turns a user.message event into what the sandbox acts on.
-func (c *Channel) inboxMessage(ctx context.Context, sessionID string, e Event) (sandboxwire.InboxMessage, error) {
+func (c *Service) inboxMessage(ctx context.Context, sessionID string, e session.Event) (sandboxwire.InboxMessage, error) {
 	m := sandboxwire.InboxMessage{Seq: e.Seq, At: e.At.UTC().Format(time.RFC3339Nano)}
 	var in sandboxwire.UserMessage
 	if err := sandboxwire.Decode(e.Data, &in); err != nil {
@@ -319,7 +392,7 @@ func (c *Channel) inboxMessage(ctx context.Context, sessionID string, e Event) (
 	}
 	m.Text, m.Answer = in.Text, in.Answer
 	for _, a := range in.Attachments {
-		if !strings.HasPrefix(a.Key, AttachmentPrefix(sessionID)) {
+		if !strings.HasPrefix(a.Key, session.AttachmentPrefix(sessionID)) {
 			continue
 		}
 		u, err := c.o.Blob.PresignGet(ctx, a.Key, sandboxwire.AttachmentTTL)
@@ -332,9 +405,9 @@ func (c *Channel) inboxMessage(ctx context.Context, sessionID string, e Event) (
 }
 
 // envValues reads the values an env.submitted event refers to.
-func (c *Channel) envValues(ctx context.Context, sessionID string, e Event) (map[string]string, error) {
+func (c *Service) envValues(ctx context.Context, sessionID string, e session.Event) (map[string]string, error) {
 	var in sandboxwire.EnvSubmitted
-	if err := sandboxwire.Decode(e.Data, &in); err != nil || !strings.HasPrefix(in.Ref, envPrefix(sessionID)) {
+	if err := sandboxwire.Decode(e.Data, &in); err != nil || !strings.HasPrefix(in.Ref, session.EnvPrefix(sessionID)) {
 		return nil, nil // not ours to read
 	}
 	r, _, err := c.o.Blob.Get(ctx, in.Ref)
@@ -355,11 +428,11 @@ func (c *Channel) envValues(ctx context.Context, sessionID string, e Event) (map
 // session and returns their sequence numbers. Only the types a sandbox may
 // send (sandboxwire.SandboxTypes) are accepted: a sandbox cannot forge a
 // user's message or env submission, nor an output the platform records.
-func (c *Channel) Append(ctx context.Context, sess Session, in sandboxwire.EventsRequest) (sandboxwire.EventsResponse, error) {
+func (c *Service) Append(ctx context.Context, sess session.Session, in sandboxwire.EventsRequest) (sandboxwire.EventsResponse, error) {
 	if len(in.Events) == 0 || len(in.Events) > sandboxwire.MaxEventsPerAppend {
 		return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "Send 1 to %d events.", sandboxwire.MaxEventsPerAppend)
 	}
-	events := make([]Event, len(in.Events))
+	events := make([]session.Event, len(in.Events))
 	for i, e := range in.Events {
 		if !sandboxwire.ValidEventType(e.Type) {
 			return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "events[%d].type must be lower-case words joined by '.' or '_'.", i)
@@ -381,13 +454,13 @@ func (c *Channel) Append(ctx context.Context, sess Session, in sandboxwire.Event
 				return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "events[%d].data: %s", i, err.Error())
 			}
 		}
-		events[i] = Event{Type: e.Type, Data: data}
+		events[i] = session.Event{Type: e.Type, Data: data}
 	}
 	if in.ID != "" {
 		return c.appendOnce(ctx, sess, in.ID, events)
 	}
 	stored, err := c.o.Store.AppendEvents(ctx, sess.ID, sess.Generation, events)
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, session.ErrConflict) {
 		return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "The session has ended.")
 	}
 	if err != nil {
@@ -401,21 +474,21 @@ func (c *Channel) Append(ctx context.Context, sess Session, in sandboxwire.Event
 const eventRetention = 24 * time.Hour
 
 // appendOnce appends the one event of an append with an ID, once.
-func (c *Channel) appendOnce(ctx context.Context, sess Session, appendID string, events []Event) (sandboxwire.EventsResponse, error) {
-	if len(events) != 1 || len(appendID) > sandboxwire.MaxAppendIDLen || !printable.MatchString(appendID) {
+func (c *Service) appendOnce(ctx context.Context, sess session.Session, appendID string, events []session.Event) (sandboxwire.EventsResponse, error) {
+	if len(events) != 1 || len(appendID) > sandboxwire.MaxAppendIDLen || !session.Printable.MatchString(appendID) {
 		return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "An append with an id carries one event, and its id is 1 to %d printable ASCII characters.", sandboxwire.MaxAppendIDLen)
 	}
 	now := c.o.Now().UTC()
-	rec := IdempotencyRecord{
-		Key:         scopedKey("event", sess.ID, appendID),
+	rec := session.IdempotencyRecord{
+		Key:         session.ScopedKey("event", sess.ID, appendID),
 		SessionID:   sess.ID,
-		RequestHash: hashOf(events[0]),
+		RequestHash: session.HashOf(events[0]),
 		CreatedAt:   now,
 		ExpiresAt:   now.Add(eventRetention).Unix(),
 	}
-	got, replayed, err := appendOnce(ctx, c.o.Store, sess.ID, sess.Generation, events[0], rec)
+	got, replayed, err := session.AppendOnce(ctx, c.o.Store, sess.ID, sess.Generation, events[0], rec)
 	switch {
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, session.ErrConflict):
 		return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "The session has ended.")
 	case err != nil:
 		return sandboxwire.EventsResponse{}, err
@@ -428,7 +501,7 @@ func (c *Channel) appendOnce(ctx context.Context, sess Session, appendID string,
 // Uploads returns presigned PUT URLs for the files of one gateway tool call:
 // verify's evidence files and save_snapshot's archive go straight to the
 // bucket, under the call's prefix, where the tool's effect finds them.
-func (c *Channel) Uploads(ctx context.Context, sess Session, in sandboxwire.UploadsRequest) (sandboxwire.UploadsResponse, error) {
+func (c *Service) Uploads(ctx context.Context, sess session.Session, in sandboxwire.UploadsRequest) (sandboxwire.UploadsResponse, error) {
 	if in.Tool == sandboxwire.JobUploads {
 		return c.jobUploads(ctx, sess, in)
 	}
@@ -439,7 +512,7 @@ func (c *Channel) Uploads(ctx context.Context, sess Session, in sandboxwire.Uplo
 	out := sandboxwire.UploadsResponse{Uploads: make([]sandboxwire.Upload, 0, len(in.Files))}
 	for _, f := range in.Files {
 		key := prefix + f.Path
-		u, err := c.o.Blob.PresignPut(ctx, key, cmp.Or(f.ContentType, defaultContentType), f.SizeBytes, sandboxwire.UploadTTL)
+		u, err := c.o.Blob.PresignPut(ctx, key, cmp.Or(f.ContentType, session.DefaultContentType), f.SizeBytes, sandboxwire.UploadTTL)
 		if err != nil {
 			return sandboxwire.UploadsResponse{}, err
 		}
@@ -480,7 +553,7 @@ func checkUploads(in sandboxwire.UploadsRequest) error {
 		if f.SizeBytes < 0 || (in.Tool == toolspec.Verify && f.SizeBytes > sandboxwire.MaxEvidenceBytes) {
 			return invalid("files[%d] must be at most %d bytes.", i, sandboxwire.MaxEvidenceBytes)
 		}
-		if f.ContentType != "" && !validContentType(f.ContentType) {
+		if f.ContentType != "" && !session.ValidContentType(f.ContentType) {
 			return invalid("files[%d].content_type must be a media type such as text/plain, of at most %d bytes.", i, sandboxwire.MaxContentTypeBytes)
 		}
 	}
@@ -488,14 +561,8 @@ func checkUploads(in sandboxwire.UploadsRequest) error {
 }
 
 // orders tells a sandbox to stop once its session is ending or over.
-func orders(s Session) sandboxwire.Orders {
-	return sandboxwire.Orders{Stop: s.State == Ending || s.State.Terminal(), State: s.State}
-}
-
-// reportGuardrails reports a failure to prime an agent with the guardrails:
-// the one place such an exception is built.
-func reportGuardrails(ctx context.Context, r Reporter, sev report.Severity, msg string, context map[string]string) {
-	r.Report(ctx, report.Exception{Source: "guardrail_injection", Severity: sev, Message: msg, Context: context})
+func orders(s session.Session) sandboxwire.Orders {
+	return sandboxwire.Orders{Stop: s.State == session.Ending || s.State.Terminal(), State: s.State}
 }
 
 // Bounds of event data the store can keep: DynamoDB nests at most 32 levels

@@ -1,4 +1,4 @@
-package session_test
+package sandboxchannel_test
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/report"
 	"github.com/remote-agents/remote-agents/shared/s3blob"
+	"github.com/remote-agents/remote-agents/shared/sandboxchannel"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/token"
@@ -48,10 +49,10 @@ func (r *reports) all() []report.Exception {
 	return append([]report.Exception(nil), r.got...)
 }
 
-// channel is a session.Channel over DynamoDB Local and gofakes3, with one
+// channel is a sandbox channel over DynamoDB Local and gofakes3, with one
 // session whose sandbox holds tok.
 type channel struct {
-	ch         *session.Channel
+	ch         *sandboxchannel.Service
 	store      *dynamo.Sessions
 	bucket     *s3blob.Store
 	reg        *dynamo.Registry
@@ -84,7 +85,7 @@ func newChannel(t *testing.T, state session.State) *channel {
 	if err := reg.PutPersona(t.Context(), registry.Persona{Slug: "helper", Name: "Helper", Skill: "Helps.", Active: true}); err != nil {
 		t.Fatal(err)
 	}
-	c.ch = session.NewChannel(session.Options{
+	c.ch = sandboxchannel.New(sandboxchannel.Options{
 		Store: c.store, Registry: reg, Guardrails: guardrails.File(c.guardrails),
 		Reporter: c.reports, Blob: c.bucket, Now: func() time.Time { return c.now },
 	})

@@ -1,4 +1,4 @@
-package session
+package sandboxchannel
 
 import (
 	"cmp"
@@ -7,13 +7,14 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/session"
 )
 
 // jobUploads returns presigned PUT URLs for the files of a job's sandbox
 // (Tool sandboxwire.JobUploads): the files of its output/ and its log, keyed
 // under the job of the session, jobs/{job_id}/{path} — the job is the
 // session's, never the request's.
-func (c *Channel) jobUploads(ctx context.Context, sess Session, in sandboxwire.UploadsRequest) (sandboxwire.UploadsResponse, error) {
+func (c *Service) jobUploads(ctx context.Context, sess session.Session, in sandboxwire.UploadsRequest) (sandboxwire.UploadsResponse, error) {
 	invalid := func(format string, args ...any) error { return apierror.New(apierror.InvalidRequest, format, args...) }
 	if sess.JobID == "" {
 		return sandboxwire.UploadsResponse{}, invalid("Only a job's sandbox uploads a job's files.")
@@ -33,14 +34,14 @@ func (c *Channel) jobUploads(ctx context.Context, sess Session, in sandboxwire.U
 		if f.SizeBytes < 0 || f.SizeBytes > sandboxwire.MaxEvidenceBytes {
 			return sandboxwire.UploadsResponse{}, invalid("files[%d] must be at most %d bytes.", i, sandboxwire.MaxEvidenceBytes)
 		}
-		if f.ContentType != "" && !validContentType(f.ContentType) {
+		if f.ContentType != "" && !session.ValidContentType(f.ContentType) {
 			return sandboxwire.UploadsResponse{}, invalid("files[%d].content_type must be a media type such as text/plain, of at most %d bytes.", i, sandboxwire.MaxContentTypeBytes)
 		}
 	}
 	out := sandboxwire.UploadsResponse{Uploads: make([]sandboxwire.Upload, 0, len(in.Files))}
 	for _, f := range in.Files {
 		key := sandboxwire.JobUploadKey(sess.JobID, f.Path)
-		u, err := c.o.Blob.PresignPut(ctx, key, cmp.Or(f.ContentType, defaultContentType), f.SizeBytes, sandboxwire.UploadTTL)
+		u, err := c.o.Blob.PresignPut(ctx, key, cmp.Or(f.ContentType, session.DefaultContentType), f.SizeBytes, sandboxwire.UploadTTL)
 		if err != nil {
 			return sandboxwire.UploadsResponse{}, err
 		}

@@ -1,4 +1,4 @@
-package session
+package sandboxchannel
 
 import (
 	"context"
@@ -18,7 +18,7 @@ func SnapshotPrefix(id string) string { return "snapshots/configuration/" + id +
 // its env files and its service commands with their workspacePath joined.
 // Nil when it saved nothing. Entries a sandbox could not use (a path that
 // leaves the workspace, which toolspec never lets through) are left out.
-func (c *Channel) saved(ctx context.Context, cfg registry.Configuration) (*sandboxwire.SavedConfiguration, error) {
+func (c *Service) saved(ctx context.Context, cfg registry.Configuration) (*sandboxwire.SavedConfiguration, error) {
 	out := &sandboxwire.SavedConfiguration{}
 	if snap := cfg.Snapshot; snap != nil && strings.HasPrefix(snap.Key, SnapshotPrefix(cfg.ID)) && c.o.Blob != nil {
 		u, err := c.o.Blob.PresignGet(ctx, snap.Key, sandboxwire.SnapshotURLTTL)

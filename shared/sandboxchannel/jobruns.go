@@ -1,0 +1,19 @@
+package sandboxchannel
+
+import (
+	"context"
+
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+)
+
+// JobRuns is what the sandbox channel asks and tells of orchestrator jobs
+// (job.Service).
+type JobRuns interface {
+	// Spec is the job's JobSpec and the tools its sandbox registers.
+	Spec(ctx context.Context, jobID string) (sandboxwire.JobSpec, []string, error)
+	// Started: the job's sandbox reported it runs.
+	Started(ctx context.Context, jobID string) error
+	// Finished: the job's sandbox reported its end, with its job report
+	// (nil: none).
+	Finished(ctx context.Context, jobID string, rep *sandboxwire.JobReport) error
+}

@@ -16,9 +16,9 @@ package awstest
 
 import (
 	"context"
-	"flag"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"os"
 	"strings"

@@ -5,7 +5,6 @@ import (
 
 	"github.com/remote-agents/remote-agents/api/apitest"
 	"github.com/remote-agents/remote-agents/api/schema"
-	"github.com/remote-agents/remote-agents/shared/fleet"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -18,8 +17,6 @@ func TestBodiesAreTheDocuments(t *testing.T) {
 		apitest.BodyOf[session.Created, schema.Created](),
 		apitest.BodyOf[session.AliveStatus, schema.AliveStatus](),
 		apitest.BodyOf[session.ShutdownStatus, schema.ShutdownStatus](),
-		apitest.BodyOf[fleet.ListPage, schema.AgentList](),
-		apitest.BodyOf[fleet.KillStatus, schema.KillStatus](),
 		apitest.BodyOf[session.EnvSubmission, schema.EnvSubmission](),
 		apitest.BodyOf[session.EnvReceipt, schema.EnvReceipt](),
 		apitest.BodyOf[session.MessageRequest, schema.MessageRequest](),

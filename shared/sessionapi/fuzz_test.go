@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"mime"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +27,6 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/blob"
-	"github.com/remote-agents/remote-agents/shared/fleet"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/httpapi/httpapitest"
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -52,7 +50,6 @@ type fakes struct {
 
 	reached    bool
 	appended   []session.Event
-	listed     *session.ListFilter
 	put        []byte
 	presigned  string
 	presignCT  string
@@ -75,11 +72,6 @@ func (f *fakes) Idempotency(context.Context, string) (session.IdempotencyRecord,
 func (f *fakes) AppendEvents(_ context.Context, _ string, _ int, evs []session.Event) ([]session.Event, error) {
 	f.reached, f.appended = true, evs
 	return nil, down()
-}
-
-func (f *fakes) ListByTenant(_ context.Context, _ string, filter session.ListFilter, _ int, _ string) ([]session.Session, string, error) {
-	f.reached, f.listed = true, &filter
-	return nil, "", down()
 }
 
 // blobs is the object store of fakes.
@@ -128,16 +120,6 @@ func newHandlers() (*sessionapi.Handlers, *fakes) {
 	svc := session.NewService(session.Options{Store: f, Blob: blobs{f: f}, Registry: registryFake{}, Guardrails: guardrailsFake{f}, Reporter: reporter{},
 		Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
 	return sessionapi.New(svc, slog.New(slog.DiscardHandler)), f
-}
-
-// newFleet returns the fleet handlers over fakes holding one working
-// session.
-func newFleet() (*sessionapi.Fleet, *fakes) {
-	tok, hash := token.New(token.Session)
-	f := &fakes{tok: tok, sess: session.Session{ID: sessionID, State: session.Working, Tenant: "tenant", TokenHashes: []string{hash}, ConfigurationID: "cfg"}}
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	svc := fleet.New(fleet.Options{Store: f, Keys: registryFake{}, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
-	return sessionapi.NewFleet(svc, slog.New(slog.DiscardHandler)), f
 }
 
 // request is a call with a bearer token and body.
@@ -398,53 +380,6 @@ func FuzzAttachments(f *testing.F) {
 		}
 		if body, ok := reencode(t, in, 4096); ok {
 			again(t, h.Attachments, req, body, env)
-		}
-	})
-}
-
-// GET /api/remote_agents?…: any three query parameters.
-func FuzzList(f *testing.F) {
-	f.Add("project_name", "p", "state", "working,idle", "limit", "10")
-	f.Add("alive", "true", "persona_slug", "dev", "cursor", "abc")
-	f.Add("alive", "true", "state", "ended", "agent_type", "t")
-	f.Add("limit", "0", "state", "asleep", "other", "x")
-	f.Add("cursor", strings.Repeat("c", 1025), "", "", "", "")
-	f.Fuzz(func(t *testing.T, k1, v1, k2, v2, k3, v3 string) {
-		h, fk := newFleet()
-		req := request("rak_key", "", false)
-		req.QueryStringParameters = map[string]string{k1: v1, k2: v2, k3: v3}
-		params := req.QueryStringParameters
-		res, err := h.List(t.Context(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		env := httpapitest.Envelope(t, res, 400, 503)
-		if (res.StatusCode == 503) != fk.reached {
-			t.Fatalf("answered %+v; reached the store: %v", env, fk.reached)
-		}
-		if !fk.reached {
-			return
-		}
-		l := fk.listed
-		if l.ProjectName != params["project_name"] || l.PersonaSlug != params["persona_slug"] || l.AgentType != params["agent_type"] {
-			t.Fatalf("listed %+v for %v", l, params)
-		}
-		for name, v := range params {
-			if !slices.Contains([]string{"project_name", "persona_slug", "agent_type", "state", "alive", "limit", "cursor"}, name) || len(v) > 1024 {
-				t.Fatalf("accepted %q=%d bytes", name, len(v))
-			}
-		}
-		var want []session.State
-		if params["alive"] == "true" {
-			want = session.Live
-		}
-		if s := params["state"]; s != "" {
-			for st := range strings.SplitSeq(s, ",") {
-				want = append(want, session.State(st))
-			}
-		}
-		if !slices.Equal(l.States, want) {
-			t.Fatalf("listed states %v for %v", l.States, params)
 		}
 	})
 }

@@ -6,8 +6,8 @@ import (
 	"context"
 
 	"github.com/remote-agents/remote-agents/shared/fleet"
+	"github.com/remote-agents/remote-agents/shared/fleetapi"
 	"github.com/remote-agents/remote-agents/shared/session"
-	"github.com/remote-agents/remote-agents/shared/sessionapi"
 	"github.com/remote-agents/remote-agents/shared/wiring"
 )
 
@@ -25,5 +25,5 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 		Limits: e.Limits(),
 		Log:    e.Log,
 	})
-	return wiring.Pick("fleet", sessionapi.NewFleet(svc, e.Log).Routes(e.Config.AllowedOrigins))
+	return wiring.Pick("fleet", fleetapi.New(svc, e.Log).Routes(e.Config.AllowedOrigins))
 }

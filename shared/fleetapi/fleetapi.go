@@ -1,4 +1,8 @@
-package sessionapi
+// Package fleetapi serves the fleet routes: GET /api/remote_agents (an app's
+// agents, app key) and POST /api/remote_agents/{id}/kill (app key or session
+// token), over package fleet. Its own package, so that the other session
+// routes' functions link none of the fleet.
+package fleetapi
 
 import (
 	"context"
@@ -10,20 +14,20 @@ import (
 	"github.com/remote-agents/remote-agents/shared/routes"
 )
 
-// Fleet serves the fleet routes over a fleet service.
-type Fleet struct {
+// Handlers serve the fleet routes over a fleet service.
+type Handlers struct {
 	svc *fleet.Service
 	log *slog.Logger
 }
 
-// NewFleet returns the fleet handlers.
-func NewFleet(svc *fleet.Service, log *slog.Logger) *Fleet {
-	return &Fleet{svc: svc, log: log}
+// New returns the fleet handlers.
+func New(svc *fleet.Service, log *slog.Logger) *Handlers {
+	return &Handlers{svc: svc, log: log}
 }
 
 // Routes is the route table of the fleet routes, each answering CORS for
 // allowedOrigins.
-func (h *Fleet) Routes(allowedOrigins []string) []httpapi.Route {
+func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
 	return []httpapi.Route{
 		{Method: http.MethodGet, Pattern: routes.PathAgents, Handler: httpapi.CORS(allowedOrigins, "GET", h.List), CORS: true},
 		{Method: http.MethodPost, Pattern: routes.PathKill, Handler: httpapi.CORS(allowedOrigins, "POST", h.Kill), CORS: true},
@@ -34,7 +38,7 @@ func (h *Fleet) Routes(allowedOrigins []string) []httpapi.Route {
 // first, filtered by project_name, persona_slug, agent_type, state (one or
 // several, comma-separated) or alive=true, limit and cursor (the previous
 // page's next_cursor).
-func (h *Fleet) List(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+func (h *Handlers) List(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	app, err := h.svc.Authenticate(ctx, httpapi.BearerToken(req))
 	if err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
@@ -52,7 +56,7 @@ func (h *Fleet) List(ctx context.Context, req httpapi.Request) (httpapi.Response
 
 // Kill serves POST /api/remote_agents/{id}/kill: the agent ends now, with
 // the app key of its tenant or its session token.
-func (h *Fleet) Kill(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+func (h *Handlers) Kill(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	out, err := h.svc.Kill(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
 	if err != nil {
 		return httpapi.Error(ctx, h.log, err), nil

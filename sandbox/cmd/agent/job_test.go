@@ -30,8 +30,11 @@ type jobPlatform struct {
 	spec sandboxwire.Spec
 	url  string
 	// cancelled: heartbeats answer stop once the sandbox reported working
-	// (the job cancelled).
-	cancelled bool
+	// (the job cancelled) and, if cancelAfter names one, once that file of
+	// the job's directory exists (what the job did before it was stopped).
+	cancelled   bool
+	cancelAfter string
+	jobDir      string
 	// startFails: the job is expected not to start (the agent exits 1);
 	// reused: its job directory is there already.
 	startFails, reused bool
@@ -68,7 +71,7 @@ func (p *jobPlatform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewDecoder(r.Body).Decode(&in)
 		p.reports = append(p.reports, in)
 	case sandboxwire.RouteHeartbeat:
-		if p.cancelled && slices.ContainsFunc(p.reports, func(r sandboxwire.StatusReport) bool { return r.State == sandboxwire.Working }) {
+		if p.cancelled && slices.ContainsFunc(p.reports, func(r sandboxwire.StatusReport) bool { return r.State == sandboxwire.Working }) && p.begun() {
 			out = sandboxwire.Orders{Stop: true, State: sandboxwire.Ending}
 		}
 	case sandboxwire.RouteEvents:
@@ -95,6 +98,16 @@ func (p *jobPlatform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(out)
 }
 
+// begun reports whether the file cancelAfter names is in the job's
+// directory (true if it names none).
+func (p *jobPlatform) begun() bool {
+	if p.cancelAfter == "" {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(p.jobDir, p.cancelAfter))
+	return err == nil
+}
+
 // runJob runs the agent binary (this test binary, see TestMain) in job mode
 // against a platform serving job with the scripted model's script, and
 // returns the platform once the agent has exited.
@@ -117,6 +130,9 @@ func runJobOn(t *testing.T, p *jobPlatform, job sandboxwire.JobSpec, script stri
 		t.Fatal(err)
 	}
 	root := filepath.Join(dir, "agent-space")
+	p.mu.Lock()
+	p.jobDir = filepath.Join(root, job.JobID)
+	p.mu.Unlock()
 	if p.reused {
 		if err := os.MkdirAll(filepath.Join(root, job.JobID, "output"), 0o755); err != nil {
 			t.Fatal(err)
@@ -281,7 +297,7 @@ func TestJobCancelledWhileRunning(t *testing.T) {
 	script := `{"text":"working","tool_calls":[{"name":"bash","args":{"command":"echo begun > output/begun.txt; sleep 60"}}]}
 {"text":"never asked for"}
 `
-	p, _ := runJobOn(t, &jobPlatform{cancelled: true}, scriptedJob(100000, "bash"), script)
+	p, _ := runJobOn(t, &jobPlatform{cancelled: true, cancelAfter: "output/begun.txt"}, scriptedJob(100000, "bash"), script)
 	last := final(t, p)
 	rep := last.Job
 	if last.State != sandboxwire.Ended || rep.Outcome != sandboxwire.JobCancelled || rep.Failure != nil {

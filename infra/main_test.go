@@ -199,7 +199,7 @@ func hasBootstrap(t *testing.T, path string) bool {
 }
 
 // Every route `sam local start-api` serves (the API's) runs its function; the
-// streaming routes are function URLs, which it does not serve, as the README
+// streaming routes are function URLs, which it does not serve, as docs/local.md
 // says.
 func TestEveryRouteMapsToAFunctionUnderSAM(t *testing.T) {
 	c := synthTargets(t)["sam"]
@@ -222,11 +222,11 @@ func TestEveryRouteMapsToAFunctionUnderSAM(t *testing.T) {
 		target := r.Properties["Target"].(map[string]any)["Fn::Join"].([]any)[1].([]any)
 		served[r.Properties["RouteKey"].(string)] = integrations[getAtt(target[1])]
 	}
-	readme, err := os.ReadFile("../README.md")
+	page, err := os.ReadFile("../docs/local.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := between(string(readme), "### sam local", "\n### ")
+	section := between(string(page), "## sam local", "\n## ")
 	for _, r := range routes.All() {
 		if !r.Stream {
 			if served[r.Key()] != r.Function {
@@ -238,7 +238,7 @@ func TestEveryRouteMapsToAFunctionUnderSAM(t *testing.T) {
 			t.Errorf("%s: %s has no streaming function URL", r.Key(), r.Function)
 		}
 		if !strings.Contains(section, "`"+r.Key()+"`") {
-			t.Errorf("README's sam local section does not say that `%s` is not served", r.Key())
+			t.Errorf("docs/local.md's sam local section does not say that `%s` is not served", r.Key())
 		}
 	}
 }

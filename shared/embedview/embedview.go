@@ -71,12 +71,9 @@ type Handlers struct {
 	Log          *slog.Logger
 }
 
-// Pattern is the route's path.
-const Pattern = routes.PathEmbed
-
 // Routes is the embed route.
 func (h *Handlers) Routes() []httpapi.Route {
-	return []httpapi.Route{{Method: http.MethodGet, Pattern: Pattern, Handler: h.Page}}
+	return []httpapi.Route{{Method: http.MethodGet, Pattern: routes.PathEmbed, Handler: h.Page}}
 }
 
 type view struct {

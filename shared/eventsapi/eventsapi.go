@@ -74,12 +74,9 @@ type Handlers struct {
 	ActivePoll, IdlePoll, KeepAlive time.Duration
 }
 
-// Pattern is the route's path.
-const Pattern = routes.PathEvents
-
 // Routes is the events route, with CORS for allowedOrigins.
 func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
-	return []httpapi.Route{{Method: http.MethodGet, Pattern: Pattern, Stream: httpapi.CORSStream(allowedOrigins, "GET", h.Events), CORS: true}}
+	return []httpapi.Route{{Method: http.MethodGet, Pattern: routes.PathEvents, Stream: httpapi.CORSStream(allowedOrigins, "GET", h.Events), CORS: true}}
 }
 
 // TokenHeader carries the session token where Authorization cannot: on AWS the

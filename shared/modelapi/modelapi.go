@@ -38,9 +38,6 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
-// Pattern is the model route's path.
-const Pattern = routes.PathModel
-
 // Limits of a call.
 const (
 	// MaxRequestBytes bounds a call's body: a Lambda function URL's limit.
@@ -66,7 +63,7 @@ type Handlers struct {
 
 // Routes is the model route.
 func (h *Handlers) Routes() []httpapi.Route {
-	return []httpapi.Route{{Method: http.MethodPost, Pattern: Pattern, Stream: h.Model}}
+	return []httpapi.Route{{Method: http.MethodPost, Pattern: routes.PathModel, Stream: h.Model}}
 }
 
 // Model serves POST /sandbox/{sessionId}/model/{provider}/{proxy+}.

@@ -17,9 +17,6 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
-// Path is the route's pattern.
-const Path = routes.PathWorkspaceTool
-
 // Handlers serve the route over a session service.
 type Handlers struct {
 	Sessions *session.Service
@@ -29,7 +26,7 @@ type Handlers struct {
 // Routes is the route table, answering CORS for allowedOrigins.
 func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
 	return []httpapi.Route{
-		{Method: http.MethodPost, Pattern: Path, Handler: httpapi.CORS(allowedOrigins, "POST", h.Run), CORS: true},
+		{Method: http.MethodPost, Pattern: routes.PathWorkspaceTool, Handler: httpapi.CORS(allowedOrigins, "POST", h.Run), CORS: true},
 	}
 }
 

@@ -177,6 +177,9 @@ func TestEmbedViewChat(t *testing.T) {
 		chromedp.KeyEvent("\r"),
 		voidPoll(`[...document.querySelectorAll('[data-role="thread"] li.user')].some((li) => li.textContent === "first line\nsecond line")`, 10*time.Second),
 		voidPoll(indicatorShown, 5*time.Second),
+		// The composer is disabled while the message posts: the thread may
+		// show the message from the event stream before the post answers.
+		voidPoll(`!document.querySelector('[data-role="composer"]').disabled`, 10*time.Second),
 	)
 	after := value(t, tab, chromedp.Evaluate[[]string](`[document.querySelector('[data-role="composer"]').value, document.activeElement.dataset.role || document.activeElement.tagName]`))
 	if after[0] != "" || after[1] != "composer" {

@@ -113,15 +113,20 @@ func start(name, workspace string, argv, env []string) (int, error) {
 	}
 	// The pane stays when the agent exits, so that its exit status can be read
 	// (the option is set before the pane exists); should nobody read it, the
-	// server ends itself orphanGrace later.
-	reap := fmt.Sprintf("run-shell -b 'sleep %d; %s -L %s kill-server'", int(orphanGrace.Seconds()), bin, name)
+	// server ends itself orphanGrace after the pane died. The reaper polls the
+	// pane rather than waiting for tmux's pane-died hook: a tmux 3.3 server
+	// can miss its first child's exit (the pane is dead, its process an
+	// unreaped zombie) and then never runs the hook. "##" is run-shell's
+	// escape for a literal '#'.
+	reap := fmt.Sprintf(`while [ "$(%[1]s -L %[2]s list-panes -a -F '##{pane_dead}')" = 0 ]; do sleep 1; done; sleep %[3]d; %[1]s -L %[2]s kill-server`,
+		bin, name, int(orphanGrace.Seconds()))
 	args := []string{"-L", name, "-f", "/dev/null", "set-option", "-g", "remain-on-exit", "on", ";",
-		"set-hook", "-g", "pane-died", reap, ";",
 		"new-session", "-d", "-s", name, "-x", "200", "-y", "50", "-P", "-F", "#{pane_pid}", "--"}
+	args = append(append(args, argv...), ";", "run-shell", "-b", reap)
 	// Not tied to the supervisor's context: a stop that arrives while the
 	// session starts must not kill the tmux client half way (leaving a pane
 	// nobody waits for); wait signals the agent once it runs.
-	cmd := exec.Command(bin, append(args, argv...)...)
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = workspace
 	cmd.Env = env
 	var stderr strings.Builder

@@ -156,10 +156,13 @@ func wait(ctx context.Context, name string, pid int) int {
 		}
 		// tmux marks a pane dead when its terminal closes, and records how its
 		// process ended once it has reaped it: until then, keep waiting (a
-		// bounded while, in case a tmux never says).
+		// bounded while, in case a tmux never says). A tmux 3.3 server can
+		// miss its first child's exit, leaving it a zombie nobody reaps: a
+		// SIGCHLD of our own makes it look again.
 		if dead && code < 0 && unreaped < maxUnreaped {
 			unreaped++
 			dead = false
+			nudge(name)
 		}
 		if dead {
 			_ = exec.Command("tmux", "-L", name, "kill-session", "-t", "="+name).Run()
@@ -181,6 +184,18 @@ func unreapedPoll(unreaped int) time.Duration {
 		return pollInterval / 30
 	}
 	return pollInterval
+}
+
+// nudge sends the session's tmux server a SIGCHLD, so that it reaps a child
+// whose exit it missed.
+func nudge(name string) {
+	out, err := exec.Command("tmux", "-L", name, "display-message", "-p", "#{pid}").Output()
+	if err != nil {
+		return
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil && pid > 1 {
+		_ = syscall.Kill(pid, syscall.SIGCHLD)
+	}
 }
 
 // pane reports whether the session's pane is dead and, if so, its exit status:

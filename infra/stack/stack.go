@@ -278,7 +278,7 @@ func (s *Stack) sandboxStopped(p Props, cluster *string) {
 	})
 	// The sweep: every minute, a sweep message on the jobs queue, for
 	// jobworker to end the sessions whose sandbox stopped heart-beating or
-	// that are stuck provisioning or ending (session.Service.Sweep).
+	// that are stuck provisioning or ending (session.Sweeper.Sweep).
 	awsevents.NewRule(s.Stack, jsii.String("Sweep"), &awsevents.RuleProps{
 		RuleName:    jsii.String("ra-" + p.Env + "-sweep"),
 		Description: jsii.String("Every minute, a sweep message to the jobs queue: lost and stuck sessions end"),

@@ -189,7 +189,7 @@ func TestShutdownTwice(t *testing.T) {
 // TestGuardrailsMissingFailsClosed: with the configured guardrails file gone,
 // create is 503 guardrails_missing, writes no session, starts no sandbox and
 // logs a critical report. Empty, blank and unreadable guardrails are the
-// session service's rule: shared/session TestCreateFailsClosedWithoutGuardrails.
+// creator's rule: shared/session TestCreateFailsClosedWithoutGuardrails.
 func TestGuardrailsMissingFailsClosed(t *testing.T) {
 	t.Parallel()
 	cases := map[string]func(path string){

@@ -381,7 +381,7 @@ func glob(pattern string) *regexp.Regexp {
 }
 
 // sweeping is a's access plus what the sweep needs: querying the sessions
-// table's due index (session.Service.Sweep).
+// table's due index (session.Sweeper.Sweep).
 func sweeping(a Access) Access {
 	tables := make(map[string][]string, len(a.Tables))
 	for name, actions := range a.Tables {

@@ -20,7 +20,7 @@ import (
 // limits (20 setup commands of 4 KiB, a 2 KiB URL) fits with room to spare.
 const MaxBodyBytes = 128 * 1024
 
-// Authenticator finds the app key a bearer secret belongs to (session.Service).
+// Authenticator finds the app key a bearer secret belongs to (appkey).
 type Authenticator interface {
 	// Authenticate returns the key, or missing_token / invalid_token.
 	Authenticate(ctx context.Context, secret string) (registry.AppKey, error)

@@ -60,9 +60,14 @@ func hash(s string) string {
 	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 }
 
+// Sessions authorizes the page's token (session.Access).
+type Sessions interface {
+	Authorize(ctx context.Context, id, tok string) (session.Session, error)
+}
+
 // Handlers serve the embed view.
 type Handlers struct {
-	Sessions *session.Service
+	Sessions Sessions
 	// AllowedOrigins may frame the page (besides its own origin).
 	AllowedOrigins []string
 	// UploadOrigin is the object store's origin, which the page PUTs attachments

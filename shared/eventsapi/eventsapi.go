@@ -62,9 +62,16 @@ type Store interface {
 	Events(ctx context.Context, id string, after int64, limit int) ([]session.Event, error)
 }
 
+// Streams authorizes a stream's token and admits the stream within its
+// session's quota (session.Streams).
+type Streams interface {
+	Authorize(ctx context.Context, id, tok string) (session.Session, error)
+	OpenStream(ctx context.Context, sess session.Session) (close func(), err error)
+}
+
 // Handlers serve the events route.
 type Handlers struct {
-	Sessions *session.Service
+	Sessions Streams
 	Store    Store
 	Log      *slog.Logger
 	// MaxDuration ends a stream (the client reconnects with Last-Event-ID): a

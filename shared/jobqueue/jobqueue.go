@@ -25,7 +25,7 @@ const (
 	SessionStop  Type = "session.stop"
 	TaskState    Type = "task.state"
 	// Sweep asks jobworker to end the sessions nobody would otherwise end
-	// (session.Service.Sweep): a schedule sends it (an EventBridge rule on
+	// (session.Sweeper.Sweep): a schedule sends it (an EventBridge rule on
 	// AWS, a ticker in the dev server). It names no session.
 	Sweep Type = "sweep"
 	// JobRun runs an orchestrator job (JobID) in a sandbox of its own.

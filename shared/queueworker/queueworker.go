@@ -78,7 +78,7 @@ type Worker struct {
 	// Tools runs tools-queue jobs; ToolsDLQ takes the poison ones.
 	Tools    ToolRunner
 	ToolsDLQ Sender
-	// Sweeper runs the sweep messages (session.Service); nil ignores them.
+	// Sweeper runs the sweep messages (session.Sweeper); nil ignores them.
 	Sweeper Sweeper
 	Log     *slog.Logger
 	// Jobs runs orchestrator jobs (job.run, job.cancel); nil: none.
@@ -105,7 +105,7 @@ type Pool interface {
 	Replenish(ctx context.Context) (pool.Report, error)
 }
 
-// Sweeper ends the sessions nobody would otherwise end (session.Service).
+// Sweeper ends the sessions nobody would otherwise end (session.Sweeper).
 type Sweeper interface {
 	Sweep(ctx context.Context) (session.SweepReport, error)
 }

@@ -1,6 +1,6 @@
 package session_test
 
-// The rules of create that are the session service's own, on the in-memory
+// The rules of create that are the session package's own, on the in-memory
 // store in milliseconds: what a request must hold, projects and personas that
 // are not there, guardrails that are not there (fail closed), quotas per app (live agents, creates per minute, the
 // daily budget, the platform's and the app key's), the open streams quota,
@@ -28,10 +28,12 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session/storetest"
 )
 
-// createRig is a session service on the in-memory store whose sandboxes are
+// createRig is a creator, a control and streams on the in-memory store whose sandboxes are
 // ready as soon as their start is queued, with a clock the test moves.
 type createRig struct {
-	svc        *session.Service
+	creator    *session.Creator
+	control    *session.Control
+	streams    *session.Streams
 	store      *storetest.Memory
 	guardrails string
 	reports    *createReports
@@ -61,18 +63,20 @@ func newCreateRig(t *testing.T, q session.Quotas, now time.Time) *createRig {
 	}
 	r := &createRig{store: storetest.NewMemory(), guardrails: string(g), reports: &createReports{}, now: now}
 	r.store.Now = r.clock
-	r.svc = session.NewService(session.Options{
+	jobs, log := readyOnStart{store: r.store, now: r.clock}, slog.New(slog.DiscardHandler)
+	r.creator = session.NewCreator(session.CreatorOptions{
 		Store: r.store, Quotas: q, Registry: demoRegistry{}, Guardrails: g, Reporter: r.reports,
-		Jobs: readyOnStart{store: r.store, now: r.clock}, CreationTimeout: 5 * time.Second,
-		Log: slog.New(slog.DiscardHandler), Now: r.clock,
+		Jobs: jobs, CreationTimeout: 5 * time.Second, Log: log, Now: r.clock,
 	})
+	r.control = session.NewControl(session.ControlOptions{Store: r.store, Guardrails: g, Jobs: jobs, Log: log, Now: r.clock})
+	r.streams = session.NewStreams(session.StreamsOptions{Store: r.store, Quotas: q, Log: log, Now: r.clock})
 	return r
 }
 
 // create creates an agent of app with the demo project and persona.
 func (r *createRig) create(t *testing.T, app registry.AppKey, key string) (session.Created, error) {
 	t.Helper()
-	return r.svc.Create(t.Context(), app, session.CreateRequest{ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "Hello", IdempotencyKey: key})
+	return r.creator.Create(t.Context(), app, session.CreateRequest{ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "Hello", IdempotencyKey: key})
 }
 
 // mustCreate creates an agent of app and returns it.
@@ -88,7 +92,7 @@ func (r *createRig) mustCreate(t *testing.T, app registry.AppKey) session.Create
 // end ends agent id (its sandbox stopped).
 func (r *createRig) end(t *testing.T, id string) {
 	t.Helper()
-	if _, err := r.svc.Transition(t.Context(), id, session.Change{From: session.Live, To: session.Ended, Reason: session.ReasonShutdown}); err != nil {
+	if _, err := r.store.Transition(t.Context(), id, session.Change{From: session.Live, To: session.Ended, Reason: session.ReasonShutdown}); err != nil {
 		t.Fatalf("end %s: %v", id, err)
 	}
 }
@@ -235,22 +239,22 @@ func TestStreamsQuotaCountsOpenStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closeFirst, err := r.svc.OpenStream(t.Context(), sess)
+	closeFirst, err := r.streams.OpenStream(t.Context(), sess)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.svc.OpenStream(t.Context(), sess); err != nil {
+	if _, err := r.streams.OpenStream(t.Context(), sess); err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.svc.OpenStream(t.Context(), sess)
+	_, err = r.streams.OpenStream(t.Context(), sess)
 	refused(t, err, apierror.QuotaExceeded, session.StreamQuotaRetry, map[string]any{"quota": "streams_per_session", "limit": 2})
 	closeFirst()
-	if _, err := r.svc.OpenStream(t.Context(), sess); err != nil {
+	if _, err := r.streams.OpenStream(t.Context(), sess); err != nil {
 		t.Fatalf("a stream once one closed: %v", err)
 	}
 	// A stream that never said it closed lapses.
 	r.set(r.clock().Add(session.StreamLapse + time.Second))
-	if _, err := r.svc.OpenStream(t.Context(), sess); err != nil {
+	if _, err := r.streams.OpenStream(t.Context(), sess); err != nil {
 		t.Fatalf("a stream once the others lapsed: %v", err)
 	}
 	r.end(t, c.AgentID)
@@ -259,7 +263,7 @@ func TestStreamsQuotaCountsOpenStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := r.svc.OpenStream(t.Context(), ended); err != nil {
+		if _, err := r.streams.OpenStream(t.Context(), ended); err != nil {
 			t.Fatalf("a stream of an ended agent: %v", err)
 		}
 	}
@@ -281,18 +285,18 @@ func TestIdempotencyKeyRules(t *testing.T) {
 	if err != nil || again.AgentID != first.AgentID || again.SessionToken == first.SessionToken {
 		t.Fatalf("the same request again: %+v, %v; first %+v", again, err, first)
 	}
-	if _, err := r.svc.Alive(t.Context(), first.AgentID, first.SessionToken); err != nil {
+	if _, err := r.control.Alive(t.Context(), first.AgentID, first.SessionToken); err != nil {
 		t.Errorf("the first token after a repeat: %v", err)
 	}
 	other := session.CreateRequest{ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "Something else", IdempotencyKey: "key-1"}
-	if _, err := r.svc.Create(t.Context(), appA, other); code(err) != apierror.IdempotencyKeyReused {
+	if _, err := r.creator.Create(t.Context(), appA, other); code(err) != apierror.IdempotencyKeyReused {
 		t.Errorf("another request with the key: %v, want %s", err, apierror.IdempotencyKeyReused)
 	}
 	theirs, err := r.create(t, appB, "key-1")
 	if err != nil || theirs.AgentID == first.AgentID {
 		t.Fatalf("another tenant's app with the key: %+v, %v", theirs, err)
 	}
-	if st, err := r.svc.Alive(t.Context(), first.AgentID, theirs.SessionToken); err == nil && st.Alive {
+	if st, err := r.control.Alive(t.Context(), first.AgentID, theirs.SessionToken); err == nil && st.Alive {
 		t.Errorf("the other tenant's token works for this tenant's agent: %+v", st)
 	}
 	final := func(err error, what string) {
@@ -344,7 +348,7 @@ func TestCreateRefusesBadRequests(t *testing.T) {
 	for _, tt := range tests {
 		req := ok
 		tt.change(&req)
-		if _, err := r.svc.Create(t.Context(), appA, req); code(err) != apierror.InvalidRequest {
+		if _, err := r.creator.Create(t.Context(), appA, req); code(err) != apierror.InvalidRequest {
 			t.Errorf("%s: %v, want %s", tt.name, err, apierror.InvalidRequest)
 		}
 	}
@@ -367,17 +371,17 @@ func TestCreateOfWhatIsNotThere(t *testing.T) {
 		{"demo", "ghost", apierror.PersonaNotFound},
 		{"demo", "retired", apierror.PersonaNotFound},
 	} {
-		_, err := r.svc.Create(t.Context(), appA, session.CreateRequest{ProjectName: tt.project, PersonaSlug: tt.persona, InitialPrompt: "x"})
+		_, err := r.creator.Create(t.Context(), appA, session.CreateRequest{ProjectName: tt.project, PersonaSlug: tt.persona, InitialPrompt: "x"})
 		if code(err) != tt.want {
 			t.Errorf("project %s, persona %s: %v, want %s", tt.project, tt.persona, err, tt.want)
 		}
 	}
 	c := r.mustCreate(t, appA)
 	const unknown = "0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5b6a"
-	if _, err := r.svc.Shutdown(t.Context(), unknown, c.SessionToken); code(err) != apierror.AgentNotFound {
+	if _, err := r.control.Shutdown(t.Context(), unknown, c.SessionToken); code(err) != apierror.AgentNotFound {
 		t.Errorf("shutdown of an unknown agent: %v, want %s", err, apierror.AgentNotFound)
 	}
-	st, err := r.svc.Alive(t.Context(), unknown, c.SessionToken)
+	st, err := r.control.Alive(t.Context(), unknown, c.SessionToken)
 	if err != nil || st != (session.AliveStatus{AgentID: unknown, State: "unknown"}) {
 		t.Errorf("alive of an unknown agent: %+v, %v", st, err)
 	}

@@ -104,7 +104,7 @@ func (in EnvSubmission) split() (all, persist map[string]string, err error) {
 // The values are kept in the object store (the session's under the session, the
 // persisted ones sealed under the configuration) and reach only sandboxes; the
 // env.submitted event names the keys.
-func (s *Service) SubmitEnv(ctx context.Context, sess Session, in EnvSubmission) (EnvReceipt, error) {
+func (s *Inbox) SubmitEnv(ctx context.Context, sess Session, in EnvSubmission) (EnvReceipt, error) {
 	id := sess.ID
 	values, persist, err := in.split()
 	if err != nil {

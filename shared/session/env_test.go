@@ -29,10 +29,10 @@ import (
 	"github.com/remote-agents/remote-agents/shared/token"
 )
 
-// envStack is the session service and the sandbox channel over DynamoDB Local
+// envStack is the inbox and the sandbox channel over DynamoDB Local
 // and gofakes3, with one configuration.
 type envStack struct {
-	svc    *session.Service
+	svc    *session.Inbox
 	ch     *sandboxchannel.Service
 	store  *dynamo.Sessions
 	bucket *s3blob.Store
@@ -70,7 +70,7 @@ func newEnvStack(t *testing.T) *envStack {
 	if err := os.WriteFile(rules, []byte("# Rules\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.svc = session.NewService(session.Options{Store: e.store, Registry: reg, Guardrails: guardrails.File(rules), Blob: e.bucket, Secrets: e.bucket})
+	e.svc = session.NewInbox(session.InboxOptions{Store: e.store, Blob: e.bucket, Secrets: e.bucket})
 	e.ch = sandboxchannel.New(sandboxchannel.Options{Store: e.store, Registry: reg, Guardrails: guardrails.File(rules), Blob: e.bucket, Secrets: e.bucket})
 	return e
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"mime"
 	"regexp"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/blob"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
@@ -63,9 +65,41 @@ type MessageReceipt struct {
 	Replayed bool `json:"-"`
 }
 
+// InboxOptions configure an Inbox.
+type InboxOptions struct {
+	Store Store
+	// Blob keeps what must not be in events: attachments, and env values
+	// users submit.
+	Blob blob.Store
+	// Secrets keeps the env values users chose to persist for a
+	// configuration, encrypted at rest (ConfigurationEnvKey).
+	Secrets blob.Sealed
+	// Notifier, if set, wakes the session's sandbox whenever its inbox
+	// grows (see Pushing); the inbox stays the durable record, which the
+	// sandbox also polls.
+	Notifier Notifier
+	Log      *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Inbox serves what a session's token holder sends its agent: messages,
+// attachments' uploads and env values.
+type Inbox struct {
+	Access
+	o InboxOptions
+}
+
+// NewInbox returns an inbox with options o.
+func NewInbox(o InboxOptions) *Inbox {
+	o.Now, o.Log = clock(o.Now), logger(o.Log)
+	o.Store = Pushing(o.Store, o.Notifier, o.Log)
+	return &Inbox{Access: Access{Store: o.Store, Now: o.Now}, o: o}
+}
+
 // PostMessage queues a user's message to the inbox of sess (see Authorize),
 // once per client_message_id: a retry gets the first receipt back.
-func (s *Service) PostMessage(ctx context.Context, sess Session, req MessageRequest) (MessageReceipt, error) {
+func (s *Inbox) PostMessage(ctx context.Context, sess Session, req MessageRequest) (MessageReceipt, error) {
 	id := sess.ID
 	if err := validateMessage(id, req); err != nil {
 		return MessageReceipt{}, err
@@ -252,7 +286,7 @@ type AttachmentUpload struct {
 
 // PresignAttachment returns a presigned PUT URL for one file the user attaches
 // to a message to sess (see Authorize): the embed view's file upload.
-func (s *Service) PresignAttachment(ctx context.Context, sess Session, name, contentType string, size int64) (AttachmentUpload, error) {
+func (s *Inbox) PresignAttachment(ctx context.Context, sess Session, name, contentType string, size int64) (AttachmentUpload, error) {
 	id := sess.ID
 	if !validAttachmentName(name) {
 		return AttachmentUpload{}, apierror.New(apierror.InvalidRequest, "name must be a file name of 1 to %d bytes, without '/', '\\' or control characters.", MaxAttachmentName)
@@ -276,16 +310,20 @@ func (s *Service) PresignAttachment(ctx context.Context, sess Session, name, con
 	return AttachmentUpload{Key: key, UploadURL: u.URL, UploadHeaders: u.Headers, ExpiresIn: int(attachmentUploadTTL.Seconds())}, nil
 }
 
+// Access authorizes the callers of a session's routes by their session
+// token.
+type Access struct {
+	Store Reader
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
 // Authorize returns the session a session token belongs to: 401 for a missing or
 // wrong token, or one of an agent that ended more than TokenGrace ago; 404 for
 // an unknown agent. Routes with a body call it before reading the body, and
 // hand the session to the operation.
-func (s *Service) Authorize(ctx context.Context, id, tok string) (Session, error) {
-	return s.authorize(ctx, id, tok)
-}
-
-func (s *Service) authorize(ctx context.Context, id, tok string) (Session, error) {
-	return Authorize(ctx, s.o.Store, id, tok, s.o.Now())
+func (a Access) Authorize(ctx context.Context, id, tok string) (Session, error) {
+	return Authorize(ctx, a.Store, id, tok, clock(a.Now)())
 }
 
 // Authorize returns session id if tok is one of its session tokens that

@@ -52,7 +52,7 @@ func TestInboxItemsArePushed(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			st := storetest.NewMemory()
 			n := &notifier{err: c.err}
-			svc := session.NewService(session.Options{Store: st, Notifier: n})
+			svc := session.NewInbox(session.InboxOptions{Store: st, Notifier: n})
 			sess := session.Session{ID: "5b0c6f8e-6a7a-4d4c-9d5e-1f2a3b4c5d6e", State: session.Idle, Generation: 1, TokenHashes: []string{"h"}, CreatedAt: time.Now()}
 			if err := st.Create(ctx, sess, nil); err != nil {
 				t.Fatal(err)
@@ -77,7 +77,6 @@ func TestInboxItemsArePushed(t *testing.T) {
 	t.Run("a sandbox's own events are not pushed, a stop is", func(t *testing.T) {
 		st := storetest.NewMemory()
 		n := &notifier{}
-		svc := session.NewService(session.Options{Store: st, Notifier: n})
 		ch := sandboxchannel.New(sandboxchannel.Options{Store: session.Pushing(st, n, nil)})
 		sess := session.Session{ID: "6b0c6f8e-6a7a-4d4c-9d5e-1f2a3b4c5d6e", State: session.Idle, Generation: 1, CreatedAt: time.Now()}
 		if err := st.Create(ctx, sess, nil); err != nil {
@@ -93,7 +92,7 @@ func TestInboxItemsArePushed(t *testing.T) {
 		if n.count() != 0 {
 			t.Errorf("the sandbox's own event was pushed: %v", n.pushed)
 		}
-		if _, err := svc.Transition(ctx, sess.ID, session.Change{From: session.Running, To: session.Ending, Reason: session.ReasonShutdown}); err != nil {
+		if _, err := session.Pushing(st, n, nil).Transition(ctx, sess.ID, session.Change{From: session.Running, To: session.Ending, Reason: session.ReasonShutdown}); err != nil {
 			t.Fatal(err)
 		}
 		if n.count() != 1 {

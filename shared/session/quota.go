@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
@@ -40,7 +41,7 @@ const (
 // takeQuota admits one more create of app's tenant, or answers 429:
 // budget_exceeded past its daily budget, quota_exceeded over its live
 // sessions or its creates this minute.
-func (s *Service) takeQuota(ctx context.Context, app registry.AppKey, now time.Time) error {
+func (s *Creator) takeQuota(ctx context.Context, app registry.AppKey, now time.Time) error {
 	q, tenant := s.o.Quotas, app.Tenant
 	if n := q.ConcurrentSessions; n > 0 {
 		live, err := s.o.Store.CountLive(ctx, tenant, n)
@@ -81,9 +82,32 @@ func (s *Service) takeQuota(ctx context.Context, app registry.AppKey, now time.T
 	return nil
 }
 
+// StreamsOptions configure a Streams.
+type StreamsOptions struct {
+	Store Store
+	// Quotas bound the event streams a session may hold open at once
+	// (StreamsPerSession; zero is no bound).
+	Quotas Quotas
+	Log    *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Streams admits the event streams of a session's token holder.
+type Streams struct {
+	Access
+	o StreamsOptions
+}
+
+// NewStreams returns streams with options o.
+func NewStreams(o StreamsOptions) *Streams {
+	o.Now, o.Log = clock(o.Now), logger(o.Log)
+	return &Streams{Access: Access{Store: o.Store, Now: o.Now}, o: o}
+}
+
 // OpenStream admits one more event stream of sess, or answers 429
 // quota_exceeded; close, called once the stream ends, forgets it.
-func (s *Service) OpenStream(ctx context.Context, sess Session) (close func(), err error) {
+func (s *Streams) OpenStream(ctx context.Context, sess Session) (close func(), err error) {
 	n := s.o.Quotas.StreamsPerSession
 	if n <= 0 || sess.State.Terminal() {
 		return func() {}, nil // an agent that is over only replays what it said

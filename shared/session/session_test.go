@@ -64,7 +64,7 @@ func TestAliveMarksSilentSandboxLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub := &publisher{}
-	svc := session.NewService(session.Options{Store: store, Guardrails: g, Jobs: pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc := session.NewControl(session.ControlOptions{Store: store, Guardrails: g, Jobs: pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	st, err := svc.Alive(t.Context(), id, tok)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestAliveIsNotEnded(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
 	store := storetest.NewMemory()
-	svc := session.NewService(session.Options{Store: store, Guardrails: guardrails.File(t.TempDir() + "/none.md"), Jobs: &publisher{},
+	svc := session.NewControl(session.ControlOptions{Store: store, Guardrails: guardrails.File(t.TempDir() + "/none.md"), Jobs: &publisher{},
 		Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	for i, tt := range []struct {
 		state session.State
@@ -122,7 +122,7 @@ func TestAliveIsNotEnded(t *testing.T) {
 func TestAliveShowsUsage(t *testing.T) {
 	t.Parallel()
 	store := storetest.NewMemory()
-	svc := session.NewService(session.Options{Store: store, Guardrails: guardrails.File(t.TempDir() + "/none.md"), Jobs: &publisher{},
+	svc := session.NewControl(session.ControlOptions{Store: store, Guardrails: guardrails.File(t.TempDir() + "/none.md"), Jobs: &publisher{},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	tok, hash := token.New(token.Session)
 	id := "0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5bff"
@@ -152,7 +152,7 @@ func TestSessionTokensEndAfterTheGrace(t *testing.T) {
 	now := created
 	store := storetest.NewMemory()
 	store.Now = func() time.Time { return now }
-	svc := session.NewService(session.Options{Store: store, Guardrails: guardrails.File(t.TempDir() + "/none.md"), Jobs: &publisher{},
+	svc := session.NewControl(session.ControlOptions{Store: store, Guardrails: guardrails.File(t.TempDir() + "/none.md"), Jobs: &publisher{},
 		Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	tok, hash := token.New(token.Session)
 	id := "0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5b6a"

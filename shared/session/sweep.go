@@ -63,6 +63,25 @@ type SweepReport struct {
 	Stop []Session
 }
 
+// SweeperOptions configure a Sweeper.
+type SweeperOptions struct {
+	Store Store
+	Log   *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Sweeper ends the sessions nobody else would (Sweep).
+type Sweeper struct {
+	o SweeperOptions
+}
+
+// NewSweeper returns a sweeper with options o.
+func NewSweeper(o SweeperOptions) *Sweeper {
+	o.Now, o.Log = clock(o.Now), logger(o.Log)
+	return &Sweeper{o: o}
+}
+
 // Sweep ends the sessions nobody would otherwise end: running ones whose
 // sandbox stopped heart-beating (lost: nobody needs to call alive), and ones
 // stuck provisioning or ending past their limits, and returns them for their
@@ -70,7 +89,7 @@ type SweepReport struct {
 // sessions (never a scan) and re-reads each before acting, with the
 // conditional transitions, so a session that showed life meanwhile is left
 // alone and two sweeps at once end a session once.
-func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
+func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 	var rep SweepReport
 	now := s.o.Now()
 	for shard := range WatchShards {
@@ -96,7 +115,7 @@ func (s *Service) Sweep(ctx context.Context) (SweepReport, error) {
 	return rep, nil
 }
 
-func (s *Service) sweepOne(ctx context.Context, id string, now time.Time, rep *SweepReport) error {
+func (s *Sweeper) sweepOne(ctx context.Context, id string, now time.Time, rep *SweepReport) error {
 	sess, err := s.o.Store.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return nil

@@ -22,7 +22,7 @@ func TestSweepEndsSilentAndStuckSessions(t *testing.T) {
 	store := storetest.NewMemory()
 	store.Now = func() time.Time { return clock }
 	pub := &publisher{}
-	svc := session.NewService(session.Options{Store: store, Jobs: pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return clock }})
+	svc := session.NewSweeper(session.SweeperOptions{Store: store, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return clock }})
 
 	// Sessions as the stores keep them: watched while live, due when they
 	// must next show life.

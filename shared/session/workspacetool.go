@@ -125,12 +125,39 @@ func CheckWorkspaceTool(sess Session, tool string) error {
 	return nil
 }
 
+// WorkspaceToolsOptions configure a WorkspaceTools.
+type WorkspaceToolsOptions struct {
+	Store Store
+	// ToolResults keeps the results the sandboxes send back.
+	ToolResults ToolResults
+	// Notifier, if set, wakes the session's sandbox at once for a request
+	// (see Pushing).
+	Notifier Notifier
+	Log      *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// WorkspaceTools runs workspace tools in a session's sandbox for its token
+// holder.
+type WorkspaceTools struct {
+	Access
+	o WorkspaceToolsOptions
+}
+
+// NewWorkspaceTools returns workspace tools with options o.
+func NewWorkspaceTools(o WorkspaceToolsOptions) *WorkspaceTools {
+	o.Now, o.Log = clock(o.Now), logger(o.Log)
+	o.Store = Pushing(o.Store, o.Notifier, o.Log)
+	return &WorkspaceTools{Access: Access{Store: o.Store, Now: o.Now}, o: o}
+}
+
 // RunWorkspaceTool queues tool with req's arguments to the sandbox of sess
 // (see Authorize), once per requestID ("" for a new one), and waits up to
 // ToolWait for the result. A request id used before answers that request's
 // result (Replayed), or pending while it runs; with another tool or other
 // arguments it is idempotency_key_reused.
-func (s *Service) RunWorkspaceTool(ctx context.Context, sess Session, tool, requestID string, req WorkspaceToolRequest) (WorkspaceToolOutcome, error) {
+func (s *WorkspaceTools) RunWorkspaceTool(ctx context.Context, sess Session, tool, requestID string, req WorkspaceToolRequest) (WorkspaceToolOutcome, error) {
 	if err := CheckWorkspaceTool(sess, tool); err != nil {
 		return WorkspaceToolOutcome{}, err
 	}
@@ -188,7 +215,7 @@ func toolArgs(raw json.RawMessage) (string, error) {
 // waitToolResult polls the request's result until it is there, the session
 // ends (agent_not_alive), or ToolWait (or the context's deadline, less a
 // margin) passes: then pending.
-func (s *Service) waitToolResult(ctx context.Context, id, tool, requestID string, replayed bool) (WorkspaceToolOutcome, error) {
+func (s *WorkspaceTools) waitToolResult(ctx context.Context, id, tool, requestID string, replayed bool) (WorkspaceToolOutcome, error) {
 	answerBy := s.o.Now().Add(ToolWait)
 	if d, ok := ctx.Deadline(); ok && d.Add(-time.Second).Before(answerBy) {
 		answerBy = d.Add(-time.Second)

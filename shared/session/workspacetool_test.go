@@ -104,7 +104,7 @@ func TestWorkspaceToolPendingThenReplayed(t *testing.T) {
 	if err := store.Create(t.Context(), sess, nil); err != nil {
 		t.Fatal(err)
 	}
-	svc := session.NewService(session.Options{Store: store, ToolResults: res, Now: clock})
+	svc := session.NewWorkspaceTools(session.WorkspaceToolsOptions{Store: store, ToolResults: res, Now: clock})
 	ch := sandboxchannel.New(sandboxchannel.Options{Store: store, ToolResults: res, Now: clock})
 	args := session.WorkspaceToolRequest{Args: json.RawMessage(`{ "command": "make" }`)}
 

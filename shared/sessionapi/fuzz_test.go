@@ -117,9 +117,13 @@ func newHandlers() (*sessionapi.Handlers, *fakes) {
 	tok, hash := token.New(token.Session)
 	f := &fakes{tok: tok, sess: session.Session{ID: sessionID, State: session.Working, Tenant: "tenant", TokenHashes: []string{hash}, ConfigurationID: "cfg"}}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	svc := session.NewService(session.Options{Store: f, Blob: blobs{f: f}, Registry: registryFake{}, Guardrails: guardrailsFake{f}, Reporter: reporter{},
-		Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
-	return sessionapi.New(svc, slog.New(slog.DiscardHandler)), f
+	log, clock := slog.New(slog.DiscardHandler), func() time.Time { return now }
+	return &sessionapi.Handlers{
+		Creator: session.NewCreator(session.CreatorOptions{Store: f, Registry: registryFake{}, Guardrails: guardrailsFake{f}, Reporter: reporter{}, Log: log, Now: clock}),
+		Control: session.NewControl(session.ControlOptions{Store: f, Guardrails: guardrailsFake{f}, Log: log, Now: clock}),
+		Inbox:   session.NewInbox(session.InboxOptions{Store: f, Blob: blobs{f: f}, Log: log, Now: clock}),
+		Log:     log,
+	}, f
 }
 
 // request is a call with a bearer token and body.

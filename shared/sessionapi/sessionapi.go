@@ -1,9 +1,8 @@
-// Package sessionapi serves the remote agent routes apps call: create, alive
-// and shutdown, messages, attachments and env over the session service
-// (Handlers), and the fleet's list and kill over the fleet service (Fleet).
-// Each handler authenticates the caller, then decodes the body (none is read
-// for a caller that may not call), makes one call to its service, and
-// encodes.
+// Package sessionapi serves the remote agent routes apps call: create (over
+// a Creator), alive and shutdown (a Control), and messages, attachments and
+// env (an Inbox). Each handler authenticates the caller, then decodes the
+// body (none is read for a caller that may not call), makes one call to its
+// service, and encodes.
 package sessionapi
 
 import (
@@ -13,66 +12,95 @@ import (
 
 	"github.com/remote-agents/remote-agents/api/schema"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
-// Handlers serve the routes over a session service.
+// Creator authenticates apps and makes their sessions (session.Creator).
+type Creator interface {
+	Authenticate(ctx context.Context, secret string) (registry.AppKey, error)
+	Create(ctx context.Context, app registry.AppKey, req session.CreateRequest) (session.Created, error)
+}
+
+// Control answers a session's token holder about the session, and ends it
+// (session.Control).
+type Control interface {
+	Alive(ctx context.Context, id, tok string) (session.AliveStatus, error)
+	Shutdown(ctx context.Context, id, tok string) (session.ShutdownStatus, error)
+}
+
+// Inbox takes what a session's token holder sends its agent (session.Inbox).
+type Inbox interface {
+	Authorize(ctx context.Context, id, tok string) (session.Session, error)
+	SubmitEnv(ctx context.Context, sess session.Session, in session.EnvSubmission) (session.EnvReceipt, error)
+	PostMessage(ctx context.Context, sess session.Session, req session.MessageRequest) (session.MessageReceipt, error)
+	PresignAttachment(ctx context.Context, sess session.Session, name, contentType string, size int64) (session.AttachmentUpload, error)
+}
+
+// Handlers serve the routes of the services they are given: each service
+// is optional, and Routes holds only the routes of those set.
 type Handlers struct {
-	svc *session.Service
-	log *slog.Logger
+	Creator Creator
+	Control Control
+	Inbox   Inbox
+	Log     *slog.Logger
 }
 
-// New returns the handlers.
-func New(svc *session.Service, log *slog.Logger) *Handlers {
-	return &Handlers{svc: svc, log: log}
-}
-
-// Routes is the route table of the app-facing session routes, each answering CORS
-// for allowedOrigins.
+// Routes is the route table of the app-facing session routes whose service
+// is set, each answering CORS for allowedOrigins.
 func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
-	return []httpapi.Route{
-		{Method: http.MethodPost, Pattern: routes.PathCreate, Handler: httpapi.CORS(allowedOrigins, "POST", h.Create), CORS: true},
-		{Method: http.MethodGet, Pattern: routes.PathAlive, Handler: httpapi.CORS(allowedOrigins, "GET", h.Alive), CORS: true},
-		{Method: http.MethodPost, Pattern: routes.PathShutdown, Handler: httpapi.CORS(allowedOrigins, "POST", h.Shutdown), CORS: true},
-		{Method: http.MethodPost, Pattern: routes.PathEnv, Handler: httpapi.CORS(allowedOrigins, "POST", h.SubmitEnv), CORS: true},
-		{Method: http.MethodPost, Pattern: routes.PathMessages, Handler: httpapi.CORS(allowedOrigins, "POST", h.Messages), CORS: true},
-		{Method: http.MethodPost, Pattern: routes.PathAttachments, Handler: httpapi.CORS(allowedOrigins, "POST", h.Attachments), CORS: true},
+	var rs []httpapi.Route
+	add := func(method, pattern string, handler httpapi.Handler) {
+		rs = append(rs, httpapi.Route{Method: method, Pattern: pattern, Handler: httpapi.CORS(allowedOrigins, method, handler), CORS: true})
 	}
+	if h.Creator != nil {
+		add(http.MethodPost, routes.PathCreate, h.Create)
+	}
+	if h.Control != nil {
+		add(http.MethodGet, routes.PathAlive, h.Alive)
+		add(http.MethodPost, routes.PathShutdown, h.Shutdown)
+	}
+	if h.Inbox != nil {
+		add(http.MethodPost, routes.PathEnv, h.SubmitEnv)
+		add(http.MethodPost, routes.PathMessages, h.Messages)
+		add(http.MethodPost, routes.PathAttachments, h.Attachments)
+	}
+	return rs
 }
 
 // Create serves POST /api/remote_agents/create.
 func (h *Handlers) Create(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
-	app, err := h.svc.Authenticate(ctx, httpapi.BearerToken(req))
+	app, err := h.Creator.Authenticate(ctx, httpapi.BearerToken(req))
 	if err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
+		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	var in session.CreateRequest
 	if err := httpapi.DecodeJSON(req, httpapi.MaxBodyBytes, &in); err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
+		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	in.IdempotencyKey = httpapi.Header(req, "Idempotency-Key")
-	out, err := h.svc.Create(ctx, app, in)
+	out, err := h.Creator.Create(ctx, app, in)
 	if err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
+		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	return httpapi.JSON(http.StatusOK, out), nil
 }
 
 // Alive serves GET /api/remote_agents/{id}/alive.
 func (h *Handlers) Alive(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
-	out, err := h.svc.Alive(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
+	out, err := h.Control.Alive(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
 	if err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
+		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	return httpapi.JSON(http.StatusOK, out), nil
 }
 
 // Shutdown serves POST /api/remote_agents/{id}/shutdown.
 func (h *Handlers) Shutdown(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
-	out, err := h.svc.Shutdown(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
+	out, err := h.Control.Shutdown(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
 	if err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
+		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	return httpapi.JSON(http.StatusOK, out), nil
 }
@@ -83,15 +111,15 @@ func (h *Handlers) Shutdown(ctx context.Context, req httpapi.Request) (httpapi.R
 func (h *Handlers) SubmitEnv(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	sess, err := h.authorize(ctx, req)
 	if err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
+		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	var in session.EnvSubmission
 	if err := httpapi.DecodeJSON(req, session.MaxEnvBytes, &in); err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
+		return httpapi.Error(ctx, h.Log, err), nil
 	}
-	out, err := h.svc.SubmitEnv(ctx, sess, in)
+	out, err := h.Inbox.SubmitEnv(ctx, sess, in)
 	if err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
+		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	return httpapi.JSON(http.StatusOK, out), nil
 }
@@ -102,15 +130,15 @@ func (h *Handlers) SubmitEnv(ctx context.Context, req httpapi.Request) (httpapi.
 func (h *Handlers) Messages(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	sess, err := h.authorize(ctx, req)
 	if err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
+		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	var in session.MessageRequest
 	if err := httpapi.DecodeJSON(req, session.MaxMessageBytes+session.MaxEnvBytes, &in); err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
+		return httpapi.Error(ctx, h.Log, err), nil
 	}
-	out, err := h.svc.PostMessage(ctx, sess, in)
+	out, err := h.Inbox.PostMessage(ctx, sess, in)
 	if err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
+		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	res := httpapi.JSON(http.StatusOK, out)
 	if out.Replayed {
@@ -125,15 +153,15 @@ func (h *Handlers) Messages(ctx context.Context, req httpapi.Request) (httpapi.R
 func (h *Handlers) Attachments(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	sess, err := h.authorize(ctx, req)
 	if err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
+		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	var in schema.AttachmentRequest
 	if err := httpapi.DecodeJSON(req, 4096, &in); err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
+		return httpapi.Error(ctx, h.Log, err), nil
 	}
-	out, err := h.svc.PresignAttachment(ctx, sess, in.Name, in.ContentType, in.SizeBytes)
+	out, err := h.Inbox.PresignAttachment(ctx, sess, in.Name, in.ContentType, in.SizeBytes)
 	if err != nil {
-		return httpapi.Error(ctx, h.log, err), nil
+		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	return httpapi.JSON(http.StatusOK, out), nil
 }
@@ -141,5 +169,5 @@ func (h *Handlers) Attachments(ctx context.Context, req httpapi.Request) (httpap
 // authorize returns the session the request's token is for, the agent named
 // in the path.
 func (h *Handlers) authorize(ctx context.Context, req httpapi.Request) (session.Session, error) {
-	return h.svc.Authorize(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
+	return h.Inbox.Authorize(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
 }

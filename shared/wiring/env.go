@@ -251,14 +251,14 @@ func (e *Env) PoolStore() *dynamo.Pool {
 	return dynamo.NewPool(e.DynamoDB(), e.Resources.Registry.Name, e.Resources.Sessions.Name)
 }
 
-// Quotas are the configuration's quotas, as the session service takes them.
+// Quotas are the configuration's quotas, as the creator and event streams take them.
 func (e *Env) Quotas() session.Quotas {
 	q := e.Config.Quotas
 	return session.Quotas{ConcurrentSessions: q.ConcurrentSessions, CreatesPerMinute: q.CreatesPerMinute, StreamsPerSession: q.StreamsPerSession,
 		DailyBudgetUSD: e.Config.SessionLimits.MaxCostUSDPerDay}
 }
 
-// Limits are the configuration's session limits, as the session service
+// Limits are the configuration's session limits, as the session control
 // takes them.
 func (e *Env) Limits() registry.SessionLimits {
 	l := e.Config.SessionLimits

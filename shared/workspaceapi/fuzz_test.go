@@ -73,7 +73,7 @@ func FuzzRun(f *testing.F) {
 		st := &store{sess: session.Session{ID: sessionID, State: session.Working, TokenHashes: []string{hash},
 			Workspace: &registry.WorkspaceConfig{Enabled: true, Tools: []string{toolspec.Bash, toolspec.Read}}}}
 		now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-		h := &workspaceapi.Handlers{Sessions: session.NewService(session.Options{Store: st, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }}),
+		h := &workspaceapi.Handlers{Sessions: session.NewWorkspaceTools(session.WorkspaceToolsOptions{Store: st, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }}),
 			Log: slog.New(slog.DiscardHandler)}
 		req := httpapi.Request{Body: body, Headers: map[string]string{"authorization": "Bearer " + tok, "idempotency-key": idem},
 			PathParameters: map[string]string{"id": sessionID, "tool": tool}}

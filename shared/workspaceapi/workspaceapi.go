@@ -2,9 +2,9 @@
 // POST /api/remote_agents/{id}/workspace/tools/{tool} runs one of the agent's
 // workspace tools in its sandbox, under its policy. The handler
 // authenticates the session token, refuses a tool the session cannot run
-// before it reads the body, decodes, makes one call to the session service
-// (session.RunWorkspaceTool), and encodes: 200 with the result, or 202
-// pending with the request id to ask again with.
+// before it reads the body, decodes, makes one call to the workspace tools
+// (session.WorkspaceTools.RunWorkspaceTool), and encodes: 200 with the
+// result, or 202 pending with the request id to ask again with.
 package workspaceapi
 
 import (
@@ -17,9 +17,16 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
-// Handlers serve the route over a session service.
+// Tools authorizes the caller's token and runs a workspace tool in the
+// session's sandbox (session.WorkspaceTools).
+type Tools interface {
+	Authorize(ctx context.Context, id, tok string) (session.Session, error)
+	RunWorkspaceTool(ctx context.Context, sess session.Session, tool, requestID string, req session.WorkspaceToolRequest) (session.WorkspaceToolOutcome, error)
+}
+
+// Handlers serve the route over the workspace tools.
 type Handlers struct {
-	Sessions *session.Service
+	Sessions Tools
 	Log      *slog.Logger
 }
 

@@ -16,7 +16,7 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 	if err != nil {
 		return wiring.Function{}, err
 	}
-	svc := session.NewService(session.Options{
+	svc := session.NewCreator(session.CreatorOptions{
 		Store:           e.SessionStore(),
 		Quotas:          e.Quotas(),
 		Registry:        e.Registry(),
@@ -31,5 +31,5 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 		// Create validates task_context's URL with them.
 		GitInsecureHosts: e.Config.GitInsecureHosts,
 	})
-	return wiring.Pick("create", sessionapi.New(svc, e.Log).Routes(e.Config.AllowedOrigins))
+	return wiring.Pick("create", (&sessionapi.Handlers{Creator: svc, Log: e.Log}).Routes(e.Config.AllowedOrigins))
 }

@@ -14,7 +14,7 @@ import (
 // Build builds the embed function.
 func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 	h := &embedview.Handlers{
-		Sessions:       session.NewService(session.Options{Store: e.SessionStore(), Log: e.Log}),
+		Sessions:       session.Access{Store: e.SessionStore()},
 		AllowedOrigins: e.Config.AllowedOrigins,
 		UploadOrigin:   uploadOrigin(ctx, e),
 		Log:            e.Log,

@@ -13,7 +13,7 @@ import (
 // Build builds the events function.
 func Build(_ context.Context, e *wiring.Env) (wiring.Function, error) {
 	h := &eventsapi.Handlers{
-		Sessions:    session.NewService(session.Options{Store: e.SessionStore(), Quotas: e.Quotas(), Log: e.Log}),
+		Sessions:    session.NewStreams(session.StreamsOptions{Store: e.SessionStore(), Quotas: e.Quotas(), Log: e.Log}),
 		Store:       e.SessionStore(),
 		Log:         e.Log,
 		MaxDuration: e.Config.EventsMaxDuration,

@@ -16,6 +16,6 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 	if err != nil {
 		return wiring.Function{}, err
 	}
-	svc := session.NewService(session.Options{Store: e.SessionStore(), Jobs: jobs, Notifier: e.Notifier(), Log: e.Log})
-	return wiring.Pick("shutdown", sessionapi.New(svc, e.Log).Routes(e.Config.AllowedOrigins))
+	svc := session.NewControl(session.ControlOptions{Store: e.SessionStore(), Guardrails: e.Guardrails(), Jobs: jobs, Limits: e.Limits(), Notifier: e.Notifier(), Log: e.Log})
+	return wiring.Pick("shutdown", (&sessionapi.Handlers{Control: svc, Log: e.Log}).Routes(e.Config.AllowedOrigins))
 }

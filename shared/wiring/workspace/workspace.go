@@ -12,6 +12,6 @@ import (
 
 // Build builds the workspace function.
 func Build(_ context.Context, e *wiring.Env) (wiring.Function, error) {
-	svc := session.NewService(session.Options{Store: e.SessionStore(), ToolResults: e.ToolResults(), Notifier: e.Notifier(), Log: e.Log})
+	svc := session.NewWorkspaceTools(session.WorkspaceToolsOptions{Store: e.SessionStore(), ToolResults: e.ToolResults(), Notifier: e.Notifier(), Log: e.Log})
 	return wiring.Pick("workspace", (&workspaceapi.Handlers{Sessions: svc, Log: e.Log}).Routes(e.Config.AllowedOrigins))
 }

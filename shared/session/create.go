@@ -19,7 +19,6 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/appkey"
-	"github.com/remote-agents/remote-agents/shared/blob"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -66,17 +65,14 @@ type AgentTypes interface {
 	Resolve(ctx context.Context, tenant, id string) (registry.AgentType, error)
 }
 
-// Options configure a Service.
-type Options struct {
+// CreatorOptions configure a Creator.
+type CreatorOptions struct {
 	Store Store
 	// Quotas bound what one app (tenant) may hold or open; a zero part is
 	// no bound.
-	Quotas Quotas
-	// Limits are the platform's session limits (an agent type may lower
-	// them); a zero part is no bound.
-	Limits   registry.SessionLimits
+	Quotas   Quotas
 	Registry registry.Store
-	// AgentTypes resolves the agent type of a create (create only).
+	// AgentTypes resolves the agent type of a create.
 	AgentTypes AgentTypes
 	Guardrails guardrails.Source
 	Jobs       Publisher
@@ -88,47 +84,42 @@ type Options struct {
 	PublicBaseURL string
 	// DefaultFeatures are enabled for every session, on top of the request's.
 	DefaultFeatures Features
-	// Blob keeps what must not be in events (env values users submit).
-	Blob blob.Store
-	// Secrets keeps the env values users chose to persist for a configuration,
-	// encrypted at rest (ConfigurationEnvKey).
-	Secrets blob.Sealed
-	// Notifier, if set, pushes a wake to a session's sandbox whenever the
-	// platform adds to its inbox (see push.go); the inbox stays the durable
-	// record, which the sandbox also polls.
-	Notifier Notifier
-	// GitInsecureHosts are the hosts a workspace may clone from over plain
-	// http or git (config git_insecure_hosts); nil means loopback
-	// (sandboxwire.DefaultInsecureGitHosts).
+	// GitInsecureHosts are the hosts a task context's repository may be
+	// cloned from over plain http or git (config git_insecure_hosts); nil
+	// means loopback (sandboxwire.DefaultInsecureGitHosts).
 	GitInsecureHosts []string
-	// ToolResults keeps the results of workspace tool requests
-	// (workspacetool.go).
-	ToolResults ToolResults
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
-// Service runs the session operations.
-type Service struct {
-	o Options
+// Creator serves the create route: it authenticates apps and makes sessions.
+type Creator struct {
+	o CreatorOptions
 }
 
-// NewService returns a service with options o.
-func NewService(o Options) *Service { return &Service{o: o.withDefaults()} }
-
-// withDefaults fills in the clock and the logger.
-func (o Options) withDefaults() Options {
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
+// NewCreator returns a creator with options o.
+func NewCreator(o CreatorOptions) *Creator {
+	o.Now, o.Log = clock(o.Now), logger(o.Log)
 	if o.GitInsecureHosts == nil {
 		o.GitInsecureHosts = sandboxwire.DefaultInsecureGitHosts
 	}
-	o.Store = Pushing(o.Store, o.Notifier, o.Log)
-	return o
+	return &Creator{o: o}
+}
+
+// clock is now, or time.Now when nil.
+func clock(now func() time.Time) func() time.Time {
+	if now == nil {
+		return time.Now
+	}
+	return now
+}
+
+// logger is log, or slog.Default() when nil.
+func logger(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.Default()
+	}
+	return log
 }
 
 // CreateRequest is what an app asks for.
@@ -174,12 +165,12 @@ type Created struct {
 }
 
 // Authenticate returns the app key a bearer secret belongs to (appkey).
-func (s *Service) Authenticate(ctx context.Context, secret string) (registry.AppKey, error) {
+func (s *Creator) Authenticate(ctx context.Context, secret string) (registry.AppKey, error) {
 	return appkey.New(s.o.Registry).Authenticate(ctx, secret)
 }
 
 // Create makes a session and waits until it is ready or the creation timeout passes.
-func (s *Service) Create(ctx context.Context, app registry.AppKey, req CreateRequest) (Created, error) {
+func (s *Creator) Create(ctx context.Context, app registry.AppKey, req CreateRequest) (Created, error) {
 	if err := validateCreate(req); err != nil {
 		return Created{}, err
 	}
@@ -249,7 +240,7 @@ func (s *Service) Create(ctx context.Context, app registry.AppKey, req CreateReq
 
 // agentType is the agent type a new session is of: the request's, else the
 // persona's; nil when neither names one (no workspace).
-func (s *Service) agentType(ctx context.Context, app registry.AppKey, requested string, persona registry.Persona) (*registry.AgentType, error) {
+func (s *Creator) agentType(ctx context.Context, app registry.AppKey, requested string, persona registry.Persona) (*registry.AgentType, error) {
 	id := persona.AgentType
 	if requested != "" {
 		id = requested
@@ -271,7 +262,7 @@ func (s *Service) agentType(ctx context.Context, app registry.AppKey, requested 
 // Idempotency-Key, returns the session that key created with a new token for it.
 // A new session copies typ's workspace configuration: a later change of the
 // type is not its.
-func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req CreateRequest, doc guardrails.Doc, typ *registry.AgentType) (Session, string, error) {
+func (s *Creator) startOrResume(ctx context.Context, app registry.AppKey, req CreateRequest, doc guardrails.Doc, typ *registry.AgentType) (Session, string, error) {
 	now := s.o.Now().UTC()
 	var rec *IdempotencyRecord
 	if req.IdempotencyKey != "" {
@@ -346,7 +337,7 @@ func (s *Service) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 }
 
 // resume returns the session an idempotency record points at, with a new token.
-func (s *Service) resume(ctx context.Context, rec *IdempotencyRecord) (Session, string, bool, error) {
+func (s *Creator) resume(ctx context.Context, rec *IdempotencyRecord) (Session, string, bool, error) {
 	prev, err := s.o.Store.Idempotency(ctx, rec.Key)
 	if errors.Is(err, ErrNotFound) {
 		return Session{}, "", false, nil
@@ -386,7 +377,7 @@ func (s *Service) resume(ctx context.Context, rec *IdempotencyRecord) (Session, 
 
 // waitReady polls the session until it is running, has failed, or the creation
 // timeout passes.
-func (s *Service) waitReady(ctx context.Context, id string) (Session, error) {
+func (s *Creator) waitReady(ctx context.Context, id string) (Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.o.CreationTimeout)
 	defer cancel()
 	// Tight at first (a warm sandbox is ready within tens of milliseconds),
@@ -426,144 +417,13 @@ func (s *Service) waitReady(ctx context.Context, id string) (Session, error) {
 	}
 }
 
-// AliveStatus answers the alive route.
-type AliveStatus struct {
-	AgentID           string `json:"agent_id"`
-	Alive             bool   `json:"alive"`
-	State             string `json:"state"`
-	GuardrailsVersion string `json:"guardrails_version"`
-	GuardrailsStale   bool   `json:"guardrails_stale"`
-	// Usage is what the agent's model calls used so far, as the platform's
-	// model gateway metered them.
-	Usage Usage `json:"usage"`
-	// Workspace is how its workspace was provisioned, once it was ready
-	// (as create answered it); absent while provisioning.
-	Workspace *sandboxwire.WorkspaceStatus `json:"workspace,omitempty"`
-	// FromPool says whether its sandbox came from its type's warm pool.
-	FromPool bool `json:"from_pool"`
-	// Limits are the session's limits (0: none), and Remaining what it has
-	// left of them.
-	Limits    registry.SessionLimits `json:"limits"`
-	Remaining Remaining              `json:"remaining"`
-}
-
-// Alive reports whether a session is still active, that is not ended: a
-// provisioning or ending agent is alive, and State says which.
-func (s *Service) Alive(ctx context.Context, id, tok string) (AliveStatus, error) {
-	if tok == "" {
-		return AliveStatus{}, apierror.New(apierror.MissingToken, "A session token is required.")
-	}
-	unknown := AliveStatus{AgentID: id, Alive: false, State: "unknown"}
-	if !sessionID.MatchString(id) {
-		return unknown, nil
-	}
-	sess, err := s.o.Store.Get(ctx, id)
-	if errors.Is(err, ErrNotFound) {
-		return unknown, nil
-	}
-	if err != nil {
-		return AliveStatus{}, err
-	}
-	if err := checkToken(sess, tok, s.o.Now()); err != nil {
-		return AliveStatus{}, err
-	}
-	if sess.Lost(s.o.Now()) {
-		lost, err := s.Transition(ctx, id, Change{From: Running, To: Ended, Reason: ReasonLost})
-		switch {
-		case err == nil:
-			sess = lost
-			// Whatever is left of the silent sandbox is stopped for good.
-			if err := s.o.Jobs.Publish(ctx, jobqueue.Message{Type: jobqueue.SessionStop, SessionID: id, Generation: sess.Generation}, 0); err != nil {
-				s.o.Log.WarnContext(ctx, "publish session.stop for lost session", slog.String("session_id", id), slog.String("error", err.Error()))
-			}
-		case !errors.Is(err, ErrConflict):
-			return AliveStatus{}, err
-		}
-	}
-	current := ""
-	if doc, err := guardrails.Load(ctx, s.o.Guardrails); err == nil {
-		current = doc.Hash
-	}
-	var ws *sandboxwire.WorkspaceStatus
-	if !sess.ReadyAt.IsZero() {
-		st := workspaceStatus(sess)
-		ws = &st
-	}
-	limits := EffectiveLimits(s.o.Limits, sess)
-	return AliveStatus{
-		Workspace:         ws,
-		AgentID:           id,
-		Alive:             slices.Contains(Live, sess.State) && !sess.Lost(s.o.Now()), // not ended (the spec)
-		State:             string(sess.State),
-		GuardrailsVersion: sess.GuardrailsHash,
-		GuardrailsStale:   sess.GuardrailsHash != "" && sess.GuardrailsHash != current,
-		Usage:             sess.Usage(),
-		FromPool:          sess.PoolSandbox != "",
-		Limits:            limits,
-		Remaining:         RemainingOf(limits, sess, s.o.Now()),
-	}, nil
-}
-
-// ShutdownStatus answers the shutdown route.
-type ShutdownStatus struct {
-	AgentID string `json:"agent_id"`
-	Status  string `json:"status"`
-}
-
-// Shutdown statuses.
-const (
-	ShutdownInitiated  = "shutdown_initiated"
-	AlreadyTerminated  = "already_terminated"
-	maxShutdownRetries = 3
-)
-
-// Shutdown asks a session's sandbox to stop: the session moves to ending (which its
-// inbox reports as stop), and session.stop, after StopGrace, stops it for good.
-// A shutdown of an ending session queues session.stop again (it is idempotent),
-// so that a shutdown whose stop could not be queued is finished by a retry.
-func (s *Service) Shutdown(ctx context.Context, id, tok string) (ShutdownStatus, error) {
-	for range maxShutdownRetries {
-		sess, err := s.authorize(ctx, id, tok)
-		if err != nil {
-			return ShutdownStatus{}, err
-		}
-		switch {
-		case sess.State.Terminal():
-			return ShutdownStatus{AgentID: id, Status: AlreadyTerminated}, nil
-		case sess.State != Ending:
-			_, err = s.o.Store.Transition(ctx, id, Change{From: []State{Provisioning, Ready, Working, Idle}, To: Ending, Reason: ReasonShutdown})
-			if errors.Is(err, ErrConflict) {
-				continue // it moved meanwhile: look again
-			}
-			if err != nil {
-				return ShutdownStatus{}, err
-			}
-		}
-		if err := s.o.Jobs.Publish(ctx, jobqueue.Message{Type: jobqueue.SessionStop, SessionID: id, Generation: sess.Generation}, StopGrace); err != nil {
-			s.o.Log.WarnContext(ctx, "publish session.stop", slog.String("session_id", id), slog.String("error", err.Error()))
-			return ShutdownStatus{}, &apierror.Error{
-				Code:       apierror.ServiceUnavailable,
-				Message:    "The agent is ending, but its stop could not be queued; retry the shutdown.",
-				RetryAfter: apierror.UnavailableRetryAfter,
-			}
-		}
-		return ShutdownStatus{AgentID: id, Status: ShutdownInitiated}, nil
-	}
-	return ShutdownStatus{}, &apierror.Error{Code: apierror.ServiceUnavailable, Message: "The agent is changing state; try again.", RetryAfter: 1}
-}
-
-// Transition applies a change to a session (for the worker and sandbox channel).
-func (s *Service) Transition(ctx context.Context, id string, c Change) (Session, error) {
-	return s.o.Store.Transition(ctx, id, c)
-}
-
-func (s *Service) fail(ctx context.Context, id string, gen int, reason Reason) {
+func (s *Creator) fail(ctx context.Context, id string, gen int, reason Reason) {
 	if _, err := s.o.Store.Transition(ctx, id, Change{From: Live, To: Failed, Generation: gen, Reason: reason}); err != nil {
 		s.o.Log.WarnContext(ctx, "mark session failed", slog.String("session_id", id), slog.String("error", err.Error()))
 	}
 }
 
-func (s *Service) embedURL(id, tok string) string {
+func (s *Creator) embedURL(id, tok string) string {
 	return strings.TrimRight(s.o.PublicBaseURL, "/") + "/embed/" + id + "?token=" + url.QueryEscape(tok)
 }
 

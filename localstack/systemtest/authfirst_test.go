@@ -61,9 +61,15 @@ func (s *stack) storedAgent(t testing.TB) (string, string, string) {
 	sb, sbHash := token.New(token.Sandbox)
 	now := time.Now().UTC()
 	sess := session.Session{
-		ID: uuid.NewString(), PersonaSlug: "assistant", ProjectName: "demo",
-		InitialPrompt: "Hello", State: session.Ready, Generation: 1, TokenHashes: []string{tokHash}, SandboxTokenHash: sbHash,
-		TmuxSessionName: "ra-outage", CreatedAt: now, UpdatedAt: now, ReadyAt: now, HeartbeatAt: now,
+		ID: uuid.NewString(), Blueprint: session.Blueprint{
+			PersonaSlug:     "assistant",
+			ProjectName:     "demo",
+			InitialPrompt:   "Hello",
+			TmuxSessionName: "ra-outage",
+		},
+
+		State: session.Ready, Generation: 1, TokenHashes: []string{tokHash}, SandboxTokenHash: sbHash,
+		CreatedAt: now, UpdatedAt: now, ReadyAt: now, HeartbeatAt: now,
 	}
 	if err := s.srv.Env.SessionStore().Create(t.Context(), sess, nil); err != nil {
 		t.Fatal(err)

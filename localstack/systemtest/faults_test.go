@@ -70,8 +70,14 @@ func faultProvisioning(t *testing.T, s *stack) (string, string) {
 	tok, hash := token.New(token.Session)
 	now := time.Now().UTC()
 	if err := s.srv.Env.SessionStore().Create(t.Context(), session.Session{
-		ID: id, ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "Hello", State: session.Provisioning,
-		Generation: 1, TokenHashes: []string{hash}, TmuxSessionName: "ra-" + id[:8], CreatedAt: now, UpdatedAt: now,
+		ID: id, Blueprint: session.Blueprint{
+			ProjectName:     "demo",
+			PersonaSlug:     "assistant",
+			InitialPrompt:   "Hello",
+			TmuxSessionName: "ra-" + id[:8],
+		},
+		State:      session.Provisioning,
+		Generation: 1, TokenHashes: []string{hash}, CreatedAt: now, UpdatedAt: now,
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -946,8 +952,14 @@ func TestFaultDuplicateAndOutOfOrderTaskEvents(t *testing.T) {
 	stored := func(state session.State, gen int) string {
 		id := uuid.NewString()
 		now := time.Now().UTC()
-		if err := store.Create(t.Context(), session.Session{ID: id, ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "Hello",
-			State: state, Generation: gen, TmuxSessionName: "ra-" + id[:8], CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}, nil); err != nil {
+		if err := store.Create(t.Context(), session.Session{ID: id, Blueprint: session.Blueprint{
+			ProjectName:     "demo",
+			PersonaSlug:     "assistant",
+			InitialPrompt:   "Hello",
+			TmuxSessionName: "ra-" + id[:8],
+		},
+
+			State: state, Generation: gen, CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}, nil); err != nil {
 			t.Fatal(err)
 		}
 		return id

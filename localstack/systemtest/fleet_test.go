@@ -35,7 +35,11 @@ func (s *stack) putSessions(t testing.TB, tenant string, n int, base time.Time, 
 		ids[n-1-i] = id
 		at := base.Add(time.Duration(i) * time.Millisecond)
 		sess := session.Session{
-			ID: id, ProjectName: "demo", PersonaSlug: "assistant", Tenant: tenant, AppKeyID: "dev",
+			ID: id, Blueprint: session.Blueprint{
+				ProjectName: "demo",
+				PersonaSlug: "assistant",
+			},
+			Tenant: tenant, AppKeyID: "dev",
 			State: session.Ended, Reason: session.ReasonShutdown,
 			Generation: 1, CreatedAt: at, UpdatedAt: at, EndedAt: at.Add(time.Second),
 		}

@@ -76,8 +76,14 @@ func TestLaunchTakenOverAfterALostClaimBecomesReady(t *testing.T) {
 	now := time.Now().UTC()
 	_, sessionHash := token.New(token.Session)
 	if err := store.Create(t.Context(), session.Session{
-		ID: id, ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "Hello", State: session.Provisioning,
-		Generation: 1, TokenHashes: []string{sessionHash}, TmuxSessionName: "ra-" + id[:8], CreatedAt: now, UpdatedAt: now,
+		ID: id, Blueprint: session.Blueprint{
+			ProjectName:     "demo",
+			PersonaSlug:     "assistant",
+			InitialPrompt:   "Hello",
+			TmuxSessionName: "ra-" + id[:8],
+		},
+		State:      session.Provisioning,
+		Generation: 1, TokenHashes: []string{sessionHash}, CreatedAt: now, UpdatedAt: now,
 	}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -263,11 +263,20 @@ func provisioningSession(t *testing.T, s *stack, tenant string, typ registry.Age
 		t.Fatal(err)
 	}
 	sess := session.Session{
-		ID: id, ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "Hello", Tenant: tenant,
-		DueAt: now.Add(session.ProvisioningLimit),
-		State: session.Provisioning, Generation: 1, TokenHashes: []string{hash}, GuardrailsHash: doc.Hash,
-		TmuxSessionName: "ra-" + id[:8], CreatedAt: now, UpdatedAt: now,
-		AgentType: typ.ID, Workspace: &typ.Workspace, AgentTypeOwner: typ.Tenant,
+		ID: id, Blueprint: session.Blueprint{
+			ProjectName:     "demo",
+			PersonaSlug:     "assistant",
+			InitialPrompt:   "Hello",
+			GuardrailsHash:  doc.Hash,
+			TmuxSessionName: "ra-" + id[:8],
+			AgentType:       typ.ID,
+			Workspace:       &typ.Workspace,
+			AgentTypeOwner:  typ.Tenant,
+		},
+		Tenant: tenant,
+		DueAt:  now.Add(session.ProvisioningLimit),
+		State:  session.Provisioning, Generation: 1, TokenHashes: []string{hash},
+		CreatedAt: now, UpdatedAt: now,
 	}
 	if err := s.srv.Env.SessionStore().Create(t.Context(), sess, nil); err != nil {
 		t.Fatal(err)

@@ -133,9 +133,15 @@ func (s *stack) secEnded(t *testing.T, ago time.Duration) (string, string, strin
 	sb, sbHash := token.New(token.Sandbox)
 	ended := time.Now().UTC().Add(-ago)
 	sess := session.Session{
-		ID: uuid.NewString(), PersonaSlug: "assistant", ProjectName: "demo", Tenant: "dev", InitialPrompt: "Hello",
-		State: session.Ended, Reason: session.ReasonShutdown, Generation: 1, TokenHashes: []string{tokHash}, SandboxTokenHash: sbHash,
-		TmuxSessionName: "ra-expired", CreatedAt: ended.Add(-time.Minute), UpdatedAt: ended, ReadyAt: ended.Add(-time.Minute), EndedAt: ended,
+		ID: uuid.NewString(), Blueprint: session.Blueprint{
+			PersonaSlug:     "assistant",
+			ProjectName:     "demo",
+			InitialPrompt:   "Hello",
+			TmuxSessionName: "ra-expired",
+		},
+		Tenant: "dev",
+		State:  session.Ended, Reason: session.ReasonShutdown, Generation: 1, TokenHashes: []string{tokHash}, SandboxTokenHash: sbHash,
+		CreatedAt: ended.Add(-time.Minute), UpdatedAt: ended, ReadyAt: ended.Add(-time.Minute), EndedAt: ended,
 	}
 	if err := s.srv.Env.SessionStore().Create(t.Context(), sess, nil); err != nil {
 		t.Fatal(err)

@@ -145,8 +145,14 @@ func TestSetupSessionsChangeOnlyTheirTenantsConfiguration(t *testing.T) {
 	tok, hash := token.New(token.Sandbox)
 	now := time.Now().UTC()
 	stray := session.Session{
-		ID: uuid.NewString(), PersonaSlug: "assistant", SessionType: "setup", ConfigurationID: "demo-web", Tenant: "stray",
-		State: session.Ready, Generation: 1, SandboxTokenHash: hash, TmuxSessionName: "ra-stray", CreatedAt: now, UpdatedAt: now,
+		ID: uuid.NewString(), Blueprint: session.Blueprint{
+			PersonaSlug:     "assistant",
+			SessionType:     "setup",
+			ConfigurationID: "demo-web",
+			TmuxSessionName: "ra-stray",
+		},
+		Tenant: "stray",
+		State:  session.Ready, Generation: 1, SandboxTokenHash: hash, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := s.srv.Env.SessionStore().Create(t.Context(), stray, nil); err != nil {
 		t.Fatal(err)
@@ -210,8 +216,13 @@ func TestRunsAreScopedByTenant(t *testing.T) {
 	tok, hash := token.New(token.Sandbox)
 	now := time.Now().UTC()
 	legacy := session.Session{
-		ID: uuid.NewString(), PersonaSlug: "assistant", ClientType: "automation",
-		State: session.Ready, Generation: 1, SandboxTokenHash: hash, TmuxSessionName: "ra-legacy", CreatedAt: now, UpdatedAt: now,
+		ID: uuid.NewString(), Blueprint: session.Blueprint{
+			PersonaSlug:     "assistant",
+			ClientType:      "automation",
+			TmuxSessionName: "ra-legacy",
+		},
+
+		State: session.Ready, Generation: 1, SandboxTokenHash: hash, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := s.srv.Env.SessionStore().Create(t.Context(), legacy, nil); err != nil {
 		t.Fatal(err)

@@ -70,7 +70,11 @@ func newWorld(t *testing.T) *world {
 func (w *world) add(t *testing.T, id, tenant string, state session.State, age time.Duration) (session.Session, string) {
 	t.Helper()
 	tok, hash := token.New(token.Session)
-	s := session.Session{ID: id, Tenant: tenant, PersonaSlug: "dev", ProjectName: "p", State: state, Generation: 1,
+	s := session.Session{ID: id, Tenant: tenant, Blueprint: session.Blueprint{
+		PersonaSlug: "dev",
+		ProjectName: "p",
+	},
+		State: state, Generation: 1,
 		TokenHashes: []string{hash}, CreatedAt: w.now.Add(-age), UpdatedAt: w.now.Add(-age), HeartbeatAt: w.now}
 	if err := w.store.Create(t.Context(), s, nil); err != nil {
 		t.Fatal(err)

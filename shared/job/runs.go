@@ -46,13 +46,15 @@ func (s *Service) Prepare(ctx context.Context, id string) (sessionID string, run
 	if errors.Is(err, session.ErrNotFound) {
 		now := s.o.Now().UTC()
 		sess := session.Session{
-			ID:              j.SessionID,
-			JobID:           j.ID,
-			State:           session.Provisioning,
-			Generation:      1,
-			TmuxSessionName: "ra-job-" + j.ID[:8],
-			CreatedAt:       now,
-			UpdatedAt:       now,
+			ID: j.SessionID,
+			Blueprint: session.Blueprint{
+				JobID:           j.ID,
+				TmuxSessionName: "ra-job-" + j.ID[:8],
+			},
+			State:      session.Provisioning,
+			Generation: 1,
+			CreatedAt:  now,
+			UpdatedAt:  now,
 		}
 		if err = s.o.Sessions.Create(ctx, sess, nil); err != nil {
 			if _, gerr := s.o.Sessions.Get(ctx, sess.ID); gerr == nil {

@@ -279,7 +279,7 @@ func TestReplenishFillsAndRetires(t *testing.T) {
 	})
 	t.Run("a claimed sandbox is never retired nor counted", func(t *testing.T) {
 		ws := (*f.types)[0].Workspace
-		sess := session.Session{ID: "s1", Generation: 1, AgentType: "warm", AgentTypeOwner: "t1", Workspace: &ws}
+		sess := session.Session{ID: "s1", Generation: 1, Blueprint: session.Blueprint{AgentType: "warm", AgentTypeOwner: "t1", Workspace: &ws}}
 		if done, err := f.svc.Claim(t.Context(), sess); err != nil || !done {
 			t.Fatalf("claim: %v %v", done, err)
 		}
@@ -322,10 +322,10 @@ func TestClaimMatchesTypeVersionAndImage(t *testing.T) {
 		want bool
 	}{
 		{"no type", session.Session{ID: "a", Generation: 1}, false},
-		{"another configuration", session.Session{ID: "b", Generation: 1, AgentType: "warm", AgentTypeOwner: "t1", Workspace: &other}, false},
-		{"another owner", session.Session{ID: "c", Generation: 1, AgentType: "warm", AgentTypeOwner: "t2", Workspace: &ws}, false},
-		{"its own", session.Session{ID: "d", Generation: 1, AgentType: "warm", AgentTypeOwner: "t1", Workspace: &ws}, true},
-		{"the pool is empty", session.Session{ID: "e", Generation: 1, AgentType: "warm", AgentTypeOwner: "t1", Workspace: &ws}, false},
+		{"another configuration", session.Session{ID: "b", Generation: 1, Blueprint: session.Blueprint{AgentType: "warm", AgentTypeOwner: "t1", Workspace: &other}}, false},
+		{"another owner", session.Session{ID: "c", Generation: 1, Blueprint: session.Blueprint{AgentType: "warm", AgentTypeOwner: "t2", Workspace: &ws}}, false},
+		{"its own", session.Session{ID: "d", Generation: 1, Blueprint: session.Blueprint{AgentType: "warm", AgentTypeOwner: "t1", Workspace: &ws}}, true},
+		{"the pool is empty", session.Session{ID: "e", Generation: 1, Blueprint: session.Blueprint{AgentType: "warm", AgentTypeOwner: "t1", Workspace: &ws}}, false},
 	}
 	for _, c := range cases {
 		if c.name == "another configuration" {

@@ -68,7 +68,7 @@ func setup(t *testing.T) (*queueworker.Worker, *dynamo.Sessions, *countingLaunch
 func provisioning(t *testing.T, store *dynamo.Sessions, id string) {
 	t.Helper()
 	now := time.Now().UTC()
-	if err := store.Create(t.Context(), session.Session{ID: id, State: session.Provisioning, Generation: 1, TmuxSessionName: "ra-x", CreatedAt: now, UpdatedAt: now}, nil); err != nil {
+	if err := store.Create(t.Context(), session.Session{ID: id, State: session.Provisioning, Generation: 1, Blueprint: session.Blueprint{TmuxSessionName: "ra-x"}, CreatedAt: now, UpdatedAt: now}, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -307,8 +307,13 @@ func TestLaunchCarriesTheTypesSize(t *testing.T) {
 	t.Parallel()
 	w, store, l, _ := setup(t)
 	now := time.Now().UTC()
-	typed := session.Session{ID: "typed", State: session.Provisioning, Generation: 1, TmuxSessionName: "ra-x", CreatedAt: now, UpdatedAt: now,
-		AgentType: "big", Workspace: &registry.WorkspaceConfig{Enabled: true, ResourceLimits: registry.ResourceLimits{CPU: "2", Memory: "8G", Disk: "50G"}}}
+	typed := session.Session{ID: "typed", State: session.Provisioning, Generation: 1, Blueprint: session.Blueprint{
+		TmuxSessionName: "ra-x",
+		AgentType:       "big",
+		Workspace:       &registry.WorkspaceConfig{Enabled: true, ResourceLimits: registry.ResourceLimits{CPU: "2", Memory: "8G", Disk: "50G"}},
+	},
+		CreatedAt: now, UpdatedAt: now,
+	}
 	if err := store.Create(t.Context(), typed, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +395,7 @@ func TestJobSandboxIsSizedForItsMemory(t *testing.T) {
 	want := tasksize.ForMemory(3000)
 	w.Jobs = sizedJobs{size: want}
 	now := time.Now().UTC()
-	if err := store.Create(t.Context(), session.Session{ID: "job-sess", JobID: "j1", State: session.Provisioning, Generation: 1, TmuxSessionName: "ra-x", CreatedAt: now, UpdatedAt: now}, nil); err != nil {
+	if err := store.Create(t.Context(), session.Session{ID: "job-sess", Blueprint: session.Blueprint{JobID: "j1", TmuxSessionName: "ra-x"}, State: session.Provisioning, Generation: 1, CreatedAt: now, UpdatedAt: now}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Do(t.Context(), jobqueue.Message{Type: jobqueue.SessionStart, SessionID: "job-sess", Generation: 1}); err != nil {

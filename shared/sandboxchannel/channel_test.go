@@ -98,8 +98,13 @@ func (c *channel) add(t *testing.T, state session.State) (session.Session, strin
 	t.Helper()
 	tok, hash := token.New(token.Sandbox)
 	s := session.Session{
-		ID: uuid.NewString(), PersonaSlug: "helper", InitialPrompt: "Hello", State: state, Generation: 1,
-		SandboxTokenHash: hash, TmuxSessionName: "ra-test", CreatedAt: c.now, UpdatedAt: c.now,
+		ID: uuid.NewString(), Blueprint: session.Blueprint{
+			PersonaSlug:     "helper",
+			InitialPrompt:   "Hello",
+			TmuxSessionName: "ra-test",
+		},
+		State: state, Generation: 1,
+		SandboxTokenHash: hash, CreatedAt: c.now, UpdatedAt: c.now,
 	}
 	if err := c.store.Create(t.Context(), s, nil); err != nil {
 		t.Fatal(err)
@@ -552,8 +557,13 @@ func putTo(t *testing.T, up sandboxwire.Upload, body string) int {
 func (c *channel) launched(t *testing.T, expires time.Time) (session.Session, string) {
 	t.Helper()
 	s := session.Session{
-		ID: uuid.NewString(), PersonaSlug: "helper", InitialPrompt: "Hello", State: session.Provisioning, Generation: 1,
-		TmuxSessionName: "ra-test", CreatedAt: c.now, UpdatedAt: c.now,
+		ID: uuid.NewString(), Blueprint: session.Blueprint{
+			PersonaSlug:     "helper",
+			InitialPrompt:   "Hello",
+			TmuxSessionName: "ra-test",
+		},
+		State: session.Provisioning, Generation: 1,
+		CreatedAt: c.now, UpdatedAt: c.now,
 	}
 	if err := c.store.Create(t.Context(), s, nil); err != nil {
 		t.Fatal(err)
@@ -681,9 +691,14 @@ func TestChannelSpecCarriesTheTypesTools(t *testing.T) {
 	} {
 		tok, hash := token.New(token.Sandbox)
 		s := session.Session{
-			ID: uuid.NewString(), PersonaSlug: "helper", InitialPrompt: "Hello", State: session.Provisioning, Generation: 1,
-			SandboxTokenHash: hash, TmuxSessionName: "ra-test", CreatedAt: c.now, UpdatedAt: c.now,
-			Workspace: tt.workspace,
+			ID: uuid.NewString(), Blueprint: session.Blueprint{
+				PersonaSlug:     "helper",
+				InitialPrompt:   "Hello",
+				TmuxSessionName: "ra-test",
+				Workspace:       tt.workspace,
+			},
+			State: session.Provisioning, Generation: 1,
+			SandboxTokenHash: hash, CreatedAt: c.now, UpdatedAt: c.now,
 		}
 		if tt.workspace != nil {
 			s.AgentType = "typed"

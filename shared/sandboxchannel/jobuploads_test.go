@@ -19,8 +19,12 @@ func TestChannelJobUploads(t *testing.T) {
 	c := newChannel(t, session.Working)
 	tok, hash := token.New(token.Sandbox)
 	jobID := uuid.NewString()
-	sess := session.Session{ID: uuid.NewString(), JobID: jobID, State: session.Working, Generation: 1, SandboxTokenHash: hash,
-		TmuxSessionName: "ra-job", CreatedAt: c.now, UpdatedAt: c.now}
+	sess := session.Session{ID: uuid.NewString(), Blueprint: session.Blueprint{
+		JobID:           jobID,
+		TmuxSessionName: "ra-job",
+	},
+		State: session.Working, Generation: 1, SandboxTokenHash: hash,
+		CreatedAt: c.now, UpdatedAt: c.now}
 	if err := c.store.Create(t.Context(), sess, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,10 @@ func TestHeartbeatEndsASessionOverALimit(t *testing.T) {
 			store.Now = func() time.Time { return now }
 			tok, hash := token.New(token.Sandbox)
 			sess := session.Session{ID: "0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5b6a", State: session.Idle, Generation: 1, SandboxTokenHash: hash,
-				AppLimits: tt.app, CreatedAt: created, ReadyAt: created, UpdatedAt: created}
+				Blueprint: session.Blueprint{
+					AppLimits: tt.app,
+				},
+				CreatedAt: created, ReadyAt: created, UpdatedAt: created}
 			if tt.typ != nil {
 				sess.AgentType, sess.Workspace = "limited", &registry.WorkspaceConfig{SessionLimits: tt.typ}
 			}

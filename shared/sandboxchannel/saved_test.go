@@ -44,8 +44,14 @@ func TestSpecCarriesTheSavedConfiguration(t *testing.T) {
 	spec := func(cfgID string, w *registry.WorkspaceConfig) sandboxwire.Spec {
 		t.Helper()
 		tok, hash := token.New(token.Sandbox)
-		s := session.Session{ID: uuid.NewString(), Tenant: "t1", PersonaSlug: "helper", InitialPrompt: "Hi", State: session.Provisioning, Generation: 1,
-			SandboxTokenHash: hash, ConfigurationID: cfgID, Workspace: w, CreatedAt: c.now, UpdatedAt: c.now}
+		s := session.Session{ID: uuid.NewString(), Tenant: "t1", Blueprint: session.Blueprint{
+			PersonaSlug:     "helper",
+			InitialPrompt:   "Hi",
+			ConfigurationID: cfgID,
+			Workspace:       w,
+		},
+			State: session.Provisioning, Generation: 1,
+			SandboxTokenHash: hash, CreatedAt: c.now, UpdatedAt: c.now}
 		if err := c.store.Create(ctx, s, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -96,8 +96,14 @@ func (e *envStack) addFor(t *testing.T, ten string, state session.State, cfg str
 	sbx, sbxHash := token.New(token.Sandbox)
 	now := time.Now().UTC()
 	s := session.Session{
-		ID: uuid.NewString(), PersonaSlug: "helper", InitialPrompt: "Hello", State: state, Generation: 1,
-		TokenHashes: []string{hash}, SandboxTokenHash: sbxHash, TmuxSessionName: "ra-test", ConfigurationID: cfg, Tenant: ten,
+		ID: uuid.NewString(), Blueprint: session.Blueprint{
+			PersonaSlug:     "helper",
+			InitialPrompt:   "Hello",
+			TmuxSessionName: "ra-test",
+			ConfigurationID: cfg,
+		},
+		State: state, Generation: 1,
+		TokenHashes: []string{hash}, SandboxTokenHash: sbxHash, Tenant: ten,
 		CreatedAt: now, UpdatedAt: now,
 	}
 	if err := e.store.Create(t.Context(), s, nil); err != nil {

@@ -13,8 +13,10 @@ import (
 func TestEffectiveLimitsTakeTheLowestOfEachPart(t *testing.T) {
 	platform := registry.SessionLimits{MaxSessionSeconds: 86400, IdleTimeoutSeconds: 3600}
 	sess := session.Session{
-		Workspace: &registry.WorkspaceConfig{SessionLimits: &registry.SessionLimits{IdleTimeoutSeconds: 600, MaxTokens: 5000}},
-		AppLimits: &registry.SessionLimits{MaxSessionSeconds: 7200, MaxTokens: 9000, MaxCostUSD: 2.5},
+		Blueprint: session.Blueprint{
+			Workspace: &registry.WorkspaceConfig{SessionLimits: &registry.SessionLimits{IdleTimeoutSeconds: 600, MaxTokens: 5000}},
+			AppLimits: &registry.SessionLimits{MaxSessionSeconds: 7200, MaxTokens: 9000, MaxCostUSD: 2.5},
+		},
 	}
 	want := registry.SessionLimits{MaxSessionSeconds: 7200, IdleTimeoutSeconds: 600, MaxTokens: 5000, MaxCostUSD: 2.5}
 	if got := session.EffectiveLimits(platform, sess); got != want {

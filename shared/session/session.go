@@ -95,15 +95,65 @@ type Features = sandboxwire.Features
 // toward its live sessions while it is live; it leaves the table Retention
 // after it ended.
 type Session struct {
-	ID            string
+	ID       string
+	AppKeyID string
+	// Tenant is the app key's tenant: the session uses its projects, personas
+	// and configurations, and its automation runs are that tenant's.
+	Tenant string
+	// Blueprint is what the session was created as: fixed for its life.
+	Blueprint
+	State  State
+	Reason Reason
+	// Generation counts launches; a sandbox acts only for its own generation.
+	Generation int
+	// TokenHashes are the hashes of the session's tokens (never the tokens).
+	TokenHashes []string
+	// SandboxTokenHash is the hash of the current sandbox's token, set when
+	// the sandbox spends its bootstrap code (RedeemBootstrap).
+	SandboxTokenHash string
+	// Launch is the current sandbox: how it was launched, and how it is
+	// reached.
+	Launch
+	// WorkspaceStatus is how provisioning went, as ready reported it.
+	WorkspaceStatus *sandboxwire.WorkspaceStatus
+	// SnapshotKey is the object key of the session's last saved snapshot.
+	SnapshotKey string
+	// ServedGuardrailsHash is the hash of the guardrails the sandbox was last
+	// served (its spec); ready must report exactly it.
+	ServedGuardrailsHash string
+	// Streams are the session's open event streams: id → when the entry
+	// lapses, should its stream never say it closed.
+	Streams map[string]time.Time
+	// Meter is what its model calls used (see Usage).
+	Meter
+
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	PromptInjectedAt time.Time
+	ReadyAt          time.Time
+	// DueAt, for a live session the sweep watches, is when it must next
+	// show life (a heartbeat, leaving provisioning or ending); the stores
+	// keep it (DueAfter, EndingLimit) and clear it when the session ends. A
+	// session created without one is not watched.
+	DueAt time.Time
+	// RateLimitedAt is when a model provider last limited (or nearly
+	// limited) the session's calls, as the model gateway saw it.
+	RateLimitedAt time.Time
+	// LastActivityAt is when the session last did something (an event, a
+	// model call, a busy heartbeat): what the idle timeout counts from.
+	LastActivityAt time.Time
+	HeartbeatAt    time.Time
+	EndedAt        time.Time
+}
+
+// Blueprint is what a session was created as: the request, with what
+// create resolved for it (its agent type's workspace, its app's limits, the
+// guardrails it was primed with). Nothing changes it after create.
+type Blueprint struct {
 	ProjectName   string // omitted when empty: a GSI key cannot be ""
 	PersonaSlug   string
 	InitialPrompt string
 	Features      Features
-	AppKeyID      string
-	// Tenant is the app key's tenant: the session uses its projects, personas
-	// and configurations, and its automation runs are that tenant's.
-	Tenant string
 	// SessionType is "coding" (default) or "setup"; ClientType "automation" marks
 	// an automation run. With ConfigurationID and SystemPrompt they select the
 	// agent's mode prompt and its tools (see package prompts and toolspec).
@@ -117,63 +167,22 @@ type Session struct {
 	// becomes. nil: no agent type, no workspace.
 	AgentType string
 	Workspace *registry.WorkspaceConfig
-	// AppLimits are the session limits of the app key that created it, as
-	// they were then (nil: none).
-	AppLimits *registry.SessionLimits
 	// AgentTypeOwner owns the agent type: the tenant, or registry.Platform
 	// (whose warm pool the session claims from).
 	AgentTypeOwner string
+	// AppLimits are the session limits of the app key that created it, as
+	// they were then (nil: none).
+	AppLimits *registry.SessionLimits
 	// TaskContext is the task create named (validated; its URL without
 	// credentials): the workspace's repository and branch, if the type's
 	// repo_source is task_context, and the agent's workspace metadata.
 	TaskContext *sandboxwire.TaskContext
-	// WorkspaceStatus is how provisioning went, as ready reported it.
-	WorkspaceStatus *sandboxwire.WorkspaceStatus
-	// SnapshotKey is the object key of the session's last saved snapshot.
-	SnapshotKey string
-	State       State
-	Reason      Reason
-	// Generation counts launches; a sandbox acts only for its own generation.
-	Generation int
-	// TokenHashes are the hashes of the session's tokens (never the tokens).
-	TokenHashes []string
-	// SandboxTokenHash is the hash of the current sandbox's token, set when
-	// the sandbox spends its bootstrap code (RedeemBootstrap).
-	SandboxTokenHash string
-	// Launch is the current sandbox: how it was launched, and how it is
-	// reached.
-	Launch
-	// GuardrailsHash is the SHA-256 of the guardrails the agent was primed with.
-	GuardrailsHash string
-	// ServedGuardrailsHash is the hash of the guardrails the sandbox was last
-	// served (its spec); ready must report exactly it.
-	ServedGuardrailsHash string
-	PromptInjectedAt     time.Time
-	TmuxSessionName      string
-	CreatedAt            time.Time
-	// Streams are the session's open event streams: id → when the entry
-	// lapses, should its stream never say it closed.
-	Streams map[string]time.Time
-	// DueAt, for a live session the sweep watches, is when it must next
-	// show life (a heartbeat, leaving provisioning or ending); the stores
-	// keep it (DueAfter, EndingLimit) and clear it when the session ends. A
-	// session created without one is not watched.
-	DueAt     time.Time
-	UpdatedAt time.Time
-	ReadyAt   time.Time
-	// RateLimitedAt is when a model provider last limited (or nearly
-	// limited) the session's calls, as the model gateway saw it.
-	RateLimitedAt time.Time
-	// LastActivityAt is when the session last did something (an event, a
-	// model call, a busy heartbeat): what the idle timeout counts from.
-	LastActivityAt time.Time
-	EndedAt        time.Time
-	HeartbeatAt    time.Time
-	// Meter is what its model calls used (see Usage).
-	Meter
 	// JobID, for the sandbox of an orchestrator job, is that job (package
 	// job): the sandbox runs it in job mode.
 	JobID string
+	// GuardrailsHash is the SHA-256 of the guardrails the agent was primed with.
+	GuardrailsHash  string
+	TmuxSessionName string
 }
 
 // Launch is a session's current sandbox: how it was launched, and how the

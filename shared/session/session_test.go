@@ -59,7 +59,9 @@ func TestAliveMarksSilentSandboxLost(t *testing.T) {
 	store := storetest.NewMemory()
 	if err := store.Create(t.Context(), session.Session{
 		ID: id, State: session.Ready, Generation: 1, TokenHashes: []string{hash},
-		HeartbeatAt: now.Add(-2 * time.Minute), GuardrailsHash: guardrails.Hash([]byte("# rules\n")),
+		HeartbeatAt: now.Add(-2 * time.Minute), Blueprint: session.Blueprint{
+			GuardrailsHash: guardrails.Hash([]byte("# rules\n")),
+		},
 	}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,10 @@ func TestSweepEndsSilentAndStuckSessions(t *testing.T) {
 	// must next show life.
 	put := func(state session.State, created, life time.Time, due time.Time) string {
 		id := uuid.NewString()
-		s := session.Session{ID: id, PersonaSlug: "assistant", State: state, Generation: 1, CreatedAt: created, UpdatedAt: life,
+		s := session.Session{ID: id, Blueprint: session.Blueprint{
+			PersonaSlug: "assistant",
+		},
+			State: state, Generation: 1, CreatedAt: created, UpdatedAt: life,
 			HeartbeatAt: life, DueAt: due}
 		if state == session.Provisioning {
 			s.HeartbeatAt = time.Time{}

@@ -46,12 +46,12 @@ func TestCheckWorkspaceTool(t *testing.T) {
 		{"ended", nil, session.Ended, "read", apierror.AgentNotAlive},
 	}
 	for _, tt := range tests {
-		err := session.CheckWorkspaceTool(session.Session{Workspace: tt.ws, State: tt.state}, tt.tool)
+		err := session.CheckWorkspaceTool(session.Session{Blueprint: session.Blueprint{Workspace: tt.ws}, State: tt.state}, tt.tool)
 		if got := apierror.CodeOf(err); got != tt.want || (err != nil && got == "") {
 			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
 		}
 	}
-	err := session.CheckWorkspaceTool(session.Session{Workspace: typed, State: session.Idle}, "bash")
+	err := session.CheckWorkspaceTool(session.Session{Blueprint: session.Blueprint{Workspace: typed}, State: session.Idle}, "bash")
 	var e *apierror.Error
 	if !errors.As(err, &e) || e.Message != "Tool 'bash' is not enabled for this agent type" {
 		t.Errorf("not enabled: %v", err)
@@ -100,7 +100,7 @@ func TestWorkspaceToolPendingThenReplayed(t *testing.T) {
 		return now
 	}
 	tok, hash := token.New(token.Sandbox)
-	sess := session.Session{ID: uuid.NewString(), PersonaSlug: "helper", State: session.Idle, Generation: 1, SandboxTokenHash: hash, CreatedAt: now, UpdatedAt: now}
+	sess := session.Session{ID: uuid.NewString(), Blueprint: session.Blueprint{PersonaSlug: "helper"}, State: session.Idle, Generation: 1, SandboxTokenHash: hash, CreatedAt: now, UpdatedAt: now}
 	if err := store.Create(t.Context(), sess, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -115,7 +115,7 @@ func (reporter) Report(context.Context, report.Exception) {}
 // newHandlers returns the handlers over fakes holding one working session.
 func newHandlers() (*sessionapi.Handlers, *fakes) {
 	tok, hash := token.New(token.Session)
-	f := &fakes{tok: tok, sess: session.Session{ID: sessionID, State: session.Working, Tenant: "tenant", TokenHashes: []string{hash}, ConfigurationID: "cfg"}}
+	f := &fakes{tok: tok, sess: session.Session{ID: sessionID, State: session.Working, Tenant: "tenant", TokenHashes: []string{hash}, Blueprint: session.Blueprint{ConfigurationID: "cfg"}}}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	log, clock := slog.New(slog.DiscardHandler), func() time.Time { return now }
 	return &sessionapi.Handlers{

@@ -141,8 +141,12 @@ func TestFaultToolCallKilledMidCallCompletesOnce(t *testing.T) {
 			tenant := "fault"
 			plain, hash := token.New(token.Sandbox)
 			now := time.Now().UTC()
-			sess := session.Session{ID: newUUID(t), Tenant: tenant, State: session.Ready, Generation: 1, SessionType: "coding",
-				SandboxTokenHash: hash, TmuxSessionName: "ra-x", CreatedAt: now, UpdatedAt: now}
+			sess := session.Session{ID: newUUID(t), Tenant: tenant, State: session.Ready, Generation: 1, Blueprint: session.Blueprint{
+				SessionType:     "coding",
+				TmuxSessionName: "ra-x",
+			},
+
+				SandboxTokenHash: hash, CreatedAt: now, UpdatedAt: now}
 			if err := h.sessions.Create(t.Context(), sess, nil); err != nil {
 				t.Fatal(err)
 			}

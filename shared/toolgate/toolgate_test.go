@@ -98,8 +98,13 @@ func (h *harness) newSession(t *testing.T, sessionType string) (session.Session,
 	plain, hash := token.New(token.Sandbox)
 	now := time.Now().UTC()
 	id := newUUID(t)
-	s := session.Session{ID: id, State: session.Ready, Generation: 1, SessionType: sessionType, ConfigurationID: "cfg",
-		SandboxTokenHash: hash, TmuxSessionName: "ra-x", CreatedAt: now, UpdatedAt: now}
+	s := session.Session{ID: id, State: session.Ready, Generation: 1, Blueprint: session.Blueprint{
+		SessionType:     sessionType,
+		ConfigurationID: "cfg",
+		TmuxSessionName: "ra-x",
+	},
+
+		SandboxTokenHash: hash, CreatedAt: now, UpdatedAt: now}
 	if err := h.sessions.Create(t.Context(), s, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,10 @@ func FuzzRun(f *testing.F) {
 	f.Fuzz(func(t *testing.T, tool, idem, body string) {
 		tok, hash := token.New(token.Session)
 		st := &store{sess: session.Session{ID: sessionID, State: session.Working, TokenHashes: []string{hash},
-			Workspace: &registry.WorkspaceConfig{Enabled: true, Tools: []string{toolspec.Bash, toolspec.Read}}}}
+			Blueprint: session.Blueprint{
+				Workspace: &registry.WorkspaceConfig{Enabled: true, Tools: []string{toolspec.Bash, toolspec.Read}},
+			},
+		}}
 		now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 		h := &workspaceapi.Handlers{Sessions: session.NewWorkspaceTools(session.WorkspaceToolsOptions{Store: st, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }}),
 			Log: slog.New(slog.DiscardHandler)}

@@ -92,17 +92,27 @@ func sample(t *testing.T, state session.State, gen int) session.Session {
 	id := newID(t)
 	now := time.Now().UTC()
 	s := session.Session{
-		ID: id, ProjectName: "demo", PersonaSlug: "assistant", InitialPrompt: "Hello",
-		Features: session.Features{FileUpload: true, VoiceMic: true}, AppKeyID: "key-1", Tenant: "tenant-1",
-		SessionType: "setup", ClientType: "automation", ConfigurationID: "cfg-1",
-		State: state, Generation: gen, TokenHashes: []string{"hash-0"},
-		TmuxSessionName: "ra-" + id[:8], CreatedAt: now, UpdatedAt: now,
-		AgentType: "coder",
-		Workspace: &registry.WorkspaceConfig{
-			Enabled: true, RepoSource: registry.RepoSource{Type: registry.RepoFixed, URL: "https://example.com/org/repo.git", Branch: "main"},
-			Tools: []string{"read", "grep"}, ResourceLimits: registry.ResourceLimits{CPU: "2", Memory: "4G", Disk: "40G"},
-			SetupCommands: []string{"make"}, SetupTimeoutSeconds: 300, WarmPoolSize: 1,
+		ID: id, Blueprint: session.Blueprint{
+			ProjectName:     "demo",
+			PersonaSlug:     "assistant",
+			InitialPrompt:   "Hello",
+			Features:        session.Features{FileUpload: true, VoiceMic: true},
+			SessionType:     "setup",
+			ClientType:      "automation",
+			ConfigurationID: "cfg-1",
+			TmuxSessionName: "ra-" + id[:8],
+			AgentType:       "coder",
+			Workspace: &registry.WorkspaceConfig{
+				Enabled: true, RepoSource: registry.RepoSource{Type: registry.RepoFixed, URL: "https://example.com/org/repo.git", Branch: "main"},
+				Tools: []string{"read", "grep"}, ResourceLimits: registry.ResourceLimits{CPU: "2", Memory: "4G", Disk: "40G"},
+				SetupCommands: []string{"make"}, SetupTimeoutSeconds: 300, WarmPoolSize: 1,
+			},
 		},
+
+		AppKeyID: "key-1", Tenant: "tenant-1",
+
+		State: state, Generation: gen, TokenHashes: []string{"hash-0"},
+		CreatedAt: now, UpdatedAt: now,
 	}
 	if state.Terminal() {
 		s.Reason, s.EndedAt = session.ReasonError, now

@@ -190,8 +190,9 @@ func (p *provisioner) done(ctx context.Context) sandboxwire.WorkspaceStatus {
 	return st
 }
 
-// clone clones the repository, shallow, at the branch, into a folder of the
-// workspace, then moves it into place: the workspace may already hold files
+// clone clones the repository, shallow (whole from a server that cannot
+// clone shallow), at the branch, into a folder of the workspace, then moves
+// it into place: the workspace may already hold files
 // (a local env file, say). A clone that fails leaves the workspace as it was.
 func (p *provisioner) clone(ctx context.Context, ws *sandboxwire.WorkspaceSpec) {
 	shown := sandboxwire.RedactURL(ws.RepositoryURL)
@@ -233,14 +234,30 @@ func (p *provisioner) clone(ctx context.Context, ws *sandboxwire.WorkspaceSpec) 
 		_ = os.RemoveAll(tmp)
 		_ = os.Remove(private) // only if empty: a failed clone leaves the workspace empty
 	}()
-	args := append([]string{"-c", "protocol.allow=never", "-c", "protocol." + scheme + ".allow=always"}, reach...)
-	args = append(args, "clone", "--depth", "1", "--no-recurse-submodules", "--quiet")
-	if ws.Branch != "" {
-		args = append(args, "--branch", ws.Branch)
+	cloneArgs := func(depth ...string) []string {
+		args := append([]string{"-c", "protocol.allow=never", "-c", "protocol." + scheme + ".allow=always"}, reach...)
+		args = append(append(append(args, "clone"), depth...), "--single-branch", "--no-recurse-submodules", "--quiet")
+		if ws.Branch != "" {
+			args = append(args, "--branch", ws.Branch)
+		}
+		return append(args, "--", ws.RepositoryURL, tmp)
 	}
-	args = append(args, "--", ws.RepositoryURL, tmp)
 	gitEnv := []string{"GIT_TERMINAL_PROMPT=0", "GIT_ALLOW_PROTOCOL=" + scheme, "GIT_CONFIG_NOSYSTEM=1", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false"}
-	if err := p.run(ctx, p.o.Dir, gitEnv, "git", args...); err != nil {
+	err = p.run(ctx, p.o.Dir, gitEnv, "git", cloneArgs("--depth", "1")...)
+	if err != nil && strings.Contains(strings.ToLower(err.Error()), "shallow") {
+		// A server that cannot serve a shallow clone (a "dumb" HTTP one,
+		// plain files; one that refuses shallow clients): clone it whole.
+		p.o.Log.InfoContext(ctx, "the repository's server cannot clone shallow: cloning it whole", slog.String("repository", shown))
+		if err = os.RemoveAll(tmp); err == nil {
+			if err = os.Mkdir(tmp, 0o700); err == nil {
+				err = p.o.User.Own(tmp)
+			}
+		}
+		if err == nil {
+			err = p.run(ctx, p.o.Dir, gitEnv, "git", cloneArgs()...)
+		}
+	}
+	if err != nil {
 		msg := strings.ReplaceAll(err.Error(), ws.RepositoryURL, shown)
 		what := "the repository " + shown
 		if ws.Branch != "" {

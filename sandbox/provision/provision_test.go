@@ -125,6 +125,30 @@ func TestCloneBranchShallowThenSetupInOrder(t *testing.T) {
 	}
 }
 
+// TestCloneFromADumbHTTPServer: a repository a plain web server serves as
+// files (git's dumb protocol, which cannot clone shallow) is cloned whole,
+// at the branch asked for or the default one, and the workspace is ready
+// without warnings.
+func TestCloneFromADumbHTTPServer(t *testing.T) {
+	repo := gitserve.ServeDumb(t, "app", []string{"main", "develop"}, map[string]map[string]string{
+		"main":    {"README.md": "main\n"},
+		"develop": {"README.md": "develop\n", "src/dev.txt": "dev\n"},
+	})
+	for _, tt := range []struct{ branch, readme string }{{"develop", "develop\n"}, {"", "main\n"}} {
+		dir := t.TempDir()
+		st, rec := run(t, dir, &sandboxwire.WorkspaceSpec{RepositoryURL: repo.URL, Branch: tt.branch, InsecureHosts: sandboxwire.DefaultInsecureGitHosts, SetupTimeoutSeconds: 30})
+		if st.Status != sandboxwire.WorkspaceReady || len(st.Warnings) != 0 {
+			t.Fatalf("branch %q: status = %+v, want ready without warnings (events %s)", tt.branch, st, rec.raw())
+		}
+		if got := read(t, filepath.Join(dir, "README.md")); got != tt.readme {
+			t.Errorf("branch %q: README.md = %q, want %q", tt.branch, got, tt.readme)
+		}
+		if out, err := exec.Command("git", "-C", dir, "log", "--format=%s", "-1").Output(); err != nil || !strings.Contains(string(out), "commit on") {
+			t.Errorf("branch %q: the workspace is no clone: %q %v", tt.branch, out, err)
+		}
+	}
+}
+
 // TestNoRepositoryIsAnEmptyWorkspace: no repository, no setup: an empty
 // workspace, ready.
 func TestNoRepositoryIsAnEmptyWorkspace(t *testing.T) {

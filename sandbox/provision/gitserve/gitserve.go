@@ -1,8 +1,10 @@
 // Package gitserve serves a real git repository over HTTP on loopback, for
-// tests: git http-backend behind net/http/cgi, smart protocol, read-only.
+// tests, read-only: with git http-backend behind net/http/cgi (the smart
+// protocol, Serve) or as plain files (the "dumb" protocol, ServeDumb).
 package gitserve
 
 import (
+	"net/http"
 	"net/http/cgi" //nolint:gosec // httpoxy concerns Go before 1.6.3; this serves tests on loopback
 	"net/http/httptest"
 	"os"
@@ -19,8 +21,38 @@ type Repo struct {
 
 // Serve makes a bare repository named name with one commit per branch (the
 // first branch is the default one; each commit adds the files of its
-// branch, path to content) and serves it until the test ends.
+// branch, path to content) and serves it with git http-backend until the
+// test ends.
 func Serve(t testing.TB, name string, branches []string, files map[string]map[string]string) Repo {
+	t.Helper()
+	root := bare(t, name, branches, files)
+	execPath, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatalf("git --exec-path: %v", err)
+	}
+	h := &cgi.Handler{
+		Path: filepath.Join(strings.TrimSpace(string(execPath)), "git-http-backend"),
+		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1"},
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return Repo{URL: srv.URL + "/" + name + ".git"}
+}
+
+// ServeDumb makes the repository Serve makes and serves it as static files,
+// as a plain web server does: git's "dumb" HTTP protocol, which cannot
+// serve a shallow clone.
+func ServeDumb(t testing.TB, name string, branches []string, files map[string]map[string]string) Repo {
+	t.Helper()
+	root := bare(t, name, branches, files)
+	srv := httptest.NewServer(http.FileServer(http.Dir(root)))
+	t.Cleanup(srv.Close)
+	return Repo{URL: srv.URL + "/" + name + ".git"}
+}
+
+// bare makes the bare repository name.git in a directory of its own, which
+// it returns, with the files git's dumb protocol reads (update-server-info).
+func bare(t testing.TB, name string, branches []string, files map[string]map[string]string) string {
 	t.Helper()
 	root := t.TempDir()
 	work := filepath.Join(root, "work")
@@ -57,15 +89,6 @@ func Serve(t testing.TB, name string, branches []string, files map[string]map[st
 	}
 	git(root, "clone", "--quiet", "--bare", work, bare)
 	git(bare, "symbolic-ref", "HEAD", "refs/heads/"+branches[0])
-	execPath, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Fatalf("git --exec-path: %v", err)
-	}
-	h := &cgi.Handler{
-		Path: filepath.Join(strings.TrimSpace(string(execPath)), "git-http-backend"),
-		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1"},
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return Repo{URL: srv.URL + "/" + name + ".git"}
+	git(bare, "update-server-info")
+	return root
 }

@@ -171,11 +171,13 @@ deploy-local: build $(INFRA_NODE_MODULES) ## deploy the stack's LocalStack varia
 
 # The SAM target's template (infra/cdk.out/sam, never deployed) declares the
 # endpoint, region and credentials SAM must override; infra/samconfig.toml
-# holds the rest (localstack/sam-env.json, the host network, the port).
+# holds the rest (localstack/sam-env.json, the host network, the port). SAM
+# resolves a relative --config-file beside the template, not in the working
+# directory: the path is absolute.
 sam-local: build ## run the API with `sam local start-api` against LocalStack (make localstack-up first; SAM CLI, Docker); the streaming routes are not served (docs/local.md)
 	@mkdir -p .cache/tmp .cache/jsii
 	cd infra && rm -rf cdk.out/sam && $(INFRA_ENV) CDK_OUTDIR=cdk.out/sam CDK_CONTEXT_JSON='{"env":"$(ENV)","target":"sam"}' $(GO) run .
-	cd infra && sam local start-api --config-file samconfig.toml -t cdk.out/sam/RemoteAgents-$(ENV).template.json
+	cd infra && sam local start-api --config-file $(CURDIR)/infra/samconfig.toml -t cdk.out/sam/RemoteAgents-$(ENV).template.json
 
 bench: $(NODE_MODULES) ## run every benchmark once on the local stack and write BENCHMARKS.md with benchmarks-create.png beside it: create → ready cold, warm and the floor; tool callbacks; events to a browser; messages; job dispatch; the fleet list at 100 and 10,000 agents; the model gateway; Agentfile parse; the tool loop; each Lambda zip and its cold init under the runtime interface emulator (about 5 minutes on 2 cores)
 	@$(call WITH_AWS,sh -c '$(BENCHREPORT) -command "make bench"')

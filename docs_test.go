@@ -9,6 +9,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -489,5 +490,31 @@ func TestAPIErrorCodes(t *testing.T) {
 	}
 	if string(src) != want {
 		t.Errorf("%s's table of error codes differs from the code's: run make docs", path)
+	}
+}
+
+// make sam-local hands SAM its configuration by an absolute path: SAM
+// resolves a relative --config-file beside the template (cdk.out/sam/),
+// where there is none, and silently runs without it.
+func TestSAMLocalFindsItsConfigFile(t *testing.T) {
+	out, err := exec.Command("make", "-n", "--no-print-directory", "sam-local").Output()
+	if err != nil {
+		t.Fatalf("make -n sam-local: %v", err)
+	}
+	var config string
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if !strings.Contains(line, "sam local start-api") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if i := slices.Index(fields, "--config-file"); i >= 0 && i+1 < len(fields) {
+			config = fields[i+1]
+		}
+	}
+	if !filepath.IsAbs(config) {
+		t.Fatalf("sam local start-api gets --config-file %q, want an absolute path:\n%s", config, out)
+	}
+	if _, err := os.Stat(config); err != nil {
+		t.Errorf("--config-file %s: %v", config, err)
 	}
 }

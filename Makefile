@@ -182,8 +182,13 @@ sam-local: build ## run the API with `sam local start-api` against LocalStack (m
 bench: $(NODE_MODULES) ## run every benchmark once on the local stack and write BENCHMARKS.md with benchmarks-create.png beside it: create → ready cold, warm and the floor; tool callbacks; events to a browser; messages; job dispatch; the fleet list at 100 and 10,000 agents; the model gateway; Agentfile parse; the tool loop; each Lambda zip and its cold init under the runtime interface emulator (about 5 minutes on 2 cores)
 	@$(call WITH_AWS,sh -c '$(BENCHREPORT) -command "make bench"')
 
-dev: $(NODE_MODULES) dist/agent ## run the system locally: emulators, resources, seed data, the API on 127.0.0.1:$RA_PORT (8080)
-	$(GO) run ./localstack/cmd/devserver
+# The first build compiles every dependency, silently: say so before it.
+dev: $(NODE_MODULES) ## run the system locally: emulators, resources, seed data, the API on 127.0.0.1:$RA_PORT (8080)
+	@echo "make dev: building the agent and the dev server (a first build compiles every dependency: a few minutes on 2 cores; later builds take seconds)"
+	@$(MAKE) --no-print-directory -s dist/agent
+	@mkdir -p .cache/bin && $(GO) build -o .cache/bin/devserver ./localstack/cmd/devserver
+	@echo "make dev: built; starting the emulators and the API"
+	@.cache/bin/devserver
 
 emulators: $(NODE_MODULES) ## run the bundled emulators until Ctrl-C (exports in .cache/emulators.env)
 	@mkdir -p .cache

@@ -223,6 +223,7 @@ const (
 	ErrorErrorCodeServiceUnavailable   ErrorErrorCode = "service_unavailable"
 	ErrorErrorCodeToolNotEnabled       ErrorErrorCode = "tool_not_enabled"
 	ErrorErrorCodeToolNotFound         ErrorErrorCode = "tool_not_found"
+	ErrorErrorCodeUnsupportedMediaType ErrorErrorCode = "unsupported_media_type"
 	ErrorErrorCodeWorkspaceDisabled    ErrorErrorCode = "workspace_disabled"
 )
 
@@ -284,6 +285,8 @@ func (e ErrorErrorCode) Valid() bool {
 	case ErrorErrorCodeToolNotEnabled:
 		return true
 	case ErrorErrorCodeToolNotFound:
+		return true
+	case ErrorErrorCodeUnsupportedMediaType:
 		return true
 	case ErrorErrorCodeWorkspaceDisabled:
 		return true
@@ -652,6 +655,7 @@ const (
 	ToolErrorErrorCodeServiceUnavailable   ToolErrorErrorCode = "service_unavailable"
 	ToolErrorErrorCodeToolNotEnabled       ToolErrorErrorCode = "tool_not_enabled"
 	ToolErrorErrorCodeToolNotFound         ToolErrorErrorCode = "tool_not_found"
+	ToolErrorErrorCodeUnsupportedMediaType ToolErrorErrorCode = "unsupported_media_type"
 	ToolErrorErrorCodeWorkspaceDisabled    ToolErrorErrorCode = "workspace_disabled"
 )
 
@@ -713,6 +717,8 @@ func (e ToolErrorErrorCode) Valid() bool {
 	case ToolErrorErrorCodeToolNotEnabled:
 		return true
 	case ToolErrorErrorCodeToolNotFound:
+		return true
+	case ToolErrorErrorCodeUnsupportedMediaType:
 		return true
 	case ToolErrorErrorCodeWorkspaceDisabled:
 		return true
@@ -2607,6 +2613,38 @@ type ToolUnavailable struct {
 	Success   interface{} `json:"success"`
 }
 
+// ToolUnsupportedMediaType defines model for ToolUnsupportedMediaType.
+type ToolUnsupportedMediaType struct {
+	// Details Machine-readable specifics of the error, where it has any: an agent type's unknown tools carry `invalid_tools` (each unknown name, once) and `valid_tools` (every workspace tool). A creation timeout carries the `agent_id` that keeps starting. A workspace tool that is not enabled carries `enabled_tools`; an unknown one `valid_tools`. A request without mandatory headers carries `missing` (each missing header).
+	Details struct {
+		// AgentID On 408 `agent_creation_timeout`: the agent that keeps starting.
+		AgentID string `json:"agent_id,omitempty,omitzero"`
+
+		// EnabledTools On 403 `tool_not_enabled`: the workspace tools the agent's type enables.
+		EnabledTools []string `json:"enabled_tools,omitempty,omitzero"`
+		InvalidTools []string `json:"invalid_tools,omitempty,omitzero"`
+
+		// Missing On 400 `missing_headers`: every mandatory header missing.
+		Missing    []string `json:"missing,omitempty,omitzero"`
+		ValidTools []string `json:"valid_tools,omitempty,omitzero"`
+	} `json:"details,omitempty,omitzero"`
+	ErrorCode interface{} `json:"error_code"`
+
+	// Message For people; never internal details.
+	Message string `json:"message"`
+
+	// Result The message, for the model.
+	Result string `json:"result"`
+
+	// RetryAfterSeconds When set, wait this long before retrying (also the `Retry-After` header).
+	RetryAfterSeconds int64 `json:"retry_after_seconds,omitempty,omitzero"`
+
+	// Retryable Whether the same request may be retried unchanged.
+	Retryable bool        `json:"retryable"`
+	Status    interface{} `json:"status"`
+	Success   interface{} `json:"success"`
+}
+
 // Unauthorized defines model for Unauthorized.
 type Unauthorized struct {
 	// Details Machine-readable specifics of the error, where it has any: an agent type's unknown tools carry `invalid_tools` (each unknown name, once) and `valid_tools` (every workspace tool). A creation timeout carries the `agent_id` that keeps starting. A workspace tool that is not enabled carries `enabled_tools`; an unknown one `valid_tools`. A request without mandatory headers carries `missing` (each missing header).
@@ -2637,6 +2675,34 @@ type Unauthorized struct {
 
 // Unavailable defines model for Unavailable.
 type Unavailable struct {
+	// Details Machine-readable specifics of the error, where it has any: an agent type's unknown tools carry `invalid_tools` (each unknown name, once) and `valid_tools` (every workspace tool). A creation timeout carries the `agent_id` that keeps starting. A workspace tool that is not enabled carries `enabled_tools`; an unknown one `valid_tools`. A request without mandatory headers carries `missing` (each missing header).
+	Details struct {
+		// AgentID On 408 `agent_creation_timeout`: the agent that keeps starting.
+		AgentID string `json:"agent_id,omitempty,omitzero"`
+
+		// EnabledTools On 403 `tool_not_enabled`: the workspace tools the agent's type enables.
+		EnabledTools []string `json:"enabled_tools,omitempty,omitzero"`
+		InvalidTools []string `json:"invalid_tools,omitempty,omitzero"`
+
+		// Missing On 400 `missing_headers`: every mandatory header missing.
+		Missing    []string `json:"missing,omitempty,omitzero"`
+		ValidTools []string `json:"valid_tools,omitempty,omitzero"`
+	} `json:"details,omitempty,omitzero"`
+	ErrorCode interface{} `json:"error_code"`
+
+	// Message For people; never internal details.
+	Message string `json:"message"`
+
+	// RetryAfterSeconds When set, wait this long before retrying (also the `Retry-After` header).
+	RetryAfterSeconds int64 `json:"retry_after_seconds,omitempty,omitzero"`
+
+	// Retryable Whether the same request may be retried unchanged.
+	Retryable bool        `json:"retryable"`
+	Status    interface{} `json:"status"`
+}
+
+// UnsupportedMediaType defines model for UnsupportedMediaType.
+type UnsupportedMediaType struct {
 	// Details Machine-readable specifics of the error, where it has any: an agent type's unknown tools carry `invalid_tools` (each unknown name, once) and `valid_tools` (every workspace tool). A creation timeout carries the `agent_id` that keeps starting. A workspace tool that is not enabled carries `enabled_tools`; an unknown one `valid_tools`. A request without mandatory headers carries `missing` (each missing header).
 	Details struct {
 		// AgentID On 408 `agent_creation_timeout`: the agent that keeps starting.

@@ -68,6 +68,9 @@ const (
 	// BudgetExceeded: the app's model calls cost its daily budget already;
 	// retry after retry_after_seconds (the next UTC day).
 	BudgetExceeded Code = "budget_exceeded"
+	// UnsupportedMediaType: a JSON route got a body whose Content-Type is
+	// not JSON.
+	UnsupportedMediaType Code = "unsupported_media_type"
 )
 
 // Error is an error a client may see.

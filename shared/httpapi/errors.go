@@ -38,6 +38,7 @@ var statuses = map[apierror.Code]int{
 	apierror.AgentProfileNotFound: http.StatusNotFound,
 	apierror.QuotaExceeded:        http.StatusTooManyRequests,
 	apierror.BudgetExceeded:       http.StatusTooManyRequests,
+	apierror.UnsupportedMediaType: http.StatusUnsupportedMediaType,
 }
 
 // retryable lists the codes a client may retry unchanged.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -114,13 +115,18 @@ func Body(req Request, limit int) ([]byte, error) {
 }
 
 func tooLarge(limit int) error {
-	return apierror.New(apierror.InvalidRequest, "The request body is larger than %d bytes.", limit)
+	return apierror.New(apierror.PayloadTooLarge, "The request body is larger than %d bytes.", limit)
 }
 
 // DecodeJSON decodes the body into v strictly: one JSON object, no unknown fields,
-// at most limit bytes. Errors are invalid_request with a message that says what
-// is wrong, never echoing the input.
+// at most limit bytes. A body declared of another type than JSON is
+// unsupported_media_type (415), one over limit payload_too_large (413); the
+// other errors are invalid_request with a message that says what is wrong,
+// never echoing the input. A body without a Content-Type is read as JSON.
 func DecodeJSON(req Request, limit int, v any) error {
+	if ct := Header(req, "Content-Type"); ct != "" && !IsJSON(ct) {
+		return apierror.New(apierror.UnsupportedMediaType, "The request body must be JSON, sent as Content-Type: application/json.")
+	}
 	body, err := Body(req, limit)
 	if err != nil {
 		return err
@@ -141,6 +147,13 @@ func DecodeJSON(req Request, limit int, v any) error {
 		return apierror.New(apierror.InvalidRequest, "The request body must hold a single JSON object.")
 	}
 	return nil
+}
+
+// IsJSON reports whether a Content-Type is JSON's: application/json, or a
+// type with the +json suffix, with any parameters.
+func IsJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")))
 }
 
 func describeJSONError(err error) string {

@@ -35,7 +35,7 @@ func TestDecodeJSON(t *testing.T) {
 		{"wrong type", `{"count":"two"}`, false, apierror.InvalidRequest, `Field "count" must be of type number`},
 		{"array", `[1]`, false, apierror.InvalidRequest, "must be a JSON object"},
 		{"two objects", `{"name":"a"}{"name":"b"}`, false, apierror.InvalidRequest, "single JSON object"},
-		{"too large", `{"name":"` + strings.Repeat("x", 200) + `"}`, false, apierror.InvalidRequest, "larger than 128"},
+		{"too large", `{"name":"` + strings.Repeat("x", 200) + `"}`, false, apierror.PayloadTooLarge, "larger than 128"},
 		{"bad base64", `%%%`, true, apierror.InvalidRequest, "base64"},
 	}
 	for _, tt := range tests {
@@ -50,6 +50,34 @@ func TestDecodeJSON(t *testing.T) {
 		var e *apierror.Error
 		if !errors.As(err, &e) || e.Code != tt.wantCode || !strings.Contains(e.Message, tt.wantMsg) {
 			t.Errorf("%s: got %v, want %s containing %q", tt.name, err, tt.wantCode, tt.wantMsg)
+		}
+	}
+}
+
+// A body declared of another type than JSON is 415 unsupported_media_type,
+// before its size or its JSON are looked at; JSON's types, with parameters
+// or the +json suffix, and no type at all are read as JSON.
+func TestDecodeJSONContentType(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		contentType, body string
+		want              apierror.Code
+	}{
+		{"application/json", `{"name":"a"}`, ""},
+		{"Application/JSON; charset=utf-8", `{"name":"a"}`, ""},
+		{"application/merge-patch+json", `{"name":"a"}`, ""},
+		{"", `{"name":"a"}`, ""},
+		{"application/x-www-form-urlencoded", `{"name":"a"}`, apierror.UnsupportedMediaType},
+		{"text/plain", `{"name":"a"}`, apierror.UnsupportedMediaType},
+		{"multipart/form-data; boundary=x", `{"name":"a"}`, apierror.UnsupportedMediaType},
+		{"json", `{"name":"a"}`, apierror.UnsupportedMediaType},
+		{"text/plain", strings.Repeat("x", 200), apierror.UnsupportedMediaType},
+	} {
+		var v createBody
+		req := httpapi.Request{Body: tt.body, Headers: map[string]string{"Content-Type": tt.contentType}}
+		err := httpapi.DecodeJSON(req, 128, &v)
+		if got := apierror.CodeOf(err); got != tt.want {
+			t.Errorf("Content-Type %q: %v, want %q", tt.contentType, err, tt.want)
 		}
 	}
 }

@@ -133,6 +133,9 @@ func CheckCloneURL(raw string, insecureHosts []string) error {
 	if strings.HasPrefix(u.Hostname(), "-") {
 		return errors.New("has a host that is an option")
 	}
+	if numericForm(u.Hostname()) {
+		return errors.New("names an IP address in a numeric form other than dotted decimal (like 2852039166 or 0xA9FEA9FE), which resolvers read as an address: write it as a.b.c.d")
+	}
 	if host := strings.ToLower(u.Hostname()); internalHost(host) && !slices.Contains(insecureHosts, host) {
 		return errors.New("names an internal address (loopback, private or link-local), which only the hosts the operator lists (git_insecure_hosts) may")
 	}
@@ -230,6 +233,37 @@ var WorkspaceTypes = []string{TypeWorkspaceCreating, TypeWorkspaceCloning, TypeW
 
 // internalHost reports whether a URL's host (lower case, without brackets) is
 // an internal address or a localhost name (RFC 6761).
+// numericForm reports whether host is an IPv4 address in one of the forms
+// inet_aton reads besides dotted decimal, which git's resolver takes as the
+// address: one to four parts, each decimal, octal (a leading 0) or hex (0x),
+// as in 2852039166, 0xA9FEA9FE, 0251.0376.0251.0376 or 169.254.43518. (A
+// name of the DNS has a label with a letter that is no hex digit after
+// 0x, so no name is one.)
+func numericForm(host string) bool {
+	host = strings.TrimSuffix(host, ".")
+	if _, err := netip.ParseAddr(host); err == nil || host == "" {
+		return false
+	}
+	parts := strings.Split(host, ".")
+	if len(parts) > 4 {
+		return false
+	}
+	for _, p := range parts {
+		digits, base := p, 10
+		switch {
+		case len(p) > 1 && (p[:2] == "0x" || p[:2] == "0X"):
+			digits, base = p[2:], 16
+		case len(p) > 1 && p[0] == '0':
+			digits, base = p[1:], 8
+		}
+		valid := map[int]string{8: "01234567", 10: "0123456789", 16: "0123456789abcdefABCDEF"}[base]
+		if p == "" || strings.IndexFunc(digits, func(r rune) bool { return !strings.ContainsRune(valid, r) }) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func internalHost(host string) bool {
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		return true

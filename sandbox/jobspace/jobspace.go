@@ -21,7 +21,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/remote-agents/remote-agents/sandbox/policy"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
@@ -35,7 +34,7 @@ const (
 	Memory = "memory"
 	Logs   = "logs"
 	// InputFile is the job's whole inputData, in input/.
-	InputFile = "input.json"
+	InputFile = sandboxwire.JobInputName
 )
 
 // DefaultRoot is the job root in the image.
@@ -45,16 +44,14 @@ const DefaultRoot = "/agent-space"
 const (
 	// MaxInputFiles bounds the files of inputData.files; MaxInputFileBytes
 	// one of them; MaxInputBytes them all and input.json.
-	MaxInputFiles     = 200
-	MaxInputFileBytes = 4 << 20
-	MaxInputBytes     = 16 << 20
+	MaxInputFiles     = sandboxwire.MaxJobInputFiles
+	MaxInputFileBytes = sandboxwire.MaxJobInputFileBytes
+	MaxInputBytes     = sandboxwire.MaxJobInputBytes
 	// MaxOutputs bounds the files output/ may hold (one more upload is the
 	// log); MaxOutputBytes one of them, MaxOutputsBytes them all.
 	MaxOutputs      = sandboxwire.MaxUploadFiles - 1
 	MaxOutputBytes  = sandboxwire.MaxEvidenceBytes
 	MaxOutputsBytes = 1 << 30
-	// maxInputDepth bounds an input file's folders.
-	maxInputDepth = 16
 )
 
 // jobID is what a job id may be: a UUID, or letters, digits, - and _.
@@ -96,7 +93,7 @@ func Layout(root, id string, input json.RawMessage) (Dir, error) {
 	if real, err := filepath.EvalSymlinks(root); err == nil {
 		root = real
 	}
-	files, err := inputFiles(input)
+	files, err := sandboxwire.JobInputFiles(input)
 	if err != nil {
 		return Dir{}, err
 	}
@@ -125,15 +122,15 @@ func Layout(root, id string, input json.RawMessage) (Dir, error) {
 		return Dir{}, err
 	}
 	for _, f := range files {
-		if dir := path.Dir(f.path); dir != "." {
+		if dir := path.Dir(f.Path); dir != "." {
 			if err := r.MkdirAll(dir, 0o755); err != nil {
-				return Dir{}, fmt.Errorf("input file %s: %w", f.path, err)
+				return Dir{}, fmt.Errorf("input file %s: %w", f.Path, err)
 			}
 		}
-		if err := writeIn(r, f.path, []byte(f.content)); err != nil {
+		if err := writeIn(r, f.Path, []byte(f.Content)); err != nil {
 			return Dir{}, err
 		}
-		d.InputFiles = append(d.InputFiles, f.path)
+		d.InputFiles = append(d.InputFiles, f.Path)
 	}
 	sort.Strings(d.InputFiles)
 	if err := ReadOnly(d.Sub(Input)); err != nil {
@@ -155,92 +152,8 @@ func writeIn(r *os.Root, name string, data []byte) error {
 	return f.Close()
 }
 
-type inputFile struct{ path, content string }
-
-// inputFiles are the files inputData.files names, checked; none when input
-// has no files member or it is not an object of strings.
-func inputFiles(input json.RawMessage) ([]inputFile, error) {
-	if len(input) > MaxInputBytes {
-		return nil, fmt.Errorf("inputData is larger than %d bytes", MaxInputBytes)
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(input, &top); err != nil {
-		return nil, errors.New("inputData is not a JSON object")
-	}
-	raw, ok := top["files"]
-	if !ok {
-		return nil, nil
-	}
-	var files map[string]string
-	if err := json.Unmarshal(raw, &files); err != nil {
-		return nil, nil // not path → content: it stays data, in input.json only
-	}
-	if len(files) > MaxInputFiles {
-		return nil, fmt.Errorf("inputData.files has %d files, more than %d", len(files), MaxInputFiles)
-	}
-	out := make([]inputFile, 0, len(files))
-	total := 0
-	seen := map[string]bool{InputFile: true}
-	for p, content := range files {
-		if err := CheckRelPath(p); err != nil {
-			return nil, fmt.Errorf("inputData.files: %w", err)
-		}
-		if len(content) > MaxInputFileBytes {
-			return nil, fmt.Errorf("inputData.files: %s is larger than %d bytes", p, MaxInputFileBytes)
-		}
-		if seen[p] {
-			return nil, fmt.Errorf("inputData.files: %s is taken", p)
-		}
-		seen[p] = true
-		total += len(content)
-		out = append(out, inputFile{path: p, content: content})
-	}
-	if total > MaxInputBytes {
-		return nil, fmt.Errorf("inputData.files hold more than %d bytes", MaxInputBytes)
-	}
-	// A file and a folder of the same name cannot both be.
-	for _, f := range out {
-		for dir := path.Dir(f.path); dir != "."; dir = path.Dir(dir) {
-			if seen[dir] {
-				return nil, fmt.Errorf("inputData.files: %s is both a file and a folder", dir)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
-	return out, nil
-}
-
-// CheckRelPath checks a path given for a job's file: relative, clean, with
-// '/' separators, no "." or ".." segment, no control character, at most
-// sandboxwire.MaxUploadPathBytes - len("output/") bytes and maxInputDepth
-// folders deep.
-func CheckRelPath(p string) error {
-	switch {
-	case p == "":
-		return errors.New("an empty path")
-	case !utf8.ValidString(p):
-		return errors.New("a path that is not UTF-8")
-	case strings.HasPrefix(p, "/") || filepath.IsAbs(p) || strings.Contains(p, `\`):
-		return fmt.Errorf("%q is not a relative path", p)
-	case len(p) > sandboxwire.MaxUploadPathBytes-len(Output)-1:
-		return fmt.Errorf("%q is too long", p)
-	}
-	segs := strings.Split(p, "/")
-	if len(segs) > maxInputDepth {
-		return fmt.Errorf("%q is too deep", p)
-	}
-	for _, s := range segs {
-		if s == "" || s == "." || s == ".." {
-			return fmt.Errorf("%q is not a clean relative path", p)
-		}
-	}
-	for _, r := range p {
-		if r < 0x20 || r == 0x7f {
-			return fmt.Errorf("%q holds a control character", p)
-		}
-	}
-	return nil
-}
+// CheckRelPath checks a path given for a job's file (sandboxwire.CheckJobPath).
+func CheckRelPath(p string) error { return sandboxwire.CheckJobPath(p) }
 
 // ReadOnly makes the tree at dir read-only: files 0444, folders 0555, links
 // left as they are (never followed: every change is made inside dir).

@@ -9,6 +9,8 @@ import (
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // The mandatory headers of every /internal request (the spec's).
@@ -115,6 +117,9 @@ func ParseCreate(body []byte) (CreateRequest, string) {
 	}
 	if len(trimmed) > MaxInputBytes {
 		return in, fmt.Sprintf("inputData may be at most %d bytes.", MaxInputBytes)
+	}
+	if _, err := sandboxwire.JobInputFiles(trimmed); err != nil {
+		return in, err.Error() + "."
 	}
 	in.InputData = trimmed
 	if c := in.Constraints; c != nil {

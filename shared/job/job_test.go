@@ -37,6 +37,13 @@ func TestParseCreate(t *testing.T) {
 		{"timeout 0", body(`,"constraints":{"timeout":0}`), "timeout"},
 		{"memory small", body(`,"constraints":{"memory":1}`), "memory"},
 		{"not json", `{`, "malformed"},
+		{"input files", strings.Replace(body(""), `{"a":1}`, `{"files":{"notes.md":"# Notes","src/a.go":"package a"}}`, 1), ""},
+		{"input files not strings", strings.Replace(body(""), `{"a":1}`, `{"files":[1,2]}`, 1), ""},
+		{"input file up", strings.Replace(body(""), `{"a":1}`, `{"files":{"../../etc/cron.d/x":"x"}}`, 1), "not a clean relative path"},
+		{"input file absolute", strings.Replace(body(""), `{"a":1}`, `{"files":{"/etc/passwd":"x"}}`, 1), "not a relative path"},
+		{"input file dot", strings.Replace(body(""), `{"a":1}`, `{"files":{"a/./b":"x"}}`, 1), "not a clean relative path"},
+		{"input file input.json", strings.Replace(body(""), `{"a":1}`, `{"files":{"input.json":"x"}}`, 1), "taken"},
+		{"input file and folder", strings.Replace(body(""), `{"a":1}`, `{"files":{"a":"x","a/b":"y"}}`, 1), "both a file and a folder"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,8 +1,11 @@
 package dynamo_test
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -220,6 +223,39 @@ func TestGSIQueryPagesWithoutLoadingEverything(t *testing.T) {
 		After: "not-a-cursor!",
 	}, &all); !errors.Is(err, dynamo.ErrBadCursor) {
 		t.Errorf("forged cursor: %v, want ErrBadCursor", err)
+	}
+	// A cursor of the right form, changed: DynamoDB refuses its key.
+	first, err := sessions.Query(t.Context(), dynamo.Query{
+		Index: resources.SessionsByProject,
+		Key:   expression.Key("project_name").Equal(expression.Value("alpha")),
+		Limit: 2,
+	}, &all)
+	if err != nil || first == "" {
+		t.Fatalf("first page: %q %v", first, err)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(string(first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key map[string]map[string]string
+	if err := json.Unmarshal(raw, &key); err != nil {
+		t.Fatal(err)
+	}
+	for name, change := range map[string]func(map[string]map[string]string){
+		"a key attribute gone":  func(k map[string]map[string]string) { delete(k, "session_id") },
+		"another attribute":     func(k map[string]map[string]string) { k["state"] = map[string]string{"S": "ready"} },
+		"a string for a number": func(k map[string]map[string]string) { k["created_at"] = map[string]string{"N": "12"} },
+	} {
+		forged := maps.Clone(key)
+		change(forged)
+		b, _ := json.Marshal(forged)
+		if _, err := sessions.Query(t.Context(), dynamo.Query{
+			Index: resources.SessionsByProject,
+			Key:   expression.Key("project_name").Equal(expression.Value("alpha")),
+			After: dynamo.Cursor(base64.RawURLEncoding.EncodeToString(b)),
+		}, &all); !errors.Is(err, dynamo.ErrBadCursor) {
+			t.Errorf("cursor with %s: %v, want ErrBadCursor", name, err)
+		}
 	}
 }
 

@@ -97,6 +97,12 @@ func (t *Table) Query(ctx context.Context, q Query, out any) (Cursor, error) {
 		in.ExclusiveStartKey = start
 	}
 	res, err := t.api.Query(ctx, in)
+	var invalid interface{ ErrorCode() string }
+	if err != nil && in.ExclusiveStartKey != nil && errors.As(err, &invalid) && invalid.ErrorCode() == "ValidationException" {
+		// A cursor of the right form whose key is not one of this query's
+		// (names or values changed): DynamoDB refuses the starting key.
+		return "", fmt.Errorf("query %s: %w", t.name, ErrBadCursor)
+	}
 	if err != nil {
 		return "", fmt.Errorf("query %s: %w", t.name, awserr.Classify(err))
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"reflect"
 	"strconv"
 	"strings"
@@ -64,9 +65,13 @@ func routes() (map[string]httpapi.Handler, *store) {
 	return out, st
 }
 
-// orchestrator is a request of the orchestrator's role with headers.
+// orchestrator is a request of the orchestrator's role with headers, signed
+// over them all (API Gateway checked the signature).
 func orchestrator(body string, headers map[string]string) httpapi.Request {
-	req := httpapi.Request{Body: body, Headers: headers}
+	h := map[string]string{"authorization": "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261129/us-east-1/execute-api/aws4_request, " +
+		"SignedHeaders=host;x-amz-date;x-command-id;x-context-id;x-identity-id;x-plan-step-id, Signature=" + strings.Repeat("ab", 32)}
+	maps.Copy(h, headers)
+	req := httpapi.Request{Body: body, Headers: h}
 	req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: role}}
 	return req
 }

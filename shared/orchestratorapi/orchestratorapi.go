@@ -21,6 +21,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/job"
 	"github.com/remote-agents/remote-agents/shared/routes"
+	"github.com/remote-agents/remote-agents/shared/sigv4"
 )
 
 // Handlers serve the /internal/ routes.
@@ -52,6 +53,12 @@ func (h *Handlers) guard(next handler) httpapi.Handler {
 	return func(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 		if !h.callerAllowed(req) {
 			return httpapi.Error(ctx, h.Log, apierror.New(apierror.Forbidden, "Only the orchestrator may call this route.")), nil
+		}
+		// The identity headers say whose job it is: the signature must
+		// cover them, or anyone who can replay one signed request could
+		// name another identity.
+		if unsigned := sigv4.Unsigned(httpapi.Header(req, "Authorization"), job.MandatoryHeaders, func(n string) bool { return httpapi.Header(req, n) != "" }); len(unsigned) > 0 {
+			return httpapi.Error(ctx, h.Log, apierror.New(apierror.Forbidden, "The request's signature must cover %s (SigV4 SignedHeaders).", strings.Join(unsigned, ", "))), nil
 		}
 		hd, missing := job.ReadHeaders(func(n string) string { return httpapi.Header(req, n) })
 		if len(missing) > 0 {

@@ -3,6 +3,7 @@ package orchestratorapi_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -32,6 +33,12 @@ func TestSameRole(t *testing.T) {
 	}
 }
 
+// signed is an Authorization header signing headers.
+func signed(headers string) string {
+	return "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261129/us-east-1/execute-api/aws4_request, SignedHeaders=" + headers +
+		", Signature=" + strings.Repeat("ab", 32)
+}
+
 // On AWS the handler takes only the orchestrator's role, whatever API
 // Gateway let through, and checks the headers before anything else.
 func TestGuard(t *testing.T) {
@@ -54,7 +61,11 @@ func TestGuard(t *testing.T) {
 	}{
 		{"no caller", req("", nil), 403, "forbidden"},
 		{"another role", req("arn:aws:iam::123456789012:role/other", nil), 403, "forbidden"},
-		{"headers missing, body unread", req(role, map[string]string{"x-context-id": "c"}), 400, "missing_headers"},
+		{"headers missing, body unread", req(role, map[string]string{"x-context-id": "c", "authorization": signed("host;x-amz-date;x-context-id")}), 400, "missing_headers"},
+		// API Gateway checked the signature; the identity headers must be
+		// part of what it signs.
+		{"identity header unsigned", req(role, map[string]string{"x-context-id": "c", "x-identity-id": "i", "authorization": signed("host;x-amz-date;x-context-id")}), 403, "forbidden"},
+		{"no signature", req(role, map[string]string{"x-context-id": "c"}), 403, "forbidden"},
 	} {
 		res, err := create(context.Background(), tt.r)
 		env := struct {

@@ -126,6 +126,21 @@ func (v *Verifier) Verify(req Request) (string, error) {
 	return a.keyID, nil
 }
 
+// Unsigned returns those of names (lower case) that a request has, by has,
+// but its Authorization header does not sign: all of them when the header
+// is not a SigV4 signature. API Gateway verifies a signature over whatever
+// headers it signs; a route that trusts other headers checks them with it.
+func Unsigned(authorization string, names []string, has func(name string) bool) []string {
+	a, err := parseAuthorization(authorization)
+	var out []string
+	for _, n := range names {
+		if has(n) && (err != nil || !slices.Contains(a.signedHeaders, n)) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 func parseAuthorization(raw string) (authorization, error) {
 	var a authorization
 	alg, rest, ok := strings.Cut(strings.TrimSpace(raw), " ")

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,4 +129,17 @@ func FuzzVerify(f *testing.F) {
 			t.Fatal("a request not signed by a known key verified")
 		}
 	})
+}
+
+// Unsigned names the headers a request has that its signature leaves out.
+func TestUnsigned(t *testing.T) {
+	auth := "AWS4-HMAC-SHA256 Credential=AKID/20261129/us-east-1/execute-api/aws4_request, SignedHeaders=host;x-amz-date;x-b, Signature=" + strings.Repeat("0f", 32)
+	present := map[string]bool{"x-a": true, "x-b": true}
+	has := func(n string) bool { return present[n] }
+	if got := sigv4.Unsigned(auth, []string{"x-a", "x-b", "x-c"}, has); !slices.Equal(got, []string{"x-a"}) {
+		t.Errorf("Unsigned = %v, want [x-a]", got)
+	}
+	if got := sigv4.Unsigned("Bearer x", []string{"x-a", "x-b", "x-c"}, has); !slices.Equal(got, []string{"x-a", "x-b"}) {
+		t.Errorf("Unsigned(no signature) = %v, want [x-a x-b]", got)
+	}
 }

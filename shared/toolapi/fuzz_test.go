@@ -72,11 +72,48 @@ func call(t *testing.T, tool, body string, setup bool) (failure, *toolgate.Recor
 		t.Fatal(err)
 	}
 	var out failure
-	httpapitest.Decode(t, res, &out, 400, 403, 404, 503)
+	httpapitest.Decode(t, res, &out, 400, 403, 404, 413, 503)
 	if out.Success || out.Result != out.Message {
 		t.Fatalf("status %d, body %s: not the route's error", res.StatusCode, res.Body)
 	}
 	return out, recs.begun
+}
+
+// Any caller but the session's running sandbox is 403 forbidden, in the
+// tool envelope, before the body is read (agent-contract.md): no token, a
+// session token or another sandbox's, a session that is not there or ended.
+func TestOnlyTheRunningSandboxMayCall(t *testing.T) {
+	t.Parallel()
+	tok, hash := token.New(token.Sandbox)
+	other, _ := token.New(token.Sandbox)
+	sessionTok, _ := token.New(token.Session)
+	for _, tt := range []struct {
+		name, id, auth string
+		state          session.State
+	}{
+		{"no token", sessionID, "", session.Working},
+		{"not a bearer", sessionID, "Basic " + tok, session.Working},
+		{"another sandbox's token", sessionID, "Bearer " + other, session.Working},
+		{"a session token", sessionID, "Bearer " + sessionTok, session.Working},
+		{"an unknown session", "1f8fad5b-d9cb-469f-a165-70867728950e", "Bearer " + tok, session.Working},
+		{"not a session id", "..%2F..", "Bearer " + tok, session.Working},
+		{"an ended session", sessionID, "Bearer " + tok, session.Ended},
+	} {
+		sess := session.Session{ID: sessionID, State: tt.state, SandboxTokenHash: hash}
+		h := &toolapi.Handlers{Gate: toolgate.New(toolgate.Options{Sessions: sessions{sess: sess}, Records: &records{}, Log: slog.New(slog.DiscardHandler)}),
+			Log: slog.New(slog.DiscardHandler)}
+		headers := map[string]string{}
+		if tt.auth != "" {
+			headers["authorization"] = tt.auth
+		}
+		res, err := h.Callback(t.Context(), httpapi.Request{Body: "{not json", Headers: headers,
+			PathParameters: map[string]string{"sessionId": tt.id, "toolName": "verify"}})
+		var out failure
+		_ = json.Unmarshal([]byte(res.Body), &out)
+		if err != nil || res.StatusCode != 403 || out.ErrorCode != apierror.Forbidden || out.Success || out.Result == "" {
+			t.Errorf("%s: %d %s %v, want 403 forbidden in the tool envelope", tt.name, res.StatusCode, res.Body, err)
+		}
+	}
 }
 
 // POST /proliferate/{sessionId}/tools/{toolName}: any tool name and body,

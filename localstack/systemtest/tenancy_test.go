@@ -177,9 +177,9 @@ func TestSetupSessionsChangeOnlyTheirTenantsConfiguration(t *testing.T) {
 	}
 }
 
-// automation.complete records are the tenant's: another app's sandbox can
-// neither complete, pre-empt nor read a run of this one; it gets the answer a
-// run nobody completed gets.
+// automation.complete records are the session's: another app's sandbox, or
+// another of this app, can neither complete, pre-empt nor read a run of this
+// one; it gets the answer a run nobody completed gets.
 func TestRunsAreScopedByTenant(t *testing.T) {
 	t.Parallel()
 	s := start(t, fakeSandbox(), withConfig(func(c *config.RemoteAgents) { c.CreationTimeout = 20 * time.Second }))
@@ -210,6 +210,18 @@ func TestRunsAreScopedByTenant(t *testing.T) {
 	}
 	if r := complete(mine, mySB, "run-2", "mine-3", "succeeded"); r.body["success"] != true {
 		t.Errorf("run-2 was pre-empted by another tenant: %s", r.raw)
+	}
+	// Runs are their session's: another agent of this tenant neither reads,
+	// completes nor pre-empts them.
+	sibling, siblingSB, _ := s.readyAs(t, appKey, automation, map[string]bool{mine: true, theirs: true})
+	if r := complete(sibling, siblingSB, "run-1", "sibling-1", "failed"); r.body["success"] != true || strings.Contains(r.raw, "mine-1") {
+		t.Errorf("another session's completion of run-1: %d %s", r.status, r.raw)
+	}
+	if r := complete(sibling, siblingSB, "run-3", "sibling-3", "failed"); r.body["success"] != true {
+		t.Fatalf("the other session's run-3: %s", r.raw)
+	}
+	if r := complete(mine, mySB, "run-3", "mine-4", "succeeded"); r.body["success"] != true {
+		t.Errorf("run-3 was pre-empted by another session of the tenant: %s", r.raw)
 	}
 
 	// A session of no tenant (created before tenants) has no runs at all.

@@ -21,14 +21,18 @@ func TestRegistry(t *testing.T) {
 	})
 }
 
-// An automation run is its tenant's: the same run id in another tenant is
-// another run, which neither reads nor pre-empts this one.
-func TestRunsAreScopedByTenant(t *testing.T) {
+// An automation run is its session's: the same run id in another session,
+// of the tenant or another, is another run, which neither reads nor
+// completes nor pre-empts this one.
+func TestRunsAreScopedBySession(t *testing.T) {
 	t.Parallel()
 	set, api := setup(t)
 	runs := dynamo.NewRuns(api, set.Jobs.Name)
+	doneBy := func(tenant, sessionID, completion, outcome string) toolgate.RunCompletion {
+		return toolgate.RunCompletion{Tenant: tenant, RunID: "run-1", CompletionID: completion, Outcome: outcome, SessionID: sessionID, CompletedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	}
 	done := func(tenant, completion, outcome string) toolgate.RunCompletion {
-		return toolgate.RunCompletion{Tenant: tenant, RunID: "run-1", CompletionID: completion, Outcome: outcome, SessionID: "s", CompletedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		return doneBy(tenant, "s", completion, outcome)
 	}
 	first := done("tenant-a", "a-1", "succeeded")
 	if got, err := runs.Complete(t.Context(), first); err != nil || !reflect.DeepEqual(got, first) {
@@ -40,6 +44,16 @@ func TestRunsAreScopedByTenant(t *testing.T) {
 	}
 	if got, err := runs.Complete(t.Context(), done("tenant-a", "a-2", "failed")); err != nil || !reflect.DeepEqual(got, first) {
 		t.Errorf("a second completion = %+v, %v; want the first, %+v", got, err, first)
+	}
+	sibling := doneBy("tenant-a", "s2", "s2-1", "failed")
+	if got, err := runs.Complete(t.Context(), sibling); err != nil || !reflect.DeepEqual(got, sibling) {
+		t.Errorf("another session of the tenant completing the same run id = %+v, %v; want its own, %+v", got, err, sibling)
+	}
+	if got, err := runs.Complete(t.Context(), done("tenant-a", "a-1", "succeeded")); err != nil || !reflect.DeepEqual(got, first) {
+		t.Errorf("the first session's retry = %+v, %v; want its completion, %+v", got, err, first)
+	}
+	if _, err := runs.Complete(t.Context(), doneBy("tenant-a", "", "x", "failed")); err == nil {
+		t.Error("a run of no session was completed")
 	}
 	for _, tenant := range []string{"", "a#b"} {
 		if _, err := runs.Complete(t.Context(), done(tenant, "x", "failed")); err == nil {

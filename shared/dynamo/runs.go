@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
@@ -14,8 +15,10 @@ import (
 var _ toolgate.Runs = (*Runs)(nil)
 
 // Runs stores automation run completions in the jobs table, one item per run
-// of a tenant (job_id "run#<tenant>#<run_id>", sk "completion"): a run id
-// names a different run in each tenant.
+// of a session (job_id "run#<tenant>#<session_id>#<run_id>", sk
+// "completion"): a run id names a different run in each session, so that
+// another session, of the tenant or not, neither reads nor completes nor
+// pre-empts it.
 type Runs struct {
 	t *Table
 }
@@ -39,7 +42,10 @@ func (r *Runs) Complete(ctx context.Context, c toolgate.RunCompletion) (toolgate
 	if err := registry.ValidTenant(c.Tenant); err != nil {
 		return toolgate.RunCompletion{}, fmt.Errorf("run %s: %w", c.RunID, err)
 	}
-	item := runItem{JobID: runKeyPrefix + c.Tenant + "#" + c.RunID, SK: "completion", RunCompletion: c}
+	if c.SessionID == "" || strings.Contains(c.SessionID, "#") {
+		return toolgate.RunCompletion{}, fmt.Errorf("run %s: session id %q cannot scope a run", c.RunID, c.SessionID)
+	}
+	item := runItem{JobID: runKeyPrefix + c.Tenant + "#" + c.SessionID + "#" + c.RunID, SK: "completion", RunCompletion: c}
 	err := r.t.Put(ctx, item, expression.Or(
 		expression.AttributeNotExists(expression.Name("job_id")),
 		expression.Name("completion_id").Equal(expression.Value(c.CompletionID)),

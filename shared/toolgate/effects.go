@@ -23,8 +23,9 @@ const (
 	SnapshotObject = sandboxwire.SnapshotObject
 )
 
-// RunCompletion is an automation run's recorded outcome. Runs are a tenant's:
-// run ids of different tenants never meet.
+// RunCompletion is an automation run's recorded outcome. Runs are a
+// session's: run ids of different sessions (of one tenant or not) never
+// meet.
 type RunCompletion struct {
 	Tenant          string    `json:"tenant"`
 	RunID           string    `json:"run_id"`

@@ -8,10 +8,11 @@ import (
 )
 
 // Budget is a Provider that holds every call to a token budget and a time
-// limit: it counts the tokens each reply used as it returns, and refuses
-// (ErrTokenLimit, before calling) a call whose input (estimated from its
-// text) and max tokens could take the count over Limit. Each call runs
-// within CallTimeout.
+// limit: it counts the tokens each reply used as it returns, and lowers each
+// call's max tokens to what remains of Limit once its input (estimated from
+// its text) is counted, so that a small budget is spent, not refused whole.
+// It refuses a call (ErrTokenLimit, before calling) only when nothing would
+// remain for its reply. Each call runs within CallTimeout.
 type Budget struct {
 	Provider
 	// Limit is the budget of input and output tokens; 0: none.
@@ -40,18 +41,23 @@ func (b *Budget) Remaining() int64 {
 	return b.Limit - b.used
 }
 
-// admit refuses req if it could exceed what remains.
-func (b *Budget) admit(req Request) error {
+// admit returns req with its max tokens at most what remains of the budget
+// after its input, or ErrTokenLimit when no room for a reply remains.
+func (b *Budget) admit(req Request) (Request, error) {
 	if b.Limit <= 0 {
-		return nil
+		return req, nil
 	}
-	need := int64(estimateTokens(req)) + int64(max(req.MaxTokens, 1))
+	input := int64(estimateTokens(req))
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if left := b.Limit - b.used; need > left {
-		return fmt.Errorf("%w: %d of %d tokens used; the next call could use %d more", ErrTokenLimit, b.used, b.Limit, need)
+	room := b.Limit - b.used - input
+	if room < 1 {
+		return req, fmt.Errorf("%w: %d of %d tokens used, and the next call's input is about %d more", ErrTokenLimit, b.used, b.Limit, input)
 	}
-	return nil
+	if req.MaxTokens <= 0 || int64(req.MaxTokens) > room {
+		req.MaxTokens = int(room)
+	}
+	return req, nil
 }
 
 func (b *Budget) count(u Usage) {
@@ -74,10 +80,12 @@ func (b *Budget) callContext(ctx context.Context) (context.Context, context.Canc
 // ErrCallTimeout is a model call that took longer than Budget.CallTimeout.
 var ErrCallTimeout = fmt.Errorf("model call timed out")
 
-// Chat makes the call if the budget allows it, and counts what it used. A
-// refused call is ErrTokenLimit; one past CallTimeout ErrCallTimeout.
+// Chat makes the call, its max tokens within what remains, if any remains,
+// and counts what it used. A refused call is ErrTokenLimit; one past
+// CallTimeout ErrCallTimeout.
 func (b *Budget) Chat(ctx context.Context, req Request) (Response, error) {
-	if err := b.admit(req); err != nil {
+	req, err := b.admit(req)
+	if err != nil {
 		return Response{}, err
 	}
 	cctx, cancel := b.callContext(ctx)
@@ -96,7 +104,8 @@ func (b *Budget) Chat(ctx context.Context, req Request) (Response, error) {
 // Stream makes the call if the budget allows it and counts what the reply
 // used when it is done.
 func (b *Budget) Stream(ctx context.Context, req Request) (<-chan Event, error) {
-	if err := b.admit(req); err != nil {
+	req, err := b.admit(req)
+	if err != nil {
 		return nil, err
 	}
 	cctx, cancel := b.callContext(ctx)

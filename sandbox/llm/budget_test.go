@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,33 +18,53 @@ func (slow) Chat(ctx context.Context, _ llm.Request) (llm.Response, error) {
 	return llm.Response{}, ctx.Err()
 }
 
-func TestBudgetRefusesTheCallThatCouldExceedIt(t *testing.T) {
-	steps := []llm.ScriptStep{{Text: "a", Usage: &llm.Usage{InputTokens: 500, OutputTokens: 100}}, {Text: "b", Usage: &llm.Usage{InputTokens: 1, OutputTokens: 1}}}
-	inner := llm.NewScripted(steps)
-	var seen []int64
-	b := &llm.Budget{Provider: inner, Limit: 1000, OnUsage: func(u int64) { seen = append(seen, u) }}
-	req := llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "hi"}}, MaxTokens: 300}
-	if _, err := b.Chat(t.Context(), req); err != nil {
-		t.Fatal(err)
+// recording is a provider that keeps each call's max tokens.
+type recording struct {
+	llm.Provider
+	maxTokens []int
+}
+
+func (r *recording) Chat(ctx context.Context, req llm.Request) (llm.Response, error) {
+	r.maxTokens = append(r.maxTokens, req.MaxTokens)
+	return r.Provider.Chat(ctx, req)
+}
+
+// A budget smaller than a call's max tokens is spent, not refused: each
+// call's max tokens is lowered to what remains after its input, and a call
+// is refused, never made, only once nothing remains for a reply.
+func TestBudgetClampsEachCallToWhatRemains(t *testing.T) {
+	steps := []llm.ScriptStep{
+		{Text: "a", Usage: &llm.Usage{InputTokens: 500, OutputTokens: 1000}},
+		{Text: "b", Usage: &llm.Usage{InputTokens: 300, OutputTokens: 150}},
+		{Text: "c", Usage: &llm.Usage{InputTokens: 40, OutputTokens: 9}},
 	}
-	if b.Used() != 600 || len(seen) != 1 || seen[0] != 600 {
+	inner := &recording{Provider: llm.NewScripted(steps)}
+	var seen []int64
+	b := &llm.Budget{Provider: inner, Limit: 2000, OnUsage: func(u int64) { seen = append(seen, u) }}
+	req := llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "hi"}}, MaxTokens: 1000} // about 1 token of input
+	for range 3 {
+		if _, err := b.Chat(t.Context(), req); err != nil {
+			t.Fatalf("after %d tokens: %v", b.Used(), err)
+		}
+	}
+	// 1000 fits 2000; 499 is what 500 left holds after the input; then 49.
+	if want := []int{1000, 499, 49}; !slices.Equal(inner.maxTokens, want) {
+		t.Errorf("max tokens of the calls %v, want %v", inner.maxTokens, want)
+	}
+	if b.Used() != 1999 || !slices.Equal(seen, []int64{1500, 1950, 1999}) {
 		t.Errorf("used %d, seen %v", b.Used(), seen)
 	}
-	// 400 remain: a call of max 300 tokens and a little input fits ...
-	if _, err := b.Chat(t.Context(), req); err != nil {
-		t.Fatal(err)
-	}
-	// ... one of max 398 and its input no longer does, and is never made.
-	req.MaxTokens = 398
+	// One token left, and the input takes it: refused, never made.
 	if _, err := b.Chat(t.Context(), req); !errors.Is(err, llm.ErrTokenLimit) {
-		t.Errorf("over the budget: %v", err)
+		t.Errorf("a spent budget: %v", err)
 	}
-	if inner.Calls() != 2 {
-		t.Errorf("%d calls reached the model, want 2", inner.Calls())
+	if len(inner.maxTokens) != 3 {
+		t.Errorf("%d calls reached the model, want 3", len(inner.maxTokens))
 	}
-	// No limit: no refusal.
-	if _, err := (&llm.Budget{Provider: llm.NewScripted(nil)}).Chat(t.Context(), llm.Request{MaxTokens: 1 << 20}); err != nil {
-		t.Errorf("without a limit: %v", err)
+	// No limit: no refusal, and the request as it was.
+	free := &recording{Provider: llm.NewScripted(nil)}
+	if _, err := (&llm.Budget{Provider: free}).Chat(t.Context(), llm.Request{MaxTokens: 1 << 20}); err != nil || free.maxTokens[0] != 1<<20 {
+		t.Errorf("without a limit: %v, max tokens %v", err, free.maxTokens)
 	}
 }
 
@@ -75,7 +96,12 @@ func TestBudgetCountsStreamedReplies(t *testing.T) {
 	if text != "streamed reply" || b.Used() != 50 || b.Remaining() != 950 {
 		t.Errorf("text %q used %d remaining %d", text, b.Used(), b.Remaining())
 	}
-	if _, err := b.Stream(t.Context(), llm.Request{MaxTokens: 951}); !errors.Is(err, llm.ErrTokenLimit) {
-		t.Errorf("a stream over the budget: %v", err)
+	// 950 remain: a stream asking for more is held to them, not refused.
+	if _, err := b.Stream(t.Context(), llm.Request{MaxTokens: 5000}); err != nil {
+		t.Errorf("a stream asking for more than remains: %v", err)
+	}
+	b.Limit = 50 // spent
+	if _, err := b.Stream(t.Context(), llm.Request{MaxTokens: 10}); !errors.Is(err, llm.ErrTokenLimit) {
+		t.Errorf("a stream of a spent budget: %v", err)
 	}
 }

@@ -247,18 +247,18 @@ func TestJobWritesTwoOutputs(t *testing.T) {
 	}
 }
 
-// TestJobStopsAtItsTokenLimit: the call that could take the job over its
-// token limit is never made; the job fails with token_limit and keeps what
-// it wrote.
+// TestJobStopsAtItsTokenLimit: once no room for a reply remains of the
+// job's token limit, the next call is never made; the job fails with
+// token_limit and keeps what it wrote.
 func TestJobStopsAtItsTokenLimit(t *testing.T) {
-	script := `{"text":"writing","tool_calls":[{"name":"write","args":{"path":"output/partial.md","content":"half"}}],"usage":{"input_tokens":850,"output_tokens":50}}
+	script := `{"text":"writing","tool_calls":[{"name":"write","args":{"path":"output/partial.md","content":"half"}}],"usage":{"input_tokens":850,"output_tokens":145}}
 {"text":"never asked for","usage":{"input_tokens":1,"output_tokens":1}}
 `
 	p, _ := runJob(t, scriptedJob(1000, "write"), script)
 	last := final(t, p)
 	rep := last.Job
 	if last.State != sandboxwire.Failed || last.Reason != sandboxwire.ReasonTokenLimit || rep.Outcome != sandboxwire.JobFailed ||
-		rep.Failure == nil || rep.Failure.Category != sandboxwire.FailureTokenLimit || rep.TokensUsed != 900 {
+		rep.Failure == nil || rep.Failure.Category != sandboxwire.FailureTokenLimit || rep.TokensUsed != 995 {
 		t.Fatalf("final report %+v, job %+v failure %+v", last, rep, rep.Failure)
 	}
 	got := checkUploaded(t, p, rep)
@@ -267,6 +267,22 @@ func TestJobStopsAtItsTokenLimit(t *testing.T) {
 	}
 	if strings.Contains(got[sandboxwire.JobLogPath], "never asked for") {
 		t.Error("the call over the limit was made")
+	}
+}
+
+// TestJobWithASmallTokenLimit: a token limit smaller than the profile's
+// max tokens is a budget to spend, not a refusal: each call asks for what
+// remains, and the job succeeds within it.
+func TestJobWithASmallTokenLimit(t *testing.T) {
+	script := `{"text":"writing","tool_calls":[{"name":"write","args":{"path":"output/report.md","content":"Otters hold hands."}}],"usage":{"input_tokens":900,"output_tokens":60}}
+{"text":"Done: output/report.md.","usage":{"input_tokens":980,"output_tokens":20}}
+`
+	job := scriptedJob(2000, "write")
+	job.Profile.MaxTokens = 1000
+	p, _ := runJob(t, job, script)
+	last := final(t, p)
+	if rep := last.Job; rep.Outcome != sandboxwire.JobCompleted || rep.TokensUsed != 1960 || rep.Failure != nil {
+		t.Fatalf("final report %+v, job %+v failure %+v", last, rep, rep.Failure)
 	}
 }
 

@@ -248,8 +248,9 @@ func write(w io.Writer, e session.Event) error {
 
 // Public is what viewers may see of an event: errors sanitised (FR2), internal
 // references (object keys, env value refs) dropped. An agent message has its
-// text also as sanitised HTML, rendered from Markdown (html); an html field
-// that came with the event is dropped.
+// text also as sanitised HTML, rendered from Markdown (html) when the
+// platform appended it (session.Event.HTML), or here if it was too long to
+// keep; an html field that came in the event's data is dropped.
 func Public(e session.Event) map[string]any {
 	out := make(map[string]any, len(e.Data))
 	for k, v := range e.Data {
@@ -259,7 +260,9 @@ func Public(e session.Event) map[string]any {
 	delete(out, "html")
 	switch e.Type {
 	case sandboxwire.TypeAgentMessage:
-		if s, ok := out["text"].(string); ok && s != "" {
+		if e.HTML != "" {
+			out["html"] = e.HTML
+		} else if s, ok := out["text"].(string); ok && s != "" {
 			out["html"] = markdown.HTML(s)
 		}
 	case sandboxwire.TypeEnvSubmitted:

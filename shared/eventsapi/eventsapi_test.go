@@ -28,6 +28,16 @@ func TestPublicHidesWhatViewersMustNotSee(t *testing.T) {
 	if _, ok := att["key"]; ok || att["name"] != "a.txt" {
 		t.Errorf("attachment: %v", att)
 	}
+	// An agent message's HTML is the one rendered as it was appended (not
+	// rendered again per reader), never an html of its data.
+	kept := Public(session.Event{Type: sandboxwire.TypeAgentMessage, Data: map[string]any{"text": "**a**", "html": "<script>x</script>"}, HTML: "<p>kept</p>"})
+	if kept["html"] != "<p>kept</p>" {
+		t.Errorf("agent message html %q, want the one kept at append", kept["html"])
+	}
+	late := Public(session.Event{Type: sandboxwire.TypeAgentMessage, Data: map[string]any{"text": "**a**", "html": "<script>x</script>"}})
+	if late["html"] != "<p><strong>a</strong></p>\n" {
+		t.Errorf("agent message without kept HTML: html %q, want it rendered", late["html"])
+	}
 	// The event itself is not changed.
 	e := session.Event{Type: sandboxwire.TypeEnvSubmitted, Data: map[string]any{"ref": "r"}}
 	Public(e)

@@ -40,17 +40,116 @@ var (
 	lineEnds = strings.NewReplacer("\r\n", "\n", "\r", "\n")
 )
 
+// MaxDepth bounds how deep text may nest block quotes and lists (by their
+// markers and by indentation): deeper, it is shown as the text it is, not
+// rendered, since the parser's and the sanitiser's work grows with the
+// nesting far faster than with the length (30,000 '>' took seconds).
+const MaxDepth = 16
+
+// MaxBytes bounds the text rendered as Markdown; longer text is shown as
+// the text it is.
+const MaxBytes = 64 * 1024
+
 // HTML renders text, Markdown, as sanitised HTML. Text that cannot be rendered
-// (never seen: goldmark renders any input) comes back escaped.
+// (never seen: goldmark renders any input), that is longer than MaxBytes or
+// nested deeper than MaxDepth comes back as escaped text, its line breaks
+// kept.
 func HTML(text string) string {
 	// CommonMark's line endings are LF, CRLF and CR; goldmark reads a lone CR
 	// as none.
 	text = lineEnds.Replace(text)
+	if len(text) > MaxBytes || tooDeep(text) {
+		return plain(text)
+	}
 	var buf bytes.Buffer
 	if err := md.Convert([]byte(text), &buf); err != nil {
-		return policy.Sanitize("<p>" + stdhtml.EscapeString(text) + "</p>")
+		return plain(text)
 	}
 	return policy.Sanitize(buf.String())
+}
+
+// plain is text as one paragraph of escaped text, its line breaks kept.
+func plain(text string) string {
+	return "<p>" + strings.ReplaceAll(stdhtml.EscapeString(text), "\n", "<br>\n") + "</p>"
+}
+
+// tooDeep reports whether a line of text, outside fenced code, could nest
+// containers deeper than MaxDepth: each block quote or list marker it
+// starts with counts one, and every two columns of indentation before and
+// between them one more (a nested list item is indented by two or more).
+func tooDeep(text string) bool {
+	fence := ""
+	for line := range strings.SplitSeq(text, "\n") {
+		trimmed := strings.TrimLeft(line, " ")
+		if fence != "" {
+			if strings.HasPrefix(trimmed, fence) && strings.Trim(trimmed, fence[:1]+" \t") == "" {
+				fence = ""
+			}
+			continue
+		}
+		if len(line)-len(trimmed) < 4 {
+			if f := fenceOf(trimmed); f != "" {
+				fence = f
+				continue
+			}
+		}
+		if containerDepth(line) > MaxDepth {
+			return true
+		}
+	}
+	return false
+}
+
+// fenceOf is the code fence line opens (``` or ~~~, or longer), or "".
+func fenceOf(line string) string {
+	for _, c := range []byte{'`', '~'} {
+		n := 0
+		for n < len(line) && line[n] == c {
+			n++
+		}
+		if n >= 3 {
+			return line[:n]
+		}
+	}
+	return ""
+}
+
+// containerDepth is how deep line could nest containers: its markers at
+// its start ('>', a bullet or an ordered list number followed by a space)
+// and every two columns of indentation among them (the space that ends a
+// marker is the marker's).
+func containerDepth(line string) int {
+	depth, cols, i := 0, 0, 0
+	for i < len(line) {
+		switch c := line[i]; {
+		case c == ' ':
+			cols++
+			i++
+		case c == '\t':
+			cols += 4
+			i++
+		case c == '>':
+			depth++
+			i = afterMarker(line, i+1)
+		case (c == '-' || c == '+' || c == '*') && i+1 < len(line) && (line[i+1] == ' ' || line[i+1] == '\t'):
+			depth++
+			i = afterMarker(line, i+1)
+		case c >= '0' && c <= '9':
+			j := i
+			for j < len(line) && j-i < 9 && line[j] >= '0' && line[j] <= '9' {
+				j++
+			}
+			if j+1 < len(line) && (line[j] == '.' || line[j] == ')') && (line[j+1] == ' ' || line[j+1] == '\t') {
+				depth++
+				i = afterMarker(line, j+1)
+				continue
+			}
+			return depth + cols/2
+		default:
+			return depth + cols/2
+		}
+	}
+	return depth + cols/2
 }
 
 // withoutRawHTML is goldmark's default parser without its HTML block and raw
@@ -121,4 +220,13 @@ func (imageLinks) RegisterFuncs(r renderer.NodeRendererFuncRegisterer) {
 		_, _ = w.WriteString("</a>")
 		return ast.WalkContinue, nil
 	})
+}
+
+// afterMarker is where line goes on after a container marker that ends at
+// i: past the one space that belongs to the marker.
+func afterMarker(line string, i int) int {
+	if i < len(line) && line[i] == ' ' {
+		return i + 1
+	}
+	return i
 }

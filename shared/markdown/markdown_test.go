@@ -5,10 +5,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
+	"github.com/remote-agents/remote-agents/localstack/benchrec"
 	"github.com/remote-agents/remote-agents/shared/markdown"
 )
 
@@ -117,4 +119,55 @@ func FuzzHTML(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		safe(t, in, markdown.HTML(in))
 	})
+}
+
+// Text nested deeper than MaxDepth, or longer than MaxBytes, is shown as the
+// text it is (escaped, its line breaks kept), at the cost of its length, not
+// rendered at the cost of its nesting; nesting within the bound, and deep
+// indentation inside fenced code, render as Markdown.
+func TestNestingIsBounded(t *testing.T) {
+	t.Parallel()
+	var indented strings.Builder
+	for i := range 40 {
+		indented.WriteString(strings.Repeat(" ", 2*i) + "- item\n")
+	}
+	for name, in := range map[string]string{
+		"quotes":        strings.Repeat(">", 30000),
+		"spaced quotes": strings.Repeat("> ", 15000) + "x",
+		"bullets":       strings.Repeat("- ", 15000) + "x",
+		"numbers":       strings.Repeat("1. ", 10000) + "x",
+		"indentation":   indented.String(),
+		"long":          strings.Repeat("word ", markdown.MaxBytes/5+1),
+	} {
+		out := markdown.HTML(in + "\n<b>")
+		if strings.Contains(out, "<blockquote>") || strings.Contains(out, "<li>") || !strings.HasPrefix(out, "<p>") || !strings.Contains(out, "&lt;b&gt;") {
+			t.Errorf("%s: rendered as Markdown, or not escaped: %.200s", name, out)
+		}
+	}
+	within := strings.Repeat("> ", markdown.MaxDepth-1) + "deep enough"
+	if out := markdown.HTML(within); strings.Count(out, "<blockquote>") != markdown.MaxDepth-1 {
+		t.Errorf("nesting within the bound was not rendered: %s", out)
+	}
+	fenced := "```json\n" + strings.Repeat(" ", 80) + "\"deep\": 1\n```\n\n- item"
+	if out := markdown.HTML(fenced); !strings.Contains(out, "<pre><code") || !strings.Contains(out, "<li>item</li>") {
+		t.Errorf("indented fenced code made the text plain: %s", out)
+	}
+}
+
+// BenchmarkDeepQuotes renders the message that took seconds before the
+// nesting was bounded (30,000 '>'), and an ordinary reply of the same
+// length.
+func BenchmarkDeepQuotes(b *testing.B) {
+	deep := strings.Repeat(">", 30000)
+	reply := strings.Repeat("Some **bold** text, a `code span` and a [link](https://example.com).\n\n- one\n- two\n\n", 400)[:30000]
+	rec := benchrec.New(b)
+	for b.Loop() {
+		began := time.Now()
+		markdown.HTML(deep)
+		rec.Add("30,000 >", time.Since(began))
+		began = time.Now()
+		markdown.HTML(reply)
+		rec.Add("30 KB reply", time.Since(began))
+	}
+	rec.Done()
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/blob"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
+	"github.com/remote-agents/remote-agents/shared/markdown"
 	"github.com/remote-agents/remote-agents/shared/prompts"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/report"
@@ -455,6 +456,13 @@ func (c *Service) Append(ctx context.Context, sess session.Session, in sandboxwi
 			}
 		}
 		events[i] = session.Event{Type: e.Type, Data: data}
+		// An agent message is rendered once, here, for every viewer of
+		// every stream (the text is the sandbox's; the HTML the platform's).
+		if s, ok := data["text"].(string); ok && s != "" && e.Type == sandboxwire.TypeAgentMessage {
+			if h := markdown.HTML(s); len(h) <= session.MaxEventHTMLBytes {
+				events[i].HTML = h
+			}
+		}
 	}
 	if in.ID != "" {
 		return c.appendOnce(ctx, sess, in.ID, events)

@@ -401,10 +401,9 @@ func TestChannelAppend(t *testing.T) {
 			t.Errorf("%s: %v, want invalid_request", bad.name, err)
 		}
 	}
-	msg, err := sandboxwire.NewEvent(sandboxwire.AgentMessage{Text: "hi"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// An agent message is stored with its text rendered, once: the HTML
+	// is the platform's, whatever html the sandbox put in the data.
+	msg := ev("agent.message", `{"text":"hi **there**","html":"<script>alert(1)</script>"}`)
 	out, err := c.ch.Append(t.Context(), c.auth(t, c.sess.ID, c.tok), sandboxwire.EventsRequest{Events: []sandboxwire.Event{msg, ev("state.changed", `{"state":"idle"}`)}})
 	if err != nil || out.FirstSeq != 1 || out.LastSeq != 2 {
 		t.Fatalf("append: %+v %v", out, err)
@@ -414,8 +413,11 @@ func TestChannelAppend(t *testing.T) {
 		t.Fatalf("stored %+v %v", stored, err)
 	}
 	var back sandboxwire.AgentMessage
-	if err := sandboxwire.Decode(stored[0].Data, &back); err != nil || back.Text != "hi" {
+	if err := sandboxwire.Decode(stored[0].Data, &back); err != nil || back.Text != "hi **there**" {
 		t.Errorf("stored payload %+v %v", back, err)
+	}
+	if stored[0].HTML != "<p>hi <strong>there</strong></p>\n" || stored[1].HTML != "" {
+		t.Errorf("stored HTML %q and %q, want the message's rendered and none", stored[0].HTML, stored[1].HTML)
 	}
 	if _, err := c.store.Transition(t.Context(), c.sess.ID, session.Change{From: session.Live, To: session.Ended}); err != nil {
 		t.Fatal(err)

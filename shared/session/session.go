@@ -351,9 +351,17 @@ type Event struct {
 	Seq       int64          `json:"seq"`
 	Type      string         `json:"type"`
 	Data      map[string]any `json:"data,omitempty"`
-	At        time.Time      `json:"at"`
-	ExpiresAt int64          `json:"expires_at,omitempty"`
+	// HTML is an agent message's text as sanitised HTML, rendered once as
+	// the platform appends the event (package markdown), "" when it was
+	// not (too long to keep: readers render it).
+	HTML      string    `json:"html,omitempty"`
+	At        time.Time `json:"at"`
+	ExpiresAt int64     `json:"expires_at,omitempty"`
 }
+
+// MaxEventHTMLBytes bounds the HTML an event keeps: with its data, a full
+// append stays well inside DynamoDB's 4 MB transaction.
+const MaxEventHTMLBytes = 64 * 1024
 
 // MaxEventsPerAppend bounds the events one AppendEvents stores (the wire's
 // limit).

@@ -112,7 +112,7 @@ func FuzzCreate(f *testing.F) {
 		derr := httpapi.DecodeJSON(req, agenttypeapi.MaxBodyBytes, &in)
 		if res.StatusCode != 201 {
 			env := httpapitest.Envelope(t, res)
-			if env.ErrorCode != apierror.InvalidRequest || reg.created != nil || (derr != nil && env.Message != httpapi.EnvelopeOf(derr).Message) {
+			if env.ErrorCode != refusedAs(derr) || reg.created != nil || (derr != nil && env.Message != httpapi.EnvelopeOf(derr).Message) {
 				t.Fatalf("answered %+v (stored %+v); decode: %v", env, reg.created, derr)
 			}
 		} else {
@@ -162,7 +162,7 @@ func FuzzPutWorkspaceConfig(f *testing.F) {
 		derr := httpapi.DecodeJSON(req, agenttypeapi.MaxBodyBytes, &in)
 		if res.StatusCode != 200 {
 			env := httpapitest.Envelope(t, res)
-			if env.ErrorCode != apierror.InvalidRequest || reg.set != nil || (derr != nil && env.Message != httpapi.EnvelopeOf(derr).Message) {
+			if env.ErrorCode != refusedAs(derr) || reg.set != nil || (derr != nil && env.Message != httpapi.EnvelopeOf(derr).Message) {
 				t.Fatalf("answered %+v (stored %+v); decode: %v", env, reg.set, derr)
 			}
 			return
@@ -178,4 +178,13 @@ func FuzzPutWorkspaceConfig(f *testing.F) {
 		}
 		checkStored(t, out)
 	})
+}
+
+// refusedAs is the code a refused body is answered: DecodeJSON's (too
+// large, not JSON), or invalid_request for one the service refuses.
+func refusedAs(decodeErr error) apierror.Code {
+	if decodeErr != nil {
+		return apierror.CodeOf(decodeErr)
+	}
+	return apierror.InvalidRequest
 }

@@ -45,8 +45,9 @@ var decodeMessages = regexp.MustCompile(`^(` + strings.Join([]string{
 	`The request body must hold a single JSON object\.`,
 }, "|") + `)$`)
 
-// DecodeJSON, whatever the body: a body over the limit is refused; an error
-// is invalid_request (a 400 envelope) with one of the fixed messages; a
+// DecodeJSON, whatever the body: a body over the limit is refused (a 413
+// payload_too_large envelope); another error is invalid_request (a 400
+// envelope); each with one of the fixed messages; a
 // success is one JSON object of known fields within the limit, which
 // encodes back to a body that decodes to the same value.
 func FuzzDecodeJSON(f *testing.F) {
@@ -71,8 +72,12 @@ func FuzzDecodeJSON(f *testing.F) {
 		err := httpapi.DecodeJSON(httpapi.Request{Body: body, IsBase64Encoded: b64}, limit, &v)
 		if err != nil {
 			var e *apierror.Error
-			if !errors.As(err, &e) || e.Code != apierror.InvalidRequest || httpapi.EnvelopeOf(err).Status != 400 {
-				t.Fatalf("error %v is not a 400 invalid_request", err)
+			tooLarge := errors.As(err, &e) && e.Code == apierror.PayloadTooLarge && httpapi.EnvelopeOf(err).Status == 413
+			if tooLarge && len(body) <= limit && !b64 {
+				t.Fatalf("%d bytes refused as over a limit of %d", len(body), limit)
+			}
+			if !tooLarge && (e == nil || e.Code != apierror.InvalidRequest || httpapi.EnvelopeOf(err).Status != 400) {
+				t.Fatalf("error %v is neither a 413 payload_too_large nor a 400 invalid_request", err)
 			}
 			m := decodeMessages.FindStringSubmatch(e.Message)
 			if m == nil || (m[2] != "" && !fuzzFields[m[2]]) {

@@ -137,7 +137,7 @@ func post(t *testing.T, route string, state session.State, body string) (httpapi
 func decoded(t *testing.T, req httpapi.Request, limit int, v any, env httpapi.Envelope) bool {
 	t.Helper()
 	if err := httpapi.DecodeJSON(req, limit, v); err != nil {
-		if env.ErrorCode != apierror.InvalidRequest || env.Message != httpapi.EnvelopeOf(err).Message {
+		if env.ErrorCode != apierror.CodeOf(err) || env.Message != httpapi.EnvelopeOf(err).Message {
 			t.Fatalf("undecodable body answered %+v, want %v", env, err)
 		}
 		return false

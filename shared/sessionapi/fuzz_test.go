@@ -166,7 +166,7 @@ func again(t *testing.T, h httpapi.Handler, req httpapi.Request, body string, en
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := httpapitest.Envelope(t, res, 400, 503); got.ErrorCode != env.ErrorCode || (env.ErrorCode == apierror.InvalidRequest && got.Message != env.Message) {
+	if got := httpapitest.Envelope(t, res, 400, 413, 503); got.ErrorCode != env.ErrorCode || (env.ErrorCode == apierror.InvalidRequest && got.Message != env.Message) {
 		t.Fatalf("re-encoded as %s: %+v, was %+v", body, got, env)
 	}
 }
@@ -194,7 +194,7 @@ func FuzzCreate(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := httpapitest.Envelope(t, res, 400, 503)
+		env := httpapitest.Envelope(t, res, 400, 413, 503)
 		if (env.ErrorCode == apierror.GuardrailsMissing) != fk.guardrails || (!fk.guardrails && env.ErrorCode != apierror.InvalidRequest) {
 			t.Fatalf("answered %+v; the create reached the guardrails: %v", env, fk.guardrails)
 		}
@@ -247,7 +247,7 @@ func FuzzMessages(f *testing.F) {
 			}
 			return
 		}
-		env := httpapitest.Envelope(t, res, 400, 503)
+		env := httpapitest.Envelope(t, res, 400, 413, 503)
 		if (res.StatusCode == 503) != fk.reached {
 			t.Fatalf("answered %+v; reached the store: %v", env, fk.reached)
 		}
@@ -294,7 +294,7 @@ func FuzzSubmitEnv(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := httpapitest.Envelope(t, res, 400, 503)
+		env := httpapitest.Envelope(t, res, 400, 413, 503)
 		if (res.StatusCode == 503) != fk.reached {
 			t.Fatalf("answered %+v; reached the object store: %v", env, fk.reached)
 		}
@@ -361,7 +361,7 @@ func FuzzAttachments(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := httpapitest.Envelope(t, res, 400, 503)
+		env := httpapitest.Envelope(t, res, 400, 413, 503)
 		if (res.StatusCode == 503) != fk.reached {
 			t.Fatalf("answered %+v; reached the object store: %v", env, fk.reached)
 		}

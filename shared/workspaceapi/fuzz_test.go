@@ -84,7 +84,7 @@ func FuzzRun(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := httpapitest.Envelope(t, res, 400, 403, 404, 503)
+		env := httpapitest.Envelope(t, res, 400, 403, 404, 413, 503)
 		switch {
 		case !toolspec.IsWorkspaceTool(tool):
 			if env.ErrorCode != apierror.ToolNotFound || st.queued != nil {
@@ -138,7 +138,7 @@ func FuzzRun(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := httpapitest.Envelope(t, res, 400, 403, 404, 503); got.ErrorCode != env.ErrorCode || (env.ErrorCode == apierror.InvalidRequest && got.Message != env.Message) {
+		if got := httpapitest.Envelope(t, res, 400, 403, 404, 413, 503); got.ErrorCode != env.ErrorCode || (env.ErrorCode == apierror.InvalidRequest && got.Message != env.Message) {
 			t.Fatalf("re-encoded as %s: %+v, was %+v", buf.String(), got, env)
 		}
 	})

@@ -62,3 +62,26 @@ func ModelFromEnv(lookup func(string) (string, bool)) Model {
 	}
 	return m
 }
+
+// DefaultToolUser is who a root dev server's sandboxes run their tools'
+// commands as when RA_TOOL_USER is not set: as on Fargate, not the agent's
+// user, so that bash reads neither the agent's memory nor its environment.
+const DefaultToolUser = "nobody"
+
+// ToolUser is the RA_TOOL_USER sandboxes get ("" for none: the agent's own
+// user) and what to tell the user about it: RA_TOOL_USER as set (empty
+// included), else DefaultToolUser when the dev server runs as root (euid
+// 0) and that user exists (exists), else none, since only root can run a
+// command as another user.
+func ToolUser(lookup func(string) (string, bool), euid int, exists func(name string) bool) (user, why string) {
+	if v, ok := lookup("RA_TOOL_USER"); ok {
+		if v == "" {
+			return "", "the agent's own user (RA_TOOL_USER is empty)"
+		}
+		return v, v + " (RA_TOOL_USER)"
+	}
+	if euid == 0 && exists(DefaultToolUser) {
+		return DefaultToolUser, DefaultToolUser + " (RA_TOOL_USER's default when the dev server runs as root)"
+	}
+	return "", "your user, as the agent (only root can run them as another user; RA_TOOL_USER)"
+}

@@ -47,3 +47,38 @@ func TestModelFromEnvKeepsKeysFromSandboxes(t *testing.T) {
 		t.Errorf("defaults %+v", d)
 	}
 }
+
+// make dev runs agent tools as another user than the agent's whenever it
+// can (as root), as Fargate does; RA_TOOL_USER, empty included, decides.
+func TestToolUser(t *testing.T) {
+	t.Parallel()
+	env := func(kv ...string) func(string) (string, bool) {
+		return func(k string) (string, bool) {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1], true
+				}
+			}
+			return "", false
+		}
+	}
+	exists := func(name string) bool { return name == "nobody" }
+	for _, tt := range []struct {
+		name   string
+		lookup func(string) (string, bool)
+		euid   int
+		want   string
+	}{
+		{"root, unset", env(), 0, "nobody"},
+		{"not root, unset", env(), 1000, ""},
+		{"set", env("RA_TOOL_USER", "agent"), 0, "agent"},
+		{"set empty: the agent's user", env("RA_TOOL_USER", ""), 0, ""},
+	} {
+		if got, why := devserver.ToolUser(tt.lookup, tt.euid, exists); got != tt.want || why == "" {
+			t.Errorf("%s: %q (%s), want %q", tt.name, got, why, tt.want)
+		}
+	}
+	if got, _ := devserver.ToolUser(env(), 0, func(string) bool { return false }); got != "" {
+		t.Errorf("root without a nobody user: %q, want none", got)
+	}
+}

@@ -126,7 +126,10 @@ func start(name, workspace string, argv, env []string) (int, error) {
 	// Not tied to the supervisor's context: a stop that arrives while the
 	// session starts must not kill the tmux client half way (leaving a pane
 	// nobody waits for); wait signals the agent once it runs.
-	cmd := exec.Command(bin, args...)
+	// A tmux that does not answer within startTimeout fails the start.
+	startCtx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(startCtx, bin, args...)
 	cmd.Dir = workspace
 	cmd.Env = env
 	var stderr strings.Builder
@@ -137,7 +140,7 @@ func start(name, workspace string, argv, env []string) (int, error) {
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
 	if err != nil || pid <= 1 {
-		_ = exec.Command(bin, "-L", name, "kill-session", "-t", "="+name).Run()
+		_, _ = run(bin, "-L", name, "kill-session", "-t", "="+name)
 		return 0, fmt.Errorf("start tmux session %s: no pane pid in %q", name, out)
 	}
 	return pid, nil
@@ -165,7 +168,7 @@ func wait(ctx context.Context, name string, pid int) int {
 			nudge(name)
 		}
 		if dead {
-			_ = exec.Command("tmux", "-L", name, "kill-session", "-t", "="+name).Run()
+			_, _ = run("tmux", "-L", name, "kill-session", "-t", "="+name)
 			return max(code, 1)
 		}
 		select {
@@ -189,7 +192,7 @@ func unreapedPoll(unreaped int) time.Duration {
 // nudge sends the session's tmux server a SIGCHLD, so that it reaps a child
 // whose exit it missed.
 func nudge(name string) {
-	out, err := exec.Command("tmux", "-L", name, "display-message", "-p", "#{pid}").Output()
+	out, err := run("tmux", "-L", name, "display-message", "-p", "#{pid}")
 	if err != nil {
 		return
 	}
@@ -204,7 +207,7 @@ func nudge(name string) {
 func pane(name string) (dead bool, code int, ok bool) {
 	// The agent's window (0), whichever window is current: the session may
 	// hold others (the configuration's services, package provision).
-	out, err := exec.Command("tmux", "-L", name, "list-panes", "-t", "="+name+":0", "-F", "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}").Output()
+	out, err := run("tmux", "-L", name, "list-panes", "-t", "="+name+":0", "-F", "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}")
 	if err != nil {
 		return false, 0, false
 	}
@@ -380,4 +383,20 @@ func ReadEnv(path string) ([]string, error) {
 		return nil, fmt.Errorf("read the environment: %w", err)
 	}
 	return environ, nil
+}
+
+// commandTimeout bounds one tmux command, startTimeout the one that starts
+// the session: a tmux server that stopped answering must not hold the
+// supervisor for ever.
+const (
+	commandTimeout = 5 * time.Second
+	startTimeout   = 30 * time.Second
+)
+
+// run runs a tmux command, bounded by commandTimeout, and returns its
+// output.
+func run(name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	return exec.CommandContext(ctx, name, args...).Output()
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -68,6 +69,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	toolUser, toolUserWhy := devserver.ToolUser(os.LookupEnv, os.Geteuid(), func(name string) bool { _, err := user.Lookup(name); return err == nil })
+	if toolUser != "" {
+		model.SandboxEnv = append(model.SandboxEnv, "RA_TOOL_USER="+toolUser)
+	}
 	keyID, secret := devserver.OrchestratorCredentialsFromEnv(os.LookupEnv)
 	srv, err := devserver.Start(ctx, devserver.Options{
 		Addr:           "127.0.0.1:" + port,
@@ -86,6 +91,7 @@ func run() error {
 	fmt.Printf(`
 Remote Agents dev server: %s   (health: %s/healthz, API description: %s/openapi.json)
 Sandbox logs: %s
+Agent tools run as: %s
 Model: %s (RA_LLM_PROVIDER%s)%s
 
 Create an agent:
@@ -107,7 +113,7 @@ with the dev orchestrator's key: %s / %s
     %s/internal/agents
 
 Ctrl-C stops the server, its sandboxes and the emulators.
-`, srv.URL, srv.URL, srv.URL, filepath.Join(work, "sandboxes"), model.Provider, modelNote(), gatewayNote(model.Provider), srv.URL, appKey, srv.URL, appKey,
+`, srv.URL, srv.URL, srv.URL, filepath.Join(work, "sandboxes"), toolUserWhy, model.Provider, modelNote(), gatewayNote(model.Provider), srv.URL, appKey, srv.URL, appKey,
 		srv.Env.AWS.Region, keyID, secret, srv.Env.AWS.Region, keyID, secret, srv.URL)
 	<-ctx.Done()
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)

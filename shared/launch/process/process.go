@@ -266,5 +266,11 @@ func killTmux(name string) {
 	if err != nil {
 		return
 	}
-	_ = exec.Command(bin, "-L", name, "kill-server").Run()
+	// A tmux that does not answer is not waited for: the launcher goes on.
+	ctx, cancel := context.WithTimeout(context.Background(), tmuxTimeout)
+	defer cancel()
+	_ = exec.CommandContext(ctx, bin, "-L", name, "kill-server").Run()
 }
+
+// tmuxTimeout bounds one tmux command of the launcher's.
+const tmuxTimeout = 5 * time.Second

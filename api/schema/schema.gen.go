@@ -2083,18 +2083,12 @@ type Conflict struct {
 
 // CreationTimeout defines model for CreationTimeout.
 type CreationTimeout struct {
-	// Details Machine-readable specifics of the error, where it has any: an agent type's unknown tools carry `invalid_tools` (each unknown name, once) and `valid_tools` (every workspace tool). A creation timeout carries the `agent_id` that keeps starting. A workspace tool that is not enabled carries `enabled_tools`; an unknown one `valid_tools`. A request without mandatory headers carries `missing` (each missing header).
 	Details struct {
-		// AgentID On 408 `agent_creation_timeout`: the agent that keeps starting.
-		AgentID string `json:"agent_id,omitempty,omitzero"`
+		// AgentID The agent still starting.
+		AgentID string `json:"agent_id"`
 
-		// EnabledTools On 403 `tool_not_enabled`: the workspace tools the agent's type enables.
-		EnabledTools []string `json:"enabled_tools,omitempty,omitzero"`
-		InvalidTools []string `json:"invalid_tools,omitempty,omitzero"`
-
-		// Missing On 400 `missing_headers`: every mandatory header missing.
-		Missing    []string `json:"missing,omitempty,omitzero"`
-		ValidTools []string `json:"valid_tools,omitempty,omitzero"`
+		// IdempotencyKey The Idempotency-Key to send the create again with.
+		IdempotencyKey string `json:"idempotency_key"`
 	} `json:"details,omitempty,omitzero"`
 	ErrorCode interface{} `json:"error_code"`
 

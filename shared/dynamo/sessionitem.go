@@ -61,6 +61,8 @@ type sessionItem struct {
 	ReadyAt              time.Time                    `json:"ready_at,omitempty,omitzero"`
 	Resources            *sandboxwire.ResourceSample  `json:"resources,omitempty"`
 	RateLimitedAt        time.Time                    `json:"rate_limited_at,omitempty,omitzero"`
+	ClaimBy              time.Time                    `json:"claim_by,omitempty,omitzero"`
+	ClaimedAt            time.Time                    `json:"claimed_at,omitempty,omitzero"`
 	LastActivityAt       time.Time                    `json:"last_activity_at,omitempty,omitzero"`
 	EndedAt              time.Time                    `json:"ended_at,omitempty,omitzero"`
 	HeartbeatAt          time.Time                    `json:"heartbeat_at,omitempty,omitzero"`
@@ -120,6 +122,8 @@ func newSessionItem(s session.Session) sessionItem {
 		ReadyAt:              s.ReadyAt,
 		Resources:            s.Resources,
 		RateLimitedAt:        s.RateLimitedAt,
+		ClaimBy:              s.ClaimBy,
+		ClaimedAt:            s.ClaimedAt,
 		LastActivityAt:       s.LastActivityAt,
 		EndedAt:              s.EndedAt,
 		HeartbeatAt:          s.HeartbeatAt,
@@ -184,6 +188,8 @@ func (it sessionItem) session() session.Session {
 		UpdatedAt:            it.UpdatedAt,
 		ReadyAt:              it.ReadyAt,
 		RateLimitedAt:        it.RateLimitedAt,
+		ClaimBy:              it.ClaimBy,
+		ClaimedAt:            it.ClaimedAt,
 		LastActivityAt:       it.LastActivityAt,
 		EndedAt:              it.EndedAt,
 		HeartbeatAt:          it.HeartbeatAt,

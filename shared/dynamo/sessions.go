@@ -90,6 +90,15 @@ func (s *Sessions) Idempotency(ctx context.Context, key string) (session.Idempot
 	return out, err
 }
 
+// Remember writes an idempotency record unless its key is used.
+func (s *Sessions) Remember(ctx context.Context, rec session.IdempotencyRecord) error {
+	err := s.idempotency.Put(ctx, rec, expression.AttributeNotExists(expression.Name("key")))
+	if errors.Is(err, ErrConditionFailed) {
+		return fmt.Errorf("remember %s: %w", rec.Key, session.ErrIdempotencyTaken)
+	}
+	return err
+}
+
 // Transition moves a session from one of c.From to c.To.
 func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) (session.Session, error) {
 	now := s.now().UTC()
@@ -388,6 +397,8 @@ func setFields(up expression.UpdateBuilder, f session.Fields) expression.UpdateB
 	}
 	at("rate_limited_at", f.RateLimitedAt)
 	at("last_activity_at", f.LastActivityAt)
+	at("claim_by", f.ClaimBy)
+	at("claimed_at", f.ClaimedAt)
 	return up
 }
 

@@ -221,8 +221,18 @@ func (s *Creator) Create(ctx context.Context, app registry.AppKey, req CreateReq
 		return Created{}, err
 	}
 	ready, err := s.waitReady(ctx, sess.ID)
+	if errors.Is(err, errNotReady) {
+		return Created{}, s.timedOut(ctx, app, req, sess)
+	}
 	if err != nil {
 		return Created{}, err
+	}
+	if !ready.ClaimBy.IsZero() && ready.ClaimedAt.IsZero() {
+		// An agent whose create timed out is handed out now: it is no
+		// longer unclaimed.
+		if _, err := s.o.Store.Touch(ctx, ready.ID, ready.Generation, Fields{ClaimedAt: s.o.Now().UTC()}); err != nil && !errors.Is(err, ErrConflict) {
+			return Created{}, err
+		}
 	}
 	return Created{
 		AgentID:           ready.ID,
@@ -377,6 +387,38 @@ func (s *Creator) resume(ctx context.Context, rec *IdempotencyRecord) (Session, 
 	return sess, plain, true, nil
 }
 
+// errNotReady is waitReady's: the creation timeout passed first.
+var errNotReady = errors.New("not ready within the creation timeout")
+
+// timedOut answers a create whose agent was not ready within the creation
+// timeout (408 agent_creation_timeout): the agent goes on starting, and the
+// answer says how to take it up: the create again with its Idempotency-Key
+// (the one the platform assigns, when the request had none), within
+// UnclaimedLimit, after which an agent nobody took up ends (unclaimed).
+func (s *Creator) timedOut(ctx context.Context, app registry.AppKey, req CreateRequest, sess Session) error {
+	now := s.o.Now().UTC()
+	key := req.IdempotencyKey
+	if key == "" {
+		key = "ra-" + newID()
+		rec := IdempotencyRecord{Key: idempotencyRecordKey(app, key), SessionID: sess.ID, RequestHash: HashOf(req), CreatedAt: now, ExpiresAt: now.Add(IdempotencyRetention).Unix()}
+		if err := s.o.Store.Remember(ctx, rec); err != nil {
+			return err
+		}
+	}
+	if _, err := s.o.Store.Touch(ctx, sess.ID, sess.Generation, Fields{ClaimBy: now.Add(UnclaimedLimit)}); err != nil && !errors.Is(err, ErrConflict) {
+		s.o.Log.WarnContext(ctx, "mark an agent whose create timed out", slog.String("session_id", sess.ID), slog.String("error", err.Error()))
+	}
+	// The agent id says which agent a retry keeps waiting on (one still
+	// provisioning its workspace, say), the key how to.
+	return &apierror.Error{
+		Code: apierror.AgentCreationTimeout,
+		Message: fmt.Sprintf("The agent was not ready within %s; send the create again with Idempotency-Key %s to keep waiting for it (it ends unless that happens within %s).",
+			s.o.CreationTimeout, key, UnclaimedLimit),
+		RetryAfter: 1,
+		Details:    map[string]any{"agent_id": sess.ID, "idempotency_key": key},
+	}
+}
+
 // waitReady polls the session until it is running, has failed, or the creation
 // timeout passes.
 func (s *Creator) waitReady(ctx context.Context, id string) (Session, error) {
@@ -403,14 +445,7 @@ func (s *Creator) waitReady(ctx context.Context, id string) (Session, error) {
 		}
 		select {
 		case <-ctx.Done():
-			// The agent id says which agent a retry keeps waiting on (one
-			// still provisioning its workspace, say).
-			return Session{}, &apierror.Error{
-				Code:       apierror.AgentCreationTimeout,
-				Message:    fmt.Sprintf("The agent was not ready within %s; retry with the same Idempotency-Key to keep waiting for it.", s.o.CreationTimeout),
-				RetryAfter: 1,
-				Details:    map[string]any{"agent_id": id},
-			}
+			return Session{}, errNotReady
 		case <-time.After(delay):
 		}
 		if polls++; polls > 30 {

@@ -418,3 +418,73 @@ func TestCreateFailsClosedWithoutGuardrails(t *testing.T) {
 		})
 	}
 }
+
+// neverReady is a jobs queue whose sandboxes do not get ready by themselves.
+type neverReady struct{}
+
+func (neverReady) Publish(context.Context, jobqueue.Message, time.Duration) error { return nil }
+
+// No create leaves an agent unreachable: one that answers 408 names the
+// agent and the Idempotency-Key to take it up with (assigned when the
+// request had none); the create sent again with it hands the agent out once
+// it is ready; an agent nobody takes up ends, unclaimed, UnclaimedLimit
+// after the 408.
+func TestTimedOutCreateCanBeTakenUp(t *testing.T) {
+	t.Parallel()
+	r := newCreateRig(t, session.Quotas{}, time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	g := guardrails.File(r.guardrails)
+	r.creator = session.NewCreator(session.CreatorOptions{Store: r.store, Registry: demoRegistry{}, Guardrails: g, Reporter: r.reports,
+		Jobs: neverReady{}, CreationTimeout: 20 * time.Millisecond, Log: slog.New(slog.DiscardHandler), Now: r.clock})
+	timedOut := func(key string) (id, handle string) {
+		t.Helper()
+		_, err := r.create(t, appA, key)
+		var e *apierror.Error
+		if !errors.As(err, &e) || e.Code != apierror.AgentCreationTimeout {
+			t.Fatalf("create: %v, want agent_creation_timeout", err)
+		}
+		id, _ = e.Details["agent_id"].(string)
+		handle, _ = e.Details["idempotency_key"].(string)
+		if id == "" || handle == "" || !strings.Contains(e.Message, handle) {
+			t.Fatalf("408 %+v: no agent id or no key to take it up with", e)
+		}
+		return id, handle
+	}
+	ready := func(id string) {
+		t.Helper()
+		if _, err := r.store.Transition(t.Context(), id, session.Change{From: []session.State{session.Provisioning}, To: session.Ready, Set: session.Fields{ReadyAt: r.clock(), HeartbeatAt: r.clock()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Without a key of its own: the platform assigns one.
+	id, key := timedOut("")
+	if !strings.HasPrefix(key, "ra-") {
+		t.Errorf("assigned key %q", key)
+	}
+	if again, k := timedOut(key); again != id || k != key {
+		t.Errorf("the create sent again with the key waits on %s (%s), want %s", again, k, id)
+	}
+	ready(id)
+	got, err := r.create(t, appA, key)
+	if err != nil || got.AgentID != id || got.SessionToken == "" {
+		t.Fatalf("the create sent again once ready: %+v %v", got, err)
+	}
+	r.set(r.clock().Add(session.UnclaimedLimit + time.Minute))
+	if sess, _ := r.store.Get(t.Context(), id); sess.Unclaimed(r.clock()) || session.OverLimit(registry.SessionLimits{}, sess, r.clock()) != "" {
+		t.Errorf("an agent taken up is still unclaimed: %+v", sess)
+	}
+
+	// With its own key, never sent again: ended once UnclaimedLimit passed.
+	lost, own := timedOut("mine-1")
+	if own != "mine-1" {
+		t.Errorf("the 408 names key %q, want the request's own", own)
+	}
+	ready(lost)
+	sess, _ := r.store.Get(t.Context(), lost)
+	if why := session.OverLimit(registry.SessionLimits{}, sess, r.clock().Add(session.UnclaimedLimit-time.Second)); why != "" {
+		t.Errorf("unclaimed before its limit: %s", why)
+	}
+	if why := session.OverLimit(registry.SessionLimits{}, sess, r.clock().Add(session.UnclaimedLimit+time.Second)); why != session.ReasonUnclaimed {
+		t.Errorf("past its limit: %q, want unclaimed", why)
+	}
+}

@@ -113,6 +113,9 @@ func OverLimit(l registry.SessionLimits, sess Session, now time.Time) Reason {
 	if !running(sess.State) {
 		return ""
 	}
+	if sess.Unclaimed(now) {
+		return ReasonUnclaimed
+	}
 	r := RemainingOf(l, sess, now)
 	switch {
 	case r.Seconds != nil && *r.Seconds == 0:

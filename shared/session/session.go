@@ -66,7 +66,16 @@ const (
 	// ReasonLaunchFailed: the sandbox could not be launched, on its capacity
 	// nor on the fallback (the platform sets it; no sandbox reports it).
 	ReasonLaunchFailed Reason = "launch_failed"
+	// ReasonUnclaimed: its create answered agent_creation_timeout and nobody
+	// took the agent up (a retry of the create with its Idempotency-Key)
+	// within UnclaimedLimit (the platform sets it).
+	ReasonUnclaimed Reason = "unclaimed"
 )
+
+// UnclaimedLimit is how long an agent whose create timed out waits for a
+// retry of the create that hands it out before it ends (ReasonUnclaimed):
+// nobody holds its token until then.
+const UnclaimedLimit = 5 * time.Minute
 
 // HeartbeatTimeout is how long a running sandbox may go without a heartbeat before
 // its session counts as lost.
@@ -144,6 +153,17 @@ type Session struct {
 	LastActivityAt time.Time
 	HeartbeatAt    time.Time
 	EndedAt        time.Time
+	// ClaimBy, for an agent whose create answered agent_creation_timeout,
+	// is when it ends unless a retry of the create handed it out
+	// (ClaimedAt) by then.
+	ClaimBy   time.Time
+	ClaimedAt time.Time
+}
+
+// Unclaimed reports whether s is an agent whose create timed out and that
+// nobody took up by its ClaimBy.
+func (s Session) Unclaimed(now time.Time) bool {
+	return !s.ClaimBy.IsZero() && s.ClaimedAt.IsZero() && now.After(s.ClaimBy)
 }
 
 // Blueprint is what a session was created as: the request, with what
@@ -331,6 +351,9 @@ type Fields struct {
 	RateLimitedAt time.Time
 	// LastActivityAt is activity (see Session.LastActivityAt).
 	LastActivityAt time.Time
+	// ClaimBy and ClaimedAt: see Session.
+	ClaimBy   time.Time
+	ClaimedAt time.Time
 }
 
 // LaunchClaim is what a launch claim records (Store.ClaimLaunch).

@@ -25,6 +25,9 @@ type Lifecycle interface {
 	Create(ctx context.Context, s Session, rec *IdempotencyRecord) error
 	// Idempotency reads the record of a key. ErrNotFound if absent.
 	Idempotency(ctx context.Context, key string) (IdempotencyRecord, error)
+	// Remember writes an idempotency record on its own, unless its key is
+	// used (ErrIdempotencyTaken).
+	Remember(ctx context.Context, rec IdempotencyRecord) error
 	// Transition applies c and returns the session as changed, or ErrConflict.
 	Transition(ctx context.Context, id string, c Change) (Session, error)
 	// AddToken adds a session token hash if the session holds fewer than MaxTokens

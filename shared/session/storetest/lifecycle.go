@@ -68,6 +68,27 @@ func RunLifecycle(t *testing.T, newStore func(t *testing.T) session.Lifecycle) {
 		}
 	})
 
+	t.Run("remember a record on its own, once", func(t *testing.T) {
+		t.Parallel()
+		st := newStore(t)
+		s := create(t, st, sample(t, session.Provisioning, 1))
+		rec := record(t, "create", s.ID)
+		if err := st.Remember(t.Context(), rec); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := st.Idempotency(t.Context(), rec.Key); err != nil || got != rec {
+			t.Errorf("Idempotency = %+v, %v; want %+v", got, err, rec)
+		}
+		again := rec
+		again.SessionID = newID(t)
+		if err := st.Remember(t.Context(), again); !errors.Is(err, session.ErrIdempotencyTaken) {
+			t.Errorf("remember a used key: %v, want ErrIdempotencyTaken", err)
+		}
+		if got, _ := st.Idempotency(t.Context(), rec.Key); got.SessionID != s.ID {
+			t.Errorf("a refused remember replaced the record: %+v", got)
+		}
+	})
+
 	t.Run("transition checks state and generation", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)
@@ -211,13 +232,15 @@ func RunLifecycle(t *testing.T, newStore func(t *testing.T) session.Lifecycle) {
 		before := time.Now()
 		beat := before.UTC()
 		use := &sandboxwire.ResourceSample{CPUPercent: 12.5, MemoryMB: 256}
-		got, err := st.Touch(t.Context(), s.ID, 3, session.Fields{HeartbeatAt: before, SandboxRef: "pid:42", Resources: use, RateLimitedAt: before})
+		got, err := st.Touch(t.Context(), s.ID, 3, session.Fields{HeartbeatAt: before, SandboxRef: "pid:42", Resources: use, RateLimitedAt: before,
+			ClaimBy: before.Add(session.UnclaimedLimit), ClaimedAt: before})
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := s
 		want.HeartbeatAt, want.SandboxRef, want.UpdatedAt = beat, "pid:42", got.UpdatedAt
 		want.Resources, want.RateLimitedAt = use, beat
+		want.ClaimBy, want.ClaimedAt = beat.Add(session.UnclaimedLimit), beat
 		want.DueAt = toMilli(beat.Add(session.HeartbeatTimeout))
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("Touch = %+v;\nwant %+v", got, want)

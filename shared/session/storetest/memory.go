@@ -100,6 +100,17 @@ func (m *Memory) Create(_ context.Context, s session.Session, rec *session.Idemp
 	return nil
 }
 
+// Remember writes rec unless its key is used.
+func (m *Memory) Remember(_ context.Context, rec session.IdempotencyRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.records[rec.Key]; ok {
+		return fmt.Errorf("remember %s: %w", rec.Key, session.ErrIdempotencyTaken)
+	}
+	m.records[rec.Key] = rec
+	return nil
+}
+
 // Get reads a session.
 func (m *Memory) Get(_ context.Context, id string) (session.Session, error) {
 	m.mu.Lock()
@@ -395,6 +406,8 @@ func set(s *session.Session, f session.Fields) error {
 	}
 	at(&s.RateLimitedAt, f.RateLimitedAt)
 	at(&s.LastActivityAt, f.LastActivityAt)
+	at(&s.ClaimBy, f.ClaimBy)
+	at(&s.ClaimedAt, f.ClaimedAt)
 	return nil
 }
 

@@ -191,11 +191,34 @@ func TestSlowSetupOutlivesCreateAndTimesOut(t *testing.T) {
 		t.Errorf("%d sandboxes for one idempotent create", n)
 	}
 
+	// A create without an Idempotency-Key is no dead end: its 408 names the
+	// key the platform assigned, and the create sent again with it hands
+	// the agent out once it is ready.
+	keyless := s.create(body)
+	wantError(t, keyless, http.StatusRequestTimeout, "agent_creation_timeout")
+	kd, _ := keyless.body["details"].(map[string]any)
+	kid, _ := kd["agent_id"].(string)
+	key, _ := kd["idempotency_key"].(string)
+	if kid == "" || kid == id || key == "" {
+		t.Fatalf("408 of a create without a key: %s", keyless.raw)
+	}
+	if err := os.WriteFile(filepath.Join(s.workspaceOf(kid), "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.workspaceEvents(t, kid)
+	taken := s.create(body, "Idempotency-Key", key)
+	if taken.status != http.StatusOK || taken.str("agent_id") != kid || taken.str("session_token") == "" {
+		t.Fatalf("the create sent again with the assigned key: %d %s", taken.status, taken.raw)
+	}
+	if r := s.shutdown(kid, taken.str("session_token")); r.status != http.StatusOK {
+		t.Fatalf("shutdown: %d %s", r.status, r.raw)
+	}
+
 	// The timed-out command.
 	body = createBody("Slow")
 	body["agent_type"] = "slow"
 	go func() { _ = s.create(body, "Idempotency-Key", "slow-2") }()
-	sid := s.firstSandboxExcept(t, map[string]bool{id: true})
+	sid := s.firstSandboxExcept(t, map[string]bool{id: true, kid: true})
 	eventually(t, 30*time.Second, "workspace", func() bool {
 		_, err := os.Stat(s.workspaceOf(sid))
 		return err == nil

@@ -77,7 +77,7 @@ func (s *stack) saveSnapshot(t *testing.T, id, sb, callID string, archive []byte
 // file with the persisted value (0600), and the service running in its
 // folder with the value in its environment; each phase an event, no value
 // in any. A hostile snapshot saved next is refused: the next session is
-// ready, degraded, with nothing written outside its workspace.
+// ready, its workspace with a warning, nothing written outside it.
 func TestSavedConfigurationComesBack(t *testing.T) {
 	t.Parallel()
 	// Sessions are fake sandboxes (the test acts as their sandbox) until
@@ -159,7 +159,7 @@ func TestSavedConfigurationComesBack(t *testing.T) {
 		}
 	}
 
-	// A hostile snapshot: refused, the session degraded, not failed.
+	// A hostile snapshot: refused, a warning of the workspace, not a failure.
 	if err := os.Remove(flag); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestSavedConfigurationComesBack(t *testing.T) {
 	}
 	wsBody, _ := r.body["workspace"].(map[string]any)
 	warnings, _ := wsBody["warnings"].([]any)
-	if wsBody["status"] != "degraded" || len(warnings) != 1 || !strings.Contains(warnings[0].(string), "the snapshot was not restored: the archive was refused") {
+	if wsBody["status"] != "ready" || len(warnings) != 1 || !strings.Contains(warnings[0].(string), "the snapshot was not restored: the archive was refused") {
 		t.Errorf("create's workspace = %v", r.body["workspace"])
 	}
 	id3 := r.str("agent_id")

@@ -119,8 +119,8 @@ func TestWorkspaceClonesTheTaskRepositoryBeforeReady(t *testing.T) {
 
 	// A task context without a repository: an empty workspace, no clone; the
 	// setup command, which reads a file of the repository, fails there: the
-	// agent is ready all the same, degraded, with the warning and an
-	// exception report.
+	// workspace is ready all the same, set up in part, with the warning and
+	// an exception report.
 	body["task_context"] = map[string]any{"branch": "develop"}
 	body["initial_prompt"] = "Nothing to clone"
 	r = s.create(body)
@@ -129,7 +129,7 @@ func TestWorkspaceClonesTheTaskRepositoryBeforeReady(t *testing.T) {
 	}
 	wsBody, _ := r.body["workspace"].(map[string]any)
 	warnings, _ := wsBody["warnings"].([]any)
-	if wsBody["status"] != "degraded" || len(warnings) != 1 || !strings.Contains(warnings[0].(string), "setup command 1 of 1 (cat src/dev.txt > setup.out) failed with exit code 1") {
+	if wsBody["status"] != "ready" || len(warnings) != 1 || !strings.Contains(warnings[0].(string), "setup command 1 of 1 (cat src/dev.txt > setup.out) failed with exit code 1") {
 		t.Errorf("create's workspace = %v", r.body["workspace"])
 	}
 	id = r.str("agent_id")
@@ -142,7 +142,7 @@ func TestWorkspaceClonesTheTaskRepositoryBeforeReady(t *testing.T) {
 		t.Errorf("a workspace without a repository holds one: %v", err)
 	}
 	if logs := s.logs.String(); !strings.Contains(logs, "workspace_provisioning") || !strings.Contains(logs, id) {
-		t.Errorf("no exception report of the degraded workspace")
+		t.Errorf("no exception report of the workspace set up in part")
 	}
 }
 
@@ -233,11 +233,11 @@ func TestSlowSetupOutlivesCreateAndTimesOut(t *testing.T) {
 		t.Errorf("workspace events = %v, want %v", types, want)
 	}
 	last := evs[slices.IndexFunc(evs, func(e session.Event) bool { return e.Type == sandboxwire.TypeWorkspaceReady })]
-	if last.Data["status"] != "degraded" || !strings.Contains(last.Data["warnings"].([]any)[0].(string), "(sleep 600) timed out after 1s") {
+	if last.Data["status"] != "ready" || !strings.Contains(last.Data["warnings"].([]any)[0].(string), "(sleep 600) timed out after 1s") {
 		t.Errorf("ready event = %v", last.Data)
 	}
 	r := s.create(body, "Idempotency-Key", "slow-2")
-	if r.status != http.StatusOK || r.body["workspace"].(map[string]any)["status"] != "degraded" {
+	if r.status != http.StatusOK || r.body["workspace"].(map[string]any)["status"] != "ready" || len(r.body["workspace"].(map[string]any)["warnings"].([]any)) != 1 {
 		t.Errorf("create after the timeout: %d %s", r.status, r.raw)
 	}
 	if _, err := os.Stat(filepath.Join(s.workspaceOf(sid), "never")); !os.IsNotExist(err) {
@@ -309,7 +309,7 @@ func TestEmbedViewShowsTheWorkspace(t *testing.T) {
 	tab := browser(t)
 	inBrowser(t, tab, 30*time.Second,
 		chromedp.Navigate(created.str("embed_url")),
-		voidPoll(`(document.querySelector('[data-role="workspace"]') || {}).textContent === "Workspace ready, degraded (1 warning(s))"`, 25*time.Second),
+		voidPoll(`(document.querySelector('[data-role="workspace"]') || {}).textContent === "Workspace ready, set up in part (1 warning(s))"`, 25*time.Second),
 	)
 	warning := value(t, tab, chromedp.Text(chromedp.CSS(`[data-role="workspace-warning"]`)))
 	if !strings.Contains(warning, "setup command 1 of 1 (exit 7) failed with exit code 7") {

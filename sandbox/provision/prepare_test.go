@@ -35,8 +35,8 @@ func TestPreparedWorkspaceIsNotProvisionedTwice(t *testing.T) {
 	claimed.Task = &sandboxwire.TaskContext{PullRequestNumber: 7}
 	rec := &recorder{}
 	st := provision.Run(t.Context(), &claimed, provision.Options{Dir: dir, Emit: rec.emit, Secrets: redact.New(), Prepared: prepared})
-	if st.Status != sandboxwire.WorkspaceDegraded || len(st.Warnings) != 1 {
-		t.Errorf("status = %+v, want degraded by the prepared setup's failure", st)
+	if st.Status != sandboxwire.WorkspaceReady || len(st.Warnings) != 1 {
+		t.Errorf("status = %+v, want ready with the prepared setup's failure", st)
 	}
 	want := []string{sandboxwire.TypeWorkspaceCreating, sandboxwire.TypeWorkspaceCloning, sandboxwire.TypeWorkspaceSetup,
 		sandboxwire.TypeWorkspaceSetup, sandboxwire.TypeWorkspaceWarning, sandboxwire.TypeWorkspaceReady}

@@ -149,6 +149,9 @@ type provisioner struct {
 	o        Options
 	timeout  time.Duration
 	warnings []string
+	// degraded: the workspace itself could not be provisioned (a warning of
+	// the clone or the workspace phase), not only part of its setup.
+	degraded bool
 	// record, if set, keeps the events instead of emitting them (Prepare).
 	record *[]sandboxwire.Payload
 }
@@ -175,15 +178,22 @@ func (p *provisioner) warn(ctx context.Context, phase, msg string) {
 	if len(p.warnings) < sandboxwire.MaxWorkspaceWarnings {
 		p.warnings = append(p.warnings, msg)
 	}
+	if phase == "clone" || phase == "workspace" {
+		p.degraded = true
+	}
 	p.o.Log.Warn("workspace provisioning", slog.String("phase", phase), slog.String("warning", msg))
 	p.emit(ctx, sandboxwire.WorkspaceWarning{Phase: phase, Message: msg})
 }
 
 func (p *provisioner) done(ctx context.Context) sandboxwire.WorkspaceStatus {
+	// A setup that failed in part is ready with its warnings (the spec's
+	// partial setup); a workspace that could not be provisioned at all is
+	// degraded.
 	st := sandboxwire.WorkspaceStatus{Status: sandboxwire.WorkspaceReady, Warnings: p.warnings}
-	if len(p.warnings) > 0 {
+	if p.degraded {
 		st.Status = sandboxwire.WorkspaceDegraded
-	} else {
+	}
+	if len(p.warnings) == 0 {
 		st.Warnings = []string{}
 	}
 	p.emit(ctx, sandboxwire.WorkspaceReadyEvent{WorkspaceStatus: st})

@@ -55,7 +55,7 @@ func TestEnvFilesAreWrittenInsideTheWorkspace(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "escape.env")); !os.IsNotExist(err) {
 		t.Errorf("an env file was written outside the workspace: %v", err)
 	}
-	if st.Status != sandboxwire.WorkspaceDegraded || len(st.Warnings) != 2 ||
+	if st.Status != sandboxwire.WorkspaceReady || len(st.Warnings) != 2 ||
 		!strings.Contains(st.Warnings[0], "api/config/.env.local lacks required key(s) NEEDED") || !strings.Contains(st.Warnings[1], "../escape.env was not written") {
 		t.Errorf("status = %+v", st)
 	}
@@ -104,7 +104,7 @@ func TestSnapshotThenSetupThenServices(t *testing.T) {
 	if got := read(t, filepath.Join(dir, "app", "seen.txt")); got != "from the snapshot" {
 		t.Errorf("the setup command did not see the snapshot: %q", got)
 	}
-	if st.Status != sandboxwire.WorkspaceDegraded || len(st.Warnings) != 1 || !strings.Contains(st.Warnings[0], "the service nowhere (true) did not start: its folder missing does not exist") {
+	if st.Status != sandboxwire.WorkspaceReady || len(st.Warnings) != 1 || !strings.Contains(st.Warnings[0], "the service nowhere (true) did not start: its folder missing does not exist") {
 		t.Errorf("status = %+v", st)
 	}
 	want := []string{sandboxwire.TypeWorkspaceCreating, sandboxwire.TypeWorkspaceRestoring, sandboxwire.TypeWorkspaceSetup,

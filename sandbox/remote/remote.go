@@ -188,7 +188,7 @@ func (r *run) primeSpec(ctx context.Context) (sandboxwire.Spec, []Message, error
 // workspace holds: the repository and branch cloned, the task context (and
 // where its file is), and what provisioning could not do.
 func workspaceNote(dir string, ws *sandboxwire.WorkspaceSpec, st sandboxwire.WorkspaceStatus) string {
-	if ws == nil || (ws.RepositoryURL == "" && ws.Task == nil && st.Status != sandboxwire.WorkspaceDegraded) {
+	if ws == nil || (ws.RepositoryURL == "" && ws.Task == nil && len(st.Warnings) == 0) {
 		return ""
 	}
 	var b strings.Builder
@@ -216,7 +216,7 @@ func workspaceNote(dir string, ws *sandboxwire.WorkspaceSpec, st sandboxwire.Wor
 		}
 		fmt.Fprintf(&b, " the same as JSON in %s.", sandboxwire.TaskFile)
 	}
-	if st.Status == sandboxwire.WorkspaceDegraded {
+	if len(st.Warnings) > 0 {
 		fmt.Fprintf(&b, " Provisioning was partial: %s.", strings.Join(st.Warnings, "; "))
 	}
 	b.WriteString(")")

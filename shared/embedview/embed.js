@@ -196,7 +196,11 @@ function eventStream(source) {
         add("activity error", "Workspace warning: " + (d.message || ""), "workspace-warning");
         break;
       case "workspace.ready":
-        workspaceLine(d.status === "degraded" ? "Workspace ready, degraded (" + (d.warnings || []).length + " warning(s))" : "Workspace ready");
+        {
+          const n = (d.warnings || []).length;
+          workspaceLine(d.status === "degraded" ? "Workspace not provisioned: working without it (" + n + " warning(s))"
+            : n > 0 ? "Workspace ready, set up in part (" + n + " warning(s))" : "Workspace ready");
+        }
         break;
     }
   }

@@ -242,9 +242,10 @@ func (c *Service) Report(ctx context.Context, sess session.Session, in sandboxwi
 	if err != nil {
 		return sandboxwire.Orders{}, err
 	}
-	if change.To == session.Ready && in.Workspace != nil && in.Workspace.Status == sandboxwire.WorkspaceDegraded && c.o.Reporter != nil {
-		// The agent runs, in a workspace short of what its type declares.
-		c.o.Reporter.Report(ctx, report.Exception{Source: "workspace_provisioning", Severity: report.Warning, Message: "workspace provisioning degraded: " + strings.Join(in.Workspace.Warnings, "; "),
+	if change.To == session.Ready && in.Workspace != nil && len(in.Workspace.Warnings) > 0 && c.o.Reporter != nil {
+		// The agent runs, in a workspace short of what its type declares
+		// (set up in part, or not provisioned at all: degraded).
+		c.o.Reporter.Report(ctx, report.Exception{Source: "workspace_provisioning", Severity: report.Warning, Message: "workspace provisioning " + in.Workspace.Status + ": " + strings.Join(in.Workspace.Warnings, "; "),
 			Context: map[string]string{"agent_id": sess.ID, "agent_type": sess.AgentType, "persona_slug": sess.PersonaSlug}})
 	}
 	return orders(after), nil

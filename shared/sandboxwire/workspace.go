@@ -45,10 +45,14 @@ const TaskFile = ".remote-agent/task.json"
 
 // Workspace statuses, as ready reports them and create answers them.
 const (
-	// WorkspaceReady: provisioned as configured.
+	// WorkspaceReady: provisioned; its warnings say what of the setup was
+	// not done (a setup command that failed or timed out and those after
+	// it, a snapshot not restored, an env file not written): the workspace
+	// holds the repository, set up in part.
 	WorkspaceReady = "ready"
-	// WorkspaceDegraded: the clone or a setup command failed; the agent runs
-	// in what there is (after a failed clone, an empty workspace).
+	// WorkspaceDegraded: the workspace could not be provisioned (the clone
+	// failed, or its folder could not be made): the agent runs without it,
+	// in an empty folder (the spec's degraded mode).
 	WorkspaceDegraded = "degraded"
 	// WorkspaceNone: the session's type has no workspace.
 	WorkspaceNone = "none"

@@ -1140,7 +1140,7 @@ type Created struct {
 	Status          CreatedStatus `json:"status"`
 	TmuxSessionName string        `json:"tmux_session_name"`
 
-	// Workspace How the agent's workspace was provisioned before ready: `ready`, `degraded` (a clone or setup command failed or timed out: the agent runs in what there is, with these warnings) or `none` (no workspace: no agent type, or one without a workspace).
+	// Workspace How the agent's workspace was provisioned before ready: `ready` (its warnings, if any, say what of the setup was not done: a setup command that failed or timed out and those after it, a snapshot not restored), `degraded` (the workspace could not be provisioned, its clone failed: the agent runs without it, in an empty folder) or `none` (no workspace: no agent type, or one without a workspace).
 	Workspace WorkspaceStatus `json:"workspace"`
 }
 
@@ -1932,7 +1932,7 @@ type WorkspaceEnvFilesData struct {
 	} `json:"files"`
 }
 
-// WorkspaceReadyData How the agent's workspace was provisioned before ready: `ready`, `degraded` (a clone or setup command failed or timed out: the agent runs in what there is, with these warnings) or `none` (no workspace: no agent type, or one without a workspace).
+// WorkspaceReadyData How the agent's workspace was provisioned before ready: `ready` (its warnings, if any, say what of the setup was not done: a setup command that failed or timed out and those after it, a snapshot not restored), `degraded` (the workspace could not be provisioned, its clone failed: the agent runs without it, in an empty folder) or `none` (no workspace: no agent type, or one without a workspace).
 type WorkspaceReadyData = WorkspaceStatus
 
 // WorkspaceRestoringData The configuration's latest snapshot (save_snapshot's archive) is being restored into the workspace.
@@ -1953,7 +1953,7 @@ type WorkspaceSetupData struct {
 	Total   int64  `json:"total"`
 }
 
-// WorkspaceStatus How the agent's workspace was provisioned before ready: `ready`, `degraded` (a clone or setup command failed or timed out: the agent runs in what there is, with these warnings) or `none` (no workspace: no agent type, or one without a workspace).
+// WorkspaceStatus How the agent's workspace was provisioned before ready: `ready` (its warnings, if any, say what of the setup was not done: a setup command that failed or timed out and those after it, a snapshot not restored), `degraded` (the workspace could not be provisioned, its clone failed: the agent runs without it, in an empty folder) or `none` (no workspace: no agent type, or one without a workspace).
 type WorkspaceStatus struct {
 	Status   WorkspaceStatusStatus `json:"status"`
 	Warnings []string              `json:"warnings"`

@@ -107,8 +107,8 @@ func TestValidatorReportsDrift(t *testing.T) {
 		h                  http.Handler
 		bad                bool
 	}{
-		{"alive as documented", "GET", id + "/alive", answer(200, "application/json", `{"agent_id":"a","alive":true,"state":"idle","guardrails_version":"h","guardrails_stale":false,"usage":{"input_tokens":1,"output_tokens":2,"cached_tokens":0,"calls":1}}`), false},
-		{"alive without usage", "GET", id + "/alive", answer(200, "application/json", `{"agent_id":"a","alive":true,"state":"idle","guardrails_version":"h","guardrails_stale":false}`), true},
+		{"alive as documented", "GET", id + "/alive", answer(200, "application/json", `{"agent_id":"a","alive":true,"state":"idle","status":"active","guardrails_version":"h","guardrails_stale":false,"usage":{"input_tokens":1,"output_tokens":2,"cached_tokens":0,"calls":1}}`), false},
+		{"alive without usage", "GET", id + "/alive", answer(200, "application/json", `{"agent_id":"a","alive":true,"state":"idle","status":"active","guardrails_version":"h","guardrails_stale":false}`), true},
 		{"an undocumented status", "GET", id + "/alive", answer(418, "application/json", `{"status":418,"error_code":"server_error","message":"m","retryable":false}`), true},
 		{"a code of another status", "GET", id + "/alive", answer(401, "application/json", `{"status":401,"error_code":"forbidden","message":"m","retryable":false}`), true},
 		{"an envelope without retryable", "GET", id + "/alive", answer(401, "application/json", `{"status":401,"error_code":"invalid_token","message":"m"}`), true},
@@ -124,7 +124,7 @@ func TestValidatorReportsDrift(t *testing.T) {
 		{"a spec without tools", "GET", sandbox + "/spec", answer(200, "application/json", strings.Replace(spec(`null`), `,"tools":null`, "", 1)), true},
 		{"a workspace event as documented", "GET", id + "/events", answer(200, "text/event-stream", "id: 1\nevent: workspace.setup\ndata: {\"seq\":1,\"type\":\"workspace.setup\",\"at\":\"2026-01-01T00:00:00Z\",\"data\":{\"command\":\"make\",\"index\":1,\"total\":2}}\n\n"), false},
 		{"a workspace event whose data is wrong", "GET", id + "/events", answer(200, "text/event-stream", "id: 1\nevent: workspace.ready\ndata: {\"seq\":1,\"type\":\"workspace.ready\",\"at\":\"2026-01-01T00:00:00Z\",\"data\":{\"status\":\"fine\",\"warnings\":[]}}\n\n"), true},
-		{"alive with its workspace", "GET", id + "/alive", answer(200, "application/json", `{"agent_id":"a","alive":true,"state":"idle","guardrails_version":"h","guardrails_stale":false,"usage":{"input_tokens":1,"output_tokens":2,"cached_tokens":0,"calls":1},"workspace":{"status":"degraded","warnings":["setup command 1 of 1 failed"]}}`), false},
+		{"alive with its workspace", "GET", id + "/alive", answer(200, "application/json", `{"agent_id":"a","alive":true,"state":"idle","status":"active","guardrails_version":"h","guardrails_stale":false,"usage":{"input_tokens":1,"output_tokens":2,"cached_tokens":0,"calls":1},"workspace":{"status":"degraded","warnings":["setup command 1 of 1 failed"]}}`), false},
 		{"a creation timeout with its agent", "POST", "/api/remote_agents/create", answer(408, "application/json", `{"status":408,"error_code":"agent_creation_timeout","message":"m","retryable":true,"details":{"agent_id":"a","idempotency_key":"ra-k"}}`), false},
 		{"a creation timeout without its resume handle", "POST", "/api/remote_agents/create", answer(408, "application/json", `{"status":408,"error_code":"agent_creation_timeout","message":"m","retryable":true,"details":{"agent_id":"a"}}`), true},
 		{"an error with details", "PUT", types + "/coder/workspace-config", answer(400, "application/json", `{"status":400,"error_code":"invalid_request","message":"m","retryable":false,"details":{"invalid_tools":["ssh"],"valid_tools":["read"]}}`), false},

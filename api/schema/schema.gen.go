@@ -109,6 +109,30 @@ func (e AgentProfileInputLLMProvider) Valid() bool {
 	}
 }
 
+// Defines values for AgentSummaryStatus.
+const (
+	AgentSummaryStatusActive       AgentSummaryStatus = "active"
+	AgentSummaryStatusEnded        AgentSummaryStatus = "ended"
+	AgentSummaryStatusEnding       AgentSummaryStatus = "ending"
+	AgentSummaryStatusProvisioning AgentSummaryStatus = "provisioning"
+)
+
+// Valid indicates whether the value is a known member of the AgentSummaryStatus enum.
+func (e AgentSummaryStatus) Valid() bool {
+	switch e {
+	case AgentSummaryStatusActive:
+		return true
+	case AgentSummaryStatusEnded:
+		return true
+	case AgentSummaryStatusEnding:
+		return true
+	case AgentSummaryStatusProvisioning:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AliveStatusState.
 const (
 	AliveStatusStateEnded        AliveStatusState = "ended"
@@ -139,6 +163,33 @@ func (e AliveStatusState) Valid() bool {
 	case AliveStatusStateUnknown:
 		return true
 	case AliveStatusStateWorking:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AliveStatusStatus.
+const (
+	AliveStatusStatusActive       AliveStatusStatus = "active"
+	AliveStatusStatusEnded        AliveStatusStatus = "ended"
+	AliveStatusStatusEnding       AliveStatusStatus = "ending"
+	AliveStatusStatusProvisioning AliveStatusStatus = "provisioning"
+	AliveStatusStatusUnknown      AliveStatusStatus = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the AliveStatusStatus enum.
+func (e AliveStatusStatus) Valid() bool {
+	switch e {
+	case AliveStatusStatusActive:
+		return true
+	case AliveStatusStatusEnded:
+		return true
+	case AliveStatusStatusEnding:
+		return true
+	case AliveStatusStatusProvisioning:
+		return true
+	case AliveStatusStatusUnknown:
 		return true
 	default:
 		return false
@@ -951,9 +1002,15 @@ type AgentSummary struct {
 	} `json:"remaining,omitempty,omitzero"`
 	State State `json:"state"`
 
+	// Status The agent's status in the workspace spec's words: `provisioning` until it (and its workspace) is ready, then `active` (`state` ready, working or idle), `ending`, and `ended` (`state` ended or failed). `state` is the finer state.
+	Status AgentSummaryStatus `json:"status"`
+
 	// Usage What the agent's model calls used so far, as the model gateway metered them.
 	Usage Usage `json:"usage"`
 }
+
+// AgentSummaryStatus The agent's status in the workspace spec's words: `provisioning` until it (and its workspace) is ready, then `active` (`state` ready, working or idle), `ending`, and `ended` (`state` ended or failed). `state` is the finer state.
+type AgentSummaryStatus string
 
 // AgentType An agent type: what its agents' workspaces are made of.
 type AgentType struct {
@@ -1011,6 +1068,9 @@ type AliveStatus struct {
 	} `json:"remaining,omitempty,omitzero"`
 	State AliveStatusState `json:"state"`
 
+	// Status The agent's status in the workspace spec's words: `provisioning` until it (and its workspace) is ready, then `active` (`state` ready, working or idle), `ending`, and `ended` (`state` ended or failed). `unknown` for an agent alive does not know. `state` is the finer state.
+	Status AliveStatusStatus `json:"status"`
+
 	// Usage What the agent's model calls used so far, as the model gateway metered them.
 	Usage Usage `json:"usage"`
 
@@ -1020,6 +1080,9 @@ type AliveStatus struct {
 
 // AliveStatusState defines model for AliveStatus.State.
 type AliveStatusState string
+
+// AliveStatusStatus The agent's status in the workspace spec's words: `provisioning` until it (and its workspace) is ready, then `active` (`state` ready, working or idle), `ending`, and `ended` (`state` ended or failed). `unknown` for an agent alive does not know. `state` is the finer state.
+type AliveStatusStatus string
 
 // Answer defines model for Answer.
 type Answer struct {

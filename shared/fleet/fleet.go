@@ -98,14 +98,16 @@ type ListQuery struct {
 
 // AgentSummary is one agent of the fleet list.
 type AgentSummary struct {
-	AgentID     string        `json:"agent_id"`
-	State       session.State `json:"state"`
-	Alive       bool          `json:"alive"`
-	AgentType   string        `json:"agent_type,omitempty"`
-	ProjectName string        `json:"project_name,omitempty"`
-	PersonaSlug string        `json:"persona_slug"`
-	CreatedAt   string        `json:"created_at"`
-	EndedAt     string        `json:"ended_at,omitempty"`
+	AgentID string        `json:"agent_id"`
+	State   session.State `json:"state"`
+	// Status is State in the workspace spec's words (StatusOf).
+	Status      string `json:"status"`
+	Alive       bool   `json:"alive"`
+	AgentType   string `json:"agent_type,omitempty"`
+	ProjectName string `json:"project_name,omitempty"`
+	PersonaSlug string `json:"persona_slug"`
+	CreatedAt   string `json:"created_at"`
+	EndedAt     string `json:"ended_at,omitempty"`
 	// EndReason says why an ended or failed agent ended.
 	EndReason session.Reason `json:"end_reason,omitempty"`
 	Usage     session.Usage  `json:"usage"`
@@ -164,6 +166,7 @@ func summary(sess session.Session, limits registry.SessionLimits, now time.Time)
 	out := AgentSummary{
 		AgentID:     sess.ID,
 		State:       sess.State,
+		Status:      session.StatusOf(sess.State),
 		Alive:       slices.Contains(session.Live, sess.State) && !sess.Lost(now),
 		AgentType:   sess.AgentType,
 		ProjectName: sess.ProjectName,

@@ -48,9 +48,11 @@ func NewControl(o ControlOptions) *Control {
 
 // AliveStatus answers the alive route.
 type AliveStatus struct {
-	AgentID           string `json:"agent_id"`
-	Alive             bool   `json:"alive"`
-	State             string `json:"state"`
+	AgentID string `json:"agent_id"`
+	Alive   bool   `json:"alive"`
+	State   string `json:"state"`
+	// Status is State in the workspace spec's words (StatusOf).
+	Status            string `json:"status"`
 	GuardrailsVersion string `json:"guardrails_version"`
 	GuardrailsStale   bool   `json:"guardrails_stale"`
 	// Usage is what the agent's model calls used so far, as the platform's
@@ -73,7 +75,7 @@ func (s *Control) Alive(ctx context.Context, id, tok string) (AliveStatus, error
 	if tok == "" {
 		return AliveStatus{}, apierror.New(apierror.MissingToken, "A session token is required.")
 	}
-	unknown := AliveStatus{AgentID: id, Alive: false, State: "unknown"}
+	unknown := AliveStatus{AgentID: id, Alive: false, State: "unknown", Status: "unknown"}
 	if !sessionID.MatchString(id) {
 		return unknown, nil
 	}
@@ -115,6 +117,7 @@ func (s *Control) Alive(ctx context.Context, id, tok string) (AliveStatus, error
 		AgentID:           id,
 		Alive:             slices.Contains(Live, sess.State) && !sess.Lost(s.o.Now()), // not ended (the spec)
 		State:             string(sess.State),
+		Status:            StatusOf(sess.State),
 		GuardrailsVersion: sess.GuardrailsHash,
 		GuardrailsStale:   sess.GuardrailsHash != "" && sess.GuardrailsHash != current,
 		Usage:             sess.Usage(),

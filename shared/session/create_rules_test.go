@@ -382,7 +382,7 @@ func TestCreateOfWhatIsNotThere(t *testing.T) {
 		t.Errorf("shutdown of an unknown agent: %v, want %s", err, apierror.AgentNotFound)
 	}
 	st, err := r.control.Alive(t.Context(), unknown, c.SessionToken)
-	if err != nil || st != (session.AliveStatus{AgentID: unknown, State: "unknown"}) {
+	if err != nil || st != (session.AliveStatus{AgentID: unknown, State: "unknown", Status: "unknown"}) {
 		t.Errorf("alive of an unknown agent: %+v, %v", st, err)
 	}
 }

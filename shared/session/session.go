@@ -38,6 +38,22 @@ const (
 	Failed       = sandboxwire.Failed
 )
 
+// StatusOf is s in the workspace spec's words (agent-workspace-config):
+// provisioning until the agent and its workspace are ready, then active
+// (ready, working or idle), ending, and ended (ended or failed).
+func StatusOf(s State) string {
+	switch {
+	case s == Provisioning:
+		return "provisioning"
+	case slices.Contains(Running, s):
+		return "active"
+	case s == Ending:
+		return "ending"
+	default:
+		return "ended"
+	}
+}
+
 // Running lists the states in which the agent is up and usable.
 var Running = []State{Ready, Working, Idle}
 

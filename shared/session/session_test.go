@@ -209,3 +209,16 @@ func heartbeat(t *testing.T, store session.Store, id string, now time.Time) {
 		t.Fatal(err)
 	}
 }
+
+// The workspace spec's words for the states: provisioning, then active.
+func TestStatusOf(t *testing.T) {
+	t.Parallel()
+	for state, want := range map[session.State]string{
+		session.Provisioning: "provisioning", session.Ready: "active", session.Working: "active", session.Idle: "active",
+		session.Ending: "ending", session.Ended: "ended", session.Failed: "ended",
+	} {
+		if got := session.StatusOf(state); got != want {
+			t.Errorf("StatusOf(%s) = %q, want %q", state, got, want)
+		}
+	}
+}

@@ -90,7 +90,14 @@ func TestJobOutboxAndSweep(t *testing.T) {
 	if err := working.Sweep(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	wantTypes(t, s.jobEvents(t, j.ID, 3), jobevents.Created, jobevents.Started, jobevents.Failed)
+	evs := s.jobEvents(t, j.ID, 3)
+	wantTypes(t, evs, jobevents.Created, jobevents.Started, jobevents.Failed)
+	// AGENT.JOB.FAILED says why: the failure's category and message.
+	var failed jobevents.Detail
+	if err := json.Unmarshal(evs[2].Detail, &failed); err != nil || failed.Metadata == nil || failed.Metadata.Failure == nil ||
+		failed.Metadata.Failure.Category != "crash" || failed.Metadata.Failure.Message != got.Failure.Message {
+		t.Errorf("AGENT.JOB.FAILED detail %s: no failure, or another than the job's %+v", evs[2].Detail, got.Failure)
+	}
 	if p, err := store.Outbox(t.Context(), "", 10); err != nil || len(p) != 0 {
 		t.Errorf("outbox after the sweep: %+v, %v", p, err)
 	}

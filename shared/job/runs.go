@@ -181,7 +181,7 @@ func (s *Service) Finished(ctx context.Context, id string, rep *sandboxwire.JobR
 	default:
 		c.To, c.Failure = Failed, &Failure{Category: sandboxwire.FailureCrash, Message: "The sandbox reported an unknown outcome."}
 	}
-	j.TokensUsed, j.Outputs = c.TokensUsed, outputs
+	j.TokensUsed, j.Outputs, j.Failure = c.TokensUsed, outputs, c.Failure
 	var evs []Pending
 	if j.Status == Created {
 		evs = append(evs, s.event(j, jobevents.Started, now))
@@ -206,6 +206,12 @@ func (s *Service) Crashed(ctx context.Context, id, message string) error {
 	return s.failAs(ctx, id, sandboxwire.FailureCrash, message)
 }
 
+// OutOfMemory fails live job id with category memory_limit: its sandbox was
+// killed for its memory.
+func (s *Service) OutOfMemory(ctx context.Context, id, message string) error {
+	return s.failAs(ctx, id, sandboxwire.FailureMemoryLimit, message)
+}
+
 // failAs fails live job id with category and message (a job already over
 // stays as it is).
 func (s *Service) failAs(ctx context.Context, id string, category sandboxwire.FailureCategory, message string) error {
@@ -218,6 +224,7 @@ func (s *Service) failAs(ctx context.Context, id string, category sandboxwire.Fa
 	}
 	now := s.o.Now().UTC()
 	c := Change{From: Live, To: Failed, FinishedAt: now, Failure: &Failure{Category: category, Message: message}}
+	j.Failure = c.Failure
 	_, err = s.o.Store.Transition(ctx, id, c, []Pending{s.event(j, jobevents.Failed, now)})
 	if errors.Is(err, ErrConflict) {
 		return nil

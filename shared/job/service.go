@@ -208,6 +208,9 @@ func (s *Service) event(j Job, t jobevents.DetailType, at time.Time) Pending {
 			ms := at.Sub(j.StartedAt).Milliseconds()
 			d.Metadata.Duration = &ms
 		}
+		if t == jobevents.Failed && j.Failure != nil {
+			d.Metadata.Failure = &jobevents.Failure{Category: string(j.Failure.Category), Message: j.Failure.Message}
+		}
 	}
 	return Pending{JobID: j.ID, Seq: EventSeq(t), Event: jobevents.Event{ID: j.ID + ":" + strings.ToLower(string(t)), Type: t, Time: at.UTC(), Detail: d}}
 }

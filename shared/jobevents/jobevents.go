@@ -48,6 +48,16 @@ type Metadata struct {
 	Outputs    *int   `json:"outputs,omitempty"`
 	// Duration is in milliseconds.
 	Duration *int64 `json:"duration,omitempty"`
+	// Failure, on AGENT.JOB.FAILED, is why: the failure category and its
+	// message, as the job's own failure says.
+	Failure *Failure `json:"failure,omitempty"`
+}
+
+// Failure is a failed job's category (timeout, token_limit, memory_limit,
+// rate_limit, crash, policy_violation) and message.
+type Failure struct {
+	Category string `json:"category"`
+	Message  string `json:"message"`
 }
 
 // Event is one event to publish. ID is stable for a transition (the job id

@@ -71,7 +71,8 @@ type ecsEvent struct {
 		Group         string `json:"group"`
 		StoppedReason string `json:"stoppedReason"`
 		Containers    []struct {
-			ExitCode *int `json:"exitCode"`
+			ExitCode *int   `json:"exitCode"`
+			Reason   string `json:"reason"`
 		} `json:"containers"`
 	} `json:"detail"`
 }
@@ -138,6 +139,10 @@ func parseECS(body string) (Message, error) {
 	m := Message{Type: TaskState, SessionID: d.StartedBy, Generation: gen, SandboxRef: d.TaskArn, Detail: d.StoppedReason}
 	if len(d.Containers) > 0 {
 		m.ExitCode = d.Containers[0].ExitCode
+		// The container's reason says what the task's does not: an OOM kill.
+		if r := d.Containers[0].Reason; r != "" {
+			m.Detail = strings.TrimPrefix(m.Detail+"; "+r, "; ")
+		}
 	}
 	return m, nil
 }

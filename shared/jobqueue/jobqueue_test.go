@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
+	"github.com/remote-agents/remote-agents/shared/launch"
 )
 
 func TestParse(t *testing.T) {
@@ -49,6 +50,16 @@ func TestParse(t *testing.T) {
 	if m.Type != jobqueue.TaskState || m.SessionID != "6071cda9-7ba1-431a-9ad4-e711d5ed0a30" || m.Generation != 2 ||
 		m.ExitCode == nil || *m.ExitCode != 137 || !strings.HasSuffix(m.SandboxRef, "b99d40b3a2a54b0b8c5f2f6f1e0a8c11") {
 		t.Errorf("ECS event parsed as %+v", m)
+	}
+	// An OOM kill is the container's reason, not the task's: the message
+	// carries both.
+	oom := strings.Replace(string(stopped), `"exitCode": 137,`, `"exitCode": 137,
+        "reason": "OutOfMemoryError: Container killed due to memory usage",`, 1)
+	if m, err := jobqueue.Parse(oom); err != nil || !launch.OutOfMemory(m.Detail) {
+		t.Errorf("an OOM-killed task parsed as %+v (%v): detail without the container's reason", m, err)
+	}
+	if launch.OutOfMemory(m.Detail) {
+		t.Errorf("a task stopped otherwise reads as OOM-killed: %q", m.Detail)
 	}
 }
 

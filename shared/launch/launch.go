@@ -6,6 +6,7 @@ package launch
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
@@ -71,8 +72,20 @@ type Exit struct {
 	Generation int
 	Ref        string
 	ExitCode   int
-	Detail     string
+	// Detail is why, as the launcher says it (ECS: the stopped reason and
+	// the container's reason); OutOfMemory recognises a memory kill.
+	Detail string
 }
+
+// OOMReason is how ECS names a container killed for its memory (the
+// container's reason, "OutOfMemoryError: Container killed due to memory
+// usage"); the process launcher says the same of a sandbox its cgroup's
+// memory.max killed.
+const OOMReason = "OutOfMemoryError"
+
+// OutOfMemory reports whether an exit's detail says the sandbox was killed
+// for its memory.
+func OutOfMemory(detail string) bool { return strings.Contains(detail, OOMReason) }
 
 // Launcher starts and stops sandboxes.
 type Launcher interface {

@@ -122,6 +122,8 @@ type JobRunner interface {
 	Size(ctx context.Context, jobID string) (tasksize.Size, error)
 	// Crashed fails a live job with category crash.
 	Crashed(ctx context.Context, jobID, message string) error
+	// OutOfMemory fails a live job with category memory_limit.
+	OutOfMemory(ctx context.Context, jobID, message string) error
 	// Sweep publishes the outbox's leftovers and fails running jobs whose
 	// sandbox is gone.
 	Sweep(ctx context.Context) error
@@ -477,6 +479,9 @@ func (w *Worker) taskStopped(ctx context.Context, m jobqueue.Message) error {
 	}
 	if err := w.end(ctx, sess, reason); err != nil {
 		return err
+	}
+	if launch.OutOfMemory(m.Detail) && sess.JobID != "" && w.Jobs != nil {
+		return w.Jobs.OutOfMemory(ctx, sess.JobID, "The job's sandbox was killed for its memory: it used all its memory limit (constraints.memory).")
 	}
 	return w.jobCrashed(ctx, sess, "The job's sandbox stopped without reporting the job's end.")
 }

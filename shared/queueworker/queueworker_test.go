@@ -174,6 +174,50 @@ func TestTaskStoppedEndsSession(t *testing.T) {
 	}
 }
 
+// failingJobs is a JobRunner that records how its jobs failed.
+type failingJobs struct {
+	sizedJobs
+	mu     sync.Mutex
+	failed map[string]string
+}
+
+func (j *failingJobs) fail(id, how string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.failed[id] = how
+	return nil
+}
+
+func (j *failingJobs) Crashed(_ context.Context, id, _ string) error { return j.fail(id, "crash") }
+func (j *failingJobs) OutOfMemory(_ context.Context, id, _ string) error {
+	return j.fail(id, "memory_limit")
+}
+
+// A job's sandbox killed for its memory fails its job with memory_limit
+// (the ECS container's OutOfMemoryError, or the process launcher's); one
+// stopped otherwise, crash.
+func TestJobSandboxKilledForItsMemory(t *testing.T) {
+	t.Parallel()
+	w, store, _, _ := setup(t)
+	jobs := &failingJobs{failed: map[string]string{}}
+	w.Jobs = jobs
+	now := time.Now().UTC()
+	for _, id := range []string{"oom", "other"} {
+		if err := store.Create(t.Context(), session.Session{ID: id, Blueprint: session.Blueprint{JobID: "job-" + id, TmuxSessionName: "ra-x"}, State: session.Working, Generation: 1, CreatedAt: now, UpdatedAt: now}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Do(t.Context(), jobqueue.Message{Type: jobqueue.TaskState, SessionID: "oom", Generation: 1, Detail: "Essential container in task exited; OutOfMemoryError: Container killed due to memory usage"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Do(t.Context(), jobqueue.Message{Type: jobqueue.TaskState, SessionID: "other", Generation: 1, Detail: "Essential container in task exited"}); err != nil {
+		t.Fatal(err)
+	}
+	if jobs.failed["job-oom"] != "memory_limit" || jobs.failed["job-other"] != "crash" {
+		t.Errorf("jobs failed %v, want memory_limit and crash", jobs.failed)
+	}
+}
+
 func TestStopAfterGraceStopsSandbox(t *testing.T) {
 	t.Parallel()
 	w, store, l, _ := setup(t)
@@ -385,6 +429,7 @@ type sizedJobs struct{ size tasksize.Size }
 func (j sizedJobs) Prepare(context.Context, string) (string, bool, error) { return "", false, nil }
 func (j sizedJobs) SessionOf(context.Context, string) (string, error)     { return "", nil }
 func (j sizedJobs) Crashed(context.Context, string, string) error         { return nil }
+func (j sizedJobs) OutOfMemory(context.Context, string, string) error     { return nil }
 func (j sizedJobs) Sweep(context.Context) error                           { return nil }
 func (j sizedJobs) Size(context.Context, string) (tasksize.Size, error)   { return j.size, nil }
 

@@ -101,3 +101,21 @@ func gomaxprocs(cpuUnits int) string {
 	}
 	return strconv.Itoa((cpuUnits + 1023) / 1024)
 }
+
+// oomKilled reports whether the cgroup's memory.max killed one of its
+// processes (memory.events' oom_kill count); false without a cgroup.
+func oomKilled(cgroup string) bool {
+	if cgroup == "" {
+		return false
+	}
+	raw, err := os.ReadFile(filepath.Join(cgroup, "memory.events"))
+	if err != nil {
+		return false
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if n, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			return strings.TrimSpace(n) != "0"
+		}
+	}
+	return false
+}

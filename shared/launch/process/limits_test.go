@@ -34,3 +34,23 @@ func TestCgroupFiles(t *testing.T) {
 		t.Error("gomaxprocs")
 	}
 }
+
+// A cgroup whose memory.events counts an OOM kill says so; one that counts
+// none, or has no such file, does not.
+func TestOOMKilled(t *testing.T) {
+	dir := t.TempDir()
+	if oomKilled(dir) || oomKilled("") {
+		t.Error("no memory.events: killed")
+	}
+	for events, want := range map[string]bool{
+		"low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\noom_group_kill 0\n": true,
+		"low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n":                   false,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "memory.events"), []byte(events), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := oomKilled(dir); got != want {
+			t.Errorf("%q: %v, want %v", events, got, want)
+		}
+	}
+}

@@ -167,6 +167,13 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 		if logFile != nil {
 			_ = logFile.Close()
 		}
+		detail := fmt.Sprint(err)
+		var killed *exec.ExitError
+		if errors.As(err, &killed) && killed.ExitCode() == -1 && oomKilled(cgroup) {
+			// Killed by a signal, and its cgroup's memory.max killed: what
+			// ECS calls the container's OutOfMemoryError.
+			detail = launch.OOMReason + ": the sandbox was killed for its memory (memory.max); " + detail
+		}
 		if cgroup != "" {
 			_ = os.Remove(cgroup) // empty once its processes are gone
 		}
@@ -182,7 +189,7 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 			if errors.As(err, &exit) {
 				code = exit.ExitCode()
 			}
-			l.o.OnExit(launch.Exit{SessionID: spec.SessionID, Generation: spec.Generation, Ref: ref, ExitCode: code, Detail: fmt.Sprint(err)})
+			l.o.OnExit(launch.Exit{SessionID: spec.SessionID, Generation: spec.Generation, Ref: ref, ExitCode: code, Detail: detail})
 		}
 	}()
 	return ref, nil

@@ -38,6 +38,9 @@ type jobPlatform struct {
 	// startFails: the job is expected not to start (the agent exits 1);
 	// reused: its job directory is there already.
 	startFails, reused bool
+	// modelStatus, if set, is what the platform's model gateway answers
+	// every model call (Anthropic's error body), modelCalls how many came.
+	modelStatus, modelCalls int
 
 	mu      sync.Mutex
 	reports []sandboxwire.StatusReport
@@ -60,6 +63,14 @@ func (p *jobPlatform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Header.Get("Authorization") != "Bearer rsb_job" {
 		http.Error(w, `{"error_code":"invalid_token"}`, http.StatusUnauthorized)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/sandbox/s1/model/") && p.modelStatus != 0 {
+		p.modelCalls++
+		w.Header().Set("Retry-After", "0")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(p.modelStatus)
+		_, _ = io.WriteString(w, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of requests has exceeded your rate limit."}}`)
 		return
 	}
 	var out any = sandboxwire.Orders{State: sandboxwire.Working}
@@ -283,6 +294,20 @@ func TestJobWithASmallTokenLimit(t *testing.T) {
 	last := final(t, p)
 	if rep := last.Job; rep.Outcome != sandboxwire.JobCompleted || rep.TokensUsed != 1960 || rep.Failure != nil {
 		t.Fatalf("final report %+v, job %+v failure %+v", last, rep, rep.Failure)
+	}
+}
+
+// TestJobFailsRateLimited: a job whose model provider keeps answering 429
+// through the platform's model gateway (the SDK's retries spent) fails
+// with rate_limit.
+func TestJobFailsRateLimited(t *testing.T) {
+	job := scriptedJob(100000, "write")
+	job.Profile.Provider, job.Profile.Model = "anthropic", "claude-sonnet-4-5"
+	p, _ := runJobOn(t, &jobPlatform{modelStatus: http.StatusTooManyRequests}, job, "")
+	last := final(t, p)
+	rep := last.Job
+	if rep.Outcome != sandboxwire.JobFailed || rep.Failure == nil || rep.Failure.Category != sandboxwire.FailureRateLimit || p.modelCalls < 2 {
+		t.Fatalf("final report %+v, job %+v failure %+v after %d model calls", last, rep, rep.Failure, p.modelCalls)
 	}
 }
 

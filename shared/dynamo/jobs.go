@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
@@ -45,6 +48,36 @@ type jobKey struct {
 	SK    string `json:"sk"`
 }
 
+// jobShards spreads the running jobs' markers and the event outbox over
+// partitions ("running#3", "outbox#5"), as the sessions' sweep index is
+// (session.WatchShards): no one partition takes every job's writes.
+// Markers and events written before (in "running" and "outbox") are still
+// read and removed.
+const jobShards = 8
+
+// jobShard is the partition suffix of job id.
+func jobShard(id string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return "#" + strconv.Itoa(int(h.Sum32()%jobShards))
+}
+
+// jobPartitions are the partitions of kind (running, outbox): the shards,
+// then the one from before them.
+func jobPartitions(kind string) []string {
+	out := make([]string, 0, jobShards+1)
+	for i := range jobShards {
+		out = append(out, kind+"#"+strconv.Itoa(i))
+	}
+	return append(out, kind)
+}
+
+func runningKey(id string) jobKey { return jobKey{runningPK + jobShard(id), id} }
+
+func outboxKey(jobID string, seq int) jobKey {
+	return jobKey{outboxPK + jobShard(jobID), fmt.Sprintf("%s#%02d", jobID, seq)}
+}
+
 type jobItem struct {
 	jobKey
 	job.Job
@@ -76,7 +109,7 @@ func (s *Jobs) outboxOps(events []job.Pending) ([]TxOp, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encode event %s: %w", p.Event.ID, err)
 		}
-		it := outboxItem{jobKey: jobKey{outboxPK, fmt.Sprintf("%s#%02d", p.JobID, p.Seq)}, Job: p.JobID, Seq: p.Seq, EventID: p.Event.ID,
+		it := outboxItem{jobKey: outboxKey(p.JobID, p.Seq), Job: p.JobID, Seq: p.Seq, EventID: p.Event.ID,
 			Type: string(p.Event.Type), Time: p.Event.Time, Detail: string(d), ExpiresAt: p.Event.Time.Add(outboxRetention).Unix()}
 		ops = append(ops, s.jobs.PutOp(it))
 	}
@@ -158,9 +191,9 @@ func (s *Jobs) Transition(ctx context.Context, id string, c job.Change, events [
 	ops := []TxOp{s.jobs.UpdateOp(jobKey{jobPrefix + id, jobSK}, u, expression.AttributeExists(expression.Name("job_id")), statusIn(c.From))}
 	switch {
 	case c.To == job.Running:
-		ops = append(ops, s.jobs.PutOp(jobKey{runningPK, id}))
+		ops = append(ops, s.jobs.PutOp(runningKey(id)))
 	case c.To.Terminal():
-		ops = append(ops, s.jobs.DeleteOp(jobKey{runningPK, id}))
+		ops = append(ops, s.jobs.DeleteOp(runningKey(id)), s.jobs.DeleteOp(jobKey{runningPK, id}))
 	}
 	more, err := s.outboxOps(events)
 	if err != nil {
@@ -210,15 +243,30 @@ func (s *Jobs) AddOutputs(ctx context.Context, id string, tokens int64, outputs 
 	return err
 }
 
-// Outbox returns pending events.
+// Outbox returns up to limit pending events: of job id, in order, or ("")
+// of any job, each job's in order.
 func (s *Jobs) Outbox(ctx context.Context, id string, limit int) ([]job.Pending, error) {
-	key := expression.Key("job_id").Equal(expression.Value(outboxPK))
+	partitions := jobPartitions(outboxPK)
 	if id != "" {
-		key = key.And(expression.Key("sk").BeginsWith(id + "#"))
+		partitions = []string{outboxPK + jobShard(id), outboxPK}
 	}
 	var items []outboxItem
-	if _, err := s.jobs.Query(ctx, Query{Key: key, Limit: limit, Consistent: true}, &items); err != nil {
-		return nil, err
+	for _, pk := range partitions {
+		key := expression.Key("job_id").Equal(expression.Value(pk))
+		if id != "" {
+			key = key.And(expression.Key("sk").BeginsWith(id + "#"))
+		}
+		page, err := QueryAll[outboxItem](ctx, s.jobs, Query{Key: key, Consistent: true}, limit-len(items))
+		if err != nil {
+			return nil, err
+		}
+		if items = append(items, page...); len(items) >= limit {
+			break
+		}
+	}
+	if id != "" {
+		// The shard's events, then any from before the shards: by seq.
+		slices.SortStableFunc(items, func(a, b outboxItem) int { return a.Seq - b.Seq })
 	}
 	out := make([]job.Pending, 0, len(items))
 	for _, it := range items {
@@ -231,20 +279,30 @@ func (s *Jobs) Outbox(ctx context.Context, id string, limit int) ([]job.Pending,
 	return out, nil
 }
 
-// Published removes an event from the outbox.
+// Published removes an event from the outbox (where it is, in its shard or
+// in the partition from before the shards).
 func (s *Jobs) Published(ctx context.Context, p job.Pending) error {
+	if err := s.jobs.Delete(ctx, outboxKey(p.JobID, p.Seq)); err != nil {
+		return err
+	}
 	return s.jobs.Delete(ctx, jobKey{outboxPK, fmt.Sprintf("%s#%02d", p.JobID, p.Seq)})
 }
 
-// Running lists running jobs' ids.
+// Running lists up to limit running jobs' ids, reading every shard page by
+// page.
 func (s *Jobs) Running(ctx context.Context, limit int) ([]string, error) {
-	var items []jobKey
-	if _, err := s.jobs.Query(ctx, Query{Key: expression.Key("job_id").Equal(expression.Value(runningPK)), Limit: limit, Consistent: true}, &items); err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(items))
-	for i, it := range items {
-		ids[i] = it.SK
+	var ids []string
+	for _, pk := range jobPartitions(runningPK) {
+		items, err := QueryAll[jobKey](ctx, s.jobs, Query{Key: expression.Key("job_id").Equal(expression.Value(pk)), Consistent: true}, limit-len(ids))
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			ids = append(ids, it.SK)
+		}
+		if len(ids) >= limit {
+			break
+		}
 	}
 	return ids, nil
 }

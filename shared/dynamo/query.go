@@ -173,3 +173,23 @@ func decodeCursor(c Cursor) (map[string]types.AttributeValue, error) {
 	}
 	return key, nil
 }
+
+// QueryAll reads q page by page, up to max items (none for max ≤ 0), and
+// returns them.
+func QueryAll[T any](ctx context.Context, t *Table, q Query, max int) ([]T, error) {
+	var out []T
+	for len(out) < max {
+		var page []T
+		q.Limit = min(MaxPageSize, max-len(out))
+		next, err := t.Query(ctx, q, &page)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, page...)
+		if next == "" {
+			break
+		}
+		q.After = next
+	}
+	return out, nil
+}

@@ -260,12 +260,17 @@ func (s *Service) sandboxGone(ctx context.Context, j Job) (bool, error) {
 // and tells the sandbox to stop.
 const TimeoutGrace = time.Minute
 
+// MaxSweptJobs bounds the running jobs, and the outbox's events, one sweep
+// reads: every one, at any scale a sweep's time allows (the store reads
+// them page by page from every partition).
+const MaxSweptJobs = 10000
+
 // Sweep publishes what the outbox still holds (oldest first), fails, with
 // category crash, running jobs whose sandbox is gone, and, with category
 // timeout, running jobs past their timeout and TimeoutGrace whose sandbox
 // did not end them (their sandbox is told to stop).
 func (s *Service) Sweep(ctx context.Context) error {
-	pending, err := s.o.Store.Outbox(ctx, "", 100)
+	pending, err := s.o.Store.Outbox(ctx, "", MaxSweptJobs)
 	if err != nil {
 		return err
 	}
@@ -278,7 +283,7 @@ func (s *Service) Sweep(ctx context.Context) error {
 			}
 		}
 	}
-	running, err := s.o.Store.Running(ctx, 100)
+	running, err := s.o.Store.Running(ctx, MaxSweptJobs)
 	if err != nil {
 		return err
 	}

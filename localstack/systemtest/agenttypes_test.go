@@ -118,7 +118,6 @@ func TestAgentTypeRoutes(t *testing.T) {
 		"an ext:: URL":              map[string]any{"repo_source": map[string]any{"type": "fixed", "url": "ext::sh -c id"}},
 		"a branch that is a option": map[string]any{"repo_source": map[string]any{"type": "task_context", "branch": "--upload-pack=id"}},
 		"a wrong type":              map[string]any{"tools": "bash"},
-		"an oversized body":         map[string]any{"setup_commands": []string{huge}},
 		"not JSON":                  "{enabled: true",
 	} {
 		r := s.call(http.MethodPut, agentTypes+"/coder/workspace-config", appKey, body)
@@ -126,6 +125,9 @@ func TestAgentTypeRoutes(t *testing.T) {
 			t.Errorf("%s: %d %s", name, r.status, r.raw)
 		}
 	}
+	// A body over the route's limit is 413, one of another type than JSON 415.
+	wantError(t, s.call(http.MethodPut, agentTypes+"/coder/workspace-config", appKey, map[string]any{"setup_commands": []string{huge}}), 413, "payload_too_large")
+	wantError(t, s.call(http.MethodPut, agentTypes+"/coder/workspace-config", appKey, "enabled=true", "Content-Type", "application/x-www-form-urlencoded"), 415, "unsupported_media_type")
 	if r := s.call(http.MethodPut, agentTypes+"/coder/workspace-config", appKey, map[string]any{"resource_limits": map[string]any{"cpu": "2", "memory": "1G"}}); !strings.Contains(r.str("message"), "2 vCPU takes 4G to 16G in 1G steps of memory, not 1G") {
 		t.Errorf("limits Fargate has not: %s", r.raw)
 	}

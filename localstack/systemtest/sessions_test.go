@@ -333,7 +333,8 @@ func TestBadRequestsAreRefused(t *testing.T) {
 			t.Errorf("%s: %d %s", name, r.status, r.raw)
 		}
 	}
-	wantError(t, s.create(`{"initial_prompt":"`+strings.Repeat("x", 70*1024)+`"}`), 400, "invalid_request")
+	wantError(t, s.create(`{"initial_prompt":"`+strings.Repeat("x", 70*1024)+`"}`), 413, "payload_too_large")
+	wantError(t, s.create(createBody("x"), "Content-Type", "text/plain"), 415, "unsupported_media_type")
 	wantError(t, s.create(createBody("x"), "Idempotency-Key", strings.Repeat("k", 256)), 400, "invalid_request")
 	wantError(t, s.call(http.MethodGet, "/api/remote_agents/create", appKey, nil), 405, "method_not_allowed")
 	wantError(t, s.call(http.MethodGet, "/api/remote_agents/nope", appKey, nil), 404, "not_found")

@@ -413,6 +413,8 @@ func bucket(scope constructs.Construct, name string, p Props, removal awscdk.Rem
 		LifecycleRules: &[]*awss3.LifecycleRule{
 			{Id: jsii.String("logs"), Prefix: jsii.String("logs/"), Expiration: awscdk.Duration_Days(jsii.Number(30))},
 			{Id: jsii.String("session-files"), Prefix: jsii.String("sessions/"), Expiration: awscdk.Duration_Days(jsii.Number(14))},
+			// A job's files go when its item does (RA_JOB_RETENTION_DAYS).
+			{Id: jsii.String("job-files"), Prefix: jsii.String("jobs/"), Expiration: awscdk.Duration_Days(jsii.Number(config.DefaultJobRetentionDays))},
 			{Id: jsii.String("incomplete-uploads"), AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(2))},
 		},
 	})

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/remote-agents/remote-agents/shared/config"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
@@ -517,6 +519,17 @@ func TestBucketIsPrivateAndEncrypted(t *testing.T) {
 	rules := fmt.Sprint(p["LifecycleConfiguration"])
 	if !strings.Contains(rules, "logs/") {
 		t.Errorf("no lifecycle for logs: %s", rules)
+	}
+	// Finished jobs' files expire with their items (RA_JOB_RETENTION_DAYS).
+	jobFiles := false
+	for _, r := range p["LifecycleConfiguration"].(map[string]any)["Rules"].([]any) {
+		r := r.(map[string]any)
+		if r["Prefix"] == "jobs/" && r["ExpirationInDays"] == float64(config.DefaultJobRetentionDays) && r["Status"] == "Enabled" {
+			jobFiles = true
+		}
+	}
+	if !jobFiles {
+		t.Errorf("no lifecycle for job files (jobs/, %d days): %s", config.DefaultJobRetentionDays, rules)
 	}
 	denied := false
 	for _, pol := range tp.byType("AWS::S3::BucketPolicy") {

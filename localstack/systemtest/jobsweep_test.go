@@ -43,7 +43,8 @@ func TestJobOutboxAndSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := job.Options{Store: store, Jobs: noDispatch{}, Sessions: e.SessionStore(), Bucket: e.Resources.Bucket.Name, AllowScripted: true}
+	opts := job.Options{Store: store, Jobs: noDispatch{}, Sessions: e.SessionStore(), Bucket: e.Resources.Bucket.Name, AllowScripted: true,
+		Retention: 48 * time.Hour}
 	down := opts
 	down.Publisher = downBus{}
 	up := opts
@@ -86,6 +87,14 @@ func TestJobOutboxAndSweep(t *testing.T) {
 	got, err := store.Get(t.Context(), j.ID)
 	if err != nil || got.Status != job.Failed || got.Failure == nil || got.Failure.Category != "crash" {
 		t.Fatalf("swept job: %+v, %v", got, err)
+	}
+	// The finished job expires its retention after it finished.
+	var item struct {
+		ExpiresAt int64 `json:"expires_at"`
+	}
+	if err := dynamo.NewTable(awsconfig.NewDynamoDB(e.AWS), e.Resources.Jobs.Name).Get(t.Context(), map[string]string{"job_id": "job#" + j.ID, "sk": "job"}, &item); err != nil ||
+		item.ExpiresAt != got.FinishedAt.Add(48*time.Hour).Unix() {
+		t.Errorf("the failed job expires at %d (%v), want %d", item.ExpiresAt, err, got.FinishedAt.Add(48*time.Hour).Unix())
 	}
 	if err := working.Sweep(t.Context()); err != nil {
 		t.Fatal(err)

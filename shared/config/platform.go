@@ -26,6 +26,9 @@ type Platform struct {
 	// EventsMaxDuration ends an events stream, before its function's timeout
 	// (RA_EVENTS_MAX_SECONDS, default 840).
 	EventsMaxDuration time.Duration
+	// JobRetentionDays is how long a finished job, its events and its
+	// files are kept (RA_JOB_RETENTION_DAYS, default 30).
+	JobRetentionDays int
 	// Fargate says where sandbox tasks run (RA_ECS_*).
 	Fargate Fargate
 	// Model configures the model gateway (RA_MODEL_*).
@@ -83,12 +86,18 @@ type Fargate struct {
 // function's 15-minute timeout.
 const DefaultEventsMaxDuration = 840 * time.Second
 
+// DefaultJobRetentionDays is how long a finished job is kept: its item and
+// events in DynamoDB (TTL) and its files in the bucket (the stack's
+// lifecycle rule on jobs/, which reads the same constant).
+const DefaultJobRetentionDays = 30
+
 // PlatformDefaults returns the defaults of every platform setting.
 func PlatformDefaults() Platform {
 	return Platform{
 		RemoteAgents:      Defaults(),
 		Env:               "dev",
 		EventsMaxDuration: DefaultEventsMaxDuration,
+		JobRetentionDays:  DefaultJobRetentionDays,
 		Fargate:           Fargate{Container: "agent"},
 		Model: Model{
 			Providers: slices.Clone(sandboxwire.ModelProviders),

@@ -169,6 +169,16 @@ var Variables = []Variable{
 			p.EventsMaxDuration = time.Duration(secs) * time.Second
 			return nil
 		}},
+	{Name: "RA_JOB_RETENTION_DAYS", Readers: []Reader{PlatformFunctions}, Value: strconv.Itoa(DefaultJobRetentionDays), Default: "`30`",
+		Meaning: "a finished job (its item and its events) is kept this many days, then expires (DynamoDB TTL); the stack's lifecycle rule expires its files (`jobs/` in the bucket) after the same",
+		set: func(p *Platform, v string) error {
+			days, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || days < 1 || days > 3650 {
+				return fmt.Errorf("RA_JOB_RETENTION_DAYS: want a whole number of days from 1 to 3650, got %q", v)
+			}
+			p.JobRetentionDays = days
+			return nil
+		}},
 	{Name: "RA_ECS_CLUSTER", Readers: []Reader{PlatformFunctions}, Default: "none",
 		Meaning: "the ECS cluster sandbox tasks run in",
 		set:     func(p *Platform, v string) error { p.Fargate.Cluster = v; return nil }},

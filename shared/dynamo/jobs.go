@@ -14,6 +14,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/job"
 	"github.com/remote-agents/remote-agents/shared/jobevents"
+	"github.com/remote-agents/remote-agents/shared/resources"
 )
 
 var _ job.Store = (*Jobs)(nil)
@@ -184,6 +185,9 @@ func (s *Jobs) Transition(ctx context.Context, id string, c job.Change, events [
 	}
 	if c.Failure != nil {
 		u = u.Set(expression.Name("failure"), Value(c.Failure))
+	}
+	if c.ExpiresAt != 0 {
+		u = u.Set(expression.Name(resources.TTLAttribute), expression.Value(c.ExpiresAt))
 	}
 	if len(c.Outputs) > 0 {
 		u = u.Set(expression.Name("outputs"), Value(c.Outputs))

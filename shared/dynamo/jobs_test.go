@@ -90,3 +90,43 @@ func TestRunningJobsAndOutboxAcrossPartitions(t *testing.T) {
 	}
 
 }
+
+// A finished job's item expires when its transition says (the table's TTL
+// attribute); a job that goes on does not.
+func TestFinishedJobExpires(t *testing.T) {
+	t.Parallel()
+	set, api := setup(t)
+	jobs := dynamo.NewJobs(api, set.Jobs.Name, set.Registry.Name)
+	now := time.Now().UTC()
+	j := job.Job{ID: uuid.NewString(), CommandID: uuid.NewString(), PlanStepID: uuid.NewString(), AgentID: "a", IdentityID: "i", ContextID: "c",
+		Status: job.Created, TokenLimit: 10, InputData: "{}", CreatedAt: now}
+	if _, err := jobs.Create(t.Context(), j, nil); err != nil {
+		t.Fatal(err)
+	}
+	expiry := func() (int64, bool) {
+		t.Helper()
+		var item struct {
+			ExpiresAt *int64 `json:"expires_at"`
+		}
+		if err := dynamo.NewTable(api, set.Jobs.Name).Get(t.Context(), map[string]string{"job_id": "job#" + j.ID, "sk": "job"}, &item); err != nil {
+			t.Fatal(err)
+		}
+		if item.ExpiresAt == nil {
+			return 0, false
+		}
+		return *item.ExpiresAt, true
+	}
+	if _, err := jobs.Transition(t.Context(), j.ID, job.Change{From: job.Live, To: job.Running, StartedAt: now}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := expiry(); ok {
+		t.Errorf("a running job expires at %d", at)
+	}
+	want := now.Add(30 * 24 * time.Hour).Unix()
+	if _, err := jobs.Transition(t.Context(), j.ID, job.Change{From: job.Live, To: job.Completed, FinishedAt: now, ExpiresAt: want}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if at, ok := expiry(); !ok || at != want {
+		t.Errorf("a finished job expires at %d (%v), want %d", at, ok, want)
+	}
+}

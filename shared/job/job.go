@@ -126,6 +126,9 @@ type Change struct {
 	Failure    *Failure
 	Outputs    []Output
 	SessionID  string
+	// ExpiresAt, if not zero, is when a finished job's item expires (Unix
+	// seconds: the table's TTL).
+	ExpiresAt int64
 }
 
 // Allows reports whether c may leave s.

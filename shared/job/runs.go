@@ -190,7 +190,7 @@ func (s *Service) Finished(ctx context.Context, id string, rep *sandboxwire.JobR
 		evs = append(evs, s.event(j, jobevents.OutputGenerated, now))
 	}
 	evs = append(evs, s.event(j, map[Status]jobevents.DetailType{Completed: jobevents.Completed, Failed: jobevents.Failed, Cancelled: jobevents.Cancelled}[c.To], now))
-	_, err = s.o.Store.Transition(ctx, id, c, evs)
+	_, err = s.o.Store.Transition(ctx, id, s.expiring(c), evs)
 	if errors.Is(err, ErrConflict) {
 		return nil
 	}
@@ -225,7 +225,7 @@ func (s *Service) failAs(ctx context.Context, id string, category sandboxwire.Fa
 	now := s.o.Now().UTC()
 	c := Change{From: Live, To: Failed, FinishedAt: now, Failure: &Failure{Category: category, Message: message}}
 	j.Failure = c.Failure
-	_, err = s.o.Store.Transition(ctx, id, c, []Pending{s.event(j, jobevents.Failed, now)})
+	_, err = s.o.Store.Transition(ctx, id, s.expiring(c), []Pending{s.event(j, jobevents.Failed, now)})
 	if errors.Is(err, ErrConflict) {
 		return nil
 	}

@@ -79,6 +79,9 @@ type Options struct {
 	Logs   Reader
 	// AllowScripted allows profiles of the scripted provider (dev stack).
 	AllowScripted bool
+	// Retention is how long a finished job is kept before it expires
+	// (config RA_JOB_RETENTION_DAYS); zero: for ever.
+	Retention time.Duration
 	Log           *slog.Logger
 	Now           func() time.Time
 }
@@ -180,7 +183,7 @@ func (s *Service) Cancel(ctx context.Context, h Headers, id string) (Job, error)
 		return Job{}, apierror.New(apierror.JobNotRunning, "The job has %s; only a created or running job can be cancelled.", j.Status)
 	}
 	now := s.o.Now().UTC()
-	after, err := s.o.Store.Transition(ctx, j.ID, Change{From: Live, To: Cancelled, FinishedAt: now}, []Pending{s.event(j, jobevents.Cancelled, now)})
+	after, err := s.o.Store.Transition(ctx, j.ID, s.expiring(Change{From: Live, To: Cancelled, FinishedAt: now}), []Pending{s.event(j, jobevents.Cancelled, now)})
 	if errors.Is(err, ErrConflict) {
 		return Job{}, apierror.New(apierror.JobNotRunning, "The job has finished; only a created or running job can be cancelled.")
 	}
@@ -339,4 +342,13 @@ func (s *Service) timedOut(ctx context.Context, j Job) error {
 		return nil
 	}
 	return err
+}
+
+// expiring is c with the expiry of the job it finishes (Retention after it
+// finished); c itself for a job that goes on, or without a retention.
+func (s *Service) expiring(c Change) Change {
+	if c.To.Terminal() && s.o.Retention > 0 && !c.FinishedAt.IsZero() {
+		c.ExpiresAt = c.FinishedAt.Add(s.o.Retention).Unix()
+	}
+	return c
 }

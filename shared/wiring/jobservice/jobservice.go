@@ -5,6 +5,7 @@ package jobservice
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
@@ -67,6 +68,7 @@ func options(ctx context.Context, e *wiring.Env) (job.Options, error) {
 		Bucket:        e.Resources.Bucket.Name,
 		Logs:          e.Bucket(),
 		AllowScripted: e.AllowScripted,
+		Retention:     time.Duration(e.Config.JobRetentionDays) * 24 * time.Hour,
 		Log:           e.Log,
 	}, nil
 }

@@ -224,12 +224,16 @@ func TestJobViewShowsResourcesAndAlerts(t *testing.T) {
 	if v := svc.Live(t.Context(), got); v.Resources.CPUUsage != nil || v.Resources.MemoryUsage != nil || len(v.Alerts) != 0 {
 		t.Fatalf("before any measure: %+v %+v", v.Resources, v.Alerts)
 	}
-	if _, err := e.SessionStore().Touch(t.Context(), sid, 1, session.Fields{Resources: &sandboxwire.ResourceSample{CPUPercent: 55, MemoryMB: 900}, RateLimitedAt: time.Now()}); err != nil {
+	if _, err := e.SessionStore().Touch(t.Context(), sid, 1, session.Fields{Resources: &sandboxwire.ResourceSample{CPUPercent: 55, MemoryMB: 900, Files: 3, LogBytes: 4096}, RateLimitedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	v := svc.Live(t.Context(), got)
 	if v.Resources.CPUUsage == nil || *v.Resources.CPUUsage != 55 || v.Resources.MemoryUsage == nil || *v.Resources.MemoryUsage != 900 {
 		t.Errorf("resources %+v", v.Resources)
+	}
+	// While it runs, what it made so far, as its sandbox last measured it.
+	if v.Resources.FilesCreated != 3 || v.Resources.LogsSize != 4096 {
+		t.Errorf("a running job's files %d and log size %d, want 3 and 4096", v.Resources.FilesCreated, v.Resources.LogsSize)
 	}
 	var types []string
 	for _, a := range v.Alerts {
@@ -237,5 +241,28 @@ func TestJobViewShowsResourcesAndAlerts(t *testing.T) {
 	}
 	if !slices.Equal(types, []string{"memory_usage", "rate_limit"}) {
 		t.Errorf("alerts %v, want memory_usage and rate_limit", v.Alerts)
+	}
+	// The alerts are events too, once each (the heartbeats call Alert).
+	sess, err := e.SessionStore().Get(t.Context(), sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := svc.Alert(t.Context(), j.ID, sess); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending, err := store.Outbox(t.Context(), j.ID, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alerts []string
+	for _, p := range pending {
+		if p.Event.Type == jobevents.Alert && p.Event.Detail.Alert != nil && p.Event.Detail.Status == "running" {
+			alerts = append(alerts, p.Event.Detail.Alert.Type)
+		}
+	}
+	if !slices.Equal(alerts, []string{"memory_usage", "rate_limit"}) {
+		t.Errorf("AGENT.JOB.ALERT events for %v, want memory_usage and rate_limit once each (outbox %+v)", alerts, pending)
 	}
 }

@@ -167,7 +167,7 @@ func (r *Runner) Run(ctx context.Context, spec sandboxwire.Spec, system string) 
 	tctx, cancelTimeout := context.WithTimeoutCause(runCtx, timeout, errJobTimeout)
 	defer cancelTimeout()
 	watched := make(chan struct{})
-	go func() { defer close(watched); r.watch(tctx, cancelRun) }()
+	go func() { defer close(watched); r.watch(tctx, cancelRun, func() (int, int64) { return dir.OutputCount(), jl.size() }) }()
 	answer, calls, runErr := j.run(tctx, loop)
 	cause := context.Cause(tctx)
 	cancelTimeout()
@@ -204,8 +204,9 @@ func failedReport(cat sandboxwire.FailureCategory, msg string, used int64) sandb
 }
 
 // watch heartbeats until ctx ends, and cancels the run when the platform
-// says stop (the job cancelled).
-func (r *Runner) watch(ctx context.Context, cancel context.CancelCauseFunc) {
+// says stop (the job cancelled). Each heartbeat carries the sandbox's use
+// and the job's progress (its output files, its log's size).
+func (r *Runner) watch(ctx context.Context, cancel context.CancelCauseFunc, progress func() (files int, logBytes int64)) {
 	beat := time.NewTicker(r.sb.Heartbeat)
 	defer beat.Stop()
 	meter := newUsageMeter()
@@ -218,7 +219,11 @@ func (r *Runner) watch(ctx context.Context, cancel context.CancelCauseFunc) {
 		}
 		var orders sandboxwire.Orders
 		// Each heartbeat carries the sandbox's use (the job's resources).
-		err := r.sb.Client.Do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, sandboxwire.HeartbeatReport{Usage: meter.sample(time.Now())}, &orders)
+		use := meter.sample(time.Now())
+		if use != nil {
+			use.Files, use.LogBytes = progress()
+		}
+		err := r.sb.Client.Do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, sandboxwire.HeartbeatReport{Usage: use}, &orders)
 		if _, ok := errors.AsType[*gateway.AuthError](err); ok || (err == nil && orders.Stop) {
 			r.sb.Log.Info("job stopping: the platform says stop")
 			cancel(errJobCancelled)
@@ -677,6 +682,13 @@ func (l *jobLog) write(event string, fields map[string]any) {
 	}
 	n, _ := io.Copy(l.f, bytes.NewReader([]byte(line)))
 	l.n += int(n)
+}
+
+// size is how many bytes the log holds.
+func (l *jobLog) size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int64(l.n)
 }
 
 func (l *jobLog) close() error {

@@ -231,6 +231,24 @@ type File struct {
 	SHA256 string
 }
 
+// OutputCount is how many regular files output/ holds now (at most
+// MaxOutputs+1: past that it stops counting), for the job's progress.
+func (d Dir) OutputCount() int {
+	n := 0
+	_ = filepath.WalkDir(d.Sub(Output), func(_ string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil //nolint:nilerr // a file gone meanwhile is not counted
+		}
+		if e.Type().IsRegular() {
+			if n++; n > MaxOutputs {
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
+	return n
+}
+
 // Outputs lists the regular files under output/, sorted by path, with their
 // size and SHA-256, read inside the job directory (links are skipped, never
 // followed). More than MaxOutputs files, one larger than MaxOutputBytes or

@@ -292,6 +292,25 @@ func (s *Jobs) Published(ctx context.Context, p job.Pending) error {
 	return s.jobs.Delete(ctx, jobKey{outboxPK, fmt.Sprintf("%s#%02d", p.JobID, p.Seq)})
 }
 
+// Alerted records a running job's alert of kind as published, and puts its
+// event in the outbox, in one transaction.
+func (s *Jobs) Alerted(ctx context.Context, id, kind string, event job.Pending) error {
+	alerted := expression.Name("alerted")
+	u := expression.Set(alerted, expression.ListAppend(expression.IfNotExists(alerted, expression.Value([]string{})), expression.Value([]string{kind})))
+	cond := expression.Name("status").Equal(expression.Value(job.Running)).
+		And(expression.Or(expression.AttributeNotExists(alerted), expression.Not(expression.Contains(alerted, kind))))
+	ops, err := s.outboxOps([]job.Pending{event})
+	if err != nil {
+		return err
+	}
+	err = Transact(ctx, s.api, "", append([]TxOp{s.jobs.UpdateOp(jobKey{jobPrefix + id, jobSK}, u, expression.AttributeExists(expression.Name("job_id")), cond)}, ops...)...)
+	var canceled *TxCanceledError
+	if errors.As(err, &canceled) && len(canceled.Reasons) > 0 && canceled.Reasons[0] == "ConditionalCheckFailed" {
+		return fmt.Errorf("alert %s of job %s: %w", kind, id, job.ErrConflict)
+	}
+	return err
+}
+
 // Running lists up to limit running jobs' ids, reading every shard page by
 // page.
 func (s *Jobs) Running(ctx context.Context, limit int) ([]string, error) {

@@ -393,7 +393,8 @@ func setFields(up expression.UpdateBuilder, f session.Fields) expression.UpdateB
 	if f.Resources != nil {
 		// Under its JSON names, as the session is read back.
 		up = up.Set(expression.Name("resources"), expression.Value(map[string]float64{
-			"cpu_percent": f.Resources.CPUPercent, "memory_mb": f.Resources.MemoryMB}))
+			"cpu_percent": f.Resources.CPUPercent, "memory_mb": f.Resources.MemoryMB,
+			"files": float64(f.Resources.Files), "log_bytes": float64(f.Resources.LogBytes)}))
 	}
 	at("rate_limited_at", f.RateLimitedAt)
 	at("last_activity_at", f.LastActivityAt)

@@ -106,7 +106,9 @@ type Job struct {
 	// the plan step's create from another request.
 	RequestHash string   `json:"request_hash"`
 	Failure     *Failure `json:"failure,omitempty"`
-	Outputs     []Output `json:"outputs,omitempty"`
+	// Alerted are the kinds of alert an AGENT.JOB.ALERT was published for.
+	Alerted []string `json:"alerted,omitempty"`
+	Outputs []Output `json:"outputs,omitempty"`
 	// SessionID is the session of the job's sandbox, once job.run made it.
 	SessionID  string    `json:"session_id,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
@@ -159,12 +161,19 @@ type Pending struct {
 func EventSeq(t jobevents.DetailType) int {
 	switch t {
 	case jobevents.Created:
-		return 1
+		return 10
 	case jobevents.Started:
-		return 2
+		return 20
 	case jobevents.OutputGenerated:
-		return 3
+		return 30
 	default:
-		return 4 // the terminal one
+		return 40 // the terminal one
 	}
 }
+
+// alertKinds are the alerts a running job's view may carry, in the order
+// of their events' sequence numbers (21…: after started, before the end).
+var alertKinds = []string{"token_usage", "execution_time", "memory_usage", "rate_limit"}
+
+// alertSeq is the sequence number of an alert's event.
+func alertSeq(kind string) int { return 21 + slices.Index(alertKinds, kind) }

@@ -43,6 +43,10 @@ type Store interface {
 	Published(ctx context.Context, p Pending) error
 	// Running lists the ids of running jobs, at most limit.
 	Running(ctx context.Context, limit int) ([]string, error)
+	// Alerted records that a running job's alert of kind was published,
+	// with its event in the outbox, all or nothing; ErrConflict if it was
+	// already, or the job no longer runs.
+	Alerted(ctx context.Context, id, kind string, event Pending) error
 
 	// PutProfile writes a profile, keeping its created_at if it exists.
 	PutProfile(ctx context.Context, p Profile) (Profile, error)
@@ -200,7 +204,7 @@ func (s *Service) Cancel(ctx context.Context, h Headers, id string) (Job, error)
 
 // event is the outbox entry of a transition of j to t at time at.
 func (s *Service) event(j Job, t jobevents.DetailType, at time.Time) Pending {
-	status := map[jobevents.DetailType]Status{jobevents.Created: Created, jobevents.Started: Running, jobevents.OutputGenerated: Running,
+	status := map[jobevents.DetailType]Status{jobevents.Created: Created, jobevents.Started: Running, jobevents.OutputGenerated: Running, jobevents.Alert: Running,
 		jobevents.Completed: Completed, jobevents.Failed: Failed, jobevents.Cancelled: Cancelled}[t]
 	d := jobevents.Detail{JobID: j.ID, CommandID: j.CommandID, AgentID: j.AgentID, IdentityID: j.IdentityID, ContextID: j.ContextID,
 		Status: string(status), Timestamp: at.UTC().Format(time.RFC3339Nano)}

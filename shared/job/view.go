@@ -2,13 +2,16 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/blob"
+	"github.com/remote-agents/remote-agents/shared/jobevents"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -233,6 +236,11 @@ func (s *Service) Live(ctx context.Context, j Job) View {
 	if err != nil {
 		return ViewOf(j, s.o.Now())
 	}
+	return s.liveWith(j, sess)
+}
+
+// liveWith is j's live view with what its sandbox's session sess knows.
+func (s *Service) liveWith(j Job, sess session.Session) View {
 	if j.Status == Running {
 		u := sess.Usage()
 		j.TokensUsed = max(j.TokensUsed, u.InputTokens+u.OutputTokens)
@@ -242,6 +250,11 @@ func (s *Service) Live(ctx context.Context, j Job) View {
 	if r := sess.Resources; r != nil {
 		cpu, mem := r.CPUPercent, r.MemoryMB
 		v.Resources.CPUUsage, v.Resources.MemoryUsage = &cpu, &mem
+		if j.Status == Running {
+			// What the job made so far, as its sandbox last measured it.
+			v.Resources.FilesCreated = max(v.Resources.FilesCreated, r.Files)
+			v.Resources.LogsSize = max(v.Resources.LogsSize, r.LogBytes)
+		}
 		if c := j.Constraints; c != nil && c.Memory != nil && mem*10 > float64(*c.Memory)*8 {
 			v.Alerts = append(v.Alerts, Alert{Type: "memory_usage", Message: fmt.Sprintf("%.0f MB of the %d MB memory limit used (over 80%%).", mem, *c.Memory)})
 		}
@@ -250,4 +263,40 @@ func (s *Service) Live(ctx context.Context, j Job) View {
 		v.Alerts = append(v.Alerts, Alert{Type: "rate_limit", Message: "The model provider is limiting (or about to limit) the job's calls."})
 	}
 	return v
+}
+
+// Alert publishes AGENT.JOB.ALERT for each alert of running job id's view,
+// with sess its sandbox's session as it now is, that was not published
+// yet: once per kind of alert and job. The sandbox channel calls it on each
+// heartbeat of a job's sandbox.
+func (s *Service) Alert(ctx context.Context, id string, sess session.Session) error {
+	j, err := s.o.Store.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if j.Status != Running || j.SessionID != sess.ID {
+		return nil
+	}
+	now := s.o.Now()
+	published := false
+	for _, a := range s.liveWith(j, sess).Alerts {
+		if slices.Contains(j.Alerted, a.Type) || !slices.Contains(alertKinds, a.Type) {
+			continue
+		}
+		ev := s.event(j, jobevents.Alert, now)
+		ev.Seq, ev.Event.ID = alertSeq(a.Type), j.ID+":agent.job.alert."+a.Type
+		ev.Event.Detail.Alert = &jobevents.AlertDetail{Type: a.Type, Message: a.Message}
+		err := s.o.Store.Alerted(ctx, id, a.Type, ev)
+		if errors.Is(err, ErrConflict) {
+			continue // published meanwhile, or the job ended
+		}
+		if err != nil {
+			return err
+		}
+		published = true
+	}
+	if published {
+		s.Flush(ctx, id)
+	}
+	return nil
 }

@@ -22,6 +22,10 @@ const (
 	Completed       DetailType = "AGENT.JOB.COMPLETED"
 	Failed          DetailType = "AGENT.JOB.FAILED"
 	Cancelled       DetailType = "AGENT.JOB.CANCELLED"
+	// Alert: a running job came close to one of its limits (tokens, time,
+	// memory) or its model provider limits its calls; once per kind of
+	// alert and job.
+	Alert DetailType = "AGENT.JOB.ALERT"
 )
 
 // Source is the envelope's source: the service that publishes job events.
@@ -40,6 +44,15 @@ type Detail struct {
 	Status     string    `json:"status"`
 	Timestamp  string    `json:"timestamp"`
 	Metadata   *Metadata `json:"metadata,omitempty"`
+	// Alert, on AGENT.JOB.ALERT, is which limit the job is close to
+	// (token_usage, execution_time, memory_usage, rate_limit) and what.
+	Alert *AlertDetail `json:"alert,omitempty"`
+}
+
+// AlertDetail is an alert's kind and message.
+type AlertDetail struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
 }
 
 // Metadata is the optional part of a payload.

@@ -320,7 +320,8 @@ func (c *Service) Heartbeat(ctx context.Context, id, tok string, in sandboxwire.
 	}
 	f := session.Fields{HeartbeatAt: c.o.Now()}
 	if u := in.Usage; u != nil {
-		if u.CPUPercent < 0 || u.MemoryMB < 0 || math.IsNaN(u.CPUPercent) || math.IsNaN(u.MemoryMB) || math.IsInf(u.CPUPercent, 0) || math.IsInf(u.MemoryMB, 0) {
+		if u.CPUPercent < 0 || u.MemoryMB < 0 || math.IsNaN(u.CPUPercent) || math.IsNaN(u.MemoryMB) || math.IsInf(u.CPUPercent, 0) || math.IsInf(u.MemoryMB, 0) ||
+			u.Files < 0 || u.LogBytes < 0 || u.LogBytes > 1<<40 {
 			return sandboxwire.Orders{}, apierror.New(apierror.InvalidRequest, "usage figures must be finite and not negative.")
 		}
 		f.Resources = u
@@ -334,6 +335,13 @@ func (c *Service) Heartbeat(ctx context.Context, id, tok string, in sandboxwire.
 	}
 	if err != nil {
 		return sandboxwire.Orders{}, err
+	}
+	if after.JobID != "" && c.o.JobRuns != nil {
+		// A job close to one of its limits says so to the orchestrator
+		// (AGENT.JOB.ALERT); the heartbeat stands whatever happens to it.
+		if err := c.o.JobRuns.Alert(ctx, after.JobID, after); err != nil {
+			c.o.Log.WarnContext(ctx, "publish the job's alerts", slog.String("job_id", after.JobID), slog.String("error", err.Error()))
+		}
 	}
 	// A session over one of its limits is told to stop now.
 	return orders(c.endForLimit(ctx, after)), nil

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/session"
 )
 
 // JobRuns is what the sandbox channel asks and tells of orchestrator jobs
@@ -16,4 +17,7 @@ type JobRuns interface {
 	// Finished: the job's sandbox reported its end, with its job report
 	// (nil: none).
 	Finished(ctx context.Context, jobID string, rep *sandboxwire.JobReport) error
+	// Alert publishes the job's alerts not published yet, with its
+	// sandbox's session as a heartbeat left it (job.Service.Alert).
+	Alert(ctx context.Context, jobID string, sess session.Session) error
 }

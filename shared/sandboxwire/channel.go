@@ -154,6 +154,10 @@ type HeartbeatReport struct {
 type ResourceSample struct {
 	CPUPercent float64 `json:"cpu_percent"`
 	MemoryMB   float64 `json:"memory_mb"`
+	// Files and LogBytes, for a job's sandbox, are what the job made so
+	// far: the files in its output/ and the size of its log.
+	Files    int   `json:"files,omitempty"`
+	LogBytes int64 `json:"log_bytes,omitempty"`
 }
 
 // MaxHeartbeatBytes bounds a heartbeat's body.

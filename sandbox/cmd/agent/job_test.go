@@ -43,6 +43,7 @@ type jobPlatform struct {
 	modelStatus, modelCalls int
 
 	mu      sync.Mutex
+	beats   []sandboxwire.HeartbeatReport
 	reports []sandboxwire.StatusReport
 	uploads []sandboxwire.UploadsRequest
 	blobs   map[string][]byte
@@ -82,7 +83,13 @@ func (p *jobPlatform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewDecoder(r.Body).Decode(&in)
 		p.reports = append(p.reports, in)
 	case sandboxwire.RouteHeartbeat:
-		if p.cancelled && slices.ContainsFunc(p.reports, func(r sandboxwire.StatusReport) bool { return r.State == sandboxwire.Working }) && p.begun() {
+		var in sandboxwire.HeartbeatReport
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		p.beats = append(p.beats, in)
+		// With cancelAfter, the stop waits for a heartbeat that reports the
+		// job's output file too (its progress).
+		progressed := p.cancelAfter == "" || (in.Usage != nil && in.Usage.Files > 0)
+		if p.cancelled && slices.ContainsFunc(p.reports, func(r sandboxwire.StatusReport) bool { return r.State == sandboxwire.Working }) && p.begun() && progressed {
 			out = sandboxwire.Orders{Stop: true, State: sandboxwire.Ending}
 		}
 	case sandboxwire.RouteEvents:
@@ -347,6 +354,12 @@ func TestJobCancelledWhileRunning(t *testing.T) {
 	got := checkUploaded(t, p, rep)
 	if got["output/begun.txt"] != "begun\n" || !strings.Contains(got[sandboxwire.JobLogPath], `"event":"job_cancelled"`) {
 		t.Errorf("uploaded %q", got)
+	}
+	// While it ran, its heartbeats said what it had made so far.
+	if !slices.ContainsFunc(p.beats, func(b sandboxwire.HeartbeatReport) bool {
+		return b.Usage != nil && b.Usage.Files == 1 && b.Usage.LogBytes > 0
+	}) {
+		t.Errorf("no heartbeat reported the output file and the log: %+v", p.beats)
 	}
 }
 

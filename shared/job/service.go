@@ -86,8 +86,8 @@ type Options struct {
 	// Retention is how long a finished job is kept before it expires
 	// (config RA_JOB_RETENTION_DAYS); zero: for ever.
 	Retention time.Duration
-	Log           *slog.Logger
-	Now           func() time.Time
+	Log       *slog.Logger
+	Now       func() time.Time
 }
 
 // Service is the orchestrator jobs' service.

@@ -1350,8 +1350,11 @@ type HeartbeatReport struct {
 
 // Job A job (the spec's agent_jobs row) and what the platform knows of its run.
 type Job struct {
-	AgentID     string         `json:"agent_id"`
-	Alerts      []JobAlert     `json:"alerts"`
+	AgentID string     `json:"agent_id"`
+	Alerts  []JobAlert `json:"alerts"`
+
+	// Attempt Which run of its plan step the job is: 1 for the first, one more for each retry.
+	Attempt     int64          `json:"attempt"`
 	CommandID   string         `json:"command_id"`
 	Constraints JobConstraints `json:"constraints,omitempty,omitzero"`
 	ContextID   string         `json:"context_id"`
@@ -1363,11 +1366,14 @@ type Job struct {
 	PlanStepID  string         `json:"plan_step_id"`
 
 	// Resources What the platform knows of the job's resources (null: not known).
-	Resources  JobResources `json:"resources"`
-	StartedAt  time.Time    `json:"started_at"`
-	Status     JobStatus    `json:"status"`
-	TokenLimit int64        `json:"token_limit"`
-	TokensUsed int64        `json:"tokens_used"`
+	Resources JobResources `json:"resources"`
+
+	// RetryOf The job this one re-runs (POST …/retry), null for a plan step's first.
+	RetryOf    string    `json:"retry_of"`
+	StartedAt  time.Time `json:"started_at"`
+	Status     JobStatus `json:"status"`
+	TokenLimit int64     `json:"token_limit"`
+	TokensUsed int64     `json:"tokens_used"`
 }
 
 // JobStatus defines model for Job.Status.
@@ -2920,6 +2926,21 @@ type GetJobLogsParams struct {
 
 // GetJobOutputsParams defines parameters for GetJobOutputs.
 type GetJobOutputsParams struct {
+	// XIdentityID The identity the command runs for. Mandatory on every /internal request (400 `missing_headers` otherwise, before anything else is read).
+	XIdentityID IdentityID `json:"x-identity-id"`
+
+	// XContextID The context the command runs in. Mandatory on every /internal request (400 `missing_headers` otherwise, before anything else is read).
+	XContextID ContextID `json:"x-context-id"`
+
+	// XCommandID The orchestrator's command. Mandatory on every /internal request (400 `missing_headers` otherwise, before anything else is read).
+	XCommandID CommandID `json:"x-command-id"`
+
+	// XPlanStepID The plan step the call is for. Mandatory on every /internal request (400 `missing_headers` otherwise, before anything else is read).
+	XPlanStepID PlanStepID `json:"x-plan-step-id"`
+}
+
+// RetryJobParams defines parameters for RetryJob.
+type RetryJobParams struct {
 	// XIdentityID The identity the command runs for. Mandatory on every /internal request (400 `missing_headers` otherwise, before anything else is read).
 	XIdentityID IdentityID `json:"x-identity-id"`
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/awsconfig"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
 	"github.com/remote-agents/remote-agents/shared/job"
@@ -264,5 +265,64 @@ func TestJobViewShowsResourcesAndAlerts(t *testing.T) {
 	}
 	if !slices.Equal(alerts, []string{"memory_usage", "rate_limit"}) {
 		t.Errorf("AGENT.JOB.ALERT events for %v, want memory_usage and rate_limit once each (outbox %+v)", alerts, pending)
+	}
+}
+
+// A failed job's plan step is re-run on the orchestrator's explicit call: a
+// new job, the step's next attempt, which the step's claim names (a create
+// replayed for the step answers it); the old job keeps its failure. The
+// retry sent again answers the same attempt; a job that has not failed, or
+// another plan step's headers, are refused.
+func TestFailedJobIsRetriedOnCall(t *testing.T) {
+	t.Parallel()
+	s := start(t, fakeSandbox())
+	e := s.srv.Env
+	store := dynamo.NewJobs(awsconfig.NewDynamoDB(e.AWS), e.Resources.Jobs.Name, e.Resources.Registry.Name)
+	svc := job.New(job.Options{Store: store, Jobs: noDispatch{}, Sessions: e.SessionStore(), Bucket: e.Resources.Bucket.Name, AllowScripted: true, Publisher: downBus{}})
+	agent := uuid.NewString()
+	temp := 0.5
+	if _, err := svc.PutProfile(t.Context(), agent, job.ProfileInput{Name: "w", Level: "L0", Provider: "scripted", Model: "m", MaxTokens: 10, Temperature: &temp, AllowedSkills: []string{}}); err != nil {
+		t.Fatal(err)
+	}
+	h := job.Headers{IdentityID: uuid.NewString(), ContextID: uuid.NewString(), CommandID: uuid.NewString(), PlanStepID: uuid.NewString()}
+	raw, _ := json.Marshal(map[string]any{"commandId": h.CommandID, "planStepId": h.PlanStepID, "agentId": agent, "identityId": h.IdentityID,
+		"contextId": h.ContextID, "tokenLimit": 10, "inputData": map[string]any{"topic": "otters"}})
+	req, msg := job.ParseCreate(raw)
+	if msg != "" {
+		t.Fatal(msg)
+	}
+	first, _, err := svc.Create(t.Context(), h, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := svc.Retry(t.Context(), h, first.ID); apierror.CodeOf(err) != apierror.PlanStepConflict {
+		t.Errorf("retry of a job that has not failed: %v, want plan_step_conflict", err)
+	}
+	if err := svc.Crashed(t.Context(), first.ID, "The sandbox went away."); err != nil {
+		t.Fatal(err)
+	}
+	other := h
+	other.PlanStepID = uuid.NewString()
+	if _, _, err := svc.Retry(t.Context(), other, first.ID); apierror.CodeOf(err) != apierror.InvalidRequest {
+		t.Errorf("retry with another plan step's headers: %v, want invalid_request", err)
+	}
+	retryCmd := h
+	retryCmd.CommandID = uuid.NewString()
+	next, replayed, err := svc.Retry(t.Context(), retryCmd, first.ID)
+	if err != nil || replayed || next.ID == first.ID || next.Attempt != 2 || next.RetryOf != first.ID || next.Status != job.Created ||
+		next.InputData != first.InputData || next.CommandID != retryCmd.CommandID {
+		t.Fatalf("retry: %+v replayed=%v %v", next, replayed, err)
+	}
+	if again, replayed, err := svc.Retry(t.Context(), retryCmd, first.ID); err != nil || !replayed || again.ID != next.ID {
+		t.Errorf("the retry sent again: %+v replayed=%v %v, want %s replayed", again, replayed, err, next.ID)
+	}
+	if got, replayed, err := svc.Create(t.Context(), h, req); err != nil || !replayed || got.ID != next.ID {
+		t.Errorf("a create replayed for the step answers %s (%v, %v), want the new attempt %s", got.ID, replayed, err, next.ID)
+	}
+	if old, err := store.Get(t.Context(), first.ID); err != nil || old.Status != job.Failed || old.Failure == nil {
+		t.Errorf("the old job after the retry: %+v %v", old, err)
+	}
+	if v := job.ViewOf(next, time.Now()); v.Attempt != 2 || v.RetryOf == nil || *v.RetryOf != first.ID {
+		t.Errorf("the new attempt's view: attempt %d retry_of %v", v.Attempt, v.RetryOf)
 	}
 }

@@ -147,6 +147,38 @@ func (s *Jobs) Create(ctx context.Context, j job.Job, events []job.Pending) (job
 	return j, nil
 }
 
+// Retry writes next, moves old's plan step claim to it and writes the
+// events, in one transaction.
+func (s *Jobs) Retry(ctx context.Context, old, next job.Job, events []job.Pending) (job.Job, error) {
+	claim := jobKey{stepPrefix + old.PlanStepID, jobSK}
+	ops := []TxOp{
+		s.jobs.UpdateOp(claim, expression.Set(expression.Name("target_job_id"), expression.Value(next.ID)),
+			expression.Name("target_job_id").Equal(expression.Value(old.ID))),
+		s.jobs.PutOp(jobItem{jobKey{jobPrefix + next.ID, jobSK}, next}, expression.AttributeNotExists(expression.Name("job_id"))),
+	}
+	more, err := s.outboxOps(events)
+	if err != nil {
+		return job.Job{}, err
+	}
+	err = Transact(ctx, s.api, "", append(ops, more...)...)
+	var canceled *TxCanceledError
+	if errors.As(err, &canceled) && canceled.Reasons[0] == "ConditionalCheckFailed" {
+		var holder stepItem
+		if err := s.jobs.Get(ctx, claim, &holder); err != nil {
+			return job.Job{}, fmt.Errorf("claim of plan step %s: %w", old.PlanStepID, err)
+		}
+		got, err := s.Get(ctx, holder.Target)
+		if err != nil {
+			return job.Job{}, err
+		}
+		return got, fmt.Errorf("plan step %s: %w", old.PlanStepID, job.ErrStepTaken)
+	}
+	if err != nil {
+		return job.Job{}, fmt.Errorf("retry job %s: %w", old.ID, err)
+	}
+	return next, nil
+}
+
 // Get reads a job.
 func (s *Jobs) Get(ctx context.Context, id string) (job.Job, error) {
 	var it jobItem

@@ -41,6 +41,11 @@ type Store interface {
 	Outbox(ctx context.Context, id string, limit int) ([]Pending, error)
 	// Published removes an event from the outbox.
 	Published(ctx context.Context, p Pending) error
+	// Retry writes next, a new attempt of old's plan step, moves the step's
+	// claim from old to it, and writes the events, all or nothing;
+	// ErrStepTaken (and the job that holds the step) when the step's claim
+	// is not old's any more.
+	Retry(ctx context.Context, old, next Job, events []Pending) (Job, error)
 	// Running lists the ids of running jobs, at most limit.
 	Running(ctx context.Context, limit int) ([]string, error)
 	// Alerted records that a running job's alert of kind was published,
@@ -146,6 +151,46 @@ func (s *Service) Create(ctx context.Context, h Headers, req CreateRequest) (Job
 	}
 	s.Flush(ctx, j.ID)
 	return j, false, s.dispatch(ctx, j)
+}
+
+// Retry re-runs the plan step of failed (or cancelled) job id, on an
+// explicit call: a new job, the step's next attempt, with the same agent,
+// input, token limit and constraints, which the step's claim now names (a
+// create replayed for the step answers it). The old job keeps its logs and
+// outputs. The mandatory headers must be the job's identity, context and
+// plan step; the command is the retry's. A retry sent again answers the
+// attempt it made (replayed).
+func (s *Service) Retry(ctx context.Context, h Headers, id string) (Job, bool, error) {
+	old, err := s.Get(ctx, h, id)
+	if err != nil {
+		return Job{}, false, err
+	}
+	if !strings.EqualFold(h.PlanStepID, old.PlanStepID) {
+		return Job{}, false, apierror.New(apierror.InvalidRequest, "%s must be the job's plan step.", HeaderPlanStep)
+	}
+	if old.Status != Failed && old.Status != Cancelled {
+		return Job{}, false, apierror.New(apierror.PlanStepConflict, "The job is %s; only a failed or cancelled job's plan step can be retried.", old.Status)
+	}
+	now := s.o.Now().UTC()
+	next := Job{
+		ID: uuid.NewString(), CommandID: strings.ToLower(h.CommandID), PlanStepID: old.PlanStepID, AgentID: old.AgentID,
+		IdentityID: old.IdentityID, ContextID: old.ContextID, Status: Created, TokenLimit: old.TokenLimit, InputData: old.InputData,
+		Constraints: old.Constraints, RequestHash: old.RequestHash, CreatedAt: now,
+		Attempt: max(old.Attempt, 1) + 1, RetryOf: old.ID,
+	}
+	got, err := s.o.Store.Retry(ctx, old, next, []Pending{s.event(next, jobevents.Created, now)})
+	if errors.Is(err, ErrStepTaken) {
+		if got.RetryOf == old.ID {
+			// This retry, sent again: its job.run may have been lost.
+			return got, true, s.dispatch(ctx, got)
+		}
+		return Job{}, false, apierror.New(apierror.PlanStepConflict, "The plan step has a later job than this one: retry that one.")
+	}
+	if err != nil {
+		return Job{}, false, err
+	}
+	s.Flush(ctx, next.ID)
+	return next, false, s.dispatch(ctx, next)
 }
 
 func (s *Service) dispatch(ctx context.Context, j Job) error {

@@ -50,12 +50,21 @@ type View struct {
 	Failure     *Failure     `json:"failure"`
 	Resources   Resources    `json:"resources"`
 	Alerts      []Alert      `json:"alerts"`
+	// Attempt is which run of its plan step the job is (1 for the first);
+	// RetryOf the job it re-runs (POST …/retry).
+	Attempt int     `json:"attempt"`
+	RetryOf *string `json:"retry_of"`
 }
 
 // ViewOf is j as shown at now.
 func ViewOf(j Job, now time.Time) View {
 	v := View{ID: j.ID, CommandID: j.CommandID, PlanStepID: j.PlanStepID, AgentID: j.AgentID, IdentityID: j.IdentityID, ContextID: j.ContextID,
-		Status: j.Status, TokenLimit: j.TokenLimit, TokensUsed: j.TokensUsed, Constraints: j.Constraints, CreatedAt: j.CreatedAt, Failure: j.Failure, Alerts: []Alert{}}
+		Status: j.Status, TokenLimit: j.TokenLimit, TokensUsed: j.TokensUsed, Constraints: j.Constraints, CreatedAt: j.CreatedAt, Failure: j.Failure, Alerts: []Alert{},
+		Attempt: max(j.Attempt, 1)}
+	if j.RetryOf != "" {
+		r := j.RetryOf
+		v.RetryOf = &r
+	}
 	if !j.StartedAt.IsZero() {
 		t := j.StartedAt
 		v.StartedAt = &t

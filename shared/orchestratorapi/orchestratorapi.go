@@ -40,6 +40,7 @@ func (h *Handlers) Routes() []httpapi.Route {
 		{Method: http.MethodGet, Pattern: routes.PathJobLogs, Handler: h.guard(h.logs)},
 		{Method: http.MethodGet, Pattern: routes.PathJobOutputs, Handler: h.guard(h.outputs)},
 		{Method: http.MethodPost, Pattern: routes.PathJobCancel, Handler: h.guard(h.cancel)},
+		{Method: http.MethodPost, Pattern: routes.PathJobRetry, Handler: h.guard(h.retry)},
 		{Method: http.MethodPut, Pattern: routes.PathAgentProfile, Handler: h.guard(h.putProfile)},
 		{Method: http.MethodGet, Pattern: routes.PathAgentProfile, Handler: h.guard(h.getProfile)},
 		{Method: http.MethodGet, Pattern: routes.PathAgentProfiles, Handler: h.guard(h.listProfiles)},
@@ -155,6 +156,21 @@ func (h *Handlers) cancel(ctx context.Context, req httpapi.Request, hd job.Heade
 		return httpapi.Response{}, err
 	}
 	return httpapi.JSON(http.StatusOK, job.ViewOf(j, h.Jobs.Now())), nil
+}
+
+// retry re-runs a failed or cancelled job's plan step: 201 with the new
+// attempt, 200 (Idempotent-Replayed) when this retry was made already.
+func (h *Handlers) retry(ctx context.Context, req httpapi.Request, hd job.Headers) (httpapi.Response, error) {
+	j, replayed, err := h.Jobs.Retry(ctx, hd, req.PathParameters["id"])
+	if err != nil {
+		return httpapi.Response{}, err
+	}
+	if replayed {
+		res := httpapi.JSON(http.StatusOK, job.ViewOf(j, h.Jobs.Now()))
+		res.Headers["Idempotent-Replayed"] = "true"
+		return res, nil
+	}
+	return httpapi.JSON(http.StatusCreated, job.ViewOf(j, h.Jobs.Now())), nil
 }
 
 // MaxLogBytes bounds the whole log one answer carries (a Lambda response is

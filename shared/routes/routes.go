@@ -66,6 +66,7 @@ const (
 	PathJobLogs       = "/internal/jobs/{id}/logs"
 	PathJobOutputs    = "/internal/jobs/{id}/outputs"
 	PathJobCancel     = "/internal/jobs/{id}/cancel"
+	PathJobRetry      = "/internal/jobs/{id}/retry"
 	PathAgentProfiles = "/internal/agents"
 	PathAgentProfile  = "/internal/agents/{id}"
 )
@@ -118,6 +119,7 @@ var table = []Route{
 	{Method: "GET", Path: PathJobLogs, Function: "jobs", Internal: true},
 	{Method: "GET", Path: PathJobOutputs, Function: "jobs", Internal: true},
 	{Method: "POST", Path: PathJobCancel, Function: "jobs", Internal: true},
+	{Method: "POST", Path: PathJobRetry, Function: "jobs", Internal: true},
 	{Method: "PUT", Path: PathAgentProfile, Function: "jobs", Internal: true},
 	{Method: "GET", Path: PathAgentProfile, Function: "jobs", Internal: true},
 	{Method: "GET", Path: PathAgentProfiles, Function: "jobs", Internal: true},

@@ -112,6 +112,12 @@ func toEvent(r *http.Request, rt *httpapi.Route, params map[string]string, body 
 		headers[strings.ToLower(k)] = strings.Join(v, ",")
 	}
 	headers["host"] = r.Host
+	// As API Gateway does: the cookies apart, not a header.
+	delete(headers, "cookie")
+	var cookies []string
+	for _, c := range r.Cookies() {
+		cookies = append(cookies, c.Name+"="+c.Value)
+	}
 	query := map[string]string{}
 	for k, v := range r.URL.Query() {
 		query[k] = strings.Join(v, ",")
@@ -123,6 +129,7 @@ func toEvent(r *http.Request, rt *httpapi.Route, params map[string]string, body 
 		RawPath:               r.URL.Path,
 		RawQueryString:        r.URL.RawQuery,
 		Headers:               headers,
+		Cookies:               cookies,
 		QueryStringParameters: query,
 		PathParameters:        params,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{

@@ -171,6 +171,17 @@ func TestEmbedViewInABrowser(t *testing.T) {
 			t.Errorf("thread lacks %q:\n%s", want, joined)
 		}
 	}
+	// Reloaded without the token in its URL (the page took it out), the page
+	// comes back: the first load exchanged the token for a cookie.
+	inBrowser(t, tab, 30*time.Second,
+		chromedp.Reload(),
+		chromedp.WaitVisible(chromedp.CSS(`[data-role="composer"]`)),
+		voidPoll(`[...document.querySelectorAll('[data-role="thread"] li.agent')].some(li => li.textContent === "Blue it is.")`, 25*time.Second),
+	)
+	if location := value(t, tab, chromedp.Evaluate[string](`location.href`)); strings.Contains(location, "token=") {
+		t.Errorf("the reloaded page's address holds the token: %s", location)
+	}
+
 	// No chrome: nothing links out of the page.
 	if links := value(t, tab, chromedp.Evaluate[int](`document.querySelectorAll("a, nav, header").length`)); links != 0 {
 		t.Errorf("%d links or navigation elements in the embed view", links)

@@ -90,10 +90,25 @@ type view struct {
 	Style    template.CSS
 }
 
-// Page serves GET /embed/{id}.
+// CookieName is the embed view's cookie: the session token, set on the
+// page's first load (the embed URL's token) for the path of that agent's
+// page only, so that the page reloads without a token in its URL.
+const CookieName = "ra_embed"
+
+// cookieMaxAge is how long the browser keeps the cookie: a session's
+// longest default life (the token itself stops working when it ends).
+const cookieMaxAge = 24 * 60 * 60
+
+// Page serves GET /embed/{id}: with the embed URL's token, or, reloaded
+// without it (the page takes it out of the address bar), the token the
+// first load set as a cookie.
 func (h *Handlers) Page(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	id := req.PathParameters["id"]
 	tok := req.QueryStringParameters["token"]
+	fromURL := tok != ""
+	if !fromURL {
+		tok = httpapi.Cookie(req, CookieName)
+	}
 	sess, err := h.Sessions.Authorize(ctx, id, tok)
 	if err != nil {
 		return h.errorPage(ctx, err), nil
@@ -113,7 +128,15 @@ func (h *Handlers) Page(ctx context.Context, req httpapi.Request) (httpapi.Respo
 		Script: template.JS(script), Style: template.CSS(css)}); err != nil { //nolint:gosec // constant script; the style is constant but for a checked colour; both allowed by hash
 		return h.errorPage(ctx, err), nil
 	}
-	return h.html(http.StatusOK, buf.String(), scriptHash, cssHash), nil
+	res := h.html(http.StatusOK, buf.String(), scriptHash, cssHash)
+	if fromURL {
+		// HttpOnly (the page's scripts get the token in the page), Secure
+		// and SameSite=None (the page is framed by other sites), Partitioned
+		// (a framing site's own jar, where third-party cookies are blocked).
+		res.Cookies = []string{(&http.Cookie{Name: CookieName, Value: tok, Path: "/embed/" + sess.ID, MaxAge: cookieMaxAge,
+			HttpOnly: true, Secure: true, SameSite: http.SameSiteNoneMode, Partitioned: true}).String()}
+	}
+	return res, nil
 }
 
 var hexColour = regexp.MustCompile(`^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)

@@ -82,6 +82,19 @@ func Header(req Request, name string) string {
 	return ""
 }
 
+// Cookie returns the value of the request's cookie name, or "" (API
+// Gateway hands the Cookie header over as Request.Cookies).
+func Cookie(req Request, name string) string {
+	for _, c := range req.Cookies {
+		for part := range strings.SplitSeq(c, ";") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(part), "="); ok && k == name {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
 // BearerToken returns the token of an "Authorization: Bearer …" header, or "".
 func BearerToken(req Request) string {
 	scheme, tok, ok := strings.Cut(strings.TrimSpace(Header(req, "Authorization")), " ")

@@ -110,8 +110,8 @@ type Job struct {
 	Alerted []string `json:"alerted,omitempty"`
 	// Attempt counts the plan step's jobs: 1 for its first, then one more
 	// for each retry (0 is read as 1); RetryOf is the job a retry re-runs.
-	Attempt int    `json:"attempt,omitempty"`
-	RetryOf string `json:"retry_of,omitempty"`
+	Attempt int      `json:"attempt,omitempty"`
+	RetryOf string   `json:"retry_of,omitempty"`
 	Outputs []Output `json:"outputs,omitempty"`
 	// SessionID is the session of the job's sandbox, once job.run made it.
 	SessionID  string    `json:"session_id,omitempty"`

@@ -1343,6 +1343,12 @@ type HeartbeatReport struct {
 		// CPUPercent CPU used over the last interval, as a percentage of the sandbox's allocation.
 		CPUPercent float64 `json:"cpu_percent"`
 
+		// Files A job's sandbox: the files its output/ holds so far.
+		Files int64 `json:"files,omitempty,omitzero"`
+
+		// LogBytes A job's sandbox: the size of its log so far, bytes.
+		LogBytes int64 `json:"log_bytes,omitempty,omitzero"`
+
 		// MemoryMB Resident memory of the agent's process tree, MB.
 		MemoryMB float64 `json:"memory_mb"`
 	} `json:"usage,omitempty,omitzero"`

@@ -202,7 +202,7 @@ func TestFaultToolCallKilledMidCallCompletesOnce(t *testing.T) {
 
 			// The side effects: one run completion, one event.
 			item, err := awsconfig.NewDynamoDB(awstest.Config(t)).GetItem(t.Context(), &dynamodb.GetItemInput{TableName: aws.String(h.set.Jobs.Name), ConsistentRead: aws.Bool(true),
-				Key: map[string]ddbtypes.AttributeValue{"job_id": &ddbtypes.AttributeValueMemberS{Value: "run#" + tenant + "#run-1"}, "sk": &ddbtypes.AttributeValueMemberS{Value: "completion"}}})
+				Key: map[string]ddbtypes.AttributeValue{"job_id": &ddbtypes.AttributeValueMemberS{Value: "run#" + tenant + "#" + sess.ID + "#run-1"}, "sk": &ddbtypes.AttributeValueMemberS{Value: "completion"}}})
 			if err != nil || item.Item == nil {
 				t.Fatalf("the run's completion: %+v %v", item, err)
 			}

@@ -133,8 +133,9 @@ func (h *Handlers) Page(ctx context.Context, req httpapi.Request) (httpapi.Respo
 		// HttpOnly (the page's scripts get the token in the page), Secure
 		// and SameSite=None (the page is framed by other sites), Partitioned
 		// (a framing site's own jar, where third-party cookies are blocked).
-		res.Cookies = []string{(&http.Cookie{Name: CookieName, Value: tok, Path: "/embed/" + sess.ID, MaxAge: cookieMaxAge,
-			HttpOnly: true, Secure: true, SameSite: http.SameSiteNoneMode, Partitioned: true}).String()}
+		cookie := &http.Cookie{Name: CookieName, Value: tok, Path: "/embed/" + sess.ID, MaxAge: cookieMaxAge, //nolint:gosec // SameSite=None on purpose: the page is framed by the app's site; Secure, HttpOnly and Partitioned are set
+			HttpOnly: true, Secure: true, SameSite: http.SameSiteNoneMode, Partitioned: true}
+		res.Cookies = []string{cookie.String()}
 	}
 	return res, nil
 }

@@ -78,8 +78,10 @@ tidy-check:
 vet:
 	cd localstack/tools && $(GO) vet ./...
 
+# Another checkout's lint (a worktree, a second clone) may run at once:
+# golangci-lint would otherwise refuse to start rather than wait.
 lint:
-	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
 # Tests reuse AWS endpoints already in the environment (LocalStack, running
 # emulators); otherwise the emulators run for the duration of the command.

@@ -281,17 +281,18 @@ func Public(e session.Event) map[string]any {
 		if s, ok := out["text"].(string); ok {
 			out["text"] = sanitize.Error(s)
 		}
-	case sandboxwire.TypeOutputVerification:
+	case sandboxwire.TypeOutputVerification, sandboxwire.TypeUserMessage:
+		// Their files and attachments show what they are, never the keys
+		// they are kept under (either list, whichever event holds it).
 		delete(out, "prefix")
 		if files, ok := out["files"].([]any); ok {
 			out["files"] = only(files, "path", "size_bytes")
 		}
-	case sandboxwire.TypeOutputSnapshot:
-		delete(out, "snapshot_key")
-	case sandboxwire.TypeUserMessage:
 		if atts, ok := out["attachments"].([]any); ok {
 			out["attachments"] = only(atts, "name", "size_bytes")
 		}
+	case sandboxwire.TypeOutputSnapshot:
+		delete(out, "snapshot_key")
 	}
 	return out
 }

@@ -131,15 +131,7 @@ func (s *Jobs) Create(ctx context.Context, j job.Job, events []job.Pending) (job
 	err = Transact(ctx, s.api, "", append(ops, more...)...)
 	var canceled *TxCanceledError
 	if errors.As(err, &canceled) && canceled.Reasons[0] == "ConditionalCheckFailed" {
-		var claim stepItem
-		if err := s.jobs.Get(ctx, jobKey{stepPrefix + j.PlanStepID, jobSK}, &claim); err != nil {
-			return job.Job{}, fmt.Errorf("claim of plan step %s: %w", j.PlanStepID, err)
-		}
-		got, err := s.Get(ctx, claim.Target)
-		if err != nil {
-			return job.Job{}, err
-		}
-		return got, fmt.Errorf("plan step %s: %w", j.PlanStepID, job.ErrStepTaken)
+		return s.stepHolder(ctx, j.PlanStepID)
 	}
 	if err != nil {
 		return job.Job{}, fmt.Errorf("create job %s: %w", j.ID, err)
@@ -163,20 +155,26 @@ func (s *Jobs) Retry(ctx context.Context, old, next job.Job, events []job.Pendin
 	err = Transact(ctx, s.api, "", append(ops, more...)...)
 	var canceled *TxCanceledError
 	if errors.As(err, &canceled) && canceled.Reasons[0] == "ConditionalCheckFailed" {
-		var holder stepItem
-		if err := s.jobs.Get(ctx, claim, &holder); err != nil {
-			return job.Job{}, fmt.Errorf("claim of plan step %s: %w", old.PlanStepID, err)
-		}
-		got, err := s.Get(ctx, holder.Target)
-		if err != nil {
-			return job.Job{}, err
-		}
-		return got, fmt.Errorf("plan step %s: %w", old.PlanStepID, job.ErrStepTaken)
+		return s.stepHolder(ctx, old.PlanStepID)
 	}
 	if err != nil {
 		return job.Job{}, fmt.Errorf("retry job %s: %w", old.ID, err)
 	}
 	return next, nil
+}
+
+// stepHolder returns the job plan step step's claim names, with
+// job.ErrStepTaken: a write that needed the claim found it taken.
+func (s *Jobs) stepHolder(ctx context.Context, step string) (job.Job, error) {
+	var claim stepItem
+	if err := s.jobs.Get(ctx, jobKey{stepPrefix + step, jobSK}, &claim); err != nil {
+		return job.Job{}, fmt.Errorf("claim of plan step %s: %w", step, err)
+	}
+	got, err := s.Get(ctx, claim.Target)
+	if err != nil {
+		return job.Job{}, err
+	}
+	return got, fmt.Errorf("plan step %s: %w", step, job.ErrStepTaken)
 }
 
 // Get reads a job.

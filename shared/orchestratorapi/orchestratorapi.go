@@ -121,12 +121,7 @@ func (h *Handlers) create(ctx context.Context, req httpapi.Request, hd job.Heade
 	if err != nil {
 		return httpapi.Response{}, err
 	}
-	if replayed {
-		res := httpapi.JSON(http.StatusOK, job.ViewOf(j, h.Jobs.Now()))
-		res.Headers["Idempotent-Replayed"] = "true"
-		return res, nil
-	}
-	return httpapi.JSON(http.StatusCreated, job.ViewOf(j, h.Jobs.Now())), nil
+	return h.made(j, replayed), nil
 }
 
 func (h *Handlers) get(ctx context.Context, req httpapi.Request, hd job.Headers) (httpapi.Response, error) {
@@ -158,6 +153,17 @@ func (h *Handlers) cancel(ctx context.Context, req httpapi.Request, hd job.Heade
 	return httpapi.JSON(http.StatusOK, job.ViewOf(j, h.Jobs.Now())), nil
 }
 
+// made answers a job a call made: 201, or 200 with Idempotent-Replayed
+// when an earlier call made it.
+func (h *Handlers) made(j job.Job, replayed bool) httpapi.Response {
+	if replayed {
+		res := httpapi.JSON(http.StatusOK, job.ViewOf(j, h.Jobs.Now()))
+		res.Headers["Idempotent-Replayed"] = "true"
+		return res
+	}
+	return httpapi.JSON(http.StatusCreated, job.ViewOf(j, h.Jobs.Now()))
+}
+
 // retry re-runs a failed or cancelled job's plan step: 201 with the new
 // attempt, 200 (Idempotent-Replayed) when this retry was made already.
 func (h *Handlers) retry(ctx context.Context, req httpapi.Request, hd job.Headers) (httpapi.Response, error) {
@@ -165,12 +171,7 @@ func (h *Handlers) retry(ctx context.Context, req httpapi.Request, hd job.Header
 	if err != nil {
 		return httpapi.Response{}, err
 	}
-	if replayed {
-		res := httpapi.JSON(http.StatusOK, job.ViewOf(j, h.Jobs.Now()))
-		res.Headers["Idempotent-Replayed"] = "true"
-		return res, nil
-	}
-	return httpapi.JSON(http.StatusCreated, job.ViewOf(j, h.Jobs.Now())), nil
+	return h.made(j, replayed), nil
 }
 
 // MaxLogBytes bounds the whole log one answer carries (a Lambda response is

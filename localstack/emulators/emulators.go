@@ -9,7 +9,9 @@
 //     localstack/tools/go.mod and built once into .cache/bin. gofakes3 checks no
 //     signature, so S3 is served through a front in this process that checks
 //     presigned URLs as S3 does (package s3sig): an upload of another length or
-//     type than its URL was signed for is refused, as in AWS.
+//     type than its URL was signed for is refused, as in AWS. goaws crashes when
+//     a queue is created while another is used, so SQS too is served through a
+//     front, which keeps CreateQueue and DeleteQueue apart from other actions.
 //
 // Env returns the endpoint variables that shared/awsconfig reads.
 package emulators
@@ -70,7 +72,7 @@ type Emulators struct {
 
 	ownLog   bool // LogDir is temporary: removed by Stop
 	procs    []*proc
-	s3Front  *http.Server
+	fronts   []*http.Server // S3's and SQS's, in this process
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -111,7 +113,7 @@ func Start(ctx context.Context, opts Options) (*Emulators, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(4) // the last is gofakes3's own, behind the front
+	ports, err := freePorts(5) // the last two are goaws's and gofakes3's own, behind the fronts
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +125,7 @@ func Start(ctx context.Context, opts Options) (*Emulators, error) {
 		ownLog:   ownLogDir,
 	}
 	goawsConfig := filepath.Join(logDir, "goaws.yaml")
-	if err := os.WriteFile(goawsConfig, []byte(goawsYAML(ports[1])), 0o600); err != nil {
+	if err := os.WriteFile(goawsConfig, []byte(goawsYAML(ports[3])), 0o600); err != nil {
 		return nil, fmt.Errorf("emulators: write goaws config: %w", err)
 	}
 	specs := []struct {
@@ -135,7 +137,7 @@ func Start(ctx context.Context, opts Options) (*Emulators, error) {
 			"-Djava.library.path=./DynamoDBLocal_lib", "-jar", "DynamoDBLocal.jar",
 			"-inMemory", "-sharedDb", "-port", strconv.Itoa(ports[0])}},
 		{"sqs", logDir, []string{bins.goaws, "-config", goawsConfig, "-loglevel", "warn", "Local"}},
-		{"s3", logDir, []string{bins.gofakes3, "-host", "127.0.0.1:" + strconv.Itoa(ports[3]), "-backend", "memory", "-quiet"}},
+		{"s3", logDir, []string{bins.gofakes3, "-host", "127.0.0.1:" + strconv.Itoa(ports[4]), "-backend", "memory", "-quiet"}},
 	}
 	for _, s := range specs {
 		p, err := launch(s.name, s.dir, s.args, logDir)
@@ -145,14 +147,19 @@ func Start(ctx context.Context, opts Options) (*Emulators, error) {
 		}
 		e.procs = append(e.procs, p)
 	}
-	gofakes3 := "http://127.0.0.1:" + strconv.Itoa(ports[3])
+	goaws := "http://127.0.0.1:" + strconv.Itoa(ports[3])
+	gofakes3 := "http://127.0.0.1:" + strconv.Itoa(ports[4])
+	if err := e.serveFront(ports[1], newSQSFront(goaws)); err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
 	if err := e.serveS3Front(ports[2], gofakes3); err != nil {
 		_ = e.Stop()
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	for i, url := range []string{e.DynamoDB, e.SQS, gofakes3} {
+	for i, url := range []string{e.DynamoDB, goaws, gofakes3} {
 		if err := waitHTTP(ctx, url, e.procs[i]); err != nil {
 			tail := logTail(filepath.Join(logDir, e.procs[i].name+".log"))
 			_ = e.Stop()
@@ -181,8 +188,8 @@ func (e *Emulators) Env() []string {
 func (e *Emulators) Stop() error {
 	e.stopOnce.Do(func() {
 		var errs []error
-		if e.s3Front != nil {
-			errs = append(errs, e.s3Front.Close())
+		for _, f := range e.fronts {
+			errs = append(errs, f.Close())
 		}
 		for _, p := range e.procs {
 			if err := p.stop(); err != nil {
@@ -213,15 +220,21 @@ func (e *Emulators) serveS3Front(port int, backend string) error {
 	if err != nil {
 		return fmt.Errorf("emulators: %w", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-	if err != nil {
-		return fmt.Errorf("emulators: S3 front: %w", err)
-	}
 	check := s3sig.Checker{AccessKeyID: AccessKeyID, SecretAccessKey: SecretAccessKey}
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	proxy.ErrorLog = log.New(io.Discard, "", 0) // a client going away is no news
-	e.s3Front = &http.Server{Handler: check.Front(proxy), ReadHeaderTimeout: 30 * time.Second}
-	go func() { _ = e.s3Front.Serve(l) }()
+	return e.serveFront(port, check.Front(proxy))
+}
+
+// serveFront serves h on the loopback port until Stop.
+func (e *Emulators) serveFront(port int, h http.Handler) error {
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return fmt.Errorf("emulators: front on port %d: %w", port, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	e.fronts = append(e.fronts, srv)
+	go func() { _ = srv.Serve(l) }()
 	return nil
 }
 

@@ -60,8 +60,10 @@ func inBrowser(t testing.TB, ctx context.Context, within time.Duration, steps ..
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatal(err)
+	for i, step := range steps {
+		if err := chromedp.Do(ctx, step); err != nil {
+			t.Fatalf("browser step %d of %d: %v", i+1, len(steps), err)
+		}
 	}
 }
 
@@ -269,14 +271,15 @@ func TestEmbedFeatureFlags(t *testing.T) {
 	if err := os.WriteFile(file, []byte("remember the milk"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	inBrowser(t, tab, 20*time.Second,
+	// The bounds hold on a loaded machine: the steps wait on events.
+	inBrowser(t, tab, 60*time.Second,
 		chromedp.Navigate(upload.str("embed_url")),
 		chromedp.WaitReady(chromedp.CSS(`[data-role="file-input"]`)),
 		chromedp.SetUploadFiles(chromedp.CSS(`[data-role="file-input"]`), []string{file}),
-		voidPoll(`document.querySelectorAll('[data-role="attachments"] li').length === 1`, 15*time.Second),
+		voidPoll(`document.querySelectorAll('[data-role="attachments"] li').length === 1`, 30*time.Second),
 		chromedp.SendKeys(chromedp.CSS(`[data-role="composer"]`), "see the file"),
 		chromedp.Click(chromedp.CSS(`[data-role="send"]`)),
-		voidPoll(`[...document.querySelectorAll('[data-role="thread"] li.user')].some(li => li.textContent.includes("Attached: notes.txt"))`, 15*time.Second),
+		voidPoll(`[...document.querySelectorAll('[data-role="thread"] li.user')].some(li => li.textContent.includes("Attached: notes.txt"))`, 30*time.Second),
 	)
 	id := upload.str("agent_id")
 	eventually(t, 15*time.Second, "attachment saved in the workspace", func() bool {

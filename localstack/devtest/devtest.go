@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"github.com/remote-agents/remote-agents/api/apitest"
 	"github.com/remote-agents/remote-agents/localstack/awstest"
 	"github.com/remote-agents/remote-agents/localstack/devserver"
+	"github.com/remote-agents/remote-agents/localstack/emulators"
 	"github.com/remote-agents/remote-agents/localstack/syncbuf"
 	"github.com/remote-agents/remote-agents/shared/config"
 )
@@ -33,28 +33,33 @@ import (
 const AppKey = "rak_test_app_key_for_devserver_integration_tests"
 
 var (
-	root     = repoRoot()
+	root     string
 	agentBin string
 )
-
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
 
 // Main builds the agent, runs m against a local AWS, and exits.
 func Main(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
+	// From the working directory (a test runs in its package's folder), not
+	// from this file's path: a -trimpath build has none.
+	var err error
+	if root, err = emulators.FindRoot(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	dir, err := os.MkdirTemp("", "ra-devtest-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
+	// Built as make builds dist/agent (no cgo, -trimpath): the same build
+	// make bench's tests and the functions' zips use, from the same cache.
 	agentBin = filepath.Join(dir, "agent")
-	build := exec.Command("go", "build", "-o", agentBin, "./sandbox/cmd/agent")
+	build := exec.Command("go", "build", "-trimpath", "-o", agentBin, "./sandbox/cmd/agent")
 	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build agent: %v\n%s", err, out)
 		return 1

@@ -34,7 +34,9 @@ func TestMain(m *testing.M) { awstest.Main(m) }
 func TestInitHookRunsTheBootstrapIdempotently(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "bootstrap")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
+	// As make builds dist/localstack/bootstrap (no cgo, -trimpath).
+	build := exec.CommandContext(t.Context(), "go", "build", "-trimpath", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}

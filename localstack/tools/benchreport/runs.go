@@ -125,8 +125,11 @@ func runBenchmarks(root, work string, short bool) ([]result, error) {
 		if !ok {
 			bin = filepath.Join(work, strings.ReplaceAll(inv.pkg, "/", "_")+".test")
 			logf("building %s's tests", inv.pkg)
-			build := exec.Command("go", "test", "-c", "-o", bin, "./"+inv.pkg)
+			// Built as the functions' zips are (no cgo, -trimpath), from the
+			// same cache: make bench-short builds those too.
+			build := exec.Command("go", "test", "-c", "-trimpath", "-o", bin, "./"+inv.pkg)
 			build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
 			if err := build.Run(); err != nil {
 				return nil, fmt.Errorf("build %s: %w", inv.pkg, err)
 			}

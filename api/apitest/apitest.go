@@ -172,7 +172,7 @@ func (v *Validator) check(r *http.Request, reqBody []byte, rec *recorder) {
 		return
 	}
 	if mediaType == "text/event-stream" && !rec.overflow {
-		v.checkStream(r, status, body)
+		v.checkStream(r, status, body, frameSchema(res.Value.Content.Get(ct)))
 	}
 }
 
@@ -196,9 +196,25 @@ func (v *Validator) checkEnvelope(r *http.Request, status int, rec *recorder) {
 	}
 }
 
-// checkStream checks each frame of an events stream against StreamFrame.
-func (v *Validator) checkStream(r *http.Request, status int, body []byte) {
-	schema := v.doc.Components.Schemas["StreamFrame"].Value
+// frameSchema names the schema of a stream's frames: the stream's
+// x-frame, else StreamFrame (the events stream's).
+func frameSchema(m *openapi3.MediaType) string {
+	if m != nil && m.Schema != nil && m.Schema.Value != nil {
+		if name, ok := m.Schema.Value.Extensions["x-frame"].(string); ok {
+			return name
+		}
+	}
+	return "StreamFrame"
+}
+
+// checkStream checks each frame of a stream against the schema name.
+func (v *Validator) checkStream(r *http.Request, status int, body []byte, name string) {
+	ref := v.doc.Components.Schemas[name]
+	if ref == nil || ref.Value == nil {
+		v.report(r, status, "the stream's frame schema %s is not in the document", name)
+		return
+	}
+	schema := ref.Value
 	frames, err := Frames(body)
 	if err != nil {
 		v.report(r, status, "the event stream: %v", err)
@@ -207,7 +223,7 @@ func (v *Validator) checkStream(r *http.Request, status int, body []byte) {
 	for _, f := range frames {
 		if err := v.doc.ValidateSchemaJSON(schema, f, openapi3.EnableJSONSchema2020()); err != nil {
 			raw, _ := json.Marshal(f)
-			v.report(r, status, "stream frame %s does not match StreamFrame: %v", raw, err)
+			v.report(r, status, "stream frame %s does not match %s: %v", raw, name, err)
 		}
 	}
 }

@@ -1029,7 +1029,7 @@ type AgentType struct {
 		Starting int64 `json:"starting"`
 	} `json:"warm_pool,omitempty,omitzero"`
 
-	// WorkspaceConfig An agent type's workspace configuration as stored: every field but `base_image` present, lists never null, the setup timeout's default filled in, resource limits written as the platform writes them (a limit left out is the platform's default).
+	// WorkspaceConfig An agent type's workspace configuration as stored: every field present (`base_image` null when unset), lists never null, the setup timeout's default filled in, resource limits written as the platform writes them (a limit left out is the platform's default).
 	WorkspaceConfig StoredWorkspaceConfig `json:"workspace_config"`
 }
 
@@ -1426,6 +1426,18 @@ type JobFile struct {
 	SizeBytes int64  `json:"size_bytes"`
 }
 
+// JobLogLine One event of a job's execution trace: a line of `GET /internal/jobs/{id}/logs` (NDJSON), the data of a frame of its stream.
+type JobLogLine struct {
+	At time.Time `json:"at"`
+
+	// Data The event's data, as the sandbox reported it.
+	Data map[string]interface{} `json:"data,omitempty,omitzero"`
+
+	// Seq The event's sequence number in the job's session.
+	Seq  int64  `json:"seq"`
+	Type string `json:"type"`
+}
+
 // JobOutput An output reference (the spec's agent_outputs row): outputs are references only.
 type JobOutput struct {
 	CreatedAt  time.Time           `json:"created_at"`
@@ -1768,10 +1780,10 @@ type StatusReport struct {
 	Workspace WorkspaceStatus `json:"workspace,omitempty,omitzero"`
 }
 
-// StoredWorkspaceConfig An agent type's workspace configuration as stored: every field but `base_image` present, lists never null, the setup timeout's default filled in, resource limits written as the platform writes them (a limit left out is the platform's default).
+// StoredWorkspaceConfig An agent type's workspace configuration as stored: every field present (`base_image` null when unset), lists never null, the setup timeout's default filled in, resource limits written as the platform writes them (a limit left out is the platform's default).
 type StoredWorkspaceConfig struct {
-	// BaseImage A container image reference, like `public.ecr.aws/docker/library/node:22`; none: the platform's image.
-	BaseImage string `json:"base_image,omitempty,omitzero"`
+	// BaseImage A container image reference, like `public.ecr.aws/docker/library/node:22`; null or none: the platform's image.
+	BaseImage string `json:"base_image"`
 
 	// CheckoutOnStart Whether the repository is checked out when the workspace starts.
 	CheckoutOnStart bool `json:"checkout_on_start"`
@@ -1954,7 +1966,7 @@ type WorkspaceCloningData struct {
 
 // WorkspaceConfig An agent type's workspace, as written: the whole configuration (a field left out is its zero value). Every agent created of the type copies it at create; a later change is for agents created after it. Bad values are 400 `invalid_request`; unknown tools carry `details.invalid_tools` and `details.valid_tools`.
 type WorkspaceConfig struct {
-	// BaseImage A container image reference, like `public.ecr.aws/docker/library/node:22`; none: the platform's image.
+	// BaseImage A container image reference, like `public.ecr.aws/docker/library/node:22`; null or none: the platform's image.
 	BaseImage string `json:"base_image,omitempty,omitzero"`
 
 	// CheckoutOnStart Whether the repository is checked out when the workspace starts.

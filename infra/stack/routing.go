@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfrontorigins"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 
@@ -49,6 +50,10 @@ func (s *Stack) functions(p Props, removal awscdk.RemovalPolicy) []stream {
 			s.API.AddRoutes(opts)
 			continue
 		}
+		if r.Internal {
+			s.internalStream(p, r, fn)
+			continue
+		}
 		st, ok := urls[r.Function]
 		if !ok {
 			auth := awslambda.FunctionUrlAuthType_NONE
@@ -65,6 +70,32 @@ func (s *Stack) functions(p Props, removal awscdk.RemovalPolicy) []stream {
 		streams = append(streams, st)
 	}
 	return streams
+}
+
+// internalStream gives the orchestrator's streaming route r its function's
+// own URL: auth type AWS_IAM, invokable by the orchestrator's role only, and
+// not behind CloudFront, whose origin access control would sign in its
+// stead (the function checks who signed, as on the API's IAM routes). The
+// URL is an output, JobLogStreamUrl: the route's path goes after it.
+func (s *Stack) internalStream(p Props, r routes.Route, fn awslambda.Function) {
+	url := fn.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: awslambda.FunctionUrlAuthType_AWS_IAM, InvokeMode: awslambda.InvokeMode_RESPONSE_STREAM})
+	fn.AddPermission(jsii.String("OrchestratorInvokesUrl"), &awslambda.Permission{
+		Principal:           awsiam.NewArnPrincipal(s.orchestratorRole(p)),
+		Action:              jsii.String("lambda:InvokeFunctionUrl"),
+		FunctionUrlAuthType: awslambda.FunctionUrlAuthType_AWS_IAM,
+	})
+	awscdk.NewCfnOutput(s.Stack, jsii.String(internalStreamOutput(r)), &awscdk.CfnOutputProps{
+		Value:       url.Url(),
+		Description: jsii.String("The orchestrator's " + r.Method + " " + r.Path + " (SigV4, service lambda): this URL without its last /, then the path"),
+	})
+}
+
+// internalStreamOutput names the output of an internal streaming route's URL.
+func internalStreamOutput(r routes.Route) string {
+	if r.Path == routes.PathJobLogStream {
+		return "JobLogStreamUrl"
+	}
+	return logicalID(r.Key()) + "Url"
 }
 
 // lambdas adds one function per function of the route table, the tools

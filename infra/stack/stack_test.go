@@ -592,17 +592,39 @@ func TestInternalRoutesTakeOnlyTheOrchestrator(t *testing.T) {
 	}
 	want := 0
 	for _, r := range routes.All() {
-		if r.Internal {
+		if r.Internal && !r.Stream { // a stream is at its function's URL (below)
 			want++
 		}
 	}
 	if iam != want || want < 9 {
 		t.Errorf("%d routes with IAM authorization, want the %d /internal/ routes", iam, want)
 	}
-	_, fn := tp.find(t, "AWS::Lambda::Function", "FunctionName", "ra-dev-jobs")
-	vars := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
-	if got, _ := vars["RA_ORCHESTRATOR_ROLE_ARN"].(string); got != testOrchestrator {
-		t.Errorf("RA_ORCHESTRATOR_ROLE_ARN = %v, want %s", vars["RA_ORCHESTRATOR_ROLE_ARN"], testOrchestrator)
+	for _, name := range []string{"jobs", "joblogs"} {
+		_, fn := tp.find(t, "AWS::Lambda::Function", "FunctionName", "ra-dev-"+name)
+		vars := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if got, _ := vars["RA_ORCHESTRATOR_ROLE_ARN"].(string); got != testOrchestrator {
+			t.Errorf("%s: RA_ORCHESTRATOR_ROLE_ARN = %v, want %s", name, vars["RA_ORCHESTRATOR_ROLE_ARN"], testOrchestrator)
+		}
+	}
+	// The job log stream's URL (IAM): invokable by the orchestrator's role
+	// alone, and an output.
+	fnID, _ := tp.find(t, "AWS::Lambda::Function", "FunctionName", "ra-dev-joblogs")
+	invokers := 0
+	for _, r := range tp.byType("AWS::Lambda::Permission") {
+		p := props(r)
+		if ref(p["FunctionName"]) != fnID || p["Action"] != "lambda:InvokeFunctionUrl" {
+			continue
+		}
+		invokers++
+		if p["Principal"] != testOrchestrator || p["FunctionUrlAuthType"] != "AWS_IAM" {
+			t.Errorf("joblogs URL permission %v, want %s with AWS_IAM", p, testOrchestrator)
+		}
+	}
+	if invokers != 1 {
+		t.Errorf("%d permissions to invoke the joblogs URL, want the orchestrator's", invokers)
+	}
+	if _, ok := (*tp.raw.FindOutputs(jsii.String("JobLogStreamUrl"), nil))["JobLogStreamUrl"]; !ok {
+		t.Error("no output JobLogStreamUrl")
 	}
 }
 

@@ -235,8 +235,10 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	e.AllowScripted = true
 	keyID, secret := OrchestratorCredentialsFromEnv(nil)
 	keyID, secret = cmp.Or(o.OrchestratorKeyID, keyID), cmp.Or(o.OrchestratorSecret, secret)
-	s.internal = &iamAuth{roleARN: cfg.OrchestratorRoleARN, verifier: &sigv4.Verifier{Region: awsCfg.Region, Service: "execute-api",
-		Keys: []sigv4.Credentials{{KeyID: keyID, Secret: secret}}}}
+	keys := []sigv4.Credentials{{KeyID: keyID, Secret: secret}}
+	s.internal = &iamAuth{roleARN: cfg.OrchestratorRoleARN,
+		verifier: &sigv4.Verifier{Region: awsCfg.Region, Service: "execute-api", Keys: keys},
+		streams:  &sigv4.Verifier{Region: awsCfg.Region, Service: "lambda", Keys: keys}}
 	s.Env = e
 	if o.SeedDir != "" || o.AppKey != "" {
 		if err := Seed(ctx, e.Registry(), o.SeedDir, o.AppKey); err != nil {

@@ -64,7 +64,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ev := toEvent(r, route, params, body)
 	if strings.HasPrefix(r.URL.Path, routes.InternalPrefix) {
-		if res, ok := g.internal.authorize(r, body, &ev); !ok {
+		if res, ok := g.internal.authorize(r, body, &ev, route.Stream != nil); !ok {
 			writeResponse(w, res)
 			return
 		}

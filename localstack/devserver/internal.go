@@ -42,28 +42,39 @@ func OrchestratorCredentialsFromEnv(lookup func(string) (string, bool)) (keyID, 
 	return keyID, secret
 }
 
-// iamAuth is API Gateway's IAM authorization of the /internal/ routes: the
-// request's SigV4 signature is verified with the orchestrator's credentials,
-// and the handler is told the caller was the orchestrator's role.
+// iamAuth is API Gateway's IAM authorization of the /internal/ routes (and
+// a function URL's, for their streams): the request's SigV4 signature is
+// verified with the orchestrator's credentials, and the handler is told the
+// caller was the orchestrator's role.
 type iamAuth struct {
-	verifier *sigv4.Verifier
+	// verifier checks signatures for API Gateway (service execute-api),
+	// streams for a Lambda function URL (service lambda), as on AWS.
+	verifier, streams *sigv4.Verifier
 	// roleARN is the caller a verified request is from.
 	roleARN string
 }
 
 // authorize verifies r (with its body) and sets the caller on ev; a request
-// it refuses gets the 403 API Gateway answers.
-func (a *iamAuth) authorize(r *http.Request, body []byte, ev *httpapi.Request) (httpapi.Response, bool) {
+// it refuses gets the 403 API Gateway answers. stream says r is for a
+// streaming route.
+func (a *iamAuth) authorize(r *http.Request, body []byte, ev *httpapi.Request, stream bool) (httpapi.Response, bool) {
+	v := a.verifier
+	if stream {
+		v = a.streams
+	}
 	headers := make(map[string]string, len(r.Header)+1)
 	for k, v := range r.Header {
 		headers[strings.ToLower(k)] = strings.Join(v, ",")
 	}
 	headers["host"] = r.Host
-	keyID, err := a.verifier.Verify(sigv4.Request{Method: r.Method, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery, Headers: headers, Body: body})
+	keyID, err := v.Verify(sigv4.Request{Method: r.Method, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery, Headers: headers, Body: body})
 	if err != nil {
 		msg := "The request signature is not valid."
-		if errors.Is(err, sigv4.ErrUnsigned) {
-			msg = "The request is not signed (AWS SigV4, service execute-api)."
+		switch {
+		case errors.Is(err, sigv4.ErrUnsigned):
+			msg = "The request is not signed (AWS SigV4, service " + v.Service + ")."
+		case errors.Is(err, sigv4.ErrScope):
+			msg = "The request is signed for another region or service: sign for " + v.Region + ", service " + v.Service + "."
 		}
 		return httpapi.Error(r.Context(), nil, apierror.New(apierror.Forbidden, "%s", msg)), false
 	}

@@ -54,8 +54,20 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	// Built as make builds dist/agent (no cgo, -trimpath): the same build
-	// make bench's tests and the functions' zips use, from the same cache.
+	// make test builds dist/agent once and names it (RA_AGENT_BIN): every
+	// package of end-to-end tests building it at once would compile it as
+	// many times. Otherwise built here as make builds dist/agent (no cgo,
+	// -trimpath), the build make bench's tests and the functions' zips share.
+	if agentBin = os.Getenv("RA_AGENT_BIN"); agentBin != "" {
+		if !filepath.IsAbs(agentBin) {
+			agentBin = filepath.Join(root, agentBin)
+		}
+		if _, err := os.Stat(agentBin); err != nil {
+			fmt.Fprintf(os.Stderr, "RA_AGENT_BIN: %v\n", err)
+			return 1
+		}
+		return awstest.Run(m)
+	}
 	agentBin = filepath.Join(dir, "agent")
 	build := exec.Command("go", "build", "-trimpath", "-o", agentBin, "./sandbox/cmd/agent")
 	build.Dir = root

@@ -152,7 +152,7 @@ func TestAgentTypeWarmPoolCalls(t *testing.T) {
 func TestJobsCalls(t *testing.T) {
 	srv := start(t)
 	out := run(t, srv, t.TempDir(), block(t, "docs/jobs.md", t.Name()))
-	contains(t, out, `"name":"Writer"`, `"status"`, `"outputs"`)
+	contains(t, out, `"name":"Writer"`, `"status"`, `"outputs"`, "event: end\ndata: {\"job_id\"")
 }
 
 // docs/local.md's call of the LocalStack variant: create at the create

@@ -41,8 +41,15 @@ func (s *stack) openSSE(t testing.TB, id, tok string, lastID int64, query string
 // openSSEWith is openSSE with the request's headers.
 func (s *stack) openSSEWith(t testing.TB, id string, h http.Header, lastID int64, query string) *sse {
 	t.Helper()
+	return s.openStream(t, "/api/remote_agents/"+id+"/events"+query, h, lastID)
+}
+
+// openStream connects to the Server-Sent Events at path with the request's
+// headers; lastID > 0 resumes after it.
+func (s *stack) openStream(t testing.TB, path string, h http.Header, lastID int64) *sse {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.srv.URL+"/api/remote_agents/"+id+"/events"+query, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.srv.URL+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +87,27 @@ func (s *stack) openSSEWith(t testing.TB, id string, h http.Header, lastID int64
 		}
 	}()
 	return out
+}
+
+// untilEnd returns the stream's events up to its `end` event, which it
+// includes; it fails if the stream closes before it.
+func (c *sse) untilEnd(t testing.TB, within time.Duration) []sseEvent {
+	t.Helper()
+	var got []sseEvent
+	timeout := time.After(within)
+	for {
+		select {
+		case ev, ok := <-c.events:
+			if !ok {
+				t.Fatalf("stream closed after %d events, without an end", len(got))
+			}
+			if got = append(got, ev); ev.Type == "end" {
+				return got
+			}
+		case <-timeout:
+			t.Fatalf("no end within %s (%d events)", within, len(got))
+		}
+	}
 }
 
 // next returns the stream's next n events.

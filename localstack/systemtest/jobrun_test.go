@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -43,6 +44,20 @@ func TestJobRunsEndToEnd(t *testing.T) {
 	id := created.str("id")
 	if created.status != http.StatusCreated || id == "" {
 		t.Fatalf("create: %d %s", created.status, created.raw)
+	}
+	// The log followed live from the create on: every event once, in
+	// order, then the end with the job's status; again from the middle once
+	// the job is over, the same events from there.
+	live := o.followLog(t, id, step, "lambda", 0)
+	if live.status != http.StatusOK {
+		t.Fatalf("log stream: %d", live.status)
+	}
+	followed := live.untilEnd(t, 90*time.Second)
+	checkLogStream(t, id, followed, 0)
+	mid := followed[len(followed)/2].ID
+	checkLogStream(t, id, o.followLog(t, id, step, "lambda", mid).untilEnd(t, 30*time.Second), mid)
+	if wrong := o.followLog(t, id, step, "execute-api", 0); wrong.status != http.StatusForbidden {
+		t.Errorf("a stream signed for execute-api: %d, want 403 (its URL is a function's: lambda)", wrong.status)
 	}
 	var job reply
 	eventually(t, 90*time.Second, "the job finished", func() bool {
@@ -86,6 +101,32 @@ func TestJobRunsEndToEnd(t *testing.T) {
 		t.Errorf("whole log: %d %.400s", r.status, r.raw)
 	}
 	wantTypes(t, s.jobEvents(t, id, 4), jobevents.Created, jobevents.Started, jobevents.OutputGenerated, jobevents.Completed)
+}
+
+// checkLogStream checks a job's log stream read after event after: the
+// events from after+1 on, numbered without a gap, the agent's messages among
+// them, then the end with the job's id and its final status.
+func checkLogStream(t *testing.T, id string, evs []sseEvent, after int64) {
+	t.Helper()
+	end := evs[len(evs)-1]
+	if end.Type != "end" || end.Data["job_id"] != id || end.Data["status"] != "completed" {
+		t.Errorf("the stream ended with %+v, want end of job %s, completed", end, id)
+	}
+	var texts []string
+	for i, ev := range evs[:len(evs)-1] {
+		if ev.ID != after+int64(i)+1 {
+			t.Fatalf("event %d has id %d, want %d (after %d)", i, ev.ID, after+int64(i)+1, after)
+		}
+		if ev.Data["seq"] != float64(ev.ID) || ev.Data["type"] != ev.Type || ev.Data["at"] == nil {
+			t.Errorf("event %d's data %v: want seq, type and at as in GET …/logs", ev.ID, ev.Data)
+		}
+		if data, _ := ev.Data["data"].(map[string]any); ev.Type == "agent.message" {
+			texts = append(texts, fmt.Sprint(data["text"]))
+		}
+	}
+	if after == 0 && !slices.Contains(texts, "Done: output/report.md and output/data.csv.") {
+		t.Errorf("agent messages %q lack the last one", texts)
+	}
 }
 
 // TestJobShellIsConfinedToItsJob: a job whose model runs shell commands (the

@@ -2,6 +2,7 @@ package systemtest_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +35,10 @@ type orchestrator struct {
 	s     *stack
 	creds aws.Credentials
 	// at, if set, is the signing time.
-	at                         time.Time
+	at time.Time
+	// service is the service requests are signed for; "" execute-api (API
+	// Gateway's), lambda for a function URL's stream.
+	service                    string
 	identity, context, command string
 }
 
@@ -75,7 +80,7 @@ func (o *orchestrator) do(method, path string, body any, hdrs map[string]string,
 			at = time.Now()
 		}
 		sum := sha256.Sum256(raw)
-		if err := v4.NewSigner().SignHTTP(t.Context(), o.creds, req, hex.EncodeToString(sum[:]), "execute-api", o.s.srv.Env.AWS.Region, at); err != nil {
+		if err := v4.NewSigner().SignHTTP(t.Context(), o.creds, req, hex.EncodeToString(sum[:]), cmp.Or(o.service, "execute-api"), o.s.srv.Env.AWS.Region, at); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -94,6 +99,28 @@ func (o *orchestrator) do(method, path string, body any, hdrs map[string]string,
 	r := reply{status: res.StatusCode, raw: string(b), headers: res.Header}
 	_ = json.Unmarshal(b, &r.body)
 	return r
+}
+
+// followLog opens job id's log stream with the request signed for service
+// (as on AWS: lambda, its function URL's), resuming after lastID if > 0.
+func (o *orchestrator) followLog(t testing.TB, id, step, service string, lastID int64) *sse {
+	t.Helper()
+	path := "/internal/jobs/" + id + "/logs/stream"
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, o.s.srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range o.headers(step) {
+		req.Header.Set(k, v)
+	}
+	if lastID > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(lastID, 10))
+	}
+	empty := sha256.Sum256(nil)
+	if err := v4.NewSigner().SignHTTP(t.Context(), o.creds, req, hex.EncodeToString(empty[:]), service, o.s.srv.Env.AWS.Region, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return o.s.openStream(t, path, req.Header, lastID)
 }
 
 func (o *orchestrator) call(method, path string, body any, step string) reply {

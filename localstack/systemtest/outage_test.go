@@ -264,6 +264,11 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 	requests["POST /internal/jobs"] = func() reply { return orch.call(http.MethodPost, "/internal/jobs", orch.jobBody(agent, step, 10), step) }
 	requests["POST /internal/jobs/{id}/cancel"] = func() reply { return orch.call(http.MethodPost, "/internal/jobs/"+job+"/cancel", nil, step) }
 	requests["POST /internal/jobs/{id}/retry"] = func() reply { return orch.call(http.MethodPost, "/internal/jobs/"+job+"/retry", nil, step) }
+	requests["GET /internal/jobs/{id}/logs/stream"] = func() reply {
+		streams := *orch
+		streams.service = "lambda" // its function URL's
+		return streams.call(http.MethodGet, "/internal/jobs/"+job+"/logs/stream", nil, step)
+	}
 	requests["PUT /internal/agents/{id}"] = func() reply {
 		return orch.call(http.MethodPut, "/internal/agents/"+agent, map[string]any{"name": "W", "agent_level": "L0", "llm_provider": "openai",
 			"llm_model": "gpt-4o", "max_tokens": 10, "allowed_skills": []string{}}, step)

@@ -271,6 +271,11 @@ var table = map[string]Access{
 	"jobworker": sweeping(worker),
 	// The orchestrator's jobs and agent profiles; a job's live log is its
 	// sandbox's session events, its whole log an object under jobs/.
+	// A job's log followed live: the job, its session, its events.
+	"joblogs": {
+		Tables:      map[string][]string{Jobs: {GetItem}, Sessions: {GetItem}, Events: {Query}},
+		LeadingKeys: map[string][]string{Jobs: JobItems},
+	},
 	"jobs": {
 		Tables: map[string][]string{
 			Jobs:     jobsTable,

@@ -236,10 +236,17 @@ type Quotas struct {
 	// StreamsPerSession: open event streams per agent
 	// (quotas.streams_per_session, RA_QUOTA_STREAMS_PER_SESSION).
 	StreamsPerSession int
+	// UploadsPerSession: presigned upload URLs granted per agent over its
+	// life, the embed view's attachments and its tools' files together
+	// (quotas.uploads_per_session, RA_QUOTA_UPLOADS_PER_SESSION).
+	UploadsPerSession int
+	// UploadGiBPerSession: the bytes those URLs may carry, in GiB
+	// (quotas.upload_gib_per_session, RA_QUOTA_UPLOAD_GIB_PER_SESSION).
+	UploadGiBPerSession int
 }
 
 // DefaultQuotas are the quotas of a platform that sets none.
-var DefaultQuotas = Quotas{ConcurrentSessions: 100, CreatesPerMinute: 60, StreamsPerSession: 10}
+var DefaultQuotas = Quotas{ConcurrentSessions: 100, CreatesPerMinute: 60, StreamsPerSession: 10, UploadsPerSession: 1000, UploadGiBPerSession: 50}
 
 // MaxQuota bounds each quota.
 const MaxQuota = 100000
@@ -249,6 +256,8 @@ type quotas struct {
 	ConcurrentSessions *int `yaml:"concurrent_sessions"`
 	CreatesPerMinute   *int `yaml:"creates_per_minute"`
 	StreamsPerSession  *int `yaml:"streams_per_session"`
+	UploadsPerSession  *int `yaml:"uploads_per_session"`
+	UploadGiB          *int `yaml:"upload_gib_per_session"`
 }
 
 // Quota reads one quota: a whole number from 1 to MaxQuota.
@@ -380,7 +389,8 @@ func (c *RemoteAgents) apply(s section) error {
 			v    *int
 			out  *int
 		}{{"concurrent_sessions", q.ConcurrentSessions, &c.Quotas.ConcurrentSessions}, {"creates_per_minute", q.CreatesPerMinute, &c.Quotas.CreatesPerMinute},
-			{"streams_per_session", q.StreamsPerSession, &c.Quotas.StreamsPerSession}} {
+			{"streams_per_session", q.StreamsPerSession, &c.Quotas.StreamsPerSession}, {"uploads_per_session", q.UploadsPerSession, &c.Quotas.UploadsPerSession},
+			{"upload_gib_per_session", q.UploadGiB, &c.Quotas.UploadGiBPerSession}} {
 			if part.v != nil {
 				if *part.out, err = Quota(prefix+"quotas."+part.name, *part.v); err != nil {
 					return err

@@ -207,10 +207,12 @@ func TestModelSettings(t *testing.T) {
 }
 
 func TestQuotas(t *testing.T) {
-	c, err := config.Parse("config.yaml", []byte("remote_agents:\n  quotas:\n    concurrent_sessions: 3\n"), func(name string) (string, bool) {
-		return map[string]string{"RA_QUOTA_STREAMS_PER_SESSION": "2"}[name], name == "RA_QUOTA_STREAMS_PER_SESSION"
+	c, err := config.Parse("config.yaml", []byte("remote_agents:\n  quotas:\n    concurrent_sessions: 3\n    upload_gib_per_session: 5\n"), func(name string) (string, bool) {
+		v, ok := map[string]string{"RA_QUOTA_STREAMS_PER_SESSION": "2", "RA_QUOTA_UPLOADS_PER_SESSION": "40"}[name]
+		return v, ok
 	})
-	if err != nil || c.Quotas != (config.Quotas{ConcurrentSessions: 3, CreatesPerMinute: config.DefaultQuotas.CreatesPerMinute, StreamsPerSession: 2}) {
+	want := config.Quotas{ConcurrentSessions: 3, CreatesPerMinute: config.DefaultQuotas.CreatesPerMinute, StreamsPerSession: 2, UploadsPerSession: 40, UploadGiBPerSession: 5}
+	if err != nil || c.Quotas != want {
 		t.Fatalf("quotas %+v %v", c.Quotas, err)
 	}
 	if _, err := config.Parse("config.yaml", []byte("remote_agents:\n  quotas:\n    creates_per_minute: 0\n"), func(string) (string, bool) { return "", false }); err == nil ||

@@ -98,6 +98,33 @@ func (s *Sessions) OpenStream(ctx context.Context, id, stream string, until, now
 	return fmt.Errorf("streams of %s: %w", id, session.ErrConflict)
 }
 
+// GrantUploads adds to the session item's upload_urls and upload_bytes in
+// one update, conditional on the session being live and on each staying
+// within its part of q: of racing grants at the limit, only those that fit
+// are added.
+func (s *Sessions) GrantUploads(ctx context.Context, id string, urls int, bytes int64, q session.UploadQuota) error {
+	n, b := expression.Name("upload_urls"), expression.Name("upload_bytes")
+	up := expression.Add(n, expression.Value(urls)).Add(b, expression.Value(bytes))
+	cond := expression.AttributeExists(expression.Name("session_id")).And(inStates(session.Live))
+	if q.URLs > 0 {
+		if urls > q.URLs {
+			return fmt.Errorf("uploads of %s: %w", id, session.ErrConflict)
+		}
+		cond = cond.And(expression.AttributeNotExists(n).Or(n.LessThanEqual(expression.Value(q.URLs - urls))))
+	}
+	if q.Bytes > 0 {
+		if bytes > q.Bytes {
+			return fmt.Errorf("uploads of %s: %w", id, session.ErrConflict)
+		}
+		cond = cond.And(expression.AttributeNotExists(b).Or(b.LessThanEqual(expression.Value(q.Bytes - bytes))))
+	}
+	err := s.sessions.Update(ctx, sessionKey{id}, up, nil, cond)
+	if errors.Is(err, ErrConditionFailed) {
+		return fmt.Errorf("uploads of %s: %w", id, session.ErrConflict)
+	}
+	return err
+}
+
 // CloseStream forgets an event stream of the session.
 func (s *Sessions) CloseStream(ctx context.Context, id, stream string) error {
 	up := expression.Remove(expression.Name("streams").AppendName(expression.Name(stream)))

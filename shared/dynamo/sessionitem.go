@@ -72,6 +72,8 @@ type sessionItem struct {
 	CachedTokens         int64                        `json:"cached_tokens,omitempty"`
 	ModelCalls           int64                        `json:"model_calls,omitempty"`
 	CostMicroUSD         int64                        `json:"cost_micro_usd,omitempty"`
+	UploadURLs           int64                        `json:"upload_urls,omitempty"`
+	UploadBytes          int64                        `json:"upload_bytes,omitempty"`
 	JobID                string                       `json:"job_id,omitempty"`
 }
 
@@ -132,6 +134,8 @@ func newSessionItem(s session.Session) sessionItem {
 		CachedTokens:         s.CachedTokens,
 		ModelCalls:           s.ModelCalls,
 		CostMicroUSD:         s.CostMicroUSD,
+		UploadURLs:           s.UploadURLs,
+		UploadBytes:          s.UploadBytes,
 		JobID:                s.JobID,
 	}
 	if s.Tenant != "" {
@@ -199,7 +203,7 @@ func (it sessionItem) session() session.Session {
 		LaunchLease: instant(it.LaunchLease), SandboxRef: it.SandboxRef, PushConnectionID: it.PushConnectionID, Resources: it.Resources,
 	}
 	s.Meter = session.Meter{InputTokens: it.InputTokens, OutputTokens: it.OutputTokens, CachedTokens: it.CachedTokens,
-		ModelCalls: it.ModelCalls, CostMicroUSD: it.CostMicroUSD}
+		ModelCalls: it.ModelCalls, CostMicroUSD: it.CostMicroUSD, UploadURLs: it.UploadURLs, UploadBytes: it.UploadBytes}
 	return s
 }
 

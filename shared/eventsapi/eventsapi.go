@@ -18,6 +18,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -72,13 +73,22 @@ type Streams interface {
 // Handlers serve the events route.
 type Handlers struct {
 	Sessions Streams
-	Store    Store
-	Log      *slog.Logger
+	Follower
+}
+
+// Follower writes a session's events as Server-Sent Events while they are
+// appended (Follow).
+type Follower struct {
+	Store Store
+	Log   *slog.Logger
 	// MaxDuration ends a stream (the client reconnects with Last-Event-ID): a
 	// Lambda function must end before its timeout. Zero: until the client goes.
 	MaxDuration time.Duration
 	// ActivePoll, IdlePoll and KeepAlive override the defaults (tests).
 	ActivePoll, IdlePoll, KeepAlive time.Duration
+	// Show is what the reader sees of an event's data; nil: Public, what
+	// the agent's viewers may see.
+	Show func(session.Event) map[string]any
 }
 
 // Routes is the events route, with CORS for allowedOrigins.
@@ -105,9 +115,9 @@ func (h *Handlers) Events(ctx context.Context, req httpapi.Request) (httpapi.Res
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
-	after, ok := lastEventID(req)
+	after, ok := LastEventID(req)
 	if !ok {
-		return httpapi.Error(ctx, h.Log, invalidLastEventID()), nil
+		return httpapi.Error(ctx, h.Log, InvalidLastEventID()), nil
 	}
 	// Each agent has a quota of open streams.
 	closed, err := h.Sessions.OpenStream(ctx, sess)
@@ -122,11 +132,32 @@ func (h *Handlers) Events(ctx context.Context, req httpapi.Request) (httpapi.Res
 	}}
 	return res, func(w io.Writer, flush func()) error {
 		defer closed()
-		return h.stream(ctx, sess.ID, after, w, flush)
+		over, err := h.Follow(ctx, sess.ID, after, w, flush)
+		if err != nil || !over {
+			return err
+		}
+		return End(w, flush, struct{}{})
 	}
 }
 
-func lastEventID(req httpapi.Request) (int64, bool) {
+// End writes the last event of a stream whose session is over: `end`, with
+// data.
+func End(w io.Writer, flush func(), data any) error {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("encode end: %w", err)
+	}
+	if _, err := fmt.Fprintf(w, "event: end\ndata: %s\n\n", raw); err != nil {
+		return err
+	}
+	flush()
+	return nil
+}
+
+// LastEventID reads the cursor a stream resumes after: the Last-Event-ID
+// header, or ?last_event_id=; 0 for none, false for one that is not a
+// sequence number.
+func LastEventID(req httpapi.Request) (int64, bool) {
 	v := httpapi.Header(req, "Last-Event-ID")
 	if v == "" {
 		v = req.QueryStringParameters["last_event_id"]
@@ -138,12 +169,20 @@ func lastEventID(req httpapi.Request) (int64, bool) {
 	return n, err == nil && n >= 0
 }
 
-// stream writes the events after after until ctx ends, the session is over and
-// all its events are out, or MaxDuration passes.
-func (h *Handlers) stream(ctx context.Context, id string, after int64, w io.Writer, flush func()) error {
+// Follow writes session id's events after sequence number after, each
+// with its sequence number as its SSE id, until ctx ends, MaxDuration
+// passes, or the session is over and all its events are out: then over is
+// true, and the caller writes how it ended (End). When the events cannot be
+// read a few times in a row, it ends with an `unavailable` event and a retry
+// hint.
+func (h Follower) Follow(ctx context.Context, id string, after int64, w io.Writer, flush func()) (over bool, err error) {
 	active, idle, keep := cmp.Or(h.ActivePoll, ActivePoll), cmp.Or(h.IdlePoll, IdlePoll), cmp.Or(h.KeepAlive, KeepAlive)
+	show := h.Show
+	if show == nil {
+		show = Public
+	}
 	if _, err := io.WriteString(w, "retry: 1000\n\n"); err != nil {
-		return err
+		return false, err
 	}
 	flush()
 	began := time.Now()
@@ -153,19 +192,19 @@ func (h *Handlers) stream(ctx context.Context, id string, after int64, w io.Writ
 		evs, err := h.Store.Events(ctx, id, after, page)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return false, nil
 			}
 			h.Log.WarnContext(ctx, "read events", slog.String("session_id", id), slog.String("error", err.Error()))
 			if failures++; failures >= MaxReadFailures {
-				return unavailable(w, flush, err)
+				return false, unavailable(w, flush, err)
 			}
 		} else {
 			failures = 0
 		}
 		ready := session.Contiguous(evs, after, time.Now())
 		for _, e := range ready {
-			if err := write(w, e); err != nil {
-				return err
+			if err := write(w, e, show); err != nil {
+				return false, err
 			}
 			after = e.Seq
 		}
@@ -180,17 +219,15 @@ func (h *Handlers) stream(ctx context.Context, id string, after int64, w io.Writ
 		if len(evs) == 0 && now.Sub(lastCheck) >= overCheck {
 			lastCheck = now
 			if h.over(ctx, id) {
-				_, _ = io.WriteString(w, "event: end\ndata: {}\n\n")
-				flush()
-				return nil
+				return true, nil
 			}
 		}
 		if h.MaxDuration > 0 && now.Sub(began) > h.MaxDuration {
-			return nil
+			return false, nil
 		}
 		if now.Sub(lastWrite) >= keep {
 			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
-				return err
+				return false, err
 			}
 			flush()
 			lastWrite = now
@@ -201,7 +238,7 @@ func (h *Handlers) stream(ctx context.Context, id string, after int64, w io.Writ
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return false, nil
 		case <-time.After(wait):
 		}
 	}
@@ -223,9 +260,13 @@ func unavailable(w io.Writer, flush func(), cause error) error {
 	return nil
 }
 
-// over reports whether the session ended (so no event will follow the last).
-func (h *Handlers) over(ctx context.Context, id string) bool {
+// over reports whether the session ended (so no event will follow the
+// last), or is gone (its record expired).
+func (h Follower) over(ctx context.Context, id string) bool {
 	sess, err := h.Store.Get(ctx, id)
+	if errors.Is(err, session.ErrNotFound) {
+		return true
+	}
 	return err == nil && sess.State.Terminal()
 }
 
@@ -237,8 +278,8 @@ type Message struct {
 	Data map[string]any `json:"data,omitempty"`
 }
 
-func write(w io.Writer, e session.Event) error {
-	raw, err := json.Marshal(Message{Seq: e.Seq, Type: e.Type, At: e.At.UTC().Format(time.RFC3339Nano), Data: Public(e)})
+func write(w io.Writer, e session.Event, show func(session.Event) map[string]any) error {
+	raw, err := json.Marshal(Message{Seq: e.Seq, Type: e.Type, At: e.At.UTC().Format(time.RFC3339Nano), Data: show(e)})
 	if err != nil {
 		return fmt.Errorf("encode event %d: %w", e.Seq, err)
 	}
@@ -315,6 +356,7 @@ func only(list []any, fields ...string) []any {
 	return kept
 }
 
-func invalidLastEventID() error {
+// InvalidLastEventID is the error of a cursor LastEventID cannot read.
+func InvalidLastEventID() error {
 	return apierror.New(apierror.InvalidRequest, "Last-Event-ID must be an event id (a non-negative integer).")
 }

@@ -123,9 +123,13 @@ func TestStreamReadsBackAsWritten(t *testing.T) {
 		want = append(want, sseEvent{e.Type, string(raw), strconv.FormatInt(e.Seq, 10)})
 	}
 	want = append(want, sseEvent{"end", "{}", "8"})
-	h := &Handlers{Store: s, Log: slog.New(slog.DiscardHandler), ActivePoll: time.Millisecond}
+	h := &Handlers{Follower: Follower{Store: s, Log: slog.New(slog.DiscardHandler), ActivePoll: time.Millisecond}}
 	var out bytes.Buffer
-	if err := h.stream(t.Context(), "s", 0, &out, func() {}); err != nil {
+	over, err := h.Follow(t.Context(), "s", 0, &out, func() {})
+	if err != nil || !over {
+		t.Fatalf("follow: over %v, %v", over, err)
+	}
+	if err := End(&out, func() {}, struct{}{}); err != nil {
 		t.Fatal(err)
 	}
 	got, lastID, retry := interpret(out.String())
@@ -152,7 +156,7 @@ func FuzzWriteReadsBackAsWritten(f *testing.F) {
 		}
 		e := session.Event{Seq: 42, Type: typ, At: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Data: map[string]any{"text": text, text: typ}}
 		var out bytes.Buffer
-		if err := write(&out, e); err != nil {
+		if err := write(&out, e, Public); err != nil {
 			t.Fatal(err)
 		}
 		raw, _ := json.Marshal(Message{Seq: e.Seq, Type: e.Type, At: "2025-01-02T03:04:05Z", Data: Public(e)})
@@ -189,7 +193,7 @@ func FuzzWriteAnyEvent(f *testing.F) {
 		}
 		e := session.Event{Seq: seq, Type: typ, At: time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC), Data: d}
 		var out bytes.Buffer
-		if err := write(&out, e); err != nil {
+		if err := write(&out, e, Public); err != nil {
 			t.Fatal(err)
 		}
 		got, lastID, _ := interpret(out.String())

@@ -37,6 +37,13 @@ func FunctionURLStream(method, pattern string, h StreamHandler) func(context.Con
 		req.RequestContext.HTTP.Path = in.RequestContext.HTTP.Path
 		req.RequestContext.HTTP.SourceIP = in.RequestContext.HTTP.SourceIP
 		req.RequestContext.HTTP.UserAgent = in.RequestContext.HTTP.UserAgent
+		// A URL of auth type AWS_IAM passes who signed, as API Gateway's IAM
+		// authorizer does.
+		if a := in.RequestContext.Authorizer; a != nil && a.IAM != nil {
+			req.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{
+				AccessKey: a.IAM.AccessKey, AccountID: a.IAM.AccountID, CallerID: a.IAM.CallerID, UserARN: a.IAM.UserARN, UserID: a.IAM.UserID,
+			}}
+		}
 		if req.RequestContext.HTTP.Method != method && req.RequestContext.HTTP.Method != http.MethodOptions {
 			return streamed(Error(ctx, nil, methodNotAllowed(req.RequestContext.HTTP.Method))), nil
 		}

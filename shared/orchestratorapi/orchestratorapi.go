@@ -52,20 +52,9 @@ type handler func(ctx context.Context, req httpapi.Request, hd job.Headers) (htt
 // guard checks the caller, then the mandatory headers, then calls next.
 func (h *Handlers) guard(next handler) httpapi.Handler {
 	return func(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
-		if !h.callerAllowed(req) {
-			return httpapi.Error(ctx, h.Log, apierror.New(apierror.Forbidden, "Only the orchestrator may call this route.")), nil
-		}
-		// The identity headers say whose job it is: the signature must
-		// cover them, or anyone who can replay one signed request could
-		// name another identity.
-		if unsigned := sigv4.Unsigned(httpapi.Header(req, "Authorization"), job.MandatoryHeaders, func(n string) bool { return httpapi.Header(req, n) != "" }); len(unsigned) > 0 {
-			return httpapi.Error(ctx, h.Log, apierror.New(apierror.Forbidden, "The request's signature must cover %s (SigV4 SignedHeaders).", strings.Join(unsigned, ", "))), nil
-		}
-		hd, missing := job.ReadHeaders(func(n string) string { return httpapi.Header(req, n) })
-		if len(missing) > 0 {
-			return httpapi.Error(ctx, h.Log, &apierror.Error{Code: apierror.MissingHeaders,
-				Message: "Missing mandatory headers: " + strings.Join(missing, ", ") + ".",
-				Details: map[string]any{"missing": missing}}), nil
+		hd, err := h.Admit(req)
+		if err != nil {
+			return httpapi.Error(ctx, h.Log, err), nil
 		}
 		res, err := next(ctx, req, hd)
 		if err != nil {
@@ -73,6 +62,27 @@ func (h *Handlers) guard(next handler) httpapi.Handler {
 		}
 		return res, nil
 	}
+}
+
+// Admit checks that the orchestrator calls, with a signature that covers the
+// identity headers, and reads them: what every /internal/ route does first.
+func (h *Handlers) Admit(req httpapi.Request) (job.Headers, error) {
+	if !h.callerAllowed(req) {
+		return job.Headers{}, apierror.New(apierror.Forbidden, "Only the orchestrator may call this route.")
+	}
+	// The identity headers say whose job it is: the signature must cover
+	// them, or anyone who can replay one signed request could name another
+	// identity.
+	if unsigned := sigv4.Unsigned(httpapi.Header(req, "Authorization"), job.MandatoryHeaders, func(n string) bool { return httpapi.Header(req, n) != "" }); len(unsigned) > 0 {
+		return job.Headers{}, apierror.New(apierror.Forbidden, "The request's signature must cover %s (SigV4 SignedHeaders).", strings.Join(unsigned, ", "))
+	}
+	hd, missing := job.ReadHeaders(func(n string) string { return httpapi.Header(req, n) })
+	if len(missing) > 0 {
+		return job.Headers{}, &apierror.Error{Code: apierror.MissingHeaders,
+			Message: "Missing mandatory headers: " + strings.Join(missing, ", ") + ".",
+			Details: map[string]any{"missing": missing}}
+	}
+	return hd, nil
 }
 
 // callerAllowed reports whether API Gateway's IAM authorizer passed the

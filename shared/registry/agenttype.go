@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -57,6 +58,20 @@ type WorkspaceConfig struct {
 	// SessionLimits bound each session of the type (with the platform's:
 	// the lower of the two holds); nil: the platform's only.
 	SessionLimits *SessionLimits `json:"session_limits,omitempty"`
+}
+
+// MarshalJSON writes c with every field: base_image is null when unset (the
+// platform's image), not left out.
+func (c WorkspaceConfig) MarshalJSON() ([]byte, error) {
+	type fields WorkspaceConfig // without this method
+	var base *string
+	if c.BaseImage != "" {
+		base = &c.BaseImage
+	}
+	return json.Marshal(struct {
+		fields
+		BaseImage *string `json:"base_image"`
+	}{fields(c), base})
 }
 
 // SessionLimits bound one session: its time, its idle time, its model

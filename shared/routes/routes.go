@@ -61,9 +61,11 @@ const (
 	PathAgentType       = "/api/v1/agent-types/{id}"
 	PathWorkspaceConfig = "/api/v1/agent-types/{id}/workspace-config"
 	// The orchestrator's routes (InternalPrefix).
-	PathJobs          = "/internal/jobs"
-	PathJob           = "/internal/jobs/{id}"
-	PathJobLogs       = "/internal/jobs/{id}/logs"
+	PathJobs    = "/internal/jobs"
+	PathJob     = "/internal/jobs/{id}"
+	PathJobLogs = "/internal/jobs/{id}/logs"
+	// PathJobLogStream follows a job's log live (Server-Sent Events).
+	PathJobLogStream  = "/internal/jobs/{id}/logs/stream"
 	PathJobOutputs    = "/internal/jobs/{id}/outputs"
 	PathJobCancel     = "/internal/jobs/{id}/cancel"
 	PathJobRetry      = "/internal/jobs/{id}/retry"
@@ -117,6 +119,8 @@ var table = []Route{
 	{Method: "POST", Path: PathJobs, Function: "jobs", Internal: true},
 	{Method: "GET", Path: PathJob, Function: "jobs", Internal: true},
 	{Method: "GET", Path: PathJobLogs, Function: "jobs", Internal: true},
+	// A job's log followed live: on AWS its own function's URL (IAM auth).
+	{Method: "GET", Path: PathJobLogStream, Function: "joblogs", Stream: true, Internal: true},
 	{Method: "GET", Path: PathJobOutputs, Function: "jobs", Internal: true},
 	{Method: "POST", Path: PathJobCancel, Function: "jobs", Internal: true},
 	{Method: "POST", Path: PathJobRetry, Function: "jobs", Internal: true},

@@ -59,6 +59,7 @@ type Store interface {
 	SetPushConnection(ctx context.Context, id string, gen int, connectionID string, expires time.Time) error
 	// ClearPushConnection forgets connectionID.
 	ClearPushConnection(ctx context.Context, connectionID string) error
+	session.UploadGrants
 }
 
 // Options configure a Service.
@@ -91,7 +92,10 @@ type Options struct {
 	// http or git, passed on in the spec; nil means loopback
 	// (sandboxwire.DefaultInsecureGitHosts).
 	GitInsecureHosts []string
-	Log              *slog.Logger
+	// Uploads bound the upload URLs a session's sandbox is granted (with its
+	// attachments': session.GrantUploads); zero is no bound.
+	Uploads session.UploadQuota
+	Log     *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -525,6 +529,9 @@ func (c *Service) Uploads(ctx context.Context, sess session.Session, in sandboxw
 	if err := checkUploads(in); err != nil {
 		return sandboxwire.UploadsResponse{}, err
 	}
+	if err := c.grant(ctx, sess, in.Files); err != nil {
+		return sandboxwire.UploadsResponse{}, err
+	}
 	prefix := toolspec.UploadPrefix(sess.ID, in.Tool, in.ToolCallID)
 	out := sandboxwire.UploadsResponse{Uploads: make([]sandboxwire.Upload, 0, len(in.Files))}
 	for _, f := range in.Files {
@@ -536,6 +543,16 @@ func (c *Service) Uploads(ctx context.Context, sess session.Session, in sandboxw
 		out.Uploads = append(out.Uploads, sandboxwire.Upload{Path: f.Path, Key: key, URL: u.URL, Headers: u.Headers})
 	}
 	return out, nil
+}
+
+// grant counts files against the session's upload quota before they are
+// signed.
+func (c *Service) grant(ctx context.Context, sess session.Session, files []sandboxwire.UploadFile) error {
+	var bytes int64
+	for _, f := range files {
+		bytes += f.SizeBytes
+	}
+	return session.GrantUploads(ctx, c.o.Store, c.o.Uploads, sess, len(files), bytes)
 }
 
 func checkUploads(in sandboxwire.UploadsRequest) error {

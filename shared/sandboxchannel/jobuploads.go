@@ -38,6 +38,9 @@ func (c *Service) jobUploads(ctx context.Context, sess session.Session, in sandb
 			return sandboxwire.UploadsResponse{}, invalid("files[%d].content_type must be a media type such as text/plain, of at most %d bytes.", i, sandboxwire.MaxContentTypeBytes)
 		}
 	}
+	if err := c.grant(ctx, sess, in.Files); err != nil {
+		return sandboxwire.UploadsResponse{}, err
+	}
 	out := sandboxwire.UploadsResponse{Uploads: make([]sandboxwire.Upload, 0, len(in.Files))}
 	for _, f := range in.Files {
 		key := sandboxwire.JobUploadKey(sess.JobID, f.Path)

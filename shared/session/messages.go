@@ -78,7 +78,10 @@ type InboxOptions struct {
 	// grows (see Pushing); the inbox stays the durable record, which the
 	// sandbox also polls.
 	Notifier Notifier
-	Log      *slog.Logger
+	// Uploads bound the attachments' upload URLs (with the sandbox's own
+	// uploads: GrantUploads); zero is no bound.
+	Uploads UploadQuota
+	Log     *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -301,6 +304,9 @@ func (s *Inbox) PresignAttachment(ctx context.Context, sess Session, name, conte
 	}
 	if !slices.Contains(Running, sess.State) {
 		return AttachmentUpload{}, apierror.New(apierror.AgentNotAlive, "The agent is %s and takes no more files.", sess.State)
+	}
+	if err := GrantUploads(ctx, s.o.Store, s.o.Uploads, sess, 1, size); err != nil {
+		return AttachmentUpload{}, err
 	}
 	key := AttachmentPrefix(id) + newID() + "/" + name
 	u, err := s.o.Blob.PresignPut(ctx, key, cmp.Or(contentType, DefaultContentType), size, attachmentUploadTTL)

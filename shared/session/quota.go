@@ -20,6 +20,8 @@ type Quotas struct {
 	ConcurrentSessions int
 	CreatesPerMinute   int
 	StreamsPerSession  int
+	// Uploads bound the presigned upload URLs a session is granted.
+	Uploads UploadQuota
 	// DailyBudgetUSD bounds an app's model spend a UTC day: over it, create
 	// is 429 budget_exceeded until the next day.
 	DailyBudgetUSD float64
@@ -80,6 +82,41 @@ func (s *Creator) takeQuota(ctx context.Context, app registry.AppKey, now time.T
 		}
 	}
 	return nil
+}
+
+// UploadQuota bounds the presigned upload URLs granted to one session over
+// its life, and the bytes they may carry together (each URL counted at the
+// size it was signed for, used or not); a zero part is no bound.
+type UploadQuota struct {
+	URLs  int
+	Bytes int64
+}
+
+// GrantUploads counts urls more upload URLs of bytes in all against sess's
+// quota q before they are signed, or answers 429 quota_exceeded.
+func GrantUploads(ctx context.Context, store UploadGrants, q UploadQuota, sess Session, urls int, bytes int64) error {
+	if q.URLs <= 0 && q.Bytes <= 0 {
+		return nil
+	}
+	err := store.GrantUploads(ctx, sess.ID, urls, bytes, q)
+	if !errors.Is(err, ErrConflict) {
+		return err
+	}
+	// Which quota: as the session stands now (another grant may have
+	// taken the rest since sess was read).
+	if now, err := store.Get(ctx, sess.ID); err == nil {
+		sess = now
+	}
+	if sess.State.Terminal() {
+		return apierror.New(apierror.AgentNotAlive, "The agent is %s and takes no more files.", sess.State)
+	}
+	if q.URLs > 0 && sess.UploadURLs+int64(urls) > int64(q.URLs) {
+		return &apierror.Error{Code: apierror.QuotaExceeded, Details: map[string]any{"quota": "uploads_per_session", "limit": q.URLs},
+			Message: fmt.Sprintf("This agent was granted %d upload URLs, its quota.", sess.UploadURLs)}
+	}
+	gib := q.Bytes >> 30
+	return &apierror.Error{Code: apierror.QuotaExceeded, Details: map[string]any{"quota": "upload_gib_per_session", "limit": gib},
+		Message: fmt.Sprintf("This agent's uploads would pass %d GiB, its quota.", gib)}
 }
 
 // StreamsOptions configure a Streams.

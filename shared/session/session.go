@@ -246,8 +246,8 @@ type Launch struct {
 	Resources *sandboxwire.ResourceSample
 }
 
-// Meter is what a session's model calls used, as the model gateway metered
-// them (AddUsage).
+// Meter is what a session used: its model calls, as the model gateway
+// metered them (AddUsage), and the upload URLs it was granted.
 type Meter struct {
 	InputTokens  int64
 	OutputTokens int64
@@ -256,6 +256,10 @@ type Meter struct {
 	// CostMicroUSD is what those calls cost, by the price table, in
 	// micro-USD.
 	CostMicroUSD int64
+	// UploadURLs counts the presigned upload URLs the session was granted,
+	// UploadBytes the bytes they were signed for (GrantUploads).
+	UploadURLs  int64
+	UploadBytes int64
 }
 
 // Usage counts model tokens: of one call, or all of a session's. The model

@@ -98,6 +98,17 @@ type QuotaCounts interface {
 	OpenStream(ctx context.Context, id, stream string, until, now time.Time, limit int) error
 	// CloseStream forgets the stream.
 	CloseStream(ctx context.Context, id, stream string) error
+	// GrantUploads: see UploadGrants.
+	GrantUploads(ctx context.Context, id string, urls int, bytes int64, q UploadQuota) error
+}
+
+// UploadGrants counts the upload URLs a session is granted.
+type UploadGrants interface {
+	Reader
+	// GrantUploads adds urls and bytes to live session id's Meter.UploadURLs
+	// and UploadBytes in one atomic update, unless either would pass its
+	// part of q (a zero part is no bound): ErrConflict, nothing added.
+	GrantUploads(ctx context.Context, id string, urls int, bytes int64, q UploadQuota) error
 }
 
 // Fleet reads sessions across the fleet, through the indexes.

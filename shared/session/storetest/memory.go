@@ -537,6 +537,21 @@ func (m *Memory) OpenStream(_ context.Context, id, stream string, until, now tim
 	return err
 }
 
+// GrantUploads adds to session id's upload URLs and bytes unless either
+// would pass its part of q.
+func (m *Memory) GrantUploads(_ context.Context, id string, urls int, bytes int64, q session.UploadQuota) error {
+	_, err := m.update(id, func(s *session.Session) error {
+		if !slices.Contains(session.Live, s.State) ||
+			(q.URLs > 0 && s.UploadURLs+int64(urls) > int64(q.URLs)) || (q.Bytes > 0 && s.UploadBytes+bytes > q.Bytes) {
+			return session.ErrConflict
+		}
+		s.UploadURLs += int64(urls)
+		s.UploadBytes += bytes
+		return nil
+	})
+	return err
+}
+
 // CloseStream forgets a stream of session id.
 func (m *Memory) CloseStream(_ context.Context, id, stream string) error {
 	_, err := m.update(id, func(s *session.Session) error {

@@ -80,4 +80,37 @@ func RunQuotaCounts(t *testing.T, newStore func(t *testing.T) QuotaStore) {
 			t.Errorf("close on an unknown session: %v", err)
 		}
 	})
+	t.Run("upload grants add up to the quota, all or nothing, and only while the session lives", func(t *testing.T) {
+		st := newStore(t)
+		s := create(t, st, sample(t, session.Working, 1))
+		q := session.UploadQuota{URLs: 3, Bytes: 100}
+		if err := st.GrantUploads(t.Context(), s.ID, 2, 60, q); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.GrantUploads(t.Context(), s.ID, 1, 41, q); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("past the bytes: %v, want ErrConflict", err)
+		}
+		if err := st.GrantUploads(t.Context(), s.ID, 2, 1, q); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("past the URLs: %v, want ErrConflict", err)
+		}
+		if err := st.GrantUploads(t.Context(), s.ID, 1, 40, q); err != nil {
+			t.Errorf("up to both: %v", err)
+		}
+		got, err := st.Get(t.Context(), s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.UploadURLs != 3 || got.UploadBytes != 100 {
+			t.Errorf("granted %d URLs, %d bytes; want 3, 100 (refused grants add nothing)", got.UploadURLs, got.UploadBytes)
+		}
+		if err := st.GrantUploads(t.Context(), s.ID, 1, 0, session.UploadQuota{}); err != nil {
+			t.Errorf("no bound: %v", err)
+		}
+		if _, err := st.Transition(t.Context(), s.ID, session.Change{From: session.Live, To: session.Ended, Reason: session.ReasonShutdown}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.GrantUploads(t.Context(), s.ID, 1, 1, session.UploadQuota{}); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("an ended session: %v, want ErrConflict", err)
+		}
+	})
 }

@@ -13,10 +13,8 @@ import (
 // Build builds the events function.
 func Build(_ context.Context, e *wiring.Env) (wiring.Function, error) {
 	h := &eventsapi.Handlers{
-		Sessions:    session.NewStreams(session.StreamsOptions{Store: e.SessionStore(), Quotas: e.Quotas(), Log: e.Log}),
-		Store:       e.SessionStore(),
-		Log:         e.Log,
-		MaxDuration: e.Config.EventsMaxDuration,
+		Sessions: session.NewStreams(session.StreamsOptions{Store: e.SessionStore(), Quotas: e.Quotas(), Log: e.Log}),
+		Follower: eventsapi.Follower{Store: e.SessionStore(), Log: e.Log, MaxDuration: e.Config.EventsMaxDuration},
 	}
 	return wiring.Pick("events", h.Routes(e.Config.AllowedOrigins))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/wiring/embed"
 	"github.com/remote-agents/remote-agents/shared/wiring/events"
 	"github.com/remote-agents/remote-agents/shared/wiring/fleet"
+	"github.com/remote-agents/remote-agents/shared/wiring/joblogs"
 	"github.com/remote-agents/remote-agents/shared/wiring/jobs"
 	"github.com/remote-agents/remote-agents/shared/wiring/jobworker"
 	"github.com/remote-agents/remote-agents/shared/wiring/messages"
@@ -40,6 +41,7 @@ func Builders() map[string]wiring.Builder {
 		"sandbox":        sandbox.Build,
 		"model":          model.Build,
 		"jobs":           jobs.Build,
+		"joblogs":        joblogs.Build,
 		routes.JobWorker: jobworker.Build,
 	}
 }

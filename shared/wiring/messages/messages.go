@@ -12,6 +12,6 @@ import (
 
 // Build builds the messages function.
 func Build(_ context.Context, e *wiring.Env) (wiring.Function, error) {
-	svc := session.NewInbox(session.InboxOptions{Store: e.SessionStore(), Blob: e.Bucket(), Secrets: e.Bucket(), Notifier: e.Notifier(), Log: e.Log})
+	svc := session.NewInbox(session.InboxOptions{Store: e.SessionStore(), Blob: e.Bucket(), Secrets: e.Bucket(), Notifier: e.Notifier(), Uploads: e.Quotas().Uploads, Log: e.Log})
 	return wiring.Pick("messages", (&sessionapi.Handlers{Inbox: svc, Log: e.Log}).Routes(e.Config.AllowedOrigins))
 }

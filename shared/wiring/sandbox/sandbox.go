@@ -31,6 +31,7 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 		// The spec passes them on: the sandbox checks its clone URL too.
 		GitInsecureHosts: e.Config.GitInsecureHosts,
 		ToolResults:      e.ToolResults(),
+		Uploads:          e.Quotas().Uploads,
 	})
 	h := &sandboxapi.Handlers{Channel: ch, Pool: poolservice.Pool(e), Log: e.Log}
 	f, err := wiring.Pick("sandbox", h.Routes())

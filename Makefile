@@ -53,14 +53,34 @@ dist/agent: FORCE
 dist/localstack/bootstrap: FORCE
 	GOOS=linux GOARCH=$$($(GO) env GOARCH) CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ ./localstack/cmd/bootstrap
 
-# make test runs its stages in order and says how long each took.
-TEST_STAGES := fmt-check tidy-check vet lint test-go test-faults test-security fuzz-short bench-short test-infra
+# make test runs its stages in order and says how long each took. The
+# stages of a group joined by + run at once, each into its log, shown when
+# all are done: the fuzzer's links and the CDK bindings' compile are single
+# threaded for long stretches and the benchmarks mostly wait, so on two
+# cores the three take little more than the longest. (The short run's
+# figures are a smoke test, written under .cache/; make bench's are the
+# report, measured alone.)
+TEST_STAGES := fmt-check tidy-check vet lint test-go test-faults test-security bench-short+fuzz-short+test-infra
 
-test: ## format check, go.mod tidy, vet, lint, unit + integration tests (-race) on the local AWS, the fault and security suites, each fuzz target briefly, the benchmarks' short run, the CDK stack's tests
-	@for stage in $(TEST_STAGES); do \
-		began=$$(date +%s); \
-		$(MAKE) --no-print-directory $$stage || { echo "make test: $$stage failed after $$(( $$(date +%s) - began )) s"; exit 1; }; \
-		echo "make test: $$stage took $$(( $$(date +%s) - began )) s"; \
+test: ## format check, go.mod tidy, vet, lint, unit + integration tests (-race) on the local AWS, the fault and security suites, the benchmarks' short run, each fuzz target briefly, the CDK stack's tests
+	@mkdir -p .cache
+	@for group in $(TEST_STAGES); do \
+		if [ "$$group" = "$${group%%+*}" ]; then \
+			began=$$(date +%s); \
+			$(MAKE) --no-print-directory $$group || { echo "make test: $$group failed after $$(( $$(date +%s) - began )) s"; exit 1; }; \
+			echo "make test: $$group took $$(( $$(date +%s) - began )) s"; \
+			continue; \
+		fi; \
+		pids=""; \
+		for stage in $${group//+/ }; do \
+			( began=$$(date +%s); log=.cache/make-test-$$stage.log; \
+			  if $(MAKE) --no-print-directory $$stage > $$log 2>&1; then echo "make test: $$stage took $$(( $$(date +%s) - began )) s" >> $$log; \
+			  else echo "make test: $$stage failed after $$(( $$(date +%s) - began )) s" >> $$log; exit 1; fi ) & \
+			pids="$$pids $$!"; \
+		done; \
+		failed=0; for pid in $$pids; do wait $$pid || failed=1; done; \
+		for stage in $${group//+/ }; do cat .cache/make-test-$$stage.log; done; \
+		[ $$failed = 0 ] || exit 1; \
 	done
 
 docs: ## rewrite the generated parts of docs/: configuration.md from shared/config's table of settings, api.md's error codes (tests fail while they differ)
@@ -103,14 +123,16 @@ TESTS_OF = $$(grep -rl --include='*_test.go' '^func $(1)' . | grep -v -e node_mo
 
 # -parallel 8: the end-to-end tests mostly wait (on sandboxes, the emulators,
 # a browser); two at a time (GOMAXPROCS) left the cores idle: 240 s → 145 s
-# for localstack/systemtest on 2 cores.
+# for localstack/systemtest on 2 cores. -p 4: four packages' tests at once,
+# for the same reason (lint compiled them: what is left is linking, single
+# threaded, and tests that wait).
 # The end-to-end tests' sandboxes run dist/agent, built once here
 # (RA_AGENT_BIN): each test package building it at once would compile it as
 # many times.
 E2E_ENV := env RA_AGENT_BIN=$(CURDIR)/dist/agent
 
 test-go: $(NODE_MODULES) dist/agent
-	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -parallel 8 -skip '$(SUITES)' ./...)
+	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -p 4 -parallel 8 -skip '$(SUITES)' ./...)
 
 test-faults: $(NODE_MODULES) dist/agent ## the fault suite: crashes, redeliveries, an outage of DynamoDB, poison messages, 200 concurrent creates, ECS events out of order; each case says what "nothing lost" means for it
 	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -run '^TestFault' -v $(call TESTS_OF,TestFault))

@@ -123,16 +123,15 @@ TESTS_OF = $$(grep -rl --include='*_test.go' '^func $(1)' . | grep -v -e node_mo
 
 # -parallel 8: the end-to-end tests mostly wait (on sandboxes, the emulators,
 # a browser); two at a time (GOMAXPROCS) left the cores idle: 240 s → 145 s
-# for localstack/systemtest on 2 cores. -p 4: four packages' tests at once,
-# for the same reason (lint compiled them: what is left is linking, single
-# threaded, and tests that wait).
+# for localstack/systemtest on 2 cores. (Four packages at once, -p 4, was
+# slower: 578 s against 526 s for the stage on a clean clone.)
 # The end-to-end tests' sandboxes run dist/agent, built once here
 # (RA_AGENT_BIN): each test package building it at once would compile it as
 # many times.
 E2E_ENV := env RA_AGENT_BIN=$(CURDIR)/dist/agent
 
 test-go: $(NODE_MODULES) dist/agent
-	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -p 4 -parallel 8 -skip '$(SUITES)' ./...)
+	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -parallel 8 -skip '$(SUITES)' ./...)
 
 test-faults: $(NODE_MODULES) dist/agent ## the fault suite: crashes, redeliveries, an outage of DynamoDB, poison messages, 200 concurrent creates, ECS events out of order; each case says what "nothing lost" means for it
 	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -run '^TestFault' -v $(call TESTS_OF,TestFault))

@@ -114,7 +114,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	turnCtx, cancelTurn := context.WithCancel(ctx)
 	defer cancelTurn()
 	r.converse(turnCtx, brain, primed)
-	return r.serve(ctx, turnCtx)
+	return r.serve(ctx, turnCtx, cancelTurn)
 }
 
 // run is one sandbox's life: its gateway client, its conversation and the user
@@ -267,7 +267,7 @@ func (r *run) startTurn(ctx context.Context) {
 
 // serve heartbeats and reads the inbox until told to stop, ctx ends (SIGTERM)
 // or the token budget is spent, and reports how it ended.
-func (r *run) serve(ctx, turnCtx context.Context) error {
+func (r *run) serve(ctx, turnCtx context.Context, stopTurn context.CancelFunc) error {
 	beat := time.NewTicker(r.c.Heartbeat)
 	defer beat.Stop()
 	poll := time.NewTicker(cmp.Or(r.c.Poll, time.Second))
@@ -289,6 +289,7 @@ func (r *run) serve(ctx, turnCtx context.Context) error {
 		select {
 		case <-ctx.Done():
 			r.log.Info("sandbox stopping: signal")
+			r.finishTurn(stopTurn)
 			return r.cl.Status(context.WithoutCancel(ctx), sandboxwire.Ended, "", sandboxwire.ReasonShutdown)
 		case <-beat.C:
 			// A turn in progress (a model call, a tool running) is activity.
@@ -322,11 +323,22 @@ func (r *run) serve(ctx, turnCtx context.Context) error {
 			r.log.Warn("gateway call failed", slog.String("error", err.Error()))
 		case orders.Stop:
 			r.log.Info("sandbox stopping: inbox")
+			r.finishTurn(stopTurn)
 			if orders.State.Terminal() {
 				return nil
 			}
 			return r.cl.Status(ctx, sandboxwire.Ended, "", sandboxwire.ReasonShutdown)
 		}
+	}
+}
+
+// finishTurn stops a turn in progress and waits for it to return, so that
+// nothing it reports (idle, a message) comes after the sandbox's end.
+func (r *run) finishTurn(stop context.CancelFunc) {
+	stop()
+	if r.turning {
+		<-r.turnDone
+		r.turning = false
 	}
 }
 

@@ -336,9 +336,12 @@ func (r *run) serve(ctx, turnCtx context.Context, stopTurn context.CancelFunc) e
 // nothing it reports (idle, a message) comes after the sandbox's end.
 func (r *run) finishTurn(stop context.CancelFunc) {
 	stop()
-	if r.turning {
-		<-r.turnDone
-		r.turning = false
+	if !r.turning {
+		return
+	}
+	r.turning = false
+	if err := <-r.turnDone; err != nil && !errors.Is(err, context.Canceled) {
+		r.log.Warn("conversation turn failed", slog.String("error", err.Error()))
 	}
 }
 

@@ -6,6 +6,7 @@ package joblogapi
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -80,7 +81,18 @@ func (h *Handlers) stream(ctx context.Context, req httpapi.Request) (httpapi.Res
 	follow := h.Follow
 	follow.Show = func(e session.Event) map[string]any { return e.Data } // the orchestrator's: as GET …/logs has it
 	return res, func(w io.Writer, flush func()) error {
-		for j.SessionID == "" && !j.Status.Terminal() {
+		// Until the job's sandbox session is there to follow (the job may
+		// name it before its record is written).
+		for !j.Status.Terminal() {
+			if j.SessionID != "" {
+				_, err := h.Follow.Store.Get(ctx, j.SessionID)
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, session.ErrNotFound) {
+					return err
+				}
+			}
 			if _, err := io.WriteString(w, ": queued\n\n"); err != nil {
 				return err
 			}

@@ -124,12 +124,7 @@ func (h *Handlers) Events(ctx context.Context, req httpapi.Request) (httpapi.Res
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
-	res := httpapi.Response{StatusCode: http.StatusOK, Headers: map[string]string{
-		"Content-Type":           "text/event-stream; charset=utf-8",
-		"Cache-Control":          "no-store",
-		"X-Content-Type-Options": "nosniff",
-		"X-Accel-Buffering":      "no",
-	}}
+	res := StreamResponse()
 	return res, func(w io.Writer, flush func()) error {
 		defer closed()
 		over, err := h.Follow(ctx, sess.ID, after, w, flush)
@@ -138,6 +133,17 @@ func (h *Handlers) Events(ctx context.Context, req httpapi.Request) (httpapi.Res
 		}
 		return End(w, flush, struct{}{})
 	}
+}
+
+// StreamResponse is the head of a Server-Sent Events answer: 200, never
+// cached or sniffed, never buffered by a proxy.
+func StreamResponse() httpapi.Response {
+	return httpapi.Response{StatusCode: http.StatusOK, Headers: map[string]string{
+		"Content-Type":           "text/event-stream; charset=utf-8",
+		"Cache-Control":          "no-store",
+		"X-Content-Type-Options": "nosniff",
+		"X-Accel-Buffering":      "no",
+	}}
 }
 
 // End writes the last event of a stream whose session is over: `end`, with

@@ -72,12 +72,7 @@ func (h *Handlers) stream(ctx context.Context, req httpapi.Request) (httpapi.Res
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
-	res := httpapi.Response{StatusCode: http.StatusOK, Headers: map[string]string{
-		"Content-Type":           "text/event-stream; charset=utf-8",
-		"Cache-Control":          "no-store",
-		"X-Content-Type-Options": "nosniff",
-		"X-Accel-Buffering":      "no",
-	}}
+	res := eventsapi.StreamResponse()
 	follow := h.Follow
 	follow.Show = func(e session.Event) map[string]any { return e.Data } // the orchestrator's: as GET …/logs has it
 	return res, func(w io.Writer, flush func()) error {

@@ -1785,7 +1785,7 @@ type StoredWorkspaceConfig struct {
 	// BaseImage A container image reference, like `public.ecr.aws/docker/library/node:22`; null or none: the platform's image.
 	BaseImage string `json:"base_image"`
 
-	// CheckoutOnStart Whether the repository is checked out when the workspace starts.
+	// CheckoutOnStart Whether the repository is cloned when the workspace starts (left out: true). false: nothing is fetched and the workspace is ready at once, an empty repository whose origin is the repository and whose branch tracks the repository's, checked out by a `git pull` when the agent needs it; the setup commands still run.
 	CheckoutOnStart bool `json:"checkout_on_start"`
 
 	// Enabled Whether the type's agents have a workspace (false: no workspace, no workspace tools).
@@ -1969,7 +1969,7 @@ type WorkspaceConfig struct {
 	// BaseImage A container image reference, like `public.ecr.aws/docker/library/node:22`; null or none: the platform's image.
 	BaseImage string `json:"base_image,omitempty,omitzero"`
 
-	// CheckoutOnStart Whether the repository is checked out when the workspace starts.
+	// CheckoutOnStart Whether the repository is cloned when the workspace starts (left out: true). false: nothing is fetched and the workspace is ready at once, an empty repository whose origin is the repository and whose branch tracks the repository's, checked out by a `git pull` when the agent needs it; the setup commands still run.
 	CheckoutOnStart bool `json:"checkout_on_start,omitempty,omitzero"`
 
 	// Enabled Whether the type's agents have a workspace (false: no workspace, no workspace tools).

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/remote-agents/remote-agents/shared/access"
+	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/routes"
 )
 
@@ -110,13 +111,22 @@ func (s *Stack) grant(sb sandboxes) {
 			}))
 		}
 		if a.Launch && sb.task != nil {
-			// RunTask of the sandbox task only, in its cluster; StopTask of tasks in
-			// that cluster (their ARNs, whose ids ECS picks); PassRole of its two
-			// roles. No DescribeTasks: it would show the tasks' environment.
+			// RunTask of the sandbox task, and of the task definitions the
+			// launcher registers from it for base images (their family's
+			// revisions), only in its cluster; StopTask of tasks in that
+			// cluster (their ARNs, whose ids ECS picks); PassRole of its two
+			// roles, which the image definitions keep. Registering and
+			// describing task definitions has no resource of its own (IAM
+			// takes "*" only). No DescribeTasks: it would show the tasks'
+			// environment.
 			fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Actions:    jsii.Strings("ecs:RunTask"),
-				Resources:  &[]*string{sb.task.TaskDefinitionArn()},
+				Resources:  &[]*string{sb.task.TaskDefinitionArn(), s.imageTaskDefinitions()},
 				Conditions: &map[string]any{"ArnEquals": map[string]any{"ecs:cluster": sb.cluster.ClusterArn()}},
+			}))
+			fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Actions:   jsii.Strings("ecs:DescribeTaskDefinition", "ecs:RegisterTaskDefinition"),
+				Resources: jsii.Strings("*"),
 			}))
 			fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Actions:    jsii.Strings("ecs:StopTask"),
@@ -145,6 +155,17 @@ func leadingKeys(prefixes []string) *map[string]any {
 }
 
 // sandboxTasks is the ARN pattern of the sandbox cluster's tasks.
+// imageTaskDefinitions are the revisions of the task definitions of base
+// images (fargate.ImageFamily: <sandbox family>-img-<hash>).
+func (s *Stack) imageTaskDefinitions() *string {
+	return s.FormatArn(&awscdk.ArnComponents{
+		Service:      jsii.String("ecs"),
+		Resource:     jsii.String("task-definition"),
+		ResourceName: jsii.String(s.name("sandbox") + launch.ImageFamilyInfix + "*:*"),
+		ArnFormat:    awscdk.ArnFormat_SLASH_RESOURCE_NAME,
+	})
+}
+
 func (s *Stack) sandboxTasks() *string {
 	return s.FormatArn(&awscdk.ArnComponents{
 		Service:      jsii.String("ecs"),

@@ -11,6 +11,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/remote-agents/remote-agents/infra/models"
+	"github.com/remote-agents/remote-agents/shared/launch"
 )
 
 // suppressFindings records on each resource the findings of cdk-nag's
@@ -126,6 +127,9 @@ func (s *Stack) wildcards(function string) (reason string, appliesTo []string) {
 	if a.Launch {
 		why = append(why, "it stops sandbox tasks, whose ids ECS picks, only in the sandbox cluster (task/"+s.name("sandboxes")+"/*)")
 		appliesTo = append(appliesTo, "Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/"+s.name("sandboxes")+"/*")
+		why = append(why, "it runs the task definitions it registers for agent types' base images, whose revisions ECS numbers, only of their family (task-definition/"+
+			s.name("sandbox")+launch.ImageFamilyInfix+"*:*), and ecs:RegisterTaskDefinition and ecs:DescribeTaskDefinition take no resource but \"*\"")
+		appliesTo = append(appliesTo, "Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task-definition/"+s.name("sandbox")+launch.ImageFamilyInfix+"*:*", "Resource::*")
 	}
 	if function == s.Model {
 		before := len(appliesTo)

@@ -664,3 +664,33 @@ func TestPlatformMetricAlarms(t *testing.T) {
 		t.Errorf("sessions at their maximum alarm: %v", max)
 	}
 }
+
+// TestLaunchersRunBaseImageDefinitions: a function that launches sandboxes
+// may run the sandbox task definition and the ones it registers for base
+// images (their family only), and register and describe definitions.
+func TestLaunchersRunBaseImageDefinitions(t *testing.T) {
+	tp := synth(t)["dev"]
+	for _, r := range tp.byType("AWS::Lambda::Function") {
+		if name, _ := props(r)["FunctionName"].(string); name != "ra-dev-jobworker" {
+			continue
+		}
+		var run, register string
+		for _, st := range tp.statements(ref(props(r)["Role"])) {
+			actions := list(st["Action"])
+			if slices.Contains(actions, "ecs:RunTask") {
+				run = fmt.Sprint(st["Resource"])
+			}
+			if slices.Contains(actions, "ecs:RegisterTaskDefinition") && slices.Contains(actions, "ecs:DescribeTaskDefinition") {
+				register = fmt.Sprint(st["Resource"])
+			}
+		}
+		if !strings.Contains(run, "SandboxTask") || !strings.Contains(run, ":task-definition/ra-dev-sandbox-img-*:*") {
+			t.Errorf("jobworker runs %s: want the sandbox task and its base images' definitions", run)
+		}
+		if register != "*" {
+			t.Errorf("jobworker registers and describes task definitions on %q, want *", register)
+		}
+		return
+	}
+	t.Fatal("no jobworker function")
+}

@@ -35,7 +35,10 @@ func Prepare(ctx context.Context, ws sandboxwire.WorkspaceSpec, o Options) *Prep
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		p.warn(ctx, "workspace", "the workspace directory could not be made: "+err.Error())
 	} else {
-		if ws.RepositoryURL != "" {
+		switch {
+		case ws.RepositoryURL != "" && ws.NoCheckout:
+			p.initRepo(ctx, &ws)
+		case ws.RepositoryURL != "":
 			p.clone(ctx, &ws)
 		}
 		p.setup(ctx, ws.SetupCommands)
@@ -48,14 +51,14 @@ func Prepare(ctx context.Context, ws sandboxwire.WorkspaceSpec, o Options) *Prep
 // branch and setup commands, and nothing that had to come before them (a
 // saved configuration's snapshot and env files are restored before setup).
 func (p *Prepared) of(ws *sandboxwire.WorkspaceSpec) bool {
-	return ws.RepositoryURL == p.spec.RepositoryURL && ws.Branch == p.spec.Branch && ws.Saved == nil &&
+	return ws.RepositoryURL == p.spec.RepositoryURL && ws.Branch == p.spec.Branch && ws.NoCheckout == p.spec.NoCheckout && ws.Saved == nil &&
 		slices.Equal(ws.SetupCommands, p.spec.SetupCommands) && ws.SetupTimeoutSeconds == p.spec.SetupTimeoutSeconds
 }
 
 // rest is ws without what p did.
 func (p *Prepared) rest(ws *sandboxwire.WorkspaceSpec) *sandboxwire.WorkspaceSpec {
 	out := *ws
-	out.RepositoryURL, out.Branch, out.SetupCommands = "", "", nil
+	out.RepositoryURL, out.Branch, out.NoCheckout, out.SetupCommands = "", "", false, nil
 	return &out
 }
 

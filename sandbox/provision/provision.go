@@ -107,7 +107,10 @@ func Run(ctx context.Context, ws *sandboxwire.WorkspaceSpec, o Options) sandboxw
 		p.warnings = slices.Clone(o.Prepared.warnings)
 		ws = o.Prepared.rest(ws)
 	}
-	if ws.RepositoryURL != "" {
+	switch {
+	case ws.RepositoryURL != "" && ws.NoCheckout:
+		p.initRepo(ctx, ws)
+	case ws.RepositoryURL != "":
 		p.clone(ctx, ws)
 	}
 	saved := ws.Saved
@@ -280,12 +283,50 @@ func (p *provisioner) clone(ctx context.Context, ws *sandboxwire.WorkspaceSpec) 
 		p.warn(ctx, "clone", fmt.Sprintf("the clone could not be put in place: %v", err))
 		return
 	}
-	// The platform's folder is no part of the repository's changes.
+	p.excludePrivate()
+}
+
+// excludePrivate keeps the platform's folder out of the repository's
+// changes.
+func (p *provisioner) excludePrivate() {
 	exclude := filepath.Join(p.o.Dir, ".git", "info", "exclude")
 	if f, err := os.OpenFile(exclude, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644); err == nil { //nolint:gosec // git's own mode for it: the tools' user reads it
 		_, _ = fmt.Fprintf(f, "\n/%s/\n", privateDir)
 		_ = f.Close()
 	}
+}
+
+// initRepo makes the workspace a repository with nothing checked out
+// (checkout_on_start false): the repository is its origin and the branch,
+// when there is one, its own branch tracking origin's, so that a git pull
+// checks it out when the agent needs it. Nothing is fetched: the workspace
+// is ready at once.
+func (p *provisioner) initRepo(ctx context.Context, ws *sandboxwire.WorkspaceSpec) {
+	shown := sandboxwire.RedactURL(ws.RepositoryURL)
+	if err := sandboxwire.CheckCloneURL(ws.RepositoryURL, ws.InsecureHosts); err != nil {
+		p.warn(ctx, "clone", "the repository was not set up: its URL "+err.Error())
+		return
+	}
+	if ws.Branch != "" && !sandboxwire.ValidBranch(ws.Branch) {
+		p.warn(ctx, "clone", "the repository was not set up: the branch is not a branch name")
+		return
+	}
+	git := [][]string{{"init", "--quiet"}, {"remote", "add", "origin", ws.RepositoryURL}}
+	if ws.Branch != "" {
+		git = append(git, []string{"symbolic-ref", "HEAD", "refs/heads/" + ws.Branch},
+			[]string{"config", "branch." + ws.Branch + ".remote", "origin"},
+			[]string{"config", "branch." + ws.Branch + ".merge", "refs/heads/" + ws.Branch})
+	}
+	env := []string{"GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1"}
+	for _, args := range git {
+		if err := p.run(ctx, p.o.Dir, env, "git", args...); err != nil {
+			msg := strings.ReplaceAll(err.Error(), ws.RepositoryURL, shown)
+			p.warn(ctx, "clone", "the repository "+shown+" was not set up ("+msg+"); the agent works in an empty workspace")
+			return
+		}
+	}
+	p.excludePrivate()
+	p.o.Log.InfoContext(ctx, "repository set up without a checkout (checkout_on_start false)", slog.String("repository", shown), slog.String("branch", ws.Branch))
 }
 
 // reachable returns the git options that keep a clone of raw (a URL

@@ -149,6 +149,50 @@ func TestCloneFromADumbHTTPServer(t *testing.T) {
 	}
 }
 
+// TestNoCheckoutOnStartLeavesTheRepositoryToPull: with checkout_on_start
+// false, nothing is fetched: the workspace is an empty repository whose
+// origin is the repository and whose branch tracks origin's, the setup
+// commands run in it, and one git pull checks the branch out.
+func TestNoCheckoutOnStartLeavesTheRepositoryToPull(t *testing.T) {
+	repo := serve(t)
+	dir := t.TempDir()
+	st, rec := run(t, dir, &sandboxwire.WorkspaceSpec{
+		RepositoryURL: repo.URL, Branch: "develop", NoCheckout: true, InsecureHosts: sandboxwire.DefaultInsecureGitHosts,
+		SetupCommands: []string{"git status --porcelain=v1 > ../status.txt; ls -A > ../ls.txt"}, SetupTimeoutSeconds: 30,
+	})
+	if st.Status != sandboxwire.WorkspaceReady || len(st.Warnings) != 0 {
+		t.Fatalf("status = %+v, want ready without warnings (events %s)", st, rec.raw())
+	}
+	if got := read(t, filepath.Join(filepath.Dir(dir), "ls.txt")); got != ".git\n" {
+		t.Errorf("the workspace at setup holds %q, want only .git: nothing checked out", got)
+	}
+	want := []string{sandboxwire.TypeWorkspaceCreating, sandboxwire.TypeWorkspaceSetup, sandboxwire.TypeWorkspaceReady}
+	if got := rec.types(); !slices.Equal(got, want) {
+		t.Errorf("events = %v, want %v (no clone)", got, want)
+	}
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := git("remote", "get-url", "origin"); got != repo.URL {
+		t.Errorf("origin = %q, want %q", got, repo.URL)
+	}
+	if got := git("symbolic-ref", "--short", "HEAD"); got != "develop" {
+		t.Errorf("branch = %q, want develop", got)
+	}
+	git("pull", "--quiet")
+	if got := read(t, filepath.Join(dir, "src", "dev.txt")); got != "dev\n" {
+		t.Errorf("after git pull, src/dev.txt = %q, want the develop branch's", got)
+	}
+	if status := git("status", "--porcelain"); status != "" {
+		t.Errorf("after git pull the workspace is not clean: %q", status)
+	}
+}
+
 // TestNoRepositoryIsAnEmptyWorkspace: no repository, no setup: an empty
 // workspace, ready.
 func TestNoRepositoryIsAnEmptyWorkspace(t *testing.T) {

@@ -113,6 +113,12 @@ func TestLookupUser(t *testing.T) {
 	if err != nil || byID.Name != u.Name {
 		t.Errorf("by id: %+v %v", byID, err)
 	}
+	// An id the system does not list (a base image without the agent
+	// user): that id and group, at home in the workspace.
+	unlisted, err := toolenv.LookupUser("48213", ws)
+	if err != nil || unlisted.UID != 48213 || unlisted.GID != 48213 || unlisted.Home != ws {
+		t.Errorf("an unlisted id: %+v %v", unlisted, err)
+	}
 	// The workspace, and what is created in it for the tools, become theirs.
 	if err := os.MkdirAll(filepath.Join(ws, "a", "b"), 0o755); err != nil {
 		t.Fatal(err)

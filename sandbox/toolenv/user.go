@@ -26,7 +26,8 @@ type User struct {
 }
 
 // LookupUser returns the user named, by name or numeric id, for commands run
-// in workspace. It fails unless this process runs as root: only root can
+// in workspace; a numeric id /etc/passwd does not list is that id and the
+// group of the same number. It fails unless this process runs as root: only root can
 // run commands as another user, and a sandbox configured for it must not
 // quietly run them as itself.
 func LookupUser(spec, workspace string) (*User, error) {
@@ -37,6 +38,13 @@ func LookupUser(spec, workspace string) (*User, error) {
 	var unknown user.UnknownUserError
 	if errors.As(err, &unknown) {
 		u, err = user.LookupId(spec)
+	}
+	var unknownID user.UnknownUserIdError
+	if id, perr := strconv.ParseUint(spec, 10, 32); errors.As(err, &unknownID) && perr == nil && id != 0 {
+		// A numeric id the image does not list (a base image has no agent
+		// user): that id, in the group of the same number, at home in the
+		// workspace.
+		u, err = &user.User{Uid: spec, Gid: spec, Username: spec, HomeDir: workspace}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tool user %s: %w", spec, err)

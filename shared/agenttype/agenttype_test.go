@@ -105,7 +105,8 @@ func TestNewTypeHasNoWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := registry.WorkspaceConfig{RepoSource: registry.RepoSource{Type: "none"}, Tools: []string{}, SetupCommands: []string{}, SetupTimeoutSeconds: 300}
+	want := registry.WorkspaceConfig{RepoSource: registry.RepoSource{Type: "none"}, Tools: []string{}, SetupCommands: []string{}, SetupTimeoutSeconds: 300,
+		CheckoutOnStart: new(true)}
 	if !reflect.DeepEqual(v.WorkspaceConfig, want) || v.Platform || v.CreatedAt != now {
 		t.Errorf("created %+v, want workspace %+v", v, want)
 	}
@@ -144,6 +145,7 @@ func TestSetWorkspaceConfig(t *testing.T) {
 	want.Tools = []string{"bash", "read", "write", "edit", "grep", "git"}
 	want.ResourceLimits = registry.ResourceLimits{CPU: "2", Memory: "4G"}
 	want.SetupTimeoutSeconds = 300
+	want.CheckoutOnStart = new(true) // left out: cloned
 	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(reg["dev#coder"].Workspace, want) {
 		t.Errorf("stored %+v, want %+v", reg["dev#coder"].Workspace, want)
 	}

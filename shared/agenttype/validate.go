@@ -51,7 +51,8 @@ func invalid(format string, args ...any) *apierror.Error {
 // Validate checks a workspace configuration as written, against the platform
 // defaults d for the resource limits it leaves out, and returns it as stored:
 // limits written as tasksize writes them, tools without repeats, empty lists
-// rather than none, the setup timeout's default filled in. Every error is
+// rather than none, the defaults of checkout_on_start and the setup timeout
+// filled in. Every error is
 // invalid_request; unknown tools carry details.invalid_tools and
 // details.valid_tools.
 func Validate(c registry.WorkspaceConfig, d registry.ResourceLimits) (registry.WorkspaceConfig, error) {
@@ -81,6 +82,9 @@ func ValidateWith(c registry.WorkspaceConfig, d registry.ResourceLimits, insecur
 	}
 	if c.SetupCommands == nil {
 		c.SetupCommands = []string{}
+	}
+	if c.CheckoutOnStart == nil {
+		c.CheckoutOnStart = new(true)
 	}
 	switch {
 	case c.SetupTimeoutSeconds == 0:

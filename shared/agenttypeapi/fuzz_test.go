@@ -173,7 +173,7 @@ func FuzzPutWorkspaceConfig(f *testing.F) {
 		if err := dec.Decode(&out); err != nil || derr != nil || reg.set == nil || !reflect.DeepEqual(out, *reg.set) {
 			t.Fatalf("200 %s (%v), decode %v, stored %+v", res.Body, err, derr, reg.set)
 		}
-		if in.Enabled != out.Enabled || in.CheckoutOnStart != out.CheckoutOnStart || in.WarmPoolSize != out.WarmPoolSize || in.BaseImage != out.BaseImage {
+		if in.Enabled != out.Enabled || in.Checkout() != out.Checkout() || in.WarmPoolSize != out.WarmPoolSize || in.BaseImage != out.BaseImage {
 			t.Fatalf("stored %+v for %+v", out, in)
 		}
 		checkStored(t, out)

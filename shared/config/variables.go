@@ -306,6 +306,8 @@ var Variables = []Variable{
 		Meaning: "the sandbox token, bearer of every channel and tool call; platform launchers never set it (the agent gets it for `RA_BOOTSTRAP_CODE`)"},
 	{Name: "RA_TOOL_USER", Readers: []Reader{SandboxAgent}, Default: "none: the agent's own user",
 		Meaning: "the user (name or id) the agent runs its tools' commands as; the agent must run as root, gives that user the workspace, the files its file tools write, attachments and the env file, and refuses to start if it cannot"},
+	{Name: "RA_BASE_IMAGE", Readers: []Reader{SandboxAgent}, Default: "set by the launcher when the session's agent type has a `base_image`",
+		Meaning: "the agent type's `base_image`. On Fargate the sandbox runs in it (the agent mounted from the platform's image); locally a sandbox is a process, and a `RA_SANDBOX_COMMAND` that runs containers may run the agent in this image (the agent itself does not read it)"},
 	{Name: "RA_GENERATION", Readers: []Reader{SandboxAgent}, Default: "set by the launcher",
 		Meaning: "the launch generation the sandbox runs for (informational)"},
 	{Name: "RA_WORKSPACE", Readers: []Reader{SandboxAgent}, Default: "`.` (the dev server: the sandbox's folder)",

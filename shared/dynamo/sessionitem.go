@@ -36,6 +36,7 @@ type sessionItem struct {
 	PoolSandbox          string                       `json:"pool_sandbox,omitempty"`
 	TaskContext          *sandboxwire.TaskContext     `json:"task_context,omitempty"`
 	WorkspaceStatus      *sandboxwire.WorkspaceStatus `json:"workspace_status,omitempty"`
+	WorkspaceDropped     string                       `json:"workspace_dropped,omitempty"`
 	SnapshotKey          string                       `json:"snapshot_key,omitempty"`
 	State                session.State                `json:"state"`
 	Reason               session.Reason               `json:"reason,omitempty"`
@@ -102,6 +103,7 @@ func newSessionItem(s session.Session) sessionItem {
 		PoolSandbox:          s.PoolSandbox,
 		TaskContext:          s.TaskContext,
 		WorkspaceStatus:      s.WorkspaceStatus,
+		WorkspaceDropped:     s.WorkspaceDropped,
 		SnapshotKey:          s.SnapshotKey,
 		State:                s.State,
 		Reason:               s.Reason,
@@ -178,6 +180,7 @@ func (it sessionItem) session() session.Session {
 		AppKeyID:             it.AppKeyID,
 		Tenant:               it.Tenant,
 		WorkspaceStatus:      it.WorkspaceStatus,
+		WorkspaceDropped:     it.WorkspaceDropped,
 		SnapshotKey:          it.SnapshotKey,
 		State:                it.State,
 		Reason:               it.Reason,

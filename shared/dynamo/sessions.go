@@ -387,6 +387,7 @@ func setFields(up expression.UpdateBuilder, f session.Fields) expression.UpdateB
 	at("heartbeat_at", f.HeartbeatAt)
 	str("sandbox_ref", f.SandboxRef)
 	str("snapshot_key", f.SnapshotKey)
+	str("workspace_dropped", f.WorkspaceDropped)
 	if f.WorkspaceStatus != nil {
 		up = up.Set(expression.Name("workspace_status"), expression.Value(f.WorkspaceStatus))
 	}

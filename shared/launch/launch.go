@@ -42,7 +42,26 @@ type Spec struct {
 	// Pool launches a warm pool sandbox: SessionID is then its pool sandbox
 	// id (package pool), and the sandbox waits to be claimed by a session.
 	Pool bool
+	// Image is the container image the sandbox runs, its agent type's
+	// base_image ("": the platform's image). On Fargate the agent is mounted
+	// into it from the platform's image; locally the sandbox command is
+	// told it (EnvBaseImage) and may run it.
+	Image string
+	// Bare is the last launch of a session whose launches with its
+	// workspace failed: the platform's image at the default size (Size and
+	// Image are zero), a request of its own.
+	Bare bool
 }
+
+// ImageFamilyInfix joins the sandbox task definition's family and an
+// image's hash in the family of the task definition a Fargate launcher
+// registers for a base image: <family>-img-<12 hex digits>.
+const ImageFamilyInfix = "-img-"
+
+// EnvBaseImage names, in a local sandbox's environment, the image its agent
+// type asks for (Spec.Image): what a sandbox command that runs containers
+// runs the agent in.
+const EnvBaseImage = "RA_BASE_IMAGE"
 
 // Env returns the environment the sandbox reads its identity from.
 func (s Spec) Env() map[string]string {
@@ -62,6 +81,9 @@ func (s Spec) Env() map[string]string {
 	}
 	if s.ModelGatewayURL != "" && s.ModelGatewayURL != s.GatewayURL {
 		env[sandboxwire.EnvModelGatewayURL] = s.ModelGatewayURL
+	}
+	if s.Image != "" {
+		env[EnvBaseImage] = s.Image
 	}
 	return env
 }

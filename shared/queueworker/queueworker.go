@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -275,6 +276,7 @@ func (w *Worker) start(ctx context.Context, m jobqueue.Message) error {
 		PushURL:         w.PushURL,
 		TmuxSessionName: sess.TmuxSessionName,
 		Size:            w.size(ctx, sess),
+		Image:           baseImage(sess),
 	})
 	if errors.Is(err, errLaunchFailed) {
 		return nil // the session failed: nothing to retry
@@ -315,6 +317,7 @@ func (w *Worker) recordLaunched(ctx context.Context, sess session.Session) error
 		PushURL:         w.PushURL,
 		TmuxSessionName: sess.TmuxSessionName,
 		Size:            w.size(ctx, sess),
+		Image:           baseImage(sess),
 	})
 	if err != nil {
 		return fmt.Errorf("find the unrecorded sandbox of %s: %w", sess.ID, err)
@@ -351,15 +354,27 @@ func (w *Worker) size(ctx context.Context, sess session.Session) tasksize.Size {
 	return size
 }
 
-// errLaunchFailed: both launches failed, and the session with them.
-var errLaunchFailed = errors.New("launch failed twice")
+// baseImage is the image sess's sandbox runs: its agent type's base_image
+// as stored at create ("" for the platform's: no workspace, a job).
+func baseImage(sess session.Session) string {
+	if sess.JobID != "" || sess.Workspace == nil || !sess.Workspace.Enabled {
+		return ""
+	}
+	return sess.Workspace.BaseImage
+}
+
+// errLaunchFailed: every launch failed, and the session with them.
+var errLaunchFailed = errors.New("launch failed")
 
 // launch launches spec; a launch that fails is retried once on the
 // launcher's fallback capacity (Fargate: the other capacity provider; a
-// process: a second one), and when that fails too the session fails
-// (ReasonLaunchFailed: create answers a clear error) with errLaunchFailed.
-// A worker whose own context ended (it is dying) retries nothing and leaves
-// the session to the next delivery.
+// process: a second one). When that fails too, a session with a workspace
+// is launched once more without it (the spec's degraded mode: the
+// platform's image at the default size, no repository or setup; its
+// workspace status says why), and when nothing could start the session
+// fails (ReasonLaunchFailed: create answers a clear error) with
+// errLaunchFailed. A worker whose own context ended (it is dying) retries
+// nothing and leaves the session to the next delivery.
 func (w *Worker) launch(ctx context.Context, sess session.Session, spec launch.Spec) (string, error) {
 	ref, err := w.Launcher.Launch(ctx, spec)
 	if err == nil || ctx.Err() != nil {
@@ -372,6 +387,13 @@ func (w *Worker) launch(ctx context.Context, sess session.Session, spec launch.S
 	if err2 == nil || ctx.Err() != nil {
 		return ref, err2
 	}
+	if sess.Workspace != nil && sess.Workspace.Enabled && sess.JobID == "" {
+		ref, err3 := w.launchBare(ctx, sess, spec, err2)
+		if err3 == nil || ctx.Err() != nil {
+			return ref, err3
+		}
+		err2 = err3
+	}
 	w.Log.ErrorContext(ctx, "launch failed on the fallback capacity too: the session fails", slog.String("session_id", sess.ID),
 		slog.Int("generation", spec.Generation), slog.String("error", err2.Error()))
 	_, terr := w.Store.Transition(ctx, sess.ID, session.Change{From: []session.State{session.Provisioning}, To: session.Failed,
@@ -380,6 +402,30 @@ func (w *Worker) launch(ctx context.Context, sess session.Session, spec launch.S
 		return "", fmt.Errorf("fail session %s after two failed launches: %w", sess.ID, terr)
 	}
 	return "", errLaunchFailed
+}
+
+// launchBare launches sess's sandbox without its workspace, after its
+// launches with it failed (last their error): the session records why
+// first, so that its sandbox, whenever it asks, is served no workspace.
+func (w *Worker) launchBare(ctx context.Context, sess session.Session, spec launch.Spec, last error) (string, error) {
+	w.Log.ErrorContext(ctx, "launch with the workspace failed on the fallback capacity too: launching the agent without its workspace (degraded)",
+		slog.String("session_id", sess.ID), slog.Int("generation", spec.Generation), slog.String("error", last.Error()))
+	why := "the sandbox could not be launched with its workspace (" + launchError(last) + "): the agent runs without it, in an empty folder of the platform's image"
+	if _, err := w.Store.Touch(ctx, sess.ID, spec.Generation, session.Fields{WorkspaceDropped: why}); err != nil {
+		return "", fmt.Errorf("record the workspace of %s as dropped: %w", sess.ID, err)
+	}
+	spec.Bare, spec.Fallback, spec.Size, spec.Image = true, false, tasksize.Size{}, ""
+	return w.Launcher.Launch(ctx, spec)
+}
+
+// launchError is a launch's error as a workspace warning says it: its
+// first line, bounded.
+func launchError(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	if len(msg) > 300 {
+		msg = strings.ToValidUTF8(msg[:300], "") + "…"
+	}
+	return msg
 }
 
 func (w *Worker) now() time.Time {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -420,6 +421,66 @@ func TestSecondFailedLaunchFailsTheSession(t *testing.T) {
 	sess, err := store.Get(t.Context(), "s8")
 	if err != nil || sess.State != session.Failed || sess.Reason != session.ReasonLaunchFailed {
 		t.Errorf("session: %s %s %v", sess.State, sess.Reason, err)
+	}
+}
+
+// TestWorkspaceLaunchesFailedStartTheAgentWithoutIt: a session whose
+// sandbox cannot be launched with its workspace (its size, its base image),
+// on either capacity, is launched once more without it: the platform's
+// image at the default size, a request of its own. It records why first,
+// so its sandbox is served no workspace and its status is degraded.
+func TestWorkspaceLaunchesFailedStartTheAgentWithoutIt(t *testing.T) {
+	t.Parallel()
+	w, store, l, _ := setup(t)
+	now := time.Now().UTC()
+	typed := session.Session{ID: "s9", State: session.Provisioning, Generation: 1, Blueprint: session.Blueprint{
+		TmuxSessionName: "ra-x", AgentType: "node",
+		Workspace: &registry.WorkspaceConfig{Enabled: true, BaseImage: "example.com/no/such:image", ResourceLimits: registry.ResourceLimits{CPU: "16", Memory: "120G"}},
+	}, CreatedAt: now, UpdatedAt: now}
+	if err := store.Create(t.Context(), typed, nil); err != nil {
+		t.Fatal(err)
+	}
+	var specs []launch.Spec
+	w.Launcher = &launcherFunc{launch: func(spec launch.Spec) (string, error) {
+		specs = append(specs, spec)
+		if spec.Image != "" {
+			dropped, err := store.Get(t.Context(), "s9")
+			if err != nil || dropped.WorkspaceDropped != "" {
+				t.Errorf("a launch with the workspace, yet the session says it was dropped: %q %v", dropped.WorkspaceDropped, err)
+			}
+			return "", errors.New("CannotPullContainerError: pull image manifest has been retried 5 time(s)")
+		}
+		dropped, err := store.Get(t.Context(), "s9")
+		if err != nil || dropped.WorkspaceDropped == "" {
+			t.Errorf("launched bare before the session says so: %v", err)
+		}
+		return l.Launch(t.Context(), spec)
+	}}
+	if err := w.Do(t.Context(), jobqueue.Message{Type: jobqueue.SessionStart, SessionID: "s9", Generation: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 3 || !specs[1].Fallback || !specs[2].Bare || specs[2].Image != "" || specs[2].Size != (tasksize.Size{}) ||
+		specs[0].Image != "example.com/no/such:image" || specs[0].Size.CPUUnits != 16384 || specs[2].BootstrapCode != specs[0].BootstrapCode {
+		t.Fatalf("launches %+v, want with the workspace twice, then bare", specs)
+	}
+	sess, err := store.Get(t.Context(), "s9")
+	if err != nil || sess.SandboxRef == "" || sess.State != session.Provisioning || !strings.Contains(sess.WorkspaceDropped, "CannotPullContainerError") {
+		t.Errorf("session after the bare launch: %+v %v", sess, err)
+	}
+
+	// Without a workspace there is nothing to drop: two launches, and the
+	// session fails.
+	provisioning(t, store, "s10")
+	specs = nil
+	w.Launcher = &launcherFunc{launch: func(spec launch.Spec) (string, error) {
+		specs = append(specs, spec)
+		return "", errors.New("no capacity")
+	}}
+	if err := w.Do(t.Context(), jobqueue.Message{Type: jobqueue.SessionStart, SessionID: "s10", Generation: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if sess, _ := store.Get(t.Context(), "s10"); len(specs) != 2 || sess.State != session.Failed {
+		t.Errorf("%d launches, session %s: want 2 and failed", len(specs), sess.State)
 	}
 }
 

@@ -46,10 +46,16 @@ type WorkspaceConfig struct {
 	Tools []string `json:"tools"`
 	// ResourceLimits are the type's own; a part it leaves empty is the
 	// platform's default (WORKSPACE_DEFAULT_*).
-	ResourceLimits  ResourceLimits `json:"resource_limits"`
-	CheckoutOnStart bool           `json:"checkout_on_start"`
-	BaseImage       string         `json:"base_image,omitempty"`
-	SetupCommands   []string       `json:"setup_commands"`
+	ResourceLimits ResourceLimits `json:"resource_limits"`
+	// CheckoutOnStart says whether the repository is cloned when the
+	// workspace starts (nil: the default, it is); false makes the workspace
+	// an empty repository whose origin and branch are the repository's, for
+	// the agent to pull when it needs it (Checkout).
+	CheckoutOnStart *bool `json:"checkout_on_start,omitempty"`
+	// BaseImage is the container image the sandbox runs, the agent mounted
+	// into it ("": the platform's image).
+	BaseImage     string   `json:"base_image,omitempty"`
+	SetupCommands []string `json:"setup_commands"`
 	// SetupTimeoutSeconds bounds each setup command.
 	SetupTimeoutSeconds int `json:"setup_timeout_seconds"`
 	// WarmPoolSize is how many idle sandboxes of the type to keep (stored;
@@ -60,8 +66,13 @@ type WorkspaceConfig struct {
 	SessionLimits *SessionLimits `json:"session_limits,omitempty"`
 }
 
-// MarshalJSON writes c with every field: base_image is null when unset (the
-// platform's image), not left out.
+// Checkout reports whether the repository is cloned when the workspace
+// starts: unless checkout_on_start says false.
+func (c WorkspaceConfig) Checkout() bool { return c.CheckoutOnStart == nil || *c.CheckoutOnStart }
+
+// MarshalJSON writes c with every field: checkout_on_start as it holds (true
+// when left out), base_image null when unset (the platform's image), not
+// left out.
 func (c WorkspaceConfig) MarshalJSON() ([]byte, error) {
 	type fields WorkspaceConfig // without this method
 	var base *string
@@ -70,8 +81,9 @@ func (c WorkspaceConfig) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(struct {
 		fields
-		BaseImage *string `json:"base_image"`
-	}{fields(c), base})
+		CheckoutOnStart bool    `json:"checkout_on_start"`
+		BaseImage       *string `json:"base_image"`
+	}{fields(c), c.Checkout(), base})
 }
 
 // SessionLimits bound one session: its time, its idle time, its model

@@ -157,7 +157,10 @@ func (c *Service) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 		}
 	}
 	mode, text := prompts.Select(pc)
-	ws := session.WorkspaceFor(sess.Workspace, sess.TaskContext, c.o.GitInsecureHosts)
+	var ws *sandboxwire.WorkspaceSpec
+	if sess.WorkspaceDropped == "" { // else launched without it
+		ws = session.WorkspaceFor(sess.Workspace, sess.TaskContext, c.o.GitInsecureHosts)
+	}
 	if ws != nil && pc.HasConfiguration {
 		if ws.Saved, err = c.saved(ctx, cfg); err != nil {
 			return sandboxwire.Spec{}, err

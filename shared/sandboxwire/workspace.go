@@ -25,8 +25,12 @@ type TaskContext struct {
 // to clone (none: an empty workspace), at which branch, then the setup
 // commands in order, each bounded by SetupTimeoutSeconds.
 type WorkspaceSpec struct {
-	RepositoryURL       string       `json:"repository_url,omitempty"`
-	Branch              string       `json:"branch,omitempty"`
+	RepositoryURL string `json:"repository_url,omitempty"`
+	Branch        string `json:"branch,omitempty"`
+	// NoCheckout leaves the repository unchecked-out (checkout_on_start
+	// false): the workspace is an empty repository with the repository as
+	// its origin and the branch as its own, which a git pull checks out.
+	NoCheckout          bool         `json:"no_checkout,omitempty"`
 	SetupCommands       []string     `json:"setup_commands,omitempty"`
 	SetupTimeoutSeconds int          `json:"setup_timeout_seconds"`
 	Task                *TaskContext `json:"task_context,omitempty"`

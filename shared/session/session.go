@@ -141,6 +141,10 @@ type Session struct {
 	Launch
 	// WorkspaceStatus is how provisioning went, as ready reported it.
 	WorkspaceStatus *sandboxwire.WorkspaceStatus
+	// WorkspaceDropped says why the sandbox runs without its workspace: its
+	// launches with it (its size, its base image) failed, and the last one
+	// was without ("": it has it). Its workspace status is then degraded.
+	WorkspaceDropped string
 	// SnapshotKey is the object key of the session's last saved snapshot.
 	SnapshotKey string
 	// ServedGuardrailsHash is the hash of the guardrails the sandbox was last
@@ -365,6 +369,8 @@ type Fields struct {
 	SnapshotKey string
 	// WorkspaceStatus is how provisioning went (ready's report).
 	WorkspaceStatus *sandboxwire.WorkspaceStatus
+	// WorkspaceDropped: see Session.
+	WorkspaceDropped string
 	// Resources is the sandbox's measure of its use; RateLimitedAt when a
 	// provider limited its calls.
 	Resources     *sandboxwire.ResourceSample

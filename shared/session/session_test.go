@@ -12,6 +12,8 @@ import (
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
+	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/session/storetest"
 	"github.com/remote-agents/remote-agents/shared/token"
@@ -220,5 +222,29 @@ func TestStatusOf(t *testing.T) {
 		if got := session.StatusOf(state); got != want {
 			t.Errorf("StatusOf(%s) = %q, want %q", state, got, want)
 		}
+	}
+}
+
+// TestAliveShowsADroppedWorkspaceDegraded: a sandbox launched without its
+// workspace (its launches with it failed) is degraded, saying why, whatever
+// its sandbox reported (no workspace, as it was served none).
+func TestAliveShowsADroppedWorkspaceDegraded(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	store := storetest.NewMemory()
+	svc := session.NewControl(session.ControlOptions{Store: store, Guardrails: guardrails.File(t.TempDir() + "/none.md"), Jobs: &publisher{},
+		Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tok, hash := token.New(token.Session)
+	const id = "0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5baa"
+	const why = "the sandbox could not be launched with its workspace (CannotPullContainerError)"
+	s := session.Session{ID: id, State: session.Idle, Generation: 1, TokenHashes: []string{hash}, HeartbeatAt: now, ReadyAt: now,
+		Blueprint:        session.Blueprint{Workspace: &registry.WorkspaceConfig{Enabled: true}},
+		WorkspaceDropped: why, WorkspaceStatus: &sandboxwire.WorkspaceStatus{Status: sandboxwire.WorkspaceNone, Warnings: []string{}}}
+	if err := store.Create(t.Context(), s, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := svc.Alive(t.Context(), id, tok)
+	if err != nil || st.Workspace == nil || st.Workspace.Status != sandboxwire.WorkspaceDegraded || len(st.Workspace.Warnings) != 1 || st.Workspace.Warnings[0] != why {
+		t.Errorf("alive: %+v %v, want the workspace degraded, saying why", st.Workspace, err)
 	}
 }

@@ -48,8 +48,8 @@ func checkTaskContext(t *sandboxwire.TaskContext, insecureHosts []string) error 
 // context bind (the spec's rules: fixed clones the type's repository
 // whatever the task names; task_context clones the task's repository, none
 // without one; the task's branch wins over the type's default branch, for
-// fixed only when the task names the same repository or none), then the
-// setup commands.
+// fixed only when the task names the same repository or none), cloned
+// unless checkout_on_start says false; then the setup commands.
 func WorkspaceFor(w *registry.WorkspaceConfig, task *sandboxwire.TaskContext, insecureHosts []string) *sandboxwire.WorkspaceSpec {
 	if w == nil || !w.Enabled {
 		return nil
@@ -75,6 +75,7 @@ func WorkspaceFor(w *registry.WorkspaceConfig, task *sandboxwire.TaskContext, in
 			ws.RepositoryURL, ws.Branch = taskRepo, cmp.Or(taskBranch, w.RepoSource.Branch)
 		}
 	}
+	ws.NoCheckout = ws.RepositoryURL != "" && !w.Checkout()
 	return ws
 }
 
@@ -89,11 +90,14 @@ func sameRepo(a, b string) bool {
 }
 
 // workspaceStatus is what create answers of a ready session's workspace:
-// none without one; else what ready reported (ready if it reported nothing).
+// none without one; degraded, saying why, for a sandbox launched without
+// it; else what ready reported (ready if it reported nothing).
 func workspaceStatus(s Session) sandboxwire.WorkspaceStatus {
 	switch {
 	case s.Workspace == nil || !s.Workspace.Enabled:
 		return sandboxwire.WorkspaceStatus{Status: sandboxwire.WorkspaceNone, Warnings: []string{}}
+	case s.WorkspaceDropped != "":
+		return sandboxwire.WorkspaceStatus{Status: sandboxwire.WorkspaceDegraded, Warnings: []string{s.WorkspaceDropped}}
 	case s.WorkspaceStatus != nil:
 		st := *s.WorkspaceStatus
 		if st.Warnings == nil {

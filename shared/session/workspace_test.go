@@ -47,4 +47,17 @@ func TestWorkspaceForBindsTheTaskContext(t *testing.T) {
 	if ws := session.WorkspaceFor(&registry.WorkspaceConfig{Enabled: true}, nil, nil); ws.SetupTimeoutSeconds != session.DefaultSetupTimeoutSeconds {
 		t.Errorf("default timeout: %+v", ws)
 	}
+	// checkout_on_start: cloned when true or left out; false leaves the
+	// repository unchecked-out; without a repository there is nothing to leave.
+	for _, c := range []struct {
+		checkout *bool
+		task     *sandboxwire.TaskContext
+		want     bool
+	}{{nil, pr, false}, {new(true), pr, false}, {new(false), pr, true}, {new(false), nil, false}} {
+		w := cfg(registry.RepoTaskContext, "", "main")
+		w.CheckoutOnStart = c.checkout
+		if ws := session.WorkspaceFor(w, c.task, nil); ws.NoCheckout != c.want {
+			t.Errorf("checkout_on_start %v, task %v: no_checkout %v, want %v", c.checkout, c.task != nil, ws.NoCheckout, c.want)
+		}
+	}
 }

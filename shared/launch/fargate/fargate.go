@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,6 +29,8 @@ import (
 type API interface {
 	RunTask(ctx context.Context, in *ecs.RunTaskInput, opts ...func(*ecs.Options)) (*ecs.RunTaskOutput, error)
 	StopTask(ctx context.Context, in *ecs.StopTaskInput, opts ...func(*ecs.Options)) (*ecs.StopTaskOutput, error)
+	DescribeTaskDefinition(ctx context.Context, in *ecs.DescribeTaskDefinitionInput, opts ...func(*ecs.Options)) (*ecs.DescribeTaskDefinitionOutput, error)
+	RegisterTaskDefinition(ctx context.Context, in *ecs.RegisterTaskDefinitionInput, opts ...func(*ecs.Options)) (*ecs.RegisterTaskDefinitionOutput, error)
 }
 
 var (
@@ -95,6 +98,9 @@ func FromConfig(cfg aws.Config, f config.Fargate) (launch.Launcher, error) {
 type Launcher struct {
 	api API
 	o   Options
+
+	mu     sync.Mutex
+	images map[string]string // base image → its task definition's ARN
 }
 
 // New returns a Fargate launcher.
@@ -105,7 +111,7 @@ func New(api API, o Options) (*Launcher, error) {
 	if o.CapacityProvider != "" && o.CapacityProvider != CapacityOnDemand && o.CapacityProvider != CapacitySpot {
 		return nil, fmt.Errorf("fargate launcher: capacity provider %q: want %s or %s", o.CapacityProvider, CapacityOnDemand, CapacitySpot)
 	}
-	return &Launcher{api: api, o: o}, nil
+	return &Launcher{api: api, o: o, images: map[string]string{}}, nil
 }
 
 // Launch runs the sandbox task of spec.
@@ -118,9 +124,13 @@ func (l *Launcher) Launch(ctx context.Context, spec launch.Spec) (string, error)
 	if l.o.AssignPublicIP {
 		assign = types.AssignPublicIpEnabled
 	}
+	taskDef, err := l.taskDefinition(ctx, spec.Image)
+	if err != nil {
+		return "", fmt.Errorf("run task for %s: %w", spec.SessionID, err)
+	}
 	in := &ecs.RunTaskInput{
 		Cluster:        &l.o.Cluster,
-		TaskDefinition: &l.o.TaskDefinition,
+		TaskDefinition: &taskDef,
 		LaunchType:     types.LaunchTypeFargate,
 		Count:          aws.Int32(1),
 		ClientToken:    aws.String(spec.SessionID + "-" + strconv.Itoa(spec.Generation)),
@@ -141,7 +151,10 @@ func (l *Launcher) Launch(ctx context.Context, spec launch.Spec) (string, error)
 		},
 		EnableECSManagedTags: true,
 	}
-	if spec.Fallback {
+	switch {
+	case spec.Bare:
+		in.ClientToken = aws.String(spec.SessionID + "-" + strconv.Itoa(spec.Generation) + "-bare")
+	case spec.Fallback:
 		// A new request, not a replay of the one that failed.
 		in.ClientToken = aws.String(spec.SessionID + "-" + strconv.Itoa(spec.Generation) + "-fallback")
 	}

@@ -34,6 +34,9 @@ type fakeECS struct {
 	byToken  map[string]string // clientToken to ARN
 	// failures, if set, is what RunTask answers instead of starting a task.
 	failures string
+	// defs are the task definitions by family, each revision's body
+	// (revision n at n-1).
+	defs map[string][]map[string]any
 }
 
 type task struct {
@@ -42,7 +45,60 @@ type task struct {
 }
 
 func newFakeECS() *fakeECS {
-	return &fakeECS{requests: map[string][]map[string]any{}, tasks: map[string]*task{}, byToken: map[string]string{}}
+	f := &fakeECS{requests: map[string][]map[string]any{}, tasks: map[string]*task{}, byToken: map[string]string{}, defs: map[string][]map[string]any{}}
+	f.defs["ra-dev-sandbox"] = make([]map[string]any, 2) // revisions 1 and 2: gone
+	f.register(sandboxDefinition(platformImage))
+	return f
+}
+
+const platformImage = "123456789012.dkr.ecr.us-east-1.amazonaws.com/ra-dev-sandbox:latest"
+
+// sandboxDefinition is the stack's sandbox task definition, running image.
+func sandboxDefinition(image string) map[string]any {
+	return map[string]any{
+		"family": "ra-dev-sandbox", "taskRoleArn": "arn:aws:iam::123456789012:role/task", "executionRoleArn": "arn:aws:iam::123456789012:role/exec",
+		"networkMode": "awsvpc", "requiresCompatibilities": []any{"FARGATE"}, "cpu": "1024", "memory": "2048",
+		"runtimePlatform": map[string]any{"cpuArchitecture": "ARM64", "operatingSystemFamily": "LINUX"},
+		"containerDefinitions": []any{map[string]any{
+			"name": "agent", "image": image, "user": "0", "essential": true,
+			"environment":      []any{map[string]any{"name": "RA_LLM_PROVIDER", "value": "anthropic"}, map[string]any{"name": "RA_TOOL_USER", "value": "agent"}},
+			"logConfiguration": map[string]any{"logDriver": "awslogs", "options": map[string]any{"awslogs-group": "/ra/dev/sandboxes"}},
+		}},
+	}
+}
+
+// register adds a revision of its family and returns it as ECS describes
+// it; f.mu is held, or f is not yet shared.
+func (f *fakeECS) register(body map[string]any) map[string]any {
+	family := body["family"].(string)
+	def := map[string]any{}
+	for k, v := range body {
+		def[k] = v
+	}
+	def["revision"] = len(f.defs[family]) + 1
+	def["taskDefinitionArn"] = fmt.Sprintf("arn:aws:ecs:us-east-1:123456789012:task-definition/%s:%d", family, len(f.defs[family])+1)
+	def["status"] = "ACTIVE"
+	f.defs[family] = append(f.defs[family], def)
+	return def
+}
+
+// definition finds a task definition by family (its latest revision),
+// family:revision or ARN.
+func (f *fakeECS) definition(name string) map[string]any {
+	name = name[strings.LastIndex(name, "/")+1:]
+	family, rev, hasRev := strings.Cut(name, ":")
+	revs := f.defs[family]
+	if !hasRev {
+		if len(revs) == 0 {
+			return nil
+		}
+		return revs[len(revs)-1]
+	}
+	n, err := strconv.Atoi(rev)
+	if err != nil || n < 1 || n > len(revs) {
+		return nil
+	}
+	return revs[n-1]
 }
 
 func (f *fakeECS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -76,6 +132,15 @@ func (f *fakeECS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		reply(http.StatusOK, map[string]any{"tasks": []any{f.describe(arn)}, "failures": []any{}})
+	case "DescribeTaskDefinition":
+		def := f.definition(body["taskDefinition"].(string))
+		if def == nil {
+			reply(http.StatusBadRequest, map[string]any{"__type": "ClientException", "message": "Unable to describe task definition."})
+			return
+		}
+		reply(http.StatusOK, map[string]any{"taskDefinition": def})
+	case "RegisterTaskDefinition":
+		reply(http.StatusOK, map[string]any{"taskDefinition": f.register(body)})
 	case "StopTask":
 		arn, _ := body["task"].(string)
 		t, ok := f.tasks[arn]
@@ -148,6 +213,13 @@ func newTaskID() string {
 func newLauncher(t *testing.T) (*fargate.Launcher, *fakeECS) {
 	t.Helper()
 	fake := newFakeECS()
+	return launcherOf(t, fake, "ra-dev-sandbox:3"), fake
+}
+
+// launcherOf returns a launcher of fake's task definition taskDef: a
+// function's launcher, which another one's cache does not help.
+func launcherOf(t *testing.T, fake *fakeECS, taskDef string) *fargate.Launcher {
+	t.Helper()
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
 	client := ecs.New(ecs.Options{
@@ -156,13 +228,13 @@ func newLauncher(t *testing.T) (*fargate.Launcher, *fakeECS) {
 		Credentials:  credentials.NewStaticCredentialsProvider("k", "s", ""),
 	})
 	l, err := fargate.New(client, fargate.Options{
-		Cluster: "ra-dev", TaskDefinition: "ra-dev-sandbox:3", Container: "agent",
+		Cluster: "ra-dev", TaskDefinition: taskDef, Container: "agent",
 		Subnets: []string{"subnet-1", "subnet-2"}, SecurityGroups: []string{"sg-1"}, CPU: "1024", Memory: "2048",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l, fake
+	return l
 }
 
 func TestLauncherContract(t *testing.T) {
@@ -330,4 +402,105 @@ func TestFallbackRunsOnTheOtherCapacityProvider(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestBaseImageRunsItsOwnTaskDefinition: a sandbox of a type with a
+// base_image runs a task definition of that image, registered from the
+// sandbox's by the first launch that needs it: the agent and the platform's
+// certificates copied from the platform's image by a first container, the
+// base image running the agent from there, as the numeric tool user, with
+// the sandbox's roles, size and logs. Later launches, and other launchers
+// (other functions), reuse it; a new platform image registers it again.
+func TestBaseImageRunsItsOwnTaskDefinition(t *testing.T) {
+	t.Parallel()
+	const image = "public.ecr.aws/docker/library/node:22"
+	l, fake := newLauncher(t)
+	spec := launch.Spec{SessionID: "s-1", Generation: 1, GatewayURL: "https://gw", BootstrapCode: "rbc_x", Image: image}
+	if _, err := l.Launch(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	family := fargate.ImageFamily("ra-dev-sandbox", image)
+	if !strings.HasPrefix(family, "ra-dev-sandbox-img-") || family == fargate.ImageFamily("ra-dev-sandbox", image+"x") {
+		t.Fatalf("family %s", family)
+	}
+	fake.mu.Lock()
+	registered := fake.requests["RegisterTaskDefinition"]
+	run := fake.requests["RunTask"][0]
+	fake.mu.Unlock()
+	if len(registered) != 1 {
+		t.Fatalf("%d registrations, want 1", len(registered))
+	}
+	def := registered[0]
+	arn := "arn:aws:ecs:us-east-1:123456789012:task-definition/" + family + ":1"
+	if run["taskDefinition"] != arn {
+		t.Errorf("RunTask ran %v, want %s", run["taskDefinition"], arn)
+	}
+	for k, want := range map[string]any{"family": family, "taskRoleArn": "arn:aws:iam::123456789012:role/task", "executionRoleArn": "arn:aws:iam::123456789012:role/exec",
+		"networkMode": "awsvpc", "cpu": "1024", "memory": "2048", "requiresCompatibilities": []any{"FARGATE"},
+		"runtimePlatform": map[string]any{"cpuArchitecture": "ARM64", "operatingSystemFamily": "LINUX"},
+		"volumes":         []any{map[string]any{"name": "ra-agent"}}} {
+		if !reflect.DeepEqual(def[k], want) {
+			t.Errorf("registered %s = %v, want %v", k, def[k], want)
+		}
+	}
+	containers := def["containerDefinitions"].([]any)
+	if len(containers) != 2 {
+		t.Fatalf("containers: %v", containers)
+	}
+	install, agent := containers[0].(map[string]any), containers[1].(map[string]any)
+	if install["name"] != fargate.InstallContainer || install["image"] != platformImage || install["essential"] != false ||
+		!strings.Contains(fmt.Sprint(install["command"]), "/usr/local/bin/agent") || !reflect.DeepEqual(install["mountPoints"], []any{map[string]any{"sourceVolume": "ra-agent", "containerPath": "/ra-agent"}}) {
+		t.Errorf("install container: %v", install)
+	}
+	env := map[string]string{}
+	for _, kv := range agent["environment"].([]any) {
+		m := kv.(map[string]any)
+		env[m["name"].(string)] = m["value"].(string)
+	}
+	want := map[string]string{"RA_LLM_PROVIDER": "anthropic", "RA_TOOL_USER": fargate.ToolUserID, "SSL_CERT_FILE": "/ra-agent/ca-certificates.crt", "RA_WORKSPACE": "/workspace"}
+	if agent["name"] != "agent" || agent["image"] != image || agent["user"] != "0" || !reflect.DeepEqual(agent["entryPoint"], []any{"/ra-agent/agent"}) ||
+		!reflect.DeepEqual(agent["command"], []any{"sandbox"}) || !reflect.DeepEqual(env, want) || agent["logConfiguration"] == nil ||
+		!reflect.DeepEqual(agent["dependsOn"], []any{map[string]any{"containerName": fargate.InstallContainer, "condition": "SUCCESS"}}) ||
+		!reflect.DeepEqual(agent["mountPoints"], []any{map[string]any{"sourceVolume": "ra-agent", "containerPath": "/ra-agent", "readOnly": true}}) {
+		t.Errorf("agent container: %v (environment %v)", agent, env)
+	}
+	if got := fake.env(t, mustLaunch(t, l, launch.Spec{SessionID: "s-2", Generation: 1, BootstrapCode: "rbc_y", Image: image})); got[launch.EnvBaseImage] != image {
+		t.Errorf("the task's environment says base image %q", got[launch.EnvBaseImage])
+	}
+	// Another launcher, from the same platform image: ECS has it.
+	mustLaunch(t, launcherOf(t, fake, "ra-dev-sandbox:3"), launch.Spec{SessionID: "s-3", Generation: 1, Image: image})
+	// Without a base image: the sandbox's own definition.
+	plain := mustLaunch(t, l, launch.Spec{SessionID: "s-4", Generation: 1})
+	fake.mu.Lock()
+	if n := len(fake.requests["RegisterTaskDefinition"]); n != 1 {
+		t.Errorf("%d registrations after three launches of one image, want 1", n)
+	}
+	if got := fake.tasks[plain].run["taskDefinition"]; got != "ra-dev-sandbox:3" {
+		t.Errorf("a sandbox without base image ran %v", got)
+	}
+	// A deploy with a new platform image: its launchers register the base
+	// image's definition again, with the new agent.
+	fake.register(sandboxDefinition(platformImage + "-v2"))
+	fake.mu.Unlock()
+	ref := mustLaunch(t, launcherOf(t, fake, "ra-dev-sandbox:4"), launch.Spec{SessionID: "s-5", Generation: 1, Image: image})
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	if n := len(fake.requests["RegisterTaskDefinition"]); n != 2 {
+		t.Fatalf("%d registrations after a new platform image, want 2", n)
+	}
+	if got := fake.tasks[ref].run["taskDefinition"]; got != "arn:aws:ecs:us-east-1:123456789012:task-definition/"+family+":2" {
+		t.Errorf("after a new platform image RunTask ran %v", got)
+	}
+	if img := fake.defs[family][1]["containerDefinitions"].([]any)[0].(map[string]any)["image"]; img != platformImage+"-v2" {
+		t.Errorf("the new definition installs the agent from %v", img)
+	}
+}
+
+func mustLaunch(t *testing.T, l *fargate.Launcher, spec launch.Spec) string {
+	t.Helper()
+	ref, err := l.Launch(t.Context(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
 }

@@ -336,7 +336,7 @@ func runAgentTypes(t *testing.T, newStore func(t *testing.T) registry.Store) {
 		RepoSource:          registry.RepoSource{Type: registry.RepoFixed, URL: "https://example.com/org/infra.git", Branch: "main"},
 		Tools:               []string{"read", "grep"},
 		ResourceLimits:      registry.ResourceLimits{CPU: "2", Memory: "4G", Disk: "40G"},
-		CheckoutOnStart:     true,
+		CheckoutOnStart:     new(false),
 		BaseImage:           "public.ecr.aws/docker/library/golang:1.25",
 		SetupCommands:       []string{"make deps", "make build"},
 		SetupTimeoutSeconds: 120,

@@ -233,13 +233,14 @@ func RunLifecycle(t *testing.T, newStore func(t *testing.T) session.Lifecycle) {
 		beat := before.UTC()
 		use := &sandboxwire.ResourceSample{CPUPercent: 12.5, MemoryMB: 256}
 		got, err := st.Touch(t.Context(), s.ID, 3, session.Fields{HeartbeatAt: before, SandboxRef: "pid:42", Resources: use, RateLimitedAt: before,
-			ClaimBy: before.Add(session.UnclaimedLimit), ClaimedAt: before})
+			ClaimBy: before.Add(session.UnclaimedLimit), ClaimedAt: before, WorkspaceDropped: "launched without its workspace"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := s
 		want.HeartbeatAt, want.SandboxRef, want.UpdatedAt = beat, "pid:42", got.UpdatedAt
 		want.Resources, want.RateLimitedAt = use, beat
+		want.WorkspaceDropped = "launched without its workspace"
 		want.ClaimBy, want.ClaimedAt = beat.Add(session.UnclaimedLimit), beat
 		want.DueAt = toMilli(beat.Add(session.HeartbeatTimeout))
 		if !reflect.DeepEqual(got, want) {

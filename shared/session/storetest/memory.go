@@ -398,6 +398,7 @@ func set(s *session.Session, f session.Fields) error {
 	}
 	str(&s.SandboxRef, f.SandboxRef)
 	str(&s.SnapshotKey, f.SnapshotKey)
+	str(&s.WorkspaceDropped, f.WorkspaceDropped)
 	if f.WorkspaceStatus != nil {
 		s.WorkspaceStatus = clone(f.WorkspaceStatus)
 	}

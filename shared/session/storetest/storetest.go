@@ -106,6 +106,9 @@ func sample(t *testing.T, state session.State, gen int) session.Session {
 				Enabled: true, RepoSource: registry.RepoSource{Type: registry.RepoFixed, URL: "https://example.com/org/repo.git", Branch: "main"},
 				Tools: []string{"read", "grep"}, ResourceLimits: registry.ResourceLimits{CPU: "2", Memory: "4G", Disk: "40G"},
 				SetupCommands: []string{"make"}, SetupTimeoutSeconds: 300, WarmPoolSize: 1,
+				// As a validated configuration holds it (agenttype.Validate):
+				// left out, it would read back as the default it stands for.
+				CheckoutOnStart: new(false),
 			},
 		},
 

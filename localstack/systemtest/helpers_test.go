@@ -62,6 +62,12 @@ func (r reply) str(key string) string {
 	return s
 }
 
+// details is an error envelope's details (nil: none).
+func (r reply) details() map[string]any {
+	d, _ := r.body["details"].(map[string]any)
+	return d
+}
+
 // call sends one request; body may be a string (sent as is) or a value (JSON).
 func (s *stack) call(method, path, bearer string, body any, headers ...string) reply {
 	s.t.Helper()

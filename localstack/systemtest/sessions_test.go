@@ -298,15 +298,30 @@ func TestIdempotentCreate(t *testing.T) {
 
 func TestIdempotentCreateRetriedAfterTimeoutKeepsWaiting(t *testing.T) {
 	t.Parallel()
-	// The sandbox takes 3 s to start; create gives up after 2 s, the retry finds it.
+	// The sandbox takes 3 s to start; create gives up after 2 s. Each retry
+	// with the key, as a client makes them, waits on the same agent (however
+	// slow the machine) and the one that finds it ready answers it.
 	s := start(t, withSandbox("/bin/sh", "-c", "sleep 3; exec "+agentBin()+" sandbox"), withConfig(func(c *config.RemoteAgents) {
 		c.CreationTimeout = 2 * time.Second
 	}))
 	first := s.create(createBody("Hello"), "Idempotency-Key", "slow-1")
 	wantError(t, first, http.StatusRequestTimeout, "agent_creation_timeout")
-	second := s.create(createBody("Hello"), "Idempotency-Key", "slow-1")
-	if second.status != 200 {
-		t.Fatalf("retry: %d %s", second.status, second.raw)
+	agent := first.details()["agent_id"]
+	if agent == nil {
+		t.Fatalf("the 408 names no agent: %s", first.raw)
+	}
+	var second reply
+	for range 30 {
+		second = s.create(createBody("Hello"), "Idempotency-Key", "slow-1")
+		if second.status != http.StatusRequestTimeout {
+			break
+		}
+		if got := second.details()["agent_id"]; got != agent {
+			t.Fatalf("a retry waited on agent %v, the first create on %v", got, agent)
+		}
+	}
+	if second.status != 200 || second.str("agent_id") != agent {
+		t.Fatalf("retry: %d %s, want agent %v ready", second.status, second.raw, agent)
 	}
 	if n := len(s.srv.Launcher.Running()); n != 1 {
 		t.Errorf("%d sandboxes after a retried create", n)

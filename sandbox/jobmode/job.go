@@ -555,7 +555,7 @@ func (j *jobRun) outcome(calls int, err, cause error, stopped bool) sandboxwire.
 		return failedReport(sandboxwire.FailurePolicyViolation, fmt.Sprintf("The agent kept trying what its policy refuses (%d refused tool calls).", violations), 0)
 	case errors.Is(err, llm.ErrCallTimeout):
 		return failedReport(sandboxwire.FailureTimeout, "A model call took longer than its timeout.", 0)
-	case errors.As(err, &model) && strings.Contains(model.Err.Error(), "429"):
+	case errors.As(err, &model) && providers.RateLimited(err):
 		return failedReport(sandboxwire.FailureRateLimit, "The model provider kept limiting the rate of calls.", 0)
 	case errors.As(err, &model):
 		return failedReport(sandboxwire.FailureCrash, "The model could not be reached.", 0)

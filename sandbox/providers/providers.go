@@ -10,11 +10,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/openai/openai-go/v3"
+	"google.golang.org/genai"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
@@ -105,3 +109,25 @@ func timeoutOf(cfg agentconfig.LLM) time.Duration {
 
 // MaxRetries is how often a model call is retried on 429 and 5xx.
 const MaxRetries = 4
+
+// RateLimited reports whether err is a provider's answer 429 (Too Many
+// Requests), after the transport's retries: the rate limit of the provider,
+// or of the platform's model gateway in its place. Each SDK keeps the status
+// in its own error type.
+func RateLimited(err error) bool {
+	var anth *anthropic.Error
+	var oai *openai.Error
+	var gem genai.APIError
+	var aws interface{ HTTPStatusCode() int }
+	switch {
+	case errors.As(err, &anth):
+		return anth.StatusCode == http.StatusTooManyRequests
+	case errors.As(err, &oai):
+		return oai.StatusCode == http.StatusTooManyRequests
+	case errors.As(err, &gem):
+		return gem.Code == http.StatusTooManyRequests
+	case errors.As(err, &aws):
+		return aws.HTTPStatusCode() == http.StatusTooManyRequests
+	}
+	return false
+}

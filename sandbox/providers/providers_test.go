@@ -2,6 +2,8 @@ package providers_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -126,5 +128,40 @@ func TestNewCarriesTheSettings(t *testing.T) {
 	body := <-bodies
 	if body["model"] != "gpt-5" || body["max_completion_tokens"] != float64(300) || body["temperature"] != 0.7 {
 		t.Errorf("request %v: want model gpt-5, max_completion_tokens 300, temperature 0.7", body)
+	}
+}
+
+// TestRateLimitedIsTheLastAnswers429: whatever SDK made the call, a model
+// call whose last answer (after the transport's retries) was 429 is rate
+// limited; one that ended on a 5xx is not.
+func TestRateLimitedIsTheLastAnswers429(t *testing.T) {
+	t.Parallel()
+	bodies := map[string]string{
+		"anthropic": `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`,
+		"openai":    `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`,
+		"gemini":    `{"error":{"code":%d,"message":"slow down","status":"RESOURCE_EXHAUSTED"}}`,
+	}
+	for provider, body := range bodies {
+		for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Retry-After", "0")
+				w.WriteHeader(status)
+				if strings.Contains(body, "%d") {
+					_, _ = fmt.Fprintf(w, body, status)
+				} else {
+					_, _ = io.WriteString(w, body)
+				}
+			}))
+			p, err := providers.New(agentconfig.LLM{Provider: provider, APIKey: "k", Model: "m", BaseURL: srv.URL, TimeoutSeconds: 10}, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = p.Chat(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "hi"}}})
+			srv.Close()
+			if err == nil || providers.RateLimited(err) != (status == http.StatusTooManyRequests) {
+				t.Errorf("%s answering %d: error %v, rate limited %v", provider, status, err, providers.RateLimited(err))
+			}
+		}
 	}
 }

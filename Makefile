@@ -134,18 +134,27 @@ TESTS_OF = $$(grep -rl --include='*_test.go' '^func $(1)' . | grep -v -e node_mo
 # a browser); two at a time (GOMAXPROCS) left the cores idle: 240 s → 145 s
 # for localstack/systemtest on 2 cores. (Four packages at once, -p 4, was
 # slower: 578 s against 526 s for the stage on a clean clone.)
-# The end-to-end tests' sandboxes run dist/agent, built once here
-# (RA_AGENT_BIN): each test package building it at once would compile it as
-# many times.
-E2E_ENV := env RA_AGENT_BIN=$(CURDIR)/dist/agent
+# The end-to-end tests' sandboxes run an agent built once here with -race
+# (RA_AGENT_BIN): a race in the agent fails them too, and it links the
+# packages lint and test-go compiled with -race, where a plain build would
+# compile all its dependencies again; each test package building it at once
+# would compile it as many times. make bench measures dist/agent.
+AGENT_RACE := .cache/bin/agent-race
+E2E_ENV := env RA_AGENT_BIN=$(CURDIR)/$(AGENT_RACE)
+BENCH_ENV := env RA_AGENT_BIN=$(CURDIR)/dist/agent
 
-test-go: $(NODE_MODULES) dist/agent
+$(AGENT_RACE): FORCE
+	@mkdir -p $(@D)
+	$(GO) build -race -o $@ ./sandbox/cmd/agent
+
+
+test-go: $(NODE_MODULES) $(AGENT_RACE)
 	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -parallel 8 -skip '$(SUITES)' ./...)
 
-test-faults: $(NODE_MODULES) dist/agent ## the fault suite: crashes, redeliveries, an outage of DynamoDB, poison messages, 200 concurrent creates, ECS events out of order; each case says what "nothing lost" means for it
+test-faults: $(NODE_MODULES) $(AGENT_RACE) ## the fault suite: crashes, redeliveries, an outage of DynamoDB, poison messages, 200 concurrent creates, ECS events out of order; each case says what "nothing lost" means for it
 	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -run '^TestFault' -v $(call TESTS_OF,TestFault))
 
-test-security: $(NODE_MODULES) dist/agent ## the security suite: every route × every wrong credential, path traversal, oversize bodies, log injection, SSRF, token timing, the runtime's policy escapes
+test-security: $(NODE_MODULES) $(AGENT_RACE) ## the security suite: every route × every wrong credential, path traversal, oversize bodies, log injection, SSRF, token timing, the runtime's policy escapes
 	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -run '^TestSecurity' -v $(call TESTS_OF,TestSecurity))
 
 # Every Fuzz… target, found in the test files: make fuzz runs each for
@@ -175,8 +184,8 @@ fuzz-short:
 # the short run (make test) writes them under .cache/bench-short/.
 BENCHREPORT = cd localstack/tools && $(GO) run ./benchreport -root ../..
 
-bench-short: $(NODE_MODULES) dist/agent
-	@$(call WITH_AWS,$(E2E_ENV) sh -c '$(BENCHREPORT) -short -command "make bench-short" -out .cache/bench-short/BENCHMARKS.md')
+bench-short: $(NODE_MODULES) $(AGENT_RACE)
+	@$(call WITH_AWS,$(E2E_ENV) sh -c '$(BENCHREPORT) -short -race -command "make bench-short" -out .cache/bench-short/BENCHMARKS.md')
 
 # The stack's tests synthesize dev and prod with placeholder code: no build needed.
 test-infra:
@@ -228,7 +237,7 @@ sam-local: build ## run the API with `sam local start-api` against LocalStack (m
 	cd infra && sam local start-api --config-file $(CURDIR)/infra/samconfig.toml -t cdk.out/sam/RemoteAgents-$(ENV).template.json
 
 bench: $(NODE_MODULES) dist/agent ## run every benchmark once on the local stack and write BENCHMARKS.md with benchmarks-create.png beside it: create → ready cold, warm and the floor; tool callbacks; events to a browser; messages; job dispatch; the fleet list at 100 and 10,000 agents; the model gateway; Agentfile parse; the tool loop; each Lambda zip and its cold init under the runtime interface emulator (about 5 minutes on 2 cores)
-	@$(call WITH_AWS,$(E2E_ENV) sh -c '$(BENCHREPORT) -command "make bench"')
+	@$(call WITH_AWS,$(BENCH_ENV) sh -c '$(BENCHREPORT) -command "make bench"')
 
 # The first build compiles every dependency, silently: say so before it.
 dev: $(NODE_MODULES) ## run the system locally: emulators, resources, seed data, the API on 127.0.0.1:$RA_PORT (8080)

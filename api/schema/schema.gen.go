@@ -926,6 +926,9 @@ type AgentProfile struct {
 	Name        string                  `json:"name"`
 	Temperature float64                 `json:"temperature"`
 	UpdatedAt   time.Time               `json:"updated_at"`
+
+	// WarmPoolSize Idle sandboxes kept for the profile's jobs (0, the default, keeps none): a job of the profile without a memory constraint starts in one of them instead of a new sandbox, and the pool is refilled after. See docs/jobs.md.
+	WarmPoolSize int64 `json:"warm_pool_size"`
 }
 
 // AgentProfileAgentLevel defines model for AgentProfile.AgentLevel.
@@ -952,6 +955,9 @@ type AgentProfileInput struct {
 
 	// Temperature Default 0.2.
 	Temperature float64 `json:"temperature,omitempty,omitzero"`
+
+	// WarmPoolSize Idle sandboxes kept for the profile's jobs (0, the default, keeps none): a job of the profile without a memory constraint starts in one of them instead of a new sandbox, and the pool is refilled after. See docs/jobs.md.
+	WarmPoolSize int64 `json:"warm_pool_size,omitempty,omitzero"`
 }
 
 // AgentProfileInputAgentLevel defines model for AgentProfileInput.AgentLevel.
@@ -1727,7 +1733,10 @@ type Spec struct {
 	Workspace struct {
 		Branch           string   `json:"branch,omitempty,omitzero"`
 		GitInsecureHosts []string `json:"git_insecure_hosts,omitempty,omitzero"`
-		RepositoryURL    string   `json:"repository_url,omitempty,omitzero"`
+
+		// NoCheckout The agent type's checkout_on_start is false: nothing is cloned; the workspace is an empty repository whose origin is repository_url and whose branch (branch) tracks origin's, for a git pull to check out.
+		NoCheckout    bool   `json:"no_checkout,omitempty,omitzero"`
+		RepositoryURL string `json:"repository_url,omitempty,omitzero"`
 
 		// Saved What the session's configuration saved, brought back before ready: the latest snapshot restored over the clone, the env files written, then (after the setup commands) the services started.
 		Saved struct {

@@ -54,10 +54,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	// make test builds dist/agent once and names it (RA_AGENT_BIN): every
-	// package of end-to-end tests building it at once would compile it as
-	// many times. Otherwise built here as make builds dist/agent (no cgo,
-	// -trimpath), the build make bench's tests and the functions' zips share.
+	// make test builds the agent once (with -race) and names it
+	// (RA_AGENT_BIN): every package of end-to-end tests building it at once
+	// would compile it as many times. Otherwise built here as make builds
+	// dist/agent (no cgo, -trimpath), the build make bench's tests and the
+	// functions' zips share.
 	if agentBin = os.Getenv("RA_AGENT_BIN"); agentBin != "" {
 		if !filepath.IsAbs(agentBin) {
 			agentBin = filepath.Join(root, agentBin)
@@ -77,6 +78,17 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return awstest.Run(m)
+}
+
+// sandboxEnv is what the tests' sandboxes get beside the platform's
+// variables: the scripted model, and the race detector's settings (make
+// test's agent is race-built, and exits at once with its GORACE).
+func sandboxEnv() []string {
+	env := []string{"RA_LLM_PROVIDER=scripted"}
+	if v, ok := os.LookupEnv("GORACE"); ok {
+		env = append(env, "GORACE="+v)
+	}
+	return env
 }
 
 // Option changes a server's options.
@@ -155,7 +167,7 @@ func Start(t testing.TB, opts ...Option) *Stack {
 		Config:         cfg,
 		SandboxCommand: []string{agentBin, "sandbox"},
 		// A sandbox uses only the model it is given, the scripted one included.
-		SandboxEnv: []string{"RA_LLM_PROVIDER=scripted"},
+		SandboxEnv: sandboxEnv(),
 		WorkDir:    work,
 		SeedDir:    filepath.Join(root, "localstack", "seed"),
 		AppKey:     AppKey,

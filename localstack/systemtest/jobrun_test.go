@@ -17,7 +17,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/remote-agents/remote-agents/shared/job"
 	"github.com/remote-agents/remote-agents/shared/jobevents"
+	"github.com/remote-agents/remote-agents/shared/pool"
+	"github.com/remote-agents/remote-agents/shared/registry"
 )
 
 // A job end to end, with the real agent in job mode: the orchestrator's
@@ -211,5 +214,78 @@ func TestJobShellIsConfinedToItsJob(t *testing.T) {
 	brief := filepath.Join(s.work, "sandboxes", sid+"-1", id, "input", "brief.md")
 	if b, err := os.ReadFile(brief); err != nil || string(b) != "# Brief" {
 		t.Errorf("input/brief.md = %q (%v): the input was changed", b, err)
+	}
+}
+
+// TestJobStartsFromItsProfilesWarmPool: a profile with a warm_pool_size
+// keeps idle sandboxes (the pool's type job.<profile>), and its job starts
+// in one of them, runs and completes; a job of it with a memory constraint
+// is launched cold at its size, the pool untouched.
+func TestJobStartsFromItsProfilesWarmPool(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(t.TempDir(), "script.jsonl")
+	if err := os.WriteFile(script, []byte(`{"text":"Done."}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, withSandboxEnv("RA_LLM_SCRIPT="+script, "RA_NO_TMUX=1"), withoutRefillOnClaim())
+	o := newOrchestrator(s)
+	step := uuid.NewString()
+	agent := uuid.NewString()
+	r := o.call(http.MethodPut, "/internal/agents/"+agent, map[string]any{"name": "Pooled", "agent_level": "L1", "llm_provider": "scripted",
+		"llm_model": "scripted", "max_tokens": 4096, "allowed_skills": []string{"read", "write"}, "warm_pool_size": 1}, step)
+	if r.status != http.StatusOK || r.body["warm_pool_size"] != float64(1) {
+		t.Fatalf("put profile: %d %s", r.status, r.raw)
+	}
+	if bad := o.call(http.MethodPut, "/internal/agents/"+uuid.NewString(), map[string]any{"name": "P", "agent_level": "L1", "llm_provider": "scripted",
+		"llm_model": "scripted", "max_tokens": 4096, "allowed_skills": []string{}, "warm_pool_size": 101}, step); bad.status != http.StatusBadRequest {
+		t.Errorf("warm_pool_size 101: %d %s", bad.status, bad.raw)
+	}
+	pooled := func() []pool.Sandbox {
+		list, err := s.poolStore().List(t.Context(), registry.Platform, job.PoolType(agent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list
+	}
+	s.sweep()
+	eventually(t, 90*time.Second, "the profile's pool has an idle sandbox", func() bool {
+		list := pooled()
+		return len(list) == 1 && list[0].State == pool.Idle
+	})
+	warm := pooled()[0]
+	finish := func(constraints map[string]any) {
+		t.Helper()
+		step := uuid.NewString()
+		body := o.jobBody(agent, step, 100000)
+		if constraints != nil {
+			body["constraints"] = constraints
+		}
+		created := o.call(http.MethodPost, "/internal/jobs", body, step)
+		id := created.str("id")
+		if created.status != http.StatusCreated || id == "" {
+			t.Fatalf("create: %d %s", created.status, created.raw)
+		}
+		var job reply
+		eventually(t, 90*time.Second, "job "+id+" finished", func() bool {
+			job = o.call(http.MethodGet, "/internal/jobs/"+id, nil, step)
+			st := job.str("status")
+			return st == "completed" || st == "failed" || st == "cancelled"
+		})
+		if job.str("status") != "completed" {
+			t.Fatalf("job: %s", job.raw)
+		}
+	}
+	// With a memory constraint: not the pool's size, a sandbox of its own.
+	finish(map[string]any{"timeout": 600, "network": false, "memory": 3000})
+	if list := pooled(); len(list) != 1 || list[0].ID != warm.ID || list[0].State != pool.Idle {
+		t.Fatalf("after a job with a memory constraint the pool is %+v, want its idle sandbox untouched", list)
+	}
+	finish(nil)
+	list := pooled()
+	if len(list) != 1 || list[0].ID != warm.ID || list[0].ClaimedBy == "" {
+		t.Fatalf("after a job without constraint the pool is %+v, want its sandbox claimed", list)
+	}
+	if sess, err := s.srv.Env.SessionStore().Get(t.Context(), list[0].ClaimedBy); err != nil || sess.JobID == "" || sess.PoolSandbox != warm.ID {
+		t.Errorf("the claiming session: %+v %v, want a job's, from the pool", sess, err)
 	}
 }

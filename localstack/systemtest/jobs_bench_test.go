@@ -9,23 +9,49 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/remote-agents/remote-agents/localstack/benchrec"
+	"github.com/remote-agents/remote-agents/shared/job"
+	"github.com/remote-agents/remote-agents/shared/pool"
+	"github.com/remote-agents/remote-agents/shared/registry"
 )
 
 // BenchmarkJobDispatch measures POST /internal/jobs → STARTED (the job
-// running: its sandbox, launched by job.run, reported) with 32 orchestrator
-// calls at once, each signed; run with -benchtime=2x (make bench) for
-// percentiles over 64 jobs. Jobs per second is the batch's jobs over its
-// wall time. Each batch's sandboxes are stopped once measured.
+// running: its sandbox reported) with 32 orchestrator calls at once, each
+// signed, two ways per iteration: cold (a profile without a pool: each job
+// launches its sandbox) and warm (a profile with a pool of 32, refilled
+// between iterations off the clock: each job claims an idle sandbox). Run
+// with -benchtime=2x (make bench) for percentiles over 64 jobs each. A job
+// is timed from its POST to its started_at (the server's clock: this
+// machine's); jobs per second is a batch's jobs over the time from its
+// first POST to its last job's start. Each batch's sandboxes are stopped
+// once measured.
 func BenchmarkJobDispatch(b *testing.B) {
 	const concurrent = 32
-	s := start(b)
+	s := start(b, withoutRefillOnClaim())
 	o := newOrchestrator(s)
-	agent := o.putProfile(b, uuid.NewString())
+	cold := o.putProfile(b, uuid.NewString())
+	warm := uuid.NewString()
+	if r := o.call(http.MethodPut, "/internal/agents/"+warm, map[string]any{"name": "Warm", "agent_level": "L1", "llm_provider": "scripted",
+		"llm_model": "scripted", "max_tokens": 4096, "allowed_skills": []string{"read", "write"}, "warm_pool_size": concurrent}, uuid.NewString()); r.status != http.StatusOK {
+		b.Fatalf("put profile: %d %s", r.status, r.raw)
+	}
+	idle := func() int {
+		list, err := s.poolStore().List(b.Context(), registry.Platform, job.PoolType(warm))
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for _, sb := range list {
+			if sb.State == pool.Idle {
+				n++
+			}
+		}
+		return n
+	}
 	rec := benchrec.New(b)
-	var wall time.Duration
-	jobsDone := 0
-	for b.Loop() {
+	wall := map[string]time.Duration{}
+	batch := func(series, agent string) {
 		began := time.Now()
+		var last time.Time // the batch's last job started then
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for range concurrent {
@@ -38,31 +64,55 @@ func BenchmarkJobDispatch(b *testing.B) {
 					return
 				}
 				id := r.str("id")
+				// The job's own started_at (this machine's clock) is when it
+				// ran: polled slowly, so that 32 pollers do not load the
+				// server they measure.
+				var g reply
 				for {
-					g := o.call(http.MethodGet, "/internal/jobs/"+id, nil, step)
+					g = o.call(http.MethodGet, "/internal/jobs/"+id, nil, step)
 					if st := g.str("status"); st == "running" || st == "completed" {
 						break
 					} else if st != "created" {
 						b.Errorf("job %s: %s", id, g.raw)
 						return
 					}
-					time.Sleep(20 * time.Millisecond)
+					time.Sleep(250 * time.Millisecond)
+				}
+				started, err := time.Parse(time.RFC3339Nano, g.str("started_at"))
+				if err != nil {
+					b.Errorf("job %s: started_at: %v (%s)", id, err, g.raw)
+					return
 				}
 				mu.Lock()
-				rec.Add("dispatch", time.Since(start))
+				rec.Add(series, started.Sub(start))
+				if started.After(last) {
+					last = started
+				}
 				mu.Unlock()
 			})
 		}
 		wg.Wait()
-		wall += time.Since(began)
-		jobsDone += concurrent
+		wall[series] += last.Sub(began)
+	}
+	for b.Loop() {
+		batch("cold", cold)
+		b.StopTimer()
+		s.srv.Launcher.StopAll(5 * time.Second)
+		s.sweep()
+		eventually(b, 5*time.Minute, "the warm profile's pool at its size", func() bool { return idle() == concurrent })
+		b.StartTimer()
+		batch("warm", warm)
 		b.StopTimer()
 		s.srv.Launcher.StopAll(5 * time.Second)
 		b.StartTimer()
 	}
-	if len(rec.Samples("dispatch")) == 0 {
-		b.Fatal("no job started")
+	for _, series := range []string{"cold", "warm"} {
+		n := len(rec.Samples(series))
+		if n == 0 {
+			b.Fatalf("no %s job started", series)
+		}
+		rec.Figure(series+" jobs/s", float64(n)/wall[series].Seconds())
 	}
-	rec.Figure("jobs/s", float64(jobsDone)/wall.Seconds())
+	rec.Figure("warm/cold", rec.Percentile("warm", 0.5)/rec.Percentile("cold", 0.5))
 	rec.Done()
 }

@@ -119,9 +119,10 @@ var toolWrites = map[string][]string{Registry: {ConfigurationItems}, Jobs: {RunI
 // workerWrites are the worker's: the tools', and the jobs' items.
 var workerWrites = map[string][]string{Registry: {ConfigurationItems}, Jobs: append([]string{RunItems}, JobItems...)}
 
-// workerKeys are the worker's items: its writes', the warm pool's, and the
-// agent types (which types keep a pool).
-var workerKeys = map[string][]string{Registry: {ConfigurationItems, PoolItems, AgentTypeItems}, Jobs: workerWrites[Jobs]}
+// workerKeys are the worker's items: its writes', the warm pool's, the
+// agent types and the job profiles (which keep a pool; a job's profile
+// says whether it starts in one).
+var workerKeys = map[string][]string{Registry: {ConfigurationItems, PoolItems, AgentTypeItems, AgentProfileItems}, Jobs: workerWrites[Jobs]}
 
 var worker = Access{
 	Tables: map[string][]string{

@@ -23,7 +23,7 @@ var Variables = []Variable{
 	{Name: "RA_DEV_APP_KEY", Readers: []Reader{DevServer, Tooling}, Default: "`ra_dev_app_key`",
 		Meaning: "the app key the dev server registers (`Authorization: Bearer …` on `create`)"},
 	{Name: "RA_AGENT_BIN", Readers: []Reader{DevServer, Tooling}, Default: "`dist/agent`",
-		Meaning: "the agent binary each sandbox runs (`<bin> sandbox`); the end-to-end tests' too (`make test` passes the `dist/agent` it builds; unset, the tests build their own)"},
+		Meaning: "the agent binary each sandbox runs (`<bin> sandbox`); the end-to-end tests' too (`make test` passes an agent it builds with `-race`, `.cache/bin/agent-race`; `make bench` passes `dist/agent`; unset, the tests build their own)"},
 	{Name: "RA_SANDBOX_COMMAND", Readers: []Reader{DevServer}, Default: "the agent binary",
 		Meaning: "a command run by `/bin/sh -c` as each sandbox instead of the agent binary"},
 	{Name: "RA_SANDBOX_CGROUP", Readers: []Reader{DevServer}, Default: "its own cgroup, where writable v2",

@@ -2,7 +2,11 @@ package job_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +155,9 @@ func TestProfileValidate(t *testing.T) {
 		{"agentfile named like a tool", func(p *job.ProfileInput) { p.Agentfiles = map[string]string{"read": "x"} }, false, "Agentfile"},
 		{"temperature", func(p *job.ProfileInput) { t := 3.0; p.Temperature = &t }, false, "temperature"},
 		{"max tokens", func(p *job.ProfileInput) { p.MaxTokens = 0 }, false, "max_tokens"},
+		{"warm pool", func(p *job.ProfileInput) { p.WarmPoolSize = 100 }, false, ""},
+		{"warm pool too large", func(p *job.ProfileInput) { p.WarmPoolSize = 101 }, false, "warm_pool_size"},
+		{"warm pool negative", func(p *job.ProfileInput) { p.WarmPoolSize = -1 }, false, "warm_pool_size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,5 +183,40 @@ func TestViewAlerts(t *testing.T) {
 	j.TokensUsed = 90
 	if v := job.ViewOf(j, start.Add(79*time.Second)); len(v.Alerts) != 0 {
 		t.Errorf("alerts under the thresholds: %+v", v.Alerts)
+	}
+}
+
+// pagedProfiles serves profiles two to a page.
+type pagedProfiles []job.Profile
+
+func (p pagedProfiles) Profiles(_ context.Context, cursor string, _ int) ([]job.Profile, string, error) {
+	i, _ := strconv.Atoi(cursor)
+	end := min(i+2, len(p))
+	next := ""
+	if end < len(p) {
+		next = strconv.Itoa(end)
+	}
+	return p[i:end], next, nil
+}
+
+// TestPoolTypesListEveryProfileWithAPool: every page is read; a profile
+// with a warm_pool_size is a pool type of the platform, job.<id>, of its
+// size and no workspace; the others are not.
+func TestPoolTypesListEveryProfileWithAPool(t *testing.T) {
+	t.Parallel()
+	ps := pagedProfiles{{ID: "a", WarmPoolSize: 2}, {ID: "b"}, {ID: "c", WarmPoolSize: 1}, {ID: "d"}, {ID: "e", WarmPoolSize: 3}}
+	types, err := job.PoolTypes{Profiles: ps}.Pooled(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ty := range types {
+		got = append(got, fmt.Sprintf("%s:%d:%v:%s", ty.ID, ty.Workspace.WarmPoolSize, ty.Workspace.Enabled, ty.Tenant))
+	}
+	if want := []string{"job.a:2:false:", "job.c:1:false:", "job.e:3:false:"}; !slices.Equal(got, want) {
+		t.Errorf("pool types %v, want %v", got, want)
+	}
+	if !job.IsPoolType(job.PoolType("a")) || job.IsPoolType("a") {
+		t.Error("IsPoolType")
 	}
 }

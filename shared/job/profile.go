@@ -25,8 +25,12 @@ type Profile struct {
 	AllowedSkills []string `json:"allowed_skills"`
 	// Agentfiles are named Agentfiles stored with the profile.
 	Agentfiles map[string]string `json:"agentfiles,omitempty"`
-	CreatedAt  time.Time         `json:"created_at"`
-	UpdatedAt  time.Time         `json:"updated_at"`
+	// WarmPoolSize is how many idle sandboxes are kept for the profile's
+	// jobs (PoolType): a job of it without a memory constraint starts in
+	// one of them.
+	WarmPoolSize int       `json:"warm_pool_size"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 // ProfileInput is the body of PUT /internal/agents/{id}.
@@ -39,6 +43,7 @@ type ProfileInput struct {
 	Temperature   *float64          `json:"temperature"`
 	AllowedSkills []string          `json:"allowed_skills"`
 	Agentfiles    map[string]string `json:"agentfiles"`
+	WarmPoolSize  int               `json:"warm_pool_size"`
 }
 
 // Levels are the agent levels.
@@ -62,6 +67,7 @@ const (
 	MaxSkills          = 64
 	MaxAgentfiles      = 16
 	MaxAgentfileBytes  = 32 * 1024
+	MaxWarmPoolSize    = 100
 	maxSkillNameLength = 64
 )
 
@@ -93,6 +99,8 @@ func (in ProfileInput) Validate(scripted bool) string {
 		return fmt.Sprintf("allowed_skills may name at most %d skills.", MaxSkills)
 	case len(in.Agentfiles) > MaxAgentfiles:
 		return fmt.Sprintf("agentfiles may hold at most %d files.", MaxAgentfiles)
+	case in.WarmPoolSize < 0 || in.WarmPoolSize > MaxWarmPoolSize:
+		return fmt.Sprintf("warm_pool_size must be from 0 to %d.", MaxWarmPoolSize)
 	}
 	for _, name := range slices.Sorted(maps.Keys(in.Agentfiles)) { // in order: the same request, the same error
 		body := in.Agentfiles[name]

@@ -56,6 +56,12 @@ func (s *Service) Prepare(ctx context.Context, id string) (sessionID string, run
 			CreatedAt:  now,
 			UpdatedAt:  now,
 		}
+		if p, perr := s.o.Store.Profile(ctx, j.AgentID); perr == nil && p.WarmPoolSize > 0 &&
+			(j.Constraints == nil || j.Constraints.Memory == nil) {
+			// Its profile's pool has sandboxes of the default size.
+			ws := poolWorkspace(p.WarmPoolSize)
+			sess.AgentType, sess.Workspace = PoolType(p.ID), &ws
+		}
 		if err = s.o.Sessions.Create(ctx, sess, nil); err != nil {
 			if _, gerr := s.o.Sessions.Get(ctx, sess.ID); gerr == nil {
 				err = nil // a concurrent delivery made it

@@ -203,7 +203,7 @@ func (s *Service) PutProfile(ctx context.Context, id string, in ProfileInput) (P
 		temp = *in.Temperature
 	}
 	p := Profile{ID: strings.ToLower(id), Name: in.Name, Level: in.Level, Provider: in.Provider, Model: in.Model, MaxTokens: in.MaxTokens,
-		Temperature: temp, AllowedSkills: in.AllowedSkills, Agentfiles: in.Agentfiles, CreatedAt: now, UpdatedAt: now}
+		Temperature: temp, AllowedSkills: in.AllowedSkills, Agentfiles: in.Agentfiles, WarmPoolSize: in.WarmPoolSize, CreatedAt: now, UpdatedAt: now}
 	return s.o.Store.PutProfile(ctx, p)
 }
 

@@ -44,6 +44,23 @@ type Types interface {
 	Pooled(ctx context.Context) ([]registry.AgentType, error)
 }
 
+// Join lists the pooled types of each of ts, in order.
+func Join(ts ...Types) Types { return joined(ts) }
+
+type joined []Types
+
+func (j joined) Pooled(ctx context.Context) ([]registry.AgentType, error) {
+	var out []registry.AgentType
+	for _, t := range j {
+		more, err := t.Pooled(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more...)
+	}
+	return out, nil
+}
+
 // Options configure a Service.
 type Options struct {
 	Store    Store

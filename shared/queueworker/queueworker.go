@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -137,14 +138,60 @@ type ToolRunner interface {
 
 // Handle processes an SQS batch and reports the records to retry.
 func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	// The records of one session, job or sandbox are handled in their
+	// order; those of different ones at once: a batch of ten launches
+	// takes the slowest one's time, not the sum of theirs.
+	groups := map[string][]int{}
+	var keys []string
+	for i, rec := range ev.Records {
+		k := recordKey(rec)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	failed := make([]bool, len(ev.Records))
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		wg.Go(func() {
+			for _, i := range groups[k] {
+				rec := ev.Records[i]
+				if err := w.handleRecord(ctx, rec); err != nil {
+					w.Log.ErrorContext(ctx, "job failed", slog.String("message_id", rec.MessageId), slog.String("error", err.Error()))
+					failed[i] = true
+				}
+			}
+		})
+	}
+	wg.Wait()
 	var res events.SQSEventResponse
-	for _, rec := range ev.Records {
-		if err := w.handleRecord(ctx, rec); err != nil {
-			w.Log.ErrorContext(ctx, "job failed", slog.String("message_id", rec.MessageId), slog.String("error", err.Error()))
+	for i, rec := range ev.Records {
+		if failed[i] {
 			res.BatchItemFailures = append(res.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 		}
 	}
 	return res, nil
+}
+
+// recordKey is what a record is about, for Handle: its session, its job,
+// its sandbox; a tool job or a message that does not parse is about
+// itself.
+func recordKey(rec events.SQSMessage) string {
+	if toolgate.IsJob(rec.Body) {
+		return "message:" + rec.MessageId
+	}
+	m, err := jobqueue.Parse(rec.Body)
+	switch {
+	case err != nil:
+		return "message:" + rec.MessageId
+	case m.SessionID != "":
+		return "session:" + m.SessionID
+	case m.JobID != "":
+		return "job:" + m.JobID
+	case m.SandboxRef != "":
+		return "sandbox:" + m.SandboxRef
+	}
+	return "message:" + rec.MessageId
 }
 
 func (w *Worker) handleRecord(ctx context.Context, rec events.SQSMessage) error {

@@ -3,6 +3,7 @@ package queueworker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -509,5 +510,73 @@ func TestJobSandboxIsSizedForItsMemory(t *testing.T) {
 	}
 	if len(l.launches) != 1 || l.launches[0].Size != want || want.MemoryMiB != 3072 {
 		t.Fatalf("launches %+v, want one of size %+v", l.launches, want)
+	}
+}
+
+// gatedLauncher holds each launch until release is closed, counting those
+// waiting at once.
+type gatedLauncher struct {
+	countingLauncher
+	mu      sync.Mutex
+	waiting int
+	most    int
+	release chan struct{}
+	arrived chan struct{}
+}
+
+func (l *gatedLauncher) Launch(ctx context.Context, spec launch.Spec) (string, error) {
+	l.mu.Lock()
+	l.waiting++
+	l.most = max(l.most, l.waiting)
+	l.mu.Unlock()
+	l.arrived <- struct{}{}
+	<-l.release
+	l.mu.Lock()
+	l.waiting--
+	l.mu.Unlock()
+	return l.countingLauncher.Launch(ctx, spec)
+}
+
+// TestBatchHandlesSessionsAtOnce: the starts of different sessions in one
+// batch launch at once (a batch of ten takes the slowest launch's time),
+// while a session's own records keep their order.
+func TestBatchHandlesSessionsAtOnce(t *testing.T) {
+	t.Parallel()
+	w, store, _, _ := setup(t)
+	l := &gatedLauncher{release: make(chan struct{}), arrived: make(chan struct{}, 10)}
+	w.Launcher = l
+	var recs []events.SQSMessage
+	for i := range 5 {
+		id := fmt.Sprintf("batch-%d", i)
+		provisioning(t, store, id)
+		recs = append(recs, record(id, `{"type":"session.start","session_id":"`+id+`","generation":1}`))
+	}
+	// The same session's start, then its stop: in that order.
+	recs = append(recs, record("batch-0-stop", `{"type":"session.stop","session_id":"batch-0","generation":1}`))
+	done := make(chan events.SQSEventResponse)
+	go func() {
+		res, err := w.Handle(t.Context(), events.SQSEvent{Records: recs})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	for i := range 5 {
+		select {
+		case <-l.arrived: // every session's launch waits at once
+		case <-time.After(time.Minute): // a bound, not a wait: one at a time never gets here
+			close(l.release)
+			t.Fatalf("%d launches waiting together, want 5: the batch's sessions are handled one after another", i)
+		}
+	}
+	close(l.release)
+	if res := <-done; len(res.BatchItemFailures) != 0 {
+		t.Fatalf("failures: %+v", res.BatchItemFailures)
+	}
+	if l.most != 5 {
+		t.Errorf("%d launches at once, want 5", l.most)
+	}
+	if sess, err := store.Get(t.Context(), "batch-0"); err != nil || !sess.State.Terminal() || sess.SandboxRef == "" {
+		t.Errorf("batch-0 after its start then its stop: %s ref %q %v, want ended after its launch", sess.State, sess.SandboxRef, err)
 	}
 }

@@ -31,14 +31,19 @@ func main() {
 	short := flag.Bool("short", false, "a few iterations of each benchmark (make test)")
 	out := flag.String("out", "BENCHMARKS.md", "the report to write, relative to the root")
 	command := flag.String("command", "make bench", "the command named in the report")
+	race := flag.Bool("race", false, "build the benchmarks with the race detector (make test's short run: a smoke test, which then links what its tests compiled)")
 	flag.Parse()
-	if err := run(*root, *out, *command, *short); err != nil {
+	if *race && !*short {
+		fmt.Fprintln(os.Stderr, "benchreport: -race is for -short runs only: its figures would not be the code's")
+		os.Exit(2)
+	}
+	if err := run(*root, *out, *command, *short, *race); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root, out, command string, short bool) error {
+func run(root, out, command string, short, race bool) error {
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return err
@@ -62,7 +67,7 @@ func run(root, out, command string, short bool) error {
 		}
 	}()
 	machine := describeMachine(root, command, short)
-	records, err := runBenchmarks(root, work, short)
+	records, err := runBenchmarks(root, work, short, race)
 	if err != nil {
 		return err
 	}

@@ -112,9 +112,10 @@ func invocations(short bool) []invocation {
 	return out
 }
 
-// runBenchmarks compiles each package's test binary once, runs the
-// benchmarks with RA_BENCH_OUT set, and reads what each saved.
-func runBenchmarks(root, work string, short bool) ([]result, error) {
+// runBenchmarks compiles each package's test binary once (with the race
+// detector if race), runs the benchmarks with RA_BENCH_OUT set, and reads
+// what each saved.
+func runBenchmarks(root, work string, short, race bool) ([]result, error) {
 	bins := map[string]string{}
 	dir := filepath.Join(work, "records")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -126,10 +127,14 @@ func runBenchmarks(root, work string, short bool) ([]result, error) {
 			bin = filepath.Join(work, strings.ReplaceAll(inv.pkg, "/", "_")+".test")
 			logf("building %s's tests", inv.pkg)
 			// Built as the functions' zips are (no cgo, -trimpath), from the
-			// same cache: make bench-short builds those too.
+			// same cache; a race build as make test's tests are, from theirs.
 			build := exec.Command("go", "test", "-c", "-trimpath", "-o", bin, "./"+inv.pkg)
-			build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
 			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if race {
+				build = exec.Command("go", "test", "-c", "-race", "-o", bin, "./"+inv.pkg)
+				build.Env = os.Environ()
+			}
+			build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
 			if err := build.Run(); err != nil {
 				return nil, fmt.Errorf("build %s: %w", inv.pkg, err)
 			}

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/agenttype"
+	"github.com/remote-agents/remote-agents/shared/dynamo"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
+	"github.com/remote-agents/remote-agents/shared/job"
 	"github.com/remote-agents/remote-agents/shared/pool"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/wiring"
@@ -45,12 +47,14 @@ func AgentTypes(e *wiring.Env) *agenttype.Service {
 // Pool is the warm pool over the registry and sessions tables: its
 // sandboxes are launched with the Env's Launcher (jobworker's), told of
 // their claims over the push channel, and retired when the guardrails, the
-// sandbox image or their type's configuration change.
+// sandbox image or their type's configuration change. It keeps the pools
+// of the agent types and of the job profiles that ask for one.
 func Pool(e *wiring.Env) *pool.Service {
 	s, _ := wiring.Once(e, poolKey, func() (*pool.Service, error) {
+		profiles := dynamo.NewJobs(e.DynamoDB(), e.Resources.Jobs.Name, e.Resources.Registry.Name)
 		return pool.New(pool.Options{
 			Store:    e.PoolStore(),
-			Types:    AgentTypes(e),
+			Types:    pool.Join(AgentTypes(e), job.PoolTypes{Profiles: profiles}),
 			Launcher: e.Launcher,
 			Notifier: e.Notifier(),
 			Guardrails: func(ctx context.Context) (string, error) {

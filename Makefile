@@ -161,15 +161,22 @@ test-security: $(NODE_MODULES) $(AGENT_RACE) ## the security suite: every route 
 # FUZZTIME (10 minutes); make test runs each for 2,000 executions (a count:
 # Go 1.26's fuzzer can fail a time-bounded run at its deadline with "context
 # deadline exceeded" and no failing input, go.dev/issue/75804, which make fuzz
-# reports and passes over). A crasher is written to the package's
+# reports and passes over). Each package's instrumented test binary is built
+# once (go test -c -fuzz) and runs each of its targets in the package's
+# folder, with go test's corpus cache. A crasher is written to the package's
 # testdata/fuzz/, where it stays as a seed.
 FUZZTIME ?= 10m
 fuzz: ## run every fuzz target for FUZZTIME each (10m); crashers found become seeds under testdata/fuzz/
-	@mkdir -p .cache
-	@for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v -e node_modules -e '^./.cache' | xargs -n1 dirname | sort -u); do \
-		for target in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed -E 's/^func (Fuzz[A-Za-z0-9_]*).*/\1/'); do \
+	@mkdir -p .cache/fuzz
+	@cache=$$($(GO) env GOCACHE)/fuzz; \
+	for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v -e node_modules -e '^./.cache' | xargs -n1 dirname | sort -u); do \
+		targets=$$(grep -h '^func Fuzz' $$dir/*_test.go | sed -E 's/^func (Fuzz[A-Za-z0-9_]*).*/\1/'); \
+		bin=$(CURDIR)/.cache/fuzz/$$(echo $${dir#./} | tr / _).test; \
+		pkg=$$(cd $$dir && $(GO) list .); \
+		(cd $$dir && $(GO) test -c -fuzz "^$${targets%%$$'\n'*}$$" -o $$bin .) || exit 1; \
+		for target in $$targets; do \
 			echo "fuzz: $$dir $$target for $(FUZZTIME)"; \
-			if ! (cd $$dir && $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) .) 2>&1 | tee .cache/fuzz.log; then \
+			if ! (cd $$dir && $$bin -test.run '^$$' -test.fuzz "^$$target$$" -test.fuzztime $(FUZZTIME) -test.fuzzcachedir $$cache/$$pkg) 2>&1 | tee .cache/fuzz.log; then \
 				if grep -q 'context deadline exceeded' .cache/fuzz.log && ! grep -q 'Failing input written' .cache/fuzz.log; then \
 					echo "fuzz: $$target: the fuzzer's own deadline race (go.dev/issue/75804), no failing input: not a finding"; \
 				else exit 1; fi; \

@@ -2,6 +2,8 @@ package systemtest_test
 
 import (
 	"net/http"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +18,7 @@ import (
 
 // BenchmarkJobDispatch measures POST /internal/jobs → STARTED (the job
 // running: its sandbox reported) with 32 orchestrator calls at once, each
-// signed, two ways per iteration: cold (a profile without a pool: each job
+// signed (RA_BENCH_JOBS sets how many), two ways per iteration: cold (a profile without a pool: each job
 // launches its sandbox) and warm (a profile with a pool of 32, refilled
 // between iterations off the clock: each job claims an idle sandbox). Run
 // with -benchtime=2x (make bench) for percentiles over 64 jobs each. A job
@@ -25,7 +27,10 @@ import (
 // first POST to its last job's start. Each batch's sandboxes are stopped
 // once measured.
 func BenchmarkJobDispatch(b *testing.B) {
-	const concurrent = 32
+	concurrent := 32
+	if n, err := strconv.Atoi(os.Getenv("RA_BENCH_JOBS")); err == nil && n > 0 {
+		concurrent = n // make test's short run: 4
+	}
 	s := start(b, withoutRefillOnClaim())
 	o := newOrchestrator(s)
 	cold := o.putProfile(b, uuid.NewString())

@@ -40,7 +40,7 @@ var benchmarks = []benchmark{
 		about: "POST /messages to the sandbox starting the turn that answers it (pushed; the inbox poll is an hour apart)."},
 	{pkg: "localstack/systemtest", name: "BenchmarkJobDispatch", full: 2,
 		title: "Job dispatch",
-		about: "POST /internal/jobs → the job STARTED (its sandbox launched and reporting), 32 signed orchestrator calls at once per iteration."},
+		about: "POST /internal/jobs → the job STARTED (its started_at), 32 signed orchestrator calls at once per iteration (the short run: 4), cold (each job launches its sandbox) and warm (a profile with a pool of 32: each claims an idle one)."},
 	{pkg: "localstack/systemtest", name: "BenchmarkFleetList", full: 100, env: []string{"RA_BENCH_FLEET_SIZE=10000"},
 		title: "Fleet list page",
 		about: "One page of GET /api/remote_agents (50 items, filtered on state) with the app's 100 agents in the table, then with 10,000 (the short run: 1,000) and another app's 100."},
@@ -105,7 +105,7 @@ func invocations(short bool) []invocation {
 			continue
 		}
 		if len(out) == 0 || out[len(out)-1].pkg != b.pkg {
-			out = append(out, invocation{pkg: b.pkg, n: shortRuns, env: []string{"RA_BENCH_FLEET_SIZE=1000"}})
+			out = append(out, invocation{pkg: b.pkg, n: shortRuns, env: []string{"RA_BENCH_FLEET_SIZE=1000", "RA_BENCH_JOBS=4"}})
 		}
 		out[len(out)-1].names = append(out[len(out)-1].names, b.name)
 	}

@@ -19,12 +19,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -329,6 +331,19 @@ func (p *provisioner) initRepo(ctx context.Context, ws *sandboxwire.WorkspaceSpe
 	p.o.Log.InfoContext(ctx, "repository set up without a checkout (checkout_on_start false)", slog.String("repository", shown), slog.String("branch", ws.Branch))
 }
 
+// resolver resolves a repository's host: the system's resolver; tests
+// give names of their own (export_test.go).
+type resolver func(ctx context.Context, host string) ([]netip.Addr, error)
+
+var lookup atomic.Pointer[resolver]
+
+func lookupIP(ctx context.Context, host string) ([]netip.Addr, error) {
+	if r := lookup.Load(); r != nil {
+		return (*r)(ctx, host)
+	}
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
 // reachable returns the git options that keep a clone of raw (a URL
 // CheckCloneURL accepted) on the addresses checked here. Redirects are never
 // followed: they could lead anywhere. A host the operator lists (trusted:
@@ -348,7 +363,7 @@ func reachable(ctx context.Context, raw string, trusted []string) ([]string, err
 	if slices.Contains(trusted, host) || (u.Scheme != "https" && u.Scheme != "http") {
 		return opts, nil // git:// reaches the trusted hosts only (CheckCloneURL)
 	}
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	addrs, err := lookupIP(ctx, host)
 	if err != nil || len(addrs) == 0 {
 		return nil, errors.New("could not be resolved")
 	}

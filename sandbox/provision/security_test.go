@@ -1,11 +1,10 @@
 package provision_test
 
 import (
-	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,20 +77,16 @@ func TestSecuritySSRFFromTheWorkspaceClone(t *testing.T) {
 	})
 
 	t.Run("a name that resolves to an internal address", func(t *testing.T) {
-		host, err := os.Hostname()
-		if err != nil {
-			t.Skip(err)
-		}
-		addrs, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", host)
-		if err != nil || len(addrs) == 0 || !sandboxwire.InternalAddress(addrs[0]) {
-			t.Skipf("this machine's name %q does not resolve to an internal address (%v %v)", host, addrs, err)
-		}
+		// A public-looking name whose DNS answers loopback (the rebinding
+		// attack): the sandbox resolves it, refuses it, and git never runs.
+		const host = "repo.attacker.example"
+		provision.Resolve(t, host, netip.MustParseAddr("127.0.0.1"))
 		before := hits.Load()
 		refused(t, "https://"+host+":"+port+"/repo.git", nil, "resolves to an internal address")
 		if hits.Load() != before {
 			t.Errorf("the internal server got a request")
 		}
-		t.Logf("checked: %s (resolving to %v) is refused where the sandbox resolves it; no request made", host, addrs)
+		t.Logf("checked: %s (resolving to 127.0.0.1) is refused where the sandbox resolves it; no request made", host)
 	})
 
 	t.Run("a redirect from a listed host", func(t *testing.T) {

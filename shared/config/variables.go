@@ -368,6 +368,8 @@ var Variables = []Variable{
 		Meaning: "the folder a benchmark saves its samples in (`make bench` sets it; `localstack/benchrec`)"},
 	{Name: "RA_BENCH_FLEET_SIZE", Readers: []Reader{Tooling}, Default: "`10000` (`make test`'s short run: `1000`)",
 		Meaning: "the larger table of `BenchmarkFleetList`"},
+	{Name: "RA_BENCH_JOBS", Readers: []Reader{Tooling}, Default: "`32` (`make test`'s short run: `4`)",
+		Meaning: "how many jobs `BenchmarkJobDispatch` dispatches at once, cold and from a profile's warm pool of as many"},
 	{Name: "RA_BOOTSTRAP_BIN", Readers: []Reader{Tooling}, Default: "`/opt/remote-agents/bootstrap`",
 		Meaning: "the bootstrap binary LocalStack's init hook runs"},
 	{Name: "RA_GUARDRAILS_FILE", Readers: []Reader{Tooling}, Default: "`/opt/remote-agents/platform-guardrails.md` (the compose file mounts `data/platform-guardrails.md` there)",

@@ -356,7 +356,7 @@ func (w *Worker) start(ctx context.Context, m jobqueue.Message) error {
 // session). Launching the same session and generation again returns that
 // sandbox and starts nothing (launch.Launcher), so no code is given.
 func (w *Worker) recordLaunched(ctx context.Context, sess session.Session) error {
-	ref, err := w.Launcher.Launch(ctx, launch.Spec{
+	spec := launch.Spec{
 		SessionID:       sess.ID,
 		Generation:      sess.Generation,
 		GatewayURL:      w.GatewayURL,
@@ -365,7 +365,12 @@ func (w *Worker) recordLaunched(ctx context.Context, sess session.Session) error
 		TmuxSessionName: sess.TmuxSessionName,
 		Size:            w.size(ctx, sess),
 		Image:           baseImage(sess),
-	})
+	}
+	if sess.WorkspaceDropped != "" {
+		// It was the last launch, without the workspace (launchBare).
+		spec.Bare, spec.Size, spec.Image = true, tasksize.Size{}, ""
+	}
+	ref, err := w.Launcher.Launch(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("find the unrecorded sandbox of %s: %w", sess.ID, err)
 	}

@@ -580,3 +580,28 @@ func TestBatchHandlesSessionsAtOnce(t *testing.T) {
 		t.Errorf("batch-0 after its start then its stop: %s ref %q %v, want ended after its launch", sess.State, sess.SandboxRef, err)
 	}
 }
+
+// TestUnrecordedBareSandboxIsFoundBare: a sandbox launched without its
+// workspace (launchBare) whose worker died before recording it is looked
+// up as it was launched, bare, not with the workspace's image and size.
+func TestUnrecordedBareSandboxIsFoundBare(t *testing.T) {
+	t.Parallel()
+	w, store, l, _ := setup(t)
+	now := time.Now().UTC()
+	s := session.Session{ID: "s11", State: session.Ready, Generation: 1, Blueprint: session.Blueprint{TmuxSessionName: "ra-x",
+		Workspace: &registry.WorkspaceConfig{Enabled: true, BaseImage: "example.com/img:1", ResourceLimits: registry.ResourceLimits{CPU: "2", Memory: "8G"}}},
+		WorkspaceDropped: "the sandbox could not be launched with its workspace", CreatedAt: now, UpdatedAt: now, ReadyAt: now}
+	s.LaunchLease = now.Add(time.Minute)
+	if err := store.Create(t.Context(), s, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Do(t.Context(), jobqueue.Message{Type: jobqueue.SessionStart, SessionID: "s11", Generation: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.launches) != 1 || !l.launches[0].Bare || l.launches[0].Image != "" || l.launches[0].Size != (tasksize.Size{}) {
+		t.Fatalf("launches %+v, want the bare one looked up", l.launches)
+	}
+	if got, err := store.Get(t.Context(), "s11"); err != nil || got.SandboxRef == "" {
+		t.Errorf("session %+v %v: want its sandbox recorded", got, err)
+	}
+}

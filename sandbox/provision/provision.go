@@ -214,12 +214,7 @@ func (p *provisioner) clone(ctx context.Context, ws *sandboxwire.WorkspaceSpec) 
 	p.emit(ctx, sandboxwire.WorkspaceCloning{RepositoryURL: shown, Branch: ws.Branch})
 	// The platform checked the URL; the sandbox checks it again, and git
 	// itself refuses every transport but the URL's own.
-	if err := sandboxwire.CheckCloneURL(ws.RepositoryURL, ws.InsecureHosts); err != nil {
-		p.warn(ctx, "clone", "the repository was not cloned: its URL "+err.Error())
-		return
-	}
-	if ws.Branch != "" && !sandboxwire.ValidBranch(ws.Branch) {
-		p.warn(ctx, "clone", "the repository was not cloned: the branch is not a branch name")
+	if !p.checkRepo(ctx, ws, "cloned") {
 		return
 	}
 	scheme, _, _ := strings.Cut(ws.RepositoryURL, "://")
@@ -298,6 +293,21 @@ func (p *provisioner) excludePrivate() {
 	}
 }
 
+// checkRepo checks ws's repository URL and branch before git sees them,
+// and warns that the repository was not done (cloned, set up) if either is
+// wrong.
+func (p *provisioner) checkRepo(ctx context.Context, ws *sandboxwire.WorkspaceSpec, done string) bool {
+	if err := sandboxwire.CheckCloneURL(ws.RepositoryURL, ws.InsecureHosts); err != nil {
+		p.warn(ctx, "clone", "the repository was not "+done+": its URL "+err.Error())
+		return false
+	}
+	if ws.Branch != "" && !sandboxwire.ValidBranch(ws.Branch) {
+		p.warn(ctx, "clone", "the repository was not "+done+": the branch is not a branch name")
+		return false
+	}
+	return true
+}
+
 // initRepo makes the workspace a repository with nothing checked out
 // (checkout_on_start false): the repository is its origin and the branch,
 // when there is one, its own branch tracking origin's, so that a git pull
@@ -305,12 +315,7 @@ func (p *provisioner) excludePrivate() {
 // is ready at once.
 func (p *provisioner) initRepo(ctx context.Context, ws *sandboxwire.WorkspaceSpec) {
 	shown := sandboxwire.RedactURL(ws.RepositoryURL)
-	if err := sandboxwire.CheckCloneURL(ws.RepositoryURL, ws.InsecureHosts); err != nil {
-		p.warn(ctx, "clone", "the repository was not set up: its URL "+err.Error())
-		return
-	}
-	if ws.Branch != "" && !sandboxwire.ValidBranch(ws.Branch) {
-		p.warn(ctx, "clone", "the repository was not set up: the branch is not a branch name")
+	if !p.checkRepo(ctx, ws, "set up") {
 		return
 	}
 	git := [][]string{{"init", "--quiet"}, {"remote", "add", "origin", ws.RepositoryURL}}

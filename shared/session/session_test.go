@@ -43,6 +43,15 @@ func TestLost(t *testing.T) {
 
 type publisher struct{ sent []jobqueue.Message }
 
+// newControl is a Control over store, with guardrails that are not there,
+// a publisher that keeps what it is sent, and now as its clock (nil: the
+// time).
+func newControl(t *testing.T, store session.Store, now func() time.Time) *session.Control {
+	t.Helper()
+	return session.NewControl(session.ControlOptions{Store: store, Guardrails: guardrails.File(t.TempDir() + "/none.md"), Jobs: &publisher{},
+		Now: now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
 func (p *publisher) Publish(_ context.Context, m jobqueue.Message, _ time.Duration) error {
 	p.sent = append(p.sent, m)
 	return nil
@@ -91,8 +100,7 @@ func TestAliveIsNotEnded(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
 	store := storetest.NewMemory()
-	svc := session.NewControl(session.ControlOptions{Store: store, Guardrails: guardrails.File(t.TempDir() + "/none.md"), Jobs: &publisher{},
-		Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc := newControl(t, store, func() time.Time { return now })
 	for i, tt := range []struct {
 		state session.State
 		alive bool
@@ -126,8 +134,7 @@ func TestAliveIsNotEnded(t *testing.T) {
 func TestAliveShowsUsage(t *testing.T) {
 	t.Parallel()
 	store := storetest.NewMemory()
-	svc := session.NewControl(session.ControlOptions{Store: store, Guardrails: guardrails.File(t.TempDir() + "/none.md"), Jobs: &publisher{},
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc := newControl(t, store, nil)
 	tok, hash := token.New(token.Session)
 	id := "0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5bff"
 	if err := store.Create(t.Context(), session.Session{ID: id, State: session.Ready, Generation: 1, TokenHashes: []string{hash}, HeartbeatAt: time.Now()}, nil); err != nil {
@@ -156,8 +163,7 @@ func TestSessionTokensEndAfterTheGrace(t *testing.T) {
 	now := created
 	store := storetest.NewMemory()
 	store.Now = func() time.Time { return now }
-	svc := session.NewControl(session.ControlOptions{Store: store, Guardrails: guardrails.File(t.TempDir() + "/none.md"), Jobs: &publisher{},
-		Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc := newControl(t, store, func() time.Time { return now })
 	tok, hash := token.New(token.Session)
 	id := "0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5b6a"
 	if err := store.Create(t.Context(), session.Session{ID: id, State: session.Idle, Generation: 1, TokenHashes: []string{hash}, HeartbeatAt: now, CreatedAt: now}, nil); err != nil {
@@ -232,8 +238,7 @@ func TestAliveShowsADroppedWorkspaceDegraded(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
 	store := storetest.NewMemory()
-	svc := session.NewControl(session.ControlOptions{Store: store, Guardrails: guardrails.File(t.TempDir() + "/none.md"), Jobs: &publisher{},
-		Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc := newControl(t, store, func() time.Time { return now })
 	tok, hash := token.New(token.Session)
 	const id = "0b7d4b8e-8c1e-4a55-9d7f-1f2e3d4c5baa"
 	const why = "the sandbox could not be launched with its workspace (CannotPullContainerError)"

@@ -79,6 +79,9 @@ func New() (*Validator, error) {
 
 // Problems returns what was found wrong so far.
 func (v *Validator) Problems() []string {
+	if v == nil {
+		return nil
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return append([]string(nil), v.problems...)

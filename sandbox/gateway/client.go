@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -108,14 +109,29 @@ func (cl *Client) Bootstrap(ctx context.Context, code string) (string, error) {
 
 // Emit appends one event to the session.
 func (cl *Client) Emit(ctx context.Context, p sandboxwire.Payload) error {
-	ev, err := sandboxwire.NewEvent(p)
-	if err != nil {
-		return err
+	return cl.EmitAll(ctx, p)
+}
+
+// EmitAll appends events to the session in order, in as few requests as
+// the per-append bound allows (one for most batches).
+func (cl *Client) EmitAll(ctx context.Context, ps ...sandboxwire.Payload) error {
+	for chunk := range slices.Chunk(ps, sandboxwire.MaxEventsPerAppend) {
+		events := make([]sandboxwire.Event, 0, len(chunk))
+		for _, p := range chunk {
+			ev, err := sandboxwire.NewEvent(p)
+			if err != nil {
+				return err
+			}
+			ev.Data = cl.secrets.JSON(ev.Data)
+			events = append(events, ev)
+		}
+		// The id makes a retried append (its answer lost) append nothing twice.
+		var out sandboxwire.EventsResponse
+		if err := cl.Do(ctx, http.MethodPost, sandboxwire.RouteEvents, sandboxwire.EventsRequest{ID: uuid.NewString(), Events: events}, &out); err != nil {
+			return err
+		}
 	}
-	ev.Data = cl.secrets.JSON(ev.Data)
-	// The id makes a retried append (its answer lost) append nothing twice.
-	var out sandboxwire.EventsResponse
-	return cl.Do(ctx, http.MethodPost, sandboxwire.RouteEvents, sandboxwire.EventsRequest{ID: uuid.NewString(), Events: []sandboxwire.Event{ev}}, &out)
+	return nil
 }
 
 // Uploads asks for presigned upload URLs for a gateway tool call's files.

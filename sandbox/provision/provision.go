@@ -45,8 +45,11 @@ type Options struct {
 	Env []string
 	// User runs them (nil: the agent's own user).
 	User *toolenv.User
-	// Emit appends an event; an event that cannot be sent is logged.
-	Emit func(context.Context, sandboxwire.Payload) error
+	// Emit appends events in order; events that cannot be sent are logged.
+	// Provisioning sends them in batches: those that say what happened are
+	// sent with the next that says a phase begins, before the phase's work,
+	// and with workspace.ready.
+	Emit func(context.Context, ...sandboxwire.Payload) error
 	// Secrets are hidden from the warnings, events and logs.
 	Secrets *redact.Secrets
 	Log     *slog.Logger
@@ -138,7 +141,7 @@ func Run(ctx context.Context, ws *sandboxwire.WorkspaceSpec, o Options) sandboxw
 // fails (or times out) skips the rest, with a warning.
 func (p *provisioner) setup(ctx context.Context, commands []string) {
 	for i, command := range commands {
-		p.emit(ctx, sandboxwire.WorkspaceSetup{Command: p.o.Secrets.String(command), Index: i + 1, Total: len(commands)})
+		p.begin(ctx, sandboxwire.WorkspaceSetup{Command: p.o.Secrets.String(command), Index: i + 1, Total: len(commands)})
 		if err := p.run(ctx, p.o.Dir, nil, "bash", "-c", command); err != nil {
 			msg := fmt.Sprintf("setup command %d of %d (%s) %v", i+1, len(commands), command, err)
 			if rest := len(commands) - i - 1; rest > 0 {
@@ -159,18 +162,40 @@ type provisioner struct {
 	degraded bool
 	// record, if set, keeps the events instead of emitting them (Prepare).
 	record *[]sandboxwire.Payload
+	// pending are the events emitted and not sent yet (flush).
+	pending []sandboxwire.Payload
 }
 
-func (p *provisioner) emit(ctx context.Context, e sandboxwire.Payload) {
+// emit queues an event, sent with the next phase's (begin) or at the end.
+func (p *provisioner) emit(_ context.Context, e sandboxwire.Payload) {
 	if p.record != nil {
 		*p.record = append(*p.record, e)
 		return
 	}
-	if p.o.Emit == nil {
+	p.pending = append(p.pending, e)
+}
+
+// begin emits the event of a phase that is about to do work and sends it,
+// with the events queued before it, before the work starts: viewers see
+// the phase while it runs.
+func (p *provisioner) begin(ctx context.Context, e sandboxwire.Payload) {
+	p.emit(ctx, e)
+	p.flush(ctx)
+}
+
+// flush sends the queued events in one request.
+func (p *provisioner) flush(ctx context.Context) {
+	batch := p.pending
+	p.pending = nil
+	if len(batch) == 0 || p.o.Emit == nil {
 		return
 	}
-	if err := p.o.Emit(ctx, e); err != nil {
-		p.o.Log.Warn("workspace event not sent", slog.String("type", e.EventType()), slog.String("error", err.Error()))
+	if err := p.o.Emit(ctx, batch...); err != nil {
+		types := make([]string, len(batch))
+		for i, e := range batch {
+			types[i] = e.EventType()
+		}
+		p.o.Log.Warn("workspace events not sent", slog.String("types", strings.Join(types, ",")), slog.String("error", err.Error()))
 	}
 }
 
@@ -201,7 +226,7 @@ func (p *provisioner) done(ctx context.Context) sandboxwire.WorkspaceStatus {
 	if len(p.warnings) == 0 {
 		st.Warnings = []string{}
 	}
-	p.emit(ctx, sandboxwire.WorkspaceReadyEvent{WorkspaceStatus: st})
+	p.begin(ctx, sandboxwire.WorkspaceReadyEvent{WorkspaceStatus: st})
 	return st
 }
 
@@ -211,7 +236,7 @@ func (p *provisioner) done(ctx context.Context) sandboxwire.WorkspaceStatus {
 // (a local env file, say). A clone that fails leaves the workspace as it was.
 func (p *provisioner) clone(ctx context.Context, ws *sandboxwire.WorkspaceSpec) {
 	shown := sandboxwire.RedactURL(ws.RepositoryURL)
-	p.emit(ctx, sandboxwire.WorkspaceCloning{RepositoryURL: shown, Branch: ws.Branch})
+	p.begin(ctx, sandboxwire.WorkspaceCloning{RepositoryURL: shown, Branch: ws.Branch})
 	// The platform checked the URL; the sandbox checks it again, and git
 	// itself refuses every transport but the URL's own.
 	if !p.checkRepo(ctx, ws, "cloned") {

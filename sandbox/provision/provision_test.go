@@ -23,16 +23,23 @@ import (
 type recorder struct {
 	mu     sync.Mutex
 	events []sandboxwire.Event
+	// batches are the types of each call's events, in order.
+	batches [][]string
 }
 
-func (r *recorder) emit(_ context.Context, p sandboxwire.Payload) error {
-	e, err := sandboxwire.NewEvent(p)
-	if err != nil {
-		return err
-	}
+func (r *recorder) emit(_ context.Context, ps ...sandboxwire.Payload) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.events = append(r.events, e)
+	var types []string
+	for _, p := range ps {
+		e, err := sandboxwire.NewEvent(p)
+		if err != nil {
+			return err
+		}
+		r.events = append(r.events, e)
+		types = append(types, e.Type)
+	}
+	r.batches = append(r.batches, types)
 	return nil
 }
 
@@ -120,6 +127,12 @@ func TestCloneBranchShallowThenSetupInOrder(t *testing.T) {
 	if got := rec.types(); !slices.Equal(got, want) {
 		t.Errorf("events = %v, want %v", got, want)
 	}
+	// Each phase's event goes out before its work, with what came before it.
+	batches := [][]string{{sandboxwire.TypeWorkspaceCreating, sandboxwire.TypeWorkspaceCloning}, {sandboxwire.TypeWorkspaceSetup},
+		{sandboxwire.TypeWorkspaceSetup}, {sandboxwire.TypeWorkspaceReady}}
+	if !slices.EqualFunc(rec.batches, batches, slices.Equal) {
+		t.Errorf("requests = %v, want %v", rec.batches, batches)
+	}
 	if !strings.Contains(rec.raw(), `"command":"echo one \u003e\u003e order.txt","index":1,"total":2`) {
 		t.Errorf("setup events do not name their command: %s", rec.raw())
 	}
@@ -205,8 +218,9 @@ func TestNoRepositoryIsAnEmptyWorkspace(t *testing.T) {
 	if err != nil || len(entries) != 0 {
 		t.Errorf("workspace = %v (%v), want made and empty", entries, err)
 	}
-	if got, want := rec.types(), []string{sandboxwire.TypeWorkspaceCreating, sandboxwire.TypeWorkspaceReady}; !slices.Equal(got, want) {
-		t.Errorf("events = %v, want %v", got, want)
+	// Nothing to wait for in between: one request.
+	if got, want := rec.batches, [][]string{{sandboxwire.TypeWorkspaceCreating, sandboxwire.TypeWorkspaceReady}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("requests = %v, want %v", got, want)
 	}
 	if st, rec := run(t, dir, nil); st.Status != sandboxwire.WorkspaceNone || len(rec.types()) != 0 {
 		t.Errorf("no workspace: %+v, events %v", st, rec.types())

@@ -27,7 +27,7 @@ const RestoreTimeout = 30 * time.Minute
 // workspace (Extract); a snapshot that cannot be read, or that breaks a
 // rule, is a warning and leaves the workspace as it was.
 func (p *provisioner) restore(ctx context.Context, snap *sandboxwire.SavedSnapshot) {
-	p.emit(ctx, sandboxwire.WorkspaceRestoring{SizeBytes: snap.SizeBytes, SavedAt: snap.SavedAt})
+	p.begin(ctx, sandboxwire.WorkspaceRestoring{SizeBytes: snap.SizeBytes, SavedAt: snap.SavedAt})
 	ctx, cancel := context.WithTimeout(ctx, RestoreTimeout)
 	defer cancel()
 	f, err := os.CreateTemp("", "restore-*.tar.gz")
@@ -235,7 +235,7 @@ func (p *provisioner) startServices(ctx context.Context, services []sandboxwire.
 	for i, s := range services {
 		shown[i] = sandboxwire.SavedService{Name: s.Name, Command: p.o.Secrets.String(s.Command), Cwd: s.Cwd}
 	}
-	p.emit(ctx, sandboxwire.WorkspaceServices{Services: shown})
+	p.begin(ctx, sandboxwire.WorkspaceServices{Services: shown})
 	for _, s := range services {
 		if err := p.startService(s); err != nil {
 			p.warn(ctx, "services", fmt.Sprintf("the service %s (%s) did not start: %v", s.Name, s.Command, err))

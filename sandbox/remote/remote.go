@@ -147,7 +147,7 @@ func (r *run) provision(ctx context.Context, spec sandboxwire.Spec, primed []Mes
 		env = r.c.Tools.Environ()
 	}
 	status := provision.Run(ctx, spec.Workspace, provision.Options{Dir: r.c.Workspace, Env: env, User: r.c.ToolUser,
-		Emit: r.cl.Emit, Secrets: r.c.Secrets, Log: r.log, Values: spec.Env, Services: r.services, Tmux: r.c.Tmux, Prepared: r.prepared})
+		Emit: r.cl.EmitAll, Secrets: r.c.Secrets, Log: r.log, Values: spec.Env, Services: r.services, Tmux: r.c.Tmux, Prepared: r.prepared})
 	primed[1].Content += workspaceNote(r.c.Workspace, spec.Workspace, status)
 	raw, err := json.MarshalIndent(primed, "", "  ")
 	if err != nil {

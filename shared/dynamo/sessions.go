@@ -55,11 +55,16 @@ type sessionKey struct {
 
 // Create writes the session and, if rec is set, its idempotency record, atomically.
 func (s *Sessions) Create(ctx context.Context, sess session.Session, rec *session.IdempotencyRecord) error {
-	ops := []TxOp{s.sessions.PutOp(newSessionItem(sess), expression.AttributeNotExists(expression.Name("session_id")))}
-	if rec != nil {
-		ops = append(ops, s.idempotency.PutOp(rec, expression.AttributeNotExists(expression.Name("key"))))
+	isNew := expression.AttributeNotExists(expression.Name("session_id"))
+	if rec == nil {
+		// One item: a plain put (a transaction costs twice the writes).
+		if err := s.sessions.Put(ctx, newSessionItem(sess), isNew); err != nil {
+			return fmt.Errorf("create session %s: %w", sess.ID, err)
+		}
+		return nil
 	}
-	err := Transact(ctx, s.api, "", ops...)
+	err := Transact(ctx, s.api, "", s.sessions.PutOp(newSessionItem(sess), isNew),
+		s.idempotency.PutOp(rec, expression.AttributeNotExists(expression.Name("key"))))
 	var canceled *TxCanceledError
 	if errors.As(err, &canceled) && len(canceled.Reasons) == 2 && canceled.Reasons[1] == "ConditionalCheckFailed" {
 		return fmt.Errorf("create session %s: %w", sess.ID, session.ErrIdempotencyTaken)
@@ -271,14 +276,11 @@ func (s *Sessions) AppendEvents(ctx context.Context, id string, generation int, 
 	return s.appendEvents(ctx, id, generation, events, nil)
 }
 
-// AppendOnce appends one event and its idempotency record (seq filled in) in one
-// transaction; ErrIdempotencyTaken, and nothing written, if the key is used.
-func (s *Sessions) AppendOnce(ctx context.Context, id string, generation int, e session.Event, rec session.IdempotencyRecord) (session.Event, error) {
-	out, err := s.appendEvents(ctx, id, generation, []session.Event{e}, &rec)
-	if err != nil {
-		return session.Event{}, err
-	}
-	return out[0], nil
+// AppendOnce appends events and their idempotency record (seq: the last
+// event's) in one transaction; ErrIdempotencyTaken, and nothing written, if
+// the key is used.
+func (s *Sessions) AppendOnce(ctx context.Context, id string, generation int, events []session.Event, rec session.IdempotencyRecord) ([]session.Event, error) {
+	return s.appendEvents(ctx, id, generation, events, &rec)
 }
 
 func (s *Sessions) appendEvents(ctx context.Context, id string, generation int, events []session.Event, rec *session.IdempotencyRecord) ([]session.Event, error) {

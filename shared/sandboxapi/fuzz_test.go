@@ -82,9 +82,9 @@ func (s *store) Idempotency(_ context.Context, key string) (session.IdempotencyR
 	return session.IdempotencyRecord{}, down()
 }
 
-func (s *store) AppendOnce(_ context.Context, _ string, _ int, e session.Event, rec session.IdempotencyRecord) (session.Event, error) {
-	s.reached, s.appended, s.appendID = true, []session.Event{e}, rec.Key
-	return session.Event{}, down()
+func (s *store) AppendOnce(_ context.Context, _ string, _ int, events []session.Event, rec session.IdempotencyRecord) ([]session.Event, error) {
+	s.reached, s.appended, s.appendID = true, events, rec.Key
+	return nil, down()
 }
 
 // blobs records the presigned uploads.

@@ -128,12 +128,24 @@ func (c *Service) Spec(ctx context.Context, id, tok string) (sandboxwire.Spec, e
 		session.ReportGuardrails(ctx, c.o.Reporter, report.Critical, err.Error(), map[string]string{"agent_id": sess.ID, "persona_slug": sess.PersonaSlug})
 		return sandboxwire.Spec{}, apierror.New(apierror.GuardrailsMissing, "The platform guardrails are unavailable.")
 	}
-	// Ready will have to name exactly these guardrails.
-	if _, err := c.o.Store.Touch(ctx, sess.ID, sess.Generation, session.Fields{ServedGuardrailsHash: doc.Hash}); errors.Is(err, session.ErrConflict) {
+	// Ready will have to name exactly these guardrails. The sandbox waits
+	// for the spec: its reads go on while this is written.
+	served := make(chan error, 1)
+	go func() {
+		_, err := c.o.Store.Touch(ctx, sess.ID, sess.Generation, session.Fields{ServedGuardrailsHash: doc.Hash})
+		served <- err
+	}()
+	spec, err := c.spec(ctx, sess, doc)
+	if err := <-served; errors.Is(err, session.ErrConflict) {
 		return sandboxwire.Spec{}, apierror.New(apierror.InvalidRequest, "The session has ended.")
 	} else if err != nil {
 		return sandboxwire.Spec{}, err
 	}
+	return spec, err
+}
+
+// spec reads what the spec of sess, served guardrails doc, holds.
+func (c *Service) spec(ctx context.Context, sess session.Session, doc guardrails.Doc) (sandboxwire.Spec, error) {
 	if sess.JobID != "" {
 		return c.jobSpec(ctx, sess, doc)
 	}
@@ -497,29 +509,36 @@ func (c *Service) Append(ctx context.Context, sess session.Session, in sandboxwi
 // sandbox retries.
 const eventRetention = 24 * time.Hour
 
-// appendOnce appends the one event of an append with an ID, once.
+// appendOnce appends the events of an append with an ID, all of them once.
 func (c *Service) appendOnce(ctx context.Context, sess session.Session, appendID string, events []session.Event) (sandboxwire.EventsResponse, error) {
-	if len(events) != 1 || len(appendID) > sandboxwire.MaxAppendIDLen || !session.Printable.MatchString(appendID) {
-		return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "An append with an id carries one event, and its id is 1 to %d printable ASCII characters.", sandboxwire.MaxAppendIDLen)
+	if len(appendID) > sandboxwire.MaxAppendIDLen || !session.Printable.MatchString(appendID) {
+		return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "An append's id is 1 to %d printable ASCII characters.", sandboxwire.MaxAppendIDLen)
 	}
 	now := c.o.Now().UTC()
+	// One event is hashed alone, as before batches had ids.
+	hash := session.HashOf(events)
+	if len(events) == 1 {
+		hash = session.HashOf(events[0])
+	}
 	rec := session.IdempotencyRecord{
 		Key:         session.ScopedKey("event", sess.ID, appendID),
 		SessionID:   sess.ID,
-		RequestHash: session.HashOf(events[0]),
+		RequestHash: hash,
 		CreatedAt:   now,
 		ExpiresAt:   now.Add(eventRetention).Unix(),
 	}
-	got, replayed, err := session.AppendOnce(ctx, c.o.Store, sess.ID, sess.Generation, events[0], rec)
+	got, replayed, err := session.AppendOnce(ctx, c.o.Store, sess.ID, sess.Generation, events, rec)
 	switch {
 	case errors.Is(err, session.ErrConflict):
 		return sandboxwire.EventsResponse{}, apierror.New(apierror.InvalidRequest, "The session has ended.")
 	case err != nil:
 		return sandboxwire.EventsResponse{}, err
 	case replayed && got.RequestHash != rec.RequestHash:
-		return sandboxwire.EventsResponse{}, apierror.New(apierror.IdempotencyKeyReused, "This append id was used for a different event.")
+		return sandboxwire.EventsResponse{}, apierror.New(apierror.IdempotencyKeyReused, "This append id was used for different events.")
 	}
-	return sandboxwire.EventsResponse{FirstSeq: got.Seq, LastSeq: got.Seq}, nil
+	// The record keeps the last number; the same events were numbered
+	// consecutively before it.
+	return sandboxwire.EventsResponse{FirstSeq: got.Seq - int64(len(events)) + 1, LastSeq: got.Seq}, nil
 }
 
 // Uploads returns presigned PUT URLs for the files of one gateway tool call:

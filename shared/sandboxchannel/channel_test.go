@@ -532,8 +532,22 @@ func TestChannelAppendWithAnIDIsExactlyOnce(t *testing.T) {
 	if _, err := c.ch.Append(t.Context(), c.auth(t, c.sess.ID, c.tok), sandboxwire.EventsRequest{ID: "append-1", Events: []sandboxwire.Event{other}}); code(err) != apierror.IdempotencyKeyReused {
 		t.Errorf("the id with another event: %v", err)
 	}
+	// A batch with an id is appended whole, once, numbered consecutively.
+	batch := sandboxwire.EventsRequest{ID: "two", Events: []sandboxwire.Event{msg, other, msg}}
+	first, err := c.ch.Append(t.Context(), c.auth(t, c.sess.ID, c.tok), batch)
+	if err != nil || first.LastSeq-first.FirstSeq != 2 {
+		t.Fatalf("a batch of 3 with an id: %+v %v", first, err)
+	}
+	if again, err := c.ch.Append(t.Context(), c.auth(t, c.sess.ID, c.tok), batch); err != nil || again != first {
+		t.Errorf("the batch again: %+v %v, want %+v", again, err, first)
+	}
+	if stored, _ := c.store.Events(t.Context(), c.sess.ID, 0, 100); len(stored) != 4 {
+		t.Errorf("stored %d events after the batch twice, want 4", len(stored))
+	}
+	if _, err := c.ch.Append(t.Context(), c.auth(t, c.sess.ID, c.tok), sandboxwire.EventsRequest{ID: "two", Events: []sandboxwire.Event{msg, other}}); code(err) != apierror.IdempotencyKeyReused {
+		t.Errorf("the batch's id with fewer events: %v", err)
+	}
 	for _, bad := range []sandboxwire.EventsRequest{
-		{ID: "two", Events: []sandboxwire.Event{msg, msg}},
 		{ID: "has space", Events: []sandboxwire.Event{msg}},
 		{ID: strings.Repeat("x", sandboxwire.MaxAppendIDLen+1), Events: []sandboxwire.Event{msg}},
 	} {

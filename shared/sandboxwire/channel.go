@@ -221,8 +221,8 @@ const AttachmentTTL = 15 * time.Minute
 // MaxEventsPerAppend events.
 type EventsRequest struct {
 	// ID, if set, makes the append exactly-once: a retry with the same ID
-	// appends nothing again and is answered the first append's numbers. An
-	// append with an ID carries exactly one event.
+	// and events appends nothing again and is answered the first append's
+	// numbers; the same ID with other events is idempotency_key_reused.
 	ID     string  `json:"id,omitempty"`
 	Events []Event `json:"events"`
 }

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -184,23 +185,38 @@ func (s *Creator) Create(ctx context.Context, app registry.AppKey, req CreateReq
 		return Created{}, apierror.New(apierror.GuardrailsMissing, "Agents cannot be created: the platform guardrails are unavailable.")
 	}
 	// The app's tenant's items, and the platform's: another tenant's are not
-	// found, exactly like items nobody registered.
-	if _, err := s.o.Registry.Project(ctx, app.Tenant, req.ProjectName); err != nil {
-		if errors.Is(err, registry.ErrNotFound) {
+	// found, exactly like items nobody registered. The project, the persona
+	// and a type the request names are read at once (a create waits for each
+	// round trip), and their errors answered in that order.
+	var (
+		wg                              sync.WaitGroup
+		persona                         registry.Persona
+		typ                             *registry.AgentType
+		projectErr, personaErr, typeErr error
+	)
+	wg.Go(func() { _, projectErr = s.o.Registry.Project(ctx, app.Tenant, req.ProjectName) })
+	wg.Go(func() { persona, personaErr = s.o.Registry.Persona(ctx, app.Tenant, req.PersonaSlug) })
+	if req.AgentType != "" {
+		wg.Go(func() { typ, typeErr = s.agentType(ctx, app, req.AgentType, registry.Persona{}) })
+	}
+	wg.Wait()
+	if projectErr != nil {
+		if errors.Is(projectErr, registry.ErrNotFound) {
 			return Created{}, apierror.New(apierror.ProjectNotFound, "No project is registered as %q.", req.ProjectName)
 		}
-		return Created{}, err
+		return Created{}, projectErr
 	}
-	persona, err := s.o.Registry.Persona(ctx, app.Tenant, req.PersonaSlug)
-	if errors.Is(err, registry.ErrNotFound) || (err == nil && !persona.Active) {
+	if errors.Is(personaErr, registry.ErrNotFound) || (personaErr == nil && !persona.Active) {
 		return Created{}, apierror.New(apierror.PersonaNotFound, "No active persona has the slug %q.", req.PersonaSlug)
 	}
-	if err != nil {
-		return Created{}, err
+	if personaErr != nil {
+		return Created{}, personaErr
 	}
-	typ, err := s.agentType(ctx, app, req.AgentType, persona)
-	if err != nil {
-		return Created{}, err
+	if req.AgentType == "" {
+		typ, typeErr = s.agentType(ctx, app, "", persona)
+	}
+	if typeErr != nil {
+		return Created{}, typeErr
 	}
 	if req.ConfigurationID != "" {
 		cfg, err := s.o.Registry.Configuration(ctx, app.Tenant, req.ConfigurationID)

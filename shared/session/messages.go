@@ -138,7 +138,7 @@ func (s *Inbox) PostMessage(ctx context.Context, sess Session, req MessageReques
 		CreatedAt:   now,
 		ExpiresAt:   now.Add(messageRetention).Unix(),
 	}
-	got, replayed, err := AppendOnce(ctx, s.o.Store, id, sess.Generation, ev, rec)
+	got, replayed, err := AppendOnce(ctx, s.o.Store, id, sess.Generation, []Event{ev}, rec)
 	switch {
 	case err != nil:
 		return MessageReceipt{}, notAlive(err)
@@ -148,27 +148,29 @@ func (s *Inbox) PostMessage(ctx context.Context, sess Session, req MessageReques
 	return MessageReceipt{AgentID: id, Status: "queued", MessageID: got.Seq, ClientMessageID: req.ClientMessageID}, nil
 }
 
-// OnceAppender appends an event once per idempotency record (Store's
+// OnceAppender appends events once per idempotency record (Store's
 // AppendOnce and Idempotency).
 type OnceAppender interface {
-	// AppendOnce appends e with rec; ErrIdempotencyTaken if rec's key is
-	// used.
-	AppendOnce(ctx context.Context, id string, generation int, e Event, rec IdempotencyRecord) (Event, error)
+	// AppendOnce appends events, all or none, with rec (its Seq the last
+	// event's); ErrIdempotencyTaken if rec's key is used.
+	AppendOnce(ctx context.Context, id string, generation int, events []Event, rec IdempotencyRecord) ([]Event, error)
 	// Idempotency reads the record of a key; ErrNotFound if absent.
 	Idempotency(ctx context.Context, key string) (IdempotencyRecord, error)
 }
 
-// AppendOnce appends ev under the idempotency record rec, once. It returns the
-// record the append wrote, or the first append's when rec's key was used
-// before (replayed): whether that one carried the same content is the
-// caller's to check, by RequestHash.
-func AppendOnce(ctx context.Context, st OnceAppender, id string, gen int, ev Event, rec IdempotencyRecord) (IdempotencyRecord, bool, error) {
+// AppendOnce appends events under the idempotency record rec, once. It
+// returns the record the append wrote (Seq: the last event's), or the first
+// append's when rec's key was used before (replayed): whether that one
+// carried the same content is the caller's to check, by RequestHash.
+func AppendOnce(ctx context.Context, st OnceAppender, id string, gen int, events []Event, rec IdempotencyRecord) (IdempotencyRecord, bool, error) {
+	// Read first: a retry must not take a sequence number, or readers would
+	// wait GapGrace at the gap it leaves.
 	if prev, err := st.Idempotency(ctx, rec.Key); err == nil {
 		return prev, true, nil
 	} else if !errors.Is(err, ErrNotFound) {
 		return IdempotencyRecord{}, false, err
 	}
-	out, err := st.AppendOnce(ctx, id, gen, ev, rec)
+	out, err := st.AppendOnce(ctx, id, gen, events, rec)
 	if errors.Is(err, ErrIdempotencyTaken) {
 		prev, err := st.Idempotency(ctx, rec.Key)
 		return prev, err == nil, err
@@ -176,7 +178,7 @@ func AppendOnce(ctx context.Context, st OnceAppender, id string, gen int, ev Eve
 	if err != nil {
 		return IdempotencyRecord{}, false, err
 	}
-	rec.Seq = out.Seq
+	rec.Seq = out[len(out)-1].Seq
 	return rec, false, nil
 }
 

@@ -69,10 +69,10 @@ func (p pushing) AppendEvents(ctx context.Context, id string, generation int, ev
 	return out, err
 }
 
-// AppendOnce appends once, then wakes the sandbox if the event is for it.
-func (p pushing) AppendOnce(ctx context.Context, id string, generation int, e Event, rec IdempotencyRecord) (Event, error) {
-	out, err := p.Store.AppendOnce(ctx, id, generation, e, rec)
-	if err == nil && forSandbox(e) {
+// AppendOnce appends once, then wakes the sandbox if an event is for it.
+func (p pushing) AppendOnce(ctx context.Context, id string, generation int, events []Event, rec IdempotencyRecord) ([]Event, error) {
+	out, err := p.Store.AppendOnce(ctx, id, generation, events, rec)
+	if err == nil && forSandbox(events...) {
 		p.wake(ctx, id)
 	}
 	return out, err

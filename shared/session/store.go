@@ -65,9 +65,10 @@ type EventLog interface {
 	// AppendEvents gives events the next sequence numbers of a live session of the
 	// given generation and stores them, all or nothing. It returns them numbered.
 	AppendEvents(ctx context.Context, id string, generation int, events []Event) ([]Event, error)
-	// AppendOnce appends one event with an idempotency record (its Seq set to the
-	// event's), all or nothing; ErrIdempotencyTaken if the record's key is used.
-	AppendOnce(ctx context.Context, id string, generation int, e Event, rec IdempotencyRecord) (Event, error)
+	// AppendOnce appends events with an idempotency record (its Seq set to the
+	// last event's), all or nothing; ErrIdempotencyTaken if the record's key
+	// is used.
+	AppendOnce(ctx context.Context, id string, generation int, events []Event, rec IdempotencyRecord) ([]Event, error)
 	// Events returns up to limit events after sequence number after, in order.
 	Events(ctx context.Context, id string, after int64, limit int) ([]Event, error)
 }

@@ -182,7 +182,7 @@ func (s *WorkspaceTools) RunWorkspaceTool(ctx context.Context, sess Session, too
 		CreatedAt:   now,
 		ExpiresAt:   now.Add(ToolRetention).Unix(),
 	}
-	got, replayed, err := AppendOnce(ctx, s.o.Store, sess.ID, sess.Generation, ev, rec)
+	got, replayed, err := AppendOnce(ctx, s.o.Store, sess.ID, sess.Generation, []Event{ev}, rec)
 	switch {
 	case err != nil:
 		return WorkspaceToolOutcome{}, notAlive(err)

@@ -56,7 +56,7 @@ type SessionWrites interface {
 	Touch(ctx context.Context, id string, generation int, set session.Fields) (session.Session, error)
 	// AppendOnce appends e with its idempotency record;
 	// session.ErrIdempotencyTaken if the record's key is used.
-	AppendOnce(ctx context.Context, id string, generation int, e session.Event, rec session.IdempotencyRecord) (session.Event, error)
+	AppendOnce(ctx context.Context, id string, generation int, events []session.Event, rec session.IdempotencyRecord) ([]session.Event, error)
 }
 
 // Effects is the Executor of the contract tools: it writes to the object store,
@@ -249,7 +249,7 @@ func (e *Effects) event(ctx context.Context, c Call, p sandboxwire.Payload) (map
 		// As long as an unfinished call's record: its attempts come within.
 		ExpiresAt: now.Add(inProgressTTL).Unix(),
 	}
-	_, err = e.Sessions.AppendOnce(ctx, c.Session.ID, c.Session.Generation, ev, once)
+	_, err = e.Sessions.AppendOnce(ctx, c.Session.ID, c.Session.Generation, []session.Event{ev}, once)
 	if err != nil && !errors.Is(err, session.ErrConflict) && !errors.Is(err, session.ErrIdempotencyTaken) {
 		return nil, err
 	}

@@ -46,9 +46,9 @@ func (s *store) Idempotency(context.Context, string) (session.IdempotencyRecord,
 	return session.IdempotencyRecord{}, session.ErrNotFound
 }
 
-func (s *store) AppendOnce(_ context.Context, _ string, _ int, e session.Event, rec session.IdempotencyRecord) (session.Event, error) {
-	s.queued, s.rec = &e, rec
-	return session.Event{}, apierror.Unavailable(errors.New("fuzz: not stored"))
+func (s *store) AppendOnce(_ context.Context, _ string, _ int, events []session.Event, rec session.IdempotencyRecord) ([]session.Event, error) {
+	s.queued, s.rec = &events[0], rec
+	return nil, apierror.Unavailable(errors.New("fuzz: not stored"))
 }
 
 var printable = regexp.MustCompile(`^[\x21-\x7e]+$`)

@@ -174,23 +174,24 @@ func RunEventLog(t *testing.T, newStore func(t *testing.T) EventStore) {
 			t.Fatal(err)
 		}
 		rec := record(t, "message", s.ID)
-		e, err := st.AppendOnce(t.Context(), s.ID, 1, session.Event{Type: "user.message", Data: map[string]any{"text": "hi"}}, rec)
+		out, err := st.AppendOnce(t.Context(), s.ID, 1, []session.Event{{Type: "user.message", Data: map[string]any{"text": "hi"}}, {Type: "second"}}, rec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Seq != 2 || e.SessionID != s.ID || e.Type != "user.message" {
-			t.Errorf("AppendOnce = %+v, want seq 2 of %s", e, s.ID)
+		if len(out) != 2 || out[0].Seq != 2 || out[0].SessionID != s.ID || out[0].Type != "user.message" || out[1].Seq != 3 || out[1].Type != "second" {
+			t.Fatalf("AppendOnce = %+v, want seq 2 and 3 of %s", out, s.ID)
 		}
+		e := out[1]
 		want := rec
 		want.Seq = e.Seq
 		if got, err := st.Idempotency(t.Context(), rec.Key); err != nil || got != want {
 			t.Errorf("record %+v, %v; want %+v", got, err, want)
 		}
-		if _, err := st.AppendOnce(t.Context(), s.ID, 1, session.Event{Type: "user.message"}, rec); !errors.Is(err, session.ErrIdempotencyTaken) {
+		if _, err := st.AppendOnce(t.Context(), s.ID, 1, []session.Event{{Type: "user.message"}}, rec); !errors.Is(err, session.ErrIdempotencyTaken) {
 			t.Errorf("append with a used key: %v, want ErrIdempotencyTaken", err)
 		}
-		if evs, _ := st.Events(t.Context(), s.ID, 0, 100); len(evs) != 2 {
-			t.Errorf("%d events after a refused append, want 2", len(evs))
+		if evs, _ := st.Events(t.Context(), s.ID, 0, 100); len(evs) != 3 {
+			t.Errorf("%d events after a refused append, want 3", len(evs))
 		}
 		if got, _ := st.Idempotency(t.Context(), rec.Key); got != want {
 			t.Errorf("a refused append replaced the record: %+v", got)
@@ -201,7 +202,7 @@ func RunEventLog(t *testing.T, newStore func(t *testing.T) EventStore) {
 		}
 		ended := create(t, st, sample(t, session.Ended, 1))
 		fresh := record(t, "message", ended.ID)
-		if _, err := st.AppendOnce(t.Context(), ended.ID, 1, session.Event{Type: "user.message"}, fresh); !errors.Is(err, session.ErrConflict) {
+		if _, err := st.AppendOnce(t.Context(), ended.ID, 1, []session.Event{{Type: "user.message"}}, fresh); !errors.Is(err, session.ErrConflict) {
 			t.Errorf("append once to an ended session: %v, want ErrConflict", err)
 		}
 		if _, err := st.Idempotency(t.Context(), fresh.Key); !errors.Is(err, session.ErrNotFound) {

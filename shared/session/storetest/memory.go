@@ -285,13 +285,9 @@ func (m *Memory) AppendEvents(_ context.Context, id string, generation int, even
 	return m.append(id, generation, events, nil)
 }
 
-// AppendOnce appends one event with its idempotency record, all or nothing.
-func (m *Memory) AppendOnce(_ context.Context, id string, generation int, e session.Event, rec session.IdempotencyRecord) (session.Event, error) {
-	out, err := m.append(id, generation, []session.Event{e}, &rec)
-	if err != nil {
-		return session.Event{}, err
-	}
-	return out[0], nil
+// AppendOnce appends events with their idempotency record, all or nothing.
+func (m *Memory) AppendOnce(_ context.Context, id string, generation int, events []session.Event, rec session.IdempotencyRecord) ([]session.Event, error) {
+	return m.append(id, generation, events, &rec)
 }
 
 func (m *Memory) append(id string, generation int, events []session.Event, rec *session.IdempotencyRecord) ([]session.Event, error) {

@@ -17,7 +17,8 @@ func TestMain(m *testing.M) {
 // TestConfinedShellReachesOnlyWhatItIsGiven: a shell confined to a job's
 // directories reads its input, writes its work, runs programs, and cannot
 // write its input, read a sibling's secret (by path, by "..", by a symlink it
-// makes), nor touch /tmp.
+// makes), nor touch /tmp. It fails on a kernel without Landlock: it cannot
+// check what it claims there.
 func TestConfinedShellReachesOnlyWhatItIsGiven(t *testing.T) {
 	root := t.TempDir()
 	job, other := filepath.Join(root, "job"), filepath.Join(root, "other")
@@ -35,11 +36,12 @@ func TestConfinedShellReachesOnlyWhatItIsGiven(t *testing.T) {
 	must(other+"/secret", "secret")
 	rules := confine.Rules{Read: []string{job + "/input"}, Write: []string{job + "/work"}}
 	if _, err := confine.ABI(); err != nil {
-		// Without Landlock nothing runs as if it were confined.
+		// Nothing runs as if it were confined (the agent refuses the job
+		// then), but what this test claims cannot be checked here.
 		if _, cerr := confine.Command(t.Context(), rules, "true"); cerr == nil {
-			t.Fatalf("a confined command without Landlock (%v)", err)
+			t.Errorf("a confined command without Landlock (%v)", err)
 		}
-		return
+		t.Fatalf("no Landlock on this kernel (%v): confinement cannot be checked here", err)
 	}
 	run := func(script string) (string, error) {
 		cmd, err := confine.Command(t.Context(), rules, "bash", "-c", script)

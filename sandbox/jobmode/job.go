@@ -109,6 +109,10 @@ var (
 	errJobCancelled = errors.New("the job was cancelled")
 	// errPolicyViolation: the agent kept trying what its policy refuses.
 	errPolicyViolation = errors.New("policy violation")
+	// errIsolation: bash is among the job's tools and the isolation it
+	// needs cannot be had here: the job fails before any tool runs, never
+	// with bash unconfined or quietly left out.
+	errIsolation = errors.New("isolation unavailable")
 )
 
 // Run runs the orchestrator job spec.Job (job mode): it lays out the job
@@ -146,9 +150,12 @@ func (r *Runner) Run(ctx context.Context, spec sandboxwire.Spec, system string) 
 		r.sb.Log.Error("job's model or tools", slog.String("error", err.Error()))
 		jl.write("job_failed", map[string]any{"error": err.Error()})
 		_ = jl.close()
-		rep := failedReport(sandboxwire.FailureCrash, "The agent could not start: "+err.Error(), 0)
+		rep, reason := failedReport(sandboxwire.FailureCrash, "The agent could not start: "+err.Error(), 0), sandboxwire.ReasonModelUnavailable
+		if errors.Is(err, errIsolation) {
+			rep, reason = failedReport(sandboxwire.FailurePolicyViolation, "Isolation unavailable, so nothing ran: "+strings.TrimPrefix(err.Error(), errIsolation.Error()+": "), 0), sandboxwire.ReasonError
+		}
 		j.upload(ctx, &rep, nil)
-		_ = report(rep, sandboxwire.Failed, sandboxwire.ReasonModelUnavailable)
+		_ = report(rep, sandboxwire.Failed, reason)
 		return err
 	}
 	if err := r.sb.Client.Ready(ctx, spec.Guardrails.Hash, nil); err != nil {
@@ -270,10 +277,17 @@ func (j *jobRun) agent(system string, specTools []string, jc Config) (*llm.Loop,
 	if err != nil {
 		return nil, nil, err
 	}
-	enabled, noNetwork := j.enabledTools(specTools, jc)
+	enabled, noNetwork, err := j.enabledTools(specTools, jc)
+	if err != nil {
+		return nil, nil, j.isolationUnavailable(err)
+	}
 	j.tools = enabled
+	confined, err := j.confinement()
+	if err != nil {
+		return nil, nil, j.isolationUnavailable(err)
+	}
 	o := tools.Options{MemoryPath: filepath.Join(j.dir.Sub(jobspace.Memory), "memory.json"), User: j.r.sb.ToolUser, Enabled: enabled, NoNetwork: noNetwork,
-		Confine: j.confinement()}
+		Confine: confined}
 	if j.r.sb.Tools != nil {
 		o.Env = func() []string { return inJobDir(j.r.sb.Tools.Environ(), j.dir.Path) }
 	}
@@ -370,10 +384,11 @@ func (j *jobRun) run(ctx context.Context, loop *llm.Loop) (string, int, error) {
 
 // enabledTools are the profile's allowed skills that are workspace tools
 // (and that the spec's tools list, if it has one), without the web tools
-// when the job has no network, and without bash when it has none and no
-// network namespace can be made (nor the launcher vouches for the
-// isolation). noNetwork says bash runs in a namespace of its own.
-func (j *jobRun) enabledTools(specTools []string, jc Config) (enabled []string, noNetwork bool) {
+// when the job has no network. noNetwork says bash runs in a namespace of
+// its own. A job without network whose tools include bash, where no network
+// namespace can be made and the launcher does not vouch for the sandbox's
+// isolation, is errIsolation.
+func (j *jobRun) enabledTools(specTools []string, jc Config) (enabled []string, noNetwork bool, err error) {
 	enabled = []string{}
 	for _, name := range toolspec.WorkspaceTools() {
 		if !slices.Contains(j.spec.Profile.AllowedSkills, name) || (specTools != nil && !slices.Contains(specTools, name)) {
@@ -385,38 +400,45 @@ func (j *jobRun) enabledTools(specTools []string, jc Config) (enabled []string, 
 		enabled = append(enabled, name)
 	}
 	if j.spec.Network || !slices.Contains(enabled, "bash") {
-		return enabled, false
+		return enabled, false, nil
 	}
 	if err := networkIsolation(); err == nil {
-		return enabled, true
+		return enabled, true, nil
 	} else if !jc.NetworkIsolated {
-		j.r.sb.Log.Warn("bash is not offered: the job has no network and no network namespace can be made here", slog.String("error", err.Error()))
-		j.log.write("bash_refused", map[string]any{"reason": "no network namespace for a job without network: " + err.Error()})
-		return slices.DeleteFunc(enabled, func(n string) bool { return n == "bash" }), false
+		return nil, false, fmt.Errorf("%w: the job has no network and bash is among its tools, but no network namespace can be made here (%v) and the launcher does not isolate the sandbox (RA_JOB_NETWORK_ISOLATED)", errIsolation, err)
 	}
-	return enabled, false
+	return enabled, false, nil
 }
 
 // confinement is what bash's commands may reach of the file system: the
 // job's input/ to read, its work/ and output/ to write, and the system's
 // programs; nothing else (another job's directory, the agent's files, /tmp).
-// Without Landlock (an older kernel: on Fargate each job is a task of its
-// own anyway) they run unconfined, which the job's log says.
-func (j *jobRun) confinement() *confine.Rules {
+// nil without bash. Without Landlock (an older kernel) bash cannot be
+// confined: errIsolation.
+func (j *jobRun) confinement() (*confine.Rules, error) {
 	if !slices.Contains(j.tools, "bash") {
-		return nil
+		return nil, nil
 	}
-	if _, err := confine.ABI(); err != nil {
-		j.r.sb.Log.Warn("bash's commands run unconfined: no Landlock here", slog.String("error", err.Error()))
-		j.log.write("bash_unconfined", map[string]any{"reason": err.Error()})
-		return nil
+	if _, err := landlockABI(); err != nil {
+		return nil, fmt.Errorf("%w: bash is among the job's tools, but its commands cannot be confined to the job directory: no Landlock here (%v)", errIsolation, err)
 	}
-	return &confine.Rules{Read: []string{j.dir.Sub(jobspace.Input)}, Write: []string{j.dir.Sub(jobspace.Work), j.dir.Sub(jobspace.Output)}}
+	return &confine.Rules{Read: []string{j.dir.Sub(jobspace.Input)}, Write: []string{j.dir.Sub(jobspace.Work), j.dir.Sub(jobspace.Output)}}, nil
 }
 
-// networkIsolation says whether commands can run without network here
-// (tests replace it).
-var networkIsolation = tools.NetworkIsolation
+// isolationUnavailable logs why the job's isolation cannot be had, in the
+// sandbox's log and the job's, and returns err.
+func (j *jobRun) isolationUnavailable(err error) error {
+	j.r.sb.Log.Error("the job does not run: its isolation cannot be had here", slog.String("error", err.Error()))
+	j.log.write("isolation_unavailable", map[string]any{"reason": err.Error()})
+	return err
+}
+
+// networkIsolation says whether commands can run without network here, and
+// landlockABI whether they can be confined (tests replace them).
+var (
+	networkIsolation = tools.NetworkIsolation
+	landlockABI      = confine.ABI
+)
 
 // inJobDir is a tools' environment with WORKSPACE the job directory, and
 // TMPDIR in its work/ (a confined command has no /tmp).

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/remote-agents/remote-agents/sandbox/confine"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
@@ -55,10 +56,11 @@ func TestJobLLM(t *testing.T) {
 	}
 }
 
-// TestJobTools: a job's tools are its profile's skills that exist (and that
-// the spec lists), without the web tools when it has no network; bash runs
-// without network, or is not offered where that cannot be had and the
-// launcher does not vouch for the isolation.
+// TestJobTools: a job gets its profile's workspace tools, the web tools only
+// with network, and bash without network only where it runs in a namespace
+// of its own or the launcher vouches for the sandbox's isolation; anywhere
+// else the job fails (errIsolation) rather than run without bash. Bash
+// runs confined by Landlock, or the job fails.
 func TestJobTools(t *testing.T) {
 	dir := t.TempDir()
 	log, err := openJobLog(dir, func(s string) string { return s })
@@ -71,6 +73,7 @@ func TestJobTools(t *testing.T) {
 		spec: &sandboxwire.JobSpec{Profile: sandboxwire.JobProfile{AllowedSkills: skills}}}
 	can := func() error { return nil }
 	cannot := func() error { return errors.New("EPERM") }
+	t.Cleanup(func() { networkIsolation, landlockABI = tools.NetworkIsolation, confine.ABI })
 	for _, tc := range []struct {
 		name      string
 		network   bool
@@ -79,19 +82,34 @@ func TestJobTools(t *testing.T) {
 		isolated  bool
 		want      []string
 		noNetwork bool
+		refused   bool
 	}{
-		{"network", true, nil, cannot, false, []string{"read", "write", "bash", "web_fetch", "web_search"}, false},
-		{"no network, a namespace", false, nil, can, false, []string{"read", "write", "bash"}, true},
-		{"no network, no namespace", false, nil, cannot, false, []string{"read", "write"}, false},
-		{"no network, the launcher's isolation", false, nil, cannot, true, []string{"read", "write", "bash"}, false},
-		{"the spec's tools", true, []string{"read", "web_fetch"}, can, false, []string{"read", "web_fetch"}, false},
+		{"network", true, nil, cannot, false, []string{"read", "write", "bash", "web_fetch", "web_search"}, false, false},
+		{"no network, a namespace", false, nil, can, false, []string{"read", "write", "bash"}, true, false},
+		{"no network, no namespace", false, nil, cannot, false, nil, false, true},
+		{"no network, no namespace, no bash", false, []string{"read"}, cannot, false, []string{"read"}, false, false},
+		{"no network, the launcher's isolation", false, nil, cannot, true, []string{"read", "write", "bash"}, false, false},
+		{"the spec's tools", true, []string{"read", "web_fetch"}, can, false, []string{"read", "web_fetch"}, false, false},
 	} {
 		networkIsolation = tc.isolation
 		j.spec.Network = tc.network
-		got, noNetwork := j.enabledTools(tc.spec, Config{NetworkIsolated: tc.isolated})
-		if !slices.Equal(got, tc.want) || noNetwork != tc.noNetwork {
-			t.Errorf("%s: %v %v, want %v %v", tc.name, got, noNetwork, tc.want, tc.noNetwork)
+		got, noNetwork, err := j.enabledTools(tc.spec, Config{NetworkIsolated: tc.isolated})
+		if !slices.Equal(got, tc.want) || noNetwork != tc.noNetwork || errors.Is(err, errIsolation) != tc.refused {
+			t.Errorf("%s: %v %v %v, want %v %v refused %v", tc.name, got, noNetwork, err, tc.want, tc.noNetwork, tc.refused)
 		}
 	}
-	networkIsolation = tools.NetworkIsolation
+	j.tools = []string{"read", "bash"}
+	landlockABI = func() (int, error) { return 0, errors.New("ENOSYS") }
+	if r, err := j.confinement(); r != nil || !errors.Is(err, errIsolation) || !strings.Contains(err.Error(), "no Landlock") {
+		t.Errorf("bash without Landlock: %v %v, want errIsolation", r, err)
+	}
+	landlockABI = func() (int, error) { return 1, nil }
+	if r, err := j.confinement(); err != nil || r == nil || len(r.Write) != 2 {
+		t.Errorf("bash with Landlock: %+v %v", r, err)
+	}
+	j.tools = []string{"read"}
+	landlockABI = func() (int, error) { return 0, errors.New("ENOSYS") }
+	if r, err := j.confinement(); r != nil || err != nil {
+		t.Errorf("no bash, no Landlock: %v %v, want nothing to confine", r, err)
+	}
 }

@@ -314,7 +314,7 @@ var Variables = []Variable{
 		Meaning: "the folder the agent works in"},
 	{Name: "RA_JOB_ROOT", Readers: []Reader{SandboxAgent}, Default: "the workspace (the image: `/agent-space`)",
 		Meaning: "where a sandbox in job mode lays out its job directory, `<root>/{job_id}/{input,work,output,memory,logs}` (see docs/jobs.md)"},
-	{Name: "RA_JOB_NETWORK_ISOLATED", Readers: []Reader{SandboxAgent}, Default: "unset: such a job gets no bash there",
+	{Name: "RA_JOB_NETWORK_ISOLATED", Readers: []Reader{SandboxAgent}, Default: "unset: such a job with bash fails there (`policy_violation`, isolation unavailable) before anything runs",
 		Meaning: "any value: the launcher vouches the sandbox reaches nothing but the platform, so a job without network may run bash where no network namespace can be made (Fargate)"},
 	{Name: "RA_ENV_FILE", Readers: []Reader{SandboxAgent}, Default: "`/tmp/.proliferate_env.json` (the dev server: `<sandbox folder>.tmp/.proliferate_env.json`, since its sandboxes share `/tmp`)",
 		Meaning: "the JSON file values users submit, and those persisted for the session's configuration, are merged into (mode 0600, written atomically; a link at its path is refused)"},

@@ -52,6 +52,10 @@ type Options struct {
 	Config config.Platform
 	// SandboxCommand runs a sandbox (see process.CommandFromEnv).
 	SandboxCommand []string
+	// SandboxProfile is the rights sandboxes run with (process.Options.Profile,
+	// RA_SANDBOX_PROFILE): "" the dev server's own, "fargate" a Fargate
+	// task's.
+	SandboxProfile string
 	// SandboxEnv is added to every sandbox's environment (model settings); a
 	// sandbox inherits no AWS_ or RA_ variable, and no model provider's key,
 	// otherwise.
@@ -252,6 +256,7 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	sandboxes := filepath.Join(o.WorkDir, "sandboxes")
 	s.Launcher, err = process.New(process.Options{
 		Command: o.SandboxCommand,
+		Profile: o.SandboxProfile,
 		Env:     o.SandboxEnv,
 		Dir:     sandboxes,
 		LogDir:  sandboxes,

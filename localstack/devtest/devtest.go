@@ -104,6 +104,12 @@ func WithSandbox(command ...string) Option {
 	return func(o *devserver.Options) { o.SandboxCommand = command }
 }
 
+// WithSandboxProfile runs sandboxes with the rights of profile
+// (process.ProfileFargate: a Fargate task's).
+func WithSandboxProfile(profile string) Option {
+	return func(o *devserver.Options) { o.SandboxProfile = profile }
+}
+
 // WithCreationTimeout sets how long a create waits for the agent.
 func WithCreationTimeout(d time.Duration) Option {
 	return func(o *devserver.Options) { o.Config.CreationTimeout = d }
@@ -148,6 +154,13 @@ func (s *Stack) Logs() string { return s.logs.String() }
 func Start(t testing.TB, opts ...Option) *Stack {
 	t.Helper()
 	work := t.TempDir()
+	// Sandboxes' tools run as another user than the test's (the fargate
+	// profile's): they must reach their folders in it, as in .cache/dev.
+	for _, d := range []string{filepath.Dir(work), work} {
+		if err := os.Chmod(d, 0o755); err != nil { //nolint:gosec // folders, searched by the tools' user
+			t.Fatal(err)
+		}
+	}
 	guardrails := filepath.Join(work, "platform-guardrails.md")
 	shipped, err := os.ReadFile(filepath.Join(root, "data", "platform-guardrails.md"))
 	if err != nil {

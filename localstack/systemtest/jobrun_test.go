@@ -158,7 +158,7 @@ func TestJobShellIsConfinedToItsJob(t *testing.T) {
 		`{"text":"link","tool_calls":[` + bash("ln -s "+secret+" work/link; cat work/link > output/leak2.txt") + `]}`,
 		`{"text":"climb","tool_calls":[` + bash("cat ../../../../../../../.."+secret+" > output/leak3.txt") + `]}`,
 		`{"text":"input","tool_calls":[` + bash("echo changed > input/brief.md") + `]}`,
-		`{"text":"net","tool_calls":[` + bash("exec 3<>/dev/tcp/"+listener.Addr().String()+" && echo reached > output/net.txt") + `]}`,
+		`{"text":"net","tool_calls":[` + bash("exec 3<>/dev/tcp/"+strings.Replace(listener.Addr().String(), ":", "/", 1)+" && echo reached > output/net.txt") + `]}`,
 		`{"text":"Done."}`,
 	}, "\n") + "\n"
 	script := filepath.Join(t.TempDir(), "script.jsonl")

@@ -20,6 +20,9 @@ import (
 // helperArg, as the first argument, makes the executable the helper (Main).
 const helperArg = "__ra_confine"
 
+// selfExe is this process's executable, as the kernel links it.
+const selfExe = "/proc/self/exe"
+
 // Rules are what a confined command may reach.
 type Rules struct {
 	// Read are directories (or files) it may read and run programs from.
@@ -41,10 +44,6 @@ func Command(ctx context.Context, r Rules, name string, args ...string) (*exec.C
 	if _, err := ABI(); err != nil {
 		return nil, err
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("confine: %w", err)
-	}
 	argv := []string{helperArg}
 	for _, p := range r.Read {
 		argv = append(argv, "-r", p)
@@ -53,7 +52,9 @@ func Command(ctx context.Context, r Rules, name string, args ...string) (*exec.C
 		argv = append(argv, "-w", p)
 	}
 	argv = append(append(argv, "--", name), args...)
-	return exec.CommandContext(ctx, self, argv...), nil
+	// Through the kernel's link to this executable, not its path: the
+	// command's user (the tools') may not search the folders it is in.
+	return exec.CommandContext(ctx, selfExe, argv...), nil
 }
 
 // Main runs the helper and never returns when this process was started as

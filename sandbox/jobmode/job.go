@@ -405,7 +405,7 @@ func (j *jobRun) enabledTools(specTools []string, jc Config) (enabled []string, 
 	if err := networkIsolation(); err == nil {
 		return enabled, true, nil
 	} else if !jc.NetworkIsolated {
-		return nil, false, fmt.Errorf("%w: the job has no network and bash is among its tools, but no network namespace can be made here (%v) and the launcher does not isolate the sandbox (RA_JOB_NETWORK_ISOLATED)", errIsolation, err)
+		return nil, false, fmt.Errorf("%w: the job has no network and bash is among its tools, but no network namespace can be made here (%w) and the launcher does not isolate the sandbox (RA_JOB_NETWORK_ISOLATED)", errIsolation, err)
 	}
 	return enabled, false, nil
 }
@@ -420,7 +420,7 @@ func (j *jobRun) confinement() (*confine.Rules, error) {
 		return nil, nil
 	}
 	if _, err := landlockABI(); err != nil {
-		return nil, fmt.Errorf("%w: bash is among the job's tools, but its commands cannot be confined to the job directory: no Landlock here (%v)", errIsolation, err)
+		return nil, fmt.Errorf("%w: bash is among the job's tools, but its commands cannot be confined to the job directory: no Landlock here (%w)", errIsolation, err)
 	}
 	return &confine.Rules{Read: []string{j.dir.Sub(jobspace.Input)}, Write: []string{j.dir.Sub(jobspace.Work), j.dir.Sub(jobspace.Output)}}, nil
 }

@@ -26,6 +26,8 @@ var Variables = []Variable{
 		Meaning: "the agent binary each sandbox runs (`<bin> sandbox`); the end-to-end tests' too (`make test` passes an agent it builds with `-race`, `.cache/bin/agent-race`; `make bench` passes `dist/agent`; unset, the tests build their own)"},
 	{Name: "RA_SANDBOX_COMMAND", Readers: []Reader{DevServer}, Default: "the agent binary",
 		Meaning: "a command run by `/bin/sh -c` as each sandbox instead of the agent binary"},
+	{Name: "RA_SANDBOX_PROFILE", Readers: []Reader{DevServer}, Default: "unset: the dev server's own rights",
+		Meaning: "`fargate` runs each sandbox as a Fargate task runs its container: root with Docker's default capabilities only (no `CAP_SYS_ADMIN`, no `CAP_NET_ADMIN`), `no_new_privs` (through util-linux's `setpriv`); see docs/local.md"},
 	{Name: "RA_SANDBOX_CGROUP", Readers: []Reader{DevServer}, Default: "its own cgroup, where writable v2",
 		Meaning: "a delegated cgroup v2 directory the dev server creates each sandbox's cgroup in (`memory.max`, `cpu.max`)"},
 	{Name: "RA_WORK_DIR", Readers: []Reader{DevServer}, Default: "`.cache/dev`",

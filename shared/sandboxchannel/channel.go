@@ -249,8 +249,9 @@ func (c *Service) Report(ctx context.Context, sess session.Session, in sandboxwi
 	if err := c.reportJob(ctx, sess, change.To, in.Job); err != nil {
 		return sandboxwire.Orders{}, err
 	}
-	if change.To == session.Failed && sess.State == session.Provisioning {
-		// The sandbox could not deliver the priming message (guardrails first).
+	if change.To == session.Failed && sess.State == session.Provisioning && in.Job == nil {
+		// The sandbox could not deliver the priming message (guardrails
+		// first); a job's sandbox says why its job failed instead.
 		session.ReportGuardrails(ctx, c.o.Reporter, report.Error, "sandbox failed to deliver the priming message",
 			map[string]string{"agent_id": sess.ID, "pane_id": sess.TmuxSessionName, "persona_slug": sess.PersonaSlug})
 	}

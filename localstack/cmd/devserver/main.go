@@ -78,6 +78,7 @@ func run() error {
 		Addr:           "127.0.0.1:" + port,
 		Config:         cfg,
 		SandboxCommand: process.CommandFromEnv(agent),
+		SandboxProfile: os.Getenv("RA_SANDBOX_PROFILE"),
 		SandboxEnv:     model.SandboxEnv,
 		ModelKeys:      model.Keys,
 		WorkDir:        work,

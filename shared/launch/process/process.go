@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,52 @@ type Options struct {
 	// Where it is not a writable cgroup v2 with the memory or cpu controller
 	// for its children, sandboxes get no cgroup: their rlimits hold.
 	CgroupDir string
+	// Profile is the rights a sandbox runs with: "" the launcher's own
+	// (ProfileHost), or ProfileFargate.
+	Profile string
+}
+
+// The sandbox profiles (Options.Profile, RA_SANDBOX_PROFILE).
+const (
+	// ProfileHost runs a sandbox with the launcher's own rights (as root,
+	// every capability: what most tests need, and the most a sandbox can do).
+	ProfileHost = ""
+	// ProfileFargate runs a sandbox as a Fargate task runs its container:
+	// root with Docker's default capabilities and no more (no
+	// CAP_SYS_ADMIN, no CAP_NET_ADMIN; its bounding set too, so nothing it
+	// starts gains one) and no_new_privs, through util-linux's setpriv, its
+	// tools as an unprivileged user (RA_TOOL_USER, FargateToolUser unless
+	// Options.Env names one).
+	ProfileFargate = "fargate"
+	// FargateToolUser is who a fargate sandbox's tools run as unless told:
+	// nobody's uid (the image's agent user is 10001; any uid but root's).
+	FargateToolUser = "65534"
+)
+
+// FargateCapabilities are Docker's default capabilities, a Fargate
+// container's (which may add only SYS_PTRACE), as setpriv names them.
+var FargateCapabilities = []string{"chown", "dac_override", "fowner", "fsetid", "kill", "setgid", "setuid", "setpcap",
+	"net_bind_service", "net_raw", "sys_chroot", "mknod", "audit_write", "setfcap"}
+
+// profileCommand is command run under profile: for ProfileFargate, by
+// setpriv with FargateCapabilities only.
+func profileCommand(profile string, command []string) ([]string, error) {
+	switch profile {
+	case ProfileHost:
+		return command, nil
+	case ProfileFargate:
+		setpriv, err := exec.LookPath("setpriv")
+		if err != nil {
+			return nil, fmt.Errorf("process launcher: the %s profile runs sandboxes through setpriv (util-linux): %w", profile, err)
+		}
+		caps := "-all"
+		for _, c := range FargateCapabilities {
+			caps += ",+" + c
+		}
+		return append([]string{setpriv, "--bounding-set", caps, "--inh-caps", "-all", "--no-new-privs", "--"}, command...), nil
+	default:
+		return nil, fmt.Errorf("process launcher: no sandbox profile %q (want %q or %q)", profile, ProfileHost, ProfileFargate)
+	}
 }
 
 // Launcher runs sandboxes as child processes.
@@ -68,6 +115,14 @@ type proc struct {
 func New(o Options) (*Launcher, error) {
 	if len(o.Command) == 0 {
 		return nil, errors.New("process launcher: no sandbox command")
+	}
+	command, err := profileCommand(o.Profile, o.Command)
+	if err != nil {
+		return nil, err
+	}
+	o.Command = command
+	if o.Profile == ProfileFargate && !slices.ContainsFunc(o.Env, func(kv string) bool { return strings.HasPrefix(kv, "RA_TOOL_USER=") }) {
+		o.Env = append(slices.Clone(o.Env), "RA_TOOL_USER="+FargateToolUser)
 	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("process launcher: %w", err)

@@ -367,3 +367,43 @@ func TestStopEndsTheSandboxTmuxServer(t *testing.T) {
 		t.Error("the sandbox's tmux server outlived it")
 	}
 }
+
+// TestFargateProfileHasDockersCapabilities: a sandbox of the fargate
+// profile runs with Docker's default capabilities (effective and bounding:
+// 0xa80425fb, no CAP_SYS_ADMIN), no_new_privs, and so cannot make a network
+// namespace; an unknown profile is refused.
+func TestFargateProfileHasDockersCapabilities(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ex := &exits{ch: make(chan launch.Exit, 1)}
+	l, err := process.New(process.Options{Profile: process.ProfileFargate, Dir: dir, OnExit: ex.record, Command: []string{"/bin/sh", "-c",
+		`grep -E '^(CapEff|CapBnd|NoNewPrivs):' /proc/self/status > status; if unshare -n true 2>/dev/null; then echo made > netns; else echo refused > netns; fi`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.StopAll(time.Second) })
+	if _, err := l.Launch(t.Context(), launch.Spec{SessionID: "fargate", Generation: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if x := <-ex.ch; x.ExitCode != 0 {
+		t.Fatalf("sandbox %+v", x)
+	}
+	status, err := os.ReadFile(filepath.Join(dir, "fargate-1", "status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(status)), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		got[k] = strings.TrimSpace(v)
+	}
+	if got["CapEff"] != "00000000a80425fb" || got["CapBnd"] != "00000000a80425fb" || got["NoNewPrivs"] != "1" {
+		t.Errorf("sandbox status %v, want Docker's default capabilities and no_new_privs", got)
+	}
+	if netns, _ := os.ReadFile(filepath.Join(dir, "fargate-1", "netns")); strings.TrimSpace(string(netns)) != "refused" {
+		t.Errorf("network namespace: %q, want refused", netns)
+	}
+	if _, err := process.New(process.Options{Profile: "lambda", Dir: dir, Command: []string{"true"}}); err == nil || !strings.Contains(err.Error(), "lambda") {
+		t.Errorf("an unknown profile: %v", err)
+	}
+}

@@ -1,0 +1,133 @@
+package systemtest_test
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/remote-agents/remote-agents/localstack/devtest"
+	"github.com/remote-agents/remote-agents/shared/jobevents"
+	"github.com/remote-agents/remote-agents/shared/launch/process"
+)
+
+// TestJobsUnderTheFargateProfile runs jobs in sandboxes with a Fargate
+// task's rights (Docker's default capabilities, no_new_privs). A job
+// without network whose profile has bash cannot get a network namespace
+// there and nothing vouches for the sandbox's isolation: it fails before
+// any tool runs, policy_violation, and says why on the job and in its
+// AGENT.JOB.FAILED event. A job with network runs bash confined to its
+// directory: it reads its input and writes its output, but reads neither a
+// file outside its job nor the agent's environment, and reaches the
+// network it was given.
+func TestJobsUnderTheFargateProfile(t *testing.T) {
+	t.Parallel()
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(secret, []byte("top secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = listener.Close() }()
+	bash := func(cmd string) string {
+		raw, _ := json.Marshal(map[string]any{"name": "bash", "args": map[string]any{"command": cmd}})
+		return string(raw)
+	}
+	steps := strings.Join([]string{
+		`{"text":"copy","tool_calls":[` + bash("cat input/input.json > output/copy.json") + `]}`,
+		`{"text":"peek","tool_calls":[` + bash("cat "+secret+" > output/leak.txt") + `]}`,
+		`{"text":"environ","tool_calls":[` + bash("cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -a RA_ > output/environ.txt") + `]}`,
+		`{"text":"whoami","tool_calls":[` + bash("id -u > output/uid.txt; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status > output/status.txt") + `]}`,
+		`{"text":"net","tool_calls":[` + bash("exec 3<>/dev/tcp/"+strings.Replace(listener.Addr().String(), ":", "/", 1)+" && echo reached > output/net.txt") + `]}`,
+		`{"text":"Done."}`,
+	}, "\n") + "\n"
+	script := filepath.Join(t.TempDir(), "script.jsonl")
+	if err := os.WriteFile(script, []byte(steps), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, devtest.WithSandboxProfile(process.ProfileFargate), withSandboxEnv("RA_LLM_SCRIPT="+script, "RA_NO_TMUX=1"))
+	o := newOrchestrator(s)
+	agent := uuid.NewString()
+	if r := o.call(http.MethodPut, "/internal/agents/"+agent, map[string]any{"name": "Shell", "agent_level": "L1", "llm_provider": "scripted",
+		"llm_model": "scripted", "max_tokens": 4096, "allowed_skills": []string{"read", "write", "bash"}}, uuid.NewString()); r.status != http.StatusOK {
+		t.Fatalf("profile: %d %s", r.status, r.raw)
+	}
+	run := func(network bool) (string, string, reply) {
+		step := uuid.NewString()
+		body := o.jobBody(agent, step, 100000)
+		body["constraints"] = map[string]any{"timeout": 600, "network": network}
+		created := o.call(http.MethodPost, "/internal/jobs", body, step)
+		if created.status != http.StatusCreated {
+			t.Fatalf("create: %d %s", created.status, created.raw)
+		}
+		id := created.str("id")
+		var job reply
+		eventually(t, 90*time.Second, "the job finished", func() bool {
+			job = o.call(http.MethodGet, "/internal/jobs/"+id, nil, step)
+			st := job.str("status")
+			return st == "completed" || st == "failed" || st == "cancelled"
+		})
+		return id, step, job
+	}
+
+	// No network, bash, no namespace to be had: refused, not run.
+	id, _, job := run(false)
+	failure, _ := job.body["failure"].(map[string]any)
+	if msg, _ := failure["message"].(string); job.str("status") != "failed" || failure["category"] != "policy_violation" || !strings.HasPrefix(msg, "Isolation unavailable") {
+		t.Errorf("a job without network under the fargate profile: %s (sandbox log %s)", job.raw, s.sandboxLog(t, s.jobSession(t, id)))
+	}
+	evs := s.jobEvents(t, id, 3)
+	wantTypes(t, evs, jobevents.Created, jobevents.Started, jobevents.Failed)
+	var d jobevents.Detail
+	if err := json.Unmarshal(evs[2].Detail, &d); err != nil || d.Metadata == nil || d.Metadata.Failure == nil || d.Metadata.Failure.Category != "policy_violation" ||
+		!strings.HasPrefix(d.Metadata.Failure.Message, "Isolation unavailable") {
+		t.Errorf("AGENT.JOB.FAILED detail %s", evs[2].Detail)
+	}
+	if log := s.sandboxLog(t, s.jobSession(t, id)); !strings.Contains(log, "isolation cannot be had") {
+		t.Errorf("the sandbox's log does not say why:\n%s", log)
+	}
+
+	// With network: bash runs, confined, as the tools' user.
+	id, step, job := run(true)
+	outs := o.call(http.MethodGet, "/internal/jobs/"+id+"/outputs", nil, step)
+	list, _ := outs.body["outputs"].([]any)
+	got := map[string]string{}
+	for _, it := range list {
+		ref := it.(map[string]any)["reference"].(map[string]any)
+		p, _ := ref["path"].(string)
+		rc, _, err := s.srv.Env.Bucket().Get(t.Context(), ref["key"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		_ = rc.Close()
+		got[p] = string(b)
+	}
+	if job.str("status") != "completed" || !strings.Contains(got["output/copy.json"], "write two files") {
+		t.Fatalf("the job with network: %s; outputs %v (sandbox log %s)", job.raw, got, s.sandboxLog(t, s.jobSession(t, id)))
+	}
+	if strings.Contains(got["output/leak.txt"], "top secret") {
+		t.Error("bash read a file outside its job")
+	}
+	if env := got["output/environ.txt"]; strings.Contains(env, "RA_BOOTSTRAP") || strings.Contains(env, "RA_SANDBOX") || strings.Contains(env, "PROLIFERATE_SESSION") {
+		t.Errorf("bash read the agent's environment: %q", env)
+	}
+	if uid := strings.TrimSpace(got["output/uid.txt"]); uid == "" || uid == "0" {
+		t.Errorf("bash ran as uid %q, want the tools' user", uid)
+	}
+	if st := got["output/status.txt"]; !strings.Contains(st, "CapEff:\t0000000000000000") || !strings.Contains(st, "NoNewPrivs:\t1") {
+		t.Errorf("bash's rights: %q, want none and no_new_privs", st)
+	}
+	if got["output/net.txt"] != "reached\n" {
+		t.Errorf("a job with network did not reach it: %q (log %s)", got["output/net.txt"], got["logs/job.log"])
+	}
+}

@@ -353,7 +353,7 @@ func TestSandboxTaskGetsItsModelAndNoSecret(t *testing.T) {
 						t.Errorf("%s: the task definition has %s", env, e["Name"])
 					}
 				}
-				want := map[string]string{"RA_LLM_PROVIDER": settings[env].Provider, "RA_LLM_MODEL": settings[env].Model, "RA_TOOL_USER": SandboxToolUser}
+				want := map[string]string{"RA_LLM_PROVIDER": settings[env].Provider, "RA_LLM_MODEL": settings[env].Model, "RA_TOOL_USER": SandboxToolUser, "RA_SANDBOX_DEDICATED": "1"}
 				if !maps.Equal(got, want) {
 					t.Errorf("%s: the sandbox's environment %v, want %v", env, got, want)
 				}

@@ -65,7 +65,7 @@ func (s *Stack) suppressFindings() {
 				"(TLSv1); a minimum of TLSv1.2 needs a custom domain and its ACM certificate, which the stack does not configure."))
 	suppress(child("SandboxTask"), true,
 		finding("AwsSolutions-ECS2",
-			"The task's environment is the sandboxes' default model and tool user (RA_LLM_PROVIDER, RA_LLM_MODEL, RA_TOOL_USER), "+
+			"The task's environment is the sandboxes' default model and tool user (RA_LLM_PROVIDER, RA_LLM_MODEL, RA_TOOL_USER, RA_SANDBOX_DEDICATED), "+
 				"nothing secret: a launch passes its one-time bootstrap code in RunTask's overrides, and provider keys never reach a sandbox."),
 		finding("AwsSolutions-IAM5",
 			"The execution role's ecr:GetAuthorizationToken, which takes no resource ARN (the image pull itself is on the "+

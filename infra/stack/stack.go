@@ -618,7 +618,9 @@ func (s *Stack) sandboxes(p Props, removal awscdk.RemovalPolicy) sandboxes {
 	// (the launcher passes a one-time bootstrap code in RunTask's overrides).
 	// The agent runs as root, not dumpable, and its commands as SandboxToolUser
 	// (the image's user), who can neither read nor signal it.
-	environment := map[string]*string{"RA_LLM_PROVIDER": jsii.String(p.Models.Provider), "RA_TOOL_USER": jsii.String(SandboxToolUser)}
+	// Each task is a machine of its own (RA_SANDBOX_DEDICATED): without
+	// Landlock, a job's bash is confined by ownership.
+	environment := map[string]*string{"RA_LLM_PROVIDER": jsii.String(p.Models.Provider), "RA_TOOL_USER": jsii.String(SandboxToolUser), "RA_SANDBOX_DEDICATED": jsii.String("1")}
 	if p.Models.Model != "" {
 		environment["RA_LLM_MODEL"] = jsii.String(p.Models.Model)
 	}

@@ -80,6 +80,9 @@ type Env struct {
 	// anything: a task whose security group has no other egress), so a job
 	// without network may run bash where no network namespace can be made.
 	JobNetworkIsolated bool
+	// Dedicated says the sandbox is a machine of its own (RA_SANDBOX_DEDICATED,
+	// set to anything: a Fargate task), with no other sandbox's files on it.
+	Dedicated bool
 
 	lookup func(string) (string, bool)
 }
@@ -219,6 +222,7 @@ var envVars = []envVar{
 	{name: "RA_TOOL_USER", set: func(e *Env, v string) error { e.ToolUser = v; return nil }},
 	{name: "RA_JOB_ROOT", set: func(e *Env, v string) error { e.JobRoot = v; return nil }},
 	{name: "RA_JOB_NETWORK_ISOLATED", set: func(e *Env, _ string) error { e.JobNetworkIsolated = true; return nil }},
+	{name: "RA_SANDBOX_DEDICATED", set: func(e *Env, _ string) error { e.Dedicated = true; return nil }},
 }
 
 // count parses a whole number of at least least.

@@ -49,6 +49,13 @@ type Config struct {
 	// may run in a job without network where no network namespace can be
 	// made.
 	NetworkIsolated bool
+	// Dedicated: the launcher vouches that the sandbox is a machine of its
+	// own (RA_SANDBOX_DEDICATED: a Fargate task), with no other job's files
+	// on it, so that without Landlock bash is confined to its job by
+	// ownership alone: it runs as the tools' user, who may write only work/
+	// and output/, read input/, and neither read logs/ and memory/ nor the
+	// root agent's environment.
+	Dedicated bool
 	// DefaultTimeout bounds a job whose spec sets none (DefaultTimeout);
 	// CallTimeout one model call (DefaultCallTimeout).
 	DefaultTimeout time.Duration
@@ -282,7 +289,7 @@ func (j *jobRun) agent(system string, specTools []string, jc Config) (*llm.Loop,
 		return nil, nil, j.isolationUnavailable(err)
 	}
 	j.tools = enabled
-	confined, err := j.confinement()
+	confined, err := j.confinement(jc)
 	if err != nil {
 		return nil, nil, j.isolationUnavailable(err)
 	}
@@ -413,16 +420,25 @@ func (j *jobRun) enabledTools(specTools []string, jc Config) (enabled []string, 
 // confinement is what bash's commands may reach of the file system: the
 // job's input/ to read, its work/ and output/ to write, and the system's
 // programs; nothing else (another job's directory, the agent's files, /tmp).
-// nil without bash. Without Landlock (an older kernel) bash cannot be
-// confined: errIsolation.
-func (j *jobRun) confinement() (*confine.Rules, error) {
+// nil without bash. Without Landlock (an older kernel) bash is confined by
+// ownership where that is enough (see Config.Dedicated: nil rules, and the
+// job's log says so); anywhere else it cannot be: errIsolation.
+func (j *jobRun) confinement(jc Config) (*confine.Rules, error) {
 	if !slices.Contains(j.tools, "bash") {
 		return nil, nil
 	}
-	if _, err := landlockABI(); err != nil {
-		return nil, fmt.Errorf("%w: bash is among the job's tools, but its commands cannot be confined to the job directory: no Landlock here (%w)", errIsolation, err)
+	_, err := landlockABI()
+	if err == nil {
+		return &confine.Rules{Read: []string{j.dir.Sub(jobspace.Input)}, Write: []string{j.dir.Sub(jobspace.Work), j.dir.Sub(jobspace.Output)}}, nil
 	}
-	return &confine.Rules{Read: []string{j.dir.Sub(jobspace.Input)}, Write: []string{j.dir.Sub(jobspace.Work), j.dir.Sub(jobspace.Output)}}, nil
+	tools := j.r.sb.ToolUser
+	if jc.Dedicated && euid() == 0 && tools != nil && tools.UID != 0 {
+		j.log.write("bash_confined_by_ownership", map[string]any{"reason": "no Landlock here (" + err.Error() + "): bash runs as " + tools.Name +
+			", who may write only work/ and output/ of this job, the only job on this machine"})
+		return nil, nil
+	}
+	return nil, fmt.Errorf("%w: bash is among the job's tools, but its commands cannot be confined to the job directory: no Landlock here (%w), "+
+		"and the sandbox is not a machine of its own (RA_SANDBOX_DEDICATED) whose root agent runs them as another user", errIsolation, err)
 }
 
 // isolationUnavailable logs why the job's isolation cannot be had, in the
@@ -438,6 +454,7 @@ func (j *jobRun) isolationUnavailable(err error) error {
 var (
 	networkIsolation = tools.NetworkIsolation
 	landlockABI      = confine.ABI
+	euid             = os.Geteuid
 )
 
 // inJobDir is a tools' environment with WORKSPACE the job directory, and

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/remote-agents/remote-agents/sandbox/confine"
+	"github.com/remote-agents/remote-agents/sandbox/toolenv"
 	"github.com/remote-agents/remote-agents/sandbox/tools"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
@@ -73,7 +75,7 @@ func TestJobTools(t *testing.T) {
 		spec: &sandboxwire.JobSpec{Profile: sandboxwire.JobProfile{AllowedSkills: skills}}}
 	can := func() error { return nil }
 	cannot := func() error { return errors.New("EPERM") }
-	t.Cleanup(func() { networkIsolation, landlockABI = tools.NetworkIsolation, confine.ABI })
+	t.Cleanup(func() { networkIsolation, landlockABI, euid = tools.NetworkIsolation, confine.ABI, os.Geteuid })
 	for _, tc := range []struct {
 		name      string
 		network   bool
@@ -98,18 +100,39 @@ func TestJobTools(t *testing.T) {
 			t.Errorf("%s: %v %v %v, want %v %v refused %v", tc.name, got, noNetwork, err, tc.want, tc.noNetwork, tc.refused)
 		}
 	}
+	// Without Landlock, bash is confined by ownership only on a machine of
+	// its own, by a root agent, as a tools' user that is not root.
 	j.tools = []string{"read", "bash"}
 	landlockABI = func() (int, error) { return 0, errors.New("ENOSYS") }
-	if r, err := j.confinement(); r != nil || !errors.Is(err, errIsolation) || !strings.Contains(err.Error(), "no Landlock") {
-		t.Errorf("bash without Landlock: %v %v, want errIsolation", r, err)
+	nobody := &toolenv.User{Name: "agent", UID: 10001, GID: 10001}
+	for _, tc := range []struct {
+		name      string
+		dedicated bool
+		uid       int
+		tools     *toolenv.User
+		ok        bool
+	}{
+		{"a Fargate task", true, 0, nobody, true},
+		{"not dedicated", false, 0, nobody, false},
+		{"the agent not root", true, 1000, nobody, false},
+		{"the tools as the agent", true, 0, nil, false},
+		{"the tools as root", true, 0, &toolenv.User{Name: "root"}, false},
+	} {
+		euid = func() int { return tc.uid }
+		j.r.sb.ToolUser = tc.tools
+		r, err := j.confinement(Config{Dedicated: tc.dedicated})
+		if r != nil || (err == nil) != tc.ok || (err != nil && (!errors.Is(err, errIsolation) || !strings.Contains(err.Error(), "no Landlock"))) {
+			t.Errorf("bash without Landlock, %s: %v %v, want allowed %v", tc.name, r, err, tc.ok)
+		}
 	}
+	j.r.sb.ToolUser = nil
 	landlockABI = func() (int, error) { return 1, nil }
-	if r, err := j.confinement(); err != nil || r == nil || len(r.Write) != 2 {
+	if r, err := j.confinement(Config{}); err != nil || r == nil || len(r.Write) != 2 {
 		t.Errorf("bash with Landlock: %+v %v", r, err)
 	}
 	j.tools = []string{"read"}
 	landlockABI = func() (int, error) { return 0, errors.New("ENOSYS") }
-	if r, err := j.confinement(); r != nil || err != nil {
+	if r, err := j.confinement(Config{}); r != nil || err != nil {
 		t.Errorf("no bash, no Landlock: %v %v, want nothing to confine", r, err)
 	}
 }

@@ -104,7 +104,7 @@ func NewConfig(env agentconfig.Env, environ []string, secrets *redact.Secrets) (
 		ContextWindow: env.ContextWindow,
 		Tmux:          tmuxSession(env.Tmux),
 		ModelGateway:  cmp.Or(env.ModelGatewayURL, env.GatewayURL),
-		Job:           jobmode.Config{Root: cmp.Or(env.JobRoot, env.Workspace), NetworkIsolated: env.JobNetworkIsolated},
+		Job:           jobmode.Config{Root: cmp.Or(env.JobRoot, env.Workspace), NetworkIsolated: env.JobNetworkIsolated, Dedicated: env.Dedicated},
 	}, nil
 }
 

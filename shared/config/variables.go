@@ -318,6 +318,8 @@ var Variables = []Variable{
 		Meaning: "where a sandbox in job mode lays out its job directory, `<root>/{job_id}/{input,work,output,memory,logs}` (see docs/jobs.md)"},
 	{Name: "RA_JOB_NETWORK_ISOLATED", Readers: []Reader{SandboxAgent}, Default: "unset: such a job with bash fails there (`policy_violation`, isolation unavailable) before anything runs",
 		Meaning: "any value: the launcher vouches the sandbox reaches nothing but the platform, so a job without network may run bash where no network namespace can be made (Fargate)"},
+	{Name: "RA_SANDBOX_DEDICATED", Readers: []Reader{SandboxAgent}, Default: "unset (the stack sets it on the sandbox task)",
+		Meaning: "any value: the sandbox is a machine of its own (a Fargate task), so on a kernel without Landlock a job's bash is confined by ownership alone (the root agent runs it as `RA_TOOL_USER`, who may write only the job's `work/` and `output/`); unset, such a job fails there"},
 	{Name: "RA_ENV_FILE", Readers: []Reader{SandboxAgent}, Default: "`/tmp/.proliferate_env.json` (the dev server: `<sandbox folder>.tmp/.proliferate_env.json`, since its sandboxes share `/tmp`)",
 		Meaning: "the JSON file values users submit, and those persisted for the session's configuration, are merged into (mode 0600, written atomically; a link at its path is refused)"},
 	{Name: "RA_HEARTBEAT_SECONDS", Readers: []Reader{SandboxAgent}, Default: "`10`",

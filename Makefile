@@ -35,6 +35,9 @@ GO_FILES      = $(shell find . -name '*.go' -not -path './.cache/*' -not -path '
 INFRA_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 JSII_RUNTIME_PACKAGE_CACHE_ROOT=$(CURDIR)/.cache/jsii \
 	TMPDIR=$(CURDIR)/.cache/tmp CDK_DISABLE_VERSION_CHECK=1
 ENV ?= dev
+# More of the CDK CLI's arguments for deploy, diff and destroy: context for one
+# environment, e.g. CDK_ARGS="-c allowedOrigins.prod=https://app.example.com".
+CDK_ARGS ?=
 CDK := cd infra && $(INFRA_ENV) npx --no-install cdk
 INFRA_NODE_MODULES := infra/node_modules/.package-lock.json
 
@@ -210,16 +213,16 @@ $(INFRA_NODE_MODULES): infra/package.json infra/package-lock.json
 	cd infra && npm ci --no-audit --no-fund
 
 deploy: build $(INFRA_NODE_MODULES) ## deploy one environment to AWS: make deploy ENV=dev|staging|prod (AWS credentials; Docker only with -c buildSandboxImage=true); then prints which model providers have a key
-	$(CDK) deploy -c env=$(ENV) RemoteAgents-$(ENV) --require-approval broadening --outputs-file cdk.out/outputs-$(ENV).json
+	$(CDK) deploy -c env=$(ENV) $(CDK_ARGS) RemoteAgents-$(ENV) --require-approval broadening --outputs-file cdk.out/outputs-$(ENV).json
 	@$(MAKE) --no-print-directory providers ENV=$(ENV) || echo "The stack is deployed; its model providers' secrets could not be checked (above)."
 
 diff: build $(INFRA_NODE_MODULES) ## what `make deploy ENV=…` would change: cdk diff of RemoteAgents-<env> against the deployed stack (AWS credentials; changes nothing)
-	$(CDK) diff -c env=$(ENV) RemoteAgents-$(ENV)
+	$(CDK) diff -c env=$(ENV) $(CDK_ARGS) RemoteAgents-$(ENV)
 
 # cdk destroy asks before deleting (no --force). Prod's RETAIN resources outlive
 # the stack: see infra/README.md.
 destroy: build $(INFRA_NODE_MODULES) ## delete ENV's stack from AWS after asking: make destroy ENV=dev (prod keeps its tables, bucket, queues, log groups, secrets and ECR repository)
-	$(CDK) destroy -c env=$(ENV) RemoteAgents-$(ENV)
+	$(CDK) destroy -c env=$(ENV) $(CDK_ARGS) RemoteAgents-$(ENV)
 
 # Never reads a key: Secrets Manager's DescribeSecret says whether a secret holds one.
 providers: ## which model providers ENV's deployment has a key for, and the sandboxes' default model (AWS credentials; prints no key)

@@ -3,11 +3,12 @@
 // and prod are all synthesized. Other context: allowedOrigins (comma list),
 // creationTimeout (seconds), embedFeatures (comma list), sandboxImage (a prebuilt
 // image URI) or buildSandboxImage=true (builds sandbox/Dockerfile; needs Docker),
-// target (aws, the default; sam: the AWS stack with the variables `sam local`
-// overrides; localstack: the variant community LocalStack deploys; see package
-// stack), and the model settings of package models (llmProvider, llmModel,
-// bedrockModels; each also as <key>.<env> for one environment), and the API's
-// throttling (apiThrottleRate, apiThrottleBurst).
+// orchestratorRoleArn, dailyCostAlarmUSD, the API's throttling (apiThrottleRate,
+// apiThrottleBurst) and the model settings of package models (llmProvider,
+// llmModel, bedrockModels): each also as <key>.<env>, which wins for that
+// environment (allowedOrigins.prod=https://app.example.com). And target (aws,
+// the default; sam: the AWS stack with the variables `sam local` overrides;
+// localstack: the variant community LocalStack deploys; see package stack).
 //
 // Run by the CDK CLI or by itself (`go run .`, as make synth does), it starts
 // from the same context: cdk.json's, with asset metadata on (what the CLI sets
@@ -57,7 +58,17 @@ func run() error {
 	if err := Build(app, ".."); err != nil {
 		return err
 	}
-	app.Synth(nil)
+	asm := app.Synth(nil)
+	// What cdk-nag found and the stack does not accept with a reason stops
+	// synth (and so deploy, which synthesizes first).
+	findings, err := stack.Findings(*asm.Directory())
+	if err != nil {
+		return err
+	}
+	if len(findings) > 0 {
+		return fmt.Errorf("%d errors and warnings, cdk-nag's AwsSolutions findings among them (fix each, or accept it with a reason in stack/nag.go):\n  %s",
+			len(findings), strings.Join(findings, "\n  "))
+	}
 	return nil
 }
 
@@ -81,10 +92,12 @@ func Defaults(path string) (map[string]any, error) {
 	return cfg.Context, nil
 }
 
-// Build adds the stacks the app's context asks for; root is the repository
+// Build adds the stacks the app's context asks for, checked by cdk-nag's
+// AwsSolutions pack as they synthesize (stack.Check); root is the repository
 // (code from root/dist unless the codeDir context names another folder, the
 // guardrails from root/data).
 func Build(app awscdk.App, root string) error {
+	stack.Check(app)
 	ctx := func(key string) string {
 		if v, ok := app.Node().TryGetContext(jsii.String(key)).(string); ok {
 			return v
@@ -107,37 +120,43 @@ func Build(app awscdk.App, root string) error {
 	if err != nil {
 		return err
 	}
-	timeout, _ := strconv.Atoi(ctx("creationTimeout"))
-	origins, err := config.Origins("allowedOrigins", list(ctx("allowedOrigins")))
-	if err != nil {
-		return err
-	}
-	throttle, err := stack.ThrottleFromContext(func(key string) any { return app.Node().TryGetContext(jsii.String(key)) })
-	if err != nil {
-		return err
-	}
 	for _, env := range envs {
+		// Each setting may differ per environment: <key>.<env> (in cdk.json's
+		// context, or -c on the command line) wins over <key>.
+		of := func(key string) string { return cmp.Or(ctx(key+"."+env), ctx(key)) }
 		settings, err := models.FromContext(env, ctx)
 		if err != nil {
 			return fmt.Errorf("RemoteAgents-%s: %w", env, err)
 		}
+		origins, err := config.Origins("allowedOrigins", list(of("allowedOrigins")))
+		if err != nil {
+			return fmt.Errorf("RemoteAgents-%s: %w", env, err)
+		}
+		throttle, err := stack.ThrottleFromContext(func(key string) any {
+			if v := app.Node().TryGetContext(jsii.String(key + "." + env)); v != nil {
+				return v
+			}
+			return app.Node().TryGetContext(jsii.String(key))
+		})
+		if err != nil {
+			return fmt.Errorf("RemoteAgents-%s: %w", env, err)
+		}
+		timeout, _ := strconv.Atoi(of("creationTimeout"))
 		stack.New(app, "RemoteAgents-"+env, stack.Props{
-			Env:               env,
-			Target:            target,
-			CodeDir:           code,
-			DataDir:           filepath.Join(root, "data"),
-			RepoDir:           root,
-			SandboxImage:      ctx("sandboxImage"),
-			BuildSandboxImage: ctx("buildSandboxImage") == "true",
-			AllowedOrigins:    origins,
-			CreationTimeout:   timeout,
-			EmbedFeatures:     list(ctx("embedFeatures")),
-			Models:            settings,
-			Throttle:          throttle,
-			// The orchestrator's role, per environment (orchestratorRoleArn.<env>).
-			OrchestratorRoleARN: cmp.Or(ctx("orchestratorRoleArn."+env), ctx("orchestratorRoleArn")),
-			// The daily model cost alarm's threshold (dailyCostAlarmUSD.<env>).
-			DailyCostAlarmUSD: number(cmp.Or(ctx("dailyCostAlarmUSD."+env), ctx("dailyCostAlarmUSD"))),
+			Env:                 env,
+			Target:              target,
+			CodeDir:             code,
+			DataDir:             filepath.Join(root, "data"),
+			RepoDir:             root,
+			SandboxImage:        of("sandboxImage"),
+			BuildSandboxImage:   of("buildSandboxImage") == "true",
+			AllowedOrigins:      origins,
+			CreationTimeout:     timeout,
+			EmbedFeatures:       list(of("embedFeatures")),
+			Models:              settings,
+			Throttle:            throttle,
+			OrchestratorRoleARN: of("orchestratorRoleArn"),
+			DailyCostAlarmUSD:   number(of("dailyCostAlarmUSD")),
 		})
 	}
 	return nil

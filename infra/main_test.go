@@ -3,6 +3,7 @@ package main
 import (
 	"archive/zip"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/remote-agents/remote-agents/infra/stack"
@@ -305,5 +307,125 @@ func TestSAMEnvOverridesOnlyDeclaredVariables(t *testing.T) {
 				t.Errorf("aws: %s declares %s (reserved, or an endpoint override on AWS)", fn, key)
 			}
 		}
+	}
+}
+
+// TestSynthRefusesNagFindings: the app checks its stacks with cdk-nag as it
+// synthesizes. The aws and sam targets synthesize without a finding; a
+// bucket that allows plain HTTP and keeps no access log, checked the same
+// way, is found (what synth then refuses).
+func TestSynthRefusesNagFindings(t *testing.T) {
+	for target, c := range synthTargets(t) {
+		if findings, err := stack.Findings(c.dir); err != nil || len(findings) > 0 {
+			t.Errorf("%s: %v\n  %s", target, err, strings.Join(findings, "\n  "))
+		}
+	}
+	out := t.TempDir()
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out)})
+	stack.Check(app)
+	st := awscdk.NewStack(app, jsii.String("Careless"), nil)
+	awss3.NewBucket(st, jsii.String("Open"), nil)
+	app.Synth(nil)
+	findings, err := stack.Findings(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(findings, func(f string) bool { return strings.Contains(f, "AwsSolutions-S10") }) {
+		t.Errorf("a bucket without SSL enforcement: findings %v, want AwsSolutions-S10", findings)
+	}
+}
+
+// TestSettingsDifferPerEnvironment: a setting given as <key>.<env> wins for
+// that environment, and the plain key holds for the others.
+func TestSettingsDifferPerEnvironment(t *testing.T) {
+	code := filepath.Join(t.TempDir(), "dist")
+	if err := codeZips(code); err != nil {
+		t.Fatal(err)
+	}
+	origins := map[string]string{}
+	for _, env := range []string{"dev", "prod"} {
+		ctx, err := Defaults("cdk.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx["env"], ctx["codeDir"] = env, code
+		ctx["allowedOrigins"], ctx["allowedOrigins.prod"] = "https://staging.example.com", "https://app.example.com"
+		ctx["creationTimeout.prod"] = "25"
+		out := filepath.Join(t.TempDir(), "cdk.out")
+		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out), Context: &ctx})
+		if err := Build(app, ".."); err != nil {
+			t.Fatal(err)
+		}
+		app.Synth(nil)
+		b, err := os.ReadFile(filepath.Join(out, "RemoteAgents-"+env+".template.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c cfn
+		if err := json.Unmarshal(b, &c); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range c.Resources {
+			envProp, _ := r.Properties["Environment"].(map[string]any)
+			vars, _ := envProp["Variables"].(map[string]any)
+			if o, ok := vars["RA_ALLOWED_ORIGINS"].(string); ok {
+				origins[env] = o + " timeout " + fmt.Sprint(vars["RA_CREATION_TIMEOUT_SECONDS"])
+			}
+		}
+	}
+	if !strings.Contains(origins["dev"], "https://staging.example.com") || strings.Contains(origins["dev"], "app.example.com") {
+		t.Errorf("dev's origins: %q", origins["dev"])
+	}
+	if !strings.Contains(origins["prod"], "https://app.example.com") || strings.Contains(origins["prod"], "staging") || !strings.Contains(origins["prod"], "timeout 25") {
+		t.Errorf("prod's origins and timeout: %q", origins["prod"])
+	}
+}
+
+// flagExceptions are the CDK feature flags cdk.json deliberately leaves
+// at another value than aws-cdk-lib recommends, each with why: none.
+var flagExceptions = map[string]string{}
+
+// TestFeatureFlagsAreCurrent: every feature flag aws-cdk-lib reports (its
+// feature-flag report in the cloud assembly) is at its recommended value in
+// the app as synthesized, set in cdk.json or by default, but those
+// flagExceptions names.
+func TestFeatureFlagsAreCurrent(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(synthTargets(t)["aws"].dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Artifacts map[string]struct {
+			Type       string `json:"type"`
+			Properties struct {
+				Flags map[string]struct {
+					Recommended  any            `json:"recommendedValue"`
+					User         any            `json:"userValue"`
+					Unconfigured map[string]any `json:"unconfiguredBehavesLike"`
+				} `json:"flags"`
+			} `json:"properties"`
+		} `json:"artifacts"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, art := range m.Artifacts {
+		if art.Type != "cdk:feature-flag-report" {
+			continue
+		}
+		for name, f := range art.Properties.Flags {
+			n++
+			got := f.User
+			if got == nil {
+				got = f.Unconfigured["v2"]
+			}
+			if fmt.Sprint(got) != fmt.Sprint(f.Recommended) && flagExceptions[name] == "" {
+				t.Errorf("%s is %v, recommended %v: set it in cdk.json, or say why not in flagExceptions", name, got, f.Recommended)
+			}
+		}
+	}
+	if n < 50 {
+		t.Errorf("the feature-flag report has %d flags", n)
 	}
 }

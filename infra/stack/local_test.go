@@ -25,7 +25,7 @@ func synthLocalStack(t *testing.T) *template {
 			t.Fatal(err)
 		}
 	}
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(code, "cdk.out"))})
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(code, "cdk.out")), Context: featureFlags(t)})
 	st := New(app, "RemoteAgents-dev", Props{
 		Env: "dev", Target: LocalStack, CodeDir: code, DataDir: "../../data",
 		Models: settings["dev"], Routes: routeTable(), Access: accessOf,

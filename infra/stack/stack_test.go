@@ -94,7 +94,7 @@ func synth(t *testing.T) map[string]*template {
 		}
 		templates = map[string]*template{}
 		for _, env := range []string{"dev", "prod"} {
-			app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(code, "cdk.out-"+env))})
+			app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(code, "cdk.out-"+env)), Context: featureFlags(t)})
 			st := New(app, "RemoteAgents-"+env, Props{
 				Env: env, CodeDir: code, DataDir: "../../data",
 				AllowedOrigins: []string{"https://App.Example.com/", "http://localhost:5173"}, CreationTimeout: 20,
@@ -693,4 +693,27 @@ func TestLaunchersRunBaseImageDefinitions(t *testing.T) {
 		return
 	}
 	t.Fatal("no jobworker function")
+}
+
+// featureFlags are the CDK feature flags of the app's cdk.json, for test
+// apps to synthesize as the app does.
+func featureFlags(t testing.TB) *map[string]any {
+	t.Helper()
+	b, err := os.ReadFile("../cdk.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Context map[string]any `json:"context"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	flags := map[string]any{}
+	for k, v := range cfg.Context {
+		if strings.HasPrefix(k, "@aws-cdk") {
+			flags[k] = v
+		}
+	}
+	return &flags
 }

@@ -53,3 +53,53 @@ func TestDockerfile(t *testing.T) {
 		}
 	}
 }
+
+// TestDockerfileStagesAgree: the Debian stage (make image) runs the agent as
+// the alpine stage does: the same user, folder, environment, volumes,
+// entrypoint and command, and the same packages; and the last stage, what a
+// plain build makes, is the alpine one.
+func TestDockerfileStagesAgree(t *testing.T) {
+	t.Parallel()
+	df, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages := map[string][]string{}
+	var order []string
+	name := ""
+	for line := range strings.SplitSeq(string(df), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "FROM" {
+			name = f[1]
+			if len(f) == 4 && f[2] == "AS" {
+				name = f[3]
+			}
+			order = append(order, name)
+			continue
+		}
+		if name != "" && line != "" && !strings.HasPrefix(line, "#") {
+			stages[name] = append(stages[name], line)
+		}
+	}
+	if len(order) != 3 || order[0] != "build" || order[1] != "debian" || order[2] != "alpine:3.21" {
+		t.Fatalf("stages %v, want build, debian, then alpine:3.21 last", order)
+	}
+	runtime := func(stage string) []string {
+		var out []string
+		for _, l := range stages[stage] {
+			if k, _, _ := strings.Cut(l, " "); k == "USER" || k == "WORKDIR" || k == "ENV" || k == "VOLUME" || k == "ENTRYPOINT" || k == "CMD" {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	if d, a := runtime("debian"), runtime("alpine:3.21"); strings.Join(d, "\n") != strings.Join(a, "\n") || len(a) != 6 {
+		t.Errorf("the stages run the agent differently:\ndebian: %q\nalpine: %q", d, a)
+	}
+	for _, pkg := range []string{"git", "tmux", "bash", "ca-certificates"} {
+		for _, stage := range []string{"debian", "alpine:3.21"} {
+			if !strings.Contains(strings.Join(stages[stage], "\n"), " "+pkg) {
+				t.Errorf("stage %s does not install %s", stage, pkg)
+			}
+		}
+	}
+}

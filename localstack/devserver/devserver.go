@@ -56,6 +56,10 @@ type Options struct {
 	// RA_SANDBOX_PROFILE): "" the dev server's own, "fargate" a Fargate
 	// task's.
 	SandboxProfile string
+	// SandboxRootfs, if set, is the root filesystem of the image sandboxes
+	// run in (process.Options.Rootfs, RA_SANDBOX_ROOTFS; make image);
+	// SandboxCommand is then the image's.
+	SandboxRootfs string
 	// SandboxEnv is added to every sandbox's environment (model settings); a
 	// sandbox inherits no AWS_ or RA_ variable, and no model provider's key,
 	// otherwise.
@@ -257,6 +261,7 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	s.Launcher, err = process.New(process.Options{
 		Command: o.SandboxCommand,
 		Profile: o.SandboxProfile,
+		Rootfs:  o.SandboxRootfs,
 		Env:     o.SandboxEnv,
 		Dir:     sandboxes,
 		LogDir:  sandboxes,

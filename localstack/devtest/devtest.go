@@ -27,6 +27,7 @@ import (
 	"github.com/remote-agents/remote-agents/localstack/emulators"
 	"github.com/remote-agents/remote-agents/localstack/syncbuf"
 	"github.com/remote-agents/remote-agents/shared/config"
+	"github.com/remote-agents/remote-agents/shared/launch/process"
 )
 
 // AppKey is the app key the servers are seeded with.
@@ -108,6 +109,14 @@ func WithSandbox(command ...string) Option {
 // (process.ProfileFargate: a Fargate task's).
 func WithSandboxProfile(profile string) Option {
 	return func(o *devserver.Options) { o.SandboxProfile = profile }
+}
+
+// WithSandboxImage runs sandboxes' agent in the image whose root
+// filesystem is rootfs (make image; process.Options.Rootfs).
+func WithSandboxImage(rootfs string) Option {
+	return func(o *devserver.Options) {
+		o.SandboxRootfs, o.SandboxCommand = rootfs, []string{process.ImageAgent, "sandbox"}
+	}
 }
 
 // WithCreationTimeout sets how long a create waits for the agent.

@@ -29,7 +29,25 @@ import (
 // network it was given.
 func TestJobsUnderTheFargateProfile(t *testing.T) {
 	t.Parallel()
-	secret := filepath.Join(t.TempDir(), "secret.txt")
+	jobsUnderTheFargateProfile(t, t.TempDir(), "")
+}
+
+// jobsUnderTheFargateProfile runs TestJobsUnderTheFargateProfile's jobs in
+// the image whose root filesystem is rootfs ("": the host's), with the
+// secret bash must not read, and the model's script, in secrets (a folder
+// of the host), which the sandbox sees as in (a folder of its own root).
+func jobsUnderTheFargateProfile(t *testing.T, secrets, rootfs string) {
+	opts := []option{devtest.WithSandboxProfile(process.ProfileFargate)}
+	in := secrets
+	if rootfs != "" {
+		opts = append(opts, devtest.WithSandboxImage(rootfs))
+		rel, err := filepath.Rel(rootfs, secrets)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			t.Fatalf("secrets %s are not in the image's root %s", secrets, rootfs)
+		}
+		in = "/" + rel
+	}
+	secret := filepath.Join(secrets, "secret.txt")
 	if err := os.WriteFile(secret, []byte("top secret"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -44,17 +62,18 @@ func TestJobsUnderTheFargateProfile(t *testing.T) {
 	}
 	steps := strings.Join([]string{
 		`{"text":"copy","tool_calls":[` + bash("cat input/input.json > output/copy.json") + `]}`,
-		`{"text":"peek","tool_calls":[` + bash("cat "+secret+" > output/leak.txt") + `]}`,
+		`{"text":"peek","tool_calls":[` + bash("cat "+filepath.Join(in, "secret.txt")+" > output/leak.txt") + `]}`,
 		`{"text":"environ","tool_calls":[` + bash("cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -a RA_ > output/environ.txt") + `]}`,
 		`{"text":"whoami","tool_calls":[` + bash("id -u > output/uid.txt; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status > output/status.txt") + `]}`,
+		`{"text":"where","tool_calls":[` + bash("if test -x "+process.ImageAgent+"; then echo image; else echo host; fi > output/where.txt") + `]}`,
 		`{"text":"net","tool_calls":[` + bash("exec 3<>/dev/tcp/"+strings.Replace(listener.Addr().String(), ":", "/", 1)+" && echo reached > output/net.txt") + `]}`,
 		`{"text":"Done."}`,
 	}, "\n") + "\n"
-	script := filepath.Join(t.TempDir(), "script.jsonl")
-	if err := os.WriteFile(script, []byte(steps), 0o644); err != nil {
+	// The model's script beside the secret: the agent reads it, bash may not.
+	if err := os.WriteFile(filepath.Join(secrets, "script.jsonl"), []byte(steps), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := start(t, devtest.WithSandboxProfile(process.ProfileFargate), withSandboxEnv("RA_LLM_SCRIPT="+script, "RA_NO_TMUX=1"))
+	s := start(t, append(opts, withSandboxEnv("RA_LLM_SCRIPT="+filepath.Join(in, "script.jsonl"), "RA_NO_TMUX=1"))...)
 	o := newOrchestrator(s)
 	agent := uuid.NewString()
 	if r := o.call(http.MethodPut, "/internal/agents/"+agent, map[string]any{"name": "Shell", "agent_level": "L1", "llm_provider": "scripted",
@@ -126,6 +145,9 @@ func TestJobsUnderTheFargateProfile(t *testing.T) {
 	}
 	if st := got["output/status.txt"]; !strings.Contains(st, "CapEff:\t0000000000000000") || !strings.Contains(st, "NoNewPrivs:\t1") {
 		t.Errorf("bash's rights: %q, want none and no_new_privs", st)
+	}
+	if want := map[bool]string{true: "image\n", false: "host\n"}[rootfs != ""]; got["output/where.txt"] != want {
+		t.Errorf("bash ran on the %q, want %q", got["output/where.txt"], want)
 	}
 	if got["output/net.txt"] != "reached\n" {
 		t.Errorf("a job with network did not reach it: %q (log %s)", got["output/net.txt"], got["logs/job.log"])

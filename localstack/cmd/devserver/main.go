@@ -77,8 +77,9 @@ func run() error {
 	srv, err := devserver.Start(ctx, devserver.Options{
 		Addr:           "127.0.0.1:" + port,
 		Config:         cfg,
-		SandboxCommand: process.CommandFromEnv(agent),
+		SandboxCommand: sandboxCommand(agent),
 		SandboxProfile: os.Getenv("RA_SANDBOX_PROFILE"),
+		SandboxRootfs:  os.Getenv("RA_SANDBOX_ROOTFS"),
 		SandboxEnv:     model.SandboxEnv,
 		ModelKeys:      model.Keys,
 		WorkDir:        work,
@@ -143,4 +144,13 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// sandboxCommand is RA_SANDBOX_COMMAND's, else the agent: the image's when
+// sandboxes run in one (RA_SANDBOX_ROOTFS), else agent.
+func sandboxCommand(agent string) []string {
+	if os.Getenv("RA_SANDBOX_ROOTFS") != "" && os.Getenv("RA_SANDBOX_COMMAND") == "" {
+		return []string{process.ImageAgent, "sandbox"}
+	}
+	return process.CommandFromEnv(agent)
 }

@@ -52,6 +52,11 @@ type Options struct {
 	// Profile is the rights a sandbox runs with: "" the launcher's own
 	// (ProfileHost), or ProfileFargate.
 	Profile string
+	// Rootfs, if set, is an image's root filesystem (make image) each
+	// sandbox runs in: chrooted into it, Command being the image's (its
+	// paths), with the host's /proc and /dev and the sandbox's own folders
+	// bound in at the same paths. It needs root.
+	Rootfs string
 }
 
 // The sandbox profiles (Options.Profile, RA_SANDBOX_PROFILE).
@@ -100,7 +105,8 @@ func profileCommand(profile string, command []string) ([]string, error) {
 // Launcher runs sandboxes as child processes.
 type Launcher struct {
 	o      Options
-	cgroup string // where sandboxes' cgroups go; "" none
+	rootfs *rootfs // nil: the host's
+	cgroup string  // where sandboxes' cgroups go; "" none
 	mu     sync.Mutex
 	procs  map[string]*proc // by ref
 	keys   map[string]string
@@ -127,12 +133,27 @@ func New(o Options) (*Launcher, error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("process launcher: %w", err)
 	}
-	return &Launcher{o: o, cgroup: detectCgroup(o.CgroupDir), procs: map[string]*proc{}, keys: map[string]string{}}, nil
+	l := &Launcher{o: o, cgroup: detectCgroup(o.CgroupDir), procs: map[string]*proc{}, keys: map[string]string{}}
+	if o.Rootfs != "" {
+		dir, err := filepath.EvalSymlinks(o.Rootfs)
+		if err != nil {
+			return nil, fmt.Errorf("process launcher: the image's root filesystem: %w", err)
+		}
+		// The command runs in the image: its programs must be there.
+		if _, err := os.Stat(filepath.Join(dir, o.Command[0])); err != nil {
+			return nil, fmt.Errorf("process launcher: the image's root filesystem: %w", err)
+		}
+		l.rootfs = &rootfs{dir: dir}
+	}
+	return l, nil
 }
 
 // Cgroup returns the cgroup v2 directory sandboxes' cgroups are created in,
 // "" when the machine gives the launcher none (rlimits only).
 func (l *Launcher) Cgroup() string { return l.cgroup }
+
+// ImageAgent is where the image (sandbox/Dockerfile) has the agent.
+const ImageAgent = "/usr/local/bin/agent"
 
 // CommandFromEnv returns the sandbox command: RA_SANDBOX_COMMAND run by the shell
 // if set, else the agent binary in sandbox mode.
@@ -183,7 +204,20 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 			cmd.Stdout, cmd.Stderr = logFile, logFile
 		}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if l.rootfs != nil {
+			cmd.SysProcAttr.Chroot = l.rootfs.dir
+		}
 		return cmd
+	}
+	leave := func() {}
+	if l.rootfs != nil {
+		var err error
+		if leave, err = l.rootfs.enter(dir, private); err != nil {
+			if logFile != nil {
+				_ = logFile.Close()
+			}
+			return "", fmt.Errorf("launch %s: %w", key, err)
+		}
 	}
 	cgroup, err := makeCgroup(l.cgroup, "ra-"+key, spec.Size)
 	if err != nil {
@@ -208,6 +242,7 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 		if cgroup != "" {
 			_ = os.Remove(cgroup)
 		}
+		leave()
 		return "", fmt.Errorf("launch %s: %w", key, err)
 	}
 	ref := "pid:" + strconv.Itoa(cmd.Process.Pid)
@@ -219,6 +254,7 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 		// The agent's tmux server (socket named as its session) runs apart
 		// from the process tree: it goes with its sandbox.
 		killTmux(spec.TmuxSessionName)
+		leave()
 		if logFile != nil {
 			_ = logFile.Close()
 		}

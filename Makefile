@@ -41,7 +41,7 @@ CDK_ARGS ?=
 CDK := cd infra && $(INFRA_ENV) npx --no-install cdk
 INFRA_NODE_MODULES := infra/node_modules/.package-lock.json
 
-.PHONY: image test-image help build test docs fmt-check tidy-check vet lint lint-bin test-go test-faults test-security fuzz fuzz-short bench-short test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
+.PHONY: image test-image test-image-run help build test docs fmt-check tidy-check vet lint lint-bin test-go test-faults test-security fuzz fuzz-short bench-short test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -70,7 +70,9 @@ dist/localstack/bootstrap: FORCE
 # report, measured alone.)
 # The first group mostly waits on the module proxy (tidy-check) while the
 # linter and the tools module compile.
-TEST_STAGES := fmt-check tidy-check+vet+lint-bin lint test-go test-faults test-security bench-short+fuzz-short+test-infra+test-image
+# The sandbox image is built in the first group too (mostly downloads), and
+# its test runs alone after the suites (test-image-run: no rebuild).
+TEST_STAGES := fmt-check tidy-check+vet+lint-bin+image lint test-go test-faults test-security test-image-run bench-short+fuzz-short+test-infra
 
 test: ## format check, go.mod tidy, vet, lint, unit + integration tests (-race) on the local AWS, the fault and security suites, the benchmarks' short run, each fuzz target briefly, the CDK stack's tests, jobs in the sandbox image
 	@mkdir -p .cache
@@ -159,8 +161,12 @@ test-go: $(NODE_MODULES) $(AGENT_RACE)
 image: dist/agent ## build the sandbox image without Docker (sandbox/Dockerfile's debian stage, buildah on a debootstrap base) into .cache/image; its root filesystem is .cache/image/rootfs (root; apt's debootstrap and buildah)
 	@bash sandbox/image/build.sh
 
-test-image: image $(NODE_MODULES) $(AGENT_RACE) ## run jobs with the agent in the sandbox image under the Fargate profile (TestJobsInTheImage)
-	@$(call WITH_AWS,$(E2E_ENV) RA_TEST_IMAGE_ROOTFS=$(CURDIR)/.cache/image/rootfs $(GO) test -race -count=1 -tags image -run '^TestJobsInTheImage$$' -v ./localstack/systemtest)
+test-image: image ## build the sandbox image and run jobs with the agent in it under the Fargate profile (TestJobsInTheImage)
+	@$(MAKE) --no-print-directory test-image-run
+
+# Its sandboxes run the image's agent (dist/agent, built for the image).
+test-image-run: $(NODE_MODULES)
+	@$(call WITH_AWS,$(BENCH_ENV) RA_TEST_IMAGE_ROOTFS=$(CURDIR)/.cache/image/rootfs $(GO) test -race -count=1 -tags image -run '^TestJobsInTheImage$$' -v ./localstack/systemtest)
 
 test-faults: $(NODE_MODULES) $(AGENT_RACE) ## the fault suite: crashes, redeliveries, an outage of DynamoDB, poison messages, 200 concurrent creates, ECS events out of order; each case says what "nothing lost" means for it
 	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -run '^TestFault' -v $(call TESTS_OF,TestFault))

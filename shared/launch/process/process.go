@@ -253,7 +253,11 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 		err := cmd.Wait()
 		// The agent's tmux server (socket named as its session) runs apart
 		// from the process tree: it goes with its sandbox.
-		killTmux(spec.TmuxSessionName)
+		root := ""
+		if l.rootfs != nil {
+			root = l.rootfs.dir
+		}
+		killTmux(spec.TmuxSessionName, root)
 		leave()
 		if logFile != nil {
 			_ = logFile.Close()
@@ -355,19 +359,28 @@ var tmuxName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // killTmux stops the tmux server of the sandbox's terminal session name, if
 // there is one: it daemonised out of the sandbox's process tree, and would
-// outlive its agent.
-func killTmux(name string) {
+// outlive its agent. root is the image's root filesystem it ran in ("" the
+// host's).
+func killTmux(name, root string) {
 	if !tmuxName.MatchString(name) {
 		return
 	}
 	bin, err := exec.LookPath("tmux")
+	if root != "" {
+		// The server runs in the image, its socket in the image's /tmp.
+		bin, err = "/usr/bin/tmux", nil
+	}
 	if err != nil {
 		return
 	}
 	// A tmux that does not answer is not waited for: the launcher goes on.
 	ctx, cancel := context.WithTimeout(context.Background(), tmuxTimeout)
 	defer cancel()
-	_ = exec.CommandContext(ctx, bin, "-L", name, "kill-server").Run()
+	cmd := exec.CommandContext(ctx, bin, "-L", name, "kill-server")
+	if root != "" {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root}
+	}
+	_ = cmd.Run()
 }
 
 // tmuxTimeout bounds one tmux command of the launcher's.

@@ -41,7 +41,7 @@ CDK_ARGS ?=
 CDK := cd infra && $(INFRA_ENV) npx --no-install cdk
 INFRA_NODE_MODULES := infra/node_modules/.package-lock.json
 
-.PHONY: image test-image test-image-run help build test docs fmt-check tidy-check vet lint lint-bin test-go test-faults test-security fuzz fuzz-short bench-short test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
+.PHONY: image image-race test-image test-image-run help build test docs fmt-check tidy-check vet lint lint-bin test-go test-faults test-security fuzz fuzz-short bench-short test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -70,9 +70,10 @@ dist/localstack/bootstrap: FORCE
 # report, measured alone.)
 # The first group mostly waits on the module proxy (tidy-check) while the
 # linter and the tools module compile.
-# The sandbox image is built in the first group too (mostly downloads), and
-# its test runs alone after the suites (test-image-run: no rebuild).
-TEST_STAGES := fmt-check tidy-check+vet+lint-bin+image lint test-go test-faults test-security test-image-run bench-short+fuzz-short+test-infra
+# The sandbox image is built in the first group too, with the agent the
+# suites run (so its compile is not a second one), and its test runs alone
+# after the suites (test-image-run: no rebuild).
+TEST_STAGES := fmt-check tidy-check+vet+lint-bin+image-race lint test-go test-faults test-security test-image-run bench-short+fuzz-short+test-infra
 
 test: ## format check, go.mod tidy, vet, lint, unit + integration tests (-race) on the local AWS, the fault and security suites, the benchmarks' short run, each fuzz target briefly, the CDK stack's tests, jobs in the sandbox image
 	@mkdir -p .cache
@@ -157,16 +158,23 @@ test-go: $(NODE_MODULES) $(AGENT_RACE)
 	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -parallel 8 -skip '$(SUITES)' ./...)
 
 # The sandbox image without a Docker daemon: sandbox/Dockerfile's debian
-# stage, by buildah on a base debootstrap makes (sandbox/image/build.sh).
-image: dist/agent ## build the sandbox image without Docker (sandbox/Dockerfile's debian stage, buildah on a debootstrap base) into .cache/image; its root filesystem is .cache/image/rootfs (root; apt's debootstrap and buildah)
-	@bash sandbox/image/build.sh
+# stage, by buildah on a base debootstrap makes (sandbox/image/build.sh),
+# with IMAGE_AGENT: dist/agent, or in make test the race-detecting agent the
+# suites run (built once, early, for both).
+IMAGE_AGENT ?= dist/agent
+image: $(IMAGE_AGENT) ## build the sandbox image without Docker (sandbox/Dockerfile's debian stage, buildah on a debootstrap base) into .cache/image; its root filesystem is .cache/image/rootfs (root; apt's debootstrap and buildah)
+	@AGENT=$(IMAGE_AGENT) bash sandbox/image/build.sh
+
+image-race:
+	@$(MAKE) --no-print-directory image IMAGE_AGENT=$(AGENT_RACE)
 
 test-image: image ## build the sandbox image and run jobs with the agent in it under the Fargate profile (TestJobsInTheImage)
 	@$(MAKE) --no-print-directory test-image-run
 
-# Its sandboxes run the image's agent (dist/agent, built for the image).
+# Its sandboxes run the image's agent, whichever it was built with (its copy
+# in the image's build context stands for it on the host).
 test-image-run: $(NODE_MODULES)
-	@$(call WITH_AWS,$(BENCH_ENV) RA_TEST_IMAGE_ROOTFS=$(CURDIR)/.cache/image/rootfs $(GO) test -race -count=1 -tags image -run '^TestJobsInTheImage$$' -v ./localstack/systemtest)
+	@$(call WITH_AWS,env RA_AGENT_BIN=$(CURDIR)/.cache/image/context/dist/agent RA_TEST_IMAGE_ROOTFS=$(CURDIR)/.cache/image/rootfs $(GO) test -race -count=1 -tags image -run '^TestJobsInTheImage$$' -v ./localstack/systemtest)
 
 test-faults: $(NODE_MODULES) $(AGENT_RACE) ## the fault suite: crashes, redeliveries, an outage of DynamoDB, poison messages, 200 concurrent creates, ECS events out of order; each case says what "nothing lost" means for it
 	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -run '^TestFault' -v $(call TESTS_OF,TestFault))

@@ -2,16 +2,11 @@ package systemtest_test
 
 import (
 	"encoding/json"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/remote-agents/remote-agents/localstack/devtest"
 	"github.com/remote-agents/remote-agents/shared/jobevents"
@@ -56,10 +51,7 @@ func jobsUnderTheFargateProfile(t *testing.T, secrets, rootfs string) {
 		t.Fatal(err)
 	}
 	defer func() { _ = listener.Close() }()
-	bash := func(cmd string) string {
-		raw, _ := json.Marshal(map[string]any{"name": "bash", "args": map[string]any{"command": cmd}})
-		return string(raw)
-	}
+	bash := bashCall
 	steps := strings.Join([]string{
 		`{"text":"copy","tool_calls":[` + bash("cat input/input.json > output/copy.json") + `]}`,
 		`{"text":"peek","tool_calls":[` + bash("cat "+filepath.Join(in, "secret.txt")+" > output/leak.txt") + `]}`,
@@ -75,31 +67,10 @@ func jobsUnderTheFargateProfile(t *testing.T, secrets, rootfs string) {
 	}
 	s := start(t, append(opts, withSandboxEnv("RA_LLM_SCRIPT="+filepath.Join(in, "script.jsonl"), "RA_NO_TMUX=1"))...)
 	o := newOrchestrator(s)
-	agent := uuid.NewString()
-	if r := o.call(http.MethodPut, "/internal/agents/"+agent, map[string]any{"name": "Shell", "agent_level": "L1", "llm_provider": "scripted",
-		"llm_model": "scripted", "max_tokens": 4096, "allowed_skills": []string{"read", "write", "bash"}}, uuid.NewString()); r.status != http.StatusOK {
-		t.Fatalf("profile: %d %s", r.status, r.raw)
-	}
-	run := func(network bool) (string, string, reply) {
-		step := uuid.NewString()
-		body := o.jobBody(agent, step, 100000)
-		body["constraints"] = map[string]any{"timeout": 600, "network": network}
-		created := o.call(http.MethodPost, "/internal/jobs", body, step)
-		if created.status != http.StatusCreated {
-			t.Fatalf("create: %d %s", created.status, created.raw)
-		}
-		id := created.str("id")
-		var job reply
-		eventually(t, 90*time.Second, "the job finished", func() bool {
-			job = o.call(http.MethodGet, "/internal/jobs/"+id, nil, step)
-			st := job.str("status")
-			return st == "completed" || st == "failed" || st == "cancelled"
-		})
-		return id, step, job
-	}
+	agent := o.shellProfile(t)
 
 	// No network, bash, no namespace to be had: refused, not run.
-	id, _, job := run(false)
+	id, _, job := o.runJob(t, agent, false)
 	failure, _ := job.body["failure"].(map[string]any)
 	if msg, _ := failure["message"].(string); job.str("status") != "failed" || failure["category"] != "policy_violation" || !strings.HasPrefix(msg, "Isolation unavailable") {
 		t.Errorf("a job without network under the fargate profile: %s (sandbox log %s)", job.raw, s.sandboxLog(t, s.jobSession(t, id)))
@@ -116,21 +87,8 @@ func jobsUnderTheFargateProfile(t *testing.T, secrets, rootfs string) {
 	}
 
 	// With network: bash runs, confined, as the tools' user.
-	id, step, job := run(true)
-	outs := o.call(http.MethodGet, "/internal/jobs/"+id+"/outputs", nil, step)
-	list, _ := outs.body["outputs"].([]any)
-	got := map[string]string{}
-	for _, it := range list {
-		ref := it.(map[string]any)["reference"].(map[string]any)
-		p, _ := ref["path"].(string)
-		rc, _, err := s.srv.Env.Bucket().Get(t.Context(), ref["key"].(string))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(rc)
-		_ = rc.Close()
-		got[p] = string(b)
-	}
+	id, step, job := o.runJob(t, agent, true)
+	got := s.jobOutputs(t, o, id, step)
 	if job.str("status") != "completed" || !strings.Contains(got["output/copy.json"], "write two files") {
 		t.Fatalf("the job with network: %s; outputs %v (sandbox log %s)", job.raw, got, s.sandboxLog(t, s.jobSession(t, id)))
 	}

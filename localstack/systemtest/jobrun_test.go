@@ -148,10 +148,7 @@ func TestJobShellIsConfinedToItsJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = listener.Close() }()
-	bash := func(cmd string) string {
-		raw, _ := json.Marshal(map[string]any{"name": "bash", "args": map[string]any{"command": cmd}})
-		return string(raw)
-	}
+	bash := bashCall
 	steps := strings.Join([]string{
 		`{"text":"copy","tool_calls":[` + bash("cat input/input.json > output/copy.json") + `]}`,
 		`{"text":"peek","tool_calls":[` + bash("cat "+secret+" > output/leak.txt") + `]}`,
@@ -167,39 +164,11 @@ func TestJobShellIsConfinedToItsJob(t *testing.T) {
 	}
 	s := start(t, withSandboxEnv("RA_LLM_SCRIPT="+script, "RA_NO_TMUX=1"))
 	o := newOrchestrator(s)
-	step := uuid.NewString()
-	agent := uuid.NewString()
-	if r := o.call(http.MethodPut, "/internal/agents/"+agent, map[string]any{"name": "Shell", "agent_level": "L1", "llm_provider": "scripted",
-		"llm_model": "scripted", "max_tokens": 4096, "allowed_skills": []string{"read", "write", "bash"}}, step); r.status != http.StatusOK {
-		t.Fatalf("profile: %d %s", r.status, r.raw)
-	}
-	created := o.call(http.MethodPost, "/internal/jobs", o.jobBody(agent, step, 100000), step)
-	id := created.str("id")
-	if created.status != http.StatusCreated {
-		t.Fatalf("create: %d %s", created.status, created.raw)
-	}
-	var job reply
-	eventually(t, 90*time.Second, "the job finished", func() bool {
-		job = o.call(http.MethodGet, "/internal/jobs/"+id, nil, step)
-		st := job.str("status")
-		return st == "completed" || st == "failed" || st == "cancelled"
-	})
-	outs := o.call(http.MethodGet, "/internal/jobs/"+id+"/outputs", nil, step)
-	list, _ := outs.body["outputs"].([]any)
-	got := map[string]string{}
-	for _, it := range list {
-		ref := it.(map[string]any)["reference"].(map[string]any)
-		p, _ := ref["path"].(string)
-		rc, _, err := s.srv.Env.Bucket().Get(t.Context(), ref["key"].(string))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(rc)
-		_ = rc.Close()
-		got[p] = string(b)
-	}
+	agent := o.shellProfile(t)
+	id, step, job := o.runJob(t, agent, false)
+	got := s.jobOutputs(t, o, id, step)
 	if !strings.Contains(got["output/copy.json"], "write two files") {
-		t.Errorf("the job could not copy its input: %q (outputs %v; job %s; sandbox log %s)", got["output/copy.json"], outs.raw, job.raw,
+		t.Errorf("the job could not copy its input: %q (outputs %v; job %s; sandbox log %s)", got["output/copy.json"], got, job.raw,
 			s.sandboxLog(t, s.jobSession(t, id)))
 	}
 	for path, content := range got {
@@ -288,4 +257,63 @@ func TestJobStartsFromItsProfilesWarmPool(t *testing.T) {
 	if sess, err := s.srv.Env.SessionStore().Get(t.Context(), list[0].ClaimedBy); err != nil || sess.JobID == "" || sess.PoolSandbox != warm.ID {
 		t.Errorf("the claiming session: %+v %v, want a job's, from the pool", sess, err)
 	}
+}
+
+// bashCall is a scripted model's call of the bash tool with command.
+func bashCall(command string) string {
+	raw, _ := json.Marshal(map[string]any{"name": "bash", "args": map[string]any{"command": command}})
+	return string(raw)
+}
+
+// shellProfile registers a scripted profile whose tools are read, write and
+// bash, and returns its id.
+func (o *orchestrator) shellProfile(t *testing.T) string {
+	t.Helper()
+	agent := uuid.NewString()
+	if r := o.call(http.MethodPut, "/internal/agents/"+agent, map[string]any{"name": "Shell", "agent_level": "L1", "llm_provider": "scripted",
+		"llm_model": "scripted", "max_tokens": 4096, "allowed_skills": []string{"read", "write", "bash"}}, uuid.NewString()); r.status != http.StatusOK {
+		t.Fatalf("profile: %d %s", r.status, r.raw)
+	}
+	return agent
+}
+
+// runJob creates a job of profile agent, with network or not, and waits
+// until it is over: its id, plan step and last view.
+func (o *orchestrator) runJob(t *testing.T, agent string, network bool) (string, string, reply) {
+	t.Helper()
+	step := uuid.NewString()
+	body := o.jobBody(agent, step, 100000)
+	body["constraints"] = map[string]any{"timeout": 600, "network": network}
+	created := o.call(http.MethodPost, "/internal/jobs", body, step)
+	if created.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", created.status, created.raw)
+	}
+	id := created.str("id")
+	var job reply
+	eventually(t, 90*time.Second, "the job finished", func() bool {
+		job = o.call(http.MethodGet, "/internal/jobs/"+id, nil, step)
+		st := job.str("status")
+		return st == "completed" || st == "failed" || st == "cancelled"
+	})
+	return id, step, job
+}
+
+// jobOutputs reads job id's outputs from the bucket, by path.
+func (s *stack) jobOutputs(t *testing.T, o *orchestrator, id, step string) map[string]string {
+	t.Helper()
+	outs := o.call(http.MethodGet, "/internal/jobs/"+id+"/outputs", nil, step)
+	list, _ := outs.body["outputs"].([]any)
+	got := map[string]string{}
+	for _, it := range list {
+		ref := it.(map[string]any)["reference"].(map[string]any)
+		p, _ := ref["path"].(string)
+		rc, _, err := s.srv.Env.Bucket().Get(t.Context(), ref["key"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		_ = rc.Close()
+		got[p] = string(b)
+	}
+	return got
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"slices"
 	"strconv"
 	"time"
 
@@ -277,12 +276,14 @@ func (s *Jobs) AddOutputs(ctx context.Context, id string, tokens int64, outputs 
 	return err
 }
 
-// Outbox returns up to limit pending events: of job id, in order, or ("")
-// of any job, each job's in order.
+// Outbox returns up to limit pending events: of job id, in order, from its
+// shard (one query: what the job's own writes put there), or ("") of any
+// job, each job's in order, from every shard and the partition from before
+// the shards.
 func (s *Jobs) Outbox(ctx context.Context, id string, limit int) ([]job.Pending, error) {
 	partitions := jobPartitions(outboxPK)
 	if id != "" {
-		partitions = []string{outboxPK + jobShard(id), outboxPK}
+		partitions = []string{outboxPK + jobShard(id)}
 	}
 	var items []outboxItem
 	for _, pk := range partitions {
@@ -298,28 +299,29 @@ func (s *Jobs) Outbox(ctx context.Context, id string, limit int) ([]job.Pending,
 			break
 		}
 	}
-	if id != "" {
-		// The shard's events, then any from before the shards: by seq.
-		slices.SortStableFunc(items, func(a, b outboxItem) int { return a.Seq - b.Seq })
-	}
 	out := make([]job.Pending, 0, len(items))
 	for _, it := range items {
 		var d jobevents.Detail
 		if err := json.Unmarshal([]byte(it.Detail), &d); err != nil {
 			return nil, fmt.Errorf("outbox event %s: %w", it.EventID, err)
 		}
-		out = append(out, job.Pending{JobID: it.Job, Seq: it.Seq, Event: jobevents.Event{ID: it.EventID, Type: jobevents.DetailType(it.Type), Time: it.Time, Detail: d}})
+		p := job.Pending{JobID: it.Job, Seq: it.Seq, Event: jobevents.Event{ID: it.EventID, Type: jobevents.DetailType(it.Type), Time: it.Time, Detail: d}}
+		if it.JobID == outboxPK {
+			p.Where = outboxPK
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }
 
-// Published removes an event from the outbox (where it is, in its shard or
-// in the partition from before the shards).
+// Published removes an event from the outbox: from the job's shard, or from
+// the partition from before the shards where Outbox found it there.
 func (s *Jobs) Published(ctx context.Context, p job.Pending) error {
-	if err := s.jobs.Delete(ctx, outboxKey(p.JobID, p.Seq)); err != nil {
-		return err
+	key := outboxKey(p.JobID, p.Seq)
+	if p.Where == outboxPK {
+		key.JobID = outboxPK
 	}
-	return s.jobs.Delete(ctx, jobKey{outboxPK, fmt.Sprintf("%s#%02d", p.JobID, p.Seq)})
+	return s.jobs.Delete(ctx, key)
 }
 
 // Alerted records a running job's alert of kind as published, and puts its

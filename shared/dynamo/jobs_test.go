@@ -85,8 +85,8 @@ func TestRunningJobsAndOutboxAcrossPartitions(t *testing.T) {
 	if left, err := jobs.Outbox(t.Context(), "", job.MaxSweptJobs); err != nil || len(left) != n-1 {
 		t.Errorf("after two were published the outbox holds %d (%v), want %d", len(left), err, n-1)
 	}
-	if mine, err := jobs.Outbox(t.Context(), "legacy-job", 10); err != nil || len(mine) != 0 {
-		t.Errorf("a published legacy event is still there: %v %v", mine, err)
+	if left, err := jobs.Outbox(t.Context(), "", job.MaxSweptJobs); err != nil || slices.ContainsFunc(left, func(p job.Pending) bool { return p.JobID == "legacy-job" }) {
+		t.Errorf("a published legacy event is still there: %v %v", left, err)
 	}
 
 }

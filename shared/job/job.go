@@ -158,6 +158,9 @@ type Pending struct {
 	// Seq orders a job's events (EventSeq).
 	Seq   int
 	Event jobevents.Event
+	// Where is the store's own note of where it keeps the event, set by
+	// Outbox for Published ("": where the store writes events now).
+	Where string
 }
 
 // EventSeq is the place of an event type among a job's events: a job

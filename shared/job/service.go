@@ -37,7 +37,8 @@ type Store interface {
 	// none yet (what its sandbox kept); ErrConflict otherwise.
 	AddOutputs(ctx context.Context, id string, tokens int64, outputs []Output) error
 	// Outbox returns the pending events of job id in order (id "" all jobs',
-	// at most limit, by job id).
+	// at most limit, by job id). A job's own are those its writes put
+	// there; the sweep's (id "") are every one, wherever the store keeps it.
 	Outbox(ctx context.Context, id string, limit int) ([]Pending, error)
 	// Published removes an event from the outbox.
 	Published(ctx context.Context, p Pending) error

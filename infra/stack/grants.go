@@ -78,7 +78,7 @@ func (s *Stack) grant(sb sandboxes) {
 					fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 						Actions:    jsii.Strings(written...),
 						Resources:  &[]*string{arn},
-						Conditions: leadingKeys(w),
+						Conditions: leadingKeys(w, nil),
 					}))
 				}
 			}
@@ -88,7 +88,7 @@ func (s *Stack) grant(sb sandboxes) {
 			fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Actions:    jsii.Strings(limited...),
 				Resources:  &resources,
-				Conditions: leadingKeys(a.LeadingKeys[table]),
+				Conditions: leadingKeys(a.LeadingKeys[table], a.IndexKeys[table]),
 			}))
 		}
 		for _, q := range a.Send {
@@ -142,15 +142,17 @@ func (s *Stack) grant(sb sandboxes) {
 }
 
 // leadingKeys is the condition limiting a table's statement to the items whose
-// partition key starts with one of prefixes; nil (no condition) for none.
-func leadingKeys(prefixes []string) *map[string]any {
+// partition key starts with one of prefixes, and the index partitions whose
+// key is one of exact; nil (no condition) for no prefix.
+func leadingKeys(prefixes, exact []string) *map[string]any {
 	if len(prefixes) == 0 {
 		return nil
 	}
-	patterns := make([]string, len(prefixes))
-	for i, p := range prefixes {
-		patterns[i] = p + "*"
+	patterns := make([]string, 0, len(prefixes)+len(exact))
+	for _, p := range prefixes {
+		patterns = append(patterns, p+"*")
 	}
+	patterns = append(patterns, exact...)
 	return &map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": patterns}}
 }
 

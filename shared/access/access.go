@@ -59,6 +59,9 @@ const (
 	AgentTypeItems = "agent_type"
 	// AppKeyItems starts the key of every app key in the registry.
 	AppKeyItems = "app_key#"
+	// AppKeyKind is the by_kind index's partition of the app keys: listed
+	// by kind, not read by key.
+	AppKeyKind = "app_key"
 	// AgentProfileItems starts the key of every agent profile in the
 	// registry, and is the by_kind index's key of their list.
 	AgentProfileItems = "agent_profile"
@@ -105,6 +108,10 @@ type Access struct {
 	// partition key starts with one of the prefixes (IAM's
 	// dynamodb:LeadingKeys); on other tables it is not limited by item.
 	LeadingKeys map[string][]string
+	// IndexKeys are index partitions (exact partition key values) the
+	// function may also query on a table LeadingKeys limits, and nothing
+	// else of: the items listed there are not its to read by key.
+	IndexKeys map[string][]string
 	// WriteKeys limits the function's writes (PutItem, UpdateItem,
 	// DeleteItem) on a table it names to the items whose partition key starts
 	// with one of the prefixes; its reads there are not limited by item.
@@ -148,14 +155,17 @@ var worker = Access{
 	Push: true,
 
 	LeadingKeys: workerKeys,
+	// The app keys listed by kind: the tenants whose live counts the sweep
+	// checks.
+	IndexKeys: map[string][]string{Registry: {AppKeyKind}},
 }
 
 var table = map[string]Access{
 	"create": {
 		Tables: map[string][]string{
-			// The live sessions quota counts on the by_live index.
 			Sessions: {GetItem, PutItem, UpdateItem, Query},
-			// The creates-a-minute quota's counters.
+			// The live sessions and creates-a-minute quotas' counters, moved
+			// in the create's transaction.
 			Idempotency: {GetItem, PutItem, UpdateItem},
 			Registry:    {GetItem},
 		},
@@ -170,15 +180,19 @@ var table = map[string]Access{
 		LeadingKeys: map[string][]string{Registry: {AgentTypeItems, AppKeyItems, PoolItems}},
 	},
 	"alive": {
-		Tables:  map[string][]string{Sessions: {GetItem, UpdateItem}},
+		// A session that ends gives its live slot back (a counter in the
+		// idempotency table, moved in the same transaction): so for every
+		// function that ends sessions.
+		Tables:  map[string][]string{Sessions: {GetItem, UpdateItem}, Idempotency: {UpdateItem}},
 		Send:    []string{JobsQueue},
 		Objects: map[string][]string{GuardrailsKey: {GetObject}},
 	},
 	"shutdown": {
 		Tables: map[string][]string{
 			Sessions: {GetItem, UpdateItem},
-			// A push connection found gone: its session is looked up.
-			Idempotency: {GetItem},
+			// A push connection found gone: its session is looked up; the
+			// live slot given back.
+			Idempotency: {GetItem, UpdateItem},
 		},
 		Send: []string{JobsQueue},
 		Push: true,
@@ -186,7 +200,7 @@ var table = map[string]Access{
 	// The fleet: an app's sessions listed from the by_tenant index, a session
 	// killed; app keys read, nothing else of the registry.
 	"fleet": {
-		Tables:      map[string][]string{Sessions: {GetItem, UpdateItem, Query}, Registry: {GetItem}, Idempotency: {GetItem}},
+		Tables:      map[string][]string{Sessions: {GetItem, UpdateItem, Query}, Registry: {GetItem}, Idempotency: {GetItem, UpdateItem}},
 		LeadingKeys: map[string][]string{Registry: {AppKeyItems}},
 		Send:        []string{JobsQueue},
 		// A killed agent's sandbox is told at once; a gone connection's
@@ -230,8 +244,9 @@ var table = map[string]Access{
 			Sessions: {GetItem, UpdateItem},
 			Events:   {PutItem, Query},
 			// Appends with an id are exactly-once through an idempotency
-			// record; a push connection's record names its session.
-			Idempotency: {GetItem, PutItem},
+			// record; a push connection's record names its session; an
+			// ended session's live slot is given back.
+			Idempotency: {GetItem, PutItem, UpdateItem},
 			// Pool sandboxes' launch codes, heartbeats and push connections.
 			Registry: {GetItem, UpdateItem},
 			// A job's sandbox's reports move its job (and publish its events).
@@ -327,6 +342,9 @@ func (a Access) AllowsItem(name, action, key string) bool {
 	}
 	if w, ok := a.WriteKeys[name]; ok && slices.Contains(writes, action) && !hasPrefix(key, w) {
 		return false
+	}
+	if action == Query && key != "" && slices.Contains(a.IndexKeys[name], key) {
+		return true
 	}
 	prefixes, limited := a.LeadingKeys[name]
 	return !limited || hasPrefix(key, prefixes)

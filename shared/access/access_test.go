@@ -70,7 +70,9 @@ func TestToolWritesAreLimitedByItem(t *testing.T) {
 	worker := append(slices.Clone(cases),
 		itemCase{Registry, PutItem, "pool#pool-1", true},
 		itemCase{Registry, DeleteItem, "poollock#t#warm", true},
-		itemCase{Registry, DeleteItem, "app_key#0123abcd", false})
+		itemCase{Registry, DeleteItem, "app_key#0123abcd", false},
+		itemCase{Registry, GetItem, "app_key#0123abcd", false},
+		itemCase{Registry, Query, "app_key", true})
 	for i, c := range worker {
 		if c.table == Registry && c.key == "configuration#dev#demo-web" && c.action != UpdateItem {
 			worker[i].want = true

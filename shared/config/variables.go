@@ -124,7 +124,7 @@ var Variables = []Variable{
 		Meaning: "the price table model calls are costed by: JSON `{\"models\": {\"<model id prefix>\": {\"input\": …, \"output\": …, \"cached_input\": …}}}` in USD per million tokens",
 		set:     func(p *Platform, v string) error { p.SessionLimits.PriceTablePath = v; return nil }},
 	{Name: "RA_QUOTA_CONCURRENT_SESSIONS", Readers: []Reader{PlatformFunctions}, Value: "100", Default: "`100`",
-		Meaning: "live agents one app (tenant) may hold; one more create is 429 `quota_exceeded` (`details.quota` `concurrent_sessions`, retry after 30 s)",
+		Meaning: "live agents one app (tenant) may hold, exactly: a counter each create takes from in its own write and each end gives back to; one more create is 429 `quota_exceeded` (`details.quota` `concurrent_sessions`, retry after 30 s)",
 		set:     quotaVar("RA_QUOTA_CONCURRENT_SESSIONS", func(p *Platform) *int { return &p.Quotas.ConcurrentSessions })},
 	{Name: "RA_QUOTA_CREATES_PER_MINUTE", Readers: []Reader{PlatformFunctions}, Value: "60", Default: "`60`",
 		Meaning: "creates one app may make in a clock minute; past it, 429 `quota_exceeded` with the seconds to the next minute",

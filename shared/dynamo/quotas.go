@@ -17,19 +17,74 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
-// TakeCreate counts a create of tenant in its minute: one conditional
-// update of a counter item in the idempotency table ("quota#creates#…"),
-// which expires with the minute.
-func (s *Sessions) TakeCreate(ctx context.Context, tenant string, minute time.Time, limit int) error {
-	n := expression.Name("n")
-	up := expression.Add(n, expression.Value(1)).
-		Set(expression.Name("expires_at"), expression.Value(minute.Add(2*time.Minute).Unix()))
-	cond := expression.AttributeNotExists(n).Or(n.LessThan(expression.Value(limit)))
-	err := s.idempotency.Update(ctx, map[string]string{"key": "quota#creates#" + tenant + "#" + strconv.FormatInt(minute.Unix(), 10)}, up, nil, cond)
-	if errors.Is(err, ErrConditionFailed) {
-		return fmt.Errorf("creates of %s this minute: %w", tenant, session.ErrConflict)
+// The quota counters are items of the idempotency table: a tenant's live
+// sessions ("quota#live#<tenant>", n, and at: when it last moved, in epoch
+// milliseconds) and its creates in a minute ("quota#creates#<tenant>#<unix
+// minute>", expiring with it).
+func liveKey(tenant string) map[string]string {
+	return map[string]string{"key": "quota#live#" + tenant}
+}
+
+func minuteKey(tenant string, minute time.Time) map[string]string {
+	return map[string]string{"key": "quota#creates#" + tenant + "#" + strconv.FormatInt(minute.Unix(), 10)}
+}
+
+// countBy moves a counter by delta, noting when.
+func countBy(delta int, now time.Time) expression.UpdateBuilder {
+	return expression.Add(expression.Name("n"), expression.Value(delta)).Set(expression.Name("at"), expression.Value(now.UnixMilli()))
+}
+
+// under is the condition that a counter is below limit (none for 0).
+func under(limit int) []expression.ConditionBuilder {
+	if limit <= 0 {
+		return nil
 	}
-	return err
+	n := expression.Name("n")
+	return []expression.ConditionBuilder{expression.AttributeNotExists(n).Or(n.LessThan(expression.Value(limit)))}
+}
+
+type counterItem struct {
+	N  int   `json:"n"`
+	At int64 `json:"at"`
+}
+
+// LiveCount reads tenant's live counter (0 when it has none).
+func (s *Sessions) LiveCount(ctx context.Context, tenant string) (int, error) {
+	var it counterItem
+	err := s.idempotency.Get(ctx, liveKey(tenant), &it)
+	if errors.Is(err, ErrNotFound) {
+		return 0, nil
+	}
+	return it.N, err
+}
+
+// RepairLive sets tenant's live counter to the by_live index's count when
+// they differ and the counter has not moved for quiet (the index has caught
+// up with every write by then): conditional on the counter as read, so a
+// create or end in between wins and the repair waits for the next sweep.
+func (s *Sessions) RepairLive(ctx context.Context, tenant string, quiet time.Duration) (int, error) {
+	var it counterItem
+	err := s.idempotency.Get(ctx, liveKey(tenant), &it)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return 0, err
+	}
+	now := s.now()
+	if now.Sub(time.UnixMilli(it.At)) < quiet {
+		return it.N, nil
+	}
+	counted, err := s.CountLive(ctx, tenant, 1<<30)
+	if err != nil || counted == it.N {
+		return it.N, err
+	}
+	up := expression.Set(expression.Name("n"), expression.Value(counted)).Set(expression.Name("at"), expression.Value(now.UnixMilli()))
+	at := expression.Name("at")
+	cond := expression.AttributeNotExists(at).Or(at.Equal(expression.Value(it.At)))
+	if err := s.idempotency.Update(ctx, liveKey(tenant), up, nil, cond); errors.Is(err, ErrConditionFailed) {
+		return s.LiveCount(ctx, tenant)
+	} else if err != nil {
+		return 0, err
+	}
+	return counted, nil
 }
 
 // CountLive counts tenant's live sessions on the by_live index (sparse: only

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/resources"
 )
 
 var _ registry.Store = (*Registry)(nil)
@@ -220,4 +222,36 @@ func (r *Registry) get(ctx context.Context, key registryKey, out any) error {
 		return registry.ErrNotFound
 	}
 	return err
+}
+
+// MaxListedTenants bounds Tenants: the app keys it reads.
+const MaxListedTenants = 10000
+
+// Tenants lists the tenants of the app keys, each once: one query of the
+// by_kind index (names "<tenant>#<key id>"), at most MaxListedTenants keys.
+func (r *Registry) Tenants(ctx context.Context) ([]string, error) {
+	key := expression.Key("kind").Equal(expression.Value(kindAppKey))
+	seen := map[string]bool{}
+	var out []string
+	var after Cursor
+	for n := 0; n < MaxListedTenants; {
+		var page []struct {
+			Name string `json:"name"`
+		}
+		next, err := r.t.Query(ctx, Query{Index: resources.RegistryByKind, Key: key, After: after}, &page)
+		if err != nil {
+			return nil, fmt.Errorf("list the app keys' tenants: %w", err)
+		}
+		for _, it := range page {
+			if tenant, _, ok := strings.Cut(it.Name, "#"); ok && !seen[tenant] {
+				seen[tenant] = true
+				out = append(out, tenant)
+			}
+		}
+		n += len(page)
+		if after = next; after == "" {
+			break
+		}
+	}
+	return out, nil
 }

@@ -53,21 +53,58 @@ type sessionKey struct {
 	ID string `json:"session_id"`
 }
 
-// Create writes the session and, if rec is set, its idempotency record, atomically.
+// Create writes the session and, if rec is set, its idempotency record,
+// atomically; a live session of a tenant takes a live slot (Admit).
 func (s *Sessions) Create(ctx context.Context, sess session.Session, rec *session.IdempotencyRecord) error {
+	return s.Admit(ctx, sess, rec, session.Admission{})
+}
+
+// Admit writes the session, its idempotency record if rec is set, and its
+// quotas' counters in one transaction: a live session of a tenant adds one
+// to the tenant's live counter (conditional on a.LiveLimit), and a create
+// within a minute limit to the minute's counter. A session that counts
+// nothing is a plain conditional put (a transaction costs twice the writes).
+func (s *Sessions) Admit(ctx context.Context, sess session.Session, rec *session.IdempotencyRecord, a session.Admission) error {
+	it := newSessionItem(sess)
 	isNew := expression.AttributeNotExists(expression.Name("session_id"))
-	if rec == nil {
-		// One item: a plain put (a transaction costs twice the writes).
-		if err := s.sessions.Put(ctx, newSessionItem(sess), isNew); err != nil {
+	ops := []TxOp{s.sessions.PutOp(it, isNew)}
+	quotas := map[int]string{}
+	recAt := -1
+	if rec != nil {
+		recAt = len(ops)
+		ops = append(ops, s.idempotency.PutOp(rec, expression.AttributeNotExists(expression.Name("key"))))
+	}
+	now := s.now()
+	if it.LiveTenant != "" {
+		quotas[len(ops)] = session.QuotaConcurrentSessions
+		ops = append(ops, s.idempotency.UpdateOp(liveKey(it.LiveTenant), countBy(1, now), under(a.LiveLimit)...))
+	}
+	if a.MinuteLimit > 0 && sess.Tenant != "" {
+		quotas[len(ops)] = session.QuotaCreatesPerMinute
+		up := expression.Add(expression.Name("n"), expression.Value(1)).
+			Set(expression.Name("expires_at"), expression.Value(a.Minute.Add(2*time.Minute).Unix()))
+		ops = append(ops, s.idempotency.UpdateOp(minuteKey(sess.Tenant, a.Minute), up, under(a.MinuteLimit)...))
+	}
+	if len(ops) == 1 {
+		if err := s.sessions.Put(ctx, it, isNew); err != nil {
 			return fmt.Errorf("create session %s: %w", sess.ID, err)
 		}
 		return nil
 	}
-	err := Transact(ctx, s.api, "", s.sessions.PutOp(newSessionItem(sess), isNew),
-		s.idempotency.PutOp(rec, expression.AttributeNotExists(expression.Name("key"))))
+	err := Transact(ctx, s.api, "", ops...)
 	var canceled *TxCanceledError
-	if errors.As(err, &canceled) && len(canceled.Reasons) == 2 && canceled.Reasons[1] == "ConditionalCheckFailed" {
-		return fmt.Errorf("create session %s: %w", sess.ID, session.ErrIdempotencyTaken)
+	if errors.As(err, &canceled) {
+		failed := func(i int) bool {
+			return i >= 0 && i < len(canceled.Reasons) && canceled.Reasons[i] == "ConditionalCheckFailed"
+		}
+		if failed(recAt) {
+			return fmt.Errorf("create session %s: %w", sess.ID, session.ErrIdempotencyTaken)
+		}
+		for i, q := range quotas {
+			if failed(i) {
+				return fmt.Errorf("create session %s: %w", sess.ID, &session.QuotaError{Quota: q})
+			}
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", sess.ID, err)
@@ -104,7 +141,8 @@ func (s *Sessions) Remember(ctx context.Context, rec session.IdempotencyRecord) 
 	return err
 }
 
-// Transition moves a session from one of c.From to c.To.
+// Transition moves a session from one of c.From to c.To. A session that
+// ends gives its tenant's live slot back in the same transaction.
 func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) (session.Session, error) {
 	now := s.now().UTC()
 	up := expression.Set(expression.Name("state"), expression.Value(c.To)).
@@ -128,11 +166,46 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 	if c.Generation != 0 {
 		cond = cond.And(expression.Name("generation").Equal(expression.Value(c.Generation)))
 	}
-	after, err := s.update(ctx, id, up, cond)
+	var after session.Session
+	var err error
+	if c.To.Terminal() {
+		after, err = s.end(ctx, id, up, cond)
+	} else {
+		after, err = s.update(ctx, id, up, cond)
+	}
 	if err == nil && c.To.Terminal() && s.OnEnd != nil {
 		s.OnEnd(ctx, after)
 	}
 	return after, err
+}
+
+// end applies a terminal transition: with the live counter's decrement in
+// one transaction when the session holds a live slot (live_tenant, which
+// the transition removes), as one update otherwise.
+func (s *Sessions) end(ctx context.Context, id string, up expression.UpdateBuilder, cond expression.ConditionBuilder) (session.Session, error) {
+	var it sessionItem
+	err := s.sessions.Get(ctx, sessionKey{id}, &it)
+	if errors.Is(err, ErrNotFound) {
+		return session.Session{}, fmt.Errorf("session %s: %w", id, session.ErrNotFound)
+	}
+	if err != nil || it.LiveTenant == "" {
+		if err != nil {
+			return session.Session{}, err
+		}
+		return s.update(ctx, id, up, cond)
+	}
+	cond = cond.And(expression.Name("live_tenant").Equal(expression.Value(it.LiveTenant)))
+	err = Transact(ctx, s.api, "",
+		s.sessions.UpdateOp(sessionKey{id}, up, expression.AttributeExists(expression.Name("session_id")).And(cond)),
+		s.idempotency.UpdateOp(liveKey(it.LiveTenant), countBy(-1, s.now())))
+	var canceled *TxCanceledError
+	if errors.As(err, &canceled) && len(canceled.Reasons) > 0 && canceled.Reasons[0] == "ConditionalCheckFailed" {
+		return session.Session{}, fmt.Errorf("session %s: %w", id, session.ErrConflict)
+	}
+	if err != nil {
+		return session.Session{}, fmt.Errorf("end session %s: %w", id, err)
+	}
+	return s.Get(ctx, id)
 }
 
 // AddToken appends a token hash to a live session holding fewer than MaxTokens.

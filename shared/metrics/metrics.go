@@ -24,7 +24,8 @@ const (
 	// ModelCostUSD is one model call's cost: summed a day, an app's spend
 	// (the daily cost alarm's metric).
 	ModelCostUSD = "ModelCostUSD"
-	// LiveSessions is an app's live sessions, as a create counted them.
+	// LiveSessions is an app's live sessions, as its live count stands at
+	// each sweep.
 	LiveSessions = "LiveSessions"
 	// SessionsAtMaxDuration counts sessions the platform ended because they
 	// reached their maximum time (the alarm's: sessions that would outlive

@@ -302,7 +302,7 @@ func (s *Creator) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 			return sess, plain, err
 		}
 	}
-	if err := s.takeQuota(ctx, app, now); err != nil {
+	if err := s.checkBudget(ctx, app, now); err != nil {
 		return Session{}, "", err
 	}
 	id := newID()
@@ -342,7 +342,11 @@ func (s *Creator) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 	if rec != nil {
 		rec.SessionID = id
 	}
-	err := s.o.Store.Create(ctx, sess, rec)
+	adm := s.admission(now)
+	err := s.o.Store.Admit(ctx, sess, rec, adm)
+	if q := s.overQuota(err, adm, now); q != nil {
+		return Session{}, "", q
+	}
 	if errors.Is(err, ErrIdempotencyTaken) {
 		// A concurrent create with the same key won: wait on its session.
 		sess, plain, _, err := s.resume(ctx, rec)

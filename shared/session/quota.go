@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
-	"github.com/remote-agents/remote-agents/shared/metrics"
 	"github.com/remote-agents/remote-agents/shared/registry"
 )
 
@@ -40,48 +39,73 @@ const (
 	StreamLapse = 16 * time.Minute
 )
 
-// takeQuota admits one more create of app's tenant, or answers 429:
-// budget_exceeded past its daily budget, quota_exceeded over its live
-// sessions or its creates this minute.
-func (s *Creator) takeQuota(ctx context.Context, app registry.AppKey, now time.Time) error {
-	q, tenant := s.o.Quotas, app.Tenant
-	if n := q.ConcurrentSessions; n > 0 {
-		live, err := s.o.Store.CountLive(ctx, tenant, n)
-		if err != nil {
-			return err
-		}
-		metrics.Emit(ctx, s.o.Log, tenant, []metrics.Value{{Name: metrics.LiveSessions, Value: float64(live), Unit: "Count"}})
-		if live >= n {
-			return &apierror.Error{Code: apierror.QuotaExceeded, RetryAfter: LiveQuotaRetry, Details: map[string]any{"quota": "concurrent_sessions", "limit": n},
-				Message: fmt.Sprintf("This app has %d live agents, its quota; shut one down or retry later.", n)}
-		}
+// Admission is what a create must stay within, checked in the write that
+// creates it (Store.Admit); a zero limit is none.
+type Admission struct {
+	// LiveLimit bounds the tenant's live sessions (concurrent_sessions).
+	LiveLimit int
+	// Minute is the clock minute of the create, and MinuteLimit how many
+	// creates the tenant may make in it (creates_per_minute).
+	Minute      time.Time
+	MinuteLimit int
+}
+
+// The quotas an Admit can refuse, as QuotaError names them (and the 429's
+// details.quota).
+const (
+	QuotaConcurrentSessions = "concurrent_sessions"
+	QuotaCreatesPerMinute   = "creates_per_minute"
+)
+
+// QuotaError is the ErrOverQuota of an Admit: which quota was full.
+type QuotaError struct{ Quota string }
+
+func (e *QuotaError) Error() string { return "over the " + e.Quota + " quota" }
+
+// Unwrap makes a QuotaError an ErrOverQuota.
+func (e *QuotaError) Unwrap() error { return ErrOverQuota }
+
+// checkBudget answers 429 budget_exceeded when app's tenant has spent its
+// daily budget (the platform's and the app key's, the lower holding).
+func (s *Creator) checkBudget(ctx context.Context, app registry.AppKey, now time.Time) error {
+	b := lower(s.o.Quotas.DailyBudgetUSD, app.MaxCostUSDPerDay)
+	if b <= 0 {
+		return nil
 	}
-	// The platform's daily budget and the app key's, the lower holding.
-	if b := lower(q.DailyBudgetUSD, app.MaxCostUSDPerDay); b > 0 {
-		day := now.UTC().Truncate(24 * time.Hour)
-		spent, err := s.o.Store.Spend(ctx, tenant, day)
-		if err != nil {
-			return err
-		}
-		if float64(spent)/1e6 >= b {
-			return &apierror.Error{Code: apierror.BudgetExceeded, RetryAfter: max(1, int(day.Add(24*time.Hour).Sub(now).Seconds()+0.999)),
-				Details: map[string]any{"budget": "max_cost_usd_per_day", "limit_usd": b, "spent_usd": float64(spent) / 1e6},
-				Message: fmt.Sprintf("This app's model calls cost %.2f USD today, its daily budget of %.2f USD; create again tomorrow (UTC).", float64(spent)/1e6, b)}
-		}
+	day := now.UTC().Truncate(24 * time.Hour)
+	spent, err := s.o.Store.Spend(ctx, app.Tenant, day)
+	if err != nil {
+		return err
 	}
-	if n := q.CreatesPerMinute; n > 0 {
-		minute := now.Truncate(time.Minute)
-		err := s.o.Store.TakeCreate(ctx, tenant, minute, n)
-		if errors.Is(err, ErrConflict) {
-			return &apierror.Error{Code: apierror.QuotaExceeded, RetryAfter: max(1, int(minute.Add(time.Minute).Sub(now).Seconds()+0.999)),
-				Details: map[string]any{"quota": "creates_per_minute", "limit": n},
-				Message: fmt.Sprintf("This app created %d agents this minute, its quota; retry in the next minute.", n)}
-		}
-		if err != nil {
-			return err
-		}
+	if float64(spent)/1e6 >= b {
+		return &apierror.Error{Code: apierror.BudgetExceeded, RetryAfter: max(1, int(day.Add(24*time.Hour).Sub(now).Seconds()+0.999)),
+			Details: map[string]any{"budget": "max_cost_usd_per_day", "limit_usd": b, "spent_usd": float64(spent) / 1e6},
+			Message: fmt.Sprintf("This app's model calls cost %.2f USD today, its daily budget of %.2f USD; create again tomorrow (UTC).", float64(spent)/1e6, b)}
 	}
 	return nil
+}
+
+// admission is what a create of now must stay within.
+func (s *Creator) admission(now time.Time) Admission {
+	q := s.o.Quotas
+	return Admission{LiveLimit: q.ConcurrentSessions, Minute: now.Truncate(time.Minute), MinuteLimit: q.CreatesPerMinute}
+}
+
+// overQuota is the 429 of an Admit that err refused, nil for another error.
+func (s *Creator) overQuota(err error, a Admission, now time.Time) *apierror.Error {
+	var qe *QuotaError
+	if !errors.As(err, &qe) {
+		return nil
+	}
+	switch qe.Quota {
+	case QuotaCreatesPerMinute:
+		return &apierror.Error{Code: apierror.QuotaExceeded, RetryAfter: max(1, int(a.Minute.Add(time.Minute).Sub(now).Seconds()+0.999)),
+			Details: map[string]any{"quota": QuotaCreatesPerMinute, "limit": a.MinuteLimit},
+			Message: fmt.Sprintf("This app created %d agents this minute, its quota; retry in the next minute.", a.MinuteLimit)}
+	default:
+		return &apierror.Error{Code: apierror.QuotaExceeded, RetryAfter: LiveQuotaRetry, Details: map[string]any{"quota": QuotaConcurrentSessions, "limit": a.LiveLimit},
+			Message: fmt.Sprintf("This app has %d live agents, its quota; shut one down or retry later.", a.LiveLimit)}
+	}
 }
 
 // UploadQuota bounds the presigned upload URLs granted to one session over

@@ -323,6 +323,8 @@ var (
 	ErrConflict = errors.New("session state conflict")
 	// ErrIdempotencyTaken: a create with this idempotency key already exists.
 	ErrIdempotencyTaken = errors.New("idempotency key already used")
+	// ErrOverQuota: an Admit would pass a quota (see QuotaError).
+	ErrOverQuota = errors.New("over quota")
 )
 
 // IdempotencyRecord ties a client's Idempotency-Key to the session it created.

@@ -21,8 +21,14 @@ type Lifecycle interface {
 	Reader
 	// Create writes a new session, and its idempotency record if rec is not nil, all
 	// or nothing. It returns ErrIdempotencyTaken (and writes nothing) if rec's key
-	// is already used.
+	// is already used. A live session of a tenant takes one of the tenant's
+	// live slots (LiveCount), which its end gives back.
 	Create(ctx context.Context, s Session, rec *IdempotencyRecord) error
+	// Admit is Create within the quotas of a: in the same write the tenant's
+	// live count must stay within a.LiveLimit and its creates in a.Minute
+	// within a.MinuteLimit (a zero limit is none). ErrOverQuota (naming the
+	// quota) and nothing written otherwise.
+	Admit(ctx context.Context, s Session, rec *IdempotencyRecord, a Admission) error
 	// Idempotency reads the record of a key. ErrNotFound if absent.
 	Idempotency(ctx context.Context, key string) (IdempotencyRecord, error)
 	// Remember writes an idempotency record on its own, unless its key is
@@ -89,11 +95,16 @@ type Metering interface {
 
 // QuotaCounts counts what the quotas bound (config.Quotas).
 type QuotaCounts interface {
-	// TakeCreate counts one create of tenant in the clock minute that
-	// starts at minute; ErrConflict when limit were already taken.
-	TakeCreate(ctx context.Context, tenant string, minute time.Time, limit int) error
-	// CountLive counts tenant's live sessions, up to limit.
+	// CountLive counts tenant's live sessions, up to limit, on an index
+	// that lags writes (what RepairLive checks the exact count against).
 	CountLive(ctx context.Context, tenant string, limit int) (int, error)
+	// LiveCount is tenant's exact count of live sessions: the counter that
+	// creates take from (Admit) and ends give back to, in their own writes.
+	LiveCount(ctx context.Context, tenant string) (int, error)
+	// RepairLive sets tenant's live count to what the index counts, if the
+	// two differ and the count has not moved for quiet (a crash, or a bug,
+	// left it off); it returns the count as it now stands.
+	RepairLive(ctx context.Context, tenant string, quiet time.Duration) (int, error)
 	// OpenStream records the open event stream stream of session id until
 	// until; ErrConflict when limit unlapsed ones are open already.
 	OpenStream(ctx context.Context, id, stream string, until, now time.Time, limit int) error

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/remote-agents/remote-agents/shared/metrics"
 )
 
 // The sweep's limits. A session that stays provisioning past
@@ -63,10 +65,18 @@ type SweepReport struct {
 	Stop []Session
 }
 
+// CounterQuiet is how long a tenant's live count must have stood still
+// before the sweep checks it against the index (which has caught up by then).
+const CounterQuiet = time.Minute
+
 // SweeperOptions configure a Sweeper.
 type SweeperOptions struct {
 	Store Store
-	Log   *slog.Logger
+	// Tenants lists the tenants (the app keys') whose live counts each sweep
+	// checks and repairs (Store.RepairLive) and reports (the LiveSessions
+	// metric); nil: none.
+	Tenants func(ctx context.Context) ([]string, error)
+	Log     *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -112,7 +122,27 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepReport, error) {
 			}
 		}
 	}
-	return rep, nil
+	return rep, s.checkCounts(ctx)
+}
+
+// checkCounts repairs each tenant's live count if a crash left it off, and
+// reports it.
+func (s *Sweeper) checkCounts(ctx context.Context) error {
+	if s.o.Tenants == nil {
+		return nil
+	}
+	tenants, err := s.o.Tenants(ctx)
+	if err != nil {
+		return err
+	}
+	for _, tenant := range tenants {
+		n, err := s.o.Store.RepairLive(ctx, tenant, CounterQuiet)
+		if err != nil {
+			return fmt.Errorf("live count of %s: %w", tenant, err)
+		}
+		metrics.Emit(ctx, s.o.Log, tenant, []metrics.Value{{Name: metrics.LiveSessions, Value: float64(n), Unit: "Count"}})
+	}
+	return nil
 }
 
 func (s *Sweeper) sweepOne(ctx context.Context, id string, now time.Time, rep *SweepReport) error {

@@ -40,7 +40,7 @@ type Memory struct {
 	events   map[string][]session.Event
 	// conns maps push connections to their sessions.
 	conns map[string]string
-	// creates counts creates per tenant and minute (TakeCreate); spend is
+	// creates counts creates per tenant and minute (Admit); spend is
 	// micro-USD per tenant and day.
 	creates map[string]int
 	spend   map[string]int64
@@ -74,7 +74,13 @@ func (m *Memory) now() time.Time {
 }
 
 // Create writes a new session and its idempotency record, all or nothing.
-func (m *Memory) Create(_ context.Context, s session.Session, rec *session.IdempotencyRecord) error {
+func (m *Memory) Create(ctx context.Context, s session.Session, rec *session.IdempotencyRecord) error {
+	return m.Admit(ctx, s, rec, session.Admission{})
+}
+
+// Admit writes s and rec if the tenant's live sessions and its creates in
+// a.Minute stay within a's limits.
+func (m *Memory) Admit(_ context.Context, s session.Session, rec *session.IdempotencyRecord, a session.Admission) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if rec != nil {
@@ -84,6 +90,20 @@ func (m *Memory) Create(_ context.Context, s session.Session, rec *session.Idemp
 	}
 	if _, ok := m.sessions[s.ID]; ok {
 		return fmt.Errorf("create session %s: already exists", s.ID)
+	}
+	live := s.Tenant != "" && slices.Contains(session.Live, s.State)
+	if live && a.LiveLimit > 0 && m.liveLocked(s.Tenant) >= a.LiveLimit {
+		return fmt.Errorf("create session %s: %w", s.ID, &session.QuotaError{Quota: session.QuotaConcurrentSessions})
+	}
+	if a.MinuteLimit > 0 && s.Tenant != "" {
+		if m.creates == nil {
+			m.creates = map[string]int{}
+		}
+		k := s.Tenant + "#" + a.Minute.UTC().Format(time.RFC3339)
+		if m.creates[k] >= a.MinuteLimit {
+			return fmt.Errorf("create session %s: %w", s.ID, &session.QuotaError{Quota: session.QuotaCreatesPerMinute})
+		}
+		m.creates[k]++
 	}
 	ms := memSession{s: clone(s), watched: !s.DueAt.IsZero()}
 	ms.s.DueAt = millis(s.DueAt)
@@ -479,32 +499,34 @@ func (m *Memory) Due(_ context.Context, shard string, before time.Time, limit in
 	return ids, nil
 }
 
-// TakeCreate counts a create of tenant in its minute, up to limit.
-func (m *Memory) TakeCreate(_ context.Context, tenant string, minute time.Time, limit int) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.creates == nil {
-		m.creates = map[string]int{}
-	}
-	k := tenant + "#" + minute.UTC().Format(time.RFC3339)
-	if m.creates[k] >= limit {
-		return session.ErrConflict
-	}
-	m.creates[k]++
-	return nil
-}
-
 // CountLive counts tenant's live sessions, up to limit.
 func (m *Memory) CountLive(_ context.Context, tenant string, limit int) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return min(m.liveLocked(tenant), limit), nil
+}
+
+// LiveCount is tenant's live sessions: exact, as the in-memory store has
+// no lagging index.
+func (m *Memory) LiveCount(_ context.Context, tenant string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.liveLocked(tenant), nil
+}
+
+// RepairLive has nothing to repair: the count is the sessions'.
+func (m *Memory) RepairLive(ctx context.Context, tenant string, _ time.Duration) (int, error) {
+	return m.LiveCount(ctx, tenant)
+}
+
+func (m *Memory) liveLocked(tenant string) int {
 	n := 0
 	for _, ms := range m.sessions {
-		if ms.liveTenant == tenant && n < limit {
+		if ms.liveTenant == tenant {
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 // OpenStream records an open stream of session id, unless limit unlapsed

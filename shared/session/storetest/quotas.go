@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,23 +11,87 @@ import (
 
 // RunQuotaCounts checks the session.QuotaCounts contract: the quota counters.
 func RunQuotaCounts(t *testing.T, newStore func(t *testing.T) QuotaStore) {
-	t.Run("creates a minute are counted up to the limit, per tenant and minute", func(t *testing.T) {
+	t.Run("creates a minute are admitted up to the limit, per tenant and minute", func(t *testing.T) {
 		st := newStore(t)
 		minute := time.Now().UTC().Truncate(time.Minute)
 		tenant := "t-" + newID(t)[:8]
+		admit := func(tenant string, minute time.Time) error {
+			s := sample(t, session.Provisioning, 1)
+			s.Tenant = tenant
+			return st.Admit(t.Context(), s, nil, session.Admission{Minute: minute, MinuteLimit: 3})
+		}
 		for i := range 3 {
-			if err := st.TakeCreate(t.Context(), tenant, minute, 3); err != nil {
+			if err := admit(tenant, minute); err != nil {
 				t.Fatalf("create %d: %v", i+1, err)
 			}
 		}
-		if err := st.TakeCreate(t.Context(), tenant, minute, 3); !errors.Is(err, session.ErrConflict) {
-			t.Errorf("a fourth create: %v, want ErrConflict", err)
+		var qe *session.QuotaError
+		if err := admit(tenant, minute); !errors.As(err, &qe) || qe.Quota != session.QuotaCreatesPerMinute || !errors.Is(err, session.ErrOverQuota) {
+			t.Errorf("a fourth create: %v, want the creates_per_minute quota", err)
 		}
-		if err := st.TakeCreate(t.Context(), tenant, minute.Add(time.Minute), 3); err != nil {
+		if err := admit(tenant, minute.Add(time.Minute)); err != nil {
 			t.Errorf("the next minute: %v", err)
 		}
-		if err := st.TakeCreate(t.Context(), tenant+"x", minute, 3); err != nil {
+		if err := admit(tenant+"x", minute); err != nil {
 			t.Errorf("another tenant: %v", err)
+		}
+		if n, err := st.LiveCount(t.Context(), tenant); err != nil || n != 4 {
+			t.Errorf("live count %d (%v), want the 4 admitted", n, err)
+		}
+	})
+	t.Run("parallel creates pass the live limit exactly, and every end gives its slot back", func(t *testing.T) {
+		st := newStore(t)
+		tenant := "t-" + newID(t)[:8]
+		const tries, limit = 24, 10
+		var mu sync.Mutex
+		var admitted []string
+		refused := 0
+		var wg sync.WaitGroup
+		for range tries {
+			wg.Go(func() {
+				s := sample(t, session.Provisioning, 1)
+				s.Tenant = tenant
+				err := st.Admit(t.Context(), s, nil, session.Admission{LiveLimit: limit})
+				mu.Lock()
+				defer mu.Unlock()
+				var qe *session.QuotaError
+				switch {
+				case err == nil:
+					admitted = append(admitted, s.ID)
+				case errors.As(err, &qe) && qe.Quota == session.QuotaConcurrentSessions:
+					refused++
+				default:
+					t.Errorf("admit: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if len(admitted) != limit || refused != tries-limit {
+			t.Fatalf("%d admitted, %d refused; want %d and %d", len(admitted), refused, limit, tries-limit)
+		}
+		if n, err := st.LiveCount(t.Context(), tenant); err != nil || n != limit {
+			t.Fatalf("live count %d (%v), want %d", n, err, limit)
+		}
+		// Ends by every path give back one slot each, once.
+		for i, id := range admitted {
+			to := []session.State{session.Ended, session.Failed}[i%2]
+			if _, err := st.Transition(t.Context(), id, session.Change{From: session.Live, To: to, Reason: session.ReasonShutdown}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Transition(t.Context(), id, session.Change{From: session.Live, To: session.Ended}); !errors.Is(err, session.ErrConflict) {
+				t.Errorf("a second end of %s: %v, want ErrConflict", id, err)
+			}
+		}
+		if n, err := st.LiveCount(t.Context(), tenant); err != nil || n != 0 {
+			t.Errorf("after every end the live count is %d (%v), want 0", n, err)
+		}
+		if n, err := st.RepairLive(t.Context(), tenant, 0); err != nil || n != 0 {
+			t.Errorf("repair of a right count: %d (%v), want 0", n, err)
+		}
+		s := sample(t, session.Provisioning, 1)
+		s.Tenant = tenant
+		if err := st.Admit(t.Context(), s, nil, session.Admission{LiveLimit: 1}); err != nil {
+			t.Errorf("a create once all ended: %v", err)
 		}
 	})
 	t.Run("live sessions of a tenant are counted until they are over", func(t *testing.T) {
@@ -52,6 +117,9 @@ func RunQuotaCounts(t *testing.T, newStore func(t *testing.T) QuotaStore) {
 		}
 		if n, err := st.CountLive(t.Context(), tenant, 10); err != nil || n != 2 {
 			t.Errorf("after one ended: %d %v, want 2", n, err)
+		}
+		if n, err := st.LiveCount(t.Context(), tenant); err != nil || n != 2 {
+			t.Errorf("live count after one ended: %d %v, want 2", n, err)
 		}
 	})
 	t.Run("open streams of a session up to the limit; closed and lapsed ones free a place", func(t *testing.T) {

@@ -35,7 +35,7 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 	if err != nil {
 		return wiring.Function{}, err
 	}
-	sweeper := session.NewSweeper(session.SweeperOptions{Store: e.SessionStore(), Log: e.Log})
+	sweeper := session.NewSweeper(session.SweeperOptions{Store: e.SessionStore(), Tenants: e.Registry().Tenants, Log: e.Log})
 	jobService, err := jobservice.Runs(ctx, e)
 	if err != nil {
 		return wiring.Function{}, err

@@ -196,6 +196,45 @@ func (e AliveStatusStatus) Valid() bool {
 	}
 }
 
+// Defines values for BudgetExceededDataScope.
+const (
+	BudgetExceededDataScopeDay     BudgetExceededDataScope = "day"
+	BudgetExceededDataScopeMonth   BudgetExceededDataScope = "month"
+	BudgetExceededDataScopeSession BudgetExceededDataScope = "session"
+)
+
+// Valid indicates whether the value is a known member of the BudgetExceededDataScope enum.
+func (e BudgetExceededDataScope) Valid() bool {
+	switch e {
+	case BudgetExceededDataScopeDay:
+		return true
+	case BudgetExceededDataScopeMonth:
+		return true
+	case BudgetExceededDataScopeSession:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BudgetExceededDataUnit.
+const (
+	BudgetExceededDataUnitTokens BudgetExceededDataUnit = "tokens"
+	BudgetExceededDataUnitUSD    BudgetExceededDataUnit = "usd"
+)
+
+// Valid indicates whether the value is a known member of the BudgetExceededDataUnit enum.
+func (e BudgetExceededDataUnit) Valid() bool {
+	switch e {
+	case BudgetExceededDataUnitTokens:
+		return true
+	case BudgetExceededDataUnitUSD:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateRequestSessionType.
 const (
 	CreateRequestSessionTypeCoding CreateRequestSessionType = "coding"
@@ -352,6 +391,7 @@ const (
 	EventMessageTypeAgentMessage         EventMessageType = "agent.message"
 	EventMessageTypeAgentQuestion        EventMessageType = "agent.question"
 	EventMessageTypeAutomationCompleted  EventMessageType = "automation.completed"
+	EventMessageTypeBudgetExceeded       EventMessageType = "budget.exceeded"
 	EventMessageTypeEnvRequest           EventMessageType = "env.request"
 	EventMessageTypeEnvSubmitted         EventMessageType = "env.submitted"
 	EventMessageTypeOutputSnapshot       EventMessageType = "output.snapshot"
@@ -382,6 +422,8 @@ func (e EventMessageType) Valid() bool {
 	case EventMessageTypeAgentQuestion:
 		return true
 	case EventMessageTypeAutomationCompleted:
+		return true
+	case EventMessageTypeBudgetExceeded:
 		return true
 	case EventMessageTypeEnvRequest:
 		return true
@@ -1127,6 +1169,29 @@ type BootstrapResponse struct {
 	Generation   int64  `json:"generation"`
 	SandboxToken string `json:"sandbox_token"`
 }
+
+// BudgetExceededData A spend cap stopped the agent's model calls: the platform appends it once, when the model gateway refuses the first call past the cap, and the agent ends (reason `budget`, `cost_budget` or `token_budget`).
+type BudgetExceededData struct {
+	// Limit The cap, in USD (or tokens).
+	Limit   float64 `json:"limit"`
+	Message string  `json:"message"`
+
+	// ResetsAt When the day's or month's cap starts again (not for an agent's own).
+	ResetsAt time.Time `json:"resets_at,omitempty,omitzero"`
+
+	// Scope Whose cap: the agent's own (`session`), or its app's spend this UTC day or month.
+	Scope BudgetExceededDataScope `json:"scope"`
+
+	// Spent What the scope has spent, in USD (or tokens).
+	Spent float64                `json:"spent"`
+	Unit  BudgetExceededDataUnit `json:"unit,omitempty,omitzero"`
+}
+
+// BudgetExceededDataScope Whose cap: the agent's own (`session`), or its app's spend this UTC day or month.
+type BudgetExceededDataScope string
+
+// BudgetExceededDataUnit defines model for BudgetExceededData.Unit.
+type BudgetExceededDataUnit string
 
 // CreateAgentTypeRequest defines model for CreateAgentTypeRequest.
 type CreateAgentTypeRequest struct {

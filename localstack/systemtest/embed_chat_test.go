@@ -13,6 +13,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/remote-agents/remote-agents/shared/config"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/session"
 )
 
 // appendEvents appends events to session id as its sandbox (token sb) would.
@@ -196,6 +198,15 @@ func TestEmbedViewChat(t *testing.T) {
 	inBrowser(t, tab, 15*time.Second,
 		voidPoll(`[...document.querySelectorAll('[data-role="live"] p')].some((p) => p.textContent.includes("Noted."))`, 10*time.Second),
 		voidPoll(`document.querySelector('[data-role="working"]').hidden`, 5*time.Second),
+	)
+	// A spend cap that stops the agent says so in the thread and aloud.
+	budget := map[string]any{"scope": "day", "unit": "usd", "limit": 0.05, "spent": 0.054, "message": "This app's model calls cost 0.0540 USD this day, its budget of 0.0500 USD."}
+	if _, err := s.srv.Env.SessionStore().AppendEvents(t.Context(), id, 1, []session.Event{{Type: sandboxwire.TypeBudgetExceeded, Data: budget, At: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	inBrowser(t, tab, 15*time.Second,
+		voidPoll(`(document.querySelector('[data-role="budget"]') || {}).textContent === "`+budget["message"].(string)+`"`, 10*time.Second),
+		voidPoll(`[...document.querySelectorAll('[data-role="live"] p')].some((p) => p.textContent.startsWith("Spending limit reached"))`, 5*time.Second),
 	)
 }
 

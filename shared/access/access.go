@@ -307,8 +307,11 @@ var table = map[string]Access{
 	// The model gateway authenticates the sandbox and adds each call's usage
 	// to its session.
 	"model": {
-		// An app's spend of the day (its daily budget): a counter item.
-		Tables: map[string][]string{Sessions: {GetItem, UpdateItem}, Idempotency: {UpdateItem}},
+		// A call's hold and settlement: its session's usage, its app's
+		// spend of the day and month (items of the idempotency table, read
+		// back when a cap refuses); a session whose cap is spent is told
+		// (an event) and ends.
+		Tables: map[string][]string{Sessions: {GetItem, UpdateItem}, Idempotency: {GetItem, UpdateItem}, Events: {PutItem}},
 		Models: true,
 	},
 }

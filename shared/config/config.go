@@ -186,6 +186,9 @@ type SessionLimits struct {
 	// create is 429 budget_exceeded): session_limits.max_cost_usd_per_day,
 	// RA_MAX_COST_USD_PER_DAY.
 	MaxCostUSDPerDay float64
+	// MaxCostUSDPerMonth bounds it a UTC month:
+	// session_limits.max_cost_usd_per_month, RA_MAX_COST_USD_PER_MONTH.
+	MaxCostUSDPerMonth float64
 	// PriceTablePath is the price table model calls are costed by
 	// (session_limits.price_table_path, RA_PRICE_TABLE); "" the shipped
 	// one (data/model-prices.json).
@@ -205,6 +208,7 @@ type limitsIn struct {
 	MaxTokens          *int64   `yaml:"max_tokens"`
 	MaxCostUSD         *float64 `yaml:"max_cost_usd"`
 	MaxCostUSDPerDay   *float64 `yaml:"max_cost_usd_per_day"`
+	MaxCostUSDPerMonth *float64 `yaml:"max_cost_usd_per_month"`
 	PriceTablePath     *string  `yaml:"price_table_path"`
 }
 
@@ -376,6 +380,11 @@ func (c *RemoteAgents) apply(s section) error {
 		}
 		if l.MaxCostUSDPerDay != nil {
 			if c.SessionLimits.MaxCostUSDPerDay, err = CostUSD(prefix+"session_limits.max_cost_usd_per_day", *l.MaxCostUSDPerDay); err != nil {
+				return err
+			}
+		}
+		if l.MaxCostUSDPerMonth != nil {
+			if c.SessionLimits.MaxCostUSDPerMonth, err = CostUSD(prefix+"session_limits.max_cost_usd_per_month", *l.MaxCostUSDPerMonth); err != nil {
 				return err
 			}
 		}

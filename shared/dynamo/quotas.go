@@ -195,11 +195,10 @@ func spendKey(tenant string, day time.Time) map[string]string {
 	return map[string]string{"key": "spend#" + tenant + "#" + day.UTC().Format("2006-01-02")}
 }
 
-// AddSpend adds to tenant's spend of day (an item that expires two days
-// after).
+// AddSpend adds to tenant's spend of day, outside any hold (Settle is the
+// model gateway's).
 func (s *Sessions) AddSpend(ctx context.Context, tenant string, day time.Time, microUSD int64) error {
-	up := expression.Add(expression.Name("micro_usd"), expression.Value(microUSD)).
-		Set(expression.Name("expires_at"), expression.Value(day.Add(72*time.Hour).Unix()))
+	up := periodSpend.move(expression.Set(expression.Name("expires_at"), expression.Value(periodExpiry(session.ScopeTenantDay, day))), microUSD, 0)
 	return s.idempotency.Update(ctx, spendKey(tenant, day), up, nil)
 }
 

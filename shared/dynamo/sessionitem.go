@@ -32,6 +32,7 @@ type sessionItem struct {
 	AgentType            string                       `json:"agent_type,omitempty"`
 	Workspace            *registry.WorkspaceConfig    `json:"workspace,omitempty"`
 	AppLimits            *registry.SessionLimits      `json:"app_limits,omitempty"`
+	AppCaps              *registry.SpendCaps          `json:"app_caps,omitempty"`
 	AgentTypeOwner       string                       `json:"agent_type_owner,omitempty"`
 	PoolSandbox          string                       `json:"pool_sandbox,omitempty"`
 	TaskContext          *sandboxwire.TaskContext     `json:"task_context,omitempty"`
@@ -99,6 +100,7 @@ func newSessionItem(s session.Session) sessionItem {
 		AgentType:            s.AgentType,
 		Workspace:            s.Workspace,
 		AppLimits:            s.AppLimits,
+		AppCaps:              s.AppCaps,
 		AgentTypeOwner:       s.AgentTypeOwner,
 		PoolSandbox:          s.PoolSandbox,
 		TaskContext:          s.TaskContext,
@@ -171,6 +173,7 @@ func (it sessionItem) session() session.Session {
 			AgentType:       it.AgentType,
 			Workspace:       it.Workspace,
 			AppLimits:       it.AppLimits,
+			AppCaps:         it.AppCaps,
 			AgentTypeOwner:  it.AgentTypeOwner,
 			TaskContext:     it.TaskContext,
 			GuardrailsHash:  it.GuardrailsHash,

@@ -330,6 +330,7 @@ func (s *Sessions) AddUsage(ctx context.Context, id string, u session.Usage) err
 		Add(expression.Name("cached_tokens"), expression.Value(u.CachedTokens)).
 		Add(expression.Name("model_calls"), expression.Value(u.Calls)).
 		Add(expression.Name("cost_micro_usd"), expression.Value(u.CostMicroUSD)).
+		Add(expression.Name("cost_committed"), expression.Value(u.CostMicroUSD)).
 		// A model call is activity (the idle timeout's).
 		Set(expression.Name("last_activity_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano)))
 	err := s.sessions.Update(ctx, sessionKey{id}, up, nil, expression.AttributeExists(expression.Name("session_id")))

@@ -165,6 +165,11 @@ function eventStream(source) {
         add("error", d.text || "Something went wrong.", "error");
         announce("Error: " + (d.text || "Something went wrong."));
         break;
+      case "budget.exceeded":
+        add("error", d.message || "A spending limit was reached: the agent stops.", "budget");
+        announce("Spending limit reached: " + (d.message || "the agent stops."));
+        busy(false);
+        break;
       case "env.request":
         envForm(d);
         break;

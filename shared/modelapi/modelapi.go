@@ -83,6 +83,11 @@ func (h *Handlers) Model(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	if err := h.Gateway.Allow(call); err != nil {
 		return h.fail(ctx, err), nil
 	}
+	// No call starts past a spend cap: its most is held first.
+	hold, err := h.Gateway.Admit(ctx, sess, call)
+	if err != nil {
+		return h.fail(ctx, err), nil
+	}
 	// The call outlives the sandbox's request: once answered it runs to its
 	// end, so that what it used is metered even if the sandbox hangs up.
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), MaxCallDuration)
@@ -93,12 +98,14 @@ func (h *Handlers) Model(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	}
 	if err != nil {
 		cancel()
+		h.Gateway.Release(context.WithoutCancel(ctx), hold)
 		return h.fail(ctx, err), nil
 	}
 	began := time.Now()
 	res, err := h.client().Do(out) //nolint:bodyclose // the answer's BodyWriter closes it, once streamed
 	if err != nil {
 		cancel()
+		h.Gateway.Release(context.WithoutCancel(ctx), hold)
 		return h.fail(ctx, apierror.Unavailable(fmt.Errorf("call %s: %w", p.Name, err))), nil
 	}
 	stop()
@@ -109,14 +116,14 @@ func (h *Handlers) Model(ctx context.Context, req httpapi.Request) (httpapi.Resp
 	return answer, func(w io.Writer, flush func()) error {
 		defer cancel()
 		defer func() { _ = res.Body.Close() }()
-		h.relay(ctx, w, flush, res, sess, call, began)
+		h.relay(ctx, w, flush, res, sess, call, hold, began)
 		return nil
 	}
 }
 
 // relay streams the answer to the sandbox while it is there, and to its end
 // regardless, metering a successful one.
-func (h *Handlers) relay(ctx context.Context, w io.Writer, flush func(), res *http.Response, sess session.Session, call modelgateway.Call, began time.Time) {
+func (h *Handlers) relay(ctx context.Context, w io.Writer, flush func(), res *http.Response, sess session.Session, call modelgateway.Call, hold session.Hold, began time.Time) {
 	id := sess.ID
 	var meter *modelgateway.Meter
 	if res.StatusCode/100 == 2 {
@@ -153,10 +160,12 @@ func (h *Handlers) relay(ctx context.Context, w io.Writer, flush func(), res *ht
 	}
 	if meter != nil {
 		u, reported := meter.Usage()
-		if h.Gateway.Record(context.WithoutCancel(ctx), sess, call, u, reported) == nil && h.Metered != nil {
+		if h.Gateway.Record(context.WithoutCancel(ctx), sess, call, hold, u, reported) == nil && h.Metered != nil {
 			h.Metered(id, u)
 		}
 		attrs = append(attrs, slog.Int64("input_tokens", u.InputTokens), slog.Int64("output_tokens", u.OutputTokens), slog.Int64("cached_tokens", u.CachedTokens))
+	} else {
+		h.Gateway.Release(context.WithoutCancel(ctx), hold)
 	}
 	h.log().InfoContext(ctx, "model call", attrs...)
 }

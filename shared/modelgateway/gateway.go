@@ -16,16 +16,17 @@ import (
 )
 
 // Store is what the gateway does with sessions: reads them (their sandbox
-// tokens), meters their calls (session.Metering's AddUsage and AddSpend) and
-// notes a provider's rate limit (Touch).
+// tokens), holds and settles their calls against the spend caps
+// (session.Budgets), ends a session whose cap is spent and tells it why,
+// and notes a provider's rate limit (Touch).
 type Store interface {
 	// Get reads a session; session.ErrNotFound if absent.
 	Get(ctx context.Context, id string) (session.Session, error)
-	// AddUsage adds u to the session's usage; session.ErrNotFound if absent.
-	AddUsage(ctx context.Context, id string, u session.Usage) error
-	// AddSpend adds micro-USD to tenant's spend of the UTC day that starts
-	// at day.
-	AddSpend(ctx context.Context, tenant string, day time.Time, microUSD int64) error
+	session.Budgets
+	// Transition ends a session whose budget is spent (ending).
+	Transition(ctx context.Context, id string, c session.Change) (session.Session, error)
+	// AppendEvents tells it (budget.exceeded).
+	AppendEvents(ctx context.Context, id string, generation int, events []session.Event) ([]session.Event, error)
 	// Touch sets fields on a live session of generation gen;
 	// session.ErrConflict otherwise.
 	Touch(ctx context.Context, id string, gen int, set session.Fields) (session.Session, error)
@@ -44,7 +45,11 @@ type Options struct {
 	Region string
 	// Prices is the price table calls are costed by; nil costs nothing.
 	Prices Prices
-	Log    *slog.Logger
+	// Caps are the platform's spend caps (see Admit).
+	Caps Caps
+	Log  *slog.Logger
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
 }
 
 // Gateway decides the model calls of sandboxes and meters them.
@@ -56,6 +61,9 @@ type Gateway struct {
 func New(o Options) *Gateway {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	return &Gateway{o: o}
 }
@@ -115,11 +123,11 @@ func (g *Gateway) Key(ctx context.Context, p Provider) (string, error) {
 	return key, nil
 }
 
-// Record adds what one call of sess used to its usage, costed by the price
-// table, and its cost to its app's spend of the day. It is called
-// once the answer has ended; a failure is logged (with the numbers, to
-// reconcile) and returned.
-func (g *Gateway) Record(ctx context.Context, sess session.Session, call Call, u session.Usage, reported bool) error {
+// Record settles the call of hold h: what it used, costed by the price
+// table, on sess's usage and its app's spend of the day and month, with
+// what h held given back, in one write. It is called once the answer has
+// ended; a failure is logged (with the numbers, to reconcile) and returned.
+func (g *Gateway) Record(ctx context.Context, sess session.Session, call Call, h session.Hold, u session.Usage, reported bool) error {
 	id, p := sess.ID, call.Provider
 	if g.o.Prices != nil {
 		u.CostMicroUSD = g.o.Prices.Cost(call.Model, u)
@@ -128,19 +136,17 @@ func (g *Gateway) Record(ctx context.Context, sess session.Session, call Call, u
 		metrics.Emit(ctx, g.o.Log, sess.Tenant, []metrics.Value{{Name: metrics.ModelCostUSD, Value: float64(u.CostMicroUSD) / 1e6, Unit: "None"}},
 			slog.String("session_id", id), slog.String("model", call.Model))
 	}
-	if u.CostMicroUSD > 0 && sess.Tenant != "" {
-		// The app's spend today, which its daily budget bounds.
-		if err := g.o.Store.AddSpend(ctx, sess.Tenant, time.Now().UTC().Truncate(24*time.Hour), u.CostMicroUSD); err != nil {
-			g.o.Log.WarnContext(ctx, "record an app's spend", slog.String("session_id", id), slog.Int64("cost_micro_usd", u.CostMicroUSD), slog.String("error", err.Error()))
-		}
-	}
 	if !reported {
 		g.o.Log.WarnContext(ctx, "model answer without usage", slog.String("session_id", id), slog.String("provider", p.Name))
 	}
-	if err := g.o.Store.AddUsage(ctx, id, u); err != nil {
+	if h.SessionID == "" {
+		h = session.Hold{SessionID: id, Tenant: sess.Tenant, At: g.o.Now()}
+	}
+	if err := g.o.Store.Settle(ctx, h, u); err != nil {
 		g.o.Log.ErrorContext(ctx, "record model usage", slog.String("session_id", id), slog.String("provider", p.Name),
 			slog.Int64("input_tokens", u.InputTokens), slog.Int64("output_tokens", u.OutputTokens),
-			slog.Int64("cached_tokens", u.CachedTokens), slog.String("error", err.Error()))
+			slog.Int64("cached_tokens", u.CachedTokens), slog.Int64("cost_micro_usd", u.CostMicroUSD), slog.Int64("held_micro_usd", h.MicroUSD),
+			slog.String("error", err.Error()))
 		return err
 	}
 	return nil

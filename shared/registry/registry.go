@@ -84,6 +84,23 @@ type AppKey struct {
 	// MaxCostUSDPerDay bounds its app's model spend a UTC day, with the
 	// platform's (the lower holds); 0: none of its own.
 	MaxCostUSDPerDay float64 `json:"max_cost_usd_per_day,omitempty"`
+	// MaxCostUSDPerMonth bounds it a UTC month, the same way.
+	MaxCostUSDPerMonth float64 `json:"max_cost_usd_per_month,omitempty"`
+}
+
+// SpendCaps are an app key's caps of its app's model spend, as a session
+// keeps them from its create (USD; 0: none of the key's own).
+type SpendCaps struct {
+	PerDayUSD   float64 `json:"per_day_usd,omitempty"`
+	PerMonthUSD float64 `json:"per_month_usd,omitempty"`
+}
+
+// Caps are k's spend caps; nil when it has none.
+func (k AppKey) Caps() *SpendCaps {
+	if k.MaxCostUSDPerDay <= 0 && k.MaxCostUSDPerMonth <= 0 {
+		return nil
+	}
+	return &SpendCaps{PerDayUSD: k.MaxCostUSDPerDay, PerMonthUSD: k.MaxCostUSDPerMonth}
 }
 
 // Configuration is a repository's reusable workspace setup: what setup sessions

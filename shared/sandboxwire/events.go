@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"time"
 )
 
 // The event types. Sandboxes append the agent's (agent.*, tool.call,
@@ -27,12 +28,15 @@ const (
 	// TypeAutomationCompleted is appended when automation.complete recorded a
 	// run's outcome.
 	TypeAutomationCompleted = "automation.completed"
+	// TypeBudgetExceeded is appended by the model gateway when a spend cap
+	// stopped the agent's model calls.
+	TypeBudgetExceeded = "budget.exceeded"
 )
 
 // Types lists every event type, for clients (the embed view) and tests.
 var Types = []string{
 	TypeAgentMessage, TypeAgentError, TypeAgentQuestion, TypeToolCall, TypeStateChanged,
-	TypeTokenLimit, TypeEnvRequest, TypeUserMessage, TypeEnvSubmitted, TypeOutputVerification,
+	TypeTokenLimit, TypeBudgetExceeded, TypeEnvRequest, TypeUserMessage, TypeEnvSubmitted, TypeOutputVerification,
 	TypeOutputSnapshot, TypeAutomationCompleted,
 	TypeWorkspaceCreating, TypeWorkspaceCloning, TypeWorkspaceSetup, TypeWorkspaceWarning, TypeWorkspaceReady,
 	TypeWorkspaceToolRequest, TypeWorkspaceTool,
@@ -145,6 +149,19 @@ type TokenLimit struct {
 	Used  int `json:"used"`
 }
 
+// BudgetExceeded says a spend cap stopped the agent's model calls: its own
+// (ScopeSession, in USD or tokens) or its app's this UTC day or month; the
+// agent ends.
+type BudgetExceeded struct {
+	Scope string `json:"scope"`
+	// Unit is "usd" or "tokens".
+	Unit     string    `json:"unit,omitempty"`
+	Limit    float64   `json:"limit"`
+	Spent    float64   `json:"spent"`
+	ResetsAt time.Time `json:"resets_at,omitzero"`
+	Message  string    `json:"message"`
+}
+
 // EnvRequest asks the user for env values (request_env_variables).
 type EnvRequest struct {
 	ToolCallID string          `json:"tool_call_id"`
@@ -248,6 +265,9 @@ func (StateChanged) EventType() string { return TypeStateChanged }
 
 // EventType implements Payload.
 func (TokenLimit) EventType() string { return TypeTokenLimit }
+
+// EventType implements Payload.
+func (BudgetExceeded) EventType() string { return TypeBudgetExceeded }
 
 // EventType implements Payload.
 func (EnvRequest) EventType() string { return TypeEnvRequest }

@@ -319,6 +319,7 @@ func (s *Creator) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 			InitialPrompt:   req.InitialPrompt,
 			Features:        features,
 			AppLimits:       app.Limits,
+			AppCaps:         app.Caps(),
 			SessionType:     req.SessionType,
 			ClientType:      req.ClientType,
 			ConfigurationID: req.ConfigurationID,

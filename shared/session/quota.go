@@ -22,8 +22,9 @@ type Quotas struct {
 	// Uploads bound the presigned upload URLs a session is granted.
 	Uploads UploadQuota
 	// DailyBudgetUSD bounds an app's model spend a UTC day: over it, create
-	// is 429 budget_exceeded until the next day.
-	DailyBudgetUSD float64
+	// is 429 budget_exceeded until the next day; MonthlyBudgetUSD a UTC
+	// month (the model gateway holds its calls within both).
+	DailyBudgetUSD, MonthlyBudgetUSD float64
 }
 
 // Quota timing.
@@ -66,23 +67,48 @@ func (e *QuotaError) Error() string { return "over the " + e.Quota + " quota" }
 func (e *QuotaError) Unwrap() error { return ErrOverQuota }
 
 // checkBudget answers 429 budget_exceeded when app's tenant has spent its
-// daily budget (the platform's and the app key's, the lower holding).
+// day's or its month's budget (the platform's and the app key's, the lower
+// holding).
 func (s *Creator) checkBudget(ctx context.Context, app registry.AppKey, now time.Time) error {
-	b := lower(s.o.Quotas.DailyBudgetUSD, app.MaxCostUSDPerDay)
-	if b <= 0 {
-		return nil
-	}
-	day := now.UTC().Truncate(24 * time.Hour)
-	spent, err := s.o.Store.Spend(ctx, app.Tenant, day)
-	if err != nil {
-		return err
-	}
-	if float64(spent)/1e6 >= b {
-		return &apierror.Error{Code: apierror.BudgetExceeded, RetryAfter: max(1, int(day.Add(24*time.Hour).Sub(now).Seconds()+0.999)),
-			Details: map[string]any{"budget": "max_cost_usd_per_day", "limit_usd": b, "spent_usd": float64(spent) / 1e6},
-			Message: fmt.Sprintf("This app's model calls cost %.2f USD today, its daily budget of %.2f USD; create again tomorrow (UTC).", float64(spent)/1e6, b)}
+	for _, c := range []struct {
+		scope, name string
+		limit       float64
+	}{
+		{ScopeTenantDay, "max_cost_usd_per_day", lower(s.o.Quotas.DailyBudgetUSD, app.MaxCostUSDPerDay)},
+		{ScopeTenantMonth, "max_cost_usd_per_month", lower(s.o.Quotas.MonthlyBudgetUSD, app.MaxCostUSDPerMonth)},
+	} {
+		if c.limit <= 0 {
+			continue
+		}
+		spent, err := s.o.Store.TenantSpend(ctx, app.Tenant, c.scope, now)
+		if err != nil {
+			return err
+		}
+		if float64(spent.MicroUSD)/1e6 >= c.limit {
+			return BudgetExceeded(c.name, c.limit, float64(spent.MicroUSD)/1e6, PeriodEnd(c.scope, now), now)
+		}
 	}
 	return nil
+}
+
+// BudgetExceeded is the 429 budget_exceeded of a spend cap called name
+// (max_cost_usd_per_day, max_cost_usd_per_month, max_cost_usd) of limit USD,
+// spent USD spent: retryable once the period resets (never for zero
+// resets).
+func BudgetExceeded(name string, limit, spent float64, resets, now time.Time) *apierror.Error {
+	e := &apierror.Error{Code: apierror.BudgetExceeded, Details: map[string]any{"budget": name, "limit_usd": limit, "spent_usd": spent}}
+	switch name {
+	case "max_cost_usd_per_day":
+		e.Message = fmt.Sprintf("This app's model calls cost %.2f USD today, its daily budget of %.2f USD; create again tomorrow (UTC).", spent, limit)
+	case "max_cost_usd_per_month":
+		e.Message = fmt.Sprintf("This app's model calls cost %.2f USD this month, its monthly budget of %.2f USD; create again next month (UTC).", spent, limit)
+	default:
+		e.Message = fmt.Sprintf("This agent's model calls cost %.2f USD, its budget of %.2f USD.", spent, limit)
+	}
+	if !resets.IsZero() {
+		e.RetryAfter = max(1, int(resets.Sub(now).Seconds()+0.999))
+	}
+	return e
 }
 
 // admission is what a create of now must stay within.

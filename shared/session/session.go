@@ -86,6 +86,9 @@ const (
 	// took the agent up (a retry of the create with its Idempotency-Key)
 	// within UnclaimedLimit (the platform sets it).
 	ReasonUnclaimed Reason = "unclaimed"
+	// ReasonBudget: its app's spend cap of the day or month was reached; the
+	// model gateway stopped its calls (the platform sets it).
+	ReasonBudget Reason = "budget"
 )
 
 // UnclaimedLimit is how long an agent whose create timed out waits for a
@@ -213,6 +216,10 @@ type Blueprint struct {
 	// AppLimits are the session limits of the app key that created it, as
 	// they were then (nil: none).
 	AppLimits *registry.SessionLimits
+	// AppCaps are the spend caps of the app key that created it, as they
+	// were then (the model gateway holds its calls within them and the
+	// platform's); nil: none.
+	AppCaps *registry.SpendCaps
 	// TaskContext is the task create named (validated; its URL without
 	// credentials): the workspace's repository and branch, if the type's
 	// repo_source is task_context, and the agent's workspace metadata.

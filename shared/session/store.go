@@ -79,8 +79,9 @@ type EventLog interface {
 	Events(ctx context.Context, id string, after int64, limit int) ([]Event, error)
 }
 
-// Metering counts what model calls used: a session's usage, and its tenant's
-// spend of the day (the daily budget's).
+// Metering counts usage and spend outside any hold: the model gateway's
+// calls are held and settled (Budgets); these add what was used elsewhere
+// (and set up the tests of what reads it).
 type Metering interface {
 	// AddUsage adds u to the session's usage, in one atomic update: adds made
 	// at once all count. It counts whatever the session's state, so that a
@@ -157,6 +158,7 @@ type Store interface {
 	Launches
 	EventLog
 	Metering
+	Budgets
 	QuotaCounts
 	Fleet
 	PushConnections

@@ -256,7 +256,7 @@ func (e *Env) Quotas() session.Quotas {
 	q := e.Config.Quotas
 	return session.Quotas{ConcurrentSessions: q.ConcurrentSessions, CreatesPerMinute: q.CreatesPerMinute, StreamsPerSession: q.StreamsPerSession,
 		Uploads:        session.UploadQuota{URLs: q.UploadsPerSession, Bytes: int64(q.UploadGiBPerSession) << 30},
-		DailyBudgetUSD: e.Config.SessionLimits.MaxCostUSDPerDay}
+		DailyBudgetUSD: e.Config.SessionLimits.MaxCostUSDPerDay, MonthlyBudgetUSD: e.Config.SessionLimits.MaxCostUSDPerMonth}
 }
 
 // Limits are the configuration's session limits, as the session control

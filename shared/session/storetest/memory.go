@@ -40,10 +40,10 @@ type Memory struct {
 	events   map[string][]session.Event
 	// conns maps push connections to their sessions.
 	conns map[string]string
-	// creates counts creates per tenant and minute (Admit); spend is
-	// micro-USD per tenant and day.
+	// creates counts creates per tenant and minute (Admit).
 	creates map[string]int
-	spend   map[string]int64
+	// periods are the tenants' spend per day and month (Hold, Settle).
+	periods map[string]spent
 }
 
 type memSession struct {
@@ -54,6 +54,8 @@ type memSession struct {
 	listKey    string
 	watched    bool
 	liveTenant string
+	// costHeld is what the session's calls under way hold (Hold).
+	costHeld int64
 }
 
 // NewMemory returns an empty store.
@@ -587,10 +589,13 @@ func (m *Memory) CloseStream(_ context.Context, id, stream string) error {
 func (m *Memory) AddSpend(_ context.Context, tenant string, day time.Time, microUSD int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.spend == nil {
-		m.spend = map[string]int64{}
+	if m.periods == nil {
+		m.periods = map[string]spent{}
 	}
-	m.spend[tenant+"#"+day.UTC().Format("2006-01-02")] += microUSD
+	k := periodOf(tenant, session.ScopeTenantDay, day)
+	sp := m.periods[k]
+	sp.micro += microUSD
+	m.periods[k] = sp
 	return nil
 }
 
@@ -598,7 +603,7 @@ func (m *Memory) AddSpend(_ context.Context, tenant string, day time.Time, micro
 func (m *Memory) Spend(_ context.Context, tenant string, day time.Time) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.spend[tenant+"#"+day.UTC().Format("2006-01-02")], nil
+	return m.periods[periodOf(tenant, session.ScopeTenantDay, day)].micro, nil
 }
 
 // millis is t to the millisecond, as dynamo.Sessions keeps due times.
@@ -607,4 +612,107 @@ func millis(t time.Time) time.Time {
 		return t
 	}
 	return time.UnixMilli(t.UnixMilli()).UTC()
+}
+
+// spent is a scope's spend in the memory store: what calls cost, and what
+// calls under way hold.
+type spent struct{ micro, held int64 }
+
+// admits reports whether a scope that spent sp admits a hold of r under
+// limit (see dynamo.Sessions.Hold).
+func (sp spent) admits(r, limit int64) bool {
+	committed := sp.micro + sp.held
+	return committed+r <= limit || sp.held == 0 && committed < limit
+}
+
+// Hold holds h.MicroUSD against each capped scope of h, all or none.
+func (m *Memory) Hold(_ context.Context, h session.Hold) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms, ok := m.sessions[h.SessionID]
+	if !ok {
+		return fmt.Errorf("session %s: %w", h.SessionID, session.ErrNotFound)
+	}
+	type scope struct {
+		name  string
+		limit int64
+		sp    spent
+	}
+	scopes := []scope{{session.ScopeSession, h.SessionCap, spent{ms.s.CostMicroUSD, ms.costHeld}}}
+	if h.Tenant != "" {
+		scopes = append(scopes, scope{session.ScopeTenantDay, h.DayCap, m.periods[periodOf(h.Tenant, session.ScopeTenantDay, h.At)]},
+			scope{session.ScopeTenantMonth, h.MonthCap, m.periods[periodOf(h.Tenant, session.ScopeTenantMonth, h.At)]})
+	}
+	for _, sc := range scopes {
+		if sc.limit > 0 && !sc.sp.admits(h.MicroUSD, sc.limit) {
+			return &session.BudgetError{Scope: sc.name, Exhausted: sc.sp.micro >= sc.limit, CapMicroUSD: sc.limit, SpentMicroUSD: sc.sp.micro}
+		}
+	}
+	m.moveLocked(h, 0, 1)
+	return nil
+}
+
+// Settle records what the call of h used and gives back what h held.
+func (m *Memory) Settle(_ context.Context, h session.Hold, u session.Usage) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ms, ok := m.sessions[h.SessionID]
+	if !ok {
+		return fmt.Errorf("session %s: %w", h.SessionID, session.ErrNotFound)
+	}
+	ms.s.InputTokens += u.InputTokens
+	ms.s.OutputTokens += u.OutputTokens
+	ms.s.CachedTokens += u.CachedTokens
+	ms.s.ModelCalls += u.Calls
+	ms.s.LastActivityAt = m.now().UTC()
+	m.sessions[h.SessionID] = ms
+	m.moveLocked(h, u.CostMicroUSD, -1)
+	return nil
+}
+
+// moveLocked adds cost to h's scopes' spend and sign × h.MicroUSD to the
+// holds of those it caps.
+func (m *Memory) moveLocked(h session.Hold, cost int64, sign int64) {
+	held := func(limit int64) int64 {
+		if limit > 0 {
+			return sign * h.MicroUSD
+		}
+		return 0
+	}
+	ms := m.sessions[h.SessionID]
+	ms.s.CostMicroUSD += cost
+	ms.costHeld += held(h.SessionCap)
+	m.sessions[h.SessionID] = ms
+	if h.Tenant == "" {
+		return
+	}
+	if m.periods == nil {
+		m.periods = map[string]spent{}
+	}
+	for _, p := range []struct {
+		scope string
+		limit int64
+	}{{session.ScopeTenantDay, h.DayCap}, {session.ScopeTenantMonth, h.MonthCap}} {
+		k := periodOf(h.Tenant, p.scope, h.At)
+		sp := m.periods[k]
+		sp.micro += cost
+		sp.held += held(p.limit)
+		m.periods[k] = sp
+	}
+}
+
+// TenantSpend reads tenant's spend of the period of scope that holds t.
+func (m *Memory) TenantSpend(_ context.Context, tenant, scope string, t time.Time) (session.Spent, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sp := m.periods[periodOf(tenant, scope, t)]
+	return session.Spent{MicroUSD: sp.micro, HeldMicroUSD: sp.held}, nil
+}
+
+// periodOf keys tenant's spend of the period of scope that holds t.
+func periodOf(tenant, scope string, t time.Time) string {
+	if scope == session.ScopeTenantMonth {
+		return tenant + "#" + t.UTC().Format("2006-01")
+	}
+	return tenant + "#" + t.UTC().Format("2006-01-02")
 }

@@ -1,6 +1,6 @@
 // Package storetest is the contract of the session store's roles, run
 // against every implementation: one suite per role (RunLifecycle,
-// RunLaunches, RunEventLog, RunMetering, RunQuotaCounts, RunFleet,
+// RunLaunches, RunEventLog, RunMetering, RunBudgets, RunQuotaCounts, RunFleet,
 // RunPushConnections) checks a store against the role's documented
 // behaviour, Run checks all of them, and Memory, an in-memory store for unit tests of logic, passes it as
 // dynamo.Sessions does against DynamoDB Local.
@@ -37,6 +37,10 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 		t.Parallel()
 		RunMetering(t, func(t *testing.T) MeteringStore { return newStore(t) })
 	})
+	t.Run("budgets", func(t *testing.T) {
+		t.Parallel()
+		RunBudgets(t, func(t *testing.T) BudgetStore { return newStore(t) })
+	})
 	t.Run("quota counts", func(t *testing.T) {
 		t.Parallel()
 		RunQuotaCounts(t, func(t *testing.T) QuotaStore { return newStore(t) })
@@ -65,6 +69,11 @@ type (
 	MeteringStore interface {
 		session.Lifecycle
 		session.Metering
+	}
+	// BudgetStore is checked by RunBudgets.
+	BudgetStore interface {
+		session.Lifecycle
+		session.Budgets
 	}
 	// QuotaStore is checked by RunQuotaCounts.
 	QuotaStore interface {

@@ -34,7 +34,8 @@ func Build(_ context.Context, e *wiring.Env) (wiring.Function, error) {
 	if err != nil {
 		return wiring.Function{}, err
 	}
-	gw := modelgateway.New(modelgateway.Options{Store: e.SessionStore(), Model: e.Config.Model, Keys: keys, Region: e.AWS.Region, Prices: prices, Log: e.Log})
+	caps := modelgateway.Caps{Limits: e.Limits(), DayUSD: e.Config.SessionLimits.MaxCostUSDPerDay, MonthUSD: e.Config.SessionLimits.MaxCostUSDPerMonth}
+	gw := modelgateway.New(modelgateway.Options{Store: e.SessionStore(), Model: e.Config.Model, Keys: keys, Region: e.AWS.Region, Prices: prices, Caps: caps, Log: e.Log})
 	return wiring.Pick("model", (&modelapi.Handlers{Gateway: gw, AWS: e.AWS, Log: e.Log, Metered: e.Metered}).Routes())
 }
 

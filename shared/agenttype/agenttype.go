@@ -140,6 +140,9 @@ func (s *Service) Create(ctx context.Context, app registry.AppKey, req CreateReq
 		if errors.Is(err, registry.ErrExists) {
 			return View{}, apierror.New(apierror.AgentTypeExists, "An agent type with the id %q exists already.", req.ID)
 		}
+		if q := overQuota(err); q != nil {
+			return View{}, q
+		}
 		return View{}, fmt.Errorf("create agent type: %w", err)
 	}
 	return viewOf(t), nil
@@ -219,6 +222,9 @@ func (s *Service) SetWorkspaceConfig(ctx context.Context, app registry.AppKey, i
 		if errors.Is(err, registry.ErrNotFound) {
 			return registry.WorkspaceConfig{}, NotFound(id)
 		}
+		if q := overQuota(err); q != nil {
+			return registry.WorkspaceConfig{}, q
+		}
 		return registry.WorkspaceConfig{}, fmt.Errorf("set workspace config: %w", err)
 	}
 	return c, nil
@@ -264,4 +270,18 @@ func (s *Service) lookup(ctx context.Context, tenant, id string) (registry.Agent
 		return registry.AgentType{}, fmt.Errorf("look up agent type: %w", err)
 	}
 	return t, nil
+}
+
+// overQuota is the 429 quota_exceeded of a type write that err says would
+// pass its tenant's quota; nil for another error.
+func overQuota(err error) error {
+	var qe *registry.QuotaError
+	if !errors.As(err, &qe) {
+		return nil
+	}
+	msg := fmt.Sprintf("This app keeps %d agent types, its quota; change one instead.", qe.Limit)
+	if qe.Quota == registry.QuotaWarmSandboxes {
+		msg = fmt.Sprintf("This app's agent types would keep more than %d warm sandboxes together, its quota; make a pool smaller first.", qe.Limit)
+	}
+	return &apierror.Error{Code: apierror.QuotaExceeded, Details: map[string]any{"quota": qe.Quota, "limit": qe.Limit}, Message: msg}
 }

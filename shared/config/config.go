@@ -21,6 +21,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -247,10 +248,19 @@ type Quotas struct {
 	// UploadGiBPerSession: the bytes those URLs may carry, in GiB
 	// (quotas.upload_gib_per_session, RA_QUOTA_UPLOAD_GIB_PER_SESSION).
 	UploadGiBPerSession int
+	// AgentTypes: agent types per app (quotas.agent_types,
+	// RA_QUOTA_AGENT_TYPES).
+	AgentTypes int
+	// WarmSandboxes: warm pool sandboxes one app's types may keep together
+	// (quotas.warm_sandboxes, RA_QUOTA_WARM_SANDBOXES); 0: ConcurrentSessions.
+	WarmSandboxes int
 }
 
+// PoolQuota is the warm pool sandboxes an app's types may keep together.
+func (q Quotas) PoolQuota() int { return cmp.Or(q.WarmSandboxes, q.ConcurrentSessions) }
+
 // DefaultQuotas are the quotas of a platform that sets none.
-var DefaultQuotas = Quotas{ConcurrentSessions: 100, CreatesPerMinute: 60, StreamsPerSession: 10, UploadsPerSession: 1000, UploadGiBPerSession: 50}
+var DefaultQuotas = Quotas{ConcurrentSessions: 100, CreatesPerMinute: 60, StreamsPerSession: 10, UploadsPerSession: 1000, UploadGiBPerSession: 50, AgentTypes: 100}
 
 // MaxQuota bounds each quota.
 const MaxQuota = 100000
@@ -262,6 +272,8 @@ type quotas struct {
 	StreamsPerSession  *int `yaml:"streams_per_session"`
 	UploadsPerSession  *int `yaml:"uploads_per_session"`
 	UploadGiB          *int `yaml:"upload_gib_per_session"`
+	AgentTypes         *int `yaml:"agent_types"`
+	WarmSandboxes      *int `yaml:"warm_sandboxes"`
 }
 
 // Quota reads one quota: a whole number from 1 to MaxQuota.
@@ -399,8 +411,11 @@ func (c *RemoteAgents) apply(s section) error {
 			out  *int
 		}{{"concurrent_sessions", q.ConcurrentSessions, &c.Quotas.ConcurrentSessions}, {"creates_per_minute", q.CreatesPerMinute, &c.Quotas.CreatesPerMinute},
 			{"streams_per_session", q.StreamsPerSession, &c.Quotas.StreamsPerSession}, {"uploads_per_session", q.UploadsPerSession, &c.Quotas.UploadsPerSession},
-			{"upload_gib_per_session", q.UploadGiB, &c.Quotas.UploadGiBPerSession}} {
-			if part.v != nil {
+			{"upload_gib_per_session", q.UploadGiB, &c.Quotas.UploadGiBPerSession}, {"agent_types", q.AgentTypes, &c.Quotas.AgentTypes},
+			{"warm_sandboxes", q.WarmSandboxes, &c.Quotas.WarmSandboxes}} {
+			if part.v != nil && part.name == "warm_sandboxes" && *part.v == 0 {
+				*part.out = 0 // as many as the live quota
+			} else if part.v != nil {
 				if *part.out, err = Quota(prefix+"quotas."+part.name, *part.v); err != nil {
 					return err
 				}

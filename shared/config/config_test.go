@@ -211,9 +211,13 @@ func TestQuotas(t *testing.T) {
 		v, ok := map[string]string{"RA_QUOTA_STREAMS_PER_SESSION": "2", "RA_QUOTA_UPLOADS_PER_SESSION": "40"}[name]
 		return v, ok
 	})
-	want := config.Quotas{ConcurrentSessions: 3, CreatesPerMinute: config.DefaultQuotas.CreatesPerMinute, StreamsPerSession: 2, UploadsPerSession: 40, UploadGiBPerSession: 5}
+	want := config.Quotas{ConcurrentSessions: 3, CreatesPerMinute: config.DefaultQuotas.CreatesPerMinute, StreamsPerSession: 2, UploadsPerSession: 40, UploadGiBPerSession: 5,
+		AgentTypes: config.DefaultQuotas.AgentTypes}
 	if err != nil || c.Quotas != want {
 		t.Fatalf("quotas %+v %v", c.Quotas, err)
+	}
+	if c.Quotas.PoolQuota() != 3 {
+		t.Errorf("warm sandboxes by default: %d, want the live quota", c.Quotas.PoolQuota())
 	}
 	if _, err := config.Parse("config.yaml", []byte("remote_agents:\n  quotas:\n    creates_per_minute: 0\n"), func(string) (string, bool) { return "", false }); err == nil ||
 		!strings.Contains(err.Error(), "remote_agents.quotas.creates_per_minute") {

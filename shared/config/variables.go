@@ -141,6 +141,18 @@ var Variables = []Variable{
 	{Name: "RA_QUOTA_UPLOAD_GIB_PER_SESSION", Readers: []Reader{PlatformFunctions}, Value: "50", Default: "`50`",
 		Meaning: "the GiB those upload URLs may carry together, each counted at the size it was granted for; past it, 429 `quota_exceeded`",
 		set:     quotaVar("RA_QUOTA_UPLOAD_GIB_PER_SESSION", func(p *Platform) *int { return &p.Quotas.UploadGiBPerSession })},
+	{Name: "RA_QUOTA_AGENT_TYPES", Readers: []Reader{PlatformFunctions}, Value: "100", Default: "`100`",
+		Meaning: "agent types one app may keep; one more create is 429 `quota_exceeded` (`details.quota` `agent_types`)",
+		set:     quotaVar("RA_QUOTA_AGENT_TYPES", func(p *Platform) *int { return &p.Quotas.AgentTypes })},
+	{Name: "RA_QUOTA_WARM_SANDBOXES", Readers: []Reader{PlatformFunctions}, Value: "0", Default: "`0`",
+		Meaning: "warm pool sandboxes one app's agent types may keep together (the sum of their `warm_pool_size`; 0: as many as the live quota); a type's create or workspace change past it is 429 `quota_exceeded` (`details.quota` `warm_sandboxes`): an app holds at most its live quota in agents and this many idle sandboxes",
+		set: func(p *Platform, v string) error {
+			if v == "0" {
+				p.Quotas.WarmSandboxes = 0
+				return nil
+			}
+			return quotaVar("RA_QUOTA_WARM_SANDBOXES", func(p *Platform) *int { return &p.Quotas.WarmSandboxes })(p, v)
+		}},
 	{Name: "RA_GIT_INSECURE_HOSTS", Readers: []Reader{PlatformFunctions}, Value: "127.0.0.1,localhost,::1", Default: "`127.0.0.1,localhost,::1`",
 		Meaning:      "comma-separated hosts (names or IPs) a workspace may clone from over plain `http` or `git`, and the only internal hosts (loopback, private, link-local) it may clone from at all (`https` works with every other host; `file:` and `ext::` with none); empty: none",
 		emptyIsValue: true,
@@ -437,4 +449,8 @@ var Keys = []Key{
 		"presigned upload URLs one agent is granted over its life"},
 	{"remote_agents.quotas.upload_gib_per_session", "RA_QUOTA_UPLOAD_GIB_PER_SESSION", "50",
 		"the GiB one agent's upload URLs may carry together"},
+	{"remote_agents.quotas.agent_types", "RA_QUOTA_AGENT_TYPES", "100",
+		"agent types one app may keep"},
+	{"remote_agents.quotas.warm_sandboxes", "RA_QUOTA_WARM_SANDBOXES", "0",
+		"warm pool sandboxes one app's types may keep together (the sum of their `warm_pool_size`; 0: as many as the live quota)"},
 }

@@ -128,11 +128,74 @@ func (r *Registry) CreateAgentType(ctx context.Context, t registry.AgentType) er
 			return fmt.Errorf("agent type %q: %w", t.ID, err)
 		}
 	}
-	err := r.t.Put(ctx, agentTypeItemOf(t), expression.AttributeNotExists(expression.Name("pk")))
-	if errors.Is(err, ErrConditionFailed) {
-		return fmt.Errorf("agent type %q: %w", t.ID, registry.ErrExists)
+	isNew := expression.AttributeNotExists(expression.Name("pk"))
+	q := r.TypeQuota
+	if t.Tenant == registry.Platform || (q.Types <= 0 && q.PoolSandboxes <= 0) {
+		err := r.t.Put(ctx, agentTypeItemOf(t), isNew)
+		if errors.Is(err, ErrConditionFailed) {
+			return fmt.Errorf("agent type %q: %w", t.ID, registry.ErrExists)
+		}
+		return err
 	}
-	return err
+	// The type and its tenant's count in one transaction: of racing creates
+	// at the quota, those that fit are written.
+	size := t.Workspace.WarmPoolSize
+	if q.PoolSandboxes > 0 && size > q.PoolSandboxes {
+		return fmt.Errorf("agent type %q: %w", t.ID, &registry.QuotaError{Quota: registry.QuotaWarmSandboxes, Limit: q.PoolSandboxes})
+	}
+	types, pool := expression.Name("types"), expression.Name("pool")
+	up := expression.Add(types, expression.Value(1)).Add(pool, expression.Value(size))
+	var conds []expression.ConditionBuilder
+	if q.Types > 0 {
+		conds = append(conds, expression.AttributeNotExists(types).Or(types.LessThan(expression.Value(q.Types))))
+	}
+	if q.PoolSandboxes > 0 && size > 0 {
+		conds = append(conds, expression.AttributeNotExists(pool).Or(pool.LessThanEqual(expression.Value(q.PoolSandboxes-size))))
+	}
+	err := Transact(ctx, r.t.api, "", r.t.PutOp(agentTypeItemOf(t), isNew), r.t.UpdateOp(typeCountKey(t.Tenant), up, allOf(conds)...))
+	var canceled *TxCanceledError
+	switch {
+	case errors.As(err, &canceled) && len(canceled.Reasons) == 2 && canceled.Reasons[0] == "ConditionalCheckFailed":
+		return fmt.Errorf("agent type %q: %w", t.ID, registry.ErrExists)
+	case errors.As(err, &canceled) && len(canceled.Reasons) == 2 && canceled.Reasons[1] == "ConditionalCheckFailed":
+		return fmt.Errorf("agent type %q: %w", t.ID, r.overQuota(ctx, t.Tenant))
+	case err != nil:
+		return fmt.Errorf("agent type %q: %w", t.ID, err)
+	}
+	return nil
+}
+
+// typeCounts are a tenant's agent types and their warm pools' sizes
+// together, kept by its types' creates and changes when a TypeQuota
+// bounds them ("agent_type_count#<tenant>").
+type typeCounts struct {
+	Types int `json:"types"`
+	Pool  int `json:"pool"`
+}
+
+func typeCountKey(tenant string) registryKey {
+	return registryKey{PK: kindAgentType + "_count#" + tenant, SK: kindAgentType + "_count"}
+}
+
+// overQuota is the QuotaError of a tenant's type write that its count
+// refused: which quota it is at.
+func (r *Registry) overQuota(ctx context.Context, tenant string) error {
+	var c typeCounts
+	if err := r.get(ctx, typeCountKey(tenant), &c); err != nil && !errors.Is(err, registry.ErrNotFound) {
+		return err
+	}
+	if q := r.TypeQuota; q.Types > 0 && c.Types >= q.Types {
+		return &registry.QuotaError{Quota: registry.QuotaAgentTypes, Limit: q.Types}
+	}
+	return &registry.QuotaError{Quota: registry.QuotaWarmSandboxes, Limit: r.TypeQuota.PoolSandboxes}
+}
+
+// allOf is conds joined by and (none: nil).
+func allOf(conds []expression.ConditionBuilder) []expression.ConditionBuilder {
+	if len(conds) < 2 {
+		return conds
+	}
+	return []expression.ConditionBuilder{expression.And(conds[0], conds[1], conds[2:]...)}
 }
 
 // PutAgentType stores an agent type of its tenant, replacing any.
@@ -152,9 +215,45 @@ func (r *Registry) SetWorkspaceConfig(ctx context.Context, tenant, id string, c 
 	}
 	upd := expression.Set(expression.Name("workspace_config"), Value(c)).
 		Set(expression.Name("updated_at"), expression.Value(at.UTC().Format(time.RFC3339Nano)))
-	err := r.t.Update(ctx, regKey(kindAgentType, tenant, id), upd, nil, expression.AttributeExists(expression.Name("pk")))
-	if errors.Is(err, ErrConditionFailed) {
-		return fmt.Errorf("agent type %q: %w", id, registry.ErrNotFound)
+	key, exists := regKey(kindAgentType, tenant, id), expression.AttributeExists(expression.Name("pk"))
+	if r.TypeQuota.PoolSandboxes <= 0 {
+		err := r.t.Update(ctx, key, upd, nil, exists)
+		if errors.Is(err, ErrConditionFailed) {
+			return fmt.Errorf("agent type %q: %w", id, registry.ErrNotFound)
+		}
+		return err
 	}
-	return err
+	// A change of the pool's size moves the tenant's count in the same
+	// transaction, conditional on the size it had when read (read again
+	// when another change came between).
+	for range 3 {
+		var cur agentTypeItem
+		if err := r.get(ctx, key, &cur); err != nil {
+			return fmt.Errorf("agent type %q: %w", id, err)
+		}
+		delta := c.WarmPoolSize - cur.Workspace.WarmPoolSize
+		if delta == 0 {
+			err := r.t.Update(ctx, key, upd, nil, exists)
+			if errors.Is(err, ErrConditionFailed) {
+				return fmt.Errorf("agent type %q: %w", id, registry.ErrNotFound)
+			}
+			return err
+		}
+		pool := expression.Name("pool")
+		same := expression.Name("workspace_config.warm_pool_size").Equal(expression.Value(cur.Workspace.WarmPoolSize))
+		var room []expression.ConditionBuilder
+		if delta > 0 {
+			room = append(room, expression.AttributeNotExists(pool).Or(pool.LessThanEqual(expression.Value(r.TypeQuota.PoolSandboxes-delta))))
+		}
+		err := Transact(ctx, r.t.api, "", r.t.UpdateOp(key, upd, exists.And(same)), r.t.UpdateOp(typeCountKey(tenant), expression.Add(pool, expression.Value(delta)), room...))
+		var canceled *TxCanceledError
+		switch {
+		case errors.As(err, &canceled) && len(canceled.Reasons) == 2 && canceled.Reasons[0] == "ConditionalCheckFailed":
+			continue // changed meanwhile (or gone: the read says)
+		case errors.As(err, &canceled) && len(canceled.Reasons) == 2 && canceled.Reasons[1] == "ConditionalCheckFailed":
+			return fmt.Errorf("agent type %q: %w", id, &registry.QuotaError{Quota: registry.QuotaWarmSandboxes, Limit: r.TypeQuota.PoolSandboxes})
+		}
+		return err
+	}
+	return fmt.Errorf("agent type %q: changed by others three times while this change was made: %w", id, ErrConditionFailed)
 }

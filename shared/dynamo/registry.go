@@ -23,6 +23,10 @@ var _ registry.Store = (*Registry)(nil)
 // sort key is "<tenant>#<id>". A tenant's names are its own: the key of
 // another tenant's item is never formed from its lookups.
 type Registry struct {
+	// TypeQuota bounds each tenant's agent types (CreateAgentType,
+	// SetWorkspaceConfig); zero: none.
+	TypeQuota registry.TypeQuota
+
 	t *Table
 }
 

@@ -4,11 +4,40 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
 // ErrExists: an item of that id exists already.
 var ErrExists = errors.New("already registered")
+
+// TypeQuota bounds a tenant's agent types: how many it keeps, and the
+// sandboxes their warm pools keep together (the sum of warm_pool_size); 0
+// is no bound.
+type TypeQuota struct {
+	Types, PoolSandboxes int
+}
+
+// The quotas a TypeQuota holds, as QuotaError names them.
+const (
+	QuotaAgentTypes    = "agent_types"
+	QuotaWarmSandboxes = "warm_sandboxes"
+)
+
+// ErrOverQuota: a create or change of an agent type would pass its
+// tenant's TypeQuota (see QuotaError).
+var ErrOverQuota = errors.New("over quota")
+
+// QuotaError is the ErrOverQuota of a type's write: the quota and its limit.
+type QuotaError struct {
+	Quota string
+	Limit int
+}
+
+func (e *QuotaError) Error() string { return fmt.Sprintf("over the %s quota of %d", e.Quota, e.Limit) }
+
+// Unwrap makes a QuotaError an ErrOverQuota.
+func (e *QuotaError) Unwrap() error { return ErrOverQuota }
 
 // DefaultAgentType is the id of the seeded platform agent type: a workspace,
 // no repository, every tool.
@@ -123,13 +152,14 @@ type AgentTypes interface {
 	// platform's, by id.
 	ListAgentTypes(ctx context.Context, tenant string) ([]AgentType, error)
 	// CreateAgentType stores a new type of the tenant it names; ErrExists if
-	// that tenant, or the platform, has one of its id.
+	// that tenant, or the platform, has one of its id; a QuotaError if the
+	// tenant's types would pass its quota.
 	CreateAgentType(ctx context.Context, t AgentType) error
 	// PutAgentType creates or replaces a type of the tenant it names (seeding).
 	PutAgentType(ctx context.Context, t AgentType) error
 	// SetWorkspaceConfig replaces the workspace configuration of tenant's own
 	// type id; ErrNotFound if tenant has none (a platform type is nobody's to
-	// change).
+	// change); a QuotaError if its warm pool would pass the tenant's quota.
 	SetWorkspaceConfig(ctx context.Context, tenant, id string, c WorkspaceConfig, at time.Time) error
 	// PooledAgentTypes returns every owner's types that keep a warm pool
 	// (warm_pool_size above 0).

@@ -145,6 +145,8 @@ func (e *Env) SessionStore() *dynamo.Sessions {
 func (e *Env) Registry() *dynamo.Registry {
 	if e.registry == nil {
 		e.registry = dynamo.NewRegistry(e.DynamoDB(), e.Resources.Registry.Name)
+		q := e.Config.Quotas
+		e.registry.TypeQuota = registry.TypeQuota{Types: q.AgentTypes, PoolSandboxes: q.PoolQuota()}
 	}
 	return e.registry
 }

@@ -1138,6 +1138,20 @@ type Answer struct {
 	QuestionID string `json:"question_id"`
 }
 
+// AppUsage defines model for AppUsage.
+type AppUsage struct {
+	LiveAgents struct {
+		Count int64 `json:"count"`
+
+		// Quota The live quota (`concurrent_sessions`); left out when none.
+		Quota int64 `json:"quota,omitempty,omitzero"`
+	} `json:"live_agents"`
+	Spend struct {
+		Day   UsagePeriod `json:"day"`
+		Month UsagePeriod `json:"month"`
+	} `json:"spend"`
+}
+
 // Attachment defines model for Attachment.
 type Attachment struct {
 	ContentType string `json:"content_type,omitempty,omitzero"`
@@ -2017,6 +2031,23 @@ type Usage struct {
 	CostUSD      float64 `json:"cost_usd,omitempty,omitzero"`
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
+}
+
+// UsagePeriod defines model for UsagePeriod.
+type UsagePeriod struct {
+	// CapUSD The cap (`max_cost_usd_per_day` or `_per_month`, the platform's and the app key's, the lower); left out when none.
+	CapUSD float64 `json:"cap_usd,omitempty,omitzero"`
+
+	// HeldUSD What model calls under way hold against the cap.
+	HeldUSD float64 `json:"held_usd"`
+
+	// RemainingUSD What is left of the cap; left out when none.
+	RemainingUSD float64   `json:"remaining_usd,omitempty,omitzero"`
+	ResetsAt     time.Time `json:"resets_at"`
+
+	// SpentUSD What the app's model calls cost in the period, by the price table.
+	SpentUSD float64   `json:"spent_usd"`
+	StartsAt time.Time `json:"starts_at"`
 }
 
 // UserMessageData A user's message (attachments by name and size only).

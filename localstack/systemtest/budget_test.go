@@ -44,6 +44,16 @@ func TestDayCapHoldsAtTheGateway(t *testing.T) {
 		agents = append(agents, agent{id, tok})
 	}
 	tenant := appTenant(t, s)
+	usage := func() map[string]any {
+		r := s.call(http.MethodGet, "/api/v1/usage", appKey, nil)
+		if r.status != http.StatusOK {
+			t.Fatalf("usage: %d %s", r.status, r.raw)
+		}
+		return r.body
+	}
+	if live, _ := usage()["live_agents"].(map[string]any); live["count"] != float64(3) || live["quota"] != float64(100) {
+		t.Errorf("usage with three agents: %v", live)
+	}
 	spent := func() float64 {
 		sp, err := s.srv.Env.SessionStore().TenantSpend(t.Context(), tenant, session.ScopeTenantDay, time.Now())
 		if err != nil {
@@ -107,4 +117,17 @@ func TestDayCapHoldsAtTheGateway(t *testing.T) {
 		t.Errorf("%d model calls reached the model after the cap, want none", n-calls)
 	}
 	wantError(t, s.create(createBody("Hello")), http.StatusTooManyRequests, "budget_exceeded")
+	u := usage()
+	spend, _ := u["spend"].(map[string]any)
+	day, _ := spend["day"].(map[string]any)
+	month, _ := spend["month"].(map[string]any)
+	if day["spent_usd"] != got || day["cap_usd"] != capUSD || day["remaining_usd"] != float64(0) || day["held_usd"] != float64(0) || month["spent_usd"] != got || month["cap_usd"] != nil {
+		t.Errorf("usage after the cap: %v", spend)
+	}
+	if live, _ := u["live_agents"].(map[string]any); live["count"] != float64(0) {
+		t.Errorf("usage once every agent ended: %v", live)
+	}
+	if r := s.call(http.MethodGet, "/api/v1/usage", "", nil); r.status != http.StatusUnauthorized {
+		t.Errorf("usage without an app key: %d %s", r.status, r.raw)
+	}
 }

@@ -233,6 +233,7 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 			return o.call(http.MethodPost, "/api/v1/agent-types", appKey, map[string]any{"id": "coder", "name": "Coder"})
 		},
 		"GET /api/v1/agent-types":      func() reply { return o.call(http.MethodGet, "/api/v1/agent-types", appKey, nil) },
+		"GET /api/v1/usage":            func() reply { return o.call(http.MethodGet, "/api/v1/usage", appKey, nil) },
 		"GET /api/v1/agent-types/{id}": func() reply { return o.call(http.MethodGet, "/api/v1/agent-types/default", appKey, nil) },
 		"GET /api/v1/agent-types/{id}/workspace-config": func() reply {
 			return o.call(http.MethodGet, "/api/v1/agent-types/default/workspace-config", appKey, nil)

@@ -1,6 +1,6 @@
 // Package fleetapi serves the fleet routes: GET /api/remote_agents (an app's
-// agents, app key) and POST /api/remote_agents/{id}/kill (app key or session
-// token), over package fleet. Its own package, so that the other session
+// agents, app key), POST /api/remote_agents/{id}/kill (app key or session
+// token) and GET /api/v1/usage (app key), over packages fleet and usage. Its own package, so that the other session
 // routes' functions link none of the fleet.
 package fleetapi
 
@@ -12,17 +12,19 @@ import (
 	"github.com/remote-agents/remote-agents/shared/fleet"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/routes"
+	"github.com/remote-agents/remote-agents/shared/usage"
 )
 
 // Handlers serve the fleet routes over a fleet service.
 type Handlers struct {
-	svc *fleet.Service
-	log *slog.Logger
+	svc   *fleet.Service
+	usage *usage.Service
+	log   *slog.Logger
 }
 
 // New returns the fleet handlers.
-func New(svc *fleet.Service, log *slog.Logger) *Handlers {
-	return &Handlers{svc: svc, log: log}
+func New(svc *fleet.Service, u *usage.Service, log *slog.Logger) *Handlers {
+	return &Handlers{svc: svc, usage: u, log: log}
 }
 
 // Routes is the route table of the fleet routes, each answering CORS for
@@ -31,7 +33,22 @@ func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
 	return []httpapi.Route{
 		{Method: http.MethodGet, Pattern: routes.PathAgents, Handler: httpapi.CORS(allowedOrigins, "GET", h.List), CORS: true},
 		{Method: http.MethodPost, Pattern: routes.PathKill, Handler: httpapi.CORS(allowedOrigins, "POST", h.Kill), CORS: true},
+		{Method: http.MethodGet, Pattern: routes.PathUsage, Handler: httpapi.CORS(allowedOrigins, "GET", h.Usage), CORS: true},
 	}
+}
+
+// Usage serves GET /api/v1/usage: the app's live agents and its model
+// spend of the UTC day and month against its quota and caps.
+func (h *Handlers) Usage(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	app, err := h.svc.Authenticate(ctx, httpapi.BearerToken(req))
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	out, err := h.usage.Of(ctx, app)
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, out), nil
 }
 
 // List serves GET /api/remote_agents: a page of the app's agents, newest

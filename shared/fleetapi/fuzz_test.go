@@ -54,7 +54,7 @@ func FuzzList(f *testing.F) {
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2, k3, v3 string) {
 		st := &store{}
 		svc := fleet.New(fleet.Options{Store: st, Keys: keys{}, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
-		h := fleetapi.New(svc, slog.New(slog.DiscardHandler))
+		h := fleetapi.New(svc, nil, slog.New(slog.DiscardHandler))
 		params := map[string]string{k1: v1, k2: v2, k3: v3}
 		req := httpapi.Request{Headers: map[string]string{"authorization": "Bearer rak_key"}, QueryStringParameters: params}
 		res, err := h.List(t.Context(), req)

@@ -52,7 +52,7 @@ func (g *Gateway) Admit(ctx context.Context, sess session.Session, call Call) (s
 		caps = &registry.SpendCaps{}
 	}
 	h := session.Hold{SessionID: sess.ID, Tenant: sess.Tenant, At: now, MicroUSD: g.most(call),
-		SessionCap: micro(limits.MaxCostUSD), DayCap: micro(lower(g.o.Caps.DayUSD, caps.PerDayUSD)), MonthCap: micro(lower(g.o.Caps.MonthUSD, caps.PerMonthUSD))}
+		SessionCap: micro(limits.MaxCostUSD), DayCap: micro(session.LowerCap(g.o.Caps.DayUSD, caps.PerDayUSD)), MonthCap: micro(session.LowerCap(g.o.Caps.MonthUSD, caps.PerMonthUSD))}
 	if !h.Capped() {
 		return h, nil
 	}
@@ -188,14 +188,3 @@ func maxOutput(body []byte) int64 {
 
 // micro is usd in micro-USD.
 func micro(usd float64) int64 { return int64(usd*1e6 + 0.5) }
-
-// lower is the lower of two caps, 0 being none.
-func lower(a, b float64) float64 {
-	switch {
-	case a <= 0:
-		return b
-	case b <= 0:
-		return a
-	}
-	return min(a, b)
-}

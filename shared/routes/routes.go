@@ -60,6 +60,9 @@ const (
 	PathAgentTypes      = "/api/v1/agent-types"
 	PathAgentType       = "/api/v1/agent-types/{id}"
 	PathWorkspaceConfig = "/api/v1/agent-types/{id}/workspace-config"
+	// PathUsage is an app's live agents and spend against its quotas and
+	// caps (app key).
+	PathUsage = "/api/v1/usage"
 	// The orchestrator's routes (InternalPrefix).
 	PathJobs    = "/internal/jobs"
 	PathJob     = "/internal/jobs/{id}"
@@ -90,6 +93,7 @@ var table = []Route{
 	// The fleet: an app's agents (app key), and kill (app key or session token).
 	{Method: "GET", Path: PathAgents, Function: "fleet"},
 	{Method: "POST", Path: PathKill, Function: "fleet"},
+	{Method: "GET", Path: PathUsage, Function: "fleet"},
 	{Method: "GET", Path: PathEvents, Function: "events", Stream: true},
 	// Workspace tools apps run in their agent's sandbox (session token).
 	{Method: "POST", Path: PathWorkspaceTool, Function: "workspace"},

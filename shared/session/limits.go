@@ -33,6 +33,10 @@ func typeLimits(sess Session) *registry.SessionLimits {
 	return sess.Workspace.SessionLimits
 }
 
+// LowerCap is the lower of two caps, 0 being none (a platform's and an app
+// key's: the lower holds).
+func LowerCap(a, b float64) float64 { return lower(max(a, 0), max(b, 0)) }
+
 // lower is the lower of two bounds, 0 being none.
 func lower[T int | int64 | float64](a, b T) T {
 	switch {

@@ -1,5 +1,5 @@
 // Package fleet builds the fleet function: GET /api/remote_agents (an app's
-// agents) and POST /api/remote_agents/{id}/kill.
+// agents), POST /api/remote_agents/{id}/kill and GET /api/v1/usage.
 package fleet
 
 import (
@@ -8,6 +8,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/fleet"
 	"github.com/remote-agents/remote-agents/shared/fleetapi"
 	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/usage"
 	"github.com/remote-agents/remote-agents/shared/wiring"
 )
 
@@ -25,5 +26,7 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 		Limits: e.Limits(),
 		Log:    e.Log,
 	})
-	return wiring.Pick("fleet", fleetapi.New(svc, e.Log).Routes(e.Config.AllowedOrigins))
+	l := e.Config.SessionLimits
+	u := usage.New(usage.Options{Store: e.SessionStore(), LiveQuota: e.Config.Quotas.ConcurrentSessions, DayCapUSD: l.MaxCostUSDPerDay, MonthCapUSD: l.MaxCostUSDPerMonth})
+	return wiring.Pick("fleet", fleetapi.New(svc, u, e.Log).Routes(e.Config.AllowedOrigins))
 }

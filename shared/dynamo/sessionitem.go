@@ -77,6 +77,7 @@ type sessionItem struct {
 	UploadURLs           int64                        `json:"upload_urls,omitempty"`
 	UploadBytes          int64                        `json:"upload_bytes,omitempty"`
 	JobID                string                       `json:"job_id,omitempty"`
+	JobTokenLimit        int64                        `json:"job_token_limit,omitempty"`
 }
 
 // newSessionItem is new session s as Create stores it, with the keys that
@@ -141,6 +142,7 @@ func newSessionItem(s session.Session) sessionItem {
 		UploadURLs:           s.UploadURLs,
 		UploadBytes:          s.UploadBytes,
 		JobID:                s.JobID,
+		JobTokenLimit:        s.JobTokenLimit,
 	}
 	if s.Tenant != "" {
 		it.ListKey = session.ListKey(s.CreatedAt, s.ID)
@@ -179,6 +181,7 @@ func (it sessionItem) session() session.Session {
 			GuardrailsHash:  it.GuardrailsHash,
 			TmuxSessionName: it.TmuxSessionName,
 			JobID:           it.JobID,
+			JobTokenLimit:   it.JobTokenLimit,
 		},
 		AppKeyID:             it.AppKeyID,
 		Tenant:               it.Tenant,

@@ -49,6 +49,7 @@ func (s *Service) Prepare(ctx context.Context, id string) (sessionID string, run
 			ID: j.SessionID,
 			Blueprint: session.Blueprint{
 				JobID:           j.ID,
+				JobTokenLimit:   j.TokenLimit,
 				TmuxSessionName: "ra-job-" + j.ID[:8],
 			},
 			State:      session.Provisioning,

@@ -44,6 +44,8 @@ type Caps struct {
 func (g *Gateway) Admit(ctx context.Context, sess session.Session, call Call) (session.Hold, error) {
 	now := g.o.Now()
 	limits := session.EffectiveLimits(g.o.Caps.Limits, sess)
+	// A job's tokenLimit holds at the gateway too, whatever its sandbox does.
+	limits.MaxTokens = int64(session.LowerCap(float64(limits.MaxTokens), float64(sess.JobTokenLimit)))
 	if used := sess.InputTokens + sess.OutputTokens; limits.MaxTokens > 0 && used >= limits.MaxTokens {
 		return session.Hold{}, g.exceeded(ctx, sess, &session.BudgetError{Scope: session.ScopeSession, Exhausted: true}, &tokenBudget{limits.MaxTokens, used}, now)
 	}

@@ -227,6 +227,9 @@ type Blueprint struct {
 	// JobID, for the sandbox of an orchestrator job, is that job (package
 	// job): the sandbox runs it in job mode.
 	JobID string
+	// JobTokenLimit is the tokenLimit of that job: the model gateway refuses
+	// its calls once its session's tokens reach it (0: none).
+	JobTokenLimit int64
 	// GuardrailsHash is the SHA-256 of the guardrails the agent was primed with.
 	GuardrailsHash  string
 	TmuxSessionName string

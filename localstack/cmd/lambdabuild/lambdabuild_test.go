@@ -32,6 +32,7 @@ var routeOnly = map[string][]string{
 	"shared/sessionapi":                        {"create", "alive", "shutdown", "messages"},
 	"shared/fleetapi":                          {"fleet"},
 	"shared/fleet":                             {"fleet"},
+	"shared/usage":                             {"fleet"},
 	"shared/sandboxchannel":                    {"sandbox"},
 	"shared/agenttypeapi":                      {"agenttypes"},
 	"shared/workspaceapi":                      {"workspace"},

@@ -688,6 +688,10 @@ func (s *Stack) alarms() {
 	}
 	alarm("DailyModelCost", platform(metrics.ModelCostUSD, "Sum", awscdk.Duration_Days(jsii.Number(1))), s.dailyCostAlarmUSD,
 		fmt.Sprintf("Model calls cost %.0f USD or more in a day (RemoteAgents ModelCostUSD; by app: dimension Tenant)", s.dailyCostAlarmUSD))
-	alarm("SessionsAtMaxDuration", platform(metrics.SessionsAtMaxDuration, "Sum", awscdk.Duration_Minutes(jsii.Number(5))), 1,
+	for _, at := range []float64{80, 100} {
+		alarm(fmt.Sprintf("AppBudget%.0fPercent", at), platform(metrics.BudgetUsedPercent, "Maximum", awscdk.Duration_Minutes(jsii.Number(5))), at,
+			fmt.Sprintf("An app's model spend reached %.0f%% of its day's or month's cap (RemoteAgents BudgetUsedPercent; which app: dimension Tenant)", at))
+	}
+		alarm("SessionsAtMaxDuration", platform(metrics.SessionsAtMaxDuration, "Sum", awscdk.Duration_Minutes(jsii.Number(5))), 1,
 		"Sessions ran to their maximum time and were ended for it (RemoteAgents SessionsAtMaxDuration)")
 }

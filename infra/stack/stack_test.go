@@ -653,16 +653,24 @@ func TestJobSweepIsScheduled(t *testing.T) {
 }
 
 // TestPlatformMetricAlarms: the stack alarms on a day's model cost at the
-// environment's threshold and on sessions ended at their maximum time, from
-// the platform's own metrics (package metrics).
+// environment's threshold, on sessions ended at their maximum time, and on
+// an app at 80% and at 100% of its spend caps, from the platform's own
+// metrics (package metrics).
 func TestPlatformMetricAlarms(t *testing.T) {
 	tp := synth(t)["dev"]
 	found := map[string]map[string]any{}
+	budget := map[float64]bool{}
 	for _, r := range tp.byType("AWS::CloudWatch::Alarm") {
 		p := props(r)
 		if p["Namespace"] == metrics.Namespace {
 			found[p["MetricName"].(string)] = p
 		}
+		if p["MetricName"] == metrics.BudgetUsedPercent && p["Statistic"] == "Maximum" && p["Namespace"] == metrics.Namespace {
+			budget[p["Threshold"].(float64)] = true
+		}
+	}
+	if !budget[80] || !budget[100] || len(budget) != 2 {
+		t.Errorf("app budget alarms at %v, want 80 and 100 (percent)", budget)
 	}
 	cost, max := found[metrics.ModelCostUSD], found[metrics.SessionsAtMaxDuration]
 	if cost == nil || cost["Statistic"] != "Sum" || cost["Period"] != float64(86400) || cost["Threshold"] != float64(DefaultDailyCostAlarmUSD) {

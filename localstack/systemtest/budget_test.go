@@ -1,10 +1,12 @@
 package systemtest_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -126,6 +128,19 @@ func TestDayCapHoldsAtTheGateway(t *testing.T) {
 	}
 	if live, _ := u["live_agents"].(map[string]any); live["count"] != float64(0) {
 		t.Errorf("usage once every agent ended: %v", live)
+	}
+	// The 100% alarm's metric: the app's fullest cap, after each call.
+	top := 0.0
+	for _, line := range strings.Split(s.logs.String(), "\n") {
+		var m struct {
+			Used *float64 `json:"BudgetUsedPercent"`
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.Used != nil {
+			top = max(top, *m.Used)
+		}
+	}
+	if want := 100 * got / capUSD; top < 100 || top > want+0.01 {
+		t.Errorf("BudgetUsedPercent reached %.1f, want %.1f", top, want)
 	}
 	if r := s.call(http.MethodGet, "/api/v1/usage", "", nil); r.status != http.StatusUnauthorized {
 		t.Errorf("usage without an app key: %d %s", r.status, r.raw)

@@ -24,6 +24,10 @@ const (
 	// ModelCostUSD is one model call's cost: summed a day, an app's spend
 	// (the daily cost alarm's metric).
 	ModelCostUSD = "ModelCostUSD"
+	// BudgetUsedPercent is how much of its spend caps an app has used, the
+	// fullest of its day's and month's, after each call held against them
+	// (the 80% and 100% alarms').
+	BudgetUsedPercent = "BudgetUsedPercent"
 	// LiveSessions is an app's live sessions, as its live count stands at
 	// each sweep.
 	LiveSessions = "LiveSessions"

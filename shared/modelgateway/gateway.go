@@ -149,7 +149,31 @@ func (g *Gateway) Record(ctx context.Context, sess session.Session, call Call, h
 			slog.String("error", err.Error()))
 		return err
 	}
+	g.budgetUsed(ctx, h)
 	return nil
+}
+
+// budgetUsed reports how much of its day's and month's caps the app of
+// settled hold h has used (the fullest), for the 80% and 100% alarms.
+func (g *Gateway) budgetUsed(ctx context.Context, h session.Hold) {
+	used := -1.0
+	for _, c := range []struct {
+		scope string
+		limit int64
+	}{{session.ScopeTenantDay, h.DayCap}, {session.ScopeTenantMonth, h.MonthCap}} {
+		if c.limit <= 0 || h.Tenant == "" {
+			continue
+		}
+		sp, err := g.o.Store.TenantSpend(ctx, h.Tenant, c.scope, h.At)
+		if err != nil {
+			g.o.Log.WarnContext(ctx, "read an app's spend", slog.String("error", err.Error()))
+			return
+		}
+		used = max(used, 100*float64(sp.MicroUSD)/float64(c.limit))
+	}
+	if used >= 0 {
+		metrics.Emit(ctx, g.o.Log, h.Tenant, []metrics.Value{{Name: metrics.BudgetUsedPercent, Value: used, Unit: "Percent"}})
+	}
 }
 
 // rateLimitHeaders are the providers' request-budget headers: the limit

@@ -33,7 +33,9 @@ func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
 	return []httpapi.Route{
 		{Method: http.MethodGet, Pattern: routes.PathAgents, Handler: httpapi.CORS(allowedOrigins, "GET", h.List), CORS: true},
 		{Method: http.MethodPost, Pattern: routes.PathKill, Handler: httpapi.CORS(allowedOrigins, "POST", h.Kill), CORS: true},
-		{Method: http.MethodGet, Pattern: routes.PathUsage, Handler: httpapi.CORS(allowedOrigins, "GET", h.Usage), CORS: true},
+		// An app key's route, as the agent types' are: servers call it, not
+		// browsers.
+		{Method: http.MethodGet, Pattern: routes.PathUsage, Handler: h.Usage},
 	}
 }
 

@@ -1138,6 +1138,26 @@ type Answer struct {
 	QuestionID string `json:"question_id"`
 }
 
+// AppKeyLimits An app key's limits. With the platform's, the lower of each holds: an app can only narrow them. They bound the sessions the key creates from then on.
+type AppKeyLimits struct {
+	// MaxCostUSDPerDay The app's model spend a UTC day (USD; 0: none of the key's own).
+	MaxCostUSDPerDay float64 `json:"max_cost_usd_per_day,omitempty,omitzero"`
+
+	// MaxCostUSDPerMonth The app's model spend a UTC month (USD; 0: none of the key's own).
+	MaxCostUSDPerMonth float64 `json:"max_cost_usd_per_month,omitempty,omitzero"`
+
+	// SessionLimits Bounds of each session the key creates, with the platform's and its agent type's: the lower holds; 0 or left out: none of the key's own.
+	SessionLimits struct {
+		// IdleTimeoutSeconds Activity: an event (a message, a tool call), a model call, a busy heartbeat (a turn or a tool running), an open event stream; never a heartbeat by itself.
+		IdleTimeoutSeconds int64 `json:"idle_timeout_seconds,omitempty,omitzero"`
+
+		// MaxCostUSD What the session's model calls may cost, by the price table (USD).
+		MaxCostUSD        float64 `json:"max_cost_usd,omitempty,omitzero"`
+		MaxSessionSeconds int64   `json:"max_session_seconds,omitempty,omitzero"`
+		MaxTokens         int64   `json:"max_tokens,omitempty,omitzero"`
+	} `json:"session_limits,omitempty,omitzero"`
+}
+
 // AppUsage defines model for AppUsage.
 type AppUsage struct {
 	LiveAgents struct {
@@ -1610,6 +1630,18 @@ type KillStatus struct {
 
 // KillStatusStatus defines model for KillStatus.Status.
 type KillStatusStatus string
+
+// Limits defines model for Limits.
+type Limits struct {
+	// AppKey An app key's limits. With the platform's, the lower of each holds: an app can only narrow them. They bound the sessions the key creates from then on.
+	AppKey AppKeyLimits `json:"app_key"`
+
+	// Effective The lower of each: what the sessions the key creates get (an agent type may lower them further).
+	Effective AppKeyLimits `json:"effective"`
+
+	// Platform An app key's limits. With the platform's, the lower of each holds: an app can only narrow them. They bound the sessions the key creates from then on.
+	Platform AppKeyLimits `json:"platform"`
+}
 
 // MessageReceipt defines model for MessageReceipt.
 type MessageReceipt struct {
@@ -3103,6 +3135,9 @@ type CreateAgentTypeJSONRequestBody = CreateAgentTypeRequest
 
 // PutWorkspaceConfigJSONRequestBody defines body for PutWorkspaceConfig for application/json ContentType.
 type PutWorkspaceConfigJSONRequestBody = WorkspaceConfig
+
+// PutLimitsJSONRequestBody defines body for PutLimits for application/json ContentType.
+type PutLimitsJSONRequestBody = AppKeyLimits
 
 // PutAgentProfileJSONRequestBody defines body for PutAgentProfile for application/json ContentType.
 type PutAgentProfileJSONRequestBody = AgentProfileInput

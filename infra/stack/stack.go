@@ -692,6 +692,6 @@ func (s *Stack) alarms() {
 		alarm(fmt.Sprintf("AppBudget%.0fPercent", at), platform(metrics.BudgetUsedPercent, "Maximum", awscdk.Duration_Minutes(jsii.Number(5))), at,
 			fmt.Sprintf("An app's model spend reached %.0f%% of its day's or month's cap (RemoteAgents BudgetUsedPercent; which app: dimension Tenant)", at))
 	}
-		alarm("SessionsAtMaxDuration", platform(metrics.SessionsAtMaxDuration, "Sum", awscdk.Duration_Minutes(jsii.Number(5))), 1,
+	alarm("SessionsAtMaxDuration", platform(metrics.SessionsAtMaxDuration, "Sum", awscdk.Duration_Minutes(jsii.Number(5))), 1,
 		"Sessions ran to their maximum time and were ended for it (RemoteAgents SessionsAtMaxDuration)")
 }

@@ -232,8 +232,12 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 		"POST /api/v1/agent-types": func() reply {
 			return o.call(http.MethodPost, "/api/v1/agent-types", appKey, map[string]any{"id": "coder", "name": "Coder"})
 		},
-		"GET /api/v1/agent-types":      func() reply { return o.call(http.MethodGet, "/api/v1/agent-types", appKey, nil) },
-		"GET /api/v1/usage":            func() reply { return o.call(http.MethodGet, "/api/v1/usage", appKey, nil) },
+		"GET /api/v1/agent-types": func() reply { return o.call(http.MethodGet, "/api/v1/agent-types", appKey, nil) },
+		"GET /api/v1/usage":       func() reply { return o.call(http.MethodGet, "/api/v1/usage", appKey, nil) },
+		"GET /api/v1/limits":      func() reply { return o.call(http.MethodGet, "/api/v1/limits", appKey, nil) },
+		"PUT /api/v1/limits": func() reply {
+			return o.call(http.MethodPut, "/api/v1/limits", appKey, map[string]any{"max_cost_usd_per_day": 5})
+		},
 		"GET /api/v1/agent-types/{id}": func() reply { return o.call(http.MethodGet, "/api/v1/agent-types/default", appKey, nil) },
 		"GET /api/v1/agent-types/{id}/workspace-config": func() reply {
 			return o.call(http.MethodGet, "/api/v1/agent-types/default/workspace-config", appKey, nil)

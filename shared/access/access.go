@@ -200,7 +200,9 @@ var table = map[string]Access{
 	// The fleet: an app's sessions listed from the by_tenant index, a session
 	// killed; app keys read, nothing else of the registry.
 	"fleet": {
-		Tables:      map[string][]string{Sessions: {GetItem, UpdateItem, Query}, Registry: {GetItem}, Idempotency: {GetItem, UpdateItem}},
+		// An app key's own limits, set by the app (its item, by the hash of
+		// the key it called with).
+		Tables:      map[string][]string{Sessions: {GetItem, UpdateItem, Query}, Registry: {GetItem, UpdateItem}, Idempotency: {GetItem, UpdateItem}},
 		LeadingKeys: map[string][]string{Registry: {AppKeyItems}},
 		Send:        []string{JobsQueue},
 		// A killed agent's sandbox is told at once; a gone connection's

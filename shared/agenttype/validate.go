@@ -1,7 +1,6 @@
 package agenttype
 
 import (
-	"math"
 	"net/url"
 	"regexp"
 	"slices"
@@ -28,7 +27,7 @@ const (
 	MaxSetupTimeout      = 3600
 	MaxWarmPoolSize      = 100
 	// MaxLimitSeconds bounds a session limit's seconds (30 days).
-	MaxLimitSeconds       = 30 * 24 * 3600
+	MaxLimitSeconds       = registry.MaxLimitSeconds
 	maxToolNameBytes      = 64
 	maxResourceLimitBytes = 16
 )
@@ -96,14 +95,8 @@ func ValidateWith(c registry.WorkspaceConfig, d registry.ResourceLimits, insecur
 		return registry.WorkspaceConfig{}, invalid("warm_pool_size must be from 0 to %d.", MaxWarmPoolSize)
 	}
 	if l := c.SessionLimits; l != nil {
-		if l.MaxSessionSeconds < 0 || l.MaxSessionSeconds > MaxLimitSeconds || l.IdleTimeoutSeconds < 0 || l.IdleTimeoutSeconds > MaxLimitSeconds {
-			return registry.WorkspaceConfig{}, invalid("session_limits.max_session_seconds and idle_timeout_seconds must be from 0 (none) to %d.", MaxLimitSeconds)
-		}
-		if l.MaxTokens < 0 {
-			return registry.WorkspaceConfig{}, invalid("session_limits.max_tokens must be 0 (none) or more.")
-		}
-		if l.MaxCostUSD < 0 || math.IsNaN(l.MaxCostUSD) || math.IsInf(l.MaxCostUSD, 0) {
-			return registry.WorkspaceConfig{}, invalid("session_limits.max_cost_usd must be 0 (none) or more.")
+		if p := l.Problem("session_limits."); p != "" {
+			return registry.WorkspaceConfig{}, invalid("%s", p)
 		}
 	}
 	if c.BaseImage != "" && (len(c.BaseImage) > MaxBaseImageBytes || !baseImagePattern.MatchString(c.BaseImage)) {

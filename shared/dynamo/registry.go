@@ -259,3 +259,27 @@ func (r *Registry) Tenants(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// SetAppKeyLimits replaces the limits of the app key whose hash is hash (an
+// enabled one), and returns the key as changed; registry.ErrNotFound
+// otherwise.
+func (r *Registry) SetAppKeyLimits(ctx context.Context, hash string, l registry.AppKeyLimits) (registry.AppKey, error) {
+	up := expression.Set(expression.Name("max_cost_usd_per_day"), expression.Value(l.MaxCostUSDPerDay)).
+		Set(expression.Name("max_cost_usd_per_month"), expression.Value(l.MaxCostUSDPerMonth))
+	if l.Limits != nil {
+		up = up.Set(expression.Name("limits"), Value(*l.Limits))
+	} else {
+		up = up.Remove(expression.Name("limits"))
+	}
+	disabled := expression.Name("disabled")
+	cond := expression.AttributeExists(expression.Name("pk")).And(expression.Or(expression.AttributeNotExists(disabled), disabled.Equal(expression.Value(false))))
+	var it appKeyItem
+	err := r.t.Update(ctx, appKeyKey(hash), up, &it, cond)
+	if errors.Is(err, ErrConditionFailed) {
+		return registry.AppKey{}, fmt.Errorf("app key: %w", registry.ErrNotFound)
+	}
+	if err != nil {
+		return registry.AppKey{}, err
+	}
+	return it.AppKey, nil
+}

@@ -1,6 +1,7 @@
 // Package fleetapi serves the fleet routes: GET /api/remote_agents (an app's
 // agents, app key), POST /api/remote_agents/{id}/kill (app key or session
-// token) and GET /api/v1/usage (app key), over packages fleet and usage. Its own package, so that the other session
+// token), GET /api/v1/usage and GET, PUT /api/v1/limits (app key), over
+// packages fleet and usage. Its own package, so that the other session
 // routes' functions link none of the fleet.
 package fleetapi
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/fleet"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/usage"
 )
@@ -36,7 +38,41 @@ func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
 		// An app key's route, as the agent types' are: servers call it, not
 		// browsers.
 		{Method: http.MethodGet, Pattern: routes.PathUsage, Handler: h.Usage},
+		{Method: http.MethodGet, Pattern: routes.PathLimits, Handler: h.GetLimits},
+		{Method: http.MethodPut, Pattern: routes.PathLimits, Handler: h.PutLimits},
 	}
+}
+
+// MaxLimitsBytes bounds the body of PUT /api/v1/limits.
+const MaxLimitsBytes = 4 << 10
+
+// GetLimits serves GET /api/v1/limits: the app key's own limits, the
+// platform's, and the effective ones for the sessions it creates.
+func (h *Handlers) GetLimits(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	app, err := h.svc.Authenticate(ctx, httpapi.BearerToken(req))
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, h.usage.LimitsOf(app)), nil
+}
+
+// PutLimits serves PUT /api/v1/limits: the app key's own limits, replaced
+// whole and validated; they narrow the platform's for the sessions the key
+// creates from now on.
+func (h *Handlers) PutLimits(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	app, err := h.svc.Authenticate(ctx, httpapi.BearerToken(req))
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	var in registry.AppKeyLimits
+	if err := httpapi.DecodeJSON(req, MaxLimitsBytes, &in); err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	out, err := h.usage.SetLimits(ctx, app, in)
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, out), nil
 }
 
 // Usage serves GET /api/v1/usage: the app's live agents and its model

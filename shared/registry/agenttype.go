@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -124,6 +125,26 @@ type SessionLimits struct {
 	// MaxCostUSD bounds what its model calls cost (the price table's).
 	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 }
+
+// MaxLimitSeconds bounds a session limit's seconds (30 days).
+const MaxLimitSeconds = 30 * 24 * 3600
+
+// Problem says what is wrong with l, named under prefix
+// ("session_limits."), "" when nothing.
+func (l SessionLimits) Problem(prefix string) string {
+	switch {
+	case l.MaxSessionSeconds < 0 || l.MaxSessionSeconds > MaxLimitSeconds || l.IdleTimeoutSeconds < 0 || l.IdleTimeoutSeconds > MaxLimitSeconds:
+		return fmt.Sprintf("%smax_session_seconds and idle_timeout_seconds must be from 0 (none) to %d.", prefix, MaxLimitSeconds)
+	case l.MaxTokens < 0:
+		return prefix + "max_tokens must be 0 (none) or more."
+	case !validUSD(l.MaxCostUSD):
+		return prefix + "max_cost_usd must be 0 (none) or more."
+	}
+	return ""
+}
+
+// validUSD reports whether v is a cap in USD: finite, 0 (none) or more.
+func validUSD(v float64) bool { return v >= 0 && !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // RepoSource says which repository a workspace clones.
 type RepoSource struct {

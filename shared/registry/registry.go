@@ -88,6 +88,32 @@ type AppKey struct {
 	MaxCostUSDPerMonth float64 `json:"max_cost_usd_per_month,omitempty"`
 }
 
+// AppKeyLimits are what an app key bounds, as the app sets them (PUT
+// /api/v1/limits): each session it creates (Limits) and its app's model
+// spend a UTC day and month; 0 or none: the platform's alone. With the
+// platform's, the lower of each holds, so an app can only narrow them.
+type AppKeyLimits struct {
+	Limits             *SessionLimits `json:"session_limits,omitempty"`
+	MaxCostUSDPerDay   float64        `json:"max_cost_usd_per_day,omitempty"`
+	MaxCostUSDPerMonth float64        `json:"max_cost_usd_per_month,omitempty"`
+}
+
+// Problem says what is wrong with l, "" when nothing.
+func (l AppKeyLimits) Problem() string {
+	if !validUSD(l.MaxCostUSDPerDay) || !validUSD(l.MaxCostUSDPerMonth) {
+		return "max_cost_usd_per_day and max_cost_usd_per_month must be 0 (none) or more."
+	}
+	if l.Limits != nil {
+		return l.Limits.Problem("session_limits.")
+	}
+	return ""
+}
+
+// LimitsOf are k's limits.
+func (k AppKey) LimitsOf() AppKeyLimits {
+	return AppKeyLimits{Limits: k.Limits, MaxCostUSDPerDay: k.MaxCostUSDPerDay, MaxCostUSDPerMonth: k.MaxCostUSDPerMonth}
+}
+
 // SpendCaps are an app key's caps of its app's model spend, as a session
 // keeps them from its create (USD; 0: none of the key's own).
 type SpendCaps struct {

@@ -63,6 +63,9 @@ const (
 	// PathUsage is an app's live agents and spend against its quotas and
 	// caps (app key).
 	PathUsage = "/api/v1/usage"
+	// PathLimits is the app key's own limits (app key): read, and set
+	// within the platform's.
+	PathLimits = "/api/v1/limits"
 	// The orchestrator's routes (InternalPrefix).
 	PathJobs    = "/internal/jobs"
 	PathJob     = "/internal/jobs/{id}"
@@ -94,6 +97,8 @@ var table = []Route{
 	{Method: "GET", Path: PathAgents, Function: "fleet"},
 	{Method: "POST", Path: PathKill, Function: "fleet"},
 	{Method: "GET", Path: PathUsage, Function: "fleet"},
+	{Method: "GET", Path: PathLimits, Function: "fleet"},
+	{Method: "PUT", Path: PathLimits, Function: "fleet"},
 	{Method: "GET", Path: PathEvents, Function: "events", Stream: true},
 	// Workspace tools apps run in their agent's sandbox (session token).
 	{Method: "POST", Path: PathWorkspaceTool, Function: "workspace"},

@@ -1,13 +1,16 @@
 // Package usage answers an app what it holds and spends against its quotas
 // and caps (GET /api/v1/usage): its live agents against its live quota, its
 // model spend of the UTC day and month against its caps (the platform's and
-// its app key's, the lower holding), with what calls under way hold.
+// its app key's, the lower holding), with what calls under way hold. The app
+// reads and sets its own key's limits (GET, PUT /api/v1/limits): they can
+// only narrow the platform's.
 package usage
 
 import (
 	"context"
 	"time"
 
+	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
@@ -18,9 +21,17 @@ type Store interface {
 	TenantSpend(ctx context.Context, tenant, scope string, t time.Time) (session.Spent, error)
 }
 
+// Keys sets an app key's limits (dynamo.Registry).
+type Keys interface {
+	SetAppKeyLimits(ctx context.Context, hash string, l registry.AppKeyLimits) (registry.AppKey, error)
+}
+
 // Options configure a Service.
 type Options struct {
 	Store Store
+	Keys  Keys
+	// Platform are the platform's session limits (a type may lower them).
+	Platform registry.SessionLimits
 	// LiveQuota is the platform's live agents per app (0: none).
 	LiveQuota int
 	// DayCapUSD and MonthCapUSD are the platform's spend caps per app (0:
@@ -94,4 +105,38 @@ func (s *Service) Of(ctx context.Context, app registry.AppKey) (Usage, error) {
 		out.Spend[p.scope] = period
 	}
 	return out, nil
+}
+
+// Limits are an app key's limits, the platform's, and the effective ones
+// (the lower of each; 0: none) for the sessions it creates from now on.
+type Limits struct {
+	AppKey    registry.AppKeyLimits `json:"app_key"`
+	Platform  registry.AppKeyLimits `json:"platform"`
+	Effective registry.AppKeyLimits `json:"effective"`
+}
+
+// LimitsOf are app's limits.
+func (s *Service) LimitsOf(app registry.AppKey) Limits {
+	p := registry.AppKeyLimits{Limits: &s.o.Platform, MaxCostUSDPerDay: s.o.DayCapUSD, MaxCostUSDPerMonth: s.o.MonthCapUSD}
+	own := app.LimitsOf()
+	eff := session.EffectiveLimits(s.o.Platform, session.Session{Blueprint: session.Blueprint{AppLimits: own.Limits}})
+	return Limits{AppKey: own, Platform: p, Effective: registry.AppKeyLimits{Limits: &eff,
+		MaxCostUSDPerDay: session.LowerCap(p.MaxCostUSDPerDay, own.MaxCostUSDPerDay), MaxCostUSDPerMonth: session.LowerCap(p.MaxCostUSDPerMonth, own.MaxCostUSDPerMonth)}}
+}
+
+// SetLimits replaces app's key's limits with l, validated (400
+// invalid_request), and answers its limits as they now stand. They bound
+// the sessions the key creates from now on; those running keep theirs.
+func (s *Service) SetLimits(ctx context.Context, app registry.AppKey, l registry.AppKeyLimits) (Limits, error) {
+	if p := l.Problem(); p != "" {
+		return Limits{}, apierror.New(apierror.InvalidRequest, "%s", p)
+	}
+	if l.Limits != nil && *l.Limits == (registry.SessionLimits{}) {
+		l.Limits = nil
+	}
+	k, err := s.o.Keys.SetAppKeyLimits(ctx, app.Hash, l)
+	if err != nil {
+		return Limits{}, err
+	}
+	return s.LimitsOf(k), nil
 }

@@ -27,6 +27,7 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 		Log:    e.Log,
 	})
 	l := e.Config.SessionLimits
-	u := usage.New(usage.Options{Store: e.SessionStore(), LiveQuota: e.Config.Quotas.ConcurrentSessions, DayCapUSD: l.MaxCostUSDPerDay, MonthCapUSD: l.MaxCostUSDPerMonth})
+	u := usage.New(usage.Options{Store: e.SessionStore(), Keys: e.Registry(), Platform: e.Limits(), LiveQuota: e.Config.Quotas.ConcurrentSessions,
+		DayCapUSD: l.MaxCostUSDPerDay, MonthCapUSD: l.MaxCostUSDPerMonth})
 	return wiring.Pick("fleet", fleetapi.New(svc, u, e.Log).Routes(e.Config.AllowedOrigins))
 }

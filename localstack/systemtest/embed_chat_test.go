@@ -208,6 +208,7 @@ func TestEmbedViewChat(t *testing.T) {
 		voidPoll(`(document.querySelector('[data-role="budget"]') || {}).textContent === "`+budget["message"].(string)+`"`, 10*time.Second),
 		voidPoll(`[...document.querySelectorAll('[data-role="live"] p')].some((p) => p.textContent.startsWith("Spending limit reached"))`, 5*time.Second),
 	)
+	saveArtifact(t, "embed-budget-exceeded.png", value(t, tab, chromedp.FullScreenshot(100)))
 }
 
 // The page follows prefers-color-scheme, takes an accent colour from the URL

@@ -113,7 +113,8 @@ func (g *Gateway) exceeded(ctx context.Context, sess session.Session, be *sessio
 		reason = session.ReasonCostBudget
 		ev.Message = fmt.Sprintf("This agent's model calls cost %.4f USD, its budget of %.4f USD: it stops here.", ev.Spent, ev.Limit)
 	default:
-		ev.Message = fmt.Sprintf("This app's model calls cost %.4f USD this %s, its budget of %.4f USD: agents stop until %s.", ev.Spent, be.Scope, ev.Limit, resets.Format(time.RFC3339))
+		period := map[string]string{session.ScopeTenantDay: "today", session.ScopeTenantMonth: "this month"}[be.Scope]
+		ev.Message = fmt.Sprintf("This app's model calls cost %.4f USD %s (UTC), its budget of %.4f USD: its agents stop until %s.", ev.Spent, period, ev.Limit, resets.Format(time.RFC3339))
 	}
 	if slices.Contains(session.Running, sess.State) {
 		_, err := g.o.Store.Transition(ctx, sess.ID, session.Change{From: session.Running, To: session.Ending, Generation: sess.Generation, Reason: reason})

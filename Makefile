@@ -71,9 +71,11 @@ dist/localstack/bootstrap: FORCE
 # The first group mostly waits on the module proxy (tidy-check) while the
 # linter and the tools module compile.
 # The sandbox image is built in the first group too, with the agent the
-# suites run (so its compile is not a second one), and its test runs alone
-# after the suites (test-image-run: no rebuild).
-TEST_STAGES := fmt-check tidy-check+vet+lint-bin+image-race lint test-go test-faults test-security test-image-run bench-short+fuzz-short+test-infra
+# suites run (so its compile is not a second one), and its test runs in the
+# last group (test-image-run: no rebuild), with the fault suite: the two are
+# short and fill what the others leave idle there. The security suite, whose
+# token timing test wants a quiet machine, runs alone.
+TEST_STAGES := fmt-check tidy-check+vet+lint-bin+image-race lint test-go test-security bench-short+fuzz-short+test-infra+test-faults+test-image-run
 
 test: ## format check, go.mod tidy, vet, lint, unit + integration tests (-race) on the local AWS, the fault and security suites, the benchmarks' short run, each fuzz target briefly, the CDK stack's tests, jobs in the sandbox image
 	@mkdir -p .cache

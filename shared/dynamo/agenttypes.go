@@ -216,12 +216,15 @@ func (r *Registry) SetWorkspaceConfig(ctx context.Context, tenant, id string, c 
 	upd := expression.Set(expression.Name("workspace_config"), Value(c)).
 		Set(expression.Name("updated_at"), expression.Value(at.UTC().Format(time.RFC3339Nano)))
 	key, exists := regKey(kindAgentType, tenant, id), expression.AttributeExists(expression.Name("pk"))
-	if r.TypeQuota.PoolSandboxes <= 0 {
+	plain := func() error { // the type alone: its pool's count does not move
 		err := r.t.Update(ctx, key, upd, nil, exists)
 		if errors.Is(err, ErrConditionFailed) {
 			return fmt.Errorf("agent type %q: %w", id, registry.ErrNotFound)
 		}
 		return err
+	}
+	if r.TypeQuota.PoolSandboxes <= 0 {
+		return plain()
 	}
 	// A change of the pool's size moves the tenant's count in the same
 	// transaction, conditional on the size it had when read (read again
@@ -233,11 +236,7 @@ func (r *Registry) SetWorkspaceConfig(ctx context.Context, tenant, id string, c 
 		}
 		delta := c.WarmPoolSize - cur.Workspace.WarmPoolSize
 		if delta == 0 {
-			err := r.t.Update(ctx, key, upd, nil, exists)
-			if errors.Is(err, ErrConditionFailed) {
-				return fmt.Errorf("agent type %q: %w", id, registry.ErrNotFound)
-			}
-			return err
+			return plain()
 		}
 		pool := expression.Name("pool")
 		same := expression.Name("workspace_config.warm_pool_size").Equal(expression.Value(cur.Workspace.WarmPoolSize))

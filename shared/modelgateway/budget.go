@@ -68,7 +68,7 @@ func (g *Gateway) Admit(ctx context.Context, sess session.Session, call Call) (s
 		case be.Exhausted:
 			return h, g.exceeded(ctx, sess, be, nil, now)
 		case g.o.Now().Sub(now) >= HoldWait:
-			return h, &apierror.Error{Code: apierror.BudgetExceeded, RetryAfter: 1, Details: map[string]any{"budget": capName(be.Scope), "held": true},
+			return h, &apierror.Error{Code: apierror.BudgetExceeded, RetryAfter: 1, Details: map[string]any{"budget": session.CapName(be.Scope), "held": true},
 				Message: "Model calls under way hold the rest of this budget; retry once they end."}
 		}
 		t := time.NewTimer(wait)
@@ -103,7 +103,7 @@ func (g *Gateway) exceeded(ctx context.Context, sess session.Session, be *sessio
 	resets := session.PeriodEnd(be.Scope, now)
 	ev := sandboxwire.BudgetExceeded{Scope: be.Scope, Unit: "usd", Limit: float64(be.CapMicroUSD) / 1e6, Spent: float64(be.SpentMicroUSD) / 1e6, ResetsAt: resets}
 	reason := session.ReasonBudget
-	answer := session.BudgetExceeded(capName(be.Scope), ev.Limit, ev.Spent, resets, now)
+	answer := session.BudgetExceeded(session.CapName(be.Scope), ev.Limit, ev.Spent, resets, now)
 	switch {
 	case tokens != nil:
 		ev.Unit, ev.Limit, ev.Spent, reason = "tokens", float64(tokens.limit), float64(tokens.used), session.ReasonTokenBudget
@@ -143,17 +143,6 @@ func (g *Gateway) tell(ctx context.Context, sess session.Session, ev sandboxwire
 	}
 	_, err = g.o.Store.AppendEvents(ctx, sess.ID, sess.Generation, []session.Event{{Type: ev.EventType(), Data: data, At: g.o.Now().UTC()}})
 	return err
-}
-
-// capName is the configuration's name of scope's cap (details.budget).
-func capName(scope string) string {
-	switch scope {
-	case session.ScopeTenantDay:
-		return "max_cost_usd_per_day"
-	case session.ScopeTenantMonth:
-		return "max_cost_usd_per_month"
-	}
-	return "max_cost_usd"
 }
 
 // most is the most call can cost, in micro-USD, by the price table: its

@@ -24,6 +24,18 @@ const (
 	ScopeTenantMonth = "month"
 )
 
+// CapName is the configuration's name of scope's cap (a 429's
+// details.budget).
+func CapName(scope string) string {
+	switch scope {
+	case ScopeTenantDay:
+		return "max_cost_usd_per_day"
+	case ScopeTenantMonth:
+		return "max_cost_usd_per_month"
+	}
+	return "max_cost_usd"
+}
+
 // Periods of the tenant's spend: the UTC day and month that hold t.
 func Day(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
 

@@ -71,11 +71,11 @@ func (e *QuotaError) Unwrap() error { return ErrOverQuota }
 // holding).
 func (s *Creator) checkBudget(ctx context.Context, app registry.AppKey, now time.Time) error {
 	for _, c := range []struct {
-		scope, name string
-		limit       float64
+		scope string
+		limit float64
 	}{
-		{ScopeTenantDay, "max_cost_usd_per_day", lower(s.o.Quotas.DailyBudgetUSD, app.MaxCostUSDPerDay)},
-		{ScopeTenantMonth, "max_cost_usd_per_month", lower(s.o.Quotas.MonthlyBudgetUSD, app.MaxCostUSDPerMonth)},
+		{ScopeTenantDay, lower(s.o.Quotas.DailyBudgetUSD, app.MaxCostUSDPerDay)},
+		{ScopeTenantMonth, lower(s.o.Quotas.MonthlyBudgetUSD, app.MaxCostUSDPerMonth)},
 	} {
 		if c.limit <= 0 {
 			continue
@@ -85,7 +85,7 @@ func (s *Creator) checkBudget(ctx context.Context, app registry.AppKey, now time
 			return err
 		}
 		if float64(spent.MicroUSD)/1e6 >= c.limit {
-			return BudgetExceeded(c.name, c.limit, float64(spent.MicroUSD)/1e6, PeriodEnd(c.scope, now), now)
+			return BudgetExceeded(CapName(c.scope), c.limit, float64(spent.MicroUSD)/1e6, PeriodEnd(c.scope, now), now)
 		}
 	}
 	return nil

@@ -3,7 +3,9 @@
 // root, another user.
 //
 // The environment of a command is an allowlist: the host variables
-// (sandboxwire.HostVariables: PATH, HOME, LANG, LC_*, TERM…), WORKSPACE, and
+// (sandboxwire.HostVariables: PATH, HOME, LANG, LC_*, TERM…), the network's
+// (sandboxwire.NetworkVariables: the egress proxy and the certificates to
+// trust, where its launcher cut the sandbox off), WORKSPACE, and
 // the env values the session's user submitted for the workspace (those of the
 // env file), under their own names. Nothing else of the agent's environment
 // reaches them: not its sandbox token or bootstrap code, not the platform's
@@ -38,7 +40,7 @@ type Env struct {
 // whose environment is environ (os.Environ()); u, if not nil, is the user
 // they run as, whose HOME, USER and LOGNAME they get.
 func New(environ []string, workspace string, u *User) *Env {
-	base := sandboxwire.HostEnv(environ)
+	base := append(sandboxwire.HostEnv(environ), sandboxwire.NetworkEnv(environ)...)
 	if u != nil {
 		base = slices.DeleteFunc(base, func(kv string) bool {
 			name, _, _ := strings.Cut(kv, "=")
@@ -82,10 +84,10 @@ var (
 
 // Reserved reports whether a user's value named n stays out of commands'
 // environments: a malformed name, a host variable (PATH, HOME… stay the
-// sandbox's), or a name of the platform's (RA_*, PROLIFERATE_*, AWS_*, ECS_*,
+// sandbox's), a network variable (HTTPS_PROXY, SSL_CERT_FILE…), or a name of the platform's (RA_*, PROLIFERATE_*, AWS_*, ECS_*,
 // SANDBOX_MCP_AUTH_TOKEN, WORKSPACE). The value is still in the env file.
 func Reserved(n string) bool {
-	if !name.MatchString(n) || sandboxwire.FromHost(n) || slices.Contains(platformNames, n) {
+	if !name.MatchString(n) || sandboxwire.FromHost(n) || sandboxwire.FromNetwork(n) || slices.Contains(platformNames, n) {
 		return true
 	}
 	return slices.ContainsFunc(platformPrefixes, func(p string) bool { return strings.HasPrefix(n, p) })
@@ -93,7 +95,8 @@ func Reserved(n string) bool {
 
 // Git returns the environment of a git command run in workspace, from a
 // command's environment (Env.Environ; nil: the agent's own, os.Environ()):
-// every GIT_* variable of it dropped (none may point git at another
+// every GIT_* variable of it dropped but the network's GIT_SSL_CAINFO (none
+// may point git at another
 // repository or configuration), no system configuration
 // (GIT_CONFIG_NOSYSTEM), no repository discovery above the workspace
 // (GIT_CEILING_DIRECTORIES), no pager, no terminal prompt, no editor (an
@@ -104,7 +107,7 @@ func Git(environ []string, workspace string) []string {
 	}
 	out := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
-		return strings.HasPrefix(name, "GIT_") || name == "PAGER" || name == "EDITOR" || name == "VISUAL"
+		return (strings.HasPrefix(name, "GIT_") && !sandboxwire.FromNetwork(name)) || name == "PAGER" || name == "EDITOR" || name == "VISUAL"
 	})
 	return append(out,
 		"GIT_CONFIG_NOSYSTEM=1",

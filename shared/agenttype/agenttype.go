@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/registry"
 )
 
@@ -92,8 +93,13 @@ func viewOf(t registry.AgentType) View {
 }
 
 // normalized writes a stored configuration as apps see it: lists, never null;
-// a repository source type, a setup timeout.
+// a repository source type, a setup timeout, an egress policy (open, for a
+// type stored before policies).
 func normalized(c registry.WorkspaceConfig) registry.WorkspaceConfig {
+	if c.Egress == nil {
+		open := egress.Open()
+		c.Egress = &open
+	}
 	if c.Tools == nil {
 		c.Tools = []string{}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/agenttype"
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
@@ -105,8 +106,9 @@ func TestNewTypeHasNoWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its sandboxes reach the platform only (egress.Default).
 	want := registry.WorkspaceConfig{RepoSource: registry.RepoSource{Type: "none"}, Tools: []string{}, SetupCommands: []string{}, SetupTimeoutSeconds: 300,
-		CheckoutOnStart: new(true)}
+		CheckoutOnStart: new(true), Egress: &egress.Policy{Mode: egress.ModeAllowlist, Allow: []string{}}}
 	if !reflect.DeepEqual(v.WorkspaceConfig, want) || v.Platform || v.CreatedAt != now {
 		t.Errorf("created %+v, want workspace %+v", v, want)
 	}
@@ -146,6 +148,7 @@ func TestSetWorkspaceConfig(t *testing.T) {
 	want.ResourceLimits = registry.ResourceLimits{CPU: "2", Memory: "4G"}
 	want.SetupTimeoutSeconds = 300
 	want.CheckoutOnStart = new(true) // left out: cloned
+	want.Egress = &egress.Policy{Mode: egress.ModeAllowlist, Allow: []string{}}
 	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(reg["dev#coder"].Workspace, want) {
 		t.Errorf("stored %+v, want %+v", reg["dev#coder"].Workspace, want)
 	}
@@ -229,6 +232,12 @@ func TestValidate(t *testing.T) {
 		{"setup timeout high", registry.WorkspaceConfig{SetupTimeoutSeconds: 3601}, "setup_timeout_seconds"},
 		{"warm pool", registry.WorkspaceConfig{WarmPoolSize: 101}, "warm_pool_size"},
 		{"base image", registry.WorkspaceConfig{BaseImage: "$(curl evil)"}, "base_image"},
+		{"egress", registry.WorkspaceConfig{Egress: &egress.Policy{Mode: egress.ModeAllowlist, Allow: []string{"api.example.com:443", "preset:npm", "10.0.0.0/8"}}}, ""},
+		{"egress mode", registry.WorkspaceConfig{Egress: &egress.Policy{Mode: "closed"}}, "egress.mode must be one of open, allowlist, none"},
+		{"egress entry", registry.WorkspaceConfig{Egress: &egress.Policy{Mode: egress.ModeAllowlist, Allow: []string{"ok.example.com", "https://x.example.com/"}}}, "egress.allow[1]"},
+		{"secrets", registry.WorkspaceConfig{Secrets: []string{"github", "openai.key"}}, ""},
+		{"secret name", registry.WorkspaceConfig{Secrets: []string{"../etc"}}, "secrets[0]"},
+		{"too many secrets", registry.WorkspaceConfig{Secrets: make([]string, 33)}, "at most 32"},
 	}
 	for _, tt := range tests {
 		_, err := agenttype.Validate(tt.in, defaults)

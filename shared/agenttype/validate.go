@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/tasksize"
@@ -26,6 +27,8 @@ const (
 	DefaultSetupTimeout  = 300
 	MaxSetupTimeout      = 3600
 	MaxWarmPoolSize      = 100
+	// MaxSecrets bounds the secrets a type names.
+	MaxSecrets = 32
 	// MaxLimitSeconds bounds a session limit's seconds (30 days).
 	MaxLimitSeconds       = registry.MaxLimitSeconds
 	maxToolNameBytes      = 64
@@ -99,10 +102,51 @@ func ValidateWith(c registry.WorkspaceConfig, d registry.ResourceLimits, insecur
 			return registry.WorkspaceConfig{}, invalid("%s", p)
 		}
 	}
+	if c.Egress, err = validateEgress(c.Egress); err != nil {
+		return registry.WorkspaceConfig{}, err
+	}
+	if c.Secrets, err = validateSecrets(c.Secrets); err != nil {
+		return registry.WorkspaceConfig{}, err
+	}
 	if c.BaseImage != "" && (len(c.BaseImage) > MaxBaseImageBytes || !baseImagePattern.MatchString(c.BaseImage)) {
 		return registry.WorkspaceConfig{}, invalid("base_image must be a container image reference of at most %d bytes, like public.ecr.aws/docker/library/node:22.", MaxBaseImageBytes)
 	}
 	return c, nil
+}
+
+// validateEgress checks an egress policy; none is egress.Default (a type
+// written without one reaches the platform only).
+func validateEgress(p *egress.Policy) (*egress.Policy, error) {
+	if p == nil {
+		d := egress.Default()
+		return &d, nil
+	}
+	if problem := p.Problem("egress."); problem != "" {
+		return nil, invalid("%s See egress.mode (open, allowlist, none) and egress.allow (hosts, *.domains, IPs or CIDRs, each with an optional :port, or presets: preset:npm, preset:go, preset:apt, preset:pypi, preset:github).", problem)
+	}
+	out := egress.Policy{Mode: p.Mode, Allow: slices.Compact(slices.Clone(p.Allow))}
+	if out.Allow == nil {
+		out.Allow = []string{}
+	}
+	return &out, nil
+}
+
+// validateSecrets checks the names of the secrets a type uses, without
+// repeats (nil: none).
+func validateSecrets(names []string) ([]string, error) {
+	if len(names) > MaxSecrets {
+		return nil, invalid("secrets names at most %d secrets.", MaxSecrets)
+	}
+	var out []string
+	for i, n := range names {
+		if !registry.ValidSecretName(n) {
+			return nil, invalid("secrets[%d] must be a secret's name: 1 to 64 letters, digits, '_', '-' or '.', starting with a letter or digit.", i)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 // validateRepo checks a repository source: its type, a URL for fixed (https,

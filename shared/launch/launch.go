@@ -47,6 +47,11 @@ type Spec struct {
 	// into it from the platform's image; locally the sandbox command is
 	// told it (EnvBaseImage) and may run it.
 	Image string
+	// Isolated cuts the sandbox off from the network: its traffic goes
+	// through the egress proxy, which holds it to its egress policy (on
+	// Fargate, a security group that reaches the proxy and the platform
+	// only; locally, a network namespace of its own).
+	Isolated bool
 	// Bare is the last launch of a session whose launches with its
 	// workspace failed: the platform's image at the default size (Size and
 	// Image are zero), a request of its own.

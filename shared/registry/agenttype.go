@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"time"
+
+	"github.com/remote-agents/remote-agents/shared/egress"
 )
 
 // ErrExists: an item of that id exists already.
@@ -94,6 +97,29 @@ type WorkspaceConfig struct {
 	// SessionLimits bound each session of the type (with the platform's:
 	// the lower of the two holds); nil: the platform's only.
 	SessionLimits *SessionLimits `json:"session_limits,omitempty"`
+	// Egress is what its sandboxes may reach (nil: a type stored before
+	// egress policies, open); a type created without one gets
+	// egress.Default.
+	Egress *egress.Policy `json:"egress,omitempty"`
+	// Secrets name the tenant's secrets its sandboxes' requests carry,
+	// added by the egress proxy where their rules say (never in the
+	// sandbox).
+	Secrets []string `json:"secrets,omitempty"`
+}
+
+// secretName is what names a secret.
+var secretName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// ValidSecretName reports whether n can name a secret: 1 to 64 letters,
+// digits, '_', '-' or '.', starting with a letter or digit.
+func ValidSecretName(n string) bool { return secretName.MatchString(n) }
+
+// EgressPolicy is c's egress policy: open when it has none.
+func (c WorkspaceConfig) EgressPolicy() egress.Policy {
+	if c.Egress == nil {
+		return egress.Open()
+	}
+	return *c.Egress
 }
 
 // Checkout reports whether the repository is cloned when the workspace

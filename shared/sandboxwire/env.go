@@ -56,6 +56,32 @@ const (
 // and nothing else of the agent's reaches its tools.
 var HostVariables = []string{"PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL"}
 
+// NetworkVariables are what a sandbox whose network is cut off (its
+// egress through the platform's proxy) is told by its launcher, and every
+// command its agent runs takes over: the proxy (both spellings, which
+// programs read one or the other of) and the certificates to trust, the
+// system's and its proxy's authority (each variable a kind of program
+// reads). Never from a host's environment, never a user's env value.
+var NetworkVariables = []string{
+	"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy",
+	"SSL_CERT_FILE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "REQUESTS_CA_BUNDLE", "PIP_CERT", "NODE_EXTRA_CA_CERTS",
+}
+
+// FromNetwork reports whether name is one of NetworkVariables.
+func FromNetwork(name string) bool { return slices.Contains(NetworkVariables, name) }
+
+// NetworkEnv returns the entries ("NAME=value") of environ that pass
+// FromNetwork.
+func NetworkEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		if name, _, ok := strings.Cut(kv, "="); ok && FromNetwork(name) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // FromHost reports whether the host variable name passes (HostVariables,
 // LC_*).
 func FromHost(name string) bool {

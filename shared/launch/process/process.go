@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,7 +58,38 @@ type Options struct {
 	// paths), with the host's /proc and /dev and the sandbox's own folders
 	// bound in at the same paths. It needs root.
 	Rootfs string
+	// Network, if set, is how sandboxes that ask to be cut off from the
+	// network (launch.Spec.Isolated) are; unset, their launches fail.
+	Network *Network
 }
+
+// Network cuts a sandbox off from the network, where no program in it can
+// undo it: it runs in a network namespace of its own (it needs
+// CAP_SYS_ADMIN) whose only interface is loopback, where the launcher
+// listens at the platform's addresses, forwarding each connection to the
+// same address outside, and at the egress proxy's, handing each to the
+// proxy as the sandbox's. A socket to anything else finds no route.
+type Network struct {
+	// Platform are the loopback addresses (host:port) of the platform the
+	// sandbox reaches as if it were not cut off: its gateway, model gateway
+	// and push channel.
+	Platform []string
+	// Proxy is the loopback address (host:port) of the egress proxy in the
+	// sandbox's namespace: its HTTP(S)_PROXY.
+	Proxy string
+	// Serve serves sandbox id's connections to the proxy, accepted from l,
+	// until l is closed.
+	Serve func(l net.Listener, id string)
+	// CA, if set, returns the certificates (PEM) sandbox id trusts besides
+	// the system's: its proxy's authority.
+	CA func(id string) ([]byte, error)
+	// Forget, if set, is told when sandbox id has exited.
+	Forget func(id string)
+}
+
+// SystemRoots is where a sandbox's system certificates are (Debian's
+// bundle, the image's too).
+const SystemRoots = "/etc/ssl/certs/ca-certificates.crt"
 
 // The sandbox profiles (Options.Profile, RA_SANDBOX_PROFILE).
 const (
@@ -186,6 +218,14 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 		env = append(env, k+"="+v)
 	}
 	env = append(env, "RA_WORKSPACE="+dir, sandboxwire.EnvFileVar+"="+filepath.Join(private, filepath.Base(sandboxwire.DefaultEnvFile)))
+	var isolated *isolation
+	if spec.Isolated {
+		var err error
+		if isolated, err = l.isolate(spec, dir+".net"); err != nil {
+			return "", fmt.Errorf("launch %s: %w", key, err)
+		}
+		env = append(env, isolated.env...)
+	}
 	if n := gomaxprocs(spec.Size.CPUUnits); n != "" {
 		env = append(env, "GOMAXPROCS="+n)
 	}
@@ -193,6 +233,7 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 	if l.o.LogDir != "" {
 		f, err := os.Create(filepath.Join(l.o.LogDir, key+".log"))
 		if err != nil {
+			isolated.close()
 			return "", fmt.Errorf("launch %s: %w", key, err)
 		}
 		logFile = f
@@ -212,10 +253,15 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 	leave := func() {}
 	if l.rootfs != nil {
 		var err error
-		if leave, err = l.rootfs.enter(dir, private); err != nil {
+		binds := []string{dir, private}
+		if isolated != nil && isolated.env != nil {
+			binds = append(binds, isolated.dir)
+		}
+		if leave, err = l.rootfs.enter(binds...); err != nil {
 			if logFile != nil {
 				_ = logFile.Close()
 			}
+			isolated.close()
 			return "", fmt.Errorf("launch %s: %w", key, err)
 		}
 	}
@@ -223,7 +269,16 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 	if err != nil {
 		cgroup = ""
 	}
-	cmd, inCgroup, err := start(build, cgroup)
+	var cmd *exec.Cmd
+	var inCgroup bool
+	if isolated != nil {
+		err = isolated.ns.run(func() (err error) {
+			cmd, inCgroup, err = start(build, cgroup)
+			return err
+		})
+	} else {
+		cmd, inCgroup, err = start(build, cgroup)
+	}
 	if !inCgroup && cgroup != "" {
 		_ = os.Remove(cgroup)
 		cgroup = ""
@@ -243,6 +298,7 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 			_ = os.Remove(cgroup)
 		}
 		leave()
+		isolated.close()
 		return "", fmt.Errorf("launch %s: %w", key, err)
 	}
 	ref := "pid:" + strconv.Itoa(cmd.Process.Pid)
@@ -259,6 +315,7 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 		}
 		killTmux(spec.TmuxSessionName, root)
 		leave()
+		isolated.close()
 		if logFile != nil {
 			_ = logFile.Close()
 		}

@@ -1,0 +1,274 @@
+package egressproxy
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/egress"
+)
+
+// upstream is a server that records the headers it was sent.
+type upstream struct {
+	mu   sync.Mutex
+	seen []http.Header
+}
+
+func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	u.seen = append(u.seen, r.Header.Clone())
+	u.mu.Unlock()
+	_, _ = io.WriteString(w, "hello from "+r.URL.Path)
+}
+
+func (u *upstream) last(t *testing.T) http.Header {
+	t.Helper()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.seen) == 0 {
+		t.Fatal("the upstream got no request")
+	}
+	return u.seen[len(u.seen)-1]
+}
+
+// fixture is a proxy serving sandbox "sb1" with a policy the test sets.
+type fixture struct {
+	proxy   *Proxy
+	url     *url.URL
+	mu      sync.Mutex
+	grant   Grant
+	denials []Denial
+	now     time.Time
+}
+
+func (f *fixture) set(g Grant) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.grant = g
+}
+
+func (f *fixture) advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+}
+
+func (f *fixture) denied() []Denial {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Denial(nil), f.denials...)
+}
+
+func start(t *testing.T, roots *x509.CertPool) *fixture {
+	t.Helper()
+	f := &fixture{now: time.Now()}
+	up := http.DefaultTransport.(*http.Transport).Clone()
+	up.TLSClientConfig = &tls.Config{RootCAs: roots}
+	f.proxy = New(Options{
+		Lookup: func(_ context.Context, id string) (Grant, error) {
+			if id != "sb1" {
+				return Grant{}, ErrUnknown
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.grant, nil
+		},
+		Denied: func(d Denial) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.denials = append(f.denials, d)
+		},
+		Upstream: up,
+		Now: func() time.Time {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.now
+		},
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() { _ = f.proxy.Serve(l, "sb1") }()
+	f.url = &url.URL{Scheme: "http", Host: l.Addr().String()}
+	return f
+}
+
+// client is what a program in the sandbox uses: the proxy, and the roots
+// it trusts (the sandbox's authority among them).
+func (f *fixture) client(t *testing.T, roots *x509.CertPool) *http.Client {
+	t.Helper()
+	if roots == nil {
+		roots = x509.NewCertPool()
+	}
+	ca, err := f.proxy.CA("sb1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots = roots.Clone()
+	roots.AppendCertsFromPEM(ca)
+	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(f.url), TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: true}}
+}
+
+func get(t *testing.T, c *http.Client, u string, header http.Header) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer func() { _ = res.Body.Close() }()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+func allow(entries ...string) egress.Policy {
+	return egress.Policy{Mode: egress.ModeAllowlist, Allow: entries}
+}
+
+func TestAllowsWhatThePolicyNames(t *testing.T) {
+	up := &upstream{}
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	other := httptest.NewServer(up)
+	defer other.Close()
+	f := start(t, nil)
+	f.set(Grant{Policy: allow(strings.TrimPrefix(srv.URL, "http://"))})
+	c := f.client(t, nil)
+
+	if code, body := get(t, c, srv.URL+"/a", nil); code != http.StatusOK || body != "hello from /a" {
+		t.Fatalf("allowed: %d %q", code, body)
+	}
+	for range 2 {
+		if code, body := get(t, c, other.URL+"/b", nil); code != http.StatusForbidden || !strings.Contains(body, "not allowed by this agent's policy") {
+			t.Fatalf("another port: %d %q", code, body)
+		}
+	}
+	// The same address by another loopback name, and a tunnel to it.
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	if code, _ := get(t, c, "http://127.0.0.2:"+strconv.Itoa(port)+"/", nil); code != http.StatusForbidden {
+		t.Fatalf("127.0.0.2: %d", code)
+	}
+	if code, _ := get(t, c, "https://127.0.0.3:443/", nil); code != 0 {
+		t.Fatalf("a refused CONNECT got %d", code)
+	}
+	if d := f.denied(); len(d) != 3 || d[0] != (Denial{Sandbox: "sb1", Host: "127.0.0.1", Port: other.Listener.Addr().(*net.TCPAddr).Port, Reason: ReasonNotAllowed}) {
+		t.Fatalf("denials (one per destination a minute): %+v", d)
+	}
+	f.advance(time.Minute)
+	get(t, c, other.URL+"/b", nil)
+	if d := f.denied(); len(d) != 4 {
+		t.Fatalf("a denial a minute later is reported again: %+v", d)
+	}
+
+	// A change of policy holds once the cached grant is older than TTL.
+	f.set(Grant{Policy: egress.Policy{Mode: egress.ModeNone}})
+	if code, _ := get(t, c, srv.URL+"/a", nil); code != http.StatusOK {
+		t.Fatalf("within the TTL the old grant holds: %d", code)
+	}
+	f.advance(DefaultTTL)
+	if code, _ := get(t, c, srv.URL+"/a", nil); code != http.StatusForbidden {
+		t.Fatalf("after the TTL: %d", code)
+	}
+}
+
+func TestNeverLinkLocal(t *testing.T) {
+	f := start(t, nil)
+	f.set(Grant{Policy: egress.Open()})
+	c := f.client(t, nil)
+	if code, body := get(t, c, "http://169.254.169.254/latest/meta-data/", nil); code != http.StatusForbidden || !strings.Contains(body, "link-local") {
+		t.Fatalf("metadata: %d %q", code, body)
+	}
+	if d := f.denied(); len(d) != 1 || d[0].Reason != ReasonLinkLocal {
+		t.Fatalf("denials: %+v", d)
+	}
+}
+
+func TestUnknownSandbox(t *testing.T) {
+	f := start(t, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	go func() { _ = f.proxy.Serve(l, "gone") }()
+	c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: l.Addr().String()})}}
+	if code, body := get(t, c, "http://example.com/", nil); code != http.StatusForbidden || !strings.Contains(body, "not known") {
+		t.Fatalf("%d %q", code, body)
+	}
+}
+
+func TestTunnelsUntouchedWithoutARule(t *testing.T) {
+	up := &upstream{}
+	srv := httptest.NewTLSServer(up)
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	f := start(t, roots)
+	host := strings.TrimPrefix(srv.URL, "https://")
+	f.set(Grant{Policy: allow(host)})
+	// The client trusts the upstream's own certificate only: the tunnel is
+	// end to end.
+	c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(f.url), TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	if code, body := get(t, c, srv.URL+"/x", http.Header{"Authorization": {"Bearer mine"}}); code != http.StatusOK || body != "hello from /x" {
+		t.Fatalf("%d %q", code, body)
+	}
+	if got := up.last(t).Get("Authorization"); got != "Bearer mine" {
+		t.Fatalf("a tunnel changed a header: %q", got)
+	}
+}
+
+func TestInjectsAtTheProxy(t *testing.T) {
+	up := &upstream{}
+	srv := httptest.NewTLSServer(up)
+	defer srv.Close()
+	plain := httptest.NewServer(up)
+	defer plain.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	f := start(t, roots)
+	tlsHost := strings.TrimPrefix(srv.URL, "https://")
+	f.set(Grant{Policy: allow(tlsHost, strings.TrimPrefix(plain.URL, "http://")), Inject: []Injection{
+		{Host: "127.0.0.1", PathPrefix: "/api/", Header: "Authorization", Value: "Bearer s3cret"},
+	}})
+	// The sandbox trusts its authority, not the upstream's certificate.
+	c := f.client(t, nil)
+	if code, body := get(t, c, srv.URL+"/api/v1", http.Header{"Authorization": {"Bearer forged"}}); code != http.StatusOK || body != "hello from /api/v1" {
+		t.Fatalf("%d %q", code, body)
+	}
+	if got := up.last(t).Get("Authorization"); got != "Bearer s3cret" {
+		t.Fatalf("upstream saw Authorization %q", got)
+	}
+	if code, _ := get(t, c, srv.URL+"/other", nil); code != http.StatusOK || up.last(t).Get("Authorization") != "" {
+		t.Fatalf("outside the path prefix: %d, %q", code, up.last(t).Get("Authorization"))
+	}
+	if code, _ := get(t, c, plain.URL+"/api/x", nil); code != http.StatusOK || up.last(t).Get("Authorization") != "Bearer s3cret" {
+		t.Fatalf("plain http: %d, %q", code, up.last(t).Get("Authorization"))
+	}
+	// A request in the tunnel for another host is misdirected.
+	tr := &http.Transport{Proxy: http.ProxyURL(f.url), TLSClientConfig: c.Transport.(*http.Transport).TLSClientConfig}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1", nil)
+	req.Host = "evil.example.com"
+	res, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusMisdirectedRequest {
+		t.Fatalf("another host in the tunnel: %d", res.StatusCode)
+	}
+}

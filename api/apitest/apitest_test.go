@@ -97,7 +97,7 @@ func TestValidatorReportsDrift(t *testing.T) {
 	const id = "/api/remote_agents/0b8f1c5e-3c0e-4a55-9d1e-2a6a5f7f9b10"
 	const sandbox = "/sandbox/0b8f1c5e-3c0e-4a55-9d1e-2a6a5f7f9b10"
 	const types = "/api/v1/agent-types"
-	const stored = `{"enabled":true,"repo_source":{"type":"none"},"tools":["read"],"resource_limits":{},"checkout_on_start":true,"base_image":null,"setup_commands":[],"setup_timeout_seconds":300,"warm_pool_size":0}`
+	const stored = `{"enabled":true,"repo_source":{"type":"none"},"tools":["read"],"resource_limits":{},"checkout_on_start":true,"base_image":null,"setup_commands":[],"setup_timeout_seconds":300,"warm_pool_size":0,"egress":{"mode":"allowlist","allow":[]}}`
 	spec := func(tools string) string {
 		return `{"session_id":"s","generation":1,"guardrails":{"content":"g","hash":"h"},"persona":{"slug":"p","display_name":"P","skill":"s","experience":"e","active":true},` +
 			`"initial_prompt":"hi","feature_flags":{"file_upload":false,"context_usage":false,"voice_mic":false},"tmux_session_name":"m","session_type":"coding","prompt_mode":"p","system_prompt":"x","tools":` + tools + `}`

@@ -268,6 +268,45 @@ func (e CreatedStatus) Valid() bool {
 	}
 }
 
+// Defines values for EgressDeniedDataReason.
+const (
+	EgressDeniedDataReasonLinkLocal  EgressDeniedDataReason = "link_local"
+	EgressDeniedDataReasonNotAllowed EgressDeniedDataReason = "not_allowed"
+)
+
+// Valid indicates whether the value is a known member of the EgressDeniedDataReason enum.
+func (e EgressDeniedDataReason) Valid() bool {
+	switch e {
+	case EgressDeniedDataReasonLinkLocal:
+		return true
+	case EgressDeniedDataReasonNotAllowed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EgressPolicyMode.
+const (
+	EgressPolicyModeAllowlist EgressPolicyMode = "allowlist"
+	EgressPolicyModeNone      EgressPolicyMode = "none"
+	EgressPolicyModeOpen      EgressPolicyMode = "open"
+)
+
+// Valid indicates whether the value is a known member of the EgressPolicyMode enum.
+func (e EgressPolicyMode) Valid() bool {
+	switch e {
+	case EgressPolicyModeAllowlist:
+		return true
+	case EgressPolicyModeNone:
+		return true
+	case EgressPolicyModeOpen:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EnvReceiptStatus.
 const (
 	EnvReceiptStatusSubmitted EnvReceiptStatus = "submitted"
@@ -292,6 +331,7 @@ const (
 	ErrorErrorCodeAgentTypeExists      ErrorErrorCode = "agent_type_exists"
 	ErrorErrorCodeAgentTypeNotFound    ErrorErrorCode = "agent_type_not_found"
 	ErrorErrorCodeBudgetExceeded       ErrorErrorCode = "budget_exceeded"
+	ErrorErrorCodeEgressNotIsolated    ErrorErrorCode = "egress_not_isolated"
 	ErrorErrorCodeForbidden            ErrorErrorCode = "forbidden"
 	ErrorErrorCodeGuardrailsMissing    ErrorErrorCode = "guardrails_missing"
 	ErrorErrorCodeIdempotencyKeyReused ErrorErrorCode = "idempotency_key_reused"
@@ -333,6 +373,8 @@ func (e ErrorErrorCode) Valid() bool {
 	case ErrorErrorCodeAgentTypeNotFound:
 		return true
 	case ErrorErrorCodeBudgetExceeded:
+		return true
+	case ErrorErrorCodeEgressNotIsolated:
 		return true
 	case ErrorErrorCodeForbidden:
 		return true
@@ -392,6 +434,7 @@ const (
 	EventMessageTypeAgentQuestion        EventMessageType = "agent.question"
 	EventMessageTypeAutomationCompleted  EventMessageType = "automation.completed"
 	EventMessageTypeBudgetExceeded       EventMessageType = "budget.exceeded"
+	EventMessageTypeEgressDenied         EventMessageType = "egress.denied"
 	EventMessageTypeEnvRequest           EventMessageType = "env.request"
 	EventMessageTypeEnvSubmitted         EventMessageType = "env.submitted"
 	EventMessageTypeOutputSnapshot       EventMessageType = "output.snapshot"
@@ -424,6 +467,8 @@ func (e EventMessageType) Valid() bool {
 	case EventMessageTypeAutomationCompleted:
 		return true
 	case EventMessageTypeBudgetExceeded:
+		return true
+	case EventMessageTypeEgressDenied:
 		return true
 	case EventMessageTypeEnvRequest:
 		return true
@@ -727,6 +772,7 @@ const (
 	ToolErrorErrorCodeAgentTypeExists      ToolErrorErrorCode = "agent_type_exists"
 	ToolErrorErrorCodeAgentTypeNotFound    ToolErrorErrorCode = "agent_type_not_found"
 	ToolErrorErrorCodeBudgetExceeded       ToolErrorErrorCode = "budget_exceeded"
+	ToolErrorErrorCodeEgressNotIsolated    ToolErrorErrorCode = "egress_not_isolated"
 	ToolErrorErrorCodeForbidden            ToolErrorErrorCode = "forbidden"
 	ToolErrorErrorCodeGuardrailsMissing    ToolErrorErrorCode = "guardrails_missing"
 	ToolErrorErrorCodeIdempotencyKeyReused ToolErrorErrorCode = "idempotency_key_reused"
@@ -768,6 +814,8 @@ func (e ToolErrorErrorCode) Valid() bool {
 	case ToolErrorErrorCodeAgentTypeNotFound:
 		return true
 	case ToolErrorErrorCodeBudgetExceeded:
+		return true
+	case ToolErrorErrorCodeEgressNotIsolated:
 		return true
 	case ToolErrorErrorCodeForbidden:
 		return true
@@ -1092,6 +1140,9 @@ type AliveStatus struct {
 	AgentID string `json:"agent_id"`
 	Alive   bool   `json:"alive"`
 
+	// Egress What an agent's sandbox may reach besides the platform (its gateway and model gateway, always). `open`: anywhere. `allowlist`: the destinations `allow` names, through the platform's egress proxy; the sandbox is cut off from the network, so a connection to anything else fails whether or not the program uses the proxy (`HTTP(S)_PROXY` is set in the sandbox for convenience). `none`: nothing. A refused destination is an `egress.denied` event. An agent type created without a policy gets `allowlist` with nothing listed; an agent type's allowlist also holds its repository's host.
+	Egress EgressPolicy `json:"egress,omitempty,omitzero"`
+
 	// FromPool Whether the agent's sandbox came from its type's warm pool (false: started cold).
 	FromPool bool `json:"from_pool,omitempty,omitzero"`
 
@@ -1314,6 +1365,41 @@ type Created struct {
 
 // CreatedStatus defines model for Created.Status.
 type CreatedStatus string
+
+// EgressDeniedData The platform's egress proxy refused a connection of the agent's sandbox: a destination its egress policy does not allow (appended once a minute for a destination).
+type EgressDeniedData struct {
+	// Host The host name or address the program asked for.
+	Host    string `json:"host"`
+	Message string `json:"message"`
+	Port    int64  `json:"port"`
+
+	// Reason `link_local`: a cloud metadata address, which no policy allows.
+	Reason EgressDeniedDataReason `json:"reason"`
+}
+
+// EgressDeniedDataReason `link_local`: a cloud metadata address, which no policy allows.
+type EgressDeniedDataReason string
+
+// EgressPolicy What an agent's sandbox may reach besides the platform (its gateway and model gateway, always). `open`: anywhere. `allowlist`: the destinations `allow` names, through the platform's egress proxy; the sandbox is cut off from the network, so a connection to anything else fails whether or not the program uses the proxy (`HTTP(S)_PROXY` is set in the sandbox for convenience). `none`: nothing. A refused destination is an `egress.denied` event. An agent type created without a policy gets `allowlist` with nothing listed; an agent type's allowlist also holds its repository's host.
+type EgressPolicy struct {
+	// Allow Each a host (`api.example.com`), its subdomains (`*.example.com`), an IP or CIDR (`10.0.0.0/8`, `[2001:db8::]/32`), each optionally with `:port`; or a preset (`preset:npm`, `preset:go`, `preset:apt`, `preset:pypi`, `preset:github`) naming the hosts an installer needs. Only with mode `allowlist`.
+	Allow []string         `json:"allow,omitempty,omitzero"`
+	Mode  EgressPolicyMode `json:"mode"`
+}
+
+// EgressPolicyMode defines model for EgressPolicy.Mode.
+type EgressPolicyMode string
+
+// EgressStatus defines model for EgressStatus.
+type EgressStatus struct {
+	AgentID string `json:"agent_id"`
+
+	// Egress What an agent's sandbox may reach besides the platform (its gateway and model gateway, always). `open`: anywhere. `allowlist`: the destinations `allow` names, through the platform's egress proxy; the sandbox is cut off from the network, so a connection to anything else fails whether or not the program uses the proxy (`HTTP(S)_PROXY` is set in the sandbox for convenience). `none`: nothing. A refused destination is an `egress.denied` event. An agent type created without a policy gets `allowlist` with nothing listed; an agent type's allowlist also holds its repository's host.
+	Egress EgressPolicy `json:"egress"`
+
+	// Version How many times the agent's policy was changed.
+	Version int64 `json:"version"`
+}
 
 // EnvReceipt defines model for EnvReceipt.
 type EnvReceipt struct {
@@ -1908,12 +1994,18 @@ type StoredWorkspaceConfig struct {
 	// CheckoutOnStart Whether the repository is cloned when the workspace starts (left out: true). false: nothing is fetched and the workspace is ready at once, an empty repository whose origin is the repository and whose branch tracks the repository's, checked out by a `git pull` when the agent needs it; the setup commands still run.
 	CheckoutOnStart bool `json:"checkout_on_start"`
 
+	// Egress What an agent's sandbox may reach besides the platform (its gateway and model gateway, always). `open`: anywhere. `allowlist`: the destinations `allow` names, through the platform's egress proxy; the sandbox is cut off from the network, so a connection to anything else fails whether or not the program uses the proxy (`HTTP(S)_PROXY` is set in the sandbox for convenience). `none`: nothing. A refused destination is an `egress.denied` event. An agent type created without a policy gets `allowlist` with nothing listed; an agent type's allowlist also holds its repository's host.
+	Egress EgressPolicy `json:"egress"`
+
 	// Enabled Whether the type's agents have a workspace (false: no workspace, no workspace tools).
 	Enabled    bool        `json:"enabled"`
 	RepoSource interface{} `json:"repo_source"`
 
 	// ResourceLimits A workspace's CPU, memory and disk, a size a Fargate task can have: CPU 0.25 (memory 512M, 1G or 2G), 0.5 (1G to 4G in 1G steps), 1 (2G to 8G), 2 (4G to 16G), 4 (8G to 30G), 8 (16G to 60G in 4G steps) or 16 vCPUs (32G to 120G in 8G steps); disk 20G to 200G. A part left out is the platform's default (and is checked with it). Sizes take M, Mi, MB or MiB and G, Gi, GB or GiB (all binary units); stored as `512M` or `4G`.
 	ResourceLimits ResourceLimits `json:"resource_limits"`
+
+	// Secrets Names of the app's secrets (POST /api/v1/secrets) whose headers the egress proxy adds to the agent's requests to their hosts. The sandbox never holds their values.
+	Secrets []string `json:"secrets,omitempty,omitzero"`
 
 	// SessionLimits Bounds of each session of the type, with the platform's (`session_limits` in the config): the lower of the two holds; 0 or left out: the platform's only. A session over one is told to stop and ends with the reason `max_duration`, `idle_timeout`, `token_budget` or `cost_budget`.
 	SessionLimits struct {
@@ -2109,6 +2201,9 @@ type WorkspaceConfig struct {
 	// CheckoutOnStart Whether the repository is cloned when the workspace starts (left out: true). false: nothing is fetched and the workspace is ready at once, an empty repository whose origin is the repository and whose branch tracks the repository's, checked out by a `git pull` when the agent needs it; the setup commands still run.
 	CheckoutOnStart bool `json:"checkout_on_start,omitempty,omitzero"`
 
+	// Egress What an agent's sandbox may reach besides the platform (its gateway and model gateway, always). `open`: anywhere. `allowlist`: the destinations `allow` names, through the platform's egress proxy; the sandbox is cut off from the network, so a connection to anything else fails whether or not the program uses the proxy (`HTTP(S)_PROXY` is set in the sandbox for convenience). `none`: nothing. A refused destination is an `egress.denied` event. An agent type created without a policy gets `allowlist` with nothing listed; an agent type's allowlist also holds its repository's host.
+	Egress EgressPolicy `json:"egress,omitempty,omitzero"`
+
 	// Enabled Whether the type's agents have a workspace (false: no workspace, no workspace tools).
 	Enabled bool `json:"enabled,omitempty,omitzero"`
 
@@ -2117,6 +2212,9 @@ type WorkspaceConfig struct {
 
 	// ResourceLimits A workspace's CPU, memory and disk, a size a Fargate task can have: CPU 0.25 (memory 512M, 1G or 2G), 0.5 (1G to 4G in 1G steps), 1 (2G to 8G), 2 (4G to 16G), 4 (8G to 30G), 8 (16G to 60G in 4G steps) or 16 vCPUs (32G to 120G in 8G steps); disk 20G to 200G. A part left out is the platform's default (and is checked with it). Sizes take M, Mi, MB or MiB and G, Gi, GB or GiB (all binary units); stored as `512M` or `4G`.
 	ResourceLimits ResourceLimits `json:"resource_limits,omitempty,omitzero"`
+
+	// Secrets Names of the app's secrets (POST /api/v1/secrets) whose headers the egress proxy adds to the agent's requests to their hosts. The sandbox never holds their values.
+	Secrets []string `json:"secrets,omitempty,omitzero"`
 
 	// SessionLimits Bounds of each session of the type, with the platform's (`session_limits` in the config): the lower of the two holds; 0 or left out: the platform's only. A session over one is told to stop and ends with the reason `max_duration`, `idle_timeout`, `token_budget` or `cost_budget`.
 	SessionLimits struct {
@@ -2313,6 +2411,34 @@ type CreationTimeout struct {
 
 		// IdempotencyKey The Idempotency-Key to send the create again with.
 		IdempotencyKey string `json:"idempotency_key"`
+	} `json:"details,omitempty,omitzero"`
+	ErrorCode interface{} `json:"error_code"`
+
+	// Message For people; never internal details.
+	Message string `json:"message"`
+
+	// RetryAfterSeconds When set, wait this long before retrying (also the `Retry-After` header).
+	RetryAfterSeconds int64 `json:"retry_after_seconds,omitempty,omitzero"`
+
+	// Retryable Whether the same request may be retried unchanged.
+	Retryable bool        `json:"retryable"`
+	Status    interface{} `json:"status"`
+}
+
+// EgressConflict defines model for EgressConflict.
+type EgressConflict struct {
+	// Details Machine-readable specifics of the error, where it has any: an agent type's unknown tools carry `invalid_tools` (each unknown name, once) and `valid_tools` (every workspace tool). A creation timeout carries the `agent_id` that keeps starting. A workspace tool that is not enabled carries `enabled_tools`; an unknown one `valid_tools`. A request without mandatory headers carries `missing` (each missing header).
+	Details struct {
+		// AgentID On 408 `agent_creation_timeout`: the agent that keeps starting.
+		AgentID string `json:"agent_id,omitempty,omitzero"`
+
+		// EnabledTools On 403 `tool_not_enabled`: the workspace tools the agent's type enables.
+		EnabledTools []string `json:"enabled_tools,omitempty,omitzero"`
+		InvalidTools []string `json:"invalid_tools,omitempty,omitzero"`
+
+		// Missing On 400 `missing_headers`: every mandatory header missing.
+		Missing    []string `json:"missing,omitempty,omitzero"`
+		ValidTools []string `json:"valid_tools,omitempty,omitzero"`
 	} `json:"details,omitempty,omitzero"`
 	ErrorCode interface{} `json:"error_code"`
 
@@ -3120,6 +3246,9 @@ type CreateAgentJSONRequestBody = CreateRequest
 
 // PresignAttachmentJSONRequestBody defines body for PresignAttachment for application/json ContentType.
 type PresignAttachmentJSONRequestBody = AttachmentRequest
+
+// SetAgentEgressJSONRequestBody defines body for SetAgentEgress for application/json ContentType.
+type SetAgentEgressJSONRequestBody = EgressPolicy
 
 // SubmitEnvJSONRequestBody defines body for SubmitEnv for application/json ContentType.
 type SubmitEnvJSONRequestBody = EnvSubmission

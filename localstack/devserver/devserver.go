@@ -268,6 +268,9 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 		// A delegated cgroup v2 for the sandboxes' own cgroups; unset, the
 		// dev server's own cgroup where it is writable v2.
 		CgroupDir: os.Getenv("RA_SANDBOX_CGROUP"),
+		// Sandboxes whose egress policy is not open run cut off, through
+		// the egress proxy.
+		Network: egressNetwork(cfg, e, o.Log),
 		OnExit: func(e launch.Exit) {
 			// What EventBridge does for a stopped ECS task.
 			code := e.ExitCode

@@ -32,6 +32,9 @@ const (
 	ServiceUnavailable   Code = "service_unavailable"
 	GuardrailsMissing    Code = "guardrails_missing"
 	AgentNotAlive        Code = "agent_not_alive"
+	// EgressNotIsolated: the agent's sandbox was started with open egress
+	// and is not cut off from the network: no other policy can hold for it.
+	EgressNotIsolated Code = "egress_not_isolated"
 	// ModelUnavailable: the agent's sandbox found no usable model, so it was not
 	// started; the platform's model settings need fixing.
 	ModelUnavailable Code = "model_unavailable"

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -39,6 +40,8 @@ type sessionItem struct {
 	WorkspaceStatus      *sandboxwire.WorkspaceStatus `json:"workspace_status,omitempty"`
 	WorkspaceDropped     string                       `json:"workspace_dropped,omitempty"`
 	SnapshotKey          string                       `json:"snapshot_key,omitempty"`
+	Egress               *egress.Policy               `json:"egress,omitempty"`
+	EgressVersion        int                          `json:"egress_version,omitempty"`
 	State                session.State                `json:"state"`
 	Reason               session.Reason               `json:"reason,omitempty"`
 	Generation           int                          `json:"generation"`
@@ -108,6 +111,8 @@ func newSessionItem(s session.Session) sessionItem {
 		WorkspaceStatus:      s.WorkspaceStatus,
 		WorkspaceDropped:     s.WorkspaceDropped,
 		SnapshotKey:          s.SnapshotKey,
+		Egress:               s.Egress,
+		EgressVersion:        s.EgressVersion,
 		State:                s.State,
 		Reason:               s.Reason,
 		Generation:           s.Generation,
@@ -188,6 +193,8 @@ func (it sessionItem) session() session.Session {
 		WorkspaceStatus:      it.WorkspaceStatus,
 		WorkspaceDropped:     it.WorkspaceDropped,
 		SnapshotKey:          it.SnapshotKey,
+		Egress:               it.Egress,
+		EgressVersion:        it.EgressVersion,
 		State:                it.State,
 		Reason:               it.Reason,
 		Generation:           it.Generation,

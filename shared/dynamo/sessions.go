@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/remote-agents/remote-agents/shared/resources"
+	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -267,6 +268,22 @@ func (s *Sessions) Touch(ctx context.Context, id string, generation int, set ses
 	up := setDue(setFields(expression.Set(expression.Name("updated_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano))), set), set)
 	cond := inStates(session.Live).And(expression.Name("generation").Equal(expression.Value(generation)))
 	return s.update(ctx, id, up, cond)
+}
+
+// SetEgress replaces a live session's egress policy if it is still of
+// version, and counts the change.
+func (s *Sessions) SetEgress(ctx context.Context, id string, version int, p egress.Policy) (session.Session, error) {
+	if p.Allow == nil {
+		p.Allow = []string{}
+	}
+	up := expression.Set(expression.Name("egress"), expression.Value(p)).
+		Set(expression.Name("egress_version"), expression.Value(version+1)).
+		Set(expression.Name("updated_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano)))
+	same := expression.Name("egress_version").Equal(expression.Value(version))
+	if version == 0 {
+		same = expression.AttributeNotExists(expression.Name("egress_version")).Or(same)
+	}
+	return s.update(ctx, id, up, inStates(session.Live).And(same))
 }
 
 // pushKey is the idempotency table's item that names the session of a push

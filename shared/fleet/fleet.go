@@ -12,6 +12,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/appkey"
+	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -19,7 +20,7 @@ import (
 )
 
 // Store is what the fleet reads and changes of sessions: one by id, a
-// tenant's page, and a state change (a kill). Its Transition should push the
+// tenant's page, a state change (a kill) and an egress policy. Its Transition should push the
 // stop to the session's sandbox (session.Pushing).
 type Store interface {
 	// Get reads a session; session.ErrNotFound if absent.
@@ -30,6 +31,9 @@ type Store interface {
 	// ListByTenant reads a page of a tenant's sessions (session.Fleet);
 	// session.ErrBadCursor for a cursor it did not return to this tenant.
 	ListByTenant(ctx context.Context, tenant string, f session.ListFilter, limit int, after string) ([]session.Session, string, error)
+	// SetEgress replaces the egress policy of a live session whose policy
+	// is still of version; session.ErrConflict otherwise.
+	SetEgress(ctx context.Context, id string, version int, p egress.Policy) (session.Session, error)
 }
 
 // Publisher sends jobs-queue messages (session.stop, for a kill).
@@ -242,6 +246,12 @@ func (s *Service) Kill(ctx context.Context, id, bearer string) (KillStatus, erro
 		return KillStatus{AgentID: id, Status: status, State: sess.State, Reason: session.ReasonKilled}, nil
 	}
 	return KillStatus{}, &apierror.Error{Code: apierror.ServiceUnavailable, Message: "The agent is changing state; try again.", RetryAfter: 1}
+}
+
+// Authorize finds the session id and checks that bearer may act on it: an
+// app key of its tenant, or one of its session tokens (killAuthorize).
+func (s *Service) Authorize(ctx context.Context, id, bearer string) (session.Session, error) {
+	return s.killAuthorize(ctx, id, bearer)
 }
 
 // killAuthorize finds the session a kill names and checks its bearer: an app

@@ -1,6 +1,6 @@
 // Package fleetapi serves the fleet routes: GET /api/remote_agents (an app's
-// agents, app key), POST /api/remote_agents/{id}/kill (app key or session
-// token), GET /api/v1/usage and GET, PUT /api/v1/limits (app key), over
+// agents, app key), POST /api/remote_agents/{id}/kill and PATCH
+// /api/remote_agents/{id}/egress (app key or session token), GET /api/v1/usage and GET, PUT /api/v1/limits (app key), over
 // packages fleet and usage. Its own package, so that the other session
 // routes' functions link none of the fleet.
 package fleetapi
@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/fleet"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -35,6 +36,7 @@ func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
 	return []httpapi.Route{
 		{Method: http.MethodGet, Pattern: routes.PathAgents, Handler: httpapi.CORS(allowedOrigins, "GET", h.List), CORS: true},
 		{Method: http.MethodPost, Pattern: routes.PathKill, Handler: httpapi.CORS(allowedOrigins, "POST", h.Kill), CORS: true},
+		{Method: http.MethodPatch, Pattern: routes.PathEgress, Handler: httpapi.CORS(allowedOrigins, "PATCH", h.SetEgress), CORS: true},
 		// An app key's route, as the agent types' are: servers call it, not
 		// browsers.
 		{Method: http.MethodGet, Pattern: routes.PathUsage, Handler: h.Usage},
@@ -103,6 +105,28 @@ func (h *Handlers) List(ctx context.Context, req httpapi.Request) (httpapi.Respo
 		return httpapi.Error(ctx, h.log, err), nil
 	}
 	out, err := h.svc.List(ctx, app, q)
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, out), nil
+}
+
+// MaxEgressBytes bounds the body of PATCH /api/remote_agents/{id}/egress.
+const MaxEgressBytes = 32 << 10
+
+// SetEgress serves PATCH /api/remote_agents/{id}/egress: {"mode", "allow"}
+// replaces the live agent's egress policy (narrowing only, with its
+// session token; either way, with its tenant's app key).
+func (h *Handlers) SetEgress(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	id, bearer := req.PathParameters["id"], httpapi.BearerToken(req)
+	if _, err := h.svc.Authorize(ctx, id, bearer); err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	var in egress.Policy
+	if err := httpapi.DecodeJSON(req, MaxEgressBytes, &in); err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	out, err := h.svc.SetEgress(ctx, id, bearer, in)
 	if err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}

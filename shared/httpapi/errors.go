@@ -25,6 +25,7 @@ var statuses = map[apierror.Code]int{
 	apierror.ServiceUnavailable:   http.StatusServiceUnavailable,
 	apierror.GuardrailsMissing:    http.StatusServiceUnavailable,
 	apierror.AgentNotAlive:        http.StatusConflict,
+	apierror.EgressNotIsolated:    http.StatusConflict,
 	apierror.ModelUnavailable:     http.StatusServiceUnavailable,
 	apierror.AgentTypeNotFound:    http.StatusNotFound,
 	apierror.AgentTypeExists:      http.StatusConflict,

@@ -31,6 +31,9 @@ const (
 	// LiveSessions is an app's live sessions, as its live count stands at
 	// each sweep.
 	LiveSessions = "LiveSessions"
+	// EgressDenied counts the connections of an app's sandboxes the egress
+	// proxy refused (once a minute for a sandbox and destination).
+	EgressDenied = "EgressDenied"
 	// SessionsAtMaxDuration counts sessions the platform ended because they
 	// reached their maximum time (the alarm's: sessions that would outlive
 	// it).

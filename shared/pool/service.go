@@ -409,7 +409,7 @@ func (s *Service) launch(ctx context.Context, t registry.AgentType, owner, versi
 	ref, err := s.o.Launcher.Launch(ctx, launch.Spec{
 		SessionID: id, Generation: 1, Pool: true, GatewayURL: s.o.GatewayURL, BootstrapCode: code,
 		ModelGatewayURL: s.o.ModelGatewayURL, PushURL: s.o.PushURL, TmuxSessionName: sb.TmuxSessionName, Size: size,
-		Image: t.Workspace.BaseImage,
+		Image: t.Workspace.BaseImage, Isolated: t.Workspace.EgressPolicy().Isolated(),
 	})
 	if err != nil {
 		_ = s.o.Store.Remove(context.WithoutCancel(ctx), id, Starting, Idle)

@@ -324,6 +324,7 @@ func (w *Worker) start(ctx context.Context, m jobqueue.Message) error {
 		TmuxSessionName: sess.TmuxSessionName,
 		Size:            w.size(ctx, sess),
 		Image:           baseImage(sess),
+		Isolated:        sess.EgressPolicy().Isolated(),
 	})
 	if errors.Is(err, errLaunchFailed) {
 		return nil // the session failed: nothing to retry
@@ -365,6 +366,7 @@ func (w *Worker) recordLaunched(ctx context.Context, sess session.Session) error
 		TmuxSessionName: sess.TmuxSessionName,
 		Size:            w.size(ctx, sess),
 		Image:           baseImage(sess),
+		Isolated:        sess.EgressPolicy().Isolated(),
 	}
 	if sess.WorkspaceDropped != "" {
 		// It was the last launch, without the workspace (launchBare).

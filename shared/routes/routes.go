@@ -48,6 +48,8 @@ const (
 	PathAttachments = "/api/remote_agents/{id}/attachments"
 	PathEnv         = "/api/remote_agents/{id}/env"
 	PathKill        = "/api/remote_agents/{id}/kill"
+	// PathEgress changes a live agent's egress policy.
+	PathEgress = "/api/remote_agents/{id}/egress"
 	PathEvents      = "/api/remote_agents/{id}/events"
 	// PathWorkspaceTool runs a workspace tool in the agent's sandbox.
 	PathWorkspaceTool = "/api/remote_agents/{id}/workspace/tools/{tool}"
@@ -96,6 +98,7 @@ var table = []Route{
 	// The fleet: an app's agents (app key), and kill (app key or session token).
 	{Method: "GET", Path: PathAgents, Function: "fleet"},
 	{Method: "POST", Path: PathKill, Function: "fleet"},
+	{Method: "PATCH", Path: PathEgress, Function: "fleet"},
 	{Method: "GET", Path: PathUsage, Function: "fleet"},
 	{Method: "GET", Path: PathLimits, Function: "fleet"},
 	{Method: "PUT", Path: PathLimits, Function: "fleet"},

@@ -31,12 +31,16 @@ const (
 	// TypeBudgetExceeded is appended by the model gateway when a spend cap
 	// stopped the agent's model calls.
 	TypeBudgetExceeded = "budget.exceeded"
+	// TypeEgressDenied is appended by the platform when its egress proxy
+	// refused a connection of the agent's sandbox (once a minute for a
+	// destination).
+	TypeEgressDenied = "egress.denied"
 )
 
 // Types lists every event type, for clients (the embed view) and tests.
 var Types = []string{
 	TypeAgentMessage, TypeAgentError, TypeAgentQuestion, TypeToolCall, TypeStateChanged,
-	TypeTokenLimit, TypeBudgetExceeded, TypeEnvRequest, TypeUserMessage, TypeEnvSubmitted, TypeOutputVerification,
+	TypeTokenLimit, TypeBudgetExceeded, TypeEgressDenied, TypeEnvRequest, TypeUserMessage, TypeEnvSubmitted, TypeOutputVerification,
 	TypeOutputSnapshot, TypeAutomationCompleted,
 	TypeWorkspaceCreating, TypeWorkspaceCloning, TypeWorkspaceSetup, TypeWorkspaceWarning, TypeWorkspaceReady,
 	TypeWorkspaceToolRequest, TypeWorkspaceTool,
@@ -162,6 +166,17 @@ type BudgetExceeded struct {
 	Message  string    `json:"message"`
 }
 
+// EgressDenied says the sandbox tried to reach a destination its egress
+// policy does not allow: Host (a name or an address, as the program asked
+// for it) and Port. Reason is "not_allowed", or "link_local" for the
+// cloud's metadata addresses, which no policy allows.
+type EgressDenied struct {
+	Host    string `json:"host"`
+	Port    int    `json:"port"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
 // EnvRequest asks the user for env values (request_env_variables).
 type EnvRequest struct {
 	ToolCallID string          `json:"tool_call_id"`
@@ -268,6 +283,9 @@ func (TokenLimit) EventType() string { return TypeTokenLimit }
 
 // EventType implements Payload.
 func (BudgetExceeded) EventType() string { return TypeBudgetExceeded }
+
+// EventType implements Payload.
+func (EgressDenied) EventType() string { return TypeEgressDenied }
 
 // EventType implements Payload.
 func (EnvRequest) EventType() string { return TypeEnvRequest }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -67,6 +68,9 @@ type AliveStatus struct {
 	// left of them.
 	Limits    registry.SessionLimits `json:"limits"`
 	Remaining Remaining              `json:"remaining"`
+	// Egress is what its sandbox may reach now, besides the platform
+	// (absent for an unknown agent).
+	Egress *egress.Policy `json:"egress,omitempty"`
 }
 
 // Alive reports whether a session is still active, that is not ended: a
@@ -124,6 +128,7 @@ func (s *Control) Alive(ctx context.Context, id, tok string) (AliveStatus, error
 		FromPool:          sess.PoolSandbox != "",
 		Limits:            limits,
 		Remaining:         RemainingOf(limits, sess, s.o.Now()),
+		Egress:            egressView(sess),
 	}, nil
 }
 

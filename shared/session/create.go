@@ -339,6 +339,7 @@ func (s *Creator) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 	}
 	if typ != nil {
 		sess.AgentType, sess.Workspace, sess.AgentTypeOwner = typ.ID, &typ.Workspace, typ.Tenant
+		sess.Egress = EgressFor(&typ.Workspace, req.TaskContext)
 	}
 	if rec != nil {
 		rec.SessionID = id

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -382,7 +383,7 @@ func TestCreateOfWhatIsNotThere(t *testing.T) {
 		t.Errorf("shutdown of an unknown agent: %v, want %s", err, apierror.AgentNotFound)
 	}
 	st, err := r.control.Alive(t.Context(), unknown, c.SessionToken)
-	if err != nil || st != (session.AliveStatus{AgentID: unknown, State: "unknown", Status: "unknown"}) {
+	if err != nil || !reflect.DeepEqual(st, session.AliveStatus{AgentID: unknown, State: "unknown", Status: "unknown"}) {
 		t.Errorf("alive of an unknown agent: %+v, %v", st, err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
@@ -150,6 +151,12 @@ type Session struct {
 	WorkspaceDropped string
 	// SnapshotKey is the object key of the session's last saved snapshot.
 	SnapshotKey string
+	// Egress is what its sandbox may reach now: its agent type's policy as
+	// create resolved it, then as changes made it (SetEgress); nil is open
+	// (no agent type, or a type stored before policies). EgressVersion
+	// counts the changes.
+	Egress        *egress.Policy
+	EgressVersion int
 	// ServedGuardrailsHash is the hash of the guardrails the sandbox was last
 	// served (its spec); ready must report exactly it.
 	ServedGuardrailsHash string
@@ -181,6 +188,14 @@ type Session struct {
 	// (ClaimedAt) by then.
 	ClaimBy   time.Time
 	ClaimedAt time.Time
+}
+
+// EgressPolicy is s's egress policy now: open when it has none.
+func (s Session) EgressPolicy() egress.Policy {
+	if s.Egress == nil {
+		return egress.Open()
+	}
+	return *s.Egress
 }
 
 // Unclaimed reports whether s is an agent whose create timed out and that

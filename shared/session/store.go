@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"time"
+
+	"github.com/remote-agents/remote-agents/shared/egress"
 )
 
 // The session store's roles. Each is what one part of the platform does with
@@ -42,6 +44,10 @@ type Lifecycle interface {
 	// Touch sets fields (heartbeat, sandbox details) on a live session of the given
 	// generation without changing its state; ErrConflict otherwise.
 	Touch(ctx context.Context, id string, generation int, set Fields) (Session, error)
+	// SetEgress replaces the egress policy of a live session whose policy
+	// is still of version (Session.EgressVersion), and counts the change;
+	// ErrConflict otherwise.
+	SetEgress(ctx context.Context, id string, version int, p egress.Policy) (Session, error)
 }
 
 // Launches hands a session's sandbox its credentials: the launch's one-time

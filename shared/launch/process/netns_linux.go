@@ -141,3 +141,14 @@ func closeAll(ls []net.Listener) {
 		_ = l.Close()
 	}
 }
+
+// CanIsolate reports whether this process can cut sandboxes off from the
+// network (Network): nil if it can make a network namespace.
+func CanIsolate() error {
+	ns, _, err := newNetns(nil)
+	if err != nil {
+		return err
+	}
+	ns.close()
+	return nil
+}

@@ -22,3 +22,9 @@ func closeAll(ls []net.Listener) {
 		_ = l.Close()
 	}
 }
+
+// CanIsolate reports whether this process can cut sandboxes off from the
+// network: never, but on Linux.
+func CanIsolate() error {
+	return errors.New("process launcher: cutting a sandbox off from the network needs Linux")
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -222,6 +223,34 @@ func RunLifecycle(t *testing.T, newStore func(t *testing.T) session.Lifecycle) {
 		}
 		if err := st.AddToken(t.Context(), newID(t), "h"); !errors.Is(err, session.ErrNotFound) {
 			t.Errorf("token for an unknown id: %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("set egress changes a live session's policy of its version", func(t *testing.T) {
+		t.Parallel()
+		st := newStore(t)
+		initial := egress.Policy{Mode: egress.ModeAllowlist, Allow: []string{"a.example.com", "b.example.com"}}
+		in := sample(t, session.Working, 1)
+		in.Egress = &initial
+		s := create(t, st, in)
+		if read, _ := st.Get(t.Context(), s.ID); !reflect.DeepEqual(read.Egress, &initial) || read.EgressVersion != 0 {
+			t.Fatalf("created with egress %+v (version %d)", read.Egress, read.EgressVersion)
+		}
+		narrow := egress.Policy{Mode: egress.ModeAllowlist, Allow: []string{"a.example.com"}}
+		got, err := st.SetEgress(t.Context(), s.ID, 0, narrow)
+		if err != nil || !reflect.DeepEqual(got.Egress, &narrow) || got.EgressVersion != 1 {
+			t.Fatalf("SetEgress = %+v (version %d), %v", got.Egress, got.EgressVersion, err)
+		}
+		// A change made on the version before is refused: it lost the race.
+		if _, err := st.SetEgress(t.Context(), s.ID, 0, egress.Open()); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("stale version: %v, want ErrConflict", err)
+		}
+		if read, _ := st.Get(t.Context(), s.ID); !reflect.DeepEqual(read.Egress, &narrow) || read.EgressVersion != 1 {
+			t.Errorf("after a refused change: %+v (version %d)", read.Egress, read.EgressVersion)
+		}
+		ended := create(t, st, sample(t, session.Ended, 1))
+		if _, err := st.SetEgress(t.Context(), ended.ID, 0, narrow); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("ended session: %v, want ErrConflict", err)
 		}
 	})
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -243,6 +244,20 @@ func (m *Memory) Touch(_ context.Context, id string, generation int, fields sess
 		}
 		s.UpdatedAt = now
 		return set(s, fields)
+	})
+}
+
+// SetEgress replaces a live session's egress policy if it is still of
+// version, and counts the change.
+func (m *Memory) SetEgress(_ context.Context, id string, version int, p egress.Policy) (session.Session, error) {
+	now := m.now().UTC()
+	return m.update(id, func(s *session.Session) error {
+		if !slices.Contains(session.Live, s.State) || s.EgressVersion != version {
+			return session.ErrConflict
+		}
+		p.Allow = append([]string{}, p.Allow...)
+		s.Egress, s.EgressVersion, s.UpdatedAt = &p, version+1, now
+		return nil
 	})
 }
 

@@ -1,0 +1,170 @@
+package systemtest_test
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+)
+
+// recorder is a local server that keeps the headers of what it was sent.
+type recorder struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []http.Header
+}
+
+func record(t *testing.T, name string) *recorder {
+	t.Helper()
+	r := &recorder{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		r.seen = append(r.seen, req.Header.Clone())
+		r.mu.Unlock()
+		_, _ = io.WriteString(w, name)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *recorder) addr() string { return strings.TrimPrefix(r.URL, "http://") }
+
+func (r *recorder) headers() []http.Header {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]http.Header(nil), r.seen...)
+}
+
+// bash runs command through the workspace tool API and returns its output.
+func (s *stack) bash(t *testing.T, id, tok, command string) string {
+	t.Helper()
+	r := s.runTool(id, tok, "bash", map[string]any{"args": map[string]any{"command": command}})
+	if r.status != http.StatusOK {
+		t.Fatalf("bash %q: %d %s", command, r.status, r.raw)
+	}
+	return r.str("output")
+}
+
+// codeIn is the status a curl -w 'code=%{http_code}' printed in a bash
+// tool's output.
+func codeIn(out string) string {
+	_, code, _ := strings.Cut(out, "code=")
+	if f := strings.Fields(code); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
+// TestEgressAllowlistHoldsOutsideTheSandbox (issue 30), driving bash
+// through the workspace tool API as an app would: with an allowlist of one
+// loopback server, curl reaches it through the proxy; another loopback
+// address, another port and a raw IP are refused by the proxy (403, and an
+// egress.denied event), and without the proxy (HTTP_PROXY unset, or a
+// program that ignores it) nothing is reachable at all. A session token may
+// narrow the policy, not widen it; the app key may; alive shows it.
+func TestEgressAllowlistHoldsOutsideTheSandbox(t *testing.T) {
+	t.Parallel()
+	s := start(t, withSandboxEnv("RA_NO_TMUX=1"))
+	allowed, other := record(t, "allowed"), record(t, "other")
+	_, port, _ := net.SplitHostPort(allowed.addr())
+	s.putType(t, "fenced", map[string]any{"enabled": true, "tools": []string{"bash"},
+		"egress": map[string]any{"mode": "allowlist", "allow": []string{allowed.addr()}}})
+	id, tok := s.createTyped(t, "fenced")
+
+	curl := func(args string) string {
+		t.Helper()
+		out := s.bash(t, id, tok, "curl -s -m 5 -o /dev/null -w 'code=%{http_code}' "+args+"; true")
+		return codeIn(out)
+	}
+	if got := curl(allowed.URL + "/"); got != "200" {
+		t.Fatalf("the allowed server: %s", got)
+	}
+	for what, args := range map[string]string{
+		"another port":           other.URL + "/",
+		"another loopback":       "http://127.0.0.2:" + port + "/",
+		"a raw IP":               "http://192.0.2.10/",
+		"a raw IP over https":    "https://192.0.2.10/",
+		"a host name not listed": "https://example.com/",
+	} {
+		if got := curl(args); got != "403" && !(strings.HasPrefix(args, "https") && got == "000") {
+			t.Errorf("%s through the proxy: %s", what, got)
+		}
+	}
+	// Around the proxy: nothing answers.
+	unset := "env -u HTTP_PROXY -u http_proxy -u HTTPS_PROXY -u https_proxy -u ALL_PROXY -u all_proxy "
+	for what, args := range map[string]string{
+		"the allowed server, HTTP_PROXY unset": unset + allowed.URL + "/",
+		"the allowed server, --noproxy":        "--noproxy '*' " + allowed.URL + "/",
+		"a raw IP, HTTP_PROXY unset":           unset + "http://192.0.2.10/",
+	} {
+		if strings.HasPrefix(args, "env ") {
+			args = strings.TrimPrefix(args, unset)
+			out := s.bash(t, id, tok, unset+"curl -s -m 5 -o /dev/null -w 'code=%{http_code}' "+args+"; true")
+			if got := codeIn(out); got != "000" {
+				t.Errorf("%s: %s", what, got)
+			}
+			continue
+		}
+		if got := curl(args); got != "000" {
+			t.Errorf("%s: %s", what, got)
+		}
+	}
+	if out := s.bash(t, id, tok, "(exec 3<>/dev/tcp/127.0.0.1/"+port+") 2>/dev/null && echo reached || echo refused; (exec 3<>/dev/tcp/192.0.2.10/80) 2>/dev/null && echo reached || echo refused"); strings.Count(out, "refused") != 2 {
+		t.Errorf("a program that ignores proxy variables: %s", out)
+	}
+	if n := len(other.headers()); n != 0 {
+		t.Errorf("the server not allowed got %d requests", n)
+	}
+	// The refusals are events of the agent.
+	eventually(t, 10*time.Second, "egress.denied events", func() bool {
+		evs, err := s.srv.Env.SessionStore().Events(t.Context(), id, 0, 1000)
+		if err != nil {
+			return false
+		}
+		hosts := map[string]bool{}
+		for _, e := range evs {
+			if e.Type == sandboxwire.TypeEgressDenied {
+				hosts[e.Data["host"].(string)] = true
+			}
+		}
+		return hosts["127.0.0.1"] && hosts["127.0.0.2"] && hosts["192.0.2.10"] && hosts["example.com"]
+	})
+	if a := s.alive(id, tok); a.status != http.StatusOK || !strings.Contains(string(a.raw), `"egress":{"mode":"allowlist","allow":["`+allowed.addr()+`"]}`) {
+		t.Errorf("alive: %s", a.raw)
+	}
+
+	// The session token may narrow, not widen; the app key may widen.
+	patch := func(bearer string, policy map[string]any) reply {
+		return s.call(http.MethodPatch, "/api/remote_agents/"+id+"/egress", bearer, policy)
+	}
+	wantError(t, patch(tok, map[string]any{"mode": "allowlist", "allow": []string{allowed.addr(), other.addr()}}), http.StatusForbidden, "forbidden")
+	wantError(t, patch(tok, map[string]any{"mode": "allowlist", "allow": []string{"https://x"}}), http.StatusBadRequest, "invalid_request")
+	wantError(t, patch("", map[string]any{"mode": "none"}), http.StatusUnauthorized, "missing_token")
+	if r := patch(appKey, map[string]any{"mode": "allowlist", "allow": []string{allowed.addr(), other.addr()}}); r.status != http.StatusOK {
+		t.Fatalf("widen with the app key: %d %s", r.status, r.raw)
+	}
+	eventually(t, 10*time.Second, "the widened policy to hold", func() bool { return curl(other.URL+"/") == "200" })
+	if r := patch(tok, map[string]any{"mode": "none"}); r.status != http.StatusOK || !strings.Contains(string(r.raw), `"version":2`) {
+		t.Fatalf("narrow with the session token: %d %s", r.status, r.raw)
+	}
+	eventually(t, 10*time.Second, "the narrowed policy to hold", func() bool { return curl(allowed.URL+"/") == "403" })
+}
+
+// An agent started with open egress is not cut off: no allowlist can hold
+// for it, and a change to one says so.
+func TestEgressOfAnOpenAgentCannotNarrow(t *testing.T) {
+	t.Parallel()
+	s := start(t, withSandboxEnv("RA_NO_TMUX=1"))
+	s.putType(t, "open", map[string]any{"enabled": true, "tools": []string{"bash"}, "egress": map[string]any{"mode": "open"}})
+	id, tok := s.createTyped(t, "open")
+	wantError(t, s.call(http.MethodPatch, "/api/remote_agents/"+id+"/egress", appKey, map[string]any{"mode": "none"}), http.StatusConflict, "egress_not_isolated")
+	if a := s.alive(id, tok); !strings.Contains(string(a.raw), `"egress":{"mode":"open","allow":[]}`) {
+		t.Errorf("alive: %s", a.raw)
+	}
+}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
-	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/egress"
+	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 

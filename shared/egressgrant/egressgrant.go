@@ -51,8 +51,8 @@ type Options struct {
 	Pool     PoolSandboxes // nil: no warm pools
 	Types    Types         // nil: no warm pools
 	Secrets  Secrets       // nil: no secrets
-	Log    *slog.Logger
-	Now    func() time.Time
+	Log      *slog.Logger
+	Now      func() time.Time
 }
 
 // Service looks up grants.

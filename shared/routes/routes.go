@@ -48,9 +48,9 @@ const (
 	PathAttachments = "/api/remote_agents/{id}/attachments"
 	PathEnv         = "/api/remote_agents/{id}/env"
 	PathKill        = "/api/remote_agents/{id}/kill"
+	PathEvents      = "/api/remote_agents/{id}/events"
 	// PathEgress changes a live agent's egress policy.
 	PathEgress = "/api/remote_agents/{id}/egress"
-	PathEvents      = "/api/remote_agents/{id}/events"
 	// PathWorkspaceTool runs a workspace tool in the agent's sandbox.
 	PathWorkspaceTool = "/api/remote_agents/{id}/workspace/tools/{tool}"
 	PathEmbed         = "/embed/{id}"

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/egress"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 

@@ -270,16 +270,16 @@ func (e CreatedStatus) Valid() bool {
 
 // Defines values for EgressDeniedDataReason.
 const (
-	EgressDeniedDataReasonLinkLocal  EgressDeniedDataReason = "link_local"
-	EgressDeniedDataReasonNotAllowed EgressDeniedDataReason = "not_allowed"
+	EgressDeniedDataDenyLinkLocal  EgressDeniedDataReason = "link_local"
+	EgressDeniedDataDenyNotAllowed EgressDeniedDataReason = "not_allowed"
 )
 
 // Valid indicates whether the value is a known member of the EgressDeniedDataReason enum.
 func (e EgressDeniedDataReason) Valid() bool {
 	switch e {
-	case EgressDeniedDataReasonLinkLocal:
+	case EgressDeniedDataDenyLinkLocal:
 		return true
-	case EgressDeniedDataReasonNotAllowed:
+	case EgressDeniedDataDenyNotAllowed:
 		return true
 	default:
 		return false
@@ -349,6 +349,8 @@ const (
 	ErrorErrorCodePlanStepConflict     ErrorErrorCode = "plan_step_conflict"
 	ErrorErrorCodeProjectNotFound      ErrorErrorCode = "project_not_found"
 	ErrorErrorCodeQuotaExceeded        ErrorErrorCode = "quota_exceeded"
+	ErrorErrorCodeSecretExists         ErrorErrorCode = "secret_exists"
+	ErrorErrorCodeSecretNotFound       ErrorErrorCode = "secret_not_found"
 	ErrorErrorCodeServerError          ErrorErrorCode = "server_error"
 	ErrorErrorCodeServiceUnavailable   ErrorErrorCode = "service_unavailable"
 	ErrorErrorCodeToolNotEnabled       ErrorErrorCode = "tool_not_enabled"
@@ -409,6 +411,10 @@ func (e ErrorErrorCode) Valid() bool {
 	case ErrorErrorCodeProjectNotFound:
 		return true
 	case ErrorErrorCodeQuotaExceeded:
+		return true
+	case ErrorErrorCodeSecretExists:
+		return true
+	case ErrorErrorCodeSecretNotFound:
 		return true
 	case ErrorErrorCodeServerError:
 		return true
@@ -790,6 +796,8 @@ const (
 	ToolErrorErrorCodePlanStepConflict     ToolErrorErrorCode = "plan_step_conflict"
 	ToolErrorErrorCodeProjectNotFound      ToolErrorErrorCode = "project_not_found"
 	ToolErrorErrorCodeQuotaExceeded        ToolErrorErrorCode = "quota_exceeded"
+	ToolErrorErrorCodeSecretExists         ToolErrorErrorCode = "secret_exists"
+	ToolErrorErrorCodeSecretNotFound       ToolErrorErrorCode = "secret_not_found"
 	ToolErrorErrorCodeServerError          ToolErrorErrorCode = "server_error"
 	ToolErrorErrorCodeServiceUnavailable   ToolErrorErrorCode = "service_unavailable"
 	ToolErrorErrorCodeToolNotEnabled       ToolErrorErrorCode = "tool_not_enabled"
@@ -850,6 +858,10 @@ func (e ToolErrorErrorCode) Valid() bool {
 	case ToolErrorErrorCodeProjectNotFound:
 		return true
 	case ToolErrorErrorCodeQuotaExceeded:
+		return true
+	case ToolErrorErrorCodeSecretExists:
+		return true
+	case ToolErrorErrorCodeSecretNotFound:
 		return true
 	case ToolErrorErrorCodeServerError:
 		return true
@@ -1885,6 +1897,45 @@ type SavedService struct {
 	Name string `json:"name"`
 }
 
+// Secret A secret as the API shows it: never its value.
+type Secret struct {
+	CreatedAt time.Time    `json:"created_at"`
+	Inject    []SecretRule `json:"inject"`
+	Name      string       `json:"name"`
+	UpdatedAt time.Time    `json:"updated_at"`
+}
+
+// SecretList defines model for SecretList.
+type SecretList struct {
+	Secrets []Secret `json:"secrets"`
+}
+
+// SecretRequest defines model for SecretRequest.
+type SecretRequest struct {
+	Inject []SecretRule `json:"inject"`
+
+	// Name Required on POST; on PUT, the path's name if given.
+	Name string `json:"name,omitempty,omitzero"`
+
+	// Value The secret. Write-only: no answer holds it, nor any event, log or sandbox.
+	Value string `json:"value,omitempty,omitzero"`
+}
+
+// SecretRule Where a secret goes: the header `header`, written by `format`, on the agent's requests to `host` whose path starts with `path_prefix`. The egress proxy adds it (replacing any the agent sent); for HTTPS it terminates the sandbox's TLS for that host with a certificate of the sandbox's own authority, which the sandbox trusts. The host must also be allowed by the agent's egress policy.
+type SecretRule struct {
+	// Format The header's value: `{{value}}` is the secret (`Bearer {{value}}`), `{{basic:USER}}` Basic auth of USER and the secret (`{{basic:x-access-token}}` for git over HTTPS to GitHub).
+	Format string `json:"format"`
+
+	// Header The header's name (not Host, Content-Length, Connection, Proxy-* or others that frame the request).
+	Header string `json:"header"`
+
+	// Host A host name or IP address, exactly (no scheme, port or path).
+	Host string `json:"host"`
+
+	// PathPrefix Starts with `/`; left out: every path.
+	PathPrefix string `json:"path_prefix,omitempty,omitzero"`
+}
+
 // ShutdownStatus defines model for ShutdownStatus.
 type ShutdownStatus struct {
 	AgentID string               `json:"agent_id"`
@@ -2677,6 +2728,62 @@ type QuotaExceeded struct {
 	Status    interface{} `json:"status"`
 }
 
+// SecretConflict defines model for SecretConflict.
+type SecretConflict struct {
+	// Details Machine-readable specifics of the error, where it has any: an agent type's unknown tools carry `invalid_tools` (each unknown name, once) and `valid_tools` (every workspace tool). A creation timeout carries the `agent_id` that keeps starting. A workspace tool that is not enabled carries `enabled_tools`; an unknown one `valid_tools`. A request without mandatory headers carries `missing` (each missing header).
+	Details struct {
+		// AgentID On 408 `agent_creation_timeout`: the agent that keeps starting.
+		AgentID string `json:"agent_id,omitempty,omitzero"`
+
+		// EnabledTools On 403 `tool_not_enabled`: the workspace tools the agent's type enables.
+		EnabledTools []string `json:"enabled_tools,omitempty,omitzero"`
+		InvalidTools []string `json:"invalid_tools,omitempty,omitzero"`
+
+		// Missing On 400 `missing_headers`: every mandatory header missing.
+		Missing    []string `json:"missing,omitempty,omitzero"`
+		ValidTools []string `json:"valid_tools,omitempty,omitzero"`
+	} `json:"details,omitempty,omitzero"`
+	ErrorCode interface{} `json:"error_code"`
+
+	// Message For people; never internal details.
+	Message string `json:"message"`
+
+	// RetryAfterSeconds When set, wait this long before retrying (also the `Retry-After` header).
+	RetryAfterSeconds int64 `json:"retry_after_seconds,omitempty,omitzero"`
+
+	// Retryable Whether the same request may be retried unchanged.
+	Retryable bool        `json:"retryable"`
+	Status    interface{} `json:"status"`
+}
+
+// SecretNotFound defines model for SecretNotFound.
+type SecretNotFound struct {
+	// Details Machine-readable specifics of the error, where it has any: an agent type's unknown tools carry `invalid_tools` (each unknown name, once) and `valid_tools` (every workspace tool). A creation timeout carries the `agent_id` that keeps starting. A workspace tool that is not enabled carries `enabled_tools`; an unknown one `valid_tools`. A request without mandatory headers carries `missing` (each missing header).
+	Details struct {
+		// AgentID On 408 `agent_creation_timeout`: the agent that keeps starting.
+		AgentID string `json:"agent_id,omitempty,omitzero"`
+
+		// EnabledTools On 403 `tool_not_enabled`: the workspace tools the agent's type enables.
+		EnabledTools []string `json:"enabled_tools,omitempty,omitzero"`
+		InvalidTools []string `json:"invalid_tools,omitempty,omitzero"`
+
+		// Missing On 400 `missing_headers`: every mandatory header missing.
+		Missing    []string `json:"missing,omitempty,omitzero"`
+		ValidTools []string `json:"valid_tools,omitempty,omitzero"`
+	} `json:"details,omitempty,omitzero"`
+	ErrorCode interface{} `json:"error_code"`
+
+	// Message For people; never internal details.
+	Message string `json:"message"`
+
+	// RetryAfterSeconds When set, wait this long before retrying (also the `Retry-After` header).
+	RetryAfterSeconds int64 `json:"retry_after_seconds,omitempty,omitzero"`
+
+	// Retryable Whether the same request may be retried unchanged.
+	Retryable bool        `json:"retryable"`
+	Status    interface{} `json:"status"`
+}
+
 // ServerError defines model for ServerError.
 type ServerError struct {
 	// Details Machine-readable specifics of the error, where it has any: an agent type's unknown tools carry `invalid_tools` (each unknown name, once) and `valid_tools` (every workspace tool). A creation timeout carries the `agent_id` that keeps starting. A workspace tool that is not enabled carries `enabled_tools`; an unknown one `valid_tools`. A request without mandatory headers carries `missing` (each missing header).
@@ -3267,6 +3374,12 @@ type PutWorkspaceConfigJSONRequestBody = WorkspaceConfig
 
 // PutLimitsJSONRequestBody defines body for PutLimits for application/json ContentType.
 type PutLimitsJSONRequestBody = AppKeyLimits
+
+// CreateSecretJSONRequestBody defines body for CreateSecret for application/json ContentType.
+type CreateSecretJSONRequestBody = SecretRequest
+
+// PutSecretJSONRequestBody defines body for PutSecret for application/json ContentType.
+type PutSecretJSONRequestBody = SecretRequest
 
 // PutAgentProfileJSONRequestBody defines body for PutAgentProfile for application/json ContentType.
 type PutAgentProfileJSONRequestBody = AgentProfileInput

@@ -34,6 +34,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/queue"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
+	"github.com/remote-agents/remote-agents/shared/secrets"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sigv4"
 	"github.com/remote-agents/remote-agents/shared/wiring"
@@ -241,6 +242,9 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	e.SandboxImage, e.NoPoolRefillOnClaim = "process:"+strings.Join(o.SandboxCommand, " "), o.NoPoolRefillOnClaim
 	// The dev stack runs jobs with the scripted model too.
 	e.AllowScripted = true
+	// Apps' secrets live in the dev server's memory (on AWS, Secrets
+	// Manager): no file a sandbox could read holds them.
+	e.SecretStore = secrets.NewMemory()
 	keyID, secret := OrchestratorCredentialsFromEnv(nil)
 	keyID, secret = cmp.Or(o.OrchestratorKeyID, keyID), cmp.Or(o.OrchestratorSecret, secret)
 	keys := []sigv4.Credentials{{KeyID: keyID, Secret: secret}}

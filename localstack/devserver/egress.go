@@ -13,6 +13,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/launch/process"
 	"github.com/remote-agents/remote-agents/shared/wiring"
 	"github.com/remote-agents/remote-agents/shared/wiring/poolservice"
+	"github.com/remote-agents/remote-agents/shared/wiring/secretstore"
 )
 
 // DefaultProxyPort is the port of the egress proxy in an isolated
@@ -33,7 +34,8 @@ func egressNetwork(cfg config.Platform, e *wiring.Env, log *slog.Logger) *proces
 		return nil
 	}
 	platform := loopbackAddrs(cfg.GatewayURL, cfg.Model.GatewayURL, cfg.Push.URL, cfg.PublicBaseURL)
-	grants := egressgrant.New(egressgrant.Options{Sessions: e.SessionStore(), Pool: e.PoolStore(), Types: poolservice.AgentTypes(e), Log: log})
+	grants := egressgrant.New(egressgrant.Options{Sessions: e.SessionStore(), Pool: e.PoolStore(), Types: poolservice.AgentTypes(e),
+		Secrets: secretstore.Service(e), Log: log})
 	proxy := egressproxy.New(egressproxy.Options{Lookup: grants.Lookup, Denied: grants.Denied, Platform: platform, Log: log})
 	port := DefaultProxyPort
 	for slices.Contains(platform, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))) {

@@ -36,6 +36,7 @@ func TestAgentTypeRoutes(t *testing.T) {
 	for _, r := range []struct{ method, path string }{
 		{http.MethodPost, agentTypes}, {http.MethodGet, agentTypes}, {http.MethodGet, agentTypes + "/default"},
 		{http.MethodGet, agentTypes + "/default/workspace-config"}, {http.MethodPut, agentTypes + "/default/workspace-config"},
+		{http.MethodPost, "/api/v1/secrets"}, {http.MethodGet, "/api/v1/secrets"}, {http.MethodPut, "/api/v1/secrets/x"}, {http.MethodDelete, "/api/v1/secrets/x"},
 	} {
 		wantError(t, s.call(r.method, r.path, "", map[string]any{}), 401, "missing_token")
 		wantError(t, s.call(r.method, r.path, "rak_not_a_key", "{not json"), 401, "invalid_token")
@@ -46,8 +47,11 @@ func TestAgentTypeRoutes(t *testing.T) {
 	if created.status != http.StatusCreated || created.str("id") != "coder" || created.body["platform"] != false {
 		t.Fatalf("create: %d %s", created.status, created.raw)
 	}
+	// Its sandboxes reach the platform only (egress: an allowlist of nothing).
+	fenced := map[string]any{"mode": "allowlist", "allow": []any{}}
 	wantNone := map[string]any{"enabled": false, "repo_source": map[string]any{"type": "none"}, "tools": []any{}, "resource_limits": map[string]any{},
-		"checkout_on_start": true, "base_image": nil, "setup_commands": []any{}, "setup_timeout_seconds": float64(300), "warm_pool_size": float64(0)}
+		"checkout_on_start": true, "base_image": nil, "setup_commands": []any{}, "setup_timeout_seconds": float64(300), "warm_pool_size": float64(0),
+		"egress": fenced}
 	if got := created.body["workspace_config"]; !reflect.DeepEqual(got, wantNone) {
 		t.Errorf("new type's workspace: %v, want %v", got, wantNone)
 	}
@@ -90,7 +94,8 @@ func TestAgentTypeRoutes(t *testing.T) {
 	got := s.call(http.MethodGet, agentTypes+"/coder/workspace-config", appKey, nil)
 	want := map[string]any{"enabled": true, "repo_source": map[string]any{"type": "task_context", "branch": "main"},
 		"tools": []any{"bash", "read", "write", "edit", "grep", "git"}, "resource_limits": map[string]any{"cpu": "2", "memory": "4G"},
-		"checkout_on_start": true, "base_image": nil, "setup_commands": []any{"npm install --frozen-lockfile"}, "setup_timeout_seconds": float64(300), "warm_pool_size": float64(1)}
+		"checkout_on_start": true, "base_image": nil, "setup_commands": []any{"npm install --frozen-lockfile"}, "setup_timeout_seconds": float64(300), "warm_pool_size": float64(1),
+		"egress": fenced}
 	if got.status != http.StatusOK || !reflect.DeepEqual(got.body, want) || !reflect.DeepEqual(put.body, want) {
 		t.Errorf("workspace config after PUT: %d %s\nPUT answered %s", got.status, got.raw, put.raw)
 	}

@@ -1,10 +1,12 @@
 package systemtest_test
 
 import (
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,14 +43,22 @@ func (r *recorder) headers() []http.Header {
 	return append([]http.Header(nil), r.seen...)
 }
 
-// bash runs command through the workspace tool API and returns its output.
+// bash runs command through the workspace tool API and returns its output,
+// asking again (the same request) while it is pending.
 func (s *stack) bash(t *testing.T, id, tok, command string) string {
 	t.Helper()
-	r := s.runTool(id, tok, "bash", map[string]any{"args": map[string]any{"command": command}})
-	if r.status != http.StatusOK {
-		t.Fatalf("bash %q: %d %s", command, r.status, r.raw)
+	key := "bash-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	body := map[string]any{"args": map[string]any{"command": command}}
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		r := s.runTool(id, tok, "bash", body, "Idempotency-Key", key)
+		if r.status == http.StatusAccepted && time.Now().Before(deadline) {
+			continue // the answer waits for the result a while each time
+		}
+		if r.status != http.StatusOK {
+			t.Fatalf("bash %q: %d %s", command, r.status, r.raw)
+		}
+		return r.str("output")
 	}
-	return r.str("output")
 }
 
 // codeIn is the status a curl -w 'code=%{http_code}' printed in a bash
@@ -92,8 +102,12 @@ func TestEgressAllowlistHoldsOutsideTheSandbox(t *testing.T) {
 		"a raw IP over https":    "https://192.0.2.10/",
 		"a host name not listed": "https://example.com/",
 	} {
-		if got := curl(args); got != "403" && !(strings.HasPrefix(args, "https") && got == "000") {
-			t.Errorf("%s through the proxy: %s", what, got)
+		want := "403"
+		if strings.HasPrefix(args, "https") {
+			want = "000" // the CONNECT's 403 ends it before any request
+		}
+		if got := curl(args); got != want {
+			t.Errorf("%s through the proxy: %s, want %s", what, got, want)
 		}
 	}
 	// Around the proxy: nothing answers.
@@ -167,4 +181,83 @@ func TestEgressOfAnOpenAgentCannotNarrow(t *testing.T) {
 	if a := s.alive(id, tok); !strings.Contains(string(a.raw), `"egress":{"mode":"open","allow":[]}`) {
 		t.Errorf("alive: %s", a.raw)
 	}
+}
+
+// TestSecretsAreInjectedNeverHeld (issue 30): a secret registered through
+// the API reaches an allowed server as the header its rule writes, added
+// by the egress proxy; the sandbox's environment, its processes' and every
+// file it writes or is given, the agent's events and the API's answers hold
+// no trace of it.
+func TestSecretsAreInjectedNeverHeld(t *testing.T) {
+	t.Parallel()
+	s := start(t, withSandboxEnv("RA_NO_TMUX=1"))
+	api := record(t, "api")
+	value := "sk-" + strings.ReplaceAll(t.Name()+time.Now().Format("150405.000000000"), ".", "")
+	secret := s.call(http.MethodPost, "/api/v1/secrets", appKey, map[string]any{"name": "api-key", "value": value,
+		"inject": []map[string]any{{"host": "127.0.0.1", "path_prefix": "/v1/", "header": "Authorization", "format": "Bearer {{value}}"}}})
+	if secret.status != http.StatusCreated || strings.Contains(string(secret.raw), value) {
+		t.Fatalf("create secret: %d %s", secret.status, secret.raw)
+	}
+	s.putType(t, "keyed", map[string]any{"enabled": true, "tools": []string{"bash"}, "secrets": []string{"api-key"},
+		"egress": map[string]any{"mode": "allowlist", "allow": []string{api.addr()}}})
+	id, tok := s.createTyped(t, "keyed")
+
+	if got := codeIn(s.bash(t, id, tok, "curl -s -o /dev/null -w 'code=%{http_code}' -H 'Authorization: Bearer forged' "+api.URL+"/v1/models")); got != "200" {
+		t.Fatalf("the API call: %s", got)
+	}
+	if got := codeIn(s.bash(t, id, tok, "curl -s -o /dev/null -w 'code=%{http_code}' "+api.URL+"/health")); got != "200" {
+		t.Fatalf("outside the rule's path: %s", got)
+	}
+	seen := api.headers()
+	if len(seen) != 2 || seen[0].Get("Authorization") != "Bearer "+value || seen[1].Get("Authorization") != "" {
+		t.Fatalf("the server saw %v", seen)
+	}
+
+	// Nothing the sandbox can read holds it: its environment, its
+	// processes', the files of its sandbox folders (the workspace, the
+	// launcher's private and network folders, the logs), the dev server's
+	// work, /etc and /tmp. The value is put together in the shell, and the
+	// processes are read before any command line holds it.
+	out := s.bash(t, id, tok, `A=`+value[:6]+`; B=`+value[6:]+`; V="$A$B"; `+
+		`echo "env+proc: $( (env; for p in /proc/[0-9]*; do cat $p/environ $p/cmdline 2>/dev/null | tr '\0' '\n'; done) | grep -c -F -f <(printf '%s\n' "$V"))"; `+
+		`echo "files: $( (find "$WORKSPACE/.." `+s.work+` /etc -type f -size -4M 2>/dev/null; find /tmp -maxdepth 3 -type f -size -4M 2>/dev/null) | `+
+		`xargs -r grep -lIF -e "$V" 2>/dev/null | wc -l)"`)
+	if !strings.Contains(out, "env+proc: 0\n") || !strings.Contains(out, "files: 0\n") {
+		t.Errorf("the sandbox found the secret: %s", out)
+	}
+	evs, err := s.srv.Env.SessionStore().Events(t.Context(), id, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if raw, _ := json.Marshal(e); strings.Contains(string(raw), value) {
+			t.Errorf("event %s holds the secret", e.Type)
+		}
+	}
+	if l := s.call(http.MethodGet, "/api/v1/secrets", appKey, nil); l.status != http.StatusOK || strings.Contains(string(l.raw), value) || !strings.Contains(string(l.raw), `"api-key"`) {
+		t.Errorf("list: %d %s", l.status, l.raw)
+	}
+	if strings.Contains(s.logs.String(), value) {
+		t.Error("the dev server's logs hold the secret")
+	}
+
+	// Rotated, the next request carries the new value; deleted, none.
+	if r := s.call(http.MethodPut, "/api/v1/secrets/api-key", appKey, map[string]any{"value": value + "-2",
+		"inject": []map[string]any{{"host": "127.0.0.1", "header": "Authorization", "format": "Bearer {{value}}"}}}); r.status != http.StatusOK {
+		t.Fatalf("rotate: %d %s", r.status, r.raw)
+	}
+	eventually(t, 10*time.Second, "the rotated value", func() bool {
+		s.bash(t, id, tok, "curl -s -o /dev/null "+api.URL+"/v1/x")
+		h := api.headers()
+		return h[len(h)-1].Get("Authorization") == "Bearer "+value+"-2"
+	})
+	if r := s.call(http.MethodDelete, "/api/v1/secrets/api-key", appKey, nil); r.status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", r.status, r.raw)
+	}
+	wantError(t, s.call(http.MethodDelete, "/api/v1/secrets/api-key", appKey, nil), http.StatusNotFound, "secret_not_found")
+	eventually(t, 10*time.Second, "no header once deleted", func() bool {
+		s.bash(t, id, tok, "curl -s -o /dev/null "+api.URL+"/v1/x")
+		h := api.headers()
+		return h[len(h)-1].Get("Authorization") == ""
+	})
 }

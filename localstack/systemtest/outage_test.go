@@ -188,6 +188,19 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 		"POST /api/remote_agents/{id}/kill": func() reply {
 			return o.call(http.MethodPost, "/api/remote_agents/"+id+"/kill", tok, nil)
 		},
+		"PATCH /api/remote_agents/{id}/egress": func() reply {
+			return o.call(http.MethodPatch, "/api/remote_agents/"+id+"/egress", tok, map[string]any{"mode": "none"})
+		},
+		"POST /api/v1/secrets": func() reply {
+			return o.call(http.MethodPost, "/api/v1/secrets", appKey, map[string]any{"name": "k", "value": "v",
+				"inject": []map[string]any{{"host": "api.example.com", "header": "Authorization", "format": "Bearer {{value}}"}}})
+		},
+		"GET /api/v1/secrets": func() reply { return o.call(http.MethodGet, "/api/v1/secrets", appKey, nil) },
+		"PUT /api/v1/secrets/{name}": func() reply {
+			return o.call(http.MethodPut, "/api/v1/secrets/k", appKey, map[string]any{"value": "v",
+				"inject": []map[string]any{{"host": "api.example.com", "header": "Authorization", "format": "Bearer {{value}}"}}})
+		},
+		"DELETE /api/v1/secrets/{name}": func() reply { return o.call(http.MethodDelete, "/api/v1/secrets/k", appKey, nil) },
 		"POST /api/remote_agents/{id}/messages": func() reply {
 			return o.call(http.MethodPost, "/api/remote_agents/"+id+"/messages", tok, map[string]any{"text": "hi"})
 		},

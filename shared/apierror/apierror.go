@@ -35,6 +35,10 @@ const (
 	// EgressNotIsolated: the agent's sandbox was started with open egress
 	// and is not cut off from the network: no other policy can hold for it.
 	EgressNotIsolated Code = "egress_not_isolated"
+	// SecretNotFound: the app has no secret of that name.
+	SecretNotFound Code = "secret_not_found"
+	// SecretExists: the app has a secret of that name already.
+	SecretExists Code = "secret_exists"
 	// ModelUnavailable: the agent's sandbox found no usable model, so it was not
 	// started; the platform's model settings need fixing.
 	ModelUnavailable Code = "model_unavailable"

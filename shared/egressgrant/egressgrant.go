@@ -159,7 +159,7 @@ func (s *Service) Denied(d egressproxy.Denial) {
 		slog.String("session_id", sess.ID), slog.String("host", d.Host), slog.Int("port", d.Port), slog.String("reason", d.Reason))
 	ev := sandboxwire.EgressDenied{Host: d.Host, Port: d.Port, Reason: d.Reason,
 		Message: fmt.Sprintf("The agent's sandbox tried to reach %s:%d, which its egress policy does not allow.", d.Host, d.Port)}
-	if d.Reason == egressproxy.ReasonLinkLocal {
+	if d.Reason == egressproxy.DenyLinkLocal {
 		ev.Message = fmt.Sprintf("The agent's sandbox tried to reach %s:%d, a link-local (cloud metadata) address, which no egress policy allows.", d.Host, d.Port)
 	}
 	e, err := session.NewEvent(ev)

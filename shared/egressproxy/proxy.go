@@ -63,7 +63,7 @@ type Denial struct {
 	Sandbox string
 	Host    string
 	Port    int
-	// Reason is ReasonNotAllowed, ReasonLinkLocal or ReasonUnknownSandbox.
+	// Reason is DenyNotAllowed, DenyLinkLocal or DenyUnknownSandbox.
 	Reason string
 }
 
@@ -281,9 +281,9 @@ type verdict struct {
 func denied(reason, host string, port int) verdict {
 	msg := fmt.Sprintf("Egress to %s is not allowed by this agent's policy.", net.JoinHostPort(host, strconv.Itoa(port)))
 	switch reason {
-	case ReasonLinkLocal:
+	case DenyLinkLocal:
 		msg = "Egress to link-local addresses (the cloud's metadata endpoints) is never allowed."
-	case ReasonUnknownSandbox:
+	case DenyUnknownSandbox:
 		msg = "This sandbox is not known to the egress proxy."
 	}
 	return verdict{status: http.StatusForbidden, reason: reason, message: msg}
@@ -291,9 +291,9 @@ func denied(reason, host string, port int) verdict {
 
 // The reasons of a Denial.
 const (
-	ReasonNotAllowed     = "not_allowed"
-	ReasonLinkLocal      = "link_local"
-	ReasonUnknownSandbox = "unknown_sandbox"
+	DenyNotAllowed     = "not_allowed"
+	DenyLinkLocal      = "link_local"
+	DenyUnknownSandbox = "unknown_sandbox"
 )
 
 // check decides whether sandbox id may reach host:port, and at which
@@ -305,7 +305,7 @@ func (p *Proxy) check(ctx context.Context, id, host string, port int) (cached, r
 	}
 	c, err := p.grant(ctx, id)
 	if errors.Is(err, ErrUnknown) {
-		return c, rt, denied(ReasonUnknownSandbox, host, port)
+		return c, rt, denied(DenyUnknownSandbox, host, port)
 	}
 	if err != nil {
 		p.o.Log.WarnContext(ctx, "egress proxy: look up a sandbox's policy", slog.String("sandbox", id), slog.String("error", err.Error()))
@@ -315,29 +315,29 @@ func (p *Proxy) check(ctx context.Context, id, host string, port int) (cached, r
 		a = a.Unmap()
 		switch {
 		case never(a):
-			return c, rt, denied(ReasonLinkLocal, host, port)
+			return c, rt, denied(DenyLinkLocal, host, port)
 		case !c.m.AllowsAddr(a, port):
-			return c, rt, denied(ReasonNotAllowed, host, port)
+			return c, rt, denied(DenyNotAllowed, host, port)
 		}
 		rt.addrs = []netip.Addr{a}
 		return c, rt, verdict{}
 	}
 	byName := c.m.AllowsHost(host, port)
 	if !byName && !c.m.HasAddrRules() {
-		return c, rt, denied(ReasonNotAllowed, host, port)
+		return c, rt, denied(DenyNotAllowed, host, port)
 	}
 	addrs, err := p.o.Resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
 		if byName {
 			return c, rt, verdict{status: http.StatusBadGateway, message: fmt.Sprintf("%s does not resolve.", host)}
 		}
-		return c, rt, denied(ReasonNotAllowed, host, port)
+		return c, rt, denied(DenyNotAllowed, host, port)
 	}
-	reason := ReasonNotAllowed
+	reason := DenyNotAllowed
 	for _, a := range addrs {
 		a = a.Unmap()
 		if never(a) {
-			reason = ReasonLinkLocal
+			reason = DenyLinkLocal
 			continue
 		}
 		if byName || c.m.AllowsAddr(a, port) {

@@ -166,7 +166,7 @@ func TestAllowsWhatThePolicyNames(t *testing.T) {
 	if code, _ := get(t, c, "https://127.0.0.3:443/", nil); code != 0 {
 		t.Fatalf("a refused CONNECT got %d", code)
 	}
-	if d := f.denied(); len(d) != 3 || d[0] != (Denial{Sandbox: "sb1", Host: "127.0.0.1", Port: other.Listener.Addr().(*net.TCPAddr).Port, Reason: ReasonNotAllowed}) {
+	if d := f.denied(); len(d) != 3 || d[0] != (Denial{Sandbox: "sb1", Host: "127.0.0.1", Port: other.Listener.Addr().(*net.TCPAddr).Port, Reason: DenyNotAllowed}) {
 		t.Fatalf("denials (one per destination a minute): %+v", d)
 	}
 	f.advance(time.Minute)
@@ -193,7 +193,7 @@ func TestNeverLinkLocal(t *testing.T) {
 	if code, body := get(t, c, "http://169.254.169.254/latest/meta-data/", nil); code != http.StatusForbidden || !strings.Contains(body, "link-local") {
 		t.Fatalf("metadata: %d %q", code, body)
 	}
-	if d := f.denied(); len(d) != 1 || d[0].Reason != ReasonLinkLocal {
+	if d := f.denied(); len(d) != 1 || d[0].Reason != DenyLinkLocal {
 		t.Fatalf("denials: %+v", d)
 	}
 }

@@ -26,6 +26,8 @@ var statuses = map[apierror.Code]int{
 	apierror.GuardrailsMissing:    http.StatusServiceUnavailable,
 	apierror.AgentNotAlive:        http.StatusConflict,
 	apierror.EgressNotIsolated:    http.StatusConflict,
+	apierror.SecretNotFound:       http.StatusNotFound,
+	apierror.SecretExists:         http.StatusConflict,
 	apierror.ModelUnavailable:     http.StatusServiceUnavailable,
 	apierror.AgentTypeNotFound:    http.StatusNotFound,
 	apierror.AgentTypeExists:      http.StatusConflict,

@@ -49,6 +49,9 @@ const (
 	PathEnv         = "/api/remote_agents/{id}/env"
 	PathKill        = "/api/remote_agents/{id}/kill"
 	PathEvents      = "/api/remote_agents/{id}/events"
+	// PathSecrets and PathSecret are an app's secrets (app key).
+	PathSecrets = "/api/v1/secrets"        //nolint:gosec // a route, not a credential
+	PathSecret  = "/api/v1/secrets/{name}" //nolint:gosec // a route, not a credential
 	// PathEgress changes a live agent's egress policy.
 	PathEgress = "/api/remote_agents/{id}/egress"
 	// PathWorkspaceTool runs a workspace tool in the agent's sandbox.
@@ -124,6 +127,11 @@ var table = []Route{
 	{Method: "GET", Path: PathAgentType, Function: "agenttypes"},
 	{Method: "GET", Path: PathWorkspaceConfig, Function: "agenttypes"},
 	{Method: "PUT", Path: PathWorkspaceConfig, Function: "agenttypes"},
+	// An app's secrets, write-only (app key).
+	{Method: "POST", Path: PathSecrets, Function: "agenttypes"},
+	{Method: "GET", Path: PathSecrets, Function: "agenttypes"},
+	{Method: "PUT", Path: PathSecret, Function: "agenttypes"},
+	{Method: "DELETE", Path: PathSecret, Function: "agenttypes"},
 	// The model gateway: a sandbox's model calls, forwarded with the
 	// platform's credential; the answer streams back as the provider sends it.
 	{Method: "POST", Path: PathModel, Function: "model", Stream: true},

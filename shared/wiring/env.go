@@ -23,6 +23,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/report"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/s3blob"
+	"github.com/remote-agents/remote-agents/shared/secrets"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sqsqueue"
 )
@@ -56,6 +57,9 @@ type Env struct {
 	// NoPoolRefillOnClaim leaves refilling the warm pool to the schedule
 	// (tests that count claims exactly).
 	NoPoolRefillOnClaim bool
+	// SecretStore, if set, keeps apps' secrets instead of Secrets Manager
+	// (the dev server's memory: package secretstore).
+	SecretStore secrets.Store
 
 	ddb        *dynamodb.Client
 	sqs        *sqs.Client

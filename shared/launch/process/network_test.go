@@ -118,7 +118,7 @@ cp "$SSL_CERT_FILE" bundle
 	for range 2 {
 		select {
 		case d := <-denials:
-			got[d.Host+":"+strconv.Itoa(d.Port)] = d.Sandbox == "iso" && d.Reason == egressproxy.ReasonNotAllowed
+			got[d.Host+":"+strconv.Itoa(d.Port)] = d.Sandbox == "iso" && d.Reason == egressproxy.DenyNotAllowed
 		case <-time.After(10 * time.Second):
 			t.Fatalf("denials: %v", got)
 		}

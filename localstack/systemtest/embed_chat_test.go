@@ -199,6 +199,13 @@ func TestEmbedViewChat(t *testing.T) {
 		voidPoll(`[...document.querySelectorAll('[data-role="live"] p')].some((p) => p.textContent.includes("Noted."))`, 10*time.Second),
 		voidPoll(`document.querySelector('[data-role="working"]').hidden`, 5*time.Second),
 	)
+	// A destination its egress policy refused is a line of the thread.
+	denied := map[string]any{"host": "example.com", "port": 443, "reason": "not_allowed", "message": "m"}
+	if _, err := s.srv.Env.SessionStore().AppendEvents(t.Context(), id, 1, []session.Event{{Type: sandboxwire.TypeEgressDenied, Data: denied, At: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	inBrowser(t, tab, 15*time.Second,
+		voidPoll(`(document.querySelector('[data-role="egress"]') || {}).textContent === "Blocked: example.com:443 is not allowed by this agent's network policy"`, 10*time.Second))
 	// A spend cap that stops the agent says so in the thread and aloud.
 	budget := map[string]any{"scope": "day", "unit": "usd", "limit": 0.05, "spent": 0.054, "message": "This app's model calls cost 0.0540 USD this day, its budget of 0.0500 USD."}
 	if _, err := s.srv.Env.SessionStore().AppendEvents(t.Context(), id, 1, []session.Event{{Type: sandboxwire.TypeBudgetExceeded, Data: budget, At: time.Now()}}); err != nil {

@@ -69,7 +69,7 @@ func (f *fixture) denied() []Denial {
 	return append([]Denial(nil), f.denials...)
 }
 
-func start(t *testing.T, roots *x509.CertPool) *fixture {
+func start(t testing.TB, roots *x509.CertPool) *fixture {
 	t.Helper()
 	f := &fixture{now: time.Now()}
 	up := http.DefaultTransport.(*http.Transport).Clone()

@@ -170,6 +170,11 @@ function eventStream(source) {
         announce("Spending limit reached: " + (d.message || "the agent stops."));
         busy(false);
         break;
+      case "egress.denied":
+        // An activity line: the agent goes on (its sandbox was refused a
+        // destination its egress policy does not allow).
+        add("activity", "Blocked: " + (d.host || "") + (d.port ? ":" + d.port : "") + " is not allowed by this agent's network policy", "egress");
+        break;
       case "env.request":
         envForm(d);
         break;

@@ -39,7 +39,7 @@ const (
 func (l *Launcher) isolate(spec launch.Spec, netDir string) (*isolation, error) {
 	n := l.o.Network
 	if n == nil {
-		return nil, errors.New("this launcher cannot cut a sandbox off from the network (no egress proxy), and its egress policy asks for it")
+		return nil, errors.New("this launcher cannot cut a sandbox off from the network, which its egress policy asks for: run the launcher as root (it makes a network namespace per sandbox), or give the agent type egress {\"mode\": \"open\"}")
 	}
 	iso := &isolation{id: spec.SessionID, forget: n.Forget, dir: netDir}
 	proxyURL := "http://" + n.Proxy

@@ -11,11 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/egressproxy"
+	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/metrics"
 	"github.com/remote-agents/remote-agents/shared/pool"
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -51,8 +53,11 @@ type Options struct {
 	Pool     PoolSandboxes // nil: no warm pools
 	Types    Types         // nil: no warm pools
 	Secrets  Secrets       // nil: no secrets
-	Log      *slog.Logger
-	Now      func() time.Time
+	// Addresses finds sandboxes by their private address (Identify); nil:
+	// only sandboxes of listeners of their own (locally).
+	Addresses Addresses
+	Log       *slog.Logger
+	Now       func() time.Time
 }
 
 // Service looks up grants.
@@ -170,4 +175,57 @@ func (s *Service) Denied(d egressproxy.Denial) {
 	if _, err := s.o.Sessions.AppendEvents(ctx, sess.ID, sess.Generation, []session.Event{e}); err != nil {
 		s.o.Log.WarnContext(ctx, "append egress.denied", slog.String("session_id", sess.ID), slog.String("error", err.Error()))
 	}
+}
+
+// Addresses finds the sandbox recorded at a private address
+// (dynamo.Addresses): the worker records each sandbox task's when it runs.
+type Addresses interface {
+	// At returns the sandbox at addr; launch.ErrNoAddress if none.
+	At(ctx context.Context, addr netip.Addr) (launch.Address, error)
+}
+
+// Identify is the sandbox a connection from from is of
+// (egressproxy.Proxy.ServeShared): the one recorded at its address, if it
+// still runs there (its session, or warm pool sandbox, holds the recorded
+// task); egressproxy.ErrUnknown otherwise.
+func (s *Service) Identify(ctx context.Context, from netip.AddrPort) (string, error) {
+	if s.o.Addresses == nil {
+		return "", egressproxy.ErrUnknown
+	}
+	a, err := s.o.Addresses.At(ctx, from.Addr().Unmap())
+	if errors.Is(err, launch.ErrNoAddress) {
+		return "", egressproxy.ErrUnknown
+	}
+	if err != nil {
+		return "", err
+	}
+	ref := ""
+	if strings.HasPrefix(a.Sandbox, pool.IDPrefix) {
+		if s.o.Pool == nil {
+			return "", egressproxy.ErrUnknown
+		}
+		sb, err := s.o.Pool.Get(ctx, a.Sandbox)
+		if errors.Is(err, pool.ErrNotFound) {
+			return "", egressproxy.ErrUnknown
+		}
+		if err != nil {
+			return "", err
+		}
+		ref = sb.Ref
+	} else {
+		sess, err := s.o.Sessions.Get(ctx, a.Sandbox)
+		if errors.Is(err, session.ErrNotFound) {
+			return "", egressproxy.ErrUnknown
+		}
+		if err != nil {
+			return "", err
+		}
+		ref = sess.SandboxRef
+	}
+	if ref == "" || ref != a.Ref {
+		// Recorded before the launch was (the task runs before its ref is
+		// stored): not known yet, asked again; or an older task's.
+		return "", egressproxy.ErrUnknown
+	}
+	return a.Sandbox, nil
 }

@@ -86,6 +86,9 @@ type Options struct {
 	// Upstream is the transport requests go out by (its dialer is the
 	// proxy's own); nil, one verifying TLS with the system's roots.
 	Upstream *http.Transport
+	// IdentifyWait bounds how long ServeShared asks again who a request's
+	// sandbox is; 0 is DefaultIdentifyWait.
+	IdentifyWait time.Duration
 	// Resolver resolves host names; nil, net.DefaultResolver.
 	Resolver *net.Resolver
 	Log      *slog.Logger
@@ -106,6 +109,7 @@ type Proxy struct {
 	upstream *http.Transport
 	mu       sync.Mutex
 	grants   map[string]cached
+	senders  map[string]sender // by source address (ServeShared)
 	cas      map[string]*authority
 	reported map[Denial]time.Time
 }
@@ -121,6 +125,9 @@ func New(o Options) *Proxy {
 	if o.TTL == 0 {
 		o.TTL = DefaultTTL
 	}
+	if o.IdentifyWait == 0 {
+		o.IdentifyWait = DefaultIdentifyWait
+	}
 	if o.CALife == 0 {
 		o.CALife = DefaultCALife
 	}
@@ -133,7 +140,7 @@ func New(o Options) *Proxy {
 	if o.Resolver == nil {
 		o.Resolver = net.DefaultResolver
 	}
-	p := &Proxy{o: o, platform: map[string]bool{}, grants: map[string]cached{}, cas: map[string]*authority{}, reported: map[Denial]time.Time{}}
+	p := &Proxy{o: o, platform: map[string]bool{}, grants: map[string]cached{}, senders: map[string]sender{}, cas: map[string]*authority{}, reported: map[Denial]time.Time{}}
 	for _, a := range o.Platform {
 		p.platform[strings.ToLower(a)] = true
 	}
@@ -150,15 +157,89 @@ func New(o Options) *Proxy {
 	return p
 }
 
-// Serve serves sandbox id's connections accepted from l, until l is closed.
+// Serve serves sandbox id's connections accepted from l, until l is closed:
+// a listener of that sandbox's alone (locally, one in its network
+// namespace).
 func (p *Proxy) Serve(l net.Listener, id string) error {
-	srv := &http.Server{Handler: p.handler(id), ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog: slog.NewLogLogger(p.o.Log.Handler(), slog.LevelDebug)}
+	return p.ServeShared(l, func(context.Context, netip.AddrPort) (string, error) { return id, nil })
+}
+
+// ServeShared serves every sandbox's connections accepted from l, until l
+// is closed, each request the sandbox identify names by where its
+// connection came from (on AWS, the task's private address, as the load
+// balancer keeps it). A request identify names no sandbox for (ErrUnknown)
+// is asked again for up to Options.IdentifyWait (the record of a sandbox just
+// started may be on its way), then refused as an unknown sandbox's, but
+// for the platform's destinations.
+func (p *Proxy) ServeShared(l net.Listener, identify func(ctx context.Context, from netip.AddrPort) (string, error)) error {
+	srv := &http.Server{ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(p.o.Log.Handler(), slog.LevelDebug),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			from, _ := netip.ParseAddrPort(c.RemoteAddr().String())
+			return context.WithValue(ctx, connKey{}, from)
+		},
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			from, _ := r.Context().Value(connKey{}).(netip.AddrPort)
+			p.handler(p.identify(r.Context(), from, identify)).ServeHTTP(w, r)
+		})}
 	err := srv.Serve(l)
 	if errors.Is(err, net.ErrClosed) {
 		return nil
 	}
 	return err
+}
+
+// DefaultIdentifyWait bounds how long ServeShared asks again who a
+// request's sandbox is.
+const DefaultIdentifyWait = 5 * time.Second
+
+// connKey carries, in a connection's context, where it came from.
+type connKey struct{}
+
+// identify is the sandbox of a request from from ("" none), cached for the
+// TTL once known.
+func (p *Proxy) identify(ctx context.Context, from netip.AddrPort, identify func(context.Context, netip.AddrPort) (string, error)) string {
+	key := from.Addr().String()
+	p.mu.Lock()
+	c, ok := p.senders[key]
+	p.mu.Unlock()
+	now := p.o.Now()
+	if ok && now.Sub(c.at) < p.o.TTL {
+		return c.id
+	}
+	deadline := time.Now().Add(p.o.IdentifyWait)
+	for wait := 100 * time.Millisecond; ; wait *= 2 {
+		id, err := identify(ctx, from)
+		if err == nil && id != "" {
+			p.mu.Lock()
+			if len(p.senders) > 4096 {
+				for k, c := range p.senders {
+					if now.Sub(c.at) >= p.o.TTL {
+						delete(p.senders, k)
+					}
+				}
+			}
+			p.senders[key] = sender{id: id, at: now}
+			p.mu.Unlock()
+			return id
+		}
+		if err != nil && !errors.Is(err, ErrUnknown) {
+			p.o.Log.WarnContext(ctx, "egress proxy: identify a sandbox", slog.String("from", key), slog.String("error", err.Error()))
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return ""
+		}
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(wait):
+		}
+	}
+}
+
+// sender is a known source address's sandbox.
+type sender struct {
+	id string
+	at time.Time
 }
 
 // CA returns sandbox id's certificate authority, PEM: what its sandbox
@@ -303,6 +384,9 @@ func (p *Proxy) check(ctx context.Context, id, host string, port int) (cached, r
 	if p.platform[strings.ToLower(net.JoinHostPort(host, strconv.Itoa(port)))] {
 		return cached{}, rt, verdict{}
 	}
+	if id == "" {
+		return cached{}, rt, denied(DenyUnknownSandbox, host, port)
+	}
 	c, err := p.grant(ctx, id)
 	if errors.Is(err, ErrUnknown) {
 		return c, rt, denied(DenyUnknownSandbox, host, port)
@@ -360,7 +444,7 @@ func never(a netip.Addr) bool {
 // report tells Options.Denied of d, once a minute.
 func (p *Proxy) report(d Denial) {
 	p.o.Log.Info("egress denied", slog.String("sandbox", d.Sandbox), slog.String("host", d.Host), slog.Int("port", d.Port), slog.String("reason", d.Reason))
-	if p.o.Denied == nil {
+	if p.o.Denied == nil || d.Sandbox == "" {
 		return
 	}
 	now := p.o.Now()

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -270,5 +271,57 @@ func TestInjectsAtTheProxy(t *testing.T) {
 	_ = res.Body.Close()
 	if res.StatusCode != http.StatusMisdirectedRequest {
 		t.Fatalf("another host in the tunnel: %d", res.StatusCode)
+	}
+}
+
+// On a shared listener each request's sandbox is who its source address
+// is: a request of a sandbox whose record is on its way waits for it; one
+// of no sandbox is refused, but for the platform.
+func TestServeSharedIdentifiesBySource(t *testing.T) {
+	up := &upstream{}
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	platform := httptest.NewServer(up)
+	defer platform.Close()
+	f := start(t, nil)
+	f.set(Grant{Policy: allow(strings.TrimPrefix(srv.URL, "http://"))})
+	var mu sync.Mutex
+	asked, known := 0, false
+	p := New(Options{Lookup: f.proxy.o.Lookup, Platform: []string{strings.TrimPrefix(platform.URL, "http://")}, IdentifyWait: 2 * time.Second})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	go func() {
+		_ = p.ServeShared(l, func(_ context.Context, from netip.AddrPort) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked++
+			if !from.Addr().IsLoopback() || (!known && asked < 3) {
+				return "", ErrUnknown
+			}
+			return "sb1", nil
+		})
+	}()
+	c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: l.Addr().String()}), DisableKeepAlives: true}}
+	if code, body := get(t, c, srv.URL+"/a", nil); code != http.StatusOK {
+		t.Fatalf("a sandbox whose record came on the third ask: %d %q", code, body)
+	}
+	mu.Lock()
+	asked, known = -1000, false
+	mu.Unlock()
+	// Known now (cached): no ask.
+	if code, _ := get(t, c, srv.URL+"/a", nil); code != http.StatusOK {
+		t.Fatalf("cached: %d", code)
+	}
+	p.mu.Lock()
+	p.senders = map[string]sender{}
+	p.mu.Unlock()
+	if code, body := get(t, c, srv.URL+"/a", nil); code != http.StatusForbidden || !strings.Contains(body, "not known") {
+		t.Fatalf("no sandbox: %d %q", code, body)
+	}
+	if code, _ := get(t, c, platform.URL+"/p", nil); code != http.StatusOK {
+		t.Fatalf("the platform, from no sandbox: %d", code)
 	}
 }

@@ -1,5 +1,5 @@
 // Package jobqueue defines the messages of the jobs queue and publishes them:
-// session.start, session.stop and task.state, and the orchestrator jobs' job.run
+// session.start, session.stop, task.state and task.running, and the orchestrator jobs' job.run
 // and job.cancel. jobworker consumes them.
 package jobqueue
 
@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,9 @@ const (
 	SessionStart Type = "session.start"
 	SessionStop  Type = "session.stop"
 	TaskState    Type = "task.state"
+	// TaskRunning says a sandbox task runs, at its private address (Addr):
+	// where the egress proxy knows it from.
+	TaskRunning Type = "task.running"
 	// Sweep asks jobworker to end the sessions nobody would otherwise end
 	// (session.Sweeper.Sweep): a schedule sends it (an EventBridge rule on
 	// AWS, a ticker in the dev server). It names no session.
@@ -48,6 +52,9 @@ type Message struct {
 	SandboxRef string `json:"sandbox_ref,omitempty"`
 	ExitCode   *int   `json:"exit_code,omitempty"`
 	Detail     string `json:"detail,omitempty"`
+	// Addr is a sandbox task's private IP address (task.running, and
+	// task.state where the event had it).
+	Addr string `json:"addr,omitempty"`
 }
 
 // Errors of Parse.
@@ -70,7 +77,14 @@ type ecsEvent struct {
 		StartedBy     string `json:"startedBy"`
 		Group         string `json:"group"`
 		StoppedReason string `json:"stoppedReason"`
-		Containers    []struct {
+		Attachments   []struct {
+			Type    string `json:"type"`
+			Details []struct {
+				Name  string `json:"name"`
+				Value string `json:"value"`
+			} `json:"details"`
+		} `json:"attachments"`
+		Containers []struct {
 			ExitCode *int   `json:"exitCode"`
 			Reason   string `json:"reason"`
 		} `json:"containers"`
@@ -98,7 +112,7 @@ func Parse(body string) (Message, error) {
 		return m, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	switch m.Type {
-	case SessionStart, SessionStop, TaskState:
+	case SessionStart, SessionStop, TaskState, TaskRunning:
 	case Sweep:
 		if m.SessionID != "" || m.JobID != "" || m.Generation != 0 || m.SandboxRef != "" || m.ExitCode != nil || m.Detail != "" {
 			return m, fmt.Errorf("%w: sweep names no session", ErrMalformed)
@@ -133,10 +147,25 @@ func parseECS(body string) (Message, error) {
 	if !strings.HasPrefix(d.Group, ECSGroupPrefix) || err != nil || gen < 1 || d.StartedBy == "" {
 		return Message{}, fmt.Errorf("%w: task %s is not a sandbox", ErrIgnored, d.TaskArn)
 	}
+	addr := ""
+	for _, a := range d.Attachments {
+		for _, kv := range a.Details {
+			// The task's ENI ("eni" in events, "ElasticNetworkInterface" in
+			// DescribeTasks).
+			if (a.Type == "eni" || a.Type == "ElasticNetworkInterface") && kv.Name == "privateIPv4Address" {
+				if ip, err := netip.ParseAddr(kv.Value); err == nil {
+					addr = ip.String()
+				}
+			}
+		}
+	}
+	if d.LastStatus == "RUNNING" && addr != "" {
+		return Message{Type: TaskRunning, SessionID: d.StartedBy, Generation: gen, SandboxRef: d.TaskArn, Addr: addr}, nil
+	}
 	if d.LastStatus != "STOPPED" {
 		return Message{}, fmt.Errorf("%w: task %s is %s", ErrIgnored, d.TaskArn, d.LastStatus)
 	}
-	m := Message{Type: TaskState, SessionID: d.StartedBy, Generation: gen, SandboxRef: d.TaskArn, Detail: d.StoppedReason}
+	m := Message{Type: TaskState, SessionID: d.StartedBy, Generation: gen, SandboxRef: d.TaskArn, Detail: d.StoppedReason, Addr: addr}
 	if len(d.Containers) > 0 {
 		m.ExitCode = d.Containers[0].ExitCode
 		// The container's reason says what the task's does not: an OOM kill.

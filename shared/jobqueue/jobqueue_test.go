@@ -33,7 +33,7 @@ func TestParse(t *testing.T) {
 		{"unknown field", `{"type":"session.start","session_id":"s1","generation":1,"x":1}`, jobqueue.Message{}, jobqueue.ErrMalformed},
 		{"no session", `{"type":"session.start","generation":1}`, jobqueue.Message{}, jobqueue.ErrMalformed},
 		{"no generation", `{"type":"session.start","session_id":"s1"}`, jobqueue.Message{}, jobqueue.ErrMalformed},
-		{"ecs running", running, jobqueue.Message{}, jobqueue.ErrIgnored},
+		{"ecs running without an address", running, jobqueue.Message{}, jobqueue.ErrIgnored},
 		{"ecs other task", other, jobqueue.Message{}, jobqueue.ErrIgnored},
 		{"other event", `{"detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","detail":{}}`, jobqueue.Message{}, jobqueue.ErrMalformed},
 	}
@@ -42,6 +42,16 @@ func TestParse(t *testing.T) {
 		if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && got != tt.want) {
 			t.Errorf("%s: got %+v, %v; want %+v, %v", tt.name, got, err, tt.want, tt.wantErr)
 		}
+	}
+	// A running sandbox task with its address is task.running: where the
+	// egress proxy knows it from.
+	withAddr, err := os.ReadFile("testdata/ecs-task-running.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := jobqueue.Parse(string(withAddr)); err != nil || m.Type != jobqueue.TaskRunning || m.Addr != "10.0.1.23" || m.Generation != 2 ||
+		m.SessionID != "6071cda9-7ba1-431a-9ad4-e711d5ed0a30" || !strings.HasSuffix(m.SandboxRef, "b99d40b3a2a54b0b8c5f2f6f1e0a8c11") {
+		t.Errorf("a running task parsed as %+v, %v", m, err)
 	}
 	m, err := jobqueue.Parse(string(stopped))
 	if err != nil {

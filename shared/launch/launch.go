@@ -5,6 +5,8 @@ package launch
 
 import (
 	"context"
+	"errors"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +59,20 @@ type Spec struct {
 	// Image are zero), a request of its own.
 	Bare bool
 }
+
+// Address is where a running sandbox is on the network: its private IP
+// address (a Fargate task's, as the task's RUNNING event says), by which
+// the egress proxy knows it. Sandbox is its session (or warm pool sandbox)
+// and Ref its launcher's reference, which the session must still hold for
+// the address to be its (addresses are used again).
+type Address struct {
+	Addr    netip.Addr
+	Sandbox string
+	Ref     string
+}
+
+// ErrNoAddress: no running sandbox is recorded at an address.
+var ErrNoAddress = errors.New("no sandbox at that address")
 
 // ImageFamilyInfix joins the sandbox task definition's family and an
 // image's hash in the family of the task definition a Fargate launcher

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -88,9 +89,24 @@ type Worker struct {
 	// Pool is the warm pool: starts claim from it first, and the sweep
 	// replenishes it; nil: every start is cold.
 	Pool Pool
+	// Addresses records where running sandbox tasks are (task.running),
+	// for the egress proxy to know them by; nil: not recorded.
+	Addresses Addresses
 	// Now is the clock launch leases are taken by; nil means time.Now.
 	Now func() time.Time
 }
+
+// Addresses records the addresses of running sandboxes (dynamo.Addresses).
+type Addresses interface {
+	// Record says a's sandbox runs at a.Addr, until expires at the latest.
+	Record(ctx context.Context, a launch.Address, expires time.Time) error
+	// Forget removes addr's record if it is still ref's.
+	Forget(ctx context.Context, addr netip.Addr, ref string) error
+}
+
+// AddressLife bounds how long an address's record lives should its task's
+// stop never be heard of: the longest a session may last.
+const AddressLife = 31 * 24 * time.Hour
 
 // Pool is the warm pool's side of the worker (pool.Service).
 type Pool interface {
@@ -235,7 +251,12 @@ func (w *Worker) Do(ctx context.Context, m jobqueue.Message) error {
 	case jobqueue.SessionStop:
 		return w.stop(ctx, m)
 	case jobqueue.TaskState:
+		if err := w.forgetAddress(ctx, m); err != nil {
+			return err
+		}
 		return w.taskStopped(ctx, m)
+	case jobqueue.TaskRunning:
+		return w.recordAddress(ctx, m)
 	case jobqueue.Sweep:
 		return w.sweep(ctx)
 	case jobqueue.JobRun:
@@ -584,6 +605,26 @@ func (w *Worker) taskStopped(ctx context.Context, m jobqueue.Message) error {
 		return w.Jobs.OutOfMemory(ctx, sess.JobID, "The job's sandbox was killed for its memory: it used all its memory limit (constraints.memory).")
 	}
 	return w.jobCrashed(ctx, sess, "The job's sandbox stopped without reporting the job's end.")
+}
+
+// recordAddress records where a running sandbox task is: the egress proxy
+// knows its connections by it.
+func (w *Worker) recordAddress(ctx context.Context, m jobqueue.Message) error {
+	addr, err := netip.ParseAddr(m.Addr)
+	if w.Addresses == nil || err != nil {
+		return nil
+	}
+	return w.Addresses.Record(ctx, launch.Address{Addr: addr, Sandbox: m.SessionID, Ref: m.SandboxRef}, w.now().Add(AddressLife))
+}
+
+// forgetAddress removes a stopped task's address record, if it is still
+// that task's.
+func (w *Worker) forgetAddress(ctx context.Context, m jobqueue.Message) error {
+	addr, err := netip.ParseAddr(m.Addr)
+	if w.Addresses == nil || err != nil {
+		return nil
+	}
+	return w.Addresses.Forget(ctx, addr, m.SandboxRef)
 }
 
 // poolSandboxStopped handles the stop of a pool sandbox: one that a session

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -173,6 +174,57 @@ func TestTaskStoppedEndsSession(t *testing.T) {
 	got, _ := store.Get(t.Context(), "s2")
 	if got.State != session.Ended || got.Reason != session.ReasonCrashed || got.EndedAt.IsZero() {
 		t.Errorf("after task stopped: %+v", got)
+	}
+}
+
+// addressBook is an Addresses in memory.
+type addressBook struct {
+	mu sync.Mutex
+	at map[netip.Addr]launch.Address
+}
+
+func (b *addressBook) Record(_ context.Context, a launch.Address, _ time.Time) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.at[a.Addr] = a
+	return nil
+}
+
+func (b *addressBook) Forget(_ context.Context, addr netip.Addr, ref string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.at[addr].Ref == ref {
+		delete(b.at, addr)
+	}
+	return nil
+}
+
+// A running task's address is recorded for the egress proxy, and forgotten
+// when that task stops (not when another one at the address does).
+func TestTaskAddressesAreRecorded(t *testing.T) {
+	t.Parallel()
+	w, store, _, _ := setup(t)
+	book := &addressBook{at: map[netip.Addr]launch.Address{}}
+	w.Addresses = book
+	provisioning(t, store, "s4")
+	ip := netip.MustParseAddr("10.0.1.23")
+	handle := func(body string) {
+		t.Helper()
+		if res, err := w.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{record("m", body)}}); err != nil || len(res.BatchItemFailures) > 0 {
+			t.Fatalf("%s: %v %+v", body, err, res)
+		}
+	}
+	handle(`{"type":"task.running","session_id":"s4","generation":1,"sandbox_ref":"task/1","addr":"10.0.1.23"}`)
+	if got := book.at[ip]; got != (launch.Address{Addr: ip, Sandbox: "s4", Ref: "task/1"}) {
+		t.Fatalf("recorded %+v", got)
+	}
+	handle(`{"type":"task.state","session_id":"s4","generation":9,"sandbox_ref":"task/0","addr":"10.0.1.23"}`)
+	if _, ok := book.at[ip]; !ok {
+		t.Fatal("another task's stop forgot the address")
+	}
+	handle(`{"type":"task.state","session_id":"s4","generation":1,"sandbox_ref":"task/1","addr":"10.0.1.23"}`)
+	if _, ok := book.at[ip]; ok {
+		t.Fatal("the task's stop left its address")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/remote-agents/remote-agents/shared/dynamo"
 	worker "github.com/remote-agents/remote-agents/shared/queueworker"
 	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -40,6 +41,7 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 	if err != nil {
 		return wiring.Function{}, err
 	}
-	w := &worker.Worker{Jobs: jobService, Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, ModelGatewayURL: e.Config.Model.GatewayURL, PushURL: e.Config.Push.URL, Tools: gate, ToolsDLQ: toolsDLQ, Sweeper: sweeper, Pool: poolservice.Pool(e), Log: e.Log}
+	w := &worker.Worker{Jobs: jobService, Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, ModelGatewayURL: e.Config.Model.GatewayURL, PushURL: e.Config.Push.URL, Tools: gate, ToolsDLQ: toolsDLQ, Sweeper: sweeper, Pool: poolservice.Pool(e), Log: e.Log,
+		Addresses: dynamo.NewAddresses(e.DynamoDB(), e.Resources.Idempotency.Name)}
 	return wiring.Function{Name: routes.JobWorker, Worker: w.Handle}, nil
 }

@@ -3,9 +3,9 @@ package devserver
 import (
 	"log/slog"
 	"net"
-	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/egressgrant"
@@ -52,19 +52,5 @@ func egressNetwork(cfg config.Platform, e *wiring.Env, log *slog.Logger) *proces
 
 // loopbackAddrs are the host:port of those of urls on 127.0.0.1, once each.
 func loopbackAddrs(urls ...string) []string {
-	var out []string
-	for _, raw := range urls {
-		u, err := url.Parse(raw)
-		if err != nil || u.Hostname() != "127.0.0.1" {
-			continue
-		}
-		port := u.Port()
-		if port == "" {
-			port = map[string]string{"http": "80", "ws": "80", "https": "443", "wss": "443"}[u.Scheme]
-		}
-		if a := net.JoinHostPort("127.0.0.1", port); port != "" && !slices.Contains(out, a) {
-			out = append(out, a)
-		}
-	}
-	return out
+	return slices.DeleteFunc(egressproxy.Destinations(urls...), func(d string) bool { return !strings.HasPrefix(d, "127.0.0.1:") })
 }

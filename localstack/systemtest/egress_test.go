@@ -6,13 +6,18 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/wiring/egressservice"
 )
 
 // recorder is a local server that keeps the headers of what it was sent.
@@ -259,5 +264,61 @@ func TestSecretsAreInjectedNeverHeld(t *testing.T) {
 		s.bash(t, id, tok, "curl -s -o /dev/null "+api.URL+"/v1/x")
 		h := api.headers()
 		return h[len(h)-1].Get("Authorization") == ""
+	})
+}
+
+// TestEgressServiceKnowsSandboxesByAddress runs the egress proxy as it
+// runs on AWS (egressservice: one listener for every sandbox): a sandbox
+// task's running event, through the jobs queue and the worker, records its
+// address, and the proxy holds each request from that address to the
+// session's policy, its refusals the session's events.
+func TestEgressServiceKnowsSandboxesByAddress(t *testing.T) {
+	t.Parallel()
+	s := start(t, withSandboxEnv("RA_NO_TMUX=1"))
+	allowed, other := record(t, "allowed"), record(t, "other")
+	s.putType(t, "fenced", map[string]any{"enabled": true, "tools": []string{"bash"},
+		"egress": map[string]any{"mode": "allowlist", "allow": []string{allowed.addr()}}})
+	id, _ := s.createTyped(t, "fenced")
+	sess, err := s.srv.Env.SessionStore().Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.srv.Env.Jobs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What EventBridge sends when the task runs: here, at this test's own
+	// address, the proxy's clients'.
+	if err := jobs.Publish(t.Context(), jobqueue.Message{Type: jobqueue.TaskRunning, SessionID: id, Generation: sess.Generation, SandboxRef: sess.SandboxRef, Addr: "127.0.0.1"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := egressservice.Build(t.Context(), s.srv.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	go func() { _ = svc.Serve(l) }()
+	c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: l.Addr().String()}), DisableKeepAlives: true}}
+	status := func(u string) int {
+		res, err := c.Get(u)
+		if err != nil {
+			return 0
+		}
+		_ = res.Body.Close()
+		return res.StatusCode
+	}
+	eventually(t, 20*time.Second, "the sandbox known by its address", func() bool { return status(allowed.URL+"/") == http.StatusOK })
+	if got := status(other.URL + "/"); got != http.StatusForbidden {
+		t.Errorf("another server: %d", got)
+	}
+	eventually(t, 10*time.Second, "egress.denied on the session", func() bool {
+		evs, err := s.srv.Env.SessionStore().Events(t.Context(), id, 0, 1000)
+		return err == nil && slices.ContainsFunc(evs, func(e session.Event) bool {
+			return e.Type == sandboxwire.TypeEgressDenied && e.Data["host"] == "127.0.0.1"
+		})
 	})
 }

@@ -42,7 +42,22 @@ type Platform struct {
 	// OrchestratorQueue is the URL of the queue job events reach the
 	// orchestrator on (RA_ORCHESTRATOR_QUEUE_URL; looked up by name if "").
 	OrchestratorQueue string
+	// EgressProxy is the egress proxy service's own (RA_EGRESS_*).
+	EgressProxy EgressProxy
 }
+
+// EgressProxy configures the egress proxy service (services/egressproxy).
+type EgressProxy struct {
+	// Addr is where it listens (RA_EGRESS_PROXY_ADDR, default ":3128").
+	Addr string
+	// CASecret names the Secrets Manager secret its replicas derive every
+	// sandbox's authority from (RA_EGRESS_CA_SECRET); "": random
+	// authorities, one replica only.
+	CASecret string
+}
+
+// DefaultEgressProxyAddr is where the egress proxy service listens.
+const DefaultEgressProxyAddr = ":3128"
 
 // Push is the push channel: one WebSocket connection per sandbox, which the
 // platform posts inbox wakes to. Without a URL, sandboxes only poll their
@@ -73,9 +88,14 @@ type Fargate struct {
 	Container      string   // RA_ECS_CONTAINER, default "agent"
 	Subnets        []string // RA_ECS_SUBNETS, comma-separated
 	SecurityGroups []string // RA_ECS_SECURITY_GROUPS, comma-separated
-	AssignPublicIP bool     // RA_ECS_ASSIGN_PUBLIC_IP=true
-	CPU            string   // RA_ECS_CPU: overrides the task definition's
-	Memory         string   // RA_ECS_MEMORY: overrides the task definition's
+	// IsolatedSecurityGroups are the security groups of sandboxes cut off
+	// from the network (RA_ECS_ISOLATED_SECURITY_GROUPS): they reach the
+	// egress proxy only, at EgressProxyURL (RA_EGRESS_PROXY_URL).
+	IsolatedSecurityGroups []string
+	EgressProxyURL         string
+	AssignPublicIP         bool   // RA_ECS_ASSIGN_PUBLIC_IP=true
+	CPU                    string // RA_ECS_CPU: overrides the task definition's
+	Memory                 string // RA_ECS_MEMORY: overrides the task definition's
 	// CapacityProvider is where sandbox tasks run first, FARGATE or
 	// FARGATE_SPOT, the other one being where a failed launch is retried
 	// (RA_ECS_CAPACITY_PROVIDER; "" the FARGATE launch type, retried as is).
@@ -99,6 +119,7 @@ func PlatformDefaults() Platform {
 		EventsMaxDuration: DefaultEventsMaxDuration,
 		JobRetentionDays:  DefaultJobRetentionDays,
 		Fargate:           Fargate{Container: "agent"},
+		EgressProxy:       EgressProxy{Addr: DefaultEgressProxyAddr},
 		Model: Model{
 			Providers: slices.Clone(sandboxwire.ModelProviders),
 			Secrets:   map[string]string{},

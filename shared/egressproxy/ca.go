@@ -1,9 +1,13 @@
 package egressproxy
 
 import (
+	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -20,7 +24,7 @@ import (
 // leaves the proxy; the sandbox trusts its certificate only.
 type authority struct {
 	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
+	key     crypto.Signer
 	pem     []byte
 	mu      sync.Mutex
 	leaves  map[string]*tls.Certificate // by host
@@ -31,10 +35,23 @@ type authority struct {
 // when less than a quarter of it is left.
 const leafLife = time.Hour
 
-func newAuthority(id string, now time.Time, life time.Duration) (*authority, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
+// newAuthority makes sandbox id's authority. With a master key, its key is
+// derived from it (an Ed25519 key whose seed is HMAC-SHA256(master, id)):
+// every proxy of a fleet holding the master makes the same key, so a
+// sandbox trusting one's certificate trusts the others' leaves. Without,
+// its key is random (one proxy alone).
+func newAuthority(id string, master []byte, now time.Time, life time.Duration) (*authority, error) {
+	var key crypto.Signer
+	if len(master) > 0 {
+		mac := hmac.New(sha256.New, master)
+		mac.Write([]byte("remote-agents egress CA\x00" + id))
+		key = ed25519.NewKeyFromSeed(mac.Sum(nil))
+	} else {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		key = k
 	}
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
@@ -50,7 +67,7 @@ func newAuthority(id string, now time.Time, life time.Duration) (*authority, err
 		IsCA:                  true,
 		MaxPathLenZero:        true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
 		return nil, err
 	}

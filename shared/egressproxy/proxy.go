@@ -29,6 +29,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +85,10 @@ type Options struct {
 	// CALife is how long a sandbox's certificate authority lives; 0 is
 	// DefaultCALife.
 	CALife time.Duration
+	// CAMaster, if set, is the secret every sandbox's authority's key is
+	// derived from: the proxies of a fleet that share it sign alike (see
+	// CA). Unset, each authority's key is random: one proxy alone.
+	CAMaster []byte
 	// Upstream is the transport requests go out by (its dialer is the
 	// proxy's own); nil, one verifying TLS with the system's roots.
 	Upstream *http.Transport
@@ -252,6 +258,48 @@ func (p *Proxy) CA(id string) ([]byte, error) {
 	return a.pem, nil
 }
 
+// Destinations returns the host:port each of urls is reached at (http and
+// ws port 80, https and wss 443 by default), once each: the platform's
+// destinations (Options.Platform) from its URLs.
+func Destinations(urls ...string) []string {
+	var out []string
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || u.Hostname() == "" {
+			continue
+		}
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "ws": "80", "https": "443", "wss": "443"}[u.Scheme]
+		}
+		if d := strings.ToLower(net.JoinHostPort(u.Hostname(), port)); port != "" && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// CAHost is the host a sandbox asks its proxy for its authority's
+// certificate at (GET http://CAHost/ca.pem, through the proxy): where a
+// sandbox the platform cannot hand files to (a Fargate task) gets what it
+// trusts.
+const CAHost = "egress.remote-agents.internal"
+
+// serveCA answers sandbox id's authority's certificate.
+func (p *Proxy) serveCA(w http.ResponseWriter, id string) {
+	if id == "" {
+		http.Error(w, "This sandbox is not known to the egress proxy.", http.StatusForbidden)
+		return
+	}
+	ca, err := p.CA(id)
+	if err != nil {
+		http.Error(w, "The sandbox's authority could not be made.", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-pem-file")
+	_, _ = w.Write(ca) //nolint:gosec // a certificate we made, served as a PEM file
+}
+
 // Forget drops what the proxy keeps of sandbox id (its grant, its
 // authority): its sandbox is gone.
 func (p *Proxy) Forget(id string) {
@@ -273,7 +321,7 @@ func (p *Proxy) authority(id string) (*authority, error) {
 	if a, ok := p.cas[id]; ok && now.Before(a.expires) {
 		return a, nil
 	}
-	a, err := newAuthority(id, now, p.o.CALife)
+	a, err := newAuthority(id, p.o.CAMaster, now, p.o.CALife)
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: the authority of %s: %w", id, err)
 	}
@@ -319,6 +367,10 @@ func (p *Proxy) handler(id string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodConnect {
 			p.connect(w, r, id)
+			return
+		}
+		if r.URL.Host == CAHost && r.Method == http.MethodGet {
+			p.serveCA(w, id)
 			return
 		}
 		if !r.URL.IsAbs() || r.URL.Scheme != "http" || r.URL.Host == "" {

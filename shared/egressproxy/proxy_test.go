@@ -325,3 +325,37 @@ func TestServeSharedIdentifiesBySource(t *testing.T) {
 		t.Fatalf("the platform, from no sandbox: %d", code)
 	}
 }
+
+// Proxies sharing a master sign alike: a sandbox that took its authority
+// from one (GET http://CAHost/ca.pem) trusts what another terminates.
+func TestProxiesSharingAMasterSignAlike(t *testing.T) {
+	up := &upstream{}
+	srv := httptest.NewTLSServer(up)
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	grant := Grant{Policy: allow(strings.TrimPrefix(srv.URL, "https://")), Inject: []Injection{{Host: "127.0.0.1", Header: "X-Key", Value: "k"}}}
+	serve := func() *url.URL {
+		p := New(Options{CAMaster: []byte("master"), Lookup: func(context.Context, string) (Grant, error) { return grant, nil },
+			Upstream: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}})
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		go func() { _ = p.Serve(l, "sb9") }()
+		return &url.URL{Scheme: "http", Host: l.Addr().String()}
+	}
+	a, b := serve(), serve()
+	fetch := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(a)}}
+	code, ca := get(t, fetch, "http://"+CAHost+"/ca.pem", nil)
+	if code != http.StatusOK || !strings.Contains(ca, "BEGIN CERTIFICATE") {
+		t.Fatalf("the authority from a: %d %q", code, ca)
+	}
+	trusted := x509.NewCertPool()
+	trusted.AppendCertsFromPEM([]byte(ca))
+	viaB := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(b), TLSClientConfig: &tls.Config{RootCAs: trusted}}}
+	if code, body := get(t, viaB, srv.URL+"/x", nil); code != http.StatusOK || up.last(t).Get("X-Key") != "k" {
+		t.Fatalf("through b with a's authority: %d %q", code, body)
+	}
+}

@@ -49,6 +49,11 @@ type Options struct {
 	Container      string
 	Subnets        []string
 	SecurityGroups []string
+	// IsolatedSecurityGroups are those of tasks cut off from the network
+	// (launch.Spec.Isolated), which reach EgressProxyURL only: their
+	// HTTP(S)_PROXY. Without both, an isolated launch fails.
+	IsolatedSecurityGroups []string
+	EgressProxyURL         string
 	// AssignPublicIP gives tasks a public IP (subnets without a NAT gateway).
 	AssignPublicIP bool
 	// CPU and Memory override the task definition's size ("1024", "2048"); "" keeps it.
@@ -60,6 +65,10 @@ type Options struct {
 	// second RunTask of the same.
 	CapacityProvider string
 }
+
+// ProxyVariables are what an isolated task is told its egress proxy by
+// (both spellings: programs read one or the other).
+var ProxyVariables = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
 
 // The Fargate capacity providers: on-demand and Spot, each the other's
 // fallback.
@@ -86,6 +95,7 @@ func FromConfig(cfg aws.Config, f config.Fargate) (launch.Launcher, error) {
 	l, err := New(ecs.NewFromConfig(cfg), Options{
 		Cluster: f.Cluster, TaskDefinition: f.TaskDefinition, Container: f.Container, Subnets: f.Subnets,
 		SecurityGroups: f.SecurityGroups, AssignPublicIP: f.AssignPublicIP, CPU: f.CPU, Memory: f.Memory,
+		IsolatedSecurityGroups: f.IsolatedSecurityGroups, EgressProxyURL: f.EgressProxyURL,
 		CapacityProvider: f.CapacityProvider,
 	})
 	if err != nil {
@@ -124,6 +134,16 @@ func (l *Launcher) Launch(ctx context.Context, spec launch.Spec) (string, error)
 	if l.o.AssignPublicIP {
 		assign = types.AssignPublicIpEnabled
 	}
+	groups := l.o.SecurityGroups
+	if spec.Isolated {
+		if len(l.o.IsolatedSecurityGroups) == 0 || l.o.EgressProxyURL == "" {
+			return "", fmt.Errorf("run task for %s: its egress policy cuts it off from the network, and this stack has no egress proxy (RA_ECS_ISOLATED_SECURITY_GROUPS, RA_EGRESS_PROXY_URL)", spec.SessionID)
+		}
+		groups = l.o.IsolatedSecurityGroups
+		for _, name := range ProxyVariables {
+			env = append(env, types.KeyValuePair{Name: aws.String(name), Value: aws.String(l.o.EgressProxyURL)})
+		}
+	}
 	taskDef, err := l.taskDefinition(ctx, spec.Image)
 	if err != nil {
 		return "", fmt.Errorf("run task for %s: %w", spec.SessionID, err)
@@ -138,7 +158,7 @@ func (l *Launcher) Launch(ctx context.Context, spec launch.Spec) (string, error)
 		Group:          aws.String(GroupPrefix + strconv.Itoa(spec.Generation)),
 		NetworkConfiguration: &types.NetworkConfiguration{AwsvpcConfiguration: &types.AwsVpcConfiguration{
 			Subnets:        l.o.Subnets,
-			SecurityGroups: l.o.SecurityGroups,
+			SecurityGroups: groups,
 			AssignPublicIp: assign,
 		}},
 		Overrides: &types.TaskOverride{ContainerOverrides: []types.ContainerOverride{{

@@ -287,6 +287,49 @@ func TestLaunchBuildsRunTask(t *testing.T) {
 	}
 }
 
+// A sandbox cut off from the network runs in the isolated security group,
+// told its egress proxy; without one configured its launch fails (closed).
+func TestIsolatedLaunch(t *testing.T) {
+	t.Parallel()
+	l, _ := newLauncher(t)
+	if _, err := l.Launch(t.Context(), launch.Spec{SessionID: "s", Generation: 1, Isolated: true}); err == nil || !strings.Contains(err.Error(), "no egress proxy") {
+		t.Fatalf("an isolated launch without a proxy: %v", err)
+	}
+	fake := newFakeECS()
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	client := ecs.New(ecs.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider("k", "s", "")})
+	iso, err := fargate.New(client, fargate.Options{Cluster: "ra-dev", TaskDefinition: "ra-dev-sandbox:3", Container: "agent",
+		Subnets: []string{"subnet-1"}, SecurityGroups: []string{"sg-open"}, IsolatedSecurityGroups: []string{"sg-isolated"}, EgressProxyURL: "http://proxy.internal:3128"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := iso.Launch(t.Context(), launch.Spec{SessionID: "s", Generation: 1, Isolated: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	net := fake.requests["RunTask"][0]["networkConfiguration"].(map[string]any)["awsvpcConfiguration"].(map[string]any)
+	if groups := net["securityGroups"].([]any); len(groups) != 1 || groups[0] != "sg-isolated" {
+		t.Errorf("security groups %v", groups)
+	}
+	env := fake.env(t, ref)
+	for _, name := range fargate.ProxyVariables {
+		if env[name] != "http://proxy.internal:3128" {
+			t.Errorf("%s = %q", name, env[name])
+		}
+	}
+	open, err := iso.Launch(t.Context(), launch.Spec{SessionID: "o", Generation: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := fake.env(t, open); env["HTTPS_PROXY"] != "" {
+		t.Errorf("an open sandbox told a proxy: %v", env)
+	}
+	if groups := fake.requests["RunTask"][1]["networkConfiguration"].(map[string]any)["awsvpcConfiguration"].(map[string]any)["securityGroups"].([]any); groups[0] != "sg-open" {
+		t.Errorf("an open sandbox's groups: %v", groups)
+	}
+}
+
 func TestLaunchReportsFailures(t *testing.T) {
 	t.Parallel()
 	l, fake := newLauncher(t)

@@ -51,7 +51,7 @@ func TestApiAnswersPreflightsOfTheAllowedOrigins(t *testing.T) {
 		}
 		methods := strs(cors["AllowMethods"])
 		slices.Sort(methods)
-		if want := []string{"GET", "OPTIONS", "POST"}; !slices.Equal(methods, want) {
+		if want := []string{"GET", "OPTIONS", "PATCH", "POST"}; !slices.Equal(methods, want) {
 			t.Errorf("%s: AllowMethods %v, want %v", env, methods, want)
 		}
 		if got := strs(cors["AllowHeaders"]); !slices.Equal(got, []string{"Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID", "X-Session-Token"}) ||

@@ -70,6 +70,7 @@ func (s *Stack) suppressFindings() {
 		finding("AwsSolutions-IAM5",
 			"The execution role's ecr:GetAuthorizationToken, which takes no resource ARN (the image pull itself is on the "+
 				"repository's ARN).", "Resource::*"))
+	s.suppressEgressFindings(suppress, child)
 	if !Prod(s.Set.Env) {
 		for _, t := range s.Tables {
 			suppress(t, false, finding("AwsSolutions-DDB3",
@@ -130,6 +131,11 @@ func (s *Stack) wildcards(function string) (reason string, appliesTo []string) {
 		why = append(why, "it runs the task definitions it registers for agent types' base images, whose revisions ECS numbers, only of their family (task-definition/"+
 			s.name("sandbox")+launch.ImageFamilyInfix+"*:*), and ecs:RegisterTaskDefinition and ecs:DescribeTaskDefinition take no resource but \"*\"")
 		appliesTo = append(appliesTo, "Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task-definition/"+s.name("sandbox")+launch.ImageFamilyInfix+"*:*", "Resource::*")
+	}
+	if function == AppSecretsFunction {
+		why = append(why, "it keeps the apps' secrets, named by the apps, only under their prefix ("+s.Set.SecretsPrefix()+
+			"*), and ListSecrets takes no resource but \"*\" (the list is filtered by that prefix)")
+		appliesTo = append(appliesTo, "Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:"+s.Set.SecretsPrefix()+"*")
 	}
 	if function == s.Model {
 		before := len(appliesTo)

@@ -34,8 +34,9 @@ var PushAccessLogFields = map[string]string{
 // $connect and $disconnect) its function serves, one stage with an access
 // log, its stage URL for the workers to hand sandboxes (RA_PUSH_URL), and its
 // @connections endpoint (RA_PUSH_ENDPOINT) with execute-api:ManageConnections
-// on it for the functions that push (access.Push), and for them alone.
-func (s *Stack) push(p Props, removal awscdk.RemovalPolicy) {
+// on it for the functions that push (access.Push), and for them alone. It
+// returns the stage URL.
+func (s *Stack) push(p Props, removal awscdk.RemovalPolicy) *string {
 	api := awsapigatewayv2.NewWebSocketApi(s.Stack, jsii.String("PushApi"), &awsapigatewayv2.WebSocketApiProps{
 		ApiName:     jsii.String("ra-" + p.Env + "-push"),
 		Description: jsii.String("Remote Agents push channel to sandboxes (" + p.Env + ")"),
@@ -93,4 +94,5 @@ func (s *Stack) push(p Props, removal awscdk.RemovalPolicy) {
 	for _, name := range []string{routes.JobWorker, ToolWorker} {
 		s.Functions[name].AddEnvironment(jsii.String("RA_PUSH_URL"), stage.Url(), nil)
 	}
+	return stage.Url()
 }

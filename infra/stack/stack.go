@@ -169,9 +169,11 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	public := jsii.String("https://" + *dist.DistributionDomainName())
 	s.uploadsFrom(data, p, public)
 	s.Functions["create"].AddEnvironment(jsii.String("RA_PUBLIC_BASE_URL"), public, nil)
-	s.workerEnvironment(sandbox, public)
 	s.grant(sandbox)
-	s.push(p, removal)
+	push := s.push(p, removal)
+	fenced := s.egress(p, removal, sandbox, public, push)
+	s.workerEnvironment(sandbox, fenced, public)
+	s.grantAppSecrets(AppSecretsFunction)
 	s.eventSources()
 	s.sandboxStopped(p, sandbox.cluster.ClusterArn())
 	s.jobEvents(p)
@@ -226,7 +228,7 @@ func (s *Stack) data(p Props, removal awscdk.RemovalPolicy) awss3.Bucket {
 // origin: CloudFront sends the streaming routes, model calls among them, to
 // their function URLs and the rest to the API) and where sandbox tasks run
 // (config.Platform reads it).
-func (s *Stack) workerEnvironment(sandbox sandboxes, gateway *string) {
+func (s *Stack) workerEnvironment(sandbox sandboxes, fenced egress, gateway *string) {
 	for _, name := range []string{routes.JobWorker, ToolWorker} {
 		s.Functions[name].AddEnvironment(jsii.String("RA_GATEWAY_URL"), gateway, nil)
 		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_CLUSTER"), sandbox.cluster.ClusterArn(), nil)
@@ -234,6 +236,10 @@ func (s *Stack) workerEnvironment(sandbox sandboxes, gateway *string) {
 		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_CONTAINER"), jsii.String(SandboxContainer), nil)
 		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_SUBNETS"), awscdk.Fn_Join(jsii.String(","), sandbox.subnets), nil)
 		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_SECURITY_GROUPS"), sandbox.group.SecurityGroupId(), nil)
+		// Sandboxes whose egress policy is not open: cut off, through the
+		// egress proxy.
+		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_ISOLATED_SECURITY_GROUPS"), fenced.isolated.SecurityGroupId(), nil)
+		s.Functions[name].AddEnvironment(jsii.String("RA_EGRESS_PROXY_URL"), fenced.proxyURL, nil)
 		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_ASSIGN_PUBLIC_IP"), jsii.String("true"), nil)
 		s.Functions[name].AddEnvironment(jsii.String("RA_ECS_CAPACITY_PROVIDER"), jsii.String("FARGATE"), nil)
 	}
@@ -261,13 +267,15 @@ func (s *Stack) sandboxStopped(p Props, cluster *string) {
 	}
 	awsevents.NewRule(s.Stack, jsii.String("SandboxStopped"), &awsevents.RuleProps{
 		RuleName:    jsii.String("ra-" + p.Env + "-sandbox-stopped"),
-		Description: jsii.String("ECS task-state changes of stopped sandboxes, to the jobs queue (task.state)"),
+		Description: jsii.String("ECS task-state changes of running and stopped sandboxes, to the jobs queue (task.running, task.state)"),
 		EventPattern: &awsevents.EventPattern{
 			Source:     &[]*string{jsii.String("aws.ecs")},
 			DetailType: &[]*string{jsii.String("ECS Task State Change")},
 			Detail: &map[string]any{
 				"clusterArn": []*string{cluster},
-				"lastStatus": []string{"STOPPED"},
+				// RUNNING: where a sandbox task is (task.running, for the
+				// egress proxy to know it by); STOPPED: that it stopped.
+				"lastStatus": []string{"RUNNING", "STOPPED"},
 			},
 		},
 		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(s.Queues[set.JobsQueue.Name], &awseventstargets.SqsQueueProps{
@@ -542,6 +550,7 @@ func retention(env string) awslogs.RetentionDays {
 // sandboxes is what runs sandboxes: a cluster in a VPC of public subnets (the
 // agents reach their model providers; nothing reaches them), and the task.
 type sandboxes struct {
+	vpc        awsec2.Vpc
 	cluster    awsecs.Cluster
 	task       awsecs.FargateTaskDefinition
 	group      awsec2.SecurityGroup
@@ -643,7 +652,7 @@ func (s *Stack) sandboxes(p Props, removal awscdk.RemovalPolicy) sandboxes {
 	for _, sn := range *vpc.PublicSubnets() {
 		subnets = append(subnets, sn.SubnetId())
 	}
-	return sandboxes{cluster: cluster, task: task, group: group, subnets: &subnets, repository: repo.RepositoryUri()}
+	return sandboxes{vpc: vpc, cluster: cluster, task: task, group: group, subnets: &subnets, repository: repo.RepositoryUri()}
 }
 
 // eventSources connects the workers to their queues, answering with partial

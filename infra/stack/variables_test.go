@@ -44,6 +44,11 @@ func TestEveryVariableTheStackSetsIsInTheConfigTable(t *testing.T) {
 			}
 		}
 		for _, td := range tp.byType("AWS::ECS::TaskDefinition") {
+			// The egress proxy is a platform process; the sandbox runs the agent.
+			where, reader := "the sandbox container", config.SandboxAgent
+			if props(td)["Family"] == "ra-"+env+"-egress-proxy" {
+				where, reader = "the egress proxy's container", config.PlatformFunctions
+			}
 			containers, _ := props(td)["ContainerDefinitions"].([]any)
 			for _, c := range containers {
 				cd, _ := c.(map[string]any)
@@ -51,7 +56,7 @@ func TestEveryVariableTheStackSetsIsInTheConfigTable(t *testing.T) {
 				for _, pair := range pairs {
 					name, _ := pair.(map[string]any)["Name"].(string)
 					seen++
-					check(env, "the sandbox container", name, config.SandboxAgent)
+					check(env, where, name, reader)
 				}
 			}
 		}

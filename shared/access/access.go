@@ -136,8 +136,10 @@ var worker = Access{
 		// A job's sandbox gets its session here (job.run).
 		Sessions: {GetItem, PutItem, UpdateItem},
 		Events:   {PutItem},
-		// A tool's output event is appended once per call, with a record.
-		Idempotency: {GetItem, PutItem, UpdateItem},
+		// A tool's output event is appended once per call, with a record;
+		// a running sandbox task's address is recorded, and forgotten at its
+		// stop (sandbox_addr#).
+		Idempotency: {GetItem, PutItem, UpdateItem, DeleteItem},
 		// The warm pool's sandboxes are registered, claimed, retired; the
 		// types that keep one listed.
 		Registry: {GetItem, PutItem, UpdateItem, DeleteItem, Query},

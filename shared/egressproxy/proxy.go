@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/egress"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // Injection is a header the proxy sets on a sandbox's requests to Host
@@ -283,7 +284,7 @@ func Destinations(urls ...string) []string {
 // certificate at (GET http://CAHost/ca.pem, through the proxy): where a
 // sandbox the platform cannot hand files to (a Fargate task) gets what it
 // trusts.
-const CAHost = "egress.remote-agents.internal"
+const CAHost = sandboxwire.EgressCAHost
 
 // serveCA answers sandbox id's authority's certificate.
 func (p *Proxy) serveCA(w http.ResponseWriter, id string) {

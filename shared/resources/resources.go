@@ -102,6 +102,10 @@ func (s Set) Tables() []Table {
 	return []Table{s.Sessions, s.Events, s.Idempotency, s.Registry, s.Jobs}
 }
 
+// SecretsPrefix starts the names of the apps' secrets in Secrets Manager:
+// ra/<env>/secrets/<app>/<name>.
+func (s Set) SecretsPrefix() string { return "ra/" + s.Env + "/secrets/" }
+
 // Queues lists the set's queues in a stable order.
 func (s Set) Queues() []Queue {
 	return []Queue{s.JobsQueue, s.ToolsQueue, s.OrchestratorQueue}

@@ -67,6 +67,14 @@ var NetworkVariables = []string{
 	"SSL_CERT_FILE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "REQUESTS_CA_BUNDLE", "PIP_CERT", "NODE_EXTRA_CA_CERTS",
 }
 
+// EgressCAHost is the host a sandbox asks its egress proxy for its
+// certificate authority at, and EgressCAURL where (through the proxy:
+// answered for the asking sandbox alone).
+const (
+	EgressCAHost = "egress.remote-agents.internal"
+	EgressCAURL  = "http://" + EgressCAHost + "/ca.pem"
+)
+
 // FromNetwork reports whether name is one of NetworkVariables.
 func FromNetwork(name string) bool { return slices.Contains(NetworkVariables, name) }
 

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/cli"
 	"github.com/remote-agents/remote-agents/sandbox/confine"
+	"github.com/remote-agents/remote-agents/sandbox/egresstrust"
 	"github.com/remote-agents/remote-agents/sandbox/harden"
 	"github.com/remote-agents/remote-agents/sandbox/redact"
 	"github.com/remote-agents/remote-agents/sandbox/remote"
@@ -130,6 +132,12 @@ func sandbox(ctx context.Context, hardenErr error, stderr io.Writer) int {
 			}
 			return code
 		}
+	}
+	// Behind an egress proxy whose authority no file gave it (a Fargate
+	// task): ask the proxy, before anything goes out.
+	environ, trustErr := egresstrust.Trust(ctx, environ, filepath.Join(os.TempDir(), "ra-egress"))
+	if trustErr != nil {
+		log.Warn("the egress proxy's authority: requests its secrets go with will not verify", slog.String("error", trustErr.Error()))
 	}
 	cfg, err := remote.NewConfig(env, environ, redactor)
 	if err != nil {

@@ -19,13 +19,9 @@ func Service(e *wiring.Env) *secrets.Service {
 	s, _ := wiring.Once(e, key(0), func() (*secrets.Service, error) {
 		store := e.SecretStore
 		if store == nil {
-			store = smsecrets.NewStore(secretsmanager.NewFromConfig(e.AWS), Prefix(e.Config.Env))
+			store = smsecrets.NewStore(secretsmanager.NewFromConfig(e.AWS), e.Resources.SecretsPrefix())
 		}
 		return secrets.New(store, nil), nil
 	})
 	return s
 }
-
-// Prefix is the name prefix of environment env's apps' secrets in Secrets
-// Manager (the stack grants its functions that much).
-func Prefix(env string) string { return "ra/" + env + "/secrets/" }

@@ -20,6 +20,7 @@ package egressproxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -646,7 +647,23 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request, id string) {
 		p.terminate(client, id, host, port)
 		return
 	}
-	splice(client, up)
+	// A TLS client names the server it wants in its hello (SNI): through a
+	// tunnel to host, only host (a name that is not would reach another
+	// site behind the same address: a CDN's, say).
+	name, isTLS, read, err := sniServerName(client)
+	if err != nil {
+		_ = client.Close()
+		_ = up.Close()
+		return
+	}
+	if isTLS && name != "" && name != host {
+		p.o.Log.Info("egress denied: a tunnel's server name is not its host", slog.String("sandbox", id), slog.String("host", host), slog.String("server_name", name))
+		p.report(Denial{Sandbox: id, Host: name, Port: port, Reason: DenyNotAllowed})
+		_ = client.Close()
+		_ = up.Close()
+		return
+	}
+	splice(&replay{Conn: client, r: io.MultiReader(bytes.NewReader(read), client)}, up)
 }
 
 // splice copies between a and b until both directions end.

@@ -1,9 +1,11 @@
 package egressproxy
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -357,5 +359,51 @@ func TestProxiesSharingAMasterSignAlike(t *testing.T) {
 	viaB := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(b), TLSClientConfig: &tls.Config{RootCAs: trusted}}}
 	if code, body := get(t, viaB, srv.URL+"/x", nil); code != http.StatusOK || up.last(t).Get("X-Key") != "k" {
 		t.Fatalf("through b with a's authority: %d %q", code, body)
+	}
+}
+
+// A tunnel carries TLS to the server its CONNECT named: a hello that asks
+// for another server name (domain fronting) is cut off and reported.
+func TestTunnelsCheckTheServerName(t *testing.T) {
+	up := &upstream{}
+	srv := httptest.NewTLSServer(up)
+	defer srv.Close()
+	f := start(t, nil)
+	host := strings.TrimPrefix(srv.URL, "https://")
+	f.set(Grant{Policy: allow(host)})
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	dial := func(connectTo, serverName string) error {
+		c, err := net.Dial("tcp", f.url.Host)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = c.Close() }()
+		if _, err := io.WriteString(c, "CONNECT "+connectTo+" HTTP/1.1\r\nHost: "+connectTo+"\r\n\r\n"); err != nil {
+			return err
+		}
+		br := bufio.NewReader(c)
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return err
+		}
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("CONNECT: %d", res.StatusCode)
+		}
+		tc := tls.Client(c, &tls.Config{ServerName: serverName, RootCAs: roots, InsecureSkipVerify: serverName == "evil.example.com"}) //nolint:gosec // the test's fronting client
+		return tc.Handshake()
+	}
+	if err := dial(host, "127.0.0.1"); err != nil {
+		t.Fatalf("a tunnel to its own host: %v", err)
+	}
+	if err := dial(host, "evil.example.com"); err == nil {
+		t.Fatal("a hello for another server name went through")
+	}
+	found := false
+	for _, d := range f.denied() {
+		found = found || (d.Host == "evil.example.com" && d.Reason == DenyNotAllowed)
+	}
+	if !found {
+		t.Errorf("the fronting was not reported: %+v", f.denied())
 	}
 }

@@ -270,16 +270,16 @@ func (e CreatedStatus) Valid() bool {
 
 // Defines values for EgressDeniedDataReason.
 const (
-	EgressDeniedDataDenyLinkLocal  EgressDeniedDataReason = "link_local"
-	EgressDeniedDataDenyNotAllowed EgressDeniedDataReason = "not_allowed"
+	EgressDeniedDataReasonLinkLocal  EgressDeniedDataReason = "link_local"
+	EgressDeniedDataReasonNotAllowed EgressDeniedDataReason = "not_allowed"
 )
 
 // Valid indicates whether the value is a known member of the EgressDeniedDataReason enum.
 func (e EgressDeniedDataReason) Valid() bool {
 	switch e {
-	case EgressDeniedDataDenyLinkLocal:
+	case EgressDeniedDataReasonLinkLocal:
 		return true
-	case EgressDeniedDataDenyNotAllowed:
+	case EgressDeniedDataReasonNotAllowed:
 		return true
 	default:
 		return false

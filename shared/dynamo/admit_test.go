@@ -102,7 +102,15 @@ func (p readyOnStart) Publish(ctx context.Context, m jobqueue.Message, _ time.Du
 	if m.Type != jobqueue.SessionStart {
 		return nil
 	}
-	_, err := p.store.Transition(ctx, m.SessionID, domain.Change{From: []domain.State{domain.Provisioning}, To: domain.Ready,
-		Generation: m.Generation, Set: domain.Fields{ReadyAt: time.Now(), HeartbeatAt: time.Now()}})
+	// As the worker would, the start is tried again: 200 creates at once
+	// on a loaded machine can find DynamoDB Local slow to answer one.
+	var err error
+	for range 3 {
+		_, err = p.store.Transition(ctx, m.SessionID, domain.Change{From: []domain.State{domain.Provisioning}, To: domain.Ready,
+			Generation: m.Generation, Set: domain.Fields{ReadyAt: time.Now(), HeartbeatAt: time.Now()}})
+		if err == nil || errors.Is(err, domain.ErrConflict) {
+			return err
+		}
+	}
 	return err
 }

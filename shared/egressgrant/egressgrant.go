@@ -22,6 +22,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/pool"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/secrets"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -44,7 +45,7 @@ type Types interface {
 // Secrets returns the injections of a tenant's secrets of the given
 // names (package secrets); a name it does not have is left out.
 type Secrets interface {
-	Injections(ctx context.Context, tenant string, names []string) ([]egressproxy.Injection, error)
+	Injections(ctx context.Context, tenant string, names []string) ([]secrets.Header, error)
 }
 
 // Options configure a Service.
@@ -96,11 +97,13 @@ func (s *Service) sessionGrant(ctx context.Context, sess session.Session) (egres
 	}
 	g := egressproxy.Grant{Policy: sess.EgressPolicy()}
 	if sess.Workspace != nil && len(sess.Workspace.Secrets) > 0 && s.o.Secrets != nil {
-		in, err := s.o.Secrets.Injections(ctx, sess.Tenant, sess.Workspace.Secrets)
+		headers, err := s.o.Secrets.Injections(ctx, sess.Tenant, sess.Workspace.Secrets)
 		if err != nil {
 			return egressproxy.Grant{}, fmt.Errorf("egress grant of %s: secrets: %w", sess.ID, err)
 		}
-		g.Inject = in
+		for _, h := range headers {
+			g.Inject = append(g.Inject, egressproxy.Injection{Host: h.Host, PathPrefix: h.PathPrefix, Header: h.Name, Value: h.Value})
+		}
 	}
 	return g, nil
 }

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
-	"github.com/remote-agents/remote-agents/shared/egressproxy"
 	"github.com/remote-agents/remote-agents/shared/registry"
 )
 
@@ -192,11 +191,17 @@ func (s *Service) List(ctx context.Context, app registry.AppKey) (List, error) {
 	return List{Secrets: list}, nil
 }
 
+// Header is a secret's header, rendered: set on requests to Host whose
+// path starts with PathPrefix.
+type Header struct {
+	Host, PathPrefix, Name, Value string
+}
+
 // Injections returns the headers of tenant's secrets of the given names,
 // rendered for the egress proxy (egressgrant.Secrets); a name the tenant
 // has no secret of is left out.
-func (s *Service) Injections(ctx context.Context, tenant string, names []string) ([]egressproxy.Injection, error) {
-	var out []egressproxy.Injection
+func (s *Service) Injections(ctx context.Context, tenant string, names []string) ([]Header, error) {
+	var out []Header
 	for _, n := range names {
 		st, err := s.store.Get(ctx, tenant, n)
 		if errors.Is(err, ErrNotFound) {
@@ -206,7 +211,7 @@ func (s *Service) Injections(ctx context.Context, tenant string, names []string)
 			return nil, err
 		}
 		for _, r := range st.Inject {
-			out = append(out, egressproxy.Injection{Host: r.Host, PathPrefix: r.PathPrefix, Header: r.Header, Value: Render(r.Format, st.Value)})
+			out = append(out, Header{Host: r.Host, PathPrefix: r.PathPrefix, Name: r.Header, Value: Render(r.Format, st.Value)})
 		}
 	}
 	return out, nil

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
-	"github.com/remote-agents/remote-agents/shared/egressproxy"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/secrets"
 	"github.com/remote-agents/remote-agents/shared/secrets/secretstest"
@@ -37,7 +36,7 @@ func TestService(t *testing.T) {
 		t.Fatal(err)
 	}
 	in, err := svc.Injections(ctx, "t1", []string{"api", "missing"})
-	if err != nil || len(in) != 1 || in[0] != (egressproxy.Injection{Host: "api.example.com", PathPrefix: "/v1/", Header: "Authorization", Value: "Bearer rotated"}) {
+	if err != nil || len(in) != 1 || in[0] != (secrets.Header{Host: "api.example.com", PathPrefix: "/v1/", Name: "Authorization", Value: "Bearer rotated"}) {
 		t.Errorf("Injections = %+v, %v", in, err)
 	}
 	if in, _ := svc.Injections(ctx, "t2", []string{"api"}); len(in) != 0 {

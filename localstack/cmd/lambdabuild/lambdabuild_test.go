@@ -43,6 +43,9 @@ var routeOnly = map[string][]string{
 	"shared/modelapi":                          {"model"},
 	"shared/modelgateway":                      {"model"},
 	"shared/smsecrets":                         {"model"},
+	"shared/smstore":                           {"agenttypes"},
+	"shared/secretsapi":                        {"agenttypes"},
+	"shared/wiring/secretstore":                {"agenttypes"},
 	"data":                                     {"model"},
 	"shared/toolapi":                           {"toolcallback"},
 	"shared/orchestratorapi":                   {"jobs", "joblogs"},
@@ -54,7 +57,7 @@ var routeOnly = map[string][]string{
 	"shared/wiring/toolservice":                {"toolcallback", "jobworker"},
 	"shared/wiring/functionset":                {},
 	"github.com/aws/aws-sdk-go-v2/service/ecs": {"jobworker"},
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager": {"model"},
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager": {"model", "agenttypes"},
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge":    {"jobs", "sandbox", "jobworker"},
 }
 

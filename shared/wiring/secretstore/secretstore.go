@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/remote-agents/remote-agents/shared/secrets"
-	"github.com/remote-agents/remote-agents/shared/smsecrets"
+	"github.com/remote-agents/remote-agents/shared/smstore"
 	"github.com/remote-agents/remote-agents/shared/wiring"
 )
 
@@ -19,7 +19,7 @@ func Service(e *wiring.Env) *secrets.Service {
 	s, _ := wiring.Once(e, key(0), func() (*secrets.Service, error) {
 		store := e.SecretStore
 		if store == nil {
-			store = smsecrets.NewStore(secretsmanager.NewFromConfig(e.AWS), e.Resources.SecretsPrefix())
+			store = smstore.NewStore(secretsmanager.NewFromConfig(e.AWS), e.Resources.SecretsPrefix())
 		}
 		return secrets.New(store, nil), nil
 	})

@@ -1,4 +1,4 @@
-package smsecrets_test
+package smstore_test
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/secrets"
 	"github.com/remote-agents/remote-agents/shared/secrets/secretstest"
-	"github.com/remote-agents/remote-agents/shared/smsecrets"
+	"github.com/remote-agents/remote-agents/shared/smstore"
 )
 
 // secretsManager answers the Secrets Manager JSON protocol for the calls
@@ -92,5 +92,5 @@ func secretsManager(t *testing.T) *secretsmanager.Client {
 }
 
 func TestStore(t *testing.T) {
-	secretstest.Run(t, func(t *testing.T) secrets.Store { return smsecrets.NewStore(secretsManager(t), "ra/test/secrets/") })
+	secretstest.Run(t, func(t *testing.T) secrets.Store { return smstore.NewStore(secretsManager(t), "ra/test/secrets/") })
 }

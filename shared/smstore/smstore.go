@@ -1,4 +1,6 @@
-package smsecrets
+// Package smstore keeps apps' secrets (package secrets) in Secrets
+// Manager: one secret each, named <prefix><app>/<name>.
+package smstore
 
 import (
 	"context"
@@ -15,10 +17,9 @@ import (
 	"github.com/remote-agents/remote-agents/shared/secrets"
 )
 
-// StoreAPI is the part of the Secrets Manager client the secrets store
-// calls.
-type StoreAPI interface {
-	API
+// API is the part of the Secrets Manager client the store calls.
+type API interface {
+	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
 	CreateSecret(ctx context.Context, in *secretsmanager.CreateSecretInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.CreateSecretOutput, error)
 	PutSecretValue(ctx context.Context, in *secretsmanager.PutSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.PutSecretValueOutput, error)
 	DeleteSecret(ctx context.Context, in *secretsmanager.DeleteSecretInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.DeleteSecretOutput, error)
@@ -26,7 +27,7 @@ type StoreAPI interface {
 }
 
 var (
-	_ StoreAPI      = (*secretsmanager.Client)(nil)
+	_ API           = (*secretsmanager.Client)(nil)
 	_ secrets.Store = (*Store)(nil)
 )
 
@@ -34,13 +35,13 @@ var (
 // <prefix><tenant>/<name>, whose value is the secret's value, rules and
 // times as JSON. Only the egress proxy and the secrets routes read them.
 type Store struct {
-	api    StoreAPI
+	api    API
 	prefix string
 }
 
 // NewStore returns the store of secrets named under prefix (e.g.
 // "ra/prod/secrets/").
-func NewStore(api StoreAPI, prefix string) *Store { return &Store{api: api, prefix: prefix} }
+func NewStore(api API, prefix string) *Store { return &Store{api: api, prefix: prefix} }
 
 // record is a secret's value in Secrets Manager.
 type record struct {

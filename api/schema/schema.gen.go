@@ -1328,6 +1328,9 @@ type CreateRequest struct {
 	// ConfigurationID The repository configuration to work in; none: a scratch session.
 	ConfigurationID string `json:"configuration_id,omitempty,omitzero"`
 
+	// EndUser The app's user the agent works for: a secret its agent type names (`workspace_config.secrets`) is that user's where the app registered one for them (`POST /api/v1/secrets` with `end_user`), the app's own otherwise.
+	EndUser string `json:"end_user,omitempty,omitzero"`
+
 	// FeatureFlags The embed view's optional parts.
 	FeatureFlags *Features `json:"feature_flags,omitempty"`
 
@@ -1899,7 +1902,10 @@ type SavedService struct {
 
 // Secret A secret as the API shows it: never its value.
 type Secret struct {
-	CreatedAt time.Time    `json:"created_at"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// EndUser The app's user it is for; absent: the app's own.
+	EndUser   string       `json:"end_user,omitempty,omitzero"`
 	Inject    []SecretRule `json:"inject"`
 	Name      string       `json:"name"`
 	UpdatedAt time.Time    `json:"updated_at"`
@@ -1912,7 +1918,9 @@ type SecretList struct {
 
 // SecretRequest defines model for SecretRequest.
 type SecretRequest struct {
-	Inject []SecretRule `json:"inject"`
+	// EndUser Whose the secret is: the app's user it names (agents created with that `end_user` use it before the app's own of the name); left out, the app's own. On PUT, or `?end_user=`.
+	EndUser string       `json:"end_user,omitempty,omitzero"`
+	Inject  []SecretRule `json:"inject"`
 
 	// Name Required on POST; on PUT, the path's name if given.
 	Name string `json:"name,omitempty,omitzero"`
@@ -3185,6 +3193,24 @@ type CreateAgentParams struct {
 type RunWorkspaceToolParams struct {
 	// IdempotencyKey The request's id (else the platform makes one, answered as `request_id`): a retry with the same key and body never runs the tool twice and gets its result (after a 202, once there is one); with another tool or arguments it is 409 `idempotency_key_reused`. Kept 24 hours.
 	IdempotencyKey string `json:"Idempotency-Key,omitempty,omitzero"`
+}
+
+// ListSecretsParams defines parameters for ListSecrets.
+type ListSecretsParams struct {
+	// EndUser The app's user whose secrets these are; left out, the app's own.
+	EndUser string `form:"end_user,omitempty" json:"end_user,omitempty,omitzero"`
+}
+
+// DeleteSecretParams defines parameters for DeleteSecret.
+type DeleteSecretParams struct {
+	// EndUser The app's user whose secrets these are; left out, the app's own.
+	EndUser string `form:"end_user,omitempty" json:"end_user,omitempty,omitzero"`
+}
+
+// PutSecretParams defines parameters for PutSecret.
+type PutSecretParams struct {
+	// EndUser The app's user whose secrets these are; left out, the app's own.
+	EndUser string `form:"end_user,omitempty" json:"end_user,omitempty,omitzero"`
 }
 
 // EmbedViewParams defines parameters for EmbedView.

@@ -322,3 +322,47 @@ func TestEgressServiceKnowsSandboxesByAddress(t *testing.T) {
 		})
 	})
 }
+
+// An agent created for an app's user (end_user) carries that user's secret
+// of a name, another agent the app's own.
+func TestEndUsersSecretsGoWithTheirAgents(t *testing.T) {
+	t.Parallel()
+	s := start(t, withSandboxEnv("RA_NO_TMUX=1"))
+	api := record(t, "api")
+	rule := []map[string]any{{"host": "127.0.0.1", "header": "X-Api-Key", "format": "{{value}}"}}
+	for _, body := range []map[string]any{
+		{"name": "key", "value": "app-value", "inject": rule},
+		{"name": "key", "end_user": "alice@example.com", "value": "alice-value", "inject": rule},
+	} {
+		if r := s.call(http.MethodPost, "/api/v1/secrets", appKey, body); r.status != http.StatusCreated {
+			t.Fatalf("create secret: %d %s", r.status, r.raw)
+		}
+	}
+	if l := s.call(http.MethodGet, "/api/v1/secrets?end_user=alice@example.com", appKey, nil); l.status != http.StatusOK || !strings.Contains(string(l.raw), `"end_user":"alice@example.com"`) {
+		t.Errorf("alice's secrets: %d %s", l.status, l.raw)
+	}
+	s.putType(t, "keyed", map[string]any{"enabled": true, "tools": []string{"bash"}, "secrets": []string{"key"},
+		"egress": map[string]any{"mode": "allowlist", "allow": []string{api.addr()}}})
+	for user, want := range map[string]string{"alice@example.com": "alice-value", "": "app-value"} {
+		body := createBody("Hello")
+		body["agent_type"] = "keyed"
+		if user != "" {
+			body["end_user"] = user
+		}
+		r := s.create(body)
+		if r.status != http.StatusOK {
+			t.Fatalf("create for %q: %d %s", user, r.status, r.raw)
+		}
+		before := len(api.headers())
+		out := s.bash(t, r.str("agent_id"), r.str("session_token"), "curl -s -o /dev/null -w 'code=%{http_code}' "+api.URL+"/x")
+		h := api.headers()
+		if len(h) != before+1 {
+			t.Fatalf("the agent for %q: %s; the server got %d requests", user, out, len(h)-before)
+		}
+		if got := h[len(h)-1].Get("X-Api-Key"); got != want {
+			sess, _ := s.srv.Env.SessionStore().Get(t.Context(), r.str("agent_id"))
+			t.Errorf("the agent for %q (session end user %q, %s) sent %q, want %q", user, sess.EndUser, sess.ID, got, want)
+		}
+	}
+	wantError(t, s.create(map[string]any{"project_name": "demo", "persona_slug": "assistant", "initial_prompt": "Hi", "end_user": "../x"}), http.StatusBadRequest, "invalid_request")
+}

@@ -37,6 +37,7 @@ type sessionItem struct {
 	AgentTypeOwner       string                       `json:"agent_type_owner,omitempty"`
 	PoolSandbox          string                       `json:"pool_sandbox,omitempty"`
 	TaskContext          *sandboxwire.TaskContext     `json:"task_context,omitempty"`
+	EndUser              string                       `json:"end_user,omitempty"`
 	WorkspaceStatus      *sandboxwire.WorkspaceStatus `json:"workspace_status,omitempty"`
 	WorkspaceDropped     string                       `json:"workspace_dropped,omitempty"`
 	SnapshotKey          string                       `json:"snapshot_key,omitempty"`
@@ -108,6 +109,7 @@ func newSessionItem(s session.Session) sessionItem {
 		AgentTypeOwner:       s.AgentTypeOwner,
 		PoolSandbox:          s.PoolSandbox,
 		TaskContext:          s.TaskContext,
+		EndUser:              s.EndUser,
 		WorkspaceStatus:      s.WorkspaceStatus,
 		WorkspaceDropped:     s.WorkspaceDropped,
 		SnapshotKey:          s.SnapshotKey,
@@ -183,6 +185,7 @@ func (it sessionItem) session() session.Session {
 			AppCaps:         it.AppCaps,
 			AgentTypeOwner:  it.AgentTypeOwner,
 			TaskContext:     it.TaskContext,
+			EndUser:         it.EndUser,
 			GuardrailsHash:  it.GuardrailsHash,
 			TmuxSessionName: it.TmuxSessionName,
 			JobID:           it.JobID,

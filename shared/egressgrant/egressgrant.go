@@ -42,10 +42,11 @@ type Types interface {
 	Resolve(ctx context.Context, tenant, id string) (registry.AgentType, error)
 }
 
-// Secrets returns the injections of a tenant's secrets of the given
-// names (package secrets); a name it does not have is left out.
+// Secrets returns the injections of the secrets of the given names of a
+// tenant's user (its own where the user has none; package secrets); a name
+// neither has is left out.
 type Secrets interface {
-	Injections(ctx context.Context, tenant string, names []string) ([]secrets.Header, error)
+	Injections(ctx context.Context, tenant, endUser string, names []string) ([]secrets.Header, error)
 }
 
 // Options configure a Service.
@@ -97,7 +98,7 @@ func (s *Service) sessionGrant(ctx context.Context, sess session.Session) (egres
 	}
 	g := egressproxy.Grant{Policy: sess.EgressPolicy()}
 	if sess.Workspace != nil && len(sess.Workspace.Secrets) > 0 && s.o.Secrets != nil {
-		headers, err := s.o.Secrets.Injections(ctx, sess.Tenant, sess.Workspace.Secrets)
+		headers, err := s.o.Secrets.Injections(ctx, sess.Tenant, sess.EndUser, sess.Workspace.Secrets)
 		if err != nil {
 			return egressproxy.Grant{}, fmt.Errorf("egress grant of %s: secrets: %w", sess.ID, err)
 		}

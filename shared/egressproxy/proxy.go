@@ -169,7 +169,25 @@ func New(o Options) *Proxy {
 // a listener of that sandbox's alone (locally, one in its network
 // namespace).
 func (p *Proxy) Serve(l net.Listener, id string) error {
-	return p.ServeShared(l, func(context.Context, netip.AddrPort) (string, error) { return id, nil })
+	// The listener is the identity: no address is asked about (every
+	// sandbox's connections come from its own 127.0.0.1).
+	return p.serve(l, func(*http.Request) string { return id })
+}
+
+// serve serves l's connections, each request's sandbox the one sandboxOf
+// says.
+func (p *Proxy) serve(l net.Listener, sandboxOf func(*http.Request) string) error {
+	srv := &http.Server{ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(p.o.Log.Handler(), slog.LevelDebug),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			from, _ := netip.ParseAddrPort(c.RemoteAddr().String())
+			return context.WithValue(ctx, connKey{}, from)
+		},
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.handler(sandboxOf(r)).ServeHTTP(w, r) })}
+	err := srv.Serve(l)
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
 }
 
 // ServeShared serves every sandbox's connections accepted from l, until l
@@ -180,20 +198,10 @@ func (p *Proxy) Serve(l net.Listener, id string) error {
 // started may be on its way), then refused as an unknown sandbox's, but
 // for the platform's destinations.
 func (p *Proxy) ServeShared(l net.Listener, identify func(ctx context.Context, from netip.AddrPort) (string, error)) error {
-	srv := &http.Server{ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(p.o.Log.Handler(), slog.LevelDebug),
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			from, _ := netip.ParseAddrPort(c.RemoteAddr().String())
-			return context.WithValue(ctx, connKey{}, from)
-		},
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			from, _ := r.Context().Value(connKey{}).(netip.AddrPort)
-			p.handler(p.identify(r.Context(), from, identify)).ServeHTTP(w, r)
-		})}
-	err := srv.Serve(l)
-	if errors.Is(err, net.ErrClosed) {
-		return nil
-	}
-	return err
+	return p.serve(l, func(r *http.Request) string {
+		from, _ := r.Context().Value(connKey{}).(netip.AddrPort)
+		return p.identify(r.Context(), from, identify)
+	})
 }
 
 // DefaultIdentifyWait bounds how long ServeShared asks again who a

@@ -407,3 +407,31 @@ func TestTunnelsCheckTheServerName(t *testing.T) {
 		t.Errorf("the fronting was not reported: %+v", f.denied())
 	}
 }
+
+// Two sandboxes' listeners, their connections from the same address (each
+// its own 127.0.0.1): each request is its listener's sandbox's.
+func TestListenersKeepTheirSandboxesApart(t *testing.T) {
+	up := &upstream{}
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	grants := map[string]Grant{
+		"a": {Policy: allow(strings.TrimPrefix(srv.URL, "http://")), Inject: []Injection{{Host: "127.0.0.1", Header: "X-Who", Value: "a"}}},
+		"b": {Policy: allow(strings.TrimPrefix(srv.URL, "http://")), Inject: []Injection{{Host: "127.0.0.1", Header: "X-Who", Value: "b"}}},
+	}
+	p := New(Options{Lookup: func(_ context.Context, id string) (Grant, error) { return grants[id], nil }})
+	clients := map[string]*http.Client{}
+	for _, id := range []string{"a", "b"} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = l.Close() }()
+		go func() { _ = p.Serve(l, id) }()
+		clients[id] = &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: l.Addr().String()}), DisableKeepAlives: true}}
+	}
+	for _, id := range []string{"a", "b", "a", "b"} {
+		if code, _ := get(t, clients[id], srv.URL+"/", nil); code != http.StatusOK || up.last(t).Get("X-Who") != id {
+			t.Fatalf("%s's request went as %q (%d)", id, up.last(t).Get("X-Who"), code)
+		}
+	}
+}

@@ -114,6 +114,14 @@ var secretName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // digits, '_', '-' or '.', starting with a letter or digit.
 func ValidSecretName(n string) bool { return secretName.MatchString(n) }
 
+// endUser is what names an app's user.
+var endUser = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,127}$`)
+
+// ValidEndUser reports whether u can name an app's user (create's
+// end_user, a secret's): 1 to 128 letters, digits, '_', '-', '.', '@' or
+// ':', starting with a letter or digit.
+func ValidEndUser(u string) bool { return endUser.MatchString(u) }
+
 // EgressPolicy is c's egress policy: open when it has none.
 func (c WorkspaceConfig) EgressPolicy() egress.Policy {
 	if c.Egress == nil {

@@ -59,7 +59,7 @@ func (m *Memory) List(_ context.Context, tenant string) ([]Secret, error) {
 	defer m.mu.Unlock()
 	var out []Secret
 	for k, s := range m.m {
-		if strings.HasPrefix(k, tenant+"\x00") {
+		if strings.HasPrefix(k, tenant+"\x00") { // the owner's, not its users' (another owner)
 			s.Inject = slices.Clone(s.Inject)
 			out = append(out, s.Secret)
 		}

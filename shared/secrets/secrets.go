@@ -24,7 +24,9 @@ import (
 
 // Secret is a secret without its value: what the API answers.
 type Secret struct {
-	Name      string    `json:"name"`
+	Name string `json:"name"`
+	// EndUser is the app's user it is for ("": the app's own).
+	EndUser   string    `json:"end_user,omitempty"`
 	Inject    []Rule    `json:"inject"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -43,7 +45,10 @@ type Rule struct {
 // Request is a secret as written: POST /api/v1/secrets (with Name) and
 // PUT /api/v1/secrets/{name} (without).
 type Request struct {
-	Name   string `json:"name,omitempty"`
+	Name string `json:"name,omitempty"`
+	// EndUser, if set, makes it that user's of the app: the agents created
+	// for them (create's end_user) use it before the app's own of the name.
+	EndUser string `json:"end_user,omitempty"`
 	Value  string `json:"value"`
 	Inject []Rule `json:"inject"`
 }
@@ -62,16 +67,27 @@ type Stored struct {
 // ErrNotFound: the tenant has no secret of that name.
 var ErrNotFound = errors.New("secret not found")
 
-// Store keeps secrets by tenant and name. On AWS, Secrets Manager.
+// Store keeps secrets by owner (Owner: an app, or one of its users) and
+// name. On AWS, Secrets Manager.
 type Store interface {
 	// Put creates or replaces a secret.
-	Put(ctx context.Context, tenant string, s Stored) error
+	Put(ctx context.Context, owner string, s Stored) error
 	// Get returns a secret; ErrNotFound if none.
-	Get(ctx context.Context, tenant, name string) (Stored, error)
+	Get(ctx context.Context, owner, name string) (Stored, error)
 	// Delete removes a secret; ErrNotFound if none.
-	Delete(ctx context.Context, tenant, name string) error
-	// List returns a tenant's secrets, by name, without their values.
-	List(ctx context.Context, tenant string) ([]Secret, error)
+	Delete(ctx context.Context, owner, name string) error
+	// List returns an owner's secrets, by name, without their values (not
+	// those of the owner's users).
+	List(ctx context.Context, owner string) ([]Secret, error)
+}
+
+// Owner is whose a secret is: tenant's, or its user endUser's ("": the
+// tenant's own).
+func Owner(tenant, endUser string) string {
+	if endUser == "" {
+		return tenant
+	}
+	return tenant + "/users/" + endUser
 }
 
 // Limits of a secret.
@@ -117,38 +133,54 @@ func (s *Service) Create(ctx context.Context, app registry.AppKey, req Request) 
 	if !registry.ValidSecretName(req.Name) {
 		return Secret{}, invalid("name must be 1 to 64 letters, digits, '_', '-' or '.', starting with a letter or digit.")
 	}
-	if _, err := s.store.Get(ctx, app.Tenant, req.Name); err == nil {
+	if err := checkEndUser(req.EndUser); err != nil {
+		return Secret{}, err
+	}
+	owner := Owner(app.Tenant, req.EndUser)
+	if _, err := s.store.Get(ctx, owner, req.Name); err == nil {
 		return Secret{}, apierror.New(apierror.SecretExists, "A secret named %q exists already: PUT /api/v1/secrets/%s replaces it.", req.Name, req.Name)
 	} else if !errors.Is(err, ErrNotFound) {
 		return Secret{}, err
 	}
-	list, err := s.store.List(ctx, app.Tenant)
+	list, err := s.store.List(ctx, owner)
 	if err != nil {
 		return Secret{}, err
 	}
 	if len(list) >= MaxSecrets {
-		return Secret{}, apierror.New(apierror.QuotaExceeded, "An app keeps at most %d secrets.", MaxSecrets)
+		return Secret{}, apierror.New(apierror.QuotaExceeded, "An app, and each of its users, keeps at most %d secrets.", MaxSecrets)
 	}
-	return s.put(ctx, app, req.Name, req, time.Time{})
+	return s.put(ctx, owner, req.Name, req, time.Time{})
 }
 
-// Put replaces (rotates) secret name of app's tenant, value and rules:
-// 404 secret_not_found if it has none.
+func checkEndUser(u string) error {
+	if u != "" && !registry.ValidEndUser(u) {
+		return invalid("end_user must be 1 to 128 letters, digits, '_', '-', '.', '@' or ':', starting with a letter or digit.")
+	}
+	return nil
+}
+
+// Put replaces (rotates) secret name of app's tenant (of its user
+// req.EndUser, if set), value and rules: 404 secret_not_found if it has
+// none.
 func (s *Service) Put(ctx context.Context, app registry.AppKey, name string, req Request) (Secret, error) {
 	if req.Name != "" && req.Name != name {
 		return Secret{}, invalid("name, if given, must be the path's %q.", name)
 	}
-	old, err := s.store.Get(ctx, app.Tenant, name)
+	if err := checkEndUser(req.EndUser); err != nil {
+		return Secret{}, err
+	}
+	owner := Owner(app.Tenant, req.EndUser)
+	old, err := s.store.Get(ctx, owner, name)
 	if errors.Is(err, ErrNotFound) || !registry.ValidSecretName(name) {
 		return Secret{}, notFound(name)
 	}
 	if err != nil {
 		return Secret{}, err
 	}
-	return s.put(ctx, app, name, req, old.CreatedAt)
+	return s.put(ctx, owner, name, req, old.CreatedAt)
 }
 
-func (s *Service) put(ctx context.Context, app registry.AppKey, name string, req Request, created time.Time) (Secret, error) {
+func (s *Service) put(ctx context.Context, owner, name string, req Request, created time.Time) (Secret, error) {
 	rules, err := checkRules(req.Inject)
 	if err != nil {
 		return Secret{}, err
@@ -160,28 +192,36 @@ func (s *Service) put(ctx context.Context, app registry.AppKey, name string, req
 	if created.IsZero() {
 		created = now
 	}
-	st := Stored{Secret: Secret{Name: name, Inject: rules, CreatedAt: created, UpdatedAt: now}, Value: req.Value}
-	if err := s.store.Put(ctx, app.Tenant, st); err != nil {
+	st := Stored{Secret: Secret{Name: name, EndUser: req.EndUser, Inject: rules, CreatedAt: created, UpdatedAt: now}, Value: req.Value}
+	if err := s.store.Put(ctx, owner, st); err != nil {
 		return Secret{}, fmt.Errorf("store secret %s: %w", name, err)
 	}
 	return st.Secret, nil
 }
 
-// Delete removes secret name of app's tenant: 404 secret_not_found if none.
-func (s *Service) Delete(ctx context.Context, app registry.AppKey, name string) error {
+// Delete removes secret name of app's tenant (of its user endUser, if
+// set): 404 secret_not_found if none.
+func (s *Service) Delete(ctx context.Context, app registry.AppKey, name, endUser string) error {
 	if !registry.ValidSecretName(name) {
 		return notFound(name)
 	}
-	err := s.store.Delete(ctx, app.Tenant, name)
+	if err := checkEndUser(endUser); err != nil {
+		return err
+	}
+	err := s.store.Delete(ctx, Owner(app.Tenant, endUser), name)
 	if errors.Is(err, ErrNotFound) {
 		return notFound(name)
 	}
 	return err
 }
 
-// List returns app's tenant's secrets, without values.
-func (s *Service) List(ctx context.Context, app registry.AppKey) (List, error) {
-	list, err := s.store.List(ctx, app.Tenant)
+// List returns app's tenant's secrets (its user endUser's, if set),
+// without values.
+func (s *Service) List(ctx context.Context, app registry.AppKey, endUser string) (List, error) {
+	if err := checkEndUser(endUser); err != nil {
+		return List{}, err
+	}
+	list, err := s.store.List(ctx, Owner(app.Tenant, endUser))
 	if err != nil {
 		return List{}, err
 	}
@@ -197,13 +237,17 @@ type Header struct {
 	Host, PathPrefix, Name, Value string
 }
 
-// Injections returns the headers of tenant's secrets of the given names,
-// rendered for the egress proxy (egressgrant.Secrets); a name the tenant
-// has no secret of is left out.
-func (s *Service) Injections(ctx context.Context, tenant string, names []string) ([]Header, error) {
+// Injections returns the headers of the secrets of the given names of
+// tenant's user endUser, or where that user has none of a name (or endUser
+// is ""), of tenant's own, rendered for the egress proxy
+// (egressgrant.Secrets); a name neither has is left out.
+func (s *Service) Injections(ctx context.Context, tenant, endUser string, names []string) ([]Header, error) {
 	var out []Header
 	for _, n := range names {
-		st, err := s.store.Get(ctx, tenant, n)
+		st, err := s.store.Get(ctx, Owner(tenant, endUser), n)
+		if errors.Is(err, ErrNotFound) && endUser != "" {
+			st, err = s.store.Get(ctx, tenant, n)
+		}
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/routes"
@@ -60,13 +61,14 @@ func (h *Handlers) Create(ctx context.Context, req httpapi.Request) (httpapi.Res
 	return httpapi.JSON(http.StatusCreated, out), nil
 }
 
-// List serves GET /api/v1/secrets: the app's secrets, without values.
+// List serves GET /api/v1/secrets: the app's secrets (?end_user=: that
+// user's), without values.
 func (h *Handlers) List(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	app, err := h.Auth.Authenticate(ctx, httpapi.BearerToken(req))
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
-	out, err := h.Secrets.List(ctx, app)
+	out, err := h.Secrets.List(ctx, app, req.QueryStringParameters["end_user"])
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
@@ -85,6 +87,12 @@ func (h *Handlers) Put(ctx context.Context, req httpapi.Request) (httpapi.Respon
 	if err := httpapi.DecodeJSON(req, MaxBodyBytes, &in); err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
+	switch u := req.QueryStringParameters["end_user"]; {
+	case u != "" && in.EndUser != "" && u != in.EndUser:
+		return httpapi.Error(ctx, h.Log, apierror.New(apierror.InvalidRequest, "end_user is named twice, differently (the query's and the body's).")), nil
+	case u != "":
+		in.EndUser = u
+	}
 	out, err := h.Secrets.Put(ctx, app, req.PathParameters["name"], in)
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
@@ -92,13 +100,14 @@ func (h *Handlers) Put(ctx context.Context, req httpapi.Request) (httpapi.Respon
 	return httpapi.JSON(http.StatusOK, out), nil
 }
 
-// Delete serves DELETE /api/v1/secrets/{name} → 204.
+// Delete serves DELETE /api/v1/secrets/{name} (?end_user=: that user's)
+// → 204.
 func (h *Handlers) Delete(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	app, err := h.Auth.Authenticate(ctx, httpapi.BearerToken(req))
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
-	if err := h.Secrets.Delete(ctx, app, req.PathParameters["name"]); err != nil {
+	if err := h.Secrets.Delete(ctx, app, req.PathParameters["name"], req.QueryStringParameters["end_user"]); err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
 	return httpapi.Response{StatusCode: http.StatusNoContent, Headers: map[string]string{}}, nil

@@ -145,8 +145,12 @@ type CreateRequest struct {
 	// TaskContext is the task the session is for: the repository and branch
 	// its workspace clones (if its type's repo_source is task_context), and
 	// workspace metadata for the agent.
-	TaskContext    *sandboxwire.TaskContext `json:"task_context,omitempty"`
-	IdempotencyKey string                   `json:"-"`
+	TaskContext *sandboxwire.TaskContext `json:"task_context,omitempty"`
+	// EndUser, if set, is the app's user the agent works for: a secret its
+	// type names is that user's where the app registered one for them
+	// (package secrets), the app's own otherwise.
+	EndUser        string `json:"end_user,omitempty"`
+	IdempotencyKey string `json:"-"`
 }
 
 // Created is a ready session and a token for it.
@@ -325,6 +329,7 @@ func (s *Creator) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 			ConfigurationID: req.ConfigurationID,
 			SystemPrompt:    req.SystemPrompt,
 			TaskContext:     req.TaskContext,
+			EndUser:         req.EndUser,
 			GuardrailsHash:  doc.Hash,
 			TmuxSessionName: "ra-" + id[:8],
 		},
@@ -515,6 +520,8 @@ func validateCreate(req CreateRequest) error {
 		return invalid("system_prompt must be at most %d bytes of UTF-8.", MaxPromptBytes)
 	case req.AgentType != "" && (len(req.AgentType) > 63 || !slugPattern.MatchString(req.AgentType)):
 		return invalid("agent_type must be 1 to 63 lower-case letters, digits, '-' or '_'.")
+	case req.EndUser != "" && !registry.ValidEndUser(req.EndUser):
+		return invalid("end_user must be 1 to 128 letters, digits, '_', '-', '.', '@' or ':', starting with a letter or digit.")
 	case len(req.IdempotencyKey) > MaxIdempotencyKeyLen || (req.IdempotencyKey != "" && !Printable.MatchString(req.IdempotencyKey)):
 		return invalid("Idempotency-Key must be 1 to %d printable ASCII characters.", MaxIdempotencyKeyLen)
 	}

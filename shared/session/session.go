@@ -239,6 +239,9 @@ type Blueprint struct {
 	// credentials): the workspace's repository and branch, if the type's
 	// repo_source is task_context, and the agent's workspace metadata.
 	TaskContext *sandboxwire.TaskContext
+	// EndUser is the app's user the session works for (create's end_user):
+	// whose secrets its requests carry first.
+	EndUser string
 	// JobID, for the sandbox of an orchestrator job, is that job (package
 	// job): the sandbox runs it in job mode.
 	JobID string

@@ -49,8 +49,8 @@ type Request struct {
 	// EndUser, if set, makes it that user's of the app: the agents created
 	// for them (create's end_user) use it before the app's own of the name.
 	EndUser string `json:"end_user,omitempty"`
-	Value  string `json:"value"`
-	Inject []Rule `json:"inject"`
+	Value   string `json:"value"`
+	Inject  []Rule `json:"inject"`
 }
 
 // List answers GET /api/v1/secrets.

@@ -281,6 +281,8 @@ func secPathSpelled(t testing.TB, op secOp, agent, spelled string) string {
 			seg = "v1/messages"
 		case name == "sandboxId":
 			seg = "pool-" + uuid.NewString()
+		case name == "name":
+			seg = "api-key" // a secret's
 		default:
 			t.Fatalf("%s: path parameter %q: the security suite does not know what to put there", op, name)
 		}

@@ -80,7 +80,7 @@ func BenchmarkEgressProxy(b *testing.B) {
 		rec.Add("https terminated", ts)
 		rec.AddMillis("https terminated added", float64(ts-ds)/float64(time.Millisecond))
 	}
-	p50 := func(s string) float64 { return rec.Percentile(s, 50) }
+	p50 := func(s string) float64 { return rec.Percentile(s, 0.5) }
 	if d := p50("https direct"); d > 0 {
 		rec.Figure("tunnelled/direct p50 ratio", p50("https tunnelled")/d)
 		rec.Figure("terminated/direct p50 ratio", p50("https terminated")/d)

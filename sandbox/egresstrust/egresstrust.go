@@ -62,15 +62,14 @@ func Trust(ctx context.Context, environ []string, dir string) ([]string, error) 
 	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // certificates, for the tools to read
 		return environ, fmt.Errorf("egress trust: %w", err)
 	}
-	bundle, caFile := filepath.Join(dir, "ca-bundle.pem"), filepath.Join(dir, "egress-ca.pem")
+	bundle, caFile := filepath.Join(dir, sandboxwire.TrustBundleFile), filepath.Join(dir, sandboxwire.TrustCAFile)
 	if err := os.WriteFile(bundle, append(append(system, '\n'), ca...), 0o644); err != nil { //nolint:gosec // certificates
 		return environ, fmt.Errorf("egress trust: %w", err)
 	}
 	if err := os.WriteFile(caFile, ca, 0o644); err != nil { //nolint:gosec // a certificate
 		return environ, fmt.Errorf("egress trust: %w", err)
 	}
-	added := []string{"SSL_CERT_FILE=" + bundle, "CURL_CA_BUNDLE=" + bundle, "GIT_SSL_CAINFO=" + bundle,
-		"REQUESTS_CA_BUNDLE=" + bundle, "PIP_CERT=" + bundle, "NODE_EXTRA_CA_CERTS=" + caFile}
+	added := sandboxwire.TrustEnv(bundle, caFile)
 	for _, kv := range added {
 		name, v, _ := strings.Cut(kv, "=")
 		_ = os.Setenv(name, v)

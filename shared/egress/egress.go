@@ -291,6 +291,10 @@ func parsePort(s string) (int, error) {
 	return n, nil
 }
 
+// ValidHost reports whether h is a host name (lower case, no wildcard, no
+// port): what a secret's rule names, say.
+func ValidHost(h string) bool { return !strings.HasPrefix(h, "*.") && validHost(h) }
+
 // validHost reports whether h is a DNS name, or *. and one with a dot.
 func validHost(h string) bool {
 	if rest, ok := strings.CutPrefix(h, "*."); ok {

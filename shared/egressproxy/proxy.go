@@ -553,16 +553,11 @@ func (p *Proxy) dial(ctx context.Context, rt route, addr string) (net.Conn, erro
 		if err == nil {
 			return c, nil
 		}
-		first = cmpErr(first, err)
+		if first == nil {
+			first = err
+		}
 	}
 	return nil, first
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // forward sends r on to scheme://host:port with g's injections, and

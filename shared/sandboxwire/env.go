@@ -75,6 +75,35 @@ const (
 	EgressCAURL  = "http://" + EgressCAHost + "/ca.pem"
 )
 
+// ProxyVariables are the variables that name the egress proxy (both
+// spellings: programs read one or the other).
+var ProxyVariables = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
+
+// ProxyEnv is the entries that name proxyURL the sandbox's proxy.
+func ProxyEnv(proxyURL string) []string {
+	out := make([]string, 0, len(ProxyVariables))
+	for _, name := range ProxyVariables {
+		out = append(out, name+"="+proxyURL)
+	}
+	return out
+}
+
+// The files a sandbox behind the egress proxy trusts, in a folder its
+// commands can read: the system's certificates and its proxy's authority,
+// and the authority alone.
+const (
+	TrustBundleFile = "ca-bundle.pem"
+	TrustCAFile     = "egress-ca.pem"
+)
+
+// TrustEnv is the entries that make programs trust bundle (the system's
+// certificates and the proxy's authority), or for Node, which adds to its
+// own, ca (the authority alone).
+func TrustEnv(bundle, ca string) []string {
+	return []string{"SSL_CERT_FILE=" + bundle, "CURL_CA_BUNDLE=" + bundle, "GIT_SSL_CAINFO=" + bundle,
+		"REQUESTS_CA_BUNDLE=" + bundle, "PIP_CERT=" + bundle, "NODE_EXTRA_CA_CERTS=" + ca}
+}
+
 // FromNetwork reports whether name is one of NetworkVariables.
 func FromNetwork(name string) bool { return slices.Contains(NetworkVariables, name) }
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/registry"
 )
 
@@ -285,7 +286,7 @@ func checkRules(in []Rule) ([]Rule, error) {
 	out := make([]Rule, 0, len(in))
 	for i, r := range in {
 		r.Host = strings.ToLower(strings.TrimSuffix(r.Host, "."))
-		if _, err := netip.ParseAddr(r.Host); err != nil && !validHost(r.Host) {
+		if _, err := netip.ParseAddr(r.Host); err != nil && !egress.ValidHost(r.Host) {
 			return nil, invalid("inject[%d].host must be a host name or an IP address (no scheme, port or path).", i)
 		}
 		if r.PathPrefix != "" && (!strings.HasPrefix(r.PathPrefix, "/") || len(r.PathPrefix) > maxPrefixBytes || strings.ContainsAny(r.PathPrefix, " \r\n\x00?#")) {
@@ -300,17 +301,4 @@ func checkRules(in []Rule) ([]Rule, error) {
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-// validHost reports whether h is a DNS name.
-func validHost(h string) bool {
-	if h == "" || len(h) > 253 {
-		return false
-	}
-	for label := range strings.SplitSeq(h, ".") {
-		if label == "" || len(label) > 63 || strings.Trim(label, "abcdefghijklmnopqrstuvwxyz0123456789-_") != "" || label[0] == '-' {
-			return false
-		}
-	}
-	return true
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/tasksize"
 )
 
@@ -65,10 +66,6 @@ type Options struct {
 	// second RunTask of the same.
 	CapacityProvider string
 }
-
-// ProxyVariables are what an isolated task is told its egress proxy by
-// (both spellings: programs read one or the other).
-var ProxyVariables = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
 
 // The Fargate capacity providers: on-demand and Spot, each the other's
 // fallback.
@@ -140,8 +137,9 @@ func (l *Launcher) Launch(ctx context.Context, spec launch.Spec) (string, error)
 			return "", fmt.Errorf("run task for %s: its egress policy cuts it off from the network, and this stack has no egress proxy (RA_ECS_ISOLATED_SECURITY_GROUPS, RA_EGRESS_PROXY_URL)", spec.SessionID)
 		}
 		groups = l.o.IsolatedSecurityGroups
-		for _, name := range ProxyVariables {
-			env = append(env, types.KeyValuePair{Name: aws.String(name), Value: aws.String(l.o.EgressProxyURL)})
+		for _, kv := range sandboxwire.ProxyEnv(l.o.EgressProxyURL) {
+			name, v, _ := strings.Cut(kv, "=")
+			env = append(env, types.KeyValuePair{Name: aws.String(name), Value: aws.String(v)})
 		}
 	}
 	taskDef, err := l.taskDefinition(ctx, spec.Image)

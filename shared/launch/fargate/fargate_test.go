@@ -21,6 +21,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/launch/fargate"
 	"github.com/remote-agents/remote-agents/shared/launch/launchtest"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/tasksize"
 )
 
@@ -313,7 +314,7 @@ func TestIsolatedLaunch(t *testing.T) {
 		t.Errorf("security groups %v", groups)
 	}
 	env := fake.env(t, ref)
-	for _, name := range fargate.ProxyVariables {
+	for _, name := range sandboxwire.ProxyVariables {
 		if env[name] != "http://proxy.internal:3128" {
 			t.Errorf("%s = %q", name, env[name])
 		}

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/remote-agents/remote-agents/shared/launch"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // isolation is a sandbox cut off from the network (Network): its
@@ -26,15 +27,6 @@ type isolation struct {
 	once   sync.Once
 }
 
-// The files of an isolated sandbox's network folder (<dir>.net).
-const (
-	// BundleFile is the certificates it trusts: the system's and its
-	// proxy's authority (SSL_CERT_FILE…).
-	BundleFile = "ca-bundle.pem"
-	// CAFile is its proxy's authority alone (NODE_EXTRA_CA_CERTS).
-	CAFile = "egress-ca.pem"
-)
-
 // isolate cuts spec's sandbox off, its network folder at netDir.
 func (l *Launcher) isolate(spec launch.Spec, netDir string) (*isolation, error) {
 	n := l.o.Network
@@ -42,9 +34,7 @@ func (l *Launcher) isolate(spec launch.Spec, netDir string) (*isolation, error) 
 		return nil, errors.New("this launcher cannot cut a sandbox off from the network, which its egress policy asks for: run the launcher as root (it makes a network namespace per sandbox), or give the agent type egress {\"mode\": \"open\"}")
 	}
 	iso := &isolation{id: spec.SessionID, forget: n.Forget, dir: netDir}
-	proxyURL := "http://" + n.Proxy
-	iso.env = []string{"HTTP_PROXY=" + proxyURL, "HTTPS_PROXY=" + proxyURL, "ALL_PROXY=" + proxyURL,
-		"http_proxy=" + proxyURL, "https_proxy=" + proxyURL, "all_proxy=" + proxyURL}
+	iso.env = sandboxwire.ProxyEnv("http://" + n.Proxy)
 	if n.CA != nil {
 		ca, err := n.CA(spec.SessionID)
 		if err != nil {
@@ -61,15 +51,14 @@ func (l *Launcher) isolate(spec launch.Spec, netDir string) (*isolation, error) 
 		if err := os.MkdirAll(netDir, 0o755); err != nil {
 			return nil, err
 		}
-		bundle, caFile := filepath.Join(netDir, BundleFile), filepath.Join(netDir, CAFile)
+		bundle, caFile := filepath.Join(netDir, sandboxwire.TrustBundleFile), filepath.Join(netDir, sandboxwire.TrustCAFile)
 		if err := os.WriteFile(bundle, append(append(system, '\n'), ca...), 0o644); err != nil { //nolint:gosec // certificates, for the sandbox's tools to read
 			return nil, err
 		}
 		if err := os.WriteFile(caFile, ca, 0o644); err != nil { //nolint:gosec // a certificate
 			return nil, err
 		}
-		iso.env = append(iso.env, "SSL_CERT_FILE="+bundle, "CURL_CA_BUNDLE="+bundle, "GIT_SSL_CAINFO="+bundle,
-			"REQUESTS_CA_BUNDLE="+bundle, "PIP_CERT="+bundle, "NODE_EXTRA_CA_CERTS="+caFile)
+		iso.env = append(iso.env, sandboxwire.TrustEnv(bundle, caFile)...)
 	}
 	ns, ls, err := newNetns(append(slices.Clone(n.Platform), n.Proxy))
 	if err != nil {

@@ -356,6 +356,7 @@ const (
 	ErrorErrorCodeToolNotEnabled       ErrorErrorCode = "tool_not_enabled"
 	ErrorErrorCodeToolNotFound         ErrorErrorCode = "tool_not_found"
 	ErrorErrorCodeUnsupportedMediaType ErrorErrorCode = "unsupported_media_type"
+	ErrorErrorCodeWebhookNotFound      ErrorErrorCode = "webhook_not_found"
 	ErrorErrorCodeWorkspaceDisabled    ErrorErrorCode = "workspace_disabled"
 )
 
@@ -426,6 +427,8 @@ func (e ErrorErrorCode) Valid() bool {
 		return true
 	case ErrorErrorCodeUnsupportedMediaType:
 		return true
+	case ErrorErrorCodeWebhookNotFound:
+		return true
 	case ErrorErrorCodeWorkspaceDisabled:
 		return true
 	default:
@@ -435,9 +438,13 @@ func (e ErrorErrorCode) Valid() bool {
 
 // Defines values for EventMessageType.
 const (
+	EventMessageTypeAgentCreated         EventMessageType = "agent.created"
+	EventMessageTypeAgentEnded           EventMessageType = "agent.ended"
 	EventMessageTypeAgentError           EventMessageType = "agent.error"
+	EventMessageTypeAgentFailed          EventMessageType = "agent.failed"
 	EventMessageTypeAgentMessage         EventMessageType = "agent.message"
 	EventMessageTypeAgentQuestion        EventMessageType = "agent.question"
+	EventMessageTypeAgentReady           EventMessageType = "agent.ready"
 	EventMessageTypeAutomationCompleted  EventMessageType = "automation.completed"
 	EventMessageTypeBudgetExceeded       EventMessageType = "budget.exceeded"
 	EventMessageTypeEgressDenied         EventMessageType = "egress.denied"
@@ -464,11 +471,19 @@ const (
 // Valid indicates whether the value is a known member of the EventMessageType enum.
 func (e EventMessageType) Valid() bool {
 	switch e {
+	case EventMessageTypeAgentCreated:
+		return true
+	case EventMessageTypeAgentEnded:
+		return true
 	case EventMessageTypeAgentError:
+		return true
+	case EventMessageTypeAgentFailed:
 		return true
 	case EventMessageTypeAgentMessage:
 		return true
 	case EventMessageTypeAgentQuestion:
+		return true
+	case EventMessageTypeAgentReady:
 		return true
 	case EventMessageTypeAutomationCompleted:
 		return true
@@ -803,6 +818,7 @@ const (
 	ToolErrorErrorCodeToolNotEnabled       ToolErrorErrorCode = "tool_not_enabled"
 	ToolErrorErrorCodeToolNotFound         ToolErrorErrorCode = "tool_not_found"
 	ToolErrorErrorCodeUnsupportedMediaType ToolErrorErrorCode = "unsupported_media_type"
+	ToolErrorErrorCodeWebhookNotFound      ToolErrorErrorCode = "webhook_not_found"
 	ToolErrorErrorCodeWorkspaceDisabled    ToolErrorErrorCode = "workspace_disabled"
 )
 
@@ -873,7 +889,93 @@ func (e ToolErrorErrorCode) Valid() bool {
 		return true
 	case ToolErrorErrorCodeUnsupportedMediaType:
 		return true
+	case ToolErrorErrorCodeWebhookNotFound:
+		return true
 	case ToolErrorErrorCodeWorkspaceDisabled:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookDeliveryStatus.
+const (
+	WebhookDeliveryStatusDeadLettered     WebhookDeliveryStatus = "dead_lettered"
+	WebhookDeliveryStatusDelivered        WebhookDeliveryStatus = "delivered"
+	WebhookDeliveryStatusEndpointDisabled WebhookDeliveryStatus = "endpoint_disabled"
+	WebhookDeliveryStatusRetrying         WebhookDeliveryStatus = "retrying"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryStatus enum.
+func (e WebhookDeliveryStatus) Valid() bool {
+	switch e {
+	case WebhookDeliveryStatusDeadLettered:
+		return true
+	case WebhookDeliveryStatusDelivered:
+		return true
+	case WebhookDeliveryStatusEndpointDisabled:
+		return true
+	case WebhookDeliveryStatusRetrying:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookRequestEvents.
+const (
+	WebhookRequestEventsAgentCreated      WebhookRequestEvents = "agent.created"
+	WebhookRequestEventsAgentEnded        WebhookRequestEvents = "agent.ended"
+	WebhookRequestEventsAgentFailed       WebhookRequestEvents = "agent.failed"
+	WebhookRequestEventsAgentMessage      WebhookRequestEvents = "agent.message"
+	WebhookRequestEventsAgentQuestion     WebhookRequestEvents = "agent.question"
+	WebhookRequestEventsAgentReady        WebhookRequestEvents = "agent.ready"
+	WebhookRequestEventsAgentStateChanged WebhookRequestEvents = "agent.state_changed"
+	WebhookRequestEventsAsterisk          WebhookRequestEvents = "*"
+	WebhookRequestEventsBudgetExceeded    WebhookRequestEvents = "budget.exceeded"
+	WebhookRequestEventsJobAlert          WebhookRequestEvents = "job.alert"
+	WebhookRequestEventsJobFailed         WebhookRequestEvents = "job.failed"
+	WebhookRequestEventsJobStarted        WebhookRequestEvents = "job.started"
+	WebhookRequestEventsJobSucceeded      WebhookRequestEvents = "job.succeeded"
+	WebhookRequestEventsQuotaExceeded     WebhookRequestEvents = "quota.exceeded"
+	WebhookRequestEventsWorkspaceReady    WebhookRequestEvents = "workspace.ready"
+	WebhookRequestEventsWorkspaceWarning  WebhookRequestEvents = "workspace.warning"
+)
+
+// Valid indicates whether the value is a known member of the WebhookRequestEvents enum.
+func (e WebhookRequestEvents) Valid() bool {
+	switch e {
+	case WebhookRequestEventsAgentCreated:
+		return true
+	case WebhookRequestEventsAgentEnded:
+		return true
+	case WebhookRequestEventsAgentFailed:
+		return true
+	case WebhookRequestEventsAgentMessage:
+		return true
+	case WebhookRequestEventsAgentQuestion:
+		return true
+	case WebhookRequestEventsAgentReady:
+		return true
+	case WebhookRequestEventsAgentStateChanged:
+		return true
+	case WebhookRequestEventsAsterisk:
+		return true
+	case WebhookRequestEventsBudgetExceeded:
+		return true
+	case WebhookRequestEventsJobAlert:
+		return true
+	case WebhookRequestEventsJobFailed:
+		return true
+	case WebhookRequestEventsJobStarted:
+		return true
+	case WebhookRequestEventsJobSucceeded:
+		return true
+	case WebhookRequestEventsQuotaExceeded:
+		return true
+	case WebhookRequestEventsWorkspaceReady:
+		return true
+	case WebhookRequestEventsWorkspaceWarning:
 		return true
 	default:
 		return false
@@ -1732,6 +1834,15 @@ type KillStatus struct {
 // KillStatusStatus defines model for KillStatus.Status.
 type KillStatusStatus string
 
+// LifecycleData The platform recorded the agent being created (`agent.created`), becoming ready (`agent.ready`), or ending (`agent.ended`, `agent.failed`), in the same write as the change: a reader that sees the state finds the event. Agents of an app only; a job's sandbox records none.
+type LifecycleData struct {
+	// Reason Why it ended (as the agent's `reason`).
+	Reason string `json:"reason,omitempty,omitzero"`
+
+	// State The state the agent entered.
+	State string `json:"state"`
+}
+
 // Limits defines model for Limits.
 type Limits struct {
 	// AppKey An app key's limits. With the platform's, the lower of each holds: an app can only narrow them. They bound the sessions the key creates from then on.
@@ -2243,6 +2354,94 @@ type UserMessageData struct {
 	ClientMessageID string `json:"client_message_id,omitempty,omitzero"`
 	Text            string `json:"text,omitempty,omitzero"`
 }
+
+// Webhook defines model for Webhook.
+type Webhook struct {
+	CreatedAt   time.Time `json:"created_at"`
+	Description string    `json:"description,omitempty,omitzero"`
+	Disabled    bool      `json:"disabled"`
+
+	// DisabledReason Why it is disabled: by the app, or its receiver answered 410 Gone.
+	DisabledReason string   `json:"disabled_reason,omitempty,omitzero"`
+	Events         []string `json:"events"`
+	ID             string   `json:"id"`
+
+	// PreviousSecretExpiresAt Until when the secret before the last rotation signs too.
+	PreviousSecretExpiresAt time.Time `json:"previous_secret_expires_at,omitempty,omitzero"`
+
+	// Secret The signing secret: in the answers of a create and of a rotation only.
+	Secret    string    `json:"secret,omitempty,omitzero"`
+	UpdatedAt time.Time `json:"updated_at"`
+	URL       string    `json:"url"`
+}
+
+// WebhookDelivery defines model for WebhookDelivery.
+type WebhookDelivery struct {
+	AgentID       string    `json:"agent_id,omitempty,omitzero"`
+	Attempts      int64     `json:"attempts"`
+	CreatedAt     time.Time `json:"created_at"`
+	Error         string    `json:"error,omitempty,omitzero"`
+	LatencyMs     int64     `json:"latency_ms"`
+	NextAttemptAt time.Time `json:"next_attempt_at,omitempty,omitzero"`
+	Replay        bool      `json:"replay,omitempty,omitzero"`
+	ResponseCode  int64     `json:"response_code,omitempty,omitzero"`
+	Sequence      int64     `json:"sequence"`
+
+	// Status `retrying`: non-2xx answers, timeouts (10 s) or refused connections are retried with exponential backoff and jitter (5 s doubling to 1 h) for 24 h, later events of the agent waiting; then `dead_lettered` (the webhooks DLQ) and the next goes. `endpoint_disabled`: the receiver answered 410.
+	Status    WebhookDeliveryStatus `json:"status"`
+	Type      string                `json:"type"`
+	UpdatedAt time.Time             `json:"updated_at"`
+
+	// WebhookID The `webhook-id` header: `msg_<agent>_<sequence>`, the same on every attempt and replay.
+	WebhookID string `json:"webhook_id"`
+}
+
+// WebhookDeliveryStatus `retrying`: non-2xx answers, timeouts (10 s) or refused connections are retried with exponential backoff and jitter (5 s doubling to 1 h) for 24 h, later events of the agent waiting; then `dead_lettered` (the webhooks DLQ) and the next goes. `endpoint_disabled`: the receiver answered 410.
+type WebhookDeliveryStatus string
+
+// WebhookDeliveryList defines model for WebhookDeliveryList.
+type WebhookDeliveryList struct {
+	Deliveries []WebhookDelivery `json:"deliveries"`
+
+	// Next The `after` of the next page; absent on the last.
+	Next string `json:"next,omitempty,omitzero"`
+}
+
+// WebhookList defines model for WebhookList.
+type WebhookList struct {
+	Webhooks []Webhook `json:"webhooks"`
+}
+
+// WebhookReplay defines model for WebhookReplay.
+type WebhookReplay struct {
+	// Agents How many agents' streams are re-sent.
+	Agents    int64 `json:"agents"`
+	Truncated bool  `json:"truncated,omitempty,omitzero"`
+}
+
+// WebhookReplayRequest `from_sequence` with `agent_id`, or `since` with or without `agent_id`.
+type WebhookReplayRequest struct {
+	AgentID      string    `json:"agent_id,omitempty,omitzero"`
+	FromSequence int64     `json:"from_sequence,omitempty,omitzero"`
+	Since        time.Time `json:"since,omitempty,omitzero"`
+}
+
+// WebhookRequest A create's body (url and events required) or a change's (what it names).
+type WebhookRequest struct {
+	Description string `json:"description,omitempty,omitzero"`
+
+	// Disabled Changes only: `true` stops deliveries, `false` resumes them.
+	Disabled bool `json:"disabled,omitempty,omitzero"`
+
+	// Events The event types to deliver; `*` for all. `job.*` are accepted and not delivered: jobs belong to the orchestrator, not to an app.
+	Events []WebhookRequestEvents `json:"events,omitempty,omitzero"`
+
+	// URL Where deliveries are POSTed: https to a public address (AWS); loopback http too under `make dev`.
+	URL string `json:"url,omitempty,omitzero"`
+}
+
+// WebhookRequestEvents defines model for WebhookRequest.Events.
+type WebhookRequestEvents string
 
 // WorkspaceCloningData defines model for WorkspaceCloningData.
 type WorkspaceCloningData struct {
@@ -3156,6 +3355,34 @@ type UnsupportedMediaType struct {
 	Status    interface{} `json:"status"`
 }
 
+// WebhookNotFound defines model for WebhookNotFound.
+type WebhookNotFound struct {
+	// Details Machine-readable specifics of the error, where it has any: an agent type's unknown tools carry `invalid_tools` (each unknown name, once) and `valid_tools` (every workspace tool). A creation timeout carries the `agent_id` that keeps starting. A workspace tool that is not enabled carries `enabled_tools`; an unknown one `valid_tools`. A request without mandatory headers carries `missing` (each missing header).
+	Details struct {
+		// AgentID On 408 `agent_creation_timeout`: the agent that keeps starting.
+		AgentID string `json:"agent_id,omitempty,omitzero"`
+
+		// EnabledTools On 403 `tool_not_enabled`: the workspace tools the agent's type enables.
+		EnabledTools []string `json:"enabled_tools,omitempty,omitzero"`
+		InvalidTools []string `json:"invalid_tools,omitempty,omitzero"`
+
+		// Missing On 400 `missing_headers`: every mandatory header missing.
+		Missing    []string `json:"missing,omitempty,omitzero"`
+		ValidTools []string `json:"valid_tools,omitempty,omitzero"`
+	} `json:"details,omitempty,omitzero"`
+	ErrorCode interface{} `json:"error_code"`
+
+	// Message For people; never internal details.
+	Message string `json:"message"`
+
+	// RetryAfterSeconds When set, wait this long before retrying (also the `Retry-After` header).
+	RetryAfterSeconds int64 `json:"retry_after_seconds,omitempty,omitzero"`
+
+	// Retryable Whether the same request may be retried unchanged.
+	Retryable bool        `json:"retryable"`
+	Status    interface{} `json:"status"`
+}
+
 // ListAgentsParams defines parameters for ListAgents.
 type ListAgentsParams struct {
 	// ProjectName Only the agents of this project.
@@ -3211,6 +3438,15 @@ type DeleteSecretParams struct {
 type PutSecretParams struct {
 	// EndUser The app's user whose secrets these are; left out, the app's own.
 	EndUser string `form:"end_user,omitempty" json:"end_user,omitempty,omitzero"`
+}
+
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
+	// Limit Page size, 1 to 100 (default 50).
+	Limit int64 `form:"limit,omitempty" json:"limit,omitempty,omitzero"`
+
+	// After The `next` of the page before.
+	After string `form:"after,omitempty" json:"after,omitempty,omitzero"`
 }
 
 // EmbedViewParams defines parameters for EmbedView.
@@ -3406,6 +3642,15 @@ type CreateSecretJSONRequestBody = SecretRequest
 
 // PutSecretJSONRequestBody defines body for PutSecret for application/json ContentType.
 type PutSecretJSONRequestBody = SecretRequest
+
+// CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
+type CreateWebhookJSONRequestBody = WebhookRequest
+
+// UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
+type UpdateWebhookJSONRequestBody = WebhookRequest
+
+// ReplayWebhooksJSONRequestBody defines body for ReplayWebhooks for application/json ContentType.
+type ReplayWebhooksJSONRequestBody = WebhookReplayRequest
 
 // PutAgentProfileJSONRequestBody defines body for PutAgentProfile for application/json ContentType.
 type PutAgentProfileJSONRequestBody = AgentProfileInput

@@ -1,8 +1,9 @@
 // Package devserver runs the whole system on one machine: it serves the route
 // table over HTTP by turning each request into the API Gateway event the Lambda
-// function would get and calling the same handler in-process, and it polls the jobs
-// queue and hands jobworker SQS batches, honouring partial batch failures, like an
-// event source mapping. Sandboxes are local processes.
+// function would get and calling the same handler in-process, and it polls the jobs,
+// tools and webhooks queues and hands their workers SQS batches, honouring partial
+// batch failures, and the events table's stream to the webhooks function, like
+// event source mappings. Sandboxes are local processes.
 package devserver
 
 import (
@@ -82,6 +83,10 @@ type Options struct {
 	// OrchestratorKeyID and OrchestratorSecret sign the orchestrator's calls
 	// to the /internal/ routes; "" the defaults (DefaultOrchestratorKeyID).
 	OrchestratorKeyID, OrchestratorSecret string
+	// WebhooksPublicOnly refuses webhook endpoints on loopback, as on AWS;
+	// otherwise the dev server lets them be (RA_WEBHOOKS_LOOPBACK):
+	// receivers on the same machine.
+	WebhooksPublicOnly bool
 	// Pollers is how many jobs-queue consumers run at once (default 4).
 	Pollers int
 	// SweepInterval is how often the dev server queues a sweep, as the
@@ -113,11 +118,15 @@ type Server struct {
 	socket   httpapi.SocketHandler
 	internal *iamAuth
 	table    []httpapi.Route
-	worker   wiring.Function
+	// workers are the functions that serve no route, by name
+	// (routes.Workers).
+	workers map[string]wiring.Function
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
-	// kick is signalled when a message is sent to the jobs queue.
-	kick chan struct{}
+	// kick is signalled when a message is sent to the jobs queue; hooks
+	// when one is sent to the webhooks queue; written when an event is
+	// written to the events table.
+	kick, hooks, written chan struct{}
 }
 
 // Start bootstraps the environment, seeds it, and serves.
@@ -178,12 +187,24 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	// goaws looks for messages every 100 ms of a long poll, where SQS
 	// answers one at once: a poller kicked by each send to the jobs queue
 	// receives without waiting, as Lambda's event source mapping would.
+	jobworker, hooks := s.workers[routes.JobWorker], s.workers[routes.Webhooks]
 	for range 2 {
-		s.wg.Go(func() { pollKicked(pollCtx, jobsQueue, s.kick, s.worker.Worker, o.Log) })
+		s.wg.Go(func() { pollKicked(pollCtx, jobsQueue, s.kick, jobworker, o.Log) })
 	}
 	for range o.Pollers {
-		s.wg.Go(func() { poll(pollCtx, jobsQueue, s.worker.Worker, o.Log) })
-		s.wg.Go(func() { poll(pollCtx, toolsQueue, s.worker.Worker, o.Log) })
+		s.wg.Go(func() { poll(pollCtx, jobsQueue, jobworker, o.Log) })
+		s.wg.Go(func() { poll(pollCtx, toolsQueue, jobworker, o.Log) })
+	}
+	webhooksQueue, err := s.Env.WebhooksQueue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Webhooks: the events table's stream, as Lambda's event source
+	// mapping reads it, and the webhooks queue.
+	s.wg.Go(func() { followStream(pollCtx, s.Env, hooks, s.written, o.Log) })
+	s.wg.Go(func() { pollKicked(pollCtx, webhooksQueue, s.hooks, hooks, o.Log) })
+	for range 2 {
+		s.wg.Go(func() { poll(pollCtx, webhooksQueue, hooks, o.Log) })
 	}
 	s.wg.Go(func() { schedule(pollCtx, jobsQueue, cmp.Or(o.SweepInterval, DefaultSweepInterval), o.Log) })
 	s.wg.Go(func() {
@@ -213,6 +234,7 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 		cfg.Push.Endpoint = s.URL
 	}
 	cfg.Env = cmp.Or(o.Env, cfg.Env, "dev")
+	cfg.WebhooksLoopback = !o.WebhooksPublicOnly
 	cfg.OrchestratorRoleARN = cmp.Or(cfg.OrchestratorRoleARN, config.DevOrchestratorRoleARN)
 	env := cfg.Env
 	set, err := resources.For(env)
@@ -231,8 +253,9 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	if o.Audit != nil {
 		awsCfg.APIOptions = append(awsCfg.APIOptions, auditor(set, o.Audit))
 	}
-	s.kick = make(chan struct{}, 1)
-	awsCfg.APIOptions = append(awsCfg.APIOptions, kicker(set.JobsQueue.Name, s.kick))
+	s.kick, s.hooks, s.written = make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{}, 1)
+	awsCfg.APIOptions = append(awsCfg.APIOptions, kicker(set.JobsQueue.Name, s.kick), kicker(set.WebhooksQueue.Name, s.hooks),
+		writeKicker(set.Events.Name, s.written))
 	e, err := wiring.New(cfg, awsCfg, o.Log)
 	if err != nil {
 		return fmt.Errorf("devserver: %w", err)
@@ -310,7 +333,10 @@ func (s *Server) build(ctx context.Context) error {
 			return fmt.Errorf("devserver: build %s: %w", name, err)
 		}
 		if f.Worker != nil {
-			s.worker = f
+			if s.workers == nil {
+				s.workers = map[string]wiring.Function{}
+			}
+			s.workers[name] = f
 			continue
 		}
 		if f.Socket != nil {
@@ -318,8 +344,10 @@ func (s *Server) build(ctx context.Context) error {
 		}
 		s.table = append(s.table, f.Routes...)
 	}
-	if s.worker.Worker == nil {
-		return errors.New("devserver: no queue worker")
+	for _, name := range routes.Workers {
+		if s.workers[name].Worker == nil {
+			return fmt.Errorf("devserver: no worker %s", name)
+		}
 	}
 	return nil
 }
@@ -363,35 +391,33 @@ func schedule(ctx context.Context, q queue.Queue, every time.Duration, log *slog
 	}
 }
 
-// batchHandler is the worker's queue handler.
-type batchHandler = func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
-
 // poll consumes a queue like a Lambda event source mapping: batches of up
-// to ten, records reported as failed stay on the queue for redelivery.
-func poll(ctx context.Context, q queue.Queue, handle batchHandler, log *slog.Logger) {
+// to ten for worker f, records reported as failed stay on the queue for
+// redelivery.
+func poll(ctx context.Context, q queue.Queue, f wiring.Function, log *slog.Logger) {
 	for ctx.Err() == nil {
-		receive(ctx, q, time.Second, handle, log)
+		receive(ctx, q, time.Second, f, log)
 	}
 }
 
 // pollKicked receives from q without waiting each time kick is signalled.
-func pollKicked(ctx context.Context, q queue.Queue, kick <-chan struct{}, handle batchHandler, log *slog.Logger) {
+func pollKicked(ctx context.Context, q queue.Queue, kick <-chan struct{}, f wiring.Function, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-kick:
-			receive(ctx, q, 0, handle, log)
+			receive(ctx, q, 0, f, log)
 		}
 	}
 }
 
-// receive receives one batch from q, waiting up to wait, and has it handled.
-func receive(ctx context.Context, q queue.Queue, wait time.Duration, handle batchHandler, log *slog.Logger) {
+// receive receives one batch from q, waiting up to wait, and has f handle it.
+func receive(ctx context.Context, q queue.Queue, wait time.Duration, f wiring.Function, log *slog.Logger) {
 	msgs, err := q.Receive(ctx, queue.MaxReceive, wait)
 	if err != nil {
 		if ctx.Err() == nil {
-			log.Warn("devserver: receive jobs", slog.String("error", err.Error()))
+			log.Warn("devserver: receive", slog.String("function", f.Name), slog.String("error", err.Error()))
 			time.Sleep(time.Second)
 		}
 		return
@@ -405,7 +431,7 @@ func receive(ctx context.Context, q queue.Queue, wait time.Duration, handle batc
 	}
 	// Receiving and deleting is the event source mapping's work; handling
 	// the batch is the function's.
-	res, err := handle(withFunction(ctx, routes.JobWorker), ev)
+	res, err := f.Worker(withFunction(ctx, f.Name), ev)
 	if err != nil {
 		return // the whole batch is retried, as Lambda would
 	}
@@ -418,7 +444,7 @@ func receive(ctx context.Context, q queue.Queue, wait time.Duration, handle batc
 			continue
 		}
 		if err := q.Delete(context.WithoutCancel(ctx), m.ReceiptHandle); err != nil {
-			log.Warn("devserver: delete job", slog.String("message_id", m.ID), slog.String("error", err.Error()))
+			log.Warn("devserver: delete a handled message", slog.String("function", f.Name), slog.String("message_id", m.ID), slog.String("error", err.Error()))
 		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"path"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 )
@@ -45,4 +47,42 @@ func sentTo(op string, params any) string {
 		return ""
 	}
 	return path.Base(*u)
+}
+
+// writeKicker signals kick after each write that may add an item to the
+// table called table (a put, a transaction naming it): the dev server's
+// stream reader then reads at once, as a Lambda stream mapping is told of
+// new records within moments.
+func writeKicker(table string, kick chan<- struct{}) func(*middleware.Stack) error {
+	return func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("RemoteAgentsWriteKick",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				out, md, err := next.HandleInitialize(ctx, in)
+				if err == nil && writes(in.Parameters, table) {
+					select {
+					case kick <- struct{}{}:
+					default:
+					}
+				}
+				return out, md, err
+			}), middleware.After)
+	}
+}
+
+// writes reports whether a DynamoDB call's input puts to table.
+func writes(params any, table string) bool {
+	switch in := params.(type) {
+	case *dynamodb.PutItemInput:
+		return aws.ToString(in.TableName) == table
+	case *dynamodb.TransactWriteItemsInput:
+		for _, it := range in.TransactItems {
+			if it.Put != nil && aws.ToString(it.Put.TableName) == table {
+				return true
+			}
+		}
+	case *dynamodb.BatchWriteItemInput:
+		_, ok := in.RequestItems[table]
+		return ok
+	}
+	return false
 }

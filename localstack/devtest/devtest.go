@@ -119,6 +119,12 @@ func WithSandboxImage(rootfs string) Option {
 	}
 }
 
+// WithPublicWebhooksOnly refuses webhook endpoints on loopback, as the
+// platform does on AWS.
+func WithPublicWebhooksOnly() Option {
+	return func(o *devserver.Options) { o.WebhooksPublicOnly = true }
+}
+
 // WithCreationTimeout sets how long a create waits for the agent.
 func WithCreationTimeout(d time.Duration) Option {
 	return func(o *devserver.Options) { o.Config.CreationTimeout = d }

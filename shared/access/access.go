@@ -37,6 +37,10 @@ const (
 	JobsDLQ     = "jobs-dlq"
 	ToolsQueue  = "tools"
 	ToolsDLQ    = "tools-dlq"
+	// WebhooksQueue carries webhook deliveries; WebhooksDLQ what failed for
+	// a day.
+	WebhooksQueue = "webhooks"
+	WebhooksDLQ   = "webhooks-dlq"
 	// JobEventsBus is the jobs' event bus (jobevents.BusName), and
 	// OrchestratorQueue the queue its rule forwards the events to.
 	JobEventsBus      = "jobs"
@@ -65,6 +69,11 @@ const (
 	// AgentProfileItems starts the key of every agent profile in the
 	// registry, and is the by_kind index's key of their list.
 	AgentProfileItems = "agent_profile"
+	// WebhookEndpointItems starts the key of an app's webhook endpoints
+	// ("webhooks#<tenant>"); WebhookItems of an endpoint's cursors and
+	// delivery log ("webhook#<endpoint>"), in the registry.
+	WebhookEndpointItems = "webhooks#"
+	WebhookItems         = "webhook#"
 	// PoolItems starts the key of every warm pool item in the registry
 	// ("pool#<id>", "poollock#<type>"), and is the by_kind index's key of
 	// the pool sandboxes' list ("pool").
@@ -97,6 +106,9 @@ type Access struct {
 	// Push: the function pushes to sandboxes over their push connections
 	// (execute-api:ManageConnections on the WebSocket API's @connections).
 	Push bool
+	// Streams are the tables whose streams the function reads (its event
+	// source mapping's, StreamActions).
+	Streams []string
 	// PublishJobEvents: the function publishes the orchestrator jobs' events
 	// (events:PutEvents on JobEventsBus, and nothing else of EventBridge). On
 	// the bundled emulators, which have no EventBridge, the same publisher
@@ -170,22 +182,43 @@ var table = map[string]Access{
 			// in the create's transaction.
 			Idempotency: {GetItem, PutItem, UpdateItem},
 			Registry:    {GetItem},
+			// An app's agent's stream starts with agent.created; a create
+			// that fails records agent.failed.
+			Events: {PutItem},
 		},
 		Send:    []string{JobsQueue},
 		Objects: map[string][]string{GuardrailsKey: {GetObject}},
 	},
 	// Agent types: app keys read, agent types read, created, listed (the
-	// by_kind index) and changed; nothing else of the registry.
+	// by_kind index) and changed; nothing else of the registry. Webhook
+	// endpoints (with their signing secrets) and their delivery log; a
+	// replay's agent read, an app's agents listed; replays queued.
 	"agenttypes": {
-		Tables: map[string][]string{Registry: {GetItem, PutItem, UpdateItem, Query}},
+		Tables: map[string][]string{Registry: {GetItem, PutItem, UpdateItem, DeleteItem, Query}, Sessions: {GetItem, Query}},
 		// A type's warm pool is counted (the by_kind index's "pool").
-		LeadingKeys: map[string][]string{Registry: {AgentTypeItems, AppKeyItems, PoolItems}},
+		LeadingKeys: map[string][]string{Registry: {AgentTypeItems, AppKeyItems, PoolItems, WebhookEndpointItems, WebhookItems}},
+		Send:        []string{WebhooksQueue},
+	},
+	// Webhooks: the events table's stream read (StreamActions), a trigger
+	// per agent queued; each delivery reads the agent's session and
+	// events, its app's endpoints, moves their cursors, writes their log;
+	// an endpoint that answers 410 is disabled; what failed for a day goes
+	// to the DLQ.
+	"webhooks": {
+		Tables: map[string][]string{
+			Sessions: {GetItem},
+			Events:   {Query},
+			Registry: {GetItem, PutItem, UpdateItem, Query},
+		},
+		LeadingKeys: map[string][]string{Registry: {WebhookEndpointItems, WebhookItems}},
+		Send:        []string{WebhooksQueue, WebhooksDLQ},
+		Streams:     []string{Events},
 	},
 	"alive": {
 		// A session that ends gives its live slot back (a counter in the
 		// idempotency table, moved in the same transaction): so for every
-		// function that ends sessions.
-		Tables:  map[string][]string{Sessions: {GetItem, UpdateItem}, Idempotency: {UpdateItem}},
+		// function that ends sessions; and records agent.ended (an event).
+		Tables:  map[string][]string{Sessions: {GetItem, UpdateItem}, Idempotency: {UpdateItem}, Events: {PutItem}},
 		Send:    []string{JobsQueue},
 		Objects: map[string][]string{GuardrailsKey: {GetObject}},
 	},
@@ -195,6 +228,8 @@ var table = map[string]Access{
 			// A push connection found gone: its session is looked up; the
 			// live slot given back.
 			Idempotency: {GetItem, UpdateItem},
+			// An agent that ends records agent.ended.
+			Events: {PutItem},
 		},
 		Send: []string{JobsQueue},
 		Push: true,
@@ -204,7 +239,8 @@ var table = map[string]Access{
 	"fleet": {
 		// An app key's own limits, set by the app (its item, by the hash of
 		// the key it called with).
-		Tables:      map[string][]string{Sessions: {GetItem, UpdateItem, Query}, Registry: {GetItem, UpdateItem}, Idempotency: {GetItem, UpdateItem}},
+		// A killed agent records agent.ended.
+		Tables:      map[string][]string{Sessions: {GetItem, UpdateItem, Query}, Registry: {GetItem, UpdateItem}, Idempotency: {GetItem, UpdateItem}, Events: {PutItem}},
 		LeadingKeys: map[string][]string{Registry: {AppKeyItems}},
 		Send:        []string{JobsQueue},
 		// A killed agent's sandbox is told at once; a gone connection's
@@ -356,6 +392,9 @@ func (a Access) AllowsItem(name, action, key string) bool {
 	prefixes, limited := a.LeadingKeys[name]
 	return !limited || hasPrefix(key, prefixes)
 }
+
+// StreamActions are what reading a table's stream takes.
+var StreamActions = []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}
 
 // writes are the item writes WriteKeys limits.
 var writes = []string{PutItem, UpdateItem, DeleteItem}

@@ -37,6 +37,9 @@ const (
 	EgressNotIsolated Code = "egress_not_isolated"
 	// SecretNotFound: the app has no secret of that name.
 	SecretNotFound Code = "secret_not_found"
+	// WebhookNotFound: the app has no webhook endpoint of that id (another
+	// app's is not found either).
+	WebhookNotFound Code = "webhook_not_found"
 	// SecretExists: the app has a secret of that name already.
 	SecretExists Code = "secret_exists"
 	// ModelUnavailable: the agent's sandbox found no usable model, so it was not

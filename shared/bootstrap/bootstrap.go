@@ -34,6 +34,7 @@ type DynamoAPI interface {
 	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
 	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
 	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+	UpdateTable(ctx context.Context, in *dynamodb.UpdateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error)
 }
 
 // SQSAPI is the part of the SQS client the bootstrap calls.
@@ -180,6 +181,9 @@ func ensureTable(ctx context.Context, api DynamoAPI, t resources.Table, r *Repor
 			return err
 		}
 		r.note(false, "table "+t.Name)
+		if err := ensureStream(ctx, api, t, desc.Table, r); err != nil {
+			return err
+		}
 	}
 	w := dynamodb.NewTableExistsWaiter(api, func(o *dynamodb.TableExistsWaiterOptions) {
 		o.MinDelay = 100 * time.Millisecond
@@ -189,6 +193,27 @@ func ensureTable(ctx context.Context, api DynamoAPI, t resources.Table, r *Repor
 		return fmt.Errorf("wait for table %s: %w", t.Name, err)
 	}
 	return ensureTTL(ctx, api, t, r)
+}
+
+// ensureStream turns on the stream of a table made before it had one.
+func ensureStream(ctx context.Context, api DynamoAPI, t resources.Table, desc *ddbtypes.TableDescription, r *Report) error {
+	if !t.Stream {
+		return nil
+	}
+	if spec := desc.StreamSpecification; spec != nil && aws.ToBool(spec.StreamEnabled) {
+		r.note(false, "stream "+t.Name)
+		return nil
+	}
+	if _, err := api.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: &t.Name, StreamSpecification: streamSpec()}); err != nil {
+		return fmt.Errorf("enable the stream of %s: %w", t.Name, err)
+	}
+	r.note(true, "stream "+t.Name)
+	return nil
+}
+
+// streamSpec is the stream the tables that have one have: new images.
+func streamSpec() *ddbtypes.StreamSpecification {
+	return &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: ddbtypes.StreamViewTypeNewImage}
 }
 
 func ensureTTL(ctx context.Context, api DynamoAPI, t resources.Table, r *Report) error {
@@ -242,6 +267,9 @@ func createTableInput(t resources.Table) *dynamodb.CreateTableInput {
 		TableName:   aws.String(t.Name),
 		BillingMode: ddbtypes.BillingModePayPerRequest,
 		KeySchema:   schema(t.PartitionKey, t.SortKey),
+	}
+	if t.Stream {
+		in.StreamSpecification = streamSpec()
 	}
 	for _, ix := range t.Indexes {
 		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, ddbtypes.GlobalSecondaryIndex{

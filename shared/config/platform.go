@@ -20,6 +20,11 @@ type Platform struct {
 	Env string
 	// Queues are the queues' URLs; an empty one is looked up by name.
 	Queues Queues
+	// WebhooksLoopback lets webhook deliveries reach loopback addresses
+	// (RA_WEBHOOKS_LOOPBACK=true; make dev sets it): receivers on the
+	// same machine. Private, link-local and metadata addresses stay
+	// refused.
+	WebhooksLoopback bool
 	// GatewayURL is where sandboxes reach the platform (RA_GATEWAY_URL,
 	// default PublicBaseURL).
 	GatewayURL string
@@ -75,10 +80,11 @@ type Push struct {
 // signed calls the dev server lets through as this caller.
 const DevOrchestratorRoleARN = "arn:aws:iam::000000000000:role/ra-dev-orchestrator"
 
-// Queues are the URLs of the jobs and tools queues and their dead-letter queues
-// (RA_JOBS_QUEUE_URL, RA_JOBS_DLQ_URL, RA_TOOLS_QUEUE_URL, RA_TOOLS_DLQ_URL).
+// Queues are the URLs of the jobs, tools and webhooks queues and their
+// dead-letter queues (RA_JOBS_QUEUE_URL, RA_JOBS_DLQ_URL, RA_TOOLS_QUEUE_URL,
+// RA_TOOLS_DLQ_URL, RA_WEBHOOKS_QUEUE_URL, RA_WEBHOOKS_DLQ_URL).
 type Queues struct {
-	Jobs, JobsDLQ, Tools, ToolsDLQ string
+	Jobs, JobsDLQ, Tools, ToolsDLQ, Webhooks, WebhooksDLQ string
 }
 
 // Fargate says where and how sandbox tasks run.

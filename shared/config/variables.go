@@ -178,6 +178,22 @@ var Variables = []Variable{
 	{Name: "RA_TOOLS_DLQ_URL", Readers: []Reader{PlatformFunctions}, Default: "looked up by name",
 		Meaning: "URL of the tools queue's dead-letter queue",
 		set:     func(p *Platform, v string) error { p.Queues.ToolsDLQ = v; return nil }},
+	{Name: "RA_WEBHOOKS_QUEUE_URL", Readers: []Reader{PlatformFunctions}, Default: "looked up by name (`ra-<env>-webhooks`)",
+		Meaning: "URL of the webhooks queue: deliveries to the apps' endpoints, their retries and replays",
+		set:     func(p *Platform, v string) error { p.Queues.Webhooks = v; return nil }},
+	{Name: "RA_WEBHOOKS_DLQ_URL", Readers: []Reader{PlatformFunctions}, Default: "looked up by name",
+		Meaning: "URL of the webhooks queue's dead-letter queue: deliveries refused for 24 hours",
+		set:     func(p *Platform, v string) error { p.Queues.WebhooksDLQ = v; return nil }},
+	{Name: "RA_WEBHOOKS_LOOPBACK", Readers: []Reader{PlatformFunctions}, Value: "false", Default: "`false`; `make dev`: `true`",
+		Meaning: "`true` lets webhook endpoints be on loopback (`http://127.0.0.1:…`): receivers on the same machine. Private, link-local and metadata addresses are refused either way",
+		set: func(p *Platform, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("RA_WEBHOOKS_LOOPBACK: %q is not true or false", v)
+			}
+			p.WebhooksLoopback = b
+			return nil
+		}},
 	{Name: "RA_ORCHESTRATOR_QUEUE_URL", Readers: []Reader{PlatformFunctions}, Default: "looked up by name (`ra-<env>-orchestrator`)",
 		Meaning: "URL of the queue the orchestrator reads job events on",
 		set:     func(p *Platform, v string) error { p.OrchestratorQueue = v; return nil }},

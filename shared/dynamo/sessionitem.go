@@ -17,7 +17,8 @@ import (
 // in UTC, instants the domain does not read as time.Time in epoch
 // milliseconds). These names and encodings are what the items already in a
 // table hold: changing one is a data migration. The event counter
-// (event_seq) lives on the item too, written only by AppendEvents' ADD.
+// (event_seq) lives on the item too, moved only by ADDs (appends, and the
+// transitions that record a lifecycle event).
 type sessionItem struct {
 	ID                   string                       `json:"session_id"`
 	ProjectName          string                       `json:"project_name,omitempty"`
@@ -71,6 +72,7 @@ type sessionItem struct {
 	ClaimedAt            time.Time                    `json:"claimed_at,omitempty,omitzero"`
 	LastActivityAt       time.Time                    `json:"last_activity_at,omitempty,omitzero"`
 	EndedAt              time.Time                    `json:"ended_at,omitempty,omitzero"`
+	EventSeq             int64                        `json:"event_seq,omitempty"`
 	HeartbeatAt          time.Time                    `json:"heartbeat_at,omitempty,omitzero"`
 	ExpiresAt            int64                        `json:"expires_at,omitempty"`
 	InputTokens          int64                        `json:"input_tokens,omitempty"`
@@ -140,6 +142,7 @@ func newSessionItem(s session.Session) sessionItem {
 		ClaimedAt:            s.ClaimedAt,
 		LastActivityAt:       s.LastActivityAt,
 		EndedAt:              s.EndedAt,
+		EventSeq:             s.LastSeq,
 		HeartbeatAt:          s.HeartbeatAt,
 		InputTokens:          s.InputTokens,
 		OutputTokens:         s.OutputTokens,
@@ -215,6 +218,7 @@ func (it sessionItem) session() session.Session {
 		ClaimedAt:            it.ClaimedAt,
 		LastActivityAt:       it.LastActivityAt,
 		EndedAt:              it.EndedAt,
+		LastSeq:              it.EventSeq,
 		HeartbeatAt:          it.HeartbeatAt,
 	}
 	s.Launch = session.Launch{

@@ -65,7 +65,30 @@ func (s *Sessions) Create(ctx context.Context, sess session.Session, rec *sessio
 // to the tenant's live counter (conditional on a.LiveLimit), and a create
 // within a minute limit to the minute's counter. A session that counts
 // nothing is a plain conditional put (a transaction costs twice the writes).
+//
+// An app's agent's stream starts with agent.created (session.LifeEvent),
+// sequence number 1, taken by the session as it is written and written just
+// after it.
 func (s *Sessions) Admit(ctx context.Context, sess session.Session, rec *session.IdempotencyRecord, a session.Admission) error {
+	created, record := session.CreatedEvent(sess, sess.CreatedAt)
+	if record {
+		sess.LastSeq = 1
+	}
+	if err := s.admit(ctx, sess, rec, a); err != nil {
+		return err
+	}
+	if !record {
+		return nil
+	}
+	created.Seq = 1
+	created.ExpiresAt = s.now().Add(session.Retention + 24*time.Hour).Unix()
+	if err := s.events.Put(ctx, created, expression.AttributeNotExists(expression.Name("seq"))); err != nil {
+		return fmt.Errorf("record the create of %s: %w", sess.ID, err)
+	}
+	return nil
+}
+
+func (s *Sessions) admit(ctx context.Context, sess session.Session, rec *session.IdempotencyRecord, a session.Admission) error {
 	it := newSessionItem(sess)
 	isNew := expression.AttributeNotExists(expression.Name("session_id"))
 	ops := []TxOp{s.sessions.PutOp(it, isNew)}
@@ -143,7 +166,11 @@ func (s *Sessions) Remember(ctx context.Context, rec session.IdempotencyRecord) 
 }
 
 // Transition moves a session from one of c.From to c.To. A session that
-// ends gives its tenant's live slot back in the same transaction.
+// ends gives its tenant's live slot back in the same transaction. A change
+// its stream records (session.RecordsChange) takes the event's sequence
+// number in the same write (ADD event_seq) and then writes the event; the
+// counter stops at an end, so a reader of an ended session finds every
+// event up to its LastSeq.
 func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) (session.Session, error) {
 	now := s.now().UTC()
 	up := expression.Set(expression.Name("state"), expression.Value(c.To)).
@@ -167,33 +194,58 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 	if c.Generation != 0 {
 		cond = cond.And(expression.Name("generation").Equal(expression.Value(c.Generation)))
 	}
-	var after session.Session
-	var err error
-	if c.To.Terminal() {
-		after, err = s.end(ctx, id, up, cond)
-	} else {
-		after, err = s.update(ctx, id, up, cond)
+	if !c.To.Terminal() && c.To != session.Ready {
+		return s.update(ctx, id, up, cond)
 	}
-	if err == nil && c.To.Terminal() && s.OnEnd != nil {
+	after, recorded, err := s.recordedChange(ctx, id, c, up, cond, 3)
+	if err != nil {
+		return session.Session{}, err
+	}
+	if e, ok := session.LifeEvent(after, now); ok && recorded {
+		// The number is the change's (the counter stopped at an end; a
+		// later append to a ready session takes the next): a failure here
+		// leaves a gap readers skip after session.GapGrace.
+		e.Seq = after.LastSeq
+		e.ExpiresAt = now.Add(session.Retention + 24*time.Hour).Unix()
+		if err := s.events.Put(ctx, e, expression.AttributeNotExists(expression.Name("seq"))); err != nil {
+			return session.Session{}, fmt.Errorf("record %s of %s: %w", e.Type, id, err)
+		}
+	}
+	if c.To.Terminal() && s.OnEnd != nil {
 		s.OnEnd(ctx, after)
 	}
-	return after, err
+	return after, nil
 }
 
-// end applies a terminal transition: with the live counter's decrement in
-// one transaction when the session holds a live slot (live_tenant, which
-// the transition removes), as one update otherwise.
-func (s *Sessions) end(ctx context.Context, id string, up expression.UpdateBuilder, cond expression.ConditionBuilder) (session.Session, error) {
+// recordedChange applies a change into ready or an end, read first: the
+// change takes its lifecycle event's number (ADD event_seq) when its stream
+// records it, with the state it was read in pinned; a session holding a
+// live slot gives it back in the same transaction. It answers the session
+// after, LastSeq the event's number when one was taken, 0 otherwise. A
+// session that moved between the read and the write is read again, up to
+// tries times in all.
+func (s *Sessions) recordedChange(ctx context.Context, id string, c session.Change, up expression.UpdateBuilder, cond expression.ConditionBuilder, tries int) (after session.Session, recorded bool, err error) {
 	var it sessionItem
-	err := s.sessions.Get(ctx, sessionKey{id}, &it)
+	err = s.sessions.Get(ctx, sessionKey{id}, &it)
 	if errors.Is(err, ErrNotFound) {
-		return session.Session{}, fmt.Errorf("session %s: %w", id, session.ErrNotFound)
+		return session.Session{}, false, fmt.Errorf("session %s: %w", id, session.ErrNotFound)
 	}
-	if err != nil || it.LiveTenant == "" {
-		if err != nil {
-			return session.Session{}, err
+	if err != nil {
+		return session.Session{}, false, err
+	}
+	base, baseCond := up, cond
+	record := session.Recorded(it.session()) && session.RecordsChange(it.State, c.To)
+	if record {
+		up = up.Add(expression.Name("event_seq"), expression.Value(1))
+		cond = cond.And(expression.Name("state").Equal(expression.Value(it.State)))
+	}
+	if it.LiveTenant == "" || !c.To.Terminal() {
+		after, err = s.update(ctx, id, up, cond)
+		if errors.Is(err, session.ErrConflict) && record && tries > 1 {
+			// Moved on since it was read: read again.
+			return s.recordedChange(ctx, id, c, base, baseCond, tries-1)
 		}
-		return s.update(ctx, id, up, cond)
+		return after, record, err
 	}
 	cond = cond.And(expression.Name("live_tenant").Equal(expression.Value(it.LiveTenant)))
 	err = Transact(ctx, s.api, "",
@@ -201,12 +253,16 @@ func (s *Sessions) end(ctx context.Context, id string, up expression.UpdateBuild
 		s.idempotency.UpdateOp(liveKey(it.LiveTenant), countBy(-1, s.now())))
 	var canceled *TxCanceledError
 	if errors.As(err, &canceled) && len(canceled.Reasons) > 0 && canceled.Reasons[0] == "ConditionalCheckFailed" {
-		return session.Session{}, fmt.Errorf("session %s: %w", id, session.ErrConflict)
+		if record && tries > 1 {
+			return s.recordedChange(ctx, id, c, base, baseCond, tries-1)
+		}
+		return session.Session{}, false, fmt.Errorf("session %s: %w", id, session.ErrConflict)
 	}
 	if err != nil {
-		return session.Session{}, fmt.Errorf("end session %s: %w", id, err)
+		return session.Session{}, false, fmt.Errorf("end session %s: %w", id, err)
 	}
-	return s.Get(ctx, id)
+	after, err = s.Get(ctx, id)
+	return after, record, err
 }
 
 // AddToken appends a token hash to a live session holding fewer than MaxTokens.

@@ -224,7 +224,7 @@ func (h Follower) Follow(ctx context.Context, id string, after int64, w io.Write
 		}
 		if len(evs) == 0 && now.Sub(lastCheck) >= overCheck {
 			lastCheck = now
-			if h.over(ctx, id) {
+			if h.over(ctx, id, after) {
 				return true, nil
 			}
 		}
@@ -266,14 +266,16 @@ func unavailable(w io.Writer, flush func(), cause error) error {
 	return nil
 }
 
-// over reports whether the session ended (so no event will follow the
-// last), or is gone (its record expired).
-func (h Follower) over(ctx context.Context, id string) bool {
+// over reports whether a reader at after has every event of the session:
+// it ended (so its counter stopped) and after is its last number, or the
+// number left unwritten (a failed append's) for session.GapGrace; or it is
+// gone (its record expired).
+func (h Follower) over(ctx context.Context, id string, after int64) bool {
 	sess, err := h.Store.Get(ctx, id)
 	if errors.Is(err, session.ErrNotFound) {
 		return true
 	}
-	return err == nil && sess.State.Terminal()
+	return err == nil && sess.State.Terminal() && (after >= sess.LastSeq || time.Since(sess.EndedAt) > session.GapGrace)
 }
 
 // Message is the data of one SSE event.

@@ -27,6 +27,7 @@ var statuses = map[apierror.Code]int{
 	apierror.AgentNotAlive:        http.StatusConflict,
 	apierror.EgressNotIsolated:    http.StatusConflict,
 	apierror.SecretNotFound:       http.StatusNotFound,
+	apierror.WebhookNotFound:      http.StatusNotFound,
 	apierror.SecretExists:         http.StatusConflict,
 	apierror.ModelUnavailable:     http.StatusServiceUnavailable,
 	apierror.AgentTypeNotFound:    http.StatusNotFound,

@@ -45,6 +45,9 @@ type Table struct {
 	Indexes      []Index
 	// TTLAttribute holds the epoch-seconds expiry DynamoDB deletes items by.
 	TTLAttribute string
+	// Stream: the table has a stream of its items' new images (the events
+	// table's, which webhooks are delivered from).
+	Stream bool
 }
 
 // Queue is a standard SQS queue and the dead-letter queue its redrive policy targets.
@@ -86,6 +89,9 @@ type Set struct {
 	Jobs        Table
 	JobsQueue   Queue
 	ToolsQueue  Queue
+	// WebhooksQueue carries webhook deliveries: a trigger per agent whose
+	// stream grew, retries and replays (package webhook).
+	WebhooksQueue Queue
 	// OrchestratorQueue is where the orchestrator reads the jobs' events
 	// (package jobevents): the EventBridge rule on the jobs bus forwards them
 	// there on AWS and LocalStack; on the bundled emulators the publisher
@@ -108,7 +114,7 @@ func (s Set) SecretsPrefix() string { return "ra/" + s.Env + "/secrets/" }
 
 // Queues lists the set's queues in a stable order.
 func (s Set) Queues() []Queue {
-	return []Queue{s.JobsQueue, s.ToolsQueue, s.OrchestratorQueue}
+	return []Queue{s.JobsQueue, s.ToolsQueue, s.OrchestratorQueue, s.WebhooksQueue}
 }
 
 // TTLAttribute is the attribute every table expires items by (epoch seconds).
@@ -197,6 +203,7 @@ func For(env string) (Set, error) {
 			PartitionKey: str("session_id"),
 			SortKey:      sortKey("seq", Number),
 			TTLAttribute: TTLAttribute,
+			Stream:       true,
 		},
 		// Idempotency records (create requests, launches, tool calls), keyed by scope.
 		Idempotency: Table{
@@ -229,6 +236,8 @@ func For(env string) (Set, error) {
 		},
 		JobsQueue:  queue("jobs", 5*time.Minute),
 		ToolsQueue: queue("tools", 15*time.Minute),
+		// A delivery run takes at most webhook.Lease (2 min).
+		WebhooksQueue: queue("webhooks", 5*time.Minute),
 		// The orchestrator's consumer holds a job event while it handles it.
 		OrchestratorQueue: queue("orchestrator", 2*time.Minute),
 		JobEvents:         EventRule{Bus: jobevents.BusName(env), Name: name("job-events"), Source: jobevents.Source, Queue: name("orchestrator")},

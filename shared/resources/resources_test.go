@@ -37,8 +37,8 @@ func TestForPrefixesEveryName(t *testing.T) {
 		}
 		seen[n] = true
 	}
-	if len(names) != 12 {
-		t.Errorf("%d names, want 5 tables + 6 queues + 1 bucket", len(names))
+	if len(names) != 14 {
+		t.Errorf("%d names, want 5 tables + 8 queues + 1 bucket", len(names))
 	}
 }
 

@@ -34,7 +34,13 @@ type Route struct {
 const (
 	// JobWorker consumes the jobs and tools queues.
 	JobWorker = "jobworker"
+	// Webhooks delivers the apps' webhooks: it reads the events table's
+	// stream and consumes the webhooks queue.
+	Webhooks = "webhooks"
 )
+
+// Workers are the functions that serve no route, in order.
+var Workers = []string{JobWorker, Webhooks}
 
 // The routes' paths, each named once: the table below, the handlers'
 // patterns and the tests take them from here (the sandbox channel's from the
@@ -52,6 +58,14 @@ const (
 	// PathSecrets and PathSecret are an app's secrets (app key).
 	PathSecrets = "/api/v1/secrets"        //nolint:gosec // a route, not a credential
 	PathSecret  = "/api/v1/secrets/{name}" //nolint:gosec // a route, not a credential
+	// PathWebhooks and PathWebhook are an app's webhook endpoints (app
+	// key); PathWebhookRotate, PathWebhookDeliveries and PathWebhookReplay
+	// one endpoint's secret rotation, delivery log and replays.
+	PathWebhooks          = "/api/v1/webhooks"
+	PathWebhook           = "/api/v1/webhooks/{id}"
+	PathWebhookRotate     = "/api/v1/webhooks/{id}/rotate"
+	PathWebhookDeliveries = "/api/v1/webhooks/{id}/deliveries"
+	PathWebhookReplay     = "/api/v1/webhooks/{id}/replay"
 	// PathEgress changes a live agent's egress policy.
 	PathEgress = "/api/remote_agents/{id}/egress"
 	// PathWorkspaceTool runs a workspace tool in the agent's sandbox.
@@ -132,6 +146,14 @@ var table = []Route{
 	{Method: "GET", Path: PathSecrets, Function: "agenttypes"},
 	{Method: "PUT", Path: PathSecret, Function: "agenttypes"},
 	{Method: "DELETE", Path: PathSecret, Function: "agenttypes"},
+	{Method: "POST", Path: PathWebhooks, Function: "agenttypes"},
+	{Method: "GET", Path: PathWebhooks, Function: "agenttypes"},
+	{Method: "GET", Path: PathWebhook, Function: "agenttypes"},
+	{Method: "PATCH", Path: PathWebhook, Function: "agenttypes"},
+	{Method: "DELETE", Path: PathWebhook, Function: "agenttypes"},
+	{Method: "POST", Path: PathWebhookRotate, Function: "agenttypes"},
+	{Method: "GET", Path: PathWebhookDeliveries, Function: "agenttypes"},
+	{Method: "POST", Path: PathWebhookReplay, Function: "agenttypes"},
 	// The model gateway: a sandbox's model calls, forwarded with the
 	// platform's credential; the answer streams back as the provider sends it.
 	{Method: "POST", Path: PathModel, Function: "model", Stream: true},
@@ -162,7 +184,7 @@ func Functions() []string {
 			out = append(out, r.Function)
 		}
 	}
-	return append(out, JobWorker)
+	return append(out, Workers...)
 }
 
 // InternalPrefix starts the path of every Internal route.

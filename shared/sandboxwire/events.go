@@ -35,13 +35,29 @@ const (
 	// refused a connection of the agent's sandbox (once a minute for a
 	// destination).
 	TypeEgressDenied = "egress.denied"
+	// The lifecycle events: the platform records an app's agent being
+	// created, becoming ready, and ending or failing, in the same write as
+	// the change (data: Lifecycle). Webhooks deliver them like every other
+	// event of the stream.
+	TypeAgentCreated = "agent.created"
+	TypeAgentReady   = "agent.ready"
+	TypeAgentEnded   = "agent.ended"
+	TypeAgentFailed  = "agent.failed"
 )
+
+// Lifecycle is the data of a lifecycle event: the state the agent entered
+// and, for an end, why.
+type Lifecycle struct {
+	State  State  `json:"state"`
+	Reason string `json:"reason,omitempty"`
+}
 
 // Types lists every event type, for clients (the embed view) and tests.
 var Types = []string{
 	TypeAgentMessage, TypeAgentError, TypeAgentQuestion, TypeToolCall, TypeStateChanged,
 	TypeTokenLimit, TypeBudgetExceeded, TypeEgressDenied, TypeEnvRequest, TypeUserMessage, TypeEnvSubmitted, TypeOutputVerification,
 	TypeOutputSnapshot, TypeAutomationCompleted,
+	TypeAgentCreated, TypeAgentReady, TypeAgentEnded, TypeAgentFailed,
 	TypeWorkspaceCreating, TypeWorkspaceCloning, TypeWorkspaceSetup, TypeWorkspaceWarning, TypeWorkspaceReady,
 	TypeWorkspaceToolRequest, TypeWorkspaceTool,
 	TypeWorkspaceRestoring, TypeWorkspaceEnvFiles, TypeWorkspaceServices,

@@ -215,7 +215,7 @@ func TestSubmitEnvPersistsForTheConfiguration(t *testing.T) {
 	}
 
 	// The events say which keys were sent and kept; no table holds a value.
-	evs, err := e.store.Events(ctx, s1.ID, 0, 10)
+	evs, err := e.store.Events(ctx, s1.ID, 1, 10) // after agent.created
 	if err != nil || len(evs) != 3 {
 		t.Fatalf("events %+v %v", evs, err)
 	}
@@ -287,7 +287,7 @@ func TestSubmitEnvRefusesBadSubmissions(t *testing.T) {
 		}
 	}
 	for _, s := range []session.Session{withCfg, scratch} {
-		if evs, _ := e.store.Events(ctx, s.ID, 0, 10); len(evs) != 0 {
+		if evs, _ := e.store.Events(ctx, s.ID, 1, 10); len(evs) != 0 { // after agent.created
 			t.Errorf("a refused submission left events: %+v", evs)
 		}
 	}

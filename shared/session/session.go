@@ -183,6 +183,11 @@ type Session struct {
 	LastActivityAt time.Time
 	HeartbeatAt    time.Time
 	EndedAt        time.Time
+	// LastSeq is the sequence number last taken by an event of the
+	// session's stream (its counter). The counter stops when the session
+	// ends, so a reader of an ended session has every event once it has
+	// read up to LastSeq.
+	LastSeq int64
 	// ClaimBy, for an agent whose create answered agent_creation_timeout,
 	// is when it ends unless a retry of the create handed it out
 	// (ClaimedAt) by then.

@@ -211,6 +211,18 @@ func (e *Env) ToolsQueue(ctx context.Context) (*sqsqueue.Queue, error) {
 	return e.Queue(ctx, e.Resources.ToolsQueue.Name, e.Config.Queues.Tools)
 }
 
+// WebhooksQueue is the webhooks queue (RA_WEBHOOKS_QUEUE_URL, else looked
+// up by name).
+func (e *Env) WebhooksQueue(ctx context.Context) (*sqsqueue.Queue, error) {
+	return e.Queue(ctx, e.Resources.WebhooksQueue.Name, e.Config.Queues.Webhooks)
+}
+
+// WebhooksDLQ is the webhooks queue's dead-letter queue, which deliveries
+// refused for a day go to (RA_WEBHOOKS_DLQ_URL, else looked up by name).
+func (e *Env) WebhooksDLQ(ctx context.Context) (*sqsqueue.Queue, error) {
+	return e.Queue(ctx, e.Resources.WebhooksQueue.DeadLetterName, e.Config.Queues.WebhooksDLQ)
+}
+
 // Notifier pushes to sandboxes over the push channel's @connections
 // (RA_PUSH_ENDPOINT); nil when none is configured: sandboxes then only poll.
 func (e *Env) Notifier() session.Notifier {

@@ -2,6 +2,7 @@ package wiring
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 
@@ -23,8 +24,11 @@ type Function struct {
 	// Socket, if set, serves the push channel's WebSocket routes
 	// (routes.Sockets) besides Routes.
 	Socket httpapi.SocketHandler
-	// Worker handles SQS batches (jobworker).
+	// Worker handles SQS batches (jobworker, webhooks).
 	Worker func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+	// Changes, if set, handles batches of a DynamoDB stream besides
+	// Worker's SQS batches (webhooks: the events table's).
+	Changes func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
 }
 
 // Builder builds one function in an Env.
@@ -35,6 +39,8 @@ type Builder func(context.Context, *Env) (Function, error)
 // function URL: httpapi.Router), or its queue handler.
 func (f Function) Handler() any {
 	switch {
+	case f.Worker != nil && f.Changes != nil:
+		return f.batches
 	case f.Worker != nil:
 		return f.Worker
 	case f.Socket != nil:
@@ -44,6 +50,31 @@ func (f Function) Handler() any {
 	default:
 		return httpapi.Router(f.Routes)
 	}
+}
+
+// batches hands a batch to Worker or Changes by where its records come
+// from (their eventSource: "aws:sqs", "aws:dynamodb").
+func (f Function) batches(ctx context.Context, raw json.RawMessage) (any, error) {
+	var probe struct {
+		Records []struct {
+			EventSource string `json:"eventSource"`
+		} `json:"Records"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("function %s: a batch that is not JSON: %w", f.Name, err)
+	}
+	if len(probe.Records) > 0 && probe.Records[0].EventSource == "aws:dynamodb" {
+		var ev events.DynamoDBEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("function %s: stream batch: %w", f.Name, err)
+		}
+		return f.Changes(ctx, ev)
+	}
+	var ev events.SQSEvent
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return nil, fmt.Errorf("function %s: queue batch: %w", f.Name, err)
+	}
+	return f.Worker(ctx, ev)
 }
 
 // Option adjusts the Env a Lambda function is built in.

@@ -85,7 +85,10 @@ func run() error {
 		WorkDir:        work,
 		SeedDir:        filepath.Join("localstack", "seed"),
 		AppKey:         appKey,
-		Log:            log,
+		// Webhook receivers on this machine are allowed, unless
+		// RA_WEBHOOKS_LOOPBACK=false says otherwise.
+		WebhooksPublicOnly: os.Getenv("RA_WEBHOOKS_LOOPBACK") != "" && !cfg.WebhooksLoopback,
+		Log:                log,
 	})
 	if err != nil {
 		return err

@@ -45,6 +45,8 @@ var routeOnly = map[string][]string{
 	"shared/smsecrets":                         {"model"},
 	"shared/smstore":                           {"agenttypes"},
 	"shared/secretsapi":                        {"agenttypes"},
+	"shared/webhookapi":                        {"agenttypes"},
+	"shared/wiring/webhookservice":             {"agenttypes", "webhooks"},
 	"shared/wiring/secretstore":                {"agenttypes"},
 	"data":                                     {"model"},
 	"shared/toolapi":                           {"toolcallback"},

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"sync"
@@ -17,7 +18,7 @@ func RunEventLog(t *testing.T, newStore func(t *testing.T) EventStore) {
 	t.Run("append events and read them in pages", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)
-		s := create(t, st, sample(t, session.Ready, 1))
+		s := create(t, st, unrecorded(sample(t, session.Ready, 1)))
 		before := time.Now()
 		at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 		first, err := st.AppendEvents(t.Context(), s.ID, 1, []session.Event{
@@ -98,7 +99,7 @@ func RunEventLog(t *testing.T, newStore func(t *testing.T) EventStore) {
 	t.Run("refused appends write nothing", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)
-		s := create(t, st, sample(t, session.Working, 2))
+		s := create(t, st, unrecorded(sample(t, session.Working, 2)))
 		one := []session.Event{{Type: "x"}}
 		if _, err := st.AppendEvents(t.Context(), s.ID, 1, one); !errors.Is(err, session.ErrConflict) {
 			t.Errorf("append for another generation: %v, want ErrConflict", err)
@@ -116,7 +117,7 @@ func RunEventLog(t *testing.T, newStore func(t *testing.T) EventStore) {
 		if out, err := st.AppendEvents(t.Context(), s.ID, 2, one); err != nil || out[0].Seq != 1 {
 			t.Errorf("first append after refusals: %+v, %v; want seq 1", out, err)
 		}
-		ended := create(t, st, sample(t, session.Ended, 1))
+		ended := create(t, st, unrecorded(sample(t, session.Ended, 1)))
 		if _, err := st.AppendEvents(t.Context(), ended.ID, 1, one); !errors.Is(err, session.ErrConflict) {
 			t.Errorf("append to an ended session: %v, want ErrConflict", err)
 		}
@@ -132,7 +133,7 @@ func RunEventLog(t *testing.T, newStore func(t *testing.T) EventStore) {
 	t.Run("concurrent appends get distinct consecutive numbers", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)
-		s := create(t, st, sample(t, session.Working, 1))
+		s := create(t, st, unrecorded(sample(t, session.Working, 1)))
 		const callers, each = 10, 2 // each appends two events
 		got := make([][]session.Event, callers)
 		var wg sync.WaitGroup
@@ -169,7 +170,7 @@ func RunEventLog(t *testing.T, newStore func(t *testing.T) EventStore) {
 	t.Run("append once", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)
-		s := create(t, st, sample(t, session.Idle, 1))
+		s := create(t, st, unrecorded(sample(t, session.Idle, 1)))
 		if _, err := st.AppendEvents(t.Context(), s.ID, 1, []session.Event{{Type: "before"}}); err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +201,7 @@ func RunEventLog(t *testing.T, newStore func(t *testing.T) EventStore) {
 		if out, err := st.AppendEvents(t.Context(), s.ID, 1, []session.Event{{Type: "after"}}); err != nil || out[0].Seq <= e.Seq {
 			t.Errorf("append after a refused one: %+v, %v", out, err)
 		}
-		ended := create(t, st, sample(t, session.Ended, 1))
+		ended := create(t, st, unrecorded(sample(t, session.Ended, 1)))
 		fresh := record(t, "message", ended.ID)
 		if _, err := st.AppendOnce(t.Context(), ended.ID, 1, []session.Event{{Type: "user.message"}}, fresh); !errors.Is(err, session.ErrConflict) {
 			t.Errorf("append once to an ended session: %v, want ErrConflict", err)
@@ -209,4 +210,63 @@ func RunEventLog(t *testing.T, newStore func(t *testing.T) EventStore) {
 			t.Errorf("a refused append wrote its record: %v", err)
 		}
 	})
+}
+
+// unrecorded is s as a job's sandbox, whose stream the platform records
+// nothing in (session.Recorded): its appends number from 1.
+func unrecorded(s session.Session) session.Session {
+	s.JobID = "job-" + s.ID
+	return s
+}
+
+// RunLifeEvents checks that the store records an app's agent's life in its
+// stream, each event numbered in the write that changed the state: created
+// (1), ready once, however often reported, and the end with its reason;
+// and nothing of a job's sandbox.
+func RunLifeEvents(t *testing.T, newStore func(t *testing.T) EventStore) {
+	t.Parallel()
+	st := newStore(t)
+	s := create(t, st, sample(t, session.Provisioning, 1))
+	change := func(from []session.State, to session.State, reason session.Reason) session.Session {
+		t.Helper()
+		after, err := st.Transition(t.Context(), s.ID, session.Change{From: from, To: to, Reason: reason})
+		if err != nil {
+			t.Fatalf("to %s: %v", to, err)
+		}
+		return after
+	}
+	change([]session.State{session.Provisioning}, session.Ready, "")
+	change([]session.State{session.Ready}, session.Ready, "") // reported again
+	if _, err := st.AppendEvents(t.Context(), s.ID, 1, []session.Event{{Type: "agent.message"}}); err != nil {
+		t.Fatal(err)
+	}
+	change([]session.State{session.Ready}, session.Working, "")
+	ended := change(session.Live, session.Ended, session.ReasonKilled)
+	evs, err := st.Events(t.Context(), s.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		got = append(got, fmt.Sprintf("%d %s %v", e.Seq, e.Type, e.Data))
+	}
+	want := []string{
+		"1 agent.created map[state:provisioning]",
+		"2 agent.ready map[state:ready]",
+		"3 agent.message map[]",
+		"4 agent.ended map[reason:killed state:ended]",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("stream %q, want %q", got, want)
+	}
+	if ended.LastSeq != 4 {
+		t.Errorf("ended session's LastSeq %d, want 4", ended.LastSeq)
+	}
+	job := create(t, st, unrecorded(sample(t, session.Provisioning, 1)))
+	if _, err := st.Transition(t.Context(), job.ID, session.Change{From: session.Live, To: session.Failed}); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := st.Events(t.Context(), job.ID, 0, 100); err != nil || len(evs) != 0 {
+		t.Errorf("a job's sandbox's stream: %v, %v; want nothing", evs, err)
+	}
 }

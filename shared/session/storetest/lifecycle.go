@@ -25,8 +25,10 @@ func RunLifecycle(t *testing.T, newStore func(t *testing.T) session.Lifecycle) {
 			t.Fatal(err)
 		}
 		got, err := st.Get(t.Context(), s.ID)
-		if err != nil || !reflect.DeepEqual(got, s) {
-			t.Errorf("Get = %+v, %v;\nwant %+v", got, err, s)
+		want := s
+		want.LastSeq = 1 // agent.created
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("Get = %+v, %v;\nwant %+v", got, err, want)
 		}
 		if _, err := st.Get(t.Context(), newID(t)); !errors.Is(err, session.ErrNotFound) {
 			t.Errorf("Get of an unknown id: %v, want ErrNotFound", err)
@@ -105,6 +107,7 @@ func RunLifecycle(t *testing.T, newStore func(t *testing.T) session.Lifecycle) {
 		}
 		want := s
 		want.State, want.ReadyAt, want.GuardrailsHash, want.UpdatedAt = session.Ready, ready, "gh", got.UpdatedAt
+		want.LastSeq = 2                                          // agent.created, agent.ready
 		want.DueAt = toMilli(ready.Add(session.HeartbeatTimeout)) // ready is life: the next heartbeat is due
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("Transition = %+v;\nwant %+v", got, want)

@@ -48,8 +48,9 @@ type Memory struct {
 }
 
 type memSession struct {
-	s   session.Session
-	seq int64 // the event counter, kept on the session item by dynamo.Sessions
+	// s.LastSeq is the event counter, kept on the session item by
+	// dynamo.Sessions.
+	s session.Session
 	// listKey, watched and liveTenant are what dynamo.Sessions keeps as the
 	// item's index keys (list_key, watch_shard, live_tenant).
 	listKey    string
@@ -110,6 +111,12 @@ func (m *Memory) Admit(_ context.Context, s session.Session, rec *session.Idempo
 	}
 	ms := memSession{s: clone(s), watched: !s.DueAt.IsZero()}
 	ms.s.DueAt = millis(s.DueAt)
+	ms.s.LastSeq = 0
+	if e, ok := session.CreatedEvent(s, s.CreatedAt); ok {
+		e.Seq, ms.s.LastSeq = 1, 1
+		e.ExpiresAt = m.now().Add(session.Retention + 24*time.Hour).Unix()
+		m.events[s.ID] = append(m.events[s.ID], e)
+	}
 	if s.Tenant != "" {
 		ms.listKey = session.ListKey(s.CreatedAt, s.ID)
 		if slices.Contains(session.Live, s.State) {
@@ -163,6 +170,7 @@ func (m *Memory) Transition(_ context.Context, id string, c session.Change) (ses
 		if !slices.Contains(c.From, s.State) || (c.Generation != 0 && s.Generation != c.Generation) {
 			return session.ErrConflict
 		}
+		record := session.RecordsChange(s.State, c.To)
 		s.State = c.To
 		s.UpdatedAt = now
 		if c.Reason != "" {
@@ -177,6 +185,13 @@ func (m *Memory) Transition(_ context.Context, id string, c session.Change) (ses
 		if c.To.Terminal() {
 			s.EndedAt = now
 			s.DueAt, s.Streams = time.Time{}, nil
+		}
+		if e, ok := session.LifeEvent(*s, now); ok && record {
+			// In the same write, as dynamo.Sessions' number is (m.mu is held).
+			s.LastSeq++
+			e.Seq = s.LastSeq
+			e.ExpiresAt = now.Add(session.Retention + 24*time.Hour).Unix()
+			m.events[id] = append(m.events[id], e)
 		}
 		return nil
 	})
@@ -342,7 +357,7 @@ func (m *Memory) append(id string, generation int, events []session.Event, rec *
 	}
 	// dynamo.Sessions reserves the numbers before it writes the events, so a
 	// refused record leaves a gap; so does this.
-	ms.seq += int64(n)
+	ms.s.LastSeq += int64(n)
 	ms.s.UpdatedAt, ms.s.LastActivityAt = now, now
 	m.sessions[id] = ms
 	if rec != nil {
@@ -354,7 +369,7 @@ func (m *Memory) append(id string, generation int, events []session.Event, rec *
 	for i, e := range events {
 		e = clone(e)
 		e.SessionID = id
-		e.Seq = ms.seq - int64(n) + int64(i) + 1
+		e.Seq = ms.s.LastSeq - int64(n) + int64(i) + 1
 		if e.At.IsZero() {
 			e.At = now
 		}

@@ -1,6 +1,6 @@
 // Package storetest is the contract of the session store's roles, run
 // against every implementation: one suite per role (RunLifecycle,
-// RunLaunches, RunEventLog, RunMetering, RunBudgets, RunQuotaCounts, RunFleet,
+// RunLaunches, RunEventLog, RunLifeEvents, RunMetering, RunBudgets, RunQuotaCounts, RunFleet,
 // RunPushConnections) checks a store against the role's documented
 // behaviour, Run checks all of them, and Memory, an in-memory store for unit tests of logic, passes it as
 // dynamo.Sessions does against DynamoDB Local.
@@ -32,6 +32,9 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 	t.Run("event log", func(t *testing.T) {
 		t.Parallel()
 		RunEventLog(t, func(t *testing.T) EventStore { return newStore(t) })
+	})
+	t.Run("life events", func(t *testing.T) {
+		RunLifeEvents(t, func(t *testing.T) EventStore { return newStore(t) })
 	})
 	t.Run("metering", func(t *testing.T) {
 		t.Parallel()
@@ -132,12 +135,18 @@ func sample(t *testing.T, state session.State, gen int) session.Session {
 	return s
 }
 
+// create creates s and answers it as the store holds it (an app's agent's
+// stream starts with agent.created: LastSeq 1).
 func create(t *testing.T, st session.Lifecycle, s session.Session) session.Session {
 	t.Helper()
 	if err := st.Create(t.Context(), s, nil); err != nil {
 		t.Fatalf("create %s: %v", s.ID, err)
 	}
-	return s
+	got, err := st.Get(t.Context(), s.ID)
+	if err != nil {
+		t.Fatalf("get %s: %v", s.ID, err)
+	}
+	return got
 }
 
 func record(t *testing.T, kind, sessionID string) session.IdempotencyRecord {

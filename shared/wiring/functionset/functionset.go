@@ -21,6 +21,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/wiring/sandbox"
 	"github.com/remote-agents/remote-agents/shared/wiring/shutdown"
 	"github.com/remote-agents/remote-agents/shared/wiring/toolcallback"
+	"github.com/remote-agents/remote-agents/shared/wiring/webhooks"
 	"github.com/remote-agents/remote-agents/shared/wiring/workspace"
 )
 
@@ -43,5 +44,6 @@ func Builders() map[string]wiring.Builder {
 		"jobs":           jobs.Build,
 		"joblogs":        joblogs.Build,
 		routes.JobWorker: jobworker.Build,
+		routes.Webhooks:  webhooks.Build,
 	}
 }

@@ -27,6 +27,7 @@ func env(t *testing.T) *wiring.Env {
 	cfg.Queues = config.Queues{
 		Jobs: "http://127.0.0.1:1/q/jobs", JobsDLQ: "http://127.0.0.1:1/q/jobs-dlq",
 		Tools: "http://127.0.0.1:1/q/tools", ToolsDLQ: "http://127.0.0.1:1/q/tools-dlq",
+		Webhooks: "http://127.0.0.1:1/q/webhooks", WebhooksDLQ: "http://127.0.0.1:1/q/webhooks-dlq",
 	}
 	cfg.OrchestratorQueue = "http://127.0.0.1:1/q/orchestrator"
 	cfg.OrchestratorRoleARN = config.DevOrchestratorRoleARN
@@ -79,7 +80,7 @@ func TestEveryFunctionIsBuiltFromTheRouteTable(t *testing.T) {
 				t.Errorf("%s answers CORS preflights: %v, the route table says %v", r.Key(), r.CORS, want)
 			}
 		}
-		if (name == routes.JobWorker) != (f.Worker != nil) {
+		if slices.Contains(routes.Workers, name) != (f.Worker != nil) {
 			t.Errorf("%s: worker %v", name, f.Worker != nil)
 		}
 		// lambda.NewHandler refuses a handler of the wrong shape; an empty
@@ -142,13 +143,15 @@ func TestQueuesAreNeededOnlyByTheirFunctions(t *testing.T) {
 	e := env(t)
 	e.Config.Queues = config.Queues{} // lookups by name would fail: nothing listens
 	e.Config.OrchestratorQueue = ""
-	for _, name := range []string{"events", "embed", "messages", "model", "agenttypes", "workspace"} {
+	for _, name := range []string{"events", "embed", "messages", "model", "workspace"} {
 		if _, err := functionset.Builders()[name](t.Context(), e); err != nil {
 			t.Errorf("%s needs no queue, but: %v", name, err)
 		}
 	}
 	// The sandbox channel publishes job events (the orchestrator queue).
-	for _, name := range []string{"create", "alive", "shutdown", "toolcallback", routes.JobWorker, "sandbox", "jobs"} {
+	// The app's webhook routes queue replays; the webhooks function its
+	// triggers.
+	for _, name := range []string{"create", "alive", "shutdown", "toolcallback", routes.JobWorker, "sandbox", "jobs", "agenttypes", routes.Webhooks} {
 		if _, err := functionset.Builders()[name](t.Context(), e); err == nil {
 			t.Errorf("%s built without finding its queue", name)
 		}

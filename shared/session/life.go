@@ -1,0 +1,65 @@
+package session
+
+import (
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+)
+
+// Recorded reports whether the platform records s's life in its event
+// stream (the lifecycle events): an app's agent does; a job's sandbox does
+// not (its log is its job's, and it belongs to no app).
+func Recorded(s Session) bool { return s.Tenant != "" && s.JobID == "" }
+
+// CreatedEvent is the event that starts the stream of s, created at at:
+// agent.created; ok is false for a session whose life is not recorded.
+func CreatedEvent(s Session, at time.Time) (e Event, ok bool) {
+	if !Recorded(s) {
+		return Event{}, false
+	}
+	return lifeEvent(s, sandboxwire.TypeAgentCreated, at), true
+}
+
+// LifeEvent is the lifecycle event recording that s, as it is after a
+// transition, entered its state at: agent.ready, agent.ended or
+// agent.failed; ok is false for a session whose life is not recorded or a
+// state no event records. The stores take its number in the same write as
+// the change, so a reader that sees the state knows the event is there.
+func LifeEvent(s Session, at time.Time) (e Event, ok bool) {
+	if !Recorded(s) {
+		return Event{}, false
+	}
+	var typ string
+	switch s.State {
+	case Ready:
+		typ = sandboxwire.TypeAgentReady
+	case Ended:
+		typ = sandboxwire.TypeAgentEnded
+	case Failed:
+		typ = sandboxwire.TypeAgentFailed
+	default:
+		return Event{}, false
+	}
+	return lifeEvent(s, typ, at), true
+}
+
+func lifeEvent(s Session, typ string, at time.Time) Event {
+	data := map[string]any{"state": string(s.State)}
+	if s.Reason != "" {
+		data["reason"] = string(s.Reason)
+	}
+	return Event{SessionID: s.ID, Type: typ, Data: data, At: at.UTC()}
+}
+
+// RecordsChange reports whether a transition of a session from state from
+// to state to is one its stream records: into ready from provisioning
+// (once, however often the sandbox reports it), and into ended or failed.
+func RecordsChange(from, to State) bool {
+	switch {
+	case to == Ready:
+		return from == Provisioning
+	case to.Terminal():
+		return !from.Terminal()
+	}
+	return false
+}

@@ -121,8 +121,8 @@ type Server struct {
 	// workers are the functions that serve no route, by name
 	// (routes.Workers).
 	workers map[string]wiring.Function
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 	// kick is signalled when a message is sent to the jobs queue; hooks
 	// when one is sent to the webhooks queue; written when an event is
 	// written to the events table.

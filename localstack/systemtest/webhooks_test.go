@@ -77,7 +77,11 @@ func (r *hookReceiver) stop() {
 
 func (r *hookReceiver) url() string { return "http://" + r.addr + "/hooks" }
 
-func (r *hookReceiver) trust(secrets ...string) { r.mu.Lock(); defer r.mu.Unlock(); r.secrets = secrets }
+func (r *hookReceiver) trust(secrets ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.secrets = secrets
+}
 
 func (r *hookReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)

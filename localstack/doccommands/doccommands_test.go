@@ -171,3 +171,12 @@ func TestLocalStackVariantCall(t *testing.T) {
 	out := run(t, srv, dir, block(t, "docs/local.md", t.Name()))
 	contains(t, out, `"agent_id"`, `"session_token"`)
 }
+
+// docs/api.md's webhook calls: register an endpoint, read its log, replay an
+// agent's stream.
+func TestAPIWebhookCalls(t *testing.T) {
+	srv := start(t)
+	id, _ := agent(t, srv)
+	out := run(t, srv, t.TempDir(), block(t, "docs/api.md", t.Name()), "AGENT_ID="+id)
+	contains(t, out, `"id":"wh_`, `"secret":"whsec_`, `"deliveries"`, `{"agents":1}`)
+}

@@ -174,6 +174,9 @@ func ensureTable(ctx context.Context, api DynamoAPI, t resources.Table, r *Repor
 			return fmt.Errorf("create table %s: %w", t.Name, err)
 		}
 		r.note(err == nil, "table "+t.Name)
+		if t.Stream {
+			r.note(err == nil, "stream "+t.Name)
+		}
 	case err != nil:
 		return fmt.Errorf("describe table %s: %w", t.Name, err)
 	default:

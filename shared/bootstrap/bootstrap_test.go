@@ -22,9 +22,9 @@ func TestRunTwiceCreatesNothingSecondTime(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first run: %v", err)
 	}
-	// 5 tables + 5 TTLs + 6 queues (3 and their DLQs) + 1 bucket, and on
-	// LocalStack the jobs' bus and its rule.
-	want := 17
+	// 5 tables + 5 TTLs + the events table's stream + 8 queues (4 and their
+	// DLQs) + 1 bucket, and on LocalStack the jobs' bus and its rule.
+	want := 20
 	if clients.EventBridge != nil {
 		want += 2
 	}

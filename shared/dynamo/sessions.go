@@ -633,3 +633,39 @@ func setDue(up expression.UpdateBuilder, f session.Fields) expression.UpdateBuil
 	}
 	return up
 }
+
+// appEventOnceFor is how long an app event's once key is kept.
+const appEventOnceFor = time.Hour
+
+// AppendAppEvent appends e to tenant's app stream (session.AppStream),
+// unless once is used: a once record, then the stream's counter (an item
+// of the idempotency table, ADD), then the event.
+func (s *Sessions) AppendAppEvent(ctx context.Context, tenant, once string, e session.Event) (session.Event, bool, error) {
+	now := s.now().UTC()
+	if once != "" {
+		rec := map[string]any{"key": "appevent#" + tenant + "#" + once, "expires_at": now.Add(appEventOnceFor).Unix()}
+		err := s.idempotency.Put(ctx, rec, expression.AttributeNotExists(expression.Name("key")))
+		if errors.Is(err, ErrConditionFailed) {
+			return session.Event{}, false, nil
+		}
+		if err != nil {
+			return session.Event{}, false, fmt.Errorf("app event of %s: %w", tenant, err)
+		}
+	}
+	var counter struct {
+		N int64 `json:"n"`
+	}
+	if err := s.idempotency.Update(ctx, map[string]string{"key": "appstream#" + tenant},
+		expression.Add(expression.Name("n"), expression.Value(1)), &counter); err != nil {
+		return session.Event{}, false, fmt.Errorf("app stream of %s: %w", tenant, err)
+	}
+	e.SessionID, e.Seq = session.AppStream(tenant), counter.N
+	if e.At.IsZero() {
+		e.At = now
+	}
+	e.ExpiresAt = now.Add(session.Retention + 24*time.Hour).Unix()
+	if err := s.events.Put(ctx, e, expression.AttributeNotExists(expression.Name("seq"))); err != nil {
+		return session.Event{}, false, fmt.Errorf("app event of %s: %w", tenant, err)
+	}
+	return e, true, nil
+}

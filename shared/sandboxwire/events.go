@@ -43,7 +43,22 @@ const (
 	TypeAgentReady   = "agent.ready"
 	TypeAgentEnded   = "agent.ended"
 	TypeAgentFailed  = "agent.failed"
+	// TypeQuotaExceeded is appended to an app's own stream when a create
+	// was refused by a quota (once a minute for a quota; data:
+	// QuotaExceeded).
+	TypeQuotaExceeded = "quota.exceeded"
 )
+
+// QuotaExceeded is the data of quota.exceeded: which quota, its limit, and
+// what the refused caller was told.
+type QuotaExceeded struct {
+	Quota   string `json:"quota"`
+	Limit   int    `json:"limit"`
+	Message string `json:"message"`
+}
+
+// EventType implements Payload.
+func (QuotaExceeded) EventType() string { return TypeQuotaExceeded }
 
 // Lifecycle is the data of a lifecycle event: the state the agent entered
 // and, for an end, why.

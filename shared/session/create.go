@@ -352,6 +352,7 @@ func (s *Creator) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 	adm := s.admission(now)
 	err := s.o.Store.Admit(ctx, sess, rec, adm)
 	if q := s.overQuota(err, adm, now); q != nil {
+		s.quotaExceeded(ctx, app.Tenant, q, now)
 		return Session{}, "", q
 	}
 	if errors.Is(err, ErrIdempotencyTaken) {

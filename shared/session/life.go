@@ -1,6 +1,7 @@
 package session
 
 import (
+	"strings"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
@@ -63,3 +64,15 @@ func RecordsChange(from, to State) bool {
 	}
 	return false
 }
+
+// AppStream is the stream of what happens to tenant's app rather than to
+// one of its agents (quota.exceeded): it is read like an agent's, by this
+// id, which no session has.
+func AppStream(tenant string) string { return appStreamPrefix + tenant }
+
+// AppOf is the tenant whose app stream stream is, ok false for an agent's.
+func AppOf(stream string) (tenant string, ok bool) {
+	return strings.CutPrefix(stream, appStreamPrefix)
+}
+
+const appStreamPrefix = "app#"

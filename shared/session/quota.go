@@ -11,6 +11,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // Quotas bound what one app (tenant) may hold or open at once (see
@@ -131,6 +132,23 @@ func (s *Creator) overQuota(err error, a Admission, now time.Time) *apierror.Err
 	default:
 		return &apierror.Error{Code: apierror.QuotaExceeded, RetryAfter: LiveQuotaRetry, Details: map[string]any{"quota": QuotaConcurrentSessions, "limit": a.LiveLimit},
 			Message: fmt.Sprintf("This app has %d live agents, its quota; shut one down or retry later.", a.LiveLimit)}
+	}
+}
+
+// quotaExceeded records a create refused by quota q in tenant's app stream
+// (quota.exceeded, what its webhooks deliver), once a minute for a quota:
+// a client retrying in a loop makes one event. A failure to record is
+// logged; the refusal stands either way.
+func (s *Creator) quotaExceeded(ctx context.Context, tenant string, q *apierror.Error, now time.Time) {
+	quota, _ := q.Details["quota"].(string)
+	limit, _ := q.Details["limit"].(int)
+	e, err := NewEvent(sandboxwire.QuotaExceeded{Quota: quota, Limit: limit, Message: q.Message})
+	if err == nil {
+		once := quota + "#" + now.UTC().Truncate(time.Minute).Format(time.RFC3339)
+		_, _, err = s.o.Store.AppendAppEvent(ctx, tenant, once, e)
+	}
+	if err != nil && s.o.Log != nil {
+		s.o.Log.WarnContext(ctx, "record quota.exceeded", slog.String("tenant", tenant), slog.String("error", err.Error()))
 	}
 }
 

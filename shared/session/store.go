@@ -83,6 +83,11 @@ type EventLog interface {
 	AppendOnce(ctx context.Context, id string, generation int, events []Event, rec IdempotencyRecord) ([]Event, error)
 	// Events returns up to limit events after sequence number after, in order.
 	Events(ctx context.Context, id string, after int64, limit int) ([]Event, error)
+	// AppendAppEvent appends e to tenant's own stream (AppStream: what
+	// happens to an app rather than to one of its agents), unless once is
+	// used already (ok false, nothing written); once keys are kept for an
+	// hour.
+	AppendAppEvent(ctx context.Context, tenant, once string, e Event) (out Event, ok bool, err error)
 }
 
 // Metering counts usage and spend outside any hold: the model gateway's

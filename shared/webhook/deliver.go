@@ -150,6 +150,9 @@ func (d *Deliverer) Deliver(ctx context.Context, agent string) error {
 
 // tenant is agent's app, "" when its life is not recorded for one.
 func (d *Deliverer) tenant(ctx context.Context, agent string) (string, error) {
+	if t, ok := session.AppOf(agent); ok {
+		return t, nil
+	}
 	if t, ok := d.tenants.Load(agent); ok {
 		return t.(string), nil
 	}
@@ -214,7 +217,7 @@ func (d *Deliverer) send(ctx context.Context, ep Endpoint, agent string, c *Curs
 		c.Attempts++
 		res := d.attempt(ctx, ep, msg)
 		entry := Delivery{Endpoint: ep.ID, Key: logKey(c.FirstAttemptAt, msg.ID, false), MessageID: msg.ID, Type: msg.Type,
-			AgentID: agent, Sequence: e.Seq, Attempts: c.Attempts, ResponseCode: res.code, Error: res.err,
+			AgentID: agentOf(agent), Sequence: e.Seq, Attempts: c.Attempts, ResponseCode: res.code, Error: res.err,
 			LatencyMS: res.latency.Milliseconds(), CreatedAt: c.FirstAttemptAt, UpdatedAt: d.now()}
 		switch {
 		case res.ok():
@@ -255,6 +258,14 @@ func (d *Deliverer) send(ctx context.Context, ep Endpoint, agent string, c *Curs
 		return d.now().Add(session.GapGrace), nil
 	}
 	return time.Time{}, nil
+}
+
+// agentOf is the agent whose stream stream is, "" for an app's own.
+func agentOf(stream string) string {
+	if _, app := session.AppOf(stream); app {
+		return ""
+	}
+	return stream
 }
 
 // Backoff is the wait before retry n (from 1): FirstRetry doubling up to
@@ -420,7 +431,7 @@ func (d *Deliverer) replay(ctx context.Context, t Trigger) error {
 		r.Attempts++
 		res := d.attempt(ctx, ep, msg)
 		entry := Delivery{Endpoint: ep.ID, Key: logKey(r.StartedAt, msg.ID, true), MessageID: msg.ID, Type: msg.Type,
-			AgentID: t.Agent, Sequence: e.Seq, Replay: true, Attempts: r.Attempts, ResponseCode: res.code, Error: res.err,
+			AgentID: agentOf(t.Agent), Sequence: e.Seq, Replay: true, Attempts: r.Attempts, ResponseCode: res.code, Error: res.err,
 			LatencyMS: res.latency.Milliseconds(), CreatedAt: r.StartedAt, UpdatedAt: d.now()}
 		switch {
 		case res.ok():

@@ -512,3 +512,58 @@ func TestEndpointRequests(t *testing.T) {
 		t.Error("a deleted endpoint read")
 	}
 }
+
+// TestQuotaExceededComesFromTheAppsStream: an app's own stream is
+// delivered like an agent's, with ids that name the app, no agent_id.
+func TestQuotaExceededComesFromTheAppsStream(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.endpoint(t, webhook.QuotaExceeded)
+	for range 2 {
+		if _, _, err := w.sessions.AppendAppEvent(t.Context(), w.app.Tenant, "", session.Event{Type: "quota.exceeded",
+			Data: map[string]any{"quota": "concurrent_sessions", "limit": 2}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := webhook.Announce(t.Context(), w.queue, []session.Event{{SessionID: session.AppStream(w.app.Tenant), Type: "quota.exceeded"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range w.queue.take() {
+		if err := w.d.Handle(t.Context(), s.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := w.recv.take()
+	if len(got) != 2 || got[0].ID != "msg_app_tenant-1_1" || got[1].ID != "msg_app_tenant-1_2" || got[0].Type != "quota.exceeded" {
+		t.Fatalf("delivered %+v", got)
+	}
+	if _, ok := got[0].Data["agent_id"]; ok || got[0].Data["quota"] != "concurrent_sessions" {
+		t.Errorf("data %v: want the quota, and no agent", got[0].Data)
+	}
+}
+
+// TestConcurrentTriggersDeliverOnce: triggers handled at once, as a
+// queue's consumers do, deliver each event once, in order.
+func TestConcurrentTriggersDeliverOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.endpoint(t, webhook.All)
+	agent := w.agent(t)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if err := w.d.Deliver(t.Context(), agent); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, s := range w.queue.take() { // a run that found the cursor busy tries again
+		if err := w.d.Handle(t.Context(), s.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := w.recv.take(); !slices.Equal(types(got), life) {
+		t.Errorf("delivered %q, want %q once each", types(got), life)
+	}
+}

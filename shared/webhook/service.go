@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -343,6 +344,10 @@ func (s *Service) Replay(ctx context.Context, app registry.AppKey, id string, in
 	if in.FromSequence != nil {
 		from = *in.FromSequence
 	}
+	if in.AgentID == "" {
+		// The app's own stream too (quota.exceeded), to its end.
+		agents = append(agents, session.Session{ID: session.AppStream(app.Tenant), LastSeq: math.MaxInt64})
+	}
 	for _, a := range agents {
 		r := &Replay{Tenant: app.Tenant, Endpoint: ep.ID, From: from, Until: a.LastSeq}
 		if in.Since != nil {
@@ -356,7 +361,11 @@ func (s *Service) Replay(ctx context.Context, app registry.AppKey, id string, in
 			return ReplayView{}, fmt.Errorf("queue a replay: %w", err)
 		}
 	}
-	return ReplayView{Agents: len(agents), Truncated: truncated}, nil
+	n := len(agents)
+	if in.AgentID == "" {
+		n-- // the app's own stream is not an agent's
+	}
+	return ReplayView{Agents: n, Truncated: truncated}, nil
 }
 
 // activeSince lists tenant's recorded agents that had not ended by since,

@@ -156,9 +156,9 @@ func MessageID(stream string, seq int64) string {
 	return "msg_" + strings.ReplaceAll(stream, "#", "_") + "_" + strconv.FormatInt(seq, 10)
 }
 
-// FromEvent is the delivery of stream event e of agent (the stream's
-// session; "" for an app's own stream), ok false for an event no
-// webhook type maps to. state.changed becomes agent.state_changed; the
+// FromEvent is the delivery of event e of stream agent (an agent's id, or
+// an app's own stream: session.AppStream, whose events name no agent), ok
+// false for an event no webhook type maps to. state.changed becomes agent.state_changed; the
 // other types keep their names.
 func FromEvent(agent string, e session.Event) (Message, bool, error) {
 	typ := e.Type
@@ -178,7 +178,7 @@ func FromEvent(agent string, e session.Event) (Message, bool, error) {
 		data["text"] = cut(text, MaxTextBytes)
 		data["text_truncated"] = true
 	}
-	if agent != "" {
+	if _, app := session.AppOf(agent); agent != "" && !app {
 		data["agent_id"] = agent
 	}
 	data["sequence"] = e.Seq

@@ -56,7 +56,7 @@ func TestInitHookRunsTheBootstrapIdempotently(t *testing.T) {
 	}
 	seeded := "seeded ra-" + env + "-registry: 1 projects, 2 personas, 1 agent types, 1 configurations, app key true (tenant dev)"
 	// On LocalStack, the jobs' bus and its rule too.
-	n := 18
+	n := 21 // 5 tables, their TTLs, the events table's stream, 8 queues, the bucket, the guardrails
 	if awsconfig.Endpoint(awsconfig.EventBridge) != "" {
 		n += 2
 	}

@@ -270,3 +270,31 @@ func RunLifeEvents(t *testing.T, newStore func(t *testing.T) EventStore) {
 		t.Errorf("a job's sandbox's stream: %v, %v; want nothing", evs, err)
 	}
 }
+
+// RunAppEvents checks AppendAppEvent: an app's own stream, numbered from 1
+// apart from every agent's, each once key written once.
+func RunAppEvents(t *testing.T, newStore func(t *testing.T) EventStore) {
+	t.Parallel()
+	st := newStore(t)
+	tenant := "tenant-" + newID(t)
+	for i, once := range []string{"a", "b", "a", ""} {
+		e, ok, err := st.AppendAppEvent(t.Context(), tenant, once, session.Event{Type: "quota.exceeded", Data: map[string]any{"n": i}})
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case once == "a" && i == 2:
+			if ok {
+				t.Errorf("a used once key appended %+v", e)
+			}
+		case !ok || e.SessionID != session.AppStream(tenant) || e.At.IsZero():
+			t.Errorf("append %d: %+v %v", i, e, ok)
+		}
+	}
+	evs, err := st.Events(t.Context(), session.AppStream(tenant), 0, 10)
+	if err != nil || len(evs) != 3 || evs[0].Seq != 1 || evs[2].Seq != 3 {
+		t.Errorf("app stream %+v %v; want 3 events numbered 1..3", evs, err)
+	}
+	if evs, _ := st.Events(t.Context(), session.AppStream("other-"+tenant), 0, 10); len(evs) != 0 {
+		t.Errorf("another app's stream holds %+v", evs)
+	}
+}

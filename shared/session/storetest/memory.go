@@ -384,6 +384,29 @@ func (m *Memory) append(id string, generation int, events []session.Event, rec *
 	return clone(out), nil
 }
 
+// AppendAppEvent appends e to tenant's app stream unless once is used.
+func (m *Memory) AppendAppEvent(_ context.Context, tenant, once string, e session.Event) (session.Event, bool, error) {
+	now := m.now().UTC()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if once != "" {
+		key := "appevent#" + tenant + "#" + once
+		if _, used := m.records[key]; used {
+			return session.Event{}, false, nil
+		}
+		m.records[key] = session.IdempotencyRecord{Key: key}
+	}
+	stream := session.AppStream(tenant)
+	e = clone(e)
+	e.SessionID, e.Seq = stream, int64(len(m.events[stream])+1)
+	if e.At.IsZero() {
+		e.At = now
+	}
+	e.ExpiresAt = now.Add(session.Retention + 24*time.Hour).Unix()
+	m.events[stream] = append(m.events[stream], e)
+	return clone(e), true, nil
+}
+
 // Events returns up to limit events after the sequence number after, in order.
 func (m *Memory) Events(_ context.Context, id string, after int64, limit int) ([]session.Event, error) {
 	switch {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 
@@ -14,8 +15,9 @@ import (
 )
 
 // Grants is each function's access (package access, which the dev server's tests
-// check against every AWS call the code makes); the tool worker runs jobworker's
-// code and has its access.
+// check against every AWS call the code makes; a table's stream is read by
+// Lambda for the function's event source, with the function's role); the tool
+// worker runs jobworker's code and has its access.
 func (s *Stack) Grants() map[string]access.Access {
 	out := map[string]access.Access{}
 	for _, fn := range s.FunctionNames() {
@@ -91,6 +93,9 @@ func (s *Stack) grant(sb sandboxes) {
 				Conditions: leadingKeys(a.LeadingKeys[table], a.IndexKeys[table]),
 			}))
 		}
+		for _, table := range a.Streams {
+			s.grantStreamRead(fn, table)
+		}
 		for _, q := range a.Send {
 			fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Actions:   jsii.Strings("sqs:SendMessage"),
@@ -138,6 +143,39 @@ func (s *Stack) grant(sb sandboxes) {
 				Resources: &[]*string{sb.task.TaskRole().RoleArn(), sb.task.ExecutionRole().RoleArn()},
 			}))
 		}
+	}
+}
+
+// listStreams is the one action of access.StreamActions that takes no
+// resource ARN: it lists the account's streams, on "*" (as aws-cdk-lib's
+// stream grants, and so the stream's event source, have it).
+const listStreams = "dynamodb:ListStreams"
+
+// grantStreamRead lets fn read the stream of the table called table (its
+// short name): access.StreamActions on the stream's ARN, listStreams on "*".
+// A table the stack only references by name (the LocalStack variant's, made
+// by the init hook) has no stream ARN to name: nothing is granted, and
+// nothing reads it (streamSources is AWS's).
+func (s *Stack) grantStreamRead(fn awslambda.Function, table string) {
+	arn := s.Tables[s.name(table)].TableStreamArn()
+	if arn == nil {
+		return
+	}
+	var read []string
+	for _, act := range access.StreamActions {
+		if act != listStreams {
+			read = append(read, act)
+		}
+	}
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(read...),
+		Resources: &[]*string{arn},
+	}))
+	if slices.Contains(access.StreamActions, listStreams) {
+		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings(listStreams),
+			Resources: jsii.Strings("*"),
+		}))
 	}
 }
 

@@ -34,7 +34,9 @@ const (
 	// function of a route behind its own function URL, whose requests its
 	// router matches by path (httpapi.Router); the tables, queues and bucket
 	// the LocalStack init hook made (bootstrap: with the guardrails and the
-	// seed data), referenced by name.
+	// seed data), referenced by name. It delivers no webhooks as agents'
+	// events are written: the webhooks function does not read the events
+	// table's stream there (it still consumes its queue: replays).
 	LocalStack Target = "localstack"
 )
 
@@ -106,8 +108,8 @@ func (s *Stack) localStack(p Props) {
 	streaming := s.lambdas(p, removal)
 	s.urls = map[string]awslambda.FunctionUrl{}
 	for _, name := range s.FunctionNames() {
-		if name == routes.JobWorker {
-			continue
+		if slices.Contains(routes.Workers, name) {
+			continue // no route: no URL
 		}
 		mode := awslambda.InvokeMode_BUFFERED
 		if streaming[name] {
@@ -137,6 +139,10 @@ func (s *Stack) localStack(p Props) {
 		fn.AddEnvironment(jsii.String("RA_ECS_SECURITY_GROUPS"), jsii.String("sg-localstack"), nil)
 	}
 	s.grant(sandboxes{})
+	// The webhooks function consumes its queue (replays), but reads no
+	// stream: the events table is the init hook's, whose stream's ARN the
+	// stack cannot know (streamSources is AWS's), so agents' events are not
+	// delivered as webhooks as they are written.
 	s.eventSources()
 	s.sandboxStopped(p, awscdk.Fn_Sub(jsii.String("arn:${AWS::Partition}:ecs:${AWS::Region}:${AWS::AccountId}:cluster/"+cluster), nil))
 	s.jobEvents(p)

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/remote-agents/remote-agents/shared/access"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
 )
@@ -130,17 +132,46 @@ func TestLocalStackVariantServesEveryRouteThroughFunctionURLs(t *testing.T) {
 			t.Errorf("%s: %s's function URL is %q, want %s", r.Key(), r.Function, modes[r.Function], want)
 		}
 	}
-	if _, ok := modes[routes.JobWorker]; ok {
-		t.Error("the jobs worker has a function URL")
+	for _, w := range routes.Workers {
+		if _, ok := modes[w]; ok {
+			t.Errorf("%s, which serves no route, has a function URL", w)
+		}
 	}
 	outputs := tp.raw.FindOutputs(jsii.String("*"), nil)
 	for _, fn := range tp.stack.FunctionNames() {
-		if _, ok := (*outputs)[logicalID(fn)+"Url"]; !ok && fn != routes.JobWorker {
+		if _, ok := (*outputs)[logicalID(fn)+"Url"]; !ok && !slices.Contains(routes.Workers, fn) {
 			t.Errorf("no output %sUrl", logicalID(fn))
 		}
 	}
-	if n := len(tp.byType("AWS::Lambda::EventSourceMapping")); n != 2 {
-		t.Errorf("%d event source mappings, want the jobs and tools workers'", n)
+	// The queues' workers; no table's stream: the init hook's tables are
+	// referenced by name, and the variant delivers no webhooks as events
+	// are written (the webhooks function still consumes its queue).
+	set, _ := resources.For("dev")
+	got := map[string]string{}
+	for _, m := range tp.byType("AWS::Lambda::EventSourceMapping") {
+		p := props(m)
+		if p["StartingPosition"] != nil {
+			t.Errorf("an event source mapping reads a stream: %v", p)
+		}
+		b, _ := json.Marshal(p["EventSourceArn"])
+		for _, q := range set.Queues() {
+			if strings.HasSuffix(strings.TrimSuffix(string(b), `"}`), ":"+q.Name) {
+				got[q.Name] = fnNames[ref(p["FunctionName"])]
+			}
+		}
+	}
+	want := map[string]string{set.JobsQueue.Name: routes.JobWorker, set.ToolsQueue.Name: ToolWorker, set.WebhooksQueue.Name: routes.Webhooks}
+	if n := len(tp.byType("AWS::Lambda::EventSourceMapping")); n != len(want) || !maps.Equal(got, want) {
+		t.Errorf("%d event source mappings %v, want the jobs and tools workers' and webhooks' on their queues %v", n, got, want)
+	}
+	for _, r := range tp.byType("AWS::Lambda::Function") {
+		for _, st := range tp.statements(ref(props(r)["Role"])) {
+			for _, a := range list(st["Action"]) {
+				if slices.Contains(access.StreamActions, a) {
+					t.Errorf("%s may %s: no stream is read here", props(r)["FunctionName"], a)
+				}
+			}
+		}
 	}
 }
 

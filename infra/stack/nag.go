@@ -125,6 +125,10 @@ func (s *Stack) wildcards(function string) (reason string, appliesTo []string) {
 		why = append(why, "it posts to the push channel's connections, whose ids API Gateway picks, only on its stage ("+PushStage+"/POST/@connections/*)")
 		appliesTo = append(appliesTo, "Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<"+s.logicalID(s.PushAPI)+">/"+PushStage+"/POST/@connections/*")
 	}
+	if len(a.Streams) > 0 {
+		why = append(why, "it reads the streams of "+strings.Join(a.Streams, ", ")+" (its event source), each on its own stream's ARN, "+
+			"and dynamodb:ListStreams takes no resource but \"*\"")
+	}
 	if a.Launch {
 		why = append(why, "it stops sandbox tasks, whose ids ECS picks, only in the sandbox cluster (task/"+s.name("sandboxes")+"/*)")
 		appliesTo = append(appliesTo, "Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/"+s.name("sandboxes")+"/*")

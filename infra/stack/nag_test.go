@@ -64,9 +64,10 @@ func TestOnlyUnscopableActionsOnEveryResource(t *testing.T) {
 	// ECS takes no resource for registering or describing a task
 	// definition (the launcher's definitions of base images).
 	// Secrets Manager lists secrets on every one or none (the secrets
-	// routes' list filters by the app's prefix).
+	// routes' list filters by the app's prefix). DynamoDB lists streams
+	// likewise (a stream's reader; its records only on its stream's ARN).
 	unscopable := []string{"xray:PutTraceSegments", "xray:PutTelemetryRecords", "ecr:GetAuthorizationToken",
-		"ecs:DescribeTaskDefinition", "ecs:RegisterTaskDefinition", "secretsmanager:ListSecrets"}
+		"ecs:DescribeTaskDefinition", "ecs:RegisterTaskDefinition", "secretsmanager:ListSecrets", listStreams}
 	for env, tp := range synth(t) {
 		for id, pol := range tp.byType("AWS::IAM::Policy") {
 			for _, st := range props(pol)["PolicyDocument"].(map[string]any)["Statement"].([]any) {

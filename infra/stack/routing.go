@@ -21,7 +21,8 @@ import (
 )
 
 // functions adds the HTTP API, one function per function of the route table
-// (and the tools queue's worker), and their routes; it returns the streaming
+// (and the workers: jobworker, the tools queue's, webhooks), and their
+// routes; it returns the streaming
 // routes, each served by a function URL with response streaming.
 func (s *Stack) functions(p Props, removal awscdk.RemovalPolicy) []stream {
 	s.API = awsapigatewayv2.NewHttpApi(s.Stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
@@ -98,8 +99,9 @@ func internalStreamOutput(r routes.Route) string {
 	return logicalID(r.Key()) + "Url"
 }
 
-// lambdas adds one function per function of the route table, the tools
-// queue's worker, and the model function's secrets' variables; it returns
+// lambdas adds one function per function of the route table and of
+// routes.Workers, the tools queue's worker, and the model function's
+// secrets' variables; it returns
 // which functions serve a streaming route.
 func (s *Stack) lambdas(p Props, removal awscdk.RemovalPolicy) map[string]bool {
 	env := s.environment(p)
@@ -180,7 +182,8 @@ func PathPattern(path string) string {
 }
 
 // FunctionNames returns every function of the route table, in its order, and
-// the jobs worker (routes.Functions of the stack's table).
+// the functions that serve no route, routes.Workers: the jobs worker and the
+// webhooks function (routes.Functions of the stack's table).
 func (s *Stack) FunctionNames() []string {
 	var out []string
 	for _, r := range s.Routes {
@@ -188,7 +191,7 @@ func (s *Stack) FunctionNames() []string {
 			out = append(out, r.Function)
 		}
 	}
-	return append(out, routes.JobWorker)
+	return append(out, routes.Workers...)
 }
 
 // ModelRoutePrefix starts the path of the model route, through which

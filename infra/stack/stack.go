@@ -1,6 +1,7 @@
 // Package stack is Remote Agents on AWS, one CloudFormation stack per
 // environment: the HTTP API with one Lambda function per route group, the queues
-// and their worker, the tables and the bucket (all from shared/resources), the
+// and their workers, the webhooks function on the events table's stream, the
+// tables and the bucket (all from shared/resources), the
 // Fargate sandboxes, the streaming routes (events, model calls) behind
 // CloudFront, the model providers' secrets, alarms.
 //
@@ -175,6 +176,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	s.workerEnvironment(sandbox, fenced, public)
 	s.grantAppSecrets(AppSecretsFunction)
 	s.eventSources()
+	s.streamSources()
 	s.sandboxStopped(p, sandbox.cluster.ClusterArn())
 	s.jobEvents(p)
 	s.alarms()
@@ -390,6 +392,11 @@ func table(scope constructs.Construct, id string, t resources.Table, removal aws
 	if t.SortKey != nil {
 		props.SortKey = attr(*t.SortKey)
 	}
+	if t.Stream {
+		// The items' new images (the events table's: webhooks are delivered
+		// from it, streamSources).
+		props.Stream = awsdynamodb.StreamViewType_NEW_IMAGE
+	}
 	tbl := awsdynamodb.NewTable(scope, jsii.String(id), props)
 	for _, ix := range t.Indexes {
 		gsi := &awsdynamodb.GlobalSecondaryIndexProps{IndexName: jsii.String(ix.Name), PartitionKey: attr(ix.PartitionKey), ProjectionType: awsdynamodb.ProjectionType_ALL}
@@ -462,9 +469,15 @@ func (s *Stack) environment(p Props) map[string]*string {
 		"RA_JOBS_DLQ_URL":    s.Queues[set.JobsQueue.DeadLetterName].QueueUrl(),
 		"RA_TOOLS_QUEUE_URL": s.Queues[set.ToolsQueue.Name].QueueUrl(),
 		"RA_TOOLS_DLQ_URL":   s.Queues[set.ToolsQueue.DeadLetterName].QueueUrl(),
-		"RA_GUARDRAILS_PATH": jsii.String("s3://" + set.Bucket.Name + "/" + access.GuardrailsKey),
-		"RA_ALLOWED_ORIGINS": jsii.String(strings.Join(p.AllowedOrigins, ",")),
-		"RA_EMBED_FEATURES":  jsii.String(strings.Join(p.EmbedFeatures, ",")),
+		// Webhook deliveries: agenttypes queues replays, the webhooks
+		// function its triggers and retries, and dead-letters what failed
+		// for a day. RA_WEBHOOKS_LOOPBACK stays unset (false): no endpoint
+		// on loopback.
+		"RA_WEBHOOKS_QUEUE_URL": s.Queues[set.WebhooksQueue.Name].QueueUrl(),
+		"RA_WEBHOOKS_DLQ_URL":   s.Queues[set.WebhooksQueue.DeadLetterName].QueueUrl(),
+		"RA_GUARDRAILS_PATH":    jsii.String("s3://" + set.Bucket.Name + "/" + access.GuardrailsKey),
+		"RA_ALLOWED_ORIGINS":    jsii.String(strings.Join(p.AllowedOrigins, ",")),
+		"RA_EMBED_FEATURES":     jsii.String(strings.Join(p.EmbedFeatures, ",")),
 		// Job events reach the orchestrator here (until the bus carries them).
 		"RA_ORCHESTRATOR_QUEUE_URL": s.Queues[set.OrchestratorQueue.Name].QueueUrl(),
 		"RA_ORCHESTRATOR_ROLE_ARN":  s.orchestratorRole(p),
@@ -496,6 +509,11 @@ var timeouts = map[string]float64{
 	"toolcallback":   30,
 	// A workspace tool request waits up to 25 s for its result.
 	"workspace": 30,
+	// A delivery run takes at most webhook.DrainBudget (1 min) of sending
+	// and one attempt (10 s) per endpoint, and a batch's triggers run one
+	// after another: as long as the webhooks queue's visibility timeout
+	// (5 min) allows, like jobworker on the jobs queue.
+	routes.Webhooks: 270,
 }
 
 const (
@@ -656,7 +674,8 @@ func (s *Stack) sandboxes(p Props, removal awscdk.RemovalPolicy) sandboxes {
 }
 
 // eventSources connects the workers to their queues, answering with partial
-// batch failures.
+// batch failures: jobworker to the jobs queue, toolworker to the tools
+// queue, webhooks to the webhooks queue (triggers, retries, replays).
 func (s *Stack) eventSources() {
 	set := s.Set
 	s.Functions[routes.JobWorker].AddEventSource(awslambdaeventsources.NewSqsEventSource(s.Queues[set.JobsQueue.Name], &awslambdaeventsources.SqsEventSourceProps{
@@ -667,6 +686,49 @@ func (s *Stack) eventSources() {
 		BatchSize:               jsii.Number(1),
 		ReportBatchItemFailures: jsii.Bool(true),
 	}))
+	s.Functions[routes.Webhooks].AddEventSource(awslambdaeventsources.NewSqsEventSource(s.Queues[set.WebhooksQueue.Name], &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(10),
+		ReportBatchItemFailures: jsii.Bool(true),
+	}))
+}
+
+// Reading the events table's stream (streamSources).
+const (
+	// streamBatchSize is how many records an invocation takes: one
+	// trigger per agent of them is queued.
+	streamBatchSize = 100
+	// streamRetryAttempts is how often a batch that failed is retried
+	// (halved each time: bisected) before what it holds is recorded in the
+	// webhooks DLQ and the stream moves on.
+	streamRetryAttempts = 20
+)
+
+// streamSources connects the webhooks function to the streams its access
+// reads (access.Streams: the events table's), from the newest record on:
+// each batch of new events queues a trigger per agent. A batch that fails is
+// retried streamRetryAttempts times, bisected, then its records' place in the
+// stream is sent to the webhooks DLQ (which alarms). Only inserts reach it:
+// an event is written once, and the TTL's removals are nothing to deliver.
+// AWS only: the LocalStack variant's tables are the init hook's, whose
+// stream the stack cannot name.
+func (s *Stack) streamSources() {
+	fn := s.Functions[routes.Webhooks]
+	a, ok := s.access(routes.Webhooks)
+	if fn == nil || !ok {
+		return
+	}
+	for _, name := range a.Streams {
+		fn.AddEventSource(awslambdaeventsources.NewDynamoEventSource(s.Tables[s.name(name)], &awslambdaeventsources.DynamoEventSourceProps{
+			StartingPosition:   awslambda.StartingPosition_LATEST,
+			BatchSize:          jsii.Number(streamBatchSize),
+			RetryAttempts:      jsii.Number(streamRetryAttempts),
+			BisectBatchOnError: jsii.Bool(true),
+			OnFailure:          awslambdaeventsources.NewSqsDlq(s.Queues[s.Set.WebhooksQueue.DeadLetterName]),
+			Filters: &[]*map[string]any{awslambda.FilterCriteria_Filter(&map[string]any{
+				"eventName": awslambda.FilterRule_IsEqual(jsii.String("INSERT")),
+			})},
+		}))
+	}
 }
 
 func (s *Stack) alarms() {

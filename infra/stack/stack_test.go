@@ -86,8 +86,12 @@ func synth(t *testing.T) map[string]*template {
 			synthErr = err
 			return
 		}
-		for _, r := range append(routeTable(), routes.Route{Function: routes.JobWorker}) {
-			if err := os.WriteFile(filepath.Join(code, r.Function+".zip"), []byte("placeholder "+r.Function), 0o644); err != nil {
+		fns := slices.Clone(routes.Workers)
+		for _, r := range routeTable() {
+			fns = append(fns, r.Function)
+		}
+		for _, fn := range fns {
+			if err := os.WriteFile(filepath.Join(code, fn+".zip"), []byte("placeholder "+fn), 0o644); err != nil {
 				synthErr = err
 				return
 			}
@@ -229,6 +233,12 @@ func TestTablesAreTheGoDefinition(t *testing.T) {
 			if ttl["AttributeName"] != want.TTLAttribute || ttl["Enabled"] != true {
 				t.Errorf("%s: TTL %v, want %s", want.Name, ttl, want.TTLAttribute)
 			}
+			// A stream of new images where the Go definition has one (the
+			// events table's: webhooks), none elsewhere.
+			stream, _ := p["StreamSpecification"].(map[string]any)
+			if want.Stream && stream["StreamViewType"] != "NEW_IMAGE" || !want.Stream && p["StreamSpecification"] != nil {
+				t.Errorf("%s: stream %v, want one of new images: %v", want.Name, p["StreamSpecification"], want.Stream)
+			}
 			if p["BillingMode"] != "PAY_PER_REQUEST" {
 				t.Errorf("%s: billing %v", want.Name, p["BillingMode"])
 			}
@@ -332,6 +342,9 @@ func TestWorkersConsumeTheirQueues(t *testing.T) {
 	got := map[string]string{}
 	for _, m := range tp.byType("AWS::Lambda::EventSourceMapping") {
 		p := props(m)
+		if p["StartingPosition"] != nil {
+			continue // a table's stream (TestWebhooksReadTheEventsStream)
+		}
 		if fmt.Sprint(p["FunctionResponseTypes"]) != "[ReportBatchItemFailures]" {
 			t.Errorf("event source without partial batch failures: %v", p)
 		}
@@ -343,7 +356,7 @@ func TestWorkersConsumeTheirQueues(t *testing.T) {
 			t.Errorf("%s: timeout %vs, its queue's visibility timeout %vs", fnNames[ref(p["FunctionName"])], fnTimeout, visibility)
 		}
 	}
-	want := map[string]string{set.JobsQueue.Name: "ra-dev-jobworker", set.ToolsQueue.Name: "ra-dev-toolworker"}
+	want := map[string]string{set.JobsQueue.Name: "ra-dev-jobworker", set.ToolsQueue.Name: "ra-dev-toolworker", set.WebhooksQueue.Name: "ra-dev-webhooks"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("event sources %v, want %v", got, want)
 	}
@@ -401,6 +414,24 @@ func (tp *template) statements(role string) []map[string]any {
 	return out
 }
 
+// resourceList is a statement's Resource as a list.
+func resourceList(v any) []any {
+	if rs, ok := v.([]any); ok {
+		return rs
+	}
+	return []any{v}
+}
+
+// getAttName is the attribute an Fn::GetAtt names ("" for anything else).
+func getAttName(v any) string {
+	m, _ := v.(map[string]any)
+	if ga, ok := m["Fn::GetAtt"].([]any); ok && len(ga) == 2 {
+		s, _ := ga[1].(string)
+		return s
+	}
+	return ""
+}
+
 func list(v any) []string {
 	switch x := v.(type) {
 	case string:
@@ -423,6 +454,13 @@ func TestEachFunctionGetsOnlyItsGrants(t *testing.T) {
 	for id, r := range tp.byType("AWS::DynamoDB::Table") {
 		tableIDs[id] = props(r)["TableName"].(string)
 	}
+	queueIDs := map[string]string{}
+	for id, r := range tp.byType("AWS::SQS::Queue") {
+		queueIDs[id] = props(r)["QueueName"].(string)
+	}
+	// A stream's actions but ListStreams are on the stream's ARN.
+	streamRead := slices.DeleteFunc(slices.Clone(access.StreamActions), func(a string) bool { return a == listStreams })
+	sort.Strings(streamRead)
 	grants := tp.stack.Grants()
 	for _, r := range tp.byType("AWS::Lambda::Function") {
 		name, _ := props(r)["FunctionName"].(string)
@@ -432,9 +470,22 @@ func TestEachFunctionGetsOnlyItsGrants(t *testing.T) {
 		fn := strings.TrimPrefix(name, "ra-dev-")
 		want := grants[fn]
 		got := map[string][]string{}
+		streams := map[string][]string{} // table → actions on its stream
+		listed := false                  // ListStreams (on "*")
+		sent := map[string]bool{}
 		for _, st := range tp.statements(ref(props(r)["Role"])) {
 			actions := list(st["Action"])
 			resourcesOf := st["Resource"]
+			if slices.Contains(actions, "sqs:SendMessage") {
+				// Sends: exactly the queues its access names.
+				for _, res := range resourceList(resourcesOf) {
+					q := strings.TrimPrefix(queueIDs[ref(res)], "ra-dev-")
+					if !slices.Contains(want.Send, q) {
+						t.Errorf("%s may send to %v, which its access does not name (%v)", fn, res, want.Send)
+					}
+					sent[q] = true
+				}
+			}
 			if strings.HasPrefix(fmt.Sprint(actions), "[dynamodb:") {
 				// A query may read the table's indexes: each index's ARN
 				// follows the table's, granted only with Query, never
@@ -449,6 +500,25 @@ func TestEachFunctionGetsOnlyItsGrants(t *testing.T) {
 				}
 			}
 			for _, a := range actions {
+				if slices.Contains(access.StreamActions, a) {
+					// A table's stream (access.Streams): on the stream's
+					// ARN, and ListStreams, which takes no resource, on "*".
+					for _, res := range resourceList(resourcesOf) {
+						switch {
+						case a == listStreams && res == "*":
+							listed = true
+						case a != listStreams && getAttName(res) == "StreamArn" && tableIDs[ref(res)] != "":
+							table := strings.TrimPrefix(tableIDs[ref(res)], "ra-dev-")
+							streams[table] = append(streams[table], a)
+						default:
+							t.Errorf("%s: %s on %v, not a table's stream", fn, a, res)
+						}
+					}
+					if st["Condition"] != nil {
+						t.Errorf("%s: %s under condition %v", fn, a, st["Condition"])
+					}
+					continue
+				}
 				data := strings.HasPrefix(a, "dynamodb:") || strings.HasPrefix(a, "s3:") || strings.HasPrefix(a, "sqs:SendMessage") ||
 					(strings.HasPrefix(a, "secretsmanager:") && a != "secretsmanager:ListSecrets") || strings.HasPrefix(a, "bedrock:")
 				if data && fmt.Sprint(resourcesOf) == "*" {
@@ -498,6 +568,25 @@ func TestEachFunctionGetsOnlyItsGrants(t *testing.T) {
 		for table := range want.Tables {
 			if _, ok := got[table]; !ok {
 				t.Errorf("%s: nothing granted on %s", fn, table)
+			}
+		}
+		for table, actions := range streams {
+			sort.Strings(actions)
+			if !slices.Contains(want.Streams, table) || !slices.Equal(slices.Compact(actions), streamRead) {
+				t.Errorf("%s on the stream of %s: %v; its access reads the streams of %v (%v)", fn, table, actions, want.Streams, access.StreamActions)
+			}
+		}
+		for _, table := range want.Streams {
+			if _, ok := streams[table]; !ok {
+				t.Errorf("%s: nothing granted on the stream of %s", fn, table)
+			}
+		}
+		if listed != (len(want.Streams) > 0) {
+			t.Errorf("%s: %s %v, reads streams %v", fn, listStreams, listed, want.Streams)
+		}
+		for _, q := range want.Send {
+			if !sent[q] {
+				t.Errorf("%s may not send to %s, which its access names", fn, q)
 			}
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/remote-agents/remote-agents/localstack/devtest"
+	"github.com/remote-agents/remote-agents/shared/config"
+	"github.com/remote-agents/remote-agents/shared/session"
 )
 
 // hookReceiver is an app's webhook endpoint on this machine: it verifies
@@ -264,5 +266,36 @@ func TestWebhookRequestsAreChecked(t *testing.T) {
 	}
 	if list := s.call(http.MethodGet, "/api/v1/webhooks", appKey, nil); list.status != 200 || strings.TrimSpace(list.raw) != `{"webhooks":[]}` {
 		t.Errorf("list after the delete: %d %s", list.status, list.raw)
+	}
+}
+
+// TestQuotaExceededIsDelivered: a create refused by the live quota is
+// delivered as quota.exceeded from the app's own stream, once however many
+// times the app retries within the minute.
+func TestQuotaExceededIsDelivered(t *testing.T) {
+	t.Parallel()
+	s := start(t, withConfig(func(c *config.RemoteAgents) { c.Quotas.ConcurrentSessions = 1 }))
+	recv := newHookReceiver(t)
+	r := s.call(http.MethodPost, "/api/v1/webhooks", appKey, map[string]any{"url": recv.url(), "events": []string{"quota.exceeded"}})
+	if r.status != http.StatusCreated {
+		t.Fatalf("create endpoint: %d %s", r.status, r.raw)
+	}
+	recv.trust(r.str("secret"))
+	s.mustCreate()
+	first := time.Now()
+	for range 3 {
+		wantError(t, s.create(createBody("one too many")), http.StatusTooManyRequests, "quota_exceeded")
+	}
+	want := 1 // once a minute: twice if the retries straddled one
+	if time.Now().Truncate(time.Minute) != first.Truncate(time.Minute) {
+		want = 2
+	}
+	if evs, err := s.srv.Env.SessionStore().Events(t.Context(), session.AppStream("dev"), 0, 10); err != nil || len(evs) != want {
+		t.Errorf("the app's stream: %+v %v; want %d quota.exceeded", evs, err, want)
+	}
+	eventually(t, 30*time.Second, "quota.exceeded delivered", func() bool { return len(recv.hooks()) >= want })
+	got := recv.hooks()[0]
+	if got.Type != "quota.exceeded" || got.Agent != "" || got.ID != "msg_app_dev_1" {
+		t.Errorf("delivered %+v; want quota.exceeded of the app (tenant dev), naming no agent", got)
 	}
 }

@@ -24,8 +24,13 @@ const (
 	// Lease is how long one delivery run holds a cursor: longer than
 	// DrainBudget and an attempt.
 	Lease = 2 * time.Minute
-	// DrainBudget bounds one run's sending; the rest is re-triggered.
+	// DrainBudget bounds one run's sending, over all the endpoints of the
+	// agent's app; the rest is re-triggered. A run takes at most this and
+	// one attempt (RunLimit).
 	DrainBudget = time.Minute
+	// RunLimit is the most one run takes: a handler whose time left is
+	// shorter leaves the trigger for another invocation.
+	RunLimit = DrainBudget + Timeout + 5*time.Second
 	// MaxPerDrain bounds the events one run reads and sends.
 	MaxPerDrain = 100
 	// BusyRetry is when a trigger that found its cursor held by another run
@@ -130,11 +135,16 @@ func (d *Deliverer) Deliver(ctx context.Context, agent string) error {
 		return err
 	}
 	var again time.Time
+	began := d.now()
 	for _, ep := range eps {
 		if ep.Disabled {
 			continue
 		}
-		at, err := d.drain(ctx, ep, agent)
+		if d.now().Sub(began) > DrainBudget {
+			again = d.now() // the rest in a run of its own
+			break
+		}
+		at, err := d.drain(ctx, ep, agent, began)
 		if err != nil {
 			return err
 		}
@@ -173,7 +183,7 @@ func (d *Deliverer) tenant(ctx context.Context, agent string) (string, error) {
 
 // drain sends ep what it has not taken of agent's stream, in order, from
 // its cursor; it answers when to run again (zero: not needed).
-func (d *Deliverer) drain(ctx context.Context, ep Endpoint, agent string) (time.Time, error) {
+func (d *Deliverer) drain(ctx context.Context, ep Endpoint, agent string, began time.Time) (time.Time, error) {
 	now := d.now()
 	c, ok, err := d.Store.Claim(ctx, ep.ID, agent, d.run(), now, now.Add(Lease))
 	if err != nil {
@@ -182,7 +192,7 @@ func (d *Deliverer) drain(ctx context.Context, ep Endpoint, agent string) (time.
 	if !ok {
 		return now.Add(BusyRetry), nil
 	}
-	again, err := d.send(ctx, ep, agent, &c, now)
+	again, err := d.send(ctx, ep, agent, &c, began)
 	if _, rerr := d.Store.Release(context.WithoutCancel(ctx), c); rerr != nil && err == nil {
 		err = rerr
 	}
@@ -190,7 +200,7 @@ func (d *Deliverer) drain(ctx context.Context, ep Endpoint, agent string) (time.
 }
 
 func (d *Deliverer) send(ctx context.Context, ep Endpoint, agent string, c *Cursor, began time.Time) (time.Time, error) {
-	if c.NextAt.After(began) {
+	if c.NextAt.After(d.now()) {
 		return c.NextAt, nil
 	}
 	evs, err := d.Streams.Events(ctx, agent, c.After, MaxPerDrain)

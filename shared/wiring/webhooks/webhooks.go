@@ -6,6 +6,7 @@ package webhooks
 import (
 	"context"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -32,6 +33,12 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 		Worker: func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 			var res events.SQSEventResponse
 			for _, r := range ev.Records {
+				if dl, ok := ctx.Deadline(); ok && time.Until(dl) < webhook.RunLimit {
+					// Not enough time left for a whole run: the
+					// trigger comes back to another invocation.
+					res.BatchItemFailures = append(res.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+					continue
+				}
 				if err := d.Handle(ctx, r.Body); err != nil {
 					e.Log.WarnContext(ctx, "webhooks: delivery run failed; the trigger is retried",
 						"message_id", r.MessageId, "error", err.Error())

@@ -172,6 +172,10 @@ func wantUnavailable(t *testing.T, what string, r reply) {
 	}
 }
 
+// outageHook is an endpoint id of the right form (the outage comes before
+// any read of it).
+const outageHook = "wh_aaaaaaaaaaaaaaaaaaaaaaaaaa"
+
 // TestDynamoDBOutageAnswers503OnEveryRoute: with DynamoDB down, every route of
 // the table answers 503 service_unavailable, retryable, with a retry delay,
 // and none a 500; once it is back, they work again.
@@ -201,6 +205,22 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 				"inject": []map[string]any{{"host": "api.example.com", "header": "Authorization", "format": "Bearer {{value}}"}}})
 		},
 		"DELETE /api/v1/secrets/{name}": func() reply { return o.call(http.MethodDelete, "/api/v1/secrets/k", appKey, nil) },
+		"POST /api/v1/webhooks": func() reply {
+			return o.call(http.MethodPost, "/api/v1/webhooks", appKey, map[string]any{"url": "http://127.0.0.1:9/hooks", "events": []string{"*"}})
+		},
+		"GET /api/v1/webhooks":      func() reply { return o.call(http.MethodGet, "/api/v1/webhooks", appKey, nil) },
+		"GET /api/v1/webhooks/{id}": func() reply { return o.call(http.MethodGet, "/api/v1/webhooks/"+outageHook, appKey, nil) },
+		"PATCH /api/v1/webhooks/{id}": func() reply {
+			return o.call(http.MethodPatch, "/api/v1/webhooks/"+outageHook, appKey, map[string]any{"disabled": true})
+		},
+		"DELETE /api/v1/webhooks/{id}":      func() reply { return o.call(http.MethodDelete, "/api/v1/webhooks/"+outageHook, appKey, nil) },
+		"POST /api/v1/webhooks/{id}/rotate": func() reply { return o.call(http.MethodPost, "/api/v1/webhooks/"+outageHook+"/rotate", appKey, nil) },
+		"GET /api/v1/webhooks/{id}/deliveries": func() reply {
+			return o.call(http.MethodGet, "/api/v1/webhooks/"+outageHook+"/deliveries", appKey, nil)
+		},
+		"POST /api/v1/webhooks/{id}/replay": func() reply {
+			return o.call(http.MethodPost, "/api/v1/webhooks/"+outageHook+"/replay", appKey, map[string]any{"from_sequence": 1, "agent_id": id})
+		},
 		"POST /api/remote_agents/{id}/messages": func() reply {
 			return o.call(http.MethodPost, "/api/remote_agents/"+id+"/messages", tok, map[string]any{"text": "hi"})
 		},

@@ -267,6 +267,8 @@ func secPathSpelled(t testing.TB, op secOp, agent, spelled string) string {
 			seg, spelled = spelled, ""
 		case name == "id" && strings.HasPrefix(op.path, "/api/v1/agent-types/"):
 			seg = "default"
+		case name == "id" && strings.HasPrefix(op.path, "/api/v1/webhooks/"):
+			seg = "wh_aaaaaaaaaaaaaaaaaaaaaaaaaa" // of the form, of no app
 		case name == "id" && strings.HasPrefix(op.path, "/internal/"):
 			seg = uuid.NewString()
 		case name == "id" || name == "sessionId":

@@ -173,31 +173,37 @@ func (s *Sessions) Remember(ctx context.Context, rec session.IdempotencyRecord) 
 // event up to its LastSeq.
 func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) (session.Session, error) {
 	now := s.now().UTC()
-	up := expression.Set(expression.Name("state"), expression.Value(c.To)).
-		Set(expression.Name("updated_at"), expression.Value(now.Format(time.RFC3339Nano)))
-	if c.Reason != "" {
-		up = up.Set(expression.Name("reason"), expression.Value(c.Reason))
-	}
-	up = setFields(up, c.Set)
-	switch {
-	case c.To.Terminal():
-		up = up.Set(expression.Name("ended_at"), expression.Value(now.Format(time.RFC3339Nano))).
-			Set(expression.Name("expires_at"), expression.Value(now.Add(session.Retention).Unix())).
-			Remove(expression.Name("watch_shard")).Remove(expression.Name("due_at")).
-			Remove(expression.Name("live_tenant")).Remove(expression.Name("streams"))
-	case c.To == session.Ending:
-		up = up.Set(expression.Name("due_at"), expression.Value(now.Add(session.EndingLimit).UnixMilli()))
-	default:
-		up = setDue(up, c.Set)
-	}
-	cond := inStates(c.From)
-	if c.Generation != 0 {
-		cond = cond.And(expression.Name("generation").Equal(expression.Value(c.Generation)))
+	// build makes the update and its condition afresh (a builder's copies
+	// share their operations: a retry must not add to the last try's).
+	build := func() (expression.UpdateBuilder, expression.ConditionBuilder) {
+		up := expression.Set(expression.Name("state"), expression.Value(c.To)).
+			Set(expression.Name("updated_at"), expression.Value(now.Format(time.RFC3339Nano)))
+		if c.Reason != "" {
+			up = up.Set(expression.Name("reason"), expression.Value(c.Reason))
+		}
+		up = setFields(up, c.Set)
+		switch {
+		case c.To.Terminal():
+			up = up.Set(expression.Name("ended_at"), expression.Value(now.Format(time.RFC3339Nano))).
+				Set(expression.Name("expires_at"), expression.Value(now.Add(session.Retention).Unix())).
+				Remove(expression.Name("watch_shard")).Remove(expression.Name("due_at")).
+				Remove(expression.Name("live_tenant")).Remove(expression.Name("streams"))
+		case c.To == session.Ending:
+			up = up.Set(expression.Name("due_at"), expression.Value(now.Add(session.EndingLimit).UnixMilli()))
+		default:
+			up = setDue(up, c.Set)
+		}
+		cond := inStates(c.From)
+		if c.Generation != 0 {
+			cond = cond.And(expression.Name("generation").Equal(expression.Value(c.Generation)))
+		}
+		return up, cond
 	}
 	if !c.To.Terminal() && c.To != session.Ready {
+		up, cond := build()
 		return s.update(ctx, id, up, cond)
 	}
-	after, recorded, err := s.recordedChange(ctx, id, c, up, cond, 3)
+	after, recorded, err := s.recordedChange(ctx, id, c, build, 3)
 	if err != nil {
 		return session.Session{}, err
 	}
@@ -224,7 +230,7 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 // after, LastSeq the event's number when one was taken, 0 otherwise. A
 // session that moved between the read and the write is read again, up to
 // tries times in all.
-func (s *Sessions) recordedChange(ctx context.Context, id string, c session.Change, up expression.UpdateBuilder, cond expression.ConditionBuilder, tries int) (after session.Session, recorded bool, err error) {
+func (s *Sessions) recordedChange(ctx context.Context, id string, c session.Change, build func() (expression.UpdateBuilder, expression.ConditionBuilder), tries int) (after session.Session, recorded bool, err error) {
 	var it sessionItem
 	err = s.sessions.Get(ctx, sessionKey{id}, &it)
 	if errors.Is(err, ErrNotFound) {
@@ -233,7 +239,7 @@ func (s *Sessions) recordedChange(ctx context.Context, id string, c session.Chan
 	if err != nil {
 		return session.Session{}, false, err
 	}
-	base, baseCond := up, cond
+	up, cond := build()
 	record := session.Recorded(it.session()) && session.RecordsChange(it.State, c.To)
 	if record {
 		up = up.Add(expression.Name("event_seq"), expression.Value(1))
@@ -243,7 +249,7 @@ func (s *Sessions) recordedChange(ctx context.Context, id string, c session.Chan
 		after, err = s.update(ctx, id, up, cond)
 		if errors.Is(err, session.ErrConflict) && record && tries > 1 {
 			// Moved on since it was read: read again.
-			return s.recordedChange(ctx, id, c, base, baseCond, tries-1)
+			return s.recordedChange(ctx, id, c, build, tries-1)
 		}
 		return after, record, err
 	}
@@ -254,7 +260,7 @@ func (s *Sessions) recordedChange(ctx context.Context, id string, c session.Chan
 	var canceled *TxCanceledError
 	if errors.As(err, &canceled) && len(canceled.Reasons) > 0 && canceled.Reasons[0] == "ConditionalCheckFailed" {
 		if record && tries > 1 {
-			return s.recordedChange(ctx, id, c, base, baseCond, tries-1)
+			return s.recordedChange(ctx, id, c, build, tries-1)
 		}
 		return session.Session{}, false, fmt.Errorf("session %s: %w", id, session.ErrConflict)
 	}

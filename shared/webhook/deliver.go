@@ -87,10 +87,16 @@ type Deliverer struct {
 	// holds a cursor under its own name: Holder and a number.
 	Holder string
 
-	once    sync.Once
-	runs    atomic.Uint64
-	tenants sync.Map // agent id → tenant ("" for a stream recorded for no app)
+	once sync.Once
+	runs atomic.Uint64
+	mu   sync.Mutex
+	// tenants are the agents' apps ("" for a stream recorded for no app),
+	// at most maxTenants, forgotten all at once past that.
+	tenants map[string]string
 }
+
+// maxTenants bounds the agents whose app a Deliverer remembers.
+const maxTenants = 10000
 
 func (d *Deliverer) now() time.Time {
 	if d.Now != nil {
@@ -163,8 +169,11 @@ func (d *Deliverer) tenant(ctx context.Context, agent string) (string, error) {
 	if t, ok := session.AppOf(agent); ok {
 		return t, nil
 	}
-	if t, ok := d.tenants.Load(agent); ok {
-		return t.(string), nil
+	d.mu.Lock()
+	t, ok := d.tenants[agent]
+	d.mu.Unlock()
+	if ok {
+		return t, nil
 	}
 	s, err := d.Streams.Get(ctx, agent)
 	if errors.Is(err, session.ErrNotFound) {
@@ -173,11 +182,15 @@ func (d *Deliverer) tenant(ctx context.Context, agent string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	t := ""
 	if session.Recorded(s) {
 		t = s.Tenant
 	}
-	d.tenants.Store(agent, t)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.tenants == nil || len(d.tenants) >= maxTenants {
+		d.tenants = map[string]string{}
+	}
+	d.tenants[agent] = t
 	return t, nil
 }
 

@@ -298,3 +298,52 @@ func RunAppEvents(t *testing.T, newStore func(t *testing.T) EventStore) {
 		t.Errorf("another app's stream holds %+v", evs)
 	}
 }
+
+// RunEndRacesChanges: an end that races the agent's state changes (its
+// read state moves before its write) is retried, and recorded once.
+func RunEndRacesChanges(t *testing.T, newStore func(t *testing.T) EventStore) {
+	t.Parallel()
+	st := newStore(t)
+	s := create(t, st, sample(t, session.Working, 1))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		states := []session.State{session.Working, session.Idle}
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, _ = st.Transition(t.Context(), s.ID, session.Change{From: []session.State{states[i%2]}, To: states[(i+1)%2]})
+		}
+	})
+	var ended session.Session
+	var err error
+	for range 3 { // the flipping may win every try of one end; not of three
+		if ended, err = st.Transition(t.Context(), s.ID, session.Change{From: session.Live, To: session.Ended, Reason: session.ReasonKilled}); err == nil {
+			break
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("end: %v", err)
+	}
+	evs, err := st.Events(t.Context(), s.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range evs {
+		if e.Type == "agent.ended" {
+			n++
+			if e.Seq != ended.LastSeq {
+				t.Errorf("agent.ended is %d, the session's last number %d", e.Seq, ended.LastSeq)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d agent.ended in %+v, want 1", n, evs)
+	}
+}

@@ -1,6 +1,6 @@
 // Package storetest is the contract of the session store's roles, run
 // against every implementation: one suite per role (RunLifecycle,
-// RunLaunches, RunEventLog, RunLifeEvents, RunAppEvents, RunMetering, RunBudgets, RunQuotaCounts, RunFleet,
+// RunLaunches, RunEventLog, RunLifeEvents, RunEndRacesChanges, RunAppEvents, RunMetering, RunBudgets, RunQuotaCounts, RunFleet,
 // RunPushConnections) checks a store against the role's documented
 // behaviour, Run checks all of them, and Memory, an in-memory store for unit tests of logic, passes it as
 // dynamo.Sessions does against DynamoDB Local.
@@ -35,6 +35,9 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 	})
 	t.Run("life events", func(t *testing.T) {
 		RunLifeEvents(t, func(t *testing.T) EventStore { return newStore(t) })
+	})
+	t.Run("an end racing changes", func(t *testing.T) {
+		RunEndRacesChanges(t, func(t *testing.T) EventStore { return newStore(t) })
 	})
 	t.Run("app events", func(t *testing.T) {
 		RunAppEvents(t, func(t *testing.T) EventStore { return newStore(t) })

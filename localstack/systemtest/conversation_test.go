@@ -14,19 +14,25 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
+// lifecycle are the event types the platform records an agent's life with.
+var lifecycle = []string{sandboxwire.TypeAgentCreated, sandboxwire.TypeAgentReady, sandboxwire.TypeAgentEnded, sandboxwire.TypeAgentFailed}
+
 func withSandboxEnv(env ...string) option {
 	return func(o *devserver.Options) { o.SandboxEnv = append(o.SandboxEnv, env...) }
 }
 
 // events waits until the session has at least n events besides its
-// workspace's provisioning (workspace.*, see workspace_test.go) and returns
-// those.
+// workspace's provisioning (workspace.*, see workspace_test.go) and the
+// platform's record of its life (agent.created, agent.ready, agent.ended,
+// agent.failed), and returns those.
 func (s *stack) events(t *testing.T, id string, n int) []session.Event {
 	t.Helper()
 	var evs []session.Event
 	eventually(t, 15*time.Second, "agent events", func() bool {
 		all, err := s.srv.Env.SessionStore().Events(t.Context(), id, 0, 100)
-		evs = slices.DeleteFunc(all, func(e session.Event) bool { return strings.HasPrefix(e.Type, "workspace.") })
+		evs = slices.DeleteFunc(all, func(e session.Event) bool {
+			return strings.HasPrefix(e.Type, "workspace.") || slices.Contains(lifecycle, e.Type)
+		})
 		return err == nil && len(evs) >= n
 	})
 	return evs

@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,15 +34,19 @@ func TestEmbedViewReadsTheEventStream(t *testing.T) {
 	t.Parallel()
 	s := start(t, fakeSandbox(), withConfig(func(c *config.RemoteAgents) { c.CreationTimeout = 20 * time.Second }))
 	id, tok, sb, _ := s.readySandbox(t, createBody("Hi"))
-	s.emit(t, id, sb, "one", "two") // seq 1 and 2, which the crafted stream stands in for
+	// After the agent's lifecycle so far, seq one and two, which the crafted
+	// stream stands in for.
+	one := s.lastSeq(t, id) + 1
+	two := strconv.FormatInt(one+1, 10)
+	s.emit(t, id, sb, "one", "two")
 
 	crafted := []string{
 		"\xEF\xBB\xBF: a comment\r\nretry:2500\r\n\r\n",
-		"id:1\r\nevent:agent.message\r\ndata:{\"seq\":1,\"type\":\"agent.message\",\r",
+		fmt.Sprintf("id:%d\r\nevent:agent.message\r\ndata:{\"seq\":%d,\"type\":\"agent.message\",\r", one, one),
 		"\ndata: \"data\":{\"text\":\"Two lines,\\nand caf\xC3",
 		"\xA9 \xE2\x9C",
 		"\x93 \xE2\x82\xAC\"}}\r\n\r\n",
-		"id: 2\nevent: agent.message\ndata: {\"seq\":2,\"type\":\"agent.message\",\"data\":{\"text\":\"Second\"}}\n\n",
+		"id: " + two + "\nevent: agent.message\ndata: {\"seq\":" + two + ",\"type\":\"agent.message\",\"data\":{\"text\":\"Second\"}}\n\n",
 	}
 	p := newStreamProxy(t, s.srv.URL, "/api/remote_agents/"+id+"/events", crafted)
 	tab := browser(t)
@@ -80,10 +85,10 @@ func TestEmbedViewReadsTheEventStream(t *testing.T) {
 	}
 
 	// The crafted stream ends; the page reconnects after its retry, resuming
-	// after event 2 at the dev server itself.
+	// after its last event at the dev server itself.
 	lastID, waited := p.reconnect(t, 15*time.Second)
-	if lastID != "2" {
-		t.Errorf("reconnected with Last-Event-ID %q, want 2", lastID)
+	if lastID != two {
+		t.Errorf("reconnected with Last-Event-ID %q, want %s", lastID, two)
 	}
 	if waited < 2*time.Second {
 		t.Errorf("reconnected after %s, not after the stream's retry (2.5s)", waited)

@@ -155,12 +155,14 @@ func TestEventStreamResumesWithoutGapsOrDuplicates(t *testing.T) {
 	a, tokA, sbA, _ := s.readySandbox(t, createBody("A"))
 	b, tokB, sbB, _ := s.readySecond(t, a)
 
-	viewer1 := s.openSSE(t, a, tokA, 0, "")
-	viewer2 := s.openSSE(t, a, "", 0, "?token="+tokA) // the token as a query parameter works too
+	// The viewers come in after the agent's lifecycle so far.
+	lifeA, lifeB := s.lastSeq(t, a), s.lastSeq(t, b)
+	viewer1 := s.openSSE(t, a, tokA, lifeA, "")
+	viewer2 := s.openSSE(t, a, "", lifeA, "?token="+tokA) // the token as a query parameter works too
 	// As CloudFront sends it on AWS: its own signature in Authorization, the
 	// token in X-Session-Token.
 	signed := http.Header{"Authorization": {"AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20260101/us-east-1/lambda/aws4_request, SignedHeaders=host, Signature=00"}, "X-Session-Token": {tokA}}
-	viewer3 := s.openSSEWith(t, a, signed, 0, "")
+	viewer3 := s.openSSEWith(t, a, signed, lifeA, "")
 	if viewer1.status != http.StatusOK || viewer2.status != http.StatusOK || viewer3.status != http.StatusOK {
 		t.Fatalf("streams: %d %d %d", viewer1.status, viewer2.status, viewer3.status)
 	}
@@ -197,7 +199,7 @@ func TestEventStreamResumesWithoutGapsOrDuplicates(t *testing.T) {
 		}
 	}
 	// B's stream holds B's events only; A's token opens nothing of B.
-	bStream := s.openSSE(t, b, tokB, 0, "")
+	bStream := s.openSSE(t, b, tokB, lifeB, "")
 	if evs := bStream.next(t, 1); evs[0].Data["data"].(map[string]any)["text"] != "B only" {
 		t.Errorf("B's stream: %+v", evs)
 	}

@@ -162,3 +162,14 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// lastSeq is the number of the last event of agent id's stream (the
+// platform's lifecycle events included).
+func (s *stack) lastSeq(t testing.TB, id string) int64 {
+	t.Helper()
+	sess, err := s.srv.Env.SessionStore().Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess.LastSeq
+}

@@ -161,7 +161,7 @@ func (w *Webhooks) Claim(ctx context.Context, endpoint, stream, holder string, n
 	if err != nil {
 		return webhook.Cursor{}, false, err
 	}
-	it.Cursor.LeaseUntil = time.UnixMilli(it.LeaseMS)
+	it.LeaseUntil = time.UnixMilli(it.LeaseMS)
 	return it.Cursor, true, nil
 }
 
@@ -215,7 +215,7 @@ func (w *Webhooks) Deliveries(ctx context.Context, endpoint string, limit int, a
 			next = out[len(out)-1].Key
 			break
 		}
-		it.Delivery.Key, it.Delivery.Endpoint = k, endpoint
+		it.Key, it.Endpoint = k, endpoint
 		out = append(out, it.Delivery)
 	}
 	return out, next, nil

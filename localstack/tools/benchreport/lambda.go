@@ -127,6 +127,7 @@ func coldInit(rie, bin, guardrails string) (float64, error) {
 		"RA_ENV=dev", "RA_GUARDRAILS_PATH=" + guardrails,
 		"RA_JOBS_QUEUE_URL=http://127.0.0.1:1/q/jobs", "RA_JOBS_DLQ_URL=http://127.0.0.1:1/q/jobs-dlq",
 		"RA_TOOLS_QUEUE_URL=http://127.0.0.1:1/q/tools", "RA_TOOLS_DLQ_URL=http://127.0.0.1:1/q/tools-dlq",
+		"RA_WEBHOOKS_QUEUE_URL=http://127.0.0.1:1/q/webhooks", "RA_WEBHOOKS_DLQ_URL=http://127.0.0.1:1/q/webhooks-dlq",
 		"RA_GATEWAY_URL=http://127.0.0.1:1", "RA_PUBLIC_BASE_URL=http://127.0.0.1:1",
 		"RA_ECS_CLUSTER=c", "RA_ECS_TASK_DEFINITION=td", "RA_ECS_SUBNETS=subnet-1",
 		"RA_ORCHESTRATOR_ROLE_ARN=arn:aws:iam::000000000000:role/orchestrator",

@@ -9,6 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/remote-agents/remote-agents/localstack/awstest"
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
@@ -24,7 +29,18 @@ import (
 // through.
 func TestCreatesWithinTheLiveQuota(t *testing.T) {
 	t.Parallel()
-	set, api := setup(t)
+	set, _ := awstest.Resources(t)
+	// 150 ends at once move one counter: DynamoDB Local, on a loaded
+	// machine, times some of their transactions out waiting for its lock,
+	// and they are retried. What runs out then is the SDK client's own
+	// retry budget (a token bucket per client), not anything this checks:
+	// the client here has none, as 150 Lambda invocations would each have
+	// their own.
+	api := dynamodb.NewFromConfig(awstest.Config(t), func(o *dynamodb.Options) {
+		o.Retryer = retry.NewStandard(func(r *retry.StandardOptions) {
+			r.RateLimiter, r.MaxAttempts = ratelimit.None, 10
+		})
+	})
 	store := dynamo.NewSessions(api, set.Sessions.Name, set.Idempotency.Name, set.Events.Name)
 	g := guardrails.File(filepath.Join(t.TempDir(), "guardrails.md"))
 	if err := os.WriteFile(string(g), []byte("# Rules\n"), 0o600); err != nil {

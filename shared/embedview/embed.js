@@ -157,6 +157,13 @@ function eventStream(source) {
         status.textContent = stateText(d.state);
         busy(d.state === "working");
         break;
+      case "agent.ready":
+      case "agent.ended":
+      case "agent.failed":
+        // The platform's record of the agent's life.
+        status.textContent = stateText(d.state);
+        if (ev.type !== "agent.ready") busy(false);
+        break;
       case "tool.call":
       case "workspace.tool":
         toolCall(ev.seq, d);

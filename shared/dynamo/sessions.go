@@ -66,29 +66,30 @@ func (s *Sessions) Create(ctx context.Context, sess session.Session, rec *sessio
 // within a minute limit to the minute's counter. A session that counts
 // nothing is a plain conditional put (a transaction costs twice the writes).
 //
-// An app's agent's stream starts with agent.created (session.LifeEvent),
-// sequence number 1, taken by the session as it is written and written just
-// after it.
+// An app's agent's stream starts with agent.created (session.CreatedEvent),
+// sequence number 1, taken by the session as it is written: in the same
+// transaction, or just after a session written alone.
 func (s *Sessions) Admit(ctx context.Context, sess session.Session, rec *session.IdempotencyRecord, a session.Admission) error {
-	created, record := session.CreatedEvent(sess, sess.CreatedAt)
-	if record {
-		sess.LastSeq = 1
+	var created *session.Event
+	if e, ok := session.CreatedEvent(sess, sess.CreatedAt); ok {
+		sess.LastSeq, e.Seq = 1, 1
+		e.ExpiresAt = s.now().Add(session.Retention + 24*time.Hour).Unix()
+		created = &e
 	}
-	if err := s.admit(ctx, sess, rec, a); err != nil {
+	inTx, err := s.admit(ctx, sess, rec, a, created)
+	if err != nil || created == nil || inTx {
 		return err
 	}
-	if !record {
-		return nil
-	}
-	created.Seq = 1
-	created.ExpiresAt = s.now().Add(session.Retention + 24*time.Hour).Unix()
-	if err := s.events.Put(ctx, created, expression.AttributeNotExists(expression.Name("seq"))); err != nil {
+	if err := s.events.Put(ctx, *created, expression.AttributeNotExists(expression.Name("seq"))); err != nil {
 		return fmt.Errorf("record the create of %s: %w", sess.ID, err)
 	}
 	return nil
 }
 
-func (s *Sessions) admit(ctx context.Context, sess session.Session, rec *session.IdempotencyRecord, a session.Admission) error {
+// admit writes the session, and created in the same transaction when it
+// takes one (inTx; a session alone is one conditional put, and its caller
+// writes created after it).
+func (s *Sessions) admit(ctx context.Context, sess session.Session, rec *session.IdempotencyRecord, a session.Admission, created *session.Event) (inTx bool, err error) {
 	it := newSessionItem(sess)
 	isNew := expression.AttributeNotExists(expression.Name("session_id"))
 	ops := []TxOp{s.sessions.PutOp(it, isNew)}
@@ -111,29 +112,32 @@ func (s *Sessions) admit(ctx context.Context, sess session.Session, rec *session
 	}
 	if len(ops) == 1 {
 		if err := s.sessions.Put(ctx, it, isNew); err != nil {
-			return fmt.Errorf("create session %s: %w", sess.ID, err)
+			return false, fmt.Errorf("create session %s: %w", sess.ID, err)
 		}
-		return nil
+		return false, nil
 	}
-	err := Transact(ctx, s.api, "", ops...)
+	if created != nil {
+		ops = append(ops, s.events.PutOp(*created, expression.AttributeNotExists(expression.Name("seq"))))
+	}
+	err = Transact(ctx, s.api, "", ops...)
 	var canceled *TxCanceledError
 	if errors.As(err, &canceled) {
 		failed := func(i int) bool {
 			return i >= 0 && i < len(canceled.Reasons) && canceled.Reasons[i] == "ConditionalCheckFailed"
 		}
 		if failed(recAt) {
-			return fmt.Errorf("create session %s: %w", sess.ID, session.ErrIdempotencyTaken)
+			return false, fmt.Errorf("create session %s: %w", sess.ID, session.ErrIdempotencyTaken)
 		}
 		for i, q := range quotas {
 			if failed(i) {
-				return fmt.Errorf("create session %s: %w", sess.ID, &session.QuotaError{Quota: q})
+				return false, fmt.Errorf("create session %s: %w", sess.ID, &session.QuotaError{Quota: q})
 			}
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("create session %s: %w", sess.ID, err)
+		return false, fmt.Errorf("create session %s: %w", sess.ID, err)
 	}
-	return nil
+	return true, nil
 }
 
 // Get reads a session.
@@ -199,11 +203,18 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 		}
 		return up, cond
 	}
-	if !c.To.Terminal() && c.To != session.Ready {
+	var after session.Session
+	var recorded bool
+	var err error
+	switch {
+	case c.To == session.Ready:
+		after, recorded, err = s.ready(ctx, id, build)
+	case c.To.Terminal():
+		after, recorded, err = s.recordedChange(ctx, id, c, build, 3)
+	default:
 		up, cond := build()
 		return s.update(ctx, id, up, cond)
 	}
-	after, recorded, err := s.recordedChange(ctx, id, c, build, 3)
 	if err != nil {
 		return session.Session{}, err
 	}
@@ -223,13 +234,32 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 	return after, nil
 }
 
-// recordedChange applies a change into ready or an end, read first: the
-// change takes its lifecycle event's number (ADD event_seq) when its stream
-// records it, with the state it was read in pinned; a session holding a
-// live slot gives it back in the same transaction. It answers the session
-// after, LastSeq the event's number when one was taken, 0 otherwise. A
-// session that moved between the read and the write is read again, up to
-// tries times in all.
+// ready applies a change into ready in one update where its stream records
+// it (an app's agent, ready for the first time: the update's conditions
+// say so, and it takes agent.ready's number); where the conditions fail,
+// as a plain change (a job's sandbox, a repeated report, or a conflict,
+// which the plain change finds again).
+func (s *Sessions) ready(ctx context.Context, id string, build func() (expression.UpdateBuilder, expression.ConditionBuilder)) (session.Session, bool, error) {
+	up, cond := build()
+	up = up.Add(expression.Name("event_seq"), expression.Value(1))
+	cond = cond.And(expression.Name("state").Equal(expression.Value(session.Provisioning))).
+		And(expression.AttributeExists(expression.Name("tenant"))).
+		And(expression.AttributeNotExists(expression.Name("job_id")))
+	after, err := s.update(ctx, id, up, cond)
+	if !errors.Is(err, session.ErrConflict) {
+		return after, err == nil, err
+	}
+	up, cond = build()
+	after, err = s.update(ctx, id, up, cond)
+	return after, false, err
+}
+
+// recordedChange applies an end, read first: the change takes its
+// lifecycle event's number (ADD event_seq) when its stream records it, with
+// the state it was read in pinned; a session holding a live slot gives it
+// back in the same transaction. It answers the session after, and whether
+// its LastSeq is the event's number. A session that moved between the read
+// and the write is read again, up to tries times in all.
 func (s *Sessions) recordedChange(ctx context.Context, id string, c session.Change, build func() (expression.UpdateBuilder, expression.ConditionBuilder), tries int) (after session.Session, recorded bool, err error) {
 	var it sessionItem
 	err = s.sessions.Get(ctx, sessionKey{id}, &it)

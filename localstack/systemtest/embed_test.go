@@ -271,15 +271,17 @@ func TestEmbedFeatureFlags(t *testing.T) {
 	if err := os.WriteFile(file, []byte("remember the milk"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The bounds hold on a loaded machine: the steps wait on events.
-	inBrowser(t, tab, 60*time.Second,
+	// The bounds hold on a loaded machine (make test's parallel end-to-end
+	// tests on 2 cores, where this sequence has taken over a minute; alone
+	// it takes seconds): the steps wait on events.
+	inBrowser(t, tab, 120*time.Second,
 		chromedp.Navigate(upload.str("embed_url")),
 		chromedp.WaitReady(chromedp.CSS(`[data-role="file-input"]`)),
 		chromedp.SetUploadFiles(chromedp.CSS(`[data-role="file-input"]`), []string{file}),
-		voidPoll(`document.querySelectorAll('[data-role="attachments"] li').length === 1`, 30*time.Second),
+		voidPoll(`document.querySelectorAll('[data-role="attachments"] li').length === 1`, 60*time.Second),
 		chromedp.SendKeys(chromedp.CSS(`[data-role="composer"]`), "see the file"),
 		chromedp.Click(chromedp.CSS(`[data-role="send"]`)),
-		voidPoll(`[...document.querySelectorAll('[data-role="thread"] li.user')].some(li => li.textContent.includes("Attached: notes.txt"))`, 30*time.Second),
+		voidPoll(`[...document.querySelectorAll('[data-role="thread"] li.user')].some(li => li.textContent.includes("Attached: notes.txt"))`, 60*time.Second),
 	)
 	id := upload.str("agent_id")
 	eventually(t, 15*time.Second, "attachment saved in the workspace", func() bool {

@@ -1,6 +1,7 @@
 package systemtest_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -48,7 +49,7 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 }
 
 func (r *hookReceiver) start() {
-	addr := cmpOr(r.addr, "127.0.0.1:0")
+	addr := cmp.Or(r.addr, "127.0.0.1:0")
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		r.t.Fatal(err)
@@ -59,13 +60,6 @@ func (r *hookReceiver) start() {
 	r.srv = srv
 	r.mu.Unlock()
 	go func() { _ = srv.Serve(ln) }()
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func (r *hookReceiver) stop() {

@@ -95,12 +95,7 @@ func (w *Webhooks) Endpoints(ctx context.Context, tenant string) ([]webhook.Endp
 	for _, it := range items {
 		out = append(out, it.Endpoint)
 	}
-	slices.SortFunc(out, func(a, b webhook.Endpoint) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	slices.SortFunc(out, webhook.ByCreation)
 	return out, nil
 }
 

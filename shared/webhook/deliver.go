@@ -495,13 +495,6 @@ func (d *Deliverer) replay(ctx context.Context, t Trigger) error {
 	return d.retrigger(ctx, t, 0)
 }
 
-// Delivered reports whether events of stream type typ are delivered (to
-// endpoints that subscribe to the webhook type it maps to).
-func Delivered(typ string) bool {
-	_, ok, _ := FromEvent("", session.Event{Type: typ})
-	return ok
-}
-
 // Announce puts one trigger on q for each agent among written (events as
 // the events table's stream shows them: session and type) that has an
 // event to deliver.
@@ -509,7 +502,10 @@ func Announce(ctx context.Context, q queue.Queue, written []session.Event) error
 	var entries []queue.Entry
 	seen := map[string]bool{}
 	for _, e := range written {
-		if e.SessionID == "" || seen[e.SessionID] || !Delivered(e.Type) {
+		if e.SessionID == "" || seen[e.SessionID] {
+			continue
+		}
+		if _, ok := TypeOf(e.Type); !ok {
 			continue
 		}
 		seen[e.SessionID] = true

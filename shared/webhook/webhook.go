@@ -161,13 +161,8 @@ func MessageID(stream string, seq int64) string {
 // false for an event no webhook type maps to. state.changed becomes agent.state_changed; the
 // other types keep their names.
 func FromEvent(agent string, e session.Event) (Message, bool, error) {
-	typ := e.Type
-	switch typ {
-	case sandboxwire.TypeStateChanged:
-		typ = AgentStateChanged
-	case AgentCreated, AgentReady, AgentEnded, AgentFailed, AgentMessage, AgentQuestion,
-		WorkspaceReady, WorkspaceWarning, BudgetExceeded, QuotaExceeded:
-	default:
+	typ, ok := TypeOf(e.Type)
+	if !ok {
 		return Message{}, false, nil
 	}
 	data := map[string]any{}
@@ -197,6 +192,28 @@ func FromEvent(agent string, e session.Event) (Message, bool, error) {
 			"data": map[string]any{"agent_id": agent, "sequence": e.Seq, "truncated": true}})
 	}
 	return Message{ID: MessageID(e.SessionID, e.Seq), Type: typ, Stream: e.SessionID, Seq: e.Seq, At: e.At, Body: body}, true, nil
+}
+
+// TypeOf is the webhook type events of stream type typ are delivered as,
+// ok false for a type no webhook carries.
+func TypeOf(typ string) (string, bool) {
+	switch typ {
+	case sandboxwire.TypeStateChanged:
+		return AgentStateChanged, true
+	case AgentCreated, AgentReady, AgentEnded, AgentFailed, AgentMessage, AgentQuestion,
+		WorkspaceReady, WorkspaceWarning, BudgetExceeded, QuotaExceeded:
+		return typ, true
+	}
+	return "", false
+}
+
+// ByCreation orders endpoints oldest first (by id where made at once), as
+// stores list them.
+func ByCreation(a, b Endpoint) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
 }
 
 // cut is s cut to at most n bytes, at a rune boundary.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,17 +75,8 @@ func (m *Memory) Endpoints(_ context.Context, tenant string) ([]webhook.Endpoint
 			out = append(out, clone(ep))
 		}
 	}
-	slices.SortFunc(out, func(a, b webhook.Endpoint) int {
-		return cmpOr(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
-	})
+	slices.SortFunc(out, webhook.ByCreation)
 	return out, nil
-}
-
-func cmpOr(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
 }
 
 // PutEndpoint implements webhook.Store.

@@ -225,9 +225,26 @@ func faultBecomeReady(ctx context.Context, s *stack, id string) (string, error) 
 	return sb, nil
 }
 
+// faultHeartbeats heart-beats as session id's ready sandbox does, until ctx
+// ends or the platform answers anything but 200: a test that outlasts
+// session.HeartbeatTimeout on a loaded machine must not see its agents swept
+// as lost.
+func faultHeartbeats(ctx context.Context, s *stack, id, sb string) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(session.HeartbeatTimeout / 6):
+		}
+		if r, err := faultCall(ctx, s, http.MethodPost, "/sandbox/"+id+"/heartbeat", sb, nil); err != nil || r.status != http.StatusOK {
+			return
+		}
+	}
+}
+
 // faultSandboxes acts as every fake sandbox that starts but those of the
-// sessions skip, until stop is called, which returns what went wrong for
-// each session it acted for.
+// sessions skip, reporting ready and then heart-beating, until stop is
+// called, which returns what went wrong for each session it acted for.
 func faultSandboxes(t *testing.T, s *stack, skip ...string) (stop func() map[string]error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -252,11 +269,16 @@ func faultSandboxes(t *testing.T, s *stack, skip ...string) (stop func() map[str
 				}
 				seen[id] = true
 				wg.Go(func() {
-					if _, err := faultBecomeReady(ctx, s, id); err != nil && ctx.Err() == nil {
-						mu.Lock()
-						failed[id] = err
-						mu.Unlock()
+					sb, err := faultBecomeReady(ctx, s, id)
+					if err != nil {
+						if ctx.Err() == nil {
+							mu.Lock()
+							failed[id] = err
+							mu.Unlock()
+						}
+						return
 					}
+					faultHeartbeats(ctx, s, id, sb)
 				})
 			}
 			select {

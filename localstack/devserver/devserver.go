@@ -87,6 +87,10 @@ type Options struct {
 	// otherwise the dev server lets them be (RA_WEBHOOKS_LOOPBACK):
 	// receivers on the same machine.
 	WebhooksPublicOnly bool
+	// NoEgressIsolation launches sandboxes as a machine without network
+	// namespaces does (not root, not Linux): one whose egress policy is
+	// not open does not start (launch.ErrIsolationUnavailable).
+	NoEgressIsolation bool
 	// Pollers is how many jobs-queue consumers run at once (default 4).
 	Pollers int
 	// SweepInterval is how often the dev server queues a sweep, as the
@@ -297,7 +301,7 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 		CgroupDir: os.Getenv("RA_SANDBOX_CGROUP"),
 		// Sandboxes whose egress policy is not open run cut off, through
 		// the egress proxy.
-		Network: egressNetwork(cfg, e, o.Log),
+		Network: egressNetwork(cfg, e, o),
 		OnExit: func(e launch.Exit) {
 			// What EventBridge does for a stopped ECS task.
 			code := e.ExitCode

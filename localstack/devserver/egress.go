@@ -1,6 +1,7 @@
 package devserver
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"slices"
@@ -27,13 +28,21 @@ const DefaultProxyPort = 3128
 // addresses and the egress proxy at 127.0.0.1:DefaultProxyPort, holding it
 // to its session's policy. nil where this machine makes no network
 // namespaces (not root): those sandboxes' launches then fail, closed.
-func egressNetwork(cfg config.Platform, e *wiring.Env, log *slog.Logger) *process.Network {
+func egressNetwork(cfg config.Platform, e *wiring.Env, o Options) *process.Network {
+	log := o.Log
+	if o.NoEgressIsolation {
+		log.Warn("sandboxes are not cut off from the network (NoEgressIsolation): agents whose egress policy is not open will fail to start")
+		return nil
+	}
 	if err := process.CanIsolate(); err != nil {
 		log.Warn("sandboxes cannot be cut off from the network here (network namespaces need root): agents whose egress policy is not open will fail to start",
 			slog.String("error", err.Error()))
 		return nil
 	}
-	platform := loopbackAddrs(cfg.GatewayURL, cfg.Model.GatewayURL, cfg.Push.URL, cfg.PublicBaseURL)
+	// The platform, and the object store sandboxes upload to by presigned
+	// URL (a job's outputs), as an isolated task reaches S3's VPC endpoint
+	// on AWS.
+	platform := loopbackAddrs(cfg.GatewayURL, cfg.Model.GatewayURL, cfg.Push.URL, cfg.PublicBaseURL, e.BucketOrigin(context.Background()))
 	grants := egressgrant.New(egressgrant.Options{Sessions: e.SessionStore(), Pool: e.PoolStore(), Types: poolservice.AgentTypes(e),
 		Secrets: secretstore.Service(e), Log: log})
 	proxy := egressproxy.New(egressproxy.Options{Lookup: grants.Lookup, Denied: grants.Denied, Platform: platform, Log: log})
@@ -50,7 +59,17 @@ func egressNetwork(cfg config.Platform, e *wiring.Env, log *slog.Logger) *proces
 	}
 }
 
-// loopbackAddrs are the host:port of those of urls on 127.0.0.1, once each.
+// loopbackAddrs are the host:port of those of urls on 127.0.0.1 (or
+// localhost, which is 127.0.0.1 in a sandbox's namespace too), once each.
 func loopbackAddrs(urls ...string) []string {
-	return slices.DeleteFunc(egressproxy.Destinations(urls...), func(d string) bool { return !strings.HasPrefix(d, "127.0.0.1:") })
+	var out []string
+	for _, d := range egressproxy.Destinations(urls...) {
+		if port, ok := strings.CutPrefix(d, "localhost:"); ok {
+			d = "127.0.0.1:" + port
+		}
+		if strings.HasPrefix(d, "127.0.0.1:") && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -125,6 +125,13 @@ func WithPublicWebhooksOnly() Option {
 	return func(o *devserver.Options) { o.WebhooksPublicOnly = true }
 }
 
+// WithoutEgressIsolation launches sandboxes as a machine that cannot cut
+// them off from the network does: those whose egress policy is not open
+// do not start.
+func WithoutEgressIsolation() Option {
+	return func(o *devserver.Options) { o.NoEgressIsolation = true }
+}
+
 // WithCreationTimeout sets how long a create waits for the agent.
 func WithCreationTimeout(d time.Duration) Option {
 	return func(o *devserver.Options) { o.Config.CreationTimeout = d }

@@ -315,6 +315,30 @@ func TestEgressServiceKnowsSandboxesByAddress(t *testing.T) {
 	if got := status(other.URL + "/"); got != http.StatusForbidden {
 		t.Errorf("another server: %d", got)
 	}
+	// The bucket sandboxes upload their outputs to by presigned URL is the
+	// platform's: reached whatever the policy.
+	up, err := s.srv.Env.Bucket().PresignPut(t.Context(), "egress-test/probe.txt", "text/plain", 2, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, err := http.NewRequestWithContext(t.Context(), http.MethodPut, up.URL, strings.NewReader("ok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range up.Headers {
+		put.Header.Set(k, v)
+	}
+	put.ContentLength = 2
+	if res, err := c.Do(put); err != nil || res.StatusCode != http.StatusOK {
+		t.Errorf("a presigned upload through the proxy: %v %v", res, err)
+	} else {
+		_ = res.Body.Close()
+	}
+	if rc, _, err := s.srv.Env.Bucket().Get(t.Context(), "egress-test/probe.txt"); err != nil {
+		t.Errorf("the upload through the proxy is not in the bucket: %v", err)
+	} else {
+		_ = rc.Close()
+	}
 	eventually(t, 10*time.Second, "egress.denied on the session", func() bool {
 		evs, err := s.srv.Env.SessionStore().Events(t.Context(), id, 0, 1000)
 		return err == nil && slices.ContainsFunc(evs, func(e session.Event) bool {

@@ -77,8 +77,9 @@ type Env struct {
 	JobRoot string
 	// JobNetworkIsolated says the launcher runs the sandbox where nothing
 	// reaches a network but the platform (RA_JOB_NETWORK_ISOLATED, set to
-	// anything: a task whose security group has no other egress), so a job
-	// without network may run bash where no network namespace can be made.
+	// anything: a sandbox launched cut off, whose egress policy is none), so
+	// a job without network may run bash where no network namespace can be
+	// made.
 	JobNetworkIsolated bool
 	// Dedicated says the sandbox is a machine of its own (RA_SANDBOX_DEDICATED,
 	// set to anything: a Fargate task), with no other sandbox's files on it.
@@ -221,7 +222,7 @@ var envVars = []envVar{
 	{name: EnvTmuxEnvPipe, set: func(e *Env, v string) error { e.Tmux.EnvPipe = v; return nil }},
 	{name: "RA_TOOL_USER", set: func(e *Env, v string) error { e.ToolUser = v; return nil }},
 	{name: "RA_JOB_ROOT", set: func(e *Env, v string) error { e.JobRoot = v; return nil }},
-	{name: "RA_JOB_NETWORK_ISOLATED", set: func(e *Env, _ string) error { e.JobNetworkIsolated = true; return nil }},
+	{name: sandboxwire.EnvNetworkIsolated, set: func(e *Env, _ string) error { e.JobNetworkIsolated = true; return nil }},
 	{name: "RA_SANDBOX_DEDICATED", set: func(e *Env, _ string) error { e.Dedicated = true; return nil }},
 }
 

@@ -159,7 +159,7 @@ func (r *Runner) Run(ctx context.Context, spec sandboxwire.Spec, system string) 
 		_ = jl.close()
 		rep, reason := failedReport(sandboxwire.FailureCrash, "The agent could not start: "+err.Error(), 0), sandboxwire.ReasonModelUnavailable
 		if errors.Is(err, errIsolation) {
-			rep, reason = failedReport(sandboxwire.FailurePolicyViolation, "Isolation unavailable, so nothing ran: "+strings.TrimPrefix(err.Error(), errIsolation.Error()+": "), 0), sandboxwire.ReasonError
+			rep, reason = failedReport(sandboxwire.FailurePolicyViolation, sandboxwire.IsolationUnavailable+strings.TrimPrefix(err.Error(), errIsolation.Error()+": "), 0), sandboxwire.ReasonError
 		}
 		j.upload(ctx, &rep, nil)
 		_ = report(rep, sandboxwire.Failed, reason)

@@ -361,7 +361,7 @@ var Variables = []Variable{
 		Meaning: "the folder the agent works in"},
 	{Name: "RA_JOB_ROOT", Readers: []Reader{SandboxAgent}, Default: "the workspace (the image: `/agent-space`)",
 		Meaning: "where a sandbox in job mode lays out its job directory, `<root>/{job_id}/{input,work,output,memory,logs}` (see docs/jobs.md)"},
-	{Name: "RA_JOB_NETWORK_ISOLATED", Readers: []Reader{SandboxAgent}, Default: "unset: such a job with bash fails there (`policy_violation`, isolation unavailable) before anything runs",
+	{Name: "RA_JOB_NETWORK_ISOLATED", Readers: []Reader{SandboxAgent}, Default: "set by the launcher on a sandbox it launched cut off with egress `none` (a job without network whose tools include bash); unset, such a job's bash needs a network namespace of its own and fails (`policy_violation`, isolation unavailable) before anything runs where none can be made",
 		Meaning: "any value: the launcher vouches the sandbox reaches nothing but the platform, so a job without network may run bash where no network namespace can be made (Fargate)"},
 	{Name: "RA_SANDBOX_DEDICATED", Readers: []Reader{SandboxAgent}, Default: "unset (the stack sets it on the sandbox task)",
 		Meaning: "any value: the sandbox is a machine of its own (a Fargate task), so on a kernel without Landlock a job's bash is confined by ownership alone (the root agent runs it as `RA_TOOL_USER`, who may write only the job's `work/` and `output/`); unset, such a job fails there"},

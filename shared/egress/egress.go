@@ -45,9 +45,16 @@ func Default() Policy { return Policy{Mode: ModeAllowlist, Allow: []string{}} }
 // stored before policies): anywhere, as before them.
 func Open() Policy { return Policy{Mode: ModeOpen, Allow: []string{}} }
 
+// None is the policy of a sandbox that reaches nothing but the platform
+// (an orchestrator job's without network).
+func None() Policy { return Policy{Mode: ModeNone, Allow: []string{}} }
+
 // Isolated reports whether p's sandbox runs cut off from the network, its
 // traffic going through the egress proxy: every mode but open.
 func (p Policy) Isolated() bool { return p.Mode != ModeOpen }
+
+// Offline reports whether p's sandbox reaches nothing but the platform.
+func (p Policy) Offline() bool { return p.Mode == ModeNone }
 
 // Bounds of a policy.
 const (

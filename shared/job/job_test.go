@@ -201,19 +201,22 @@ func (p pagedProfiles) Profiles(_ context.Context, cursor string, _ int) ([]job.
 
 // TestPoolTypesListEveryProfileWithAPool: every page is read; a profile
 // with a warm_pool_size is a pool type of the platform, job.<id>, of its
-// size and no workspace; the others are not.
+// size and no workspace; the others are not. The pool of a profile whose
+// tools include bash is cut off from the network (egress none), as its
+// jobs without network run; the others' are open.
 func TestPoolTypesListEveryProfileWithAPool(t *testing.T) {
 	t.Parallel()
-	ps := pagedProfiles{{ID: "a", WarmPoolSize: 2}, {ID: "b"}, {ID: "c", WarmPoolSize: 1}, {ID: "d"}, {ID: "e", WarmPoolSize: 3}}
+	ps := pagedProfiles{{ID: "a", WarmPoolSize: 2}, {ID: "b"}, {ID: "c", WarmPoolSize: 1, AllowedSkills: []string{"read", "bash"}}, {ID: "d"},
+		{ID: "e", WarmPoolSize: 3, AllowedSkills: []string{"read"}}}
 	types, err := job.PoolTypes{Profiles: ps}.Pooled(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, ty := range types {
-		got = append(got, fmt.Sprintf("%s:%d:%v:%s", ty.ID, ty.Workspace.WarmPoolSize, ty.Workspace.Enabled, ty.Tenant))
+		got = append(got, fmt.Sprintf("%s:%d:%v:%s:%s", ty.ID, ty.Workspace.WarmPoolSize, ty.Workspace.Enabled, ty.Tenant, ty.Workspace.EgressPolicy().Mode))
 	}
-	if want := []string{"job.a:2:false:", "job.c:1:false:", "job.e:3:false:"}; !slices.Equal(got, want) {
+	if want := []string{"job.a:2:false::open", "job.c:1:false::none", "job.e:3:false::open"}; !slices.Equal(got, want) {
 		t.Errorf("pool types %v, want %v", got, want)
 	}
 	if !job.IsPoolType(job.PoolType("a")) || job.IsPoolType("a") {

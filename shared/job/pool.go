@@ -3,8 +3,10 @@ package job
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/registry"
 )
 
@@ -25,10 +27,26 @@ func PoolType(id string) string { return PoolTypePrefix + id }
 // IsPoolType reports whether agentType is a profile's pool.
 func IsPoolType(agentType string) bool { return strings.HasPrefix(agentType, PoolTypePrefix) }
 
-// poolWorkspace is what the sandboxes of a pool of size n are and what its
-// jobs' sessions copy: the pool's version (pool.Version) is of it.
-func poolWorkspace(n int) registry.WorkspaceConfig {
-	return registry.WorkspaceConfig{WarmPoolSize: n}
+// poolWorkspace is what the sandboxes of profile p's pool are and what its
+// jobs' sessions copy: the pool's version (pool.Version) is of it. A pool
+// is for the jobs without network (the default), so where those run cut
+// off (offline) so do its sandboxes, and a job with network starts cold.
+func poolWorkspace(p Profile) registry.WorkspaceConfig {
+	ws := registry.WorkspaceConfig{WarmPoolSize: p.WarmPoolSize}
+	if offline(p, false) {
+		none := egress.None()
+		ws.Egress = &none
+	}
+	return ws
+}
+
+// offline reports whether a job of profile p runs in a sandbox cut off from
+// every network but the platform's: one without network (network false)
+// whose tools include bash, the one tool that could reach a network (a
+// job without network has no web tools). Its launch, not a namespace the
+// sandbox makes, keeps it off the network: a Fargate task cannot make one.
+func offline(p Profile, network bool) bool {
+	return !network && slices.Contains(p.AllowedSkills, "bash")
 }
 
 // ProfileLister pages through the profiles (Store has it).
@@ -51,7 +69,7 @@ func (t PoolTypes) Pooled(ctx context.Context) ([]registry.AgentType, error) {
 		}
 		for _, p := range ps {
 			if p.WarmPoolSize > 0 {
-				out = append(out, registry.AgentType{ID: PoolType(p.ID), Name: p.Name, Workspace: poolWorkspace(p.WarmPoolSize)})
+				out = append(out, registry.AgentType{ID: PoolType(p.ID), Name: p.Name, Workspace: poolWorkspace(p)})
 			}
 		}
 		if next == "" || next == cursor {

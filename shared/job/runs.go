@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/jobevents"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -57,10 +58,19 @@ func (s *Service) Prepare(ctx context.Context, id string) (sessionID string, run
 			CreatedAt:  now,
 			UpdatedAt:  now,
 		}
-		if p, perr := s.o.Store.Profile(ctx, j.AgentID); perr == nil && p.WarmPoolSize > 0 &&
-			(j.Constraints == nil || j.Constraints.Memory == nil) {
-			// Its profile's pool has sandboxes of the default size.
-			ws := poolWorkspace(p.WarmPoolSize)
+		p, perr := s.o.Store.Profile(ctx, j.AgentID)
+		if perr != nil && !errors.Is(perr, ErrNotFound) {
+			return "", false, fmt.Errorf("profile of job %s: %w", j.ID, perr)
+		}
+		network := j.Constraints != nil && j.Constraints.Network != nil && *j.Constraints.Network
+		if perr == nil && offline(p, network) {
+			none := egress.None()
+			sess.Egress = &none
+		}
+		if perr == nil && p.WarmPoolSize > 0 && (j.Constraints == nil || j.Constraints.Memory == nil) && offline(p, network) == offline(p, false) {
+			// Its profile's pool has sandboxes of the default size, cut
+			// off as the job is.
+			ws := poolWorkspace(p)
 			sess.AgentType, sess.Workspace = PoolType(p.ID), &ws
 		}
 		if err = s.o.Sessions.Create(ctx, sess, nil); err != nil {
@@ -217,6 +227,13 @@ func (s *Service) Crashed(ctx context.Context, id, message string) error {
 // killed for its memory.
 func (s *Service) OutOfMemory(ctx context.Context, id, message string) error {
 	return s.failAs(ctx, id, sandboxwire.FailureMemoryLimit, message)
+}
+
+// IsolationUnavailable fails live job id with category policy_violation:
+// it has no network, and its sandbox could not be launched cut off from
+// the network (message says why), so nothing of it ran.
+func (s *Service) IsolationUnavailable(ctx context.Context, id, message string) error {
+	return s.failAs(ctx, id, sandboxwire.FailurePolicyViolation, sandboxwire.IsolationUnavailable+message)
 }
 
 // failAs fails live job id with category and message (a job already over

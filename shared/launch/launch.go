@@ -54,6 +54,11 @@ type Spec struct {
 	// Fargate, a security group that reaches the proxy and the platform
 	// only; locally, a network namespace of its own).
 	Isolated bool
+	// Offline says the egress policy of an Isolated sandbox allows nothing:
+	// it reaches the platform only, which Env tells it
+	// (sandboxwire.EnvNetworkIsolated), since a launcher that cannot cut a
+	// sandbox off fails its launch (ErrIsolationUnavailable).
+	Offline bool
 	// Bare is the last launch of a session whose launches with its
 	// workspace failed: the platform's image at the default size (Size and
 	// Image are zero), a request of its own.
@@ -106,8 +111,17 @@ func (s Spec) Env() map[string]string {
 	if s.Image != "" {
 		env[EnvBaseImage] = s.Image
 	}
+	if s.Isolated && s.Offline {
+		env[sandboxwire.EnvNetworkIsolated] = "1"
+	}
 	return env
 }
+
+// ErrIsolationUnavailable is a launch refused because the sandbox's egress
+// policy cuts it off from the network and this launcher cannot (locally: no
+// network namespaces without root; on AWS: a stack without the egress
+// proxy). Launching it anyway would run it open, so it is not retried.
+var ErrIsolationUnavailable = errors.New("isolation unavailable")
 
 // Exit reports a sandbox that stopped, as ECS task-state events do.
 type Exit struct {

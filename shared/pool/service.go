@@ -410,6 +410,7 @@ func (s *Service) launch(ctx context.Context, t registry.AgentType, owner, versi
 		SessionID: id, Generation: 1, Pool: true, GatewayURL: s.o.GatewayURL, BootstrapCode: code,
 		ModelGatewayURL: s.o.ModelGatewayURL, PushURL: s.o.PushURL, TmuxSessionName: sb.TmuxSessionName, Size: size,
 		Image: t.Workspace.BaseImage, Isolated: t.Workspace.EgressPolicy().Isolated(),
+		Offline: t.Workspace.EgressPolicy().Offline(),
 	})
 	if err != nil {
 		_ = s.o.Store.Remove(context.WithoutCancel(ctx), id, Starting, Idle)

@@ -142,6 +142,10 @@ type JobRunner interface {
 	Crashed(ctx context.Context, jobID, message string) error
 	// OutOfMemory fails a live job with category memory_limit.
 	OutOfMemory(ctx context.Context, jobID, message string) error
+	// IsolationUnavailable fails a live job with category
+	// policy_violation: its sandbox could not be launched cut off from
+	// the network, so nothing of it ran.
+	IsolationUnavailable(ctx context.Context, jobID, message string) error
 	// Sweep publishes the outbox's leftovers and fails running jobs whose
 	// sandbox is gone.
 	Sweep(ctx context.Context) error
@@ -346,6 +350,7 @@ func (w *Worker) start(ctx context.Context, m jobqueue.Message) error {
 		Size:            w.size(ctx, sess),
 		Image:           baseImage(sess),
 		Isolated:        sess.EgressPolicy().Isolated(),
+		Offline:         sess.EgressPolicy().Offline(),
 	})
 	if errors.Is(err, errLaunchFailed) {
 		return nil // the session failed: nothing to retry
@@ -388,6 +393,7 @@ func (w *Worker) recordLaunched(ctx context.Context, sess session.Session) error
 		Size:            w.size(ctx, sess),
 		Image:           baseImage(sess),
 		Isolated:        sess.EgressPolicy().Isolated(),
+		Offline:         sess.EgressPolicy().Offline(),
 	}
 	if sess.WorkspaceDropped != "" {
 		// It was the last launch, without the workspace (launchBare).
@@ -455,6 +461,9 @@ func (w *Worker) launch(ctx context.Context, sess session.Session, spec launch.S
 	if err == nil || ctx.Err() != nil {
 		return ref, err
 	}
+	if errors.Is(err, launch.ErrIsolationUnavailable) {
+		return "", w.refuse(ctx, sess, spec, err)
+	}
 	w.Log.WarnContext(ctx, "launch failed: retrying on the fallback capacity", slog.String("session_id", sess.ID),
 		slog.Int("generation", spec.Generation), slog.String("error", err.Error()))
 	spec.Fallback = true
@@ -477,6 +486,30 @@ func (w *Worker) launch(ctx context.Context, sess session.Session, spec launch.S
 		return "", fmt.Errorf("fail session %s after two failed launches: %w", sess.ID, terr)
 	}
 	return "", errLaunchFailed
+}
+
+// refuse fails sess, whose sandbox its launcher cannot cut off from the
+// network as its egress policy asks (err): launched anyway it would run
+// open, and no other capacity or retry changes that. A job's session
+// fails its job as a policy violation first, saying so.
+func (w *Worker) refuse(ctx context.Context, sess session.Session, spec launch.Spec, err error) error {
+	w.Log.ErrorContext(ctx, "launch refused: the sandbox cannot be cut off from the network here, so the session fails", slog.String("session_id", sess.ID),
+		slog.Int("generation", spec.Generation), slog.String("error", err.Error()))
+	if sess.JobID != "" && w.Jobs != nil {
+		why := err.Error()
+		if _, after, ok := strings.Cut(why, launch.ErrIsolationUnavailable.Error()+": "); ok {
+			why = after
+		}
+		if jerr := w.Jobs.IsolationUnavailable(ctx, sess.JobID, launchError(errors.New(why))); jerr != nil {
+			return fmt.Errorf("fail job %s, whose sandbox cannot be isolated: %w", sess.JobID, jerr)
+		}
+	}
+	_, terr := w.Store.Transition(ctx, sess.ID, session.Change{From: []session.State{session.Provisioning}, To: session.Failed,
+		Generation: spec.Generation, Reason: session.ReasonLaunchFailed})
+	if terr = ignoreConflict(terr); terr != nil {
+		return fmt.Errorf("fail session %s, whose sandbox cannot be isolated: %w", sess.ID, terr)
+	}
+	return errLaunchFailed
 }
 
 // launchBare launches sess's sandbox without its workspace, after its

@@ -17,10 +17,12 @@ import (
 	"github.com/remote-agents/remote-agents/localstack/awstest"
 	"github.com/remote-agents/remote-agents/shared/awsconfig"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
+	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/queueworker"
 	"github.com/remote-agents/remote-agents/shared/registry"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sqsqueue"
 	"github.com/remote-agents/remote-agents/shared/tasksize"
@@ -245,6 +247,9 @@ func (j *failingJobs) fail(id, how string) error {
 func (j *failingJobs) Crashed(_ context.Context, id, _ string) error { return j.fail(id, "crash") }
 func (j *failingJobs) OutOfMemory(_ context.Context, id, _ string) error {
 	return j.fail(id, "memory_limit")
+}
+func (j *failingJobs) IsolationUnavailable(_ context.Context, id, msg string) error {
+	return j.fail(id, "policy_violation: "+msg)
 }
 
 // A job's sandbox killed for its memory fails its job with memory_limit
@@ -537,6 +542,40 @@ func TestWorkspaceLaunchesFailedStartTheAgentWithoutIt(t *testing.T) {
 	}
 }
 
+// TestLaunchThatCannotBeIsolatedIsRefused: a sandbox whose egress policy cuts
+// it off, on a launcher that cannot (launch.ErrIsolationUnavailable), is
+// launched nowhere else: not on the fallback capacity, not bare. Its session
+// fails, and a job's session fails its job as a policy violation saying why.
+func TestLaunchThatCannotBeIsolatedIsRefused(t *testing.T) {
+	t.Parallel()
+	w, store, _, _ := setup(t)
+	jobs := &failingJobs{failed: map[string]string{}}
+	w.Jobs = jobs
+	var specs []launch.Spec
+	w.Launcher = &launcherFunc{launch: func(spec launch.Spec) (string, error) {
+		specs = append(specs, spec)
+		return "", fmt.Errorf("launch %s: %w: no network namespaces here", spec.SessionID, launch.ErrIsolationUnavailable)
+	}}
+	none := egress.None()
+	now := time.Now().UTC()
+	if err := store.Create(t.Context(), session.Session{ID: "offline", Blueprint: session.Blueprint{JobID: "j1", TmuxSessionName: "ra-x",
+		Workspace: &registry.WorkspaceConfig{Enabled: true}}, Egress: &none, State: session.Provisioning, Generation: 1, CreatedAt: now, UpdatedAt: now}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Do(t.Context(), jobqueue.Message{Type: jobqueue.SessionStart, SessionID: "offline", Generation: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 1 || !specs[0].Isolated || !specs[0].Offline || specs[0].Env()[sandboxwire.EnvNetworkIsolated] != "1" {
+		t.Errorf("launches %+v, want one, isolated and offline", specs)
+	}
+	if sess, err := store.Get(t.Context(), "offline"); err != nil || sess.State != session.Failed || sess.Reason != session.ReasonLaunchFailed {
+		t.Errorf("session %s (%s), %v: want failed, launch_failed", sess.State, sess.Reason, err)
+	}
+	if got := jobs.failed["j1"]; got != "policy_violation: no network namespaces here" {
+		t.Errorf("job failed %q", got)
+	}
+}
+
 // sizedJobs is a JobRunner whose every job asks for size.
 type sizedJobs struct{ size tasksize.Size }
 
@@ -544,8 +583,11 @@ func (j sizedJobs) Prepare(context.Context, string) (string, bool, error) { retu
 func (j sizedJobs) SessionOf(context.Context, string) (string, error)     { return "", nil }
 func (j sizedJobs) Crashed(context.Context, string, string) error         { return nil }
 func (j sizedJobs) OutOfMemory(context.Context, string, string) error     { return nil }
-func (j sizedJobs) Sweep(context.Context) error                           { return nil }
-func (j sizedJobs) Size(context.Context, string) (tasksize.Size, error)   { return j.size, nil }
+func (j sizedJobs) IsolationUnavailable(context.Context, string, string) error {
+	return nil
+}
+func (j sizedJobs) Sweep(context.Context) error                         { return nil }
+func (j sizedJobs) Size(context.Context, string) (tasksize.Size, error) { return j.size, nil }
 
 // TestJobSandboxIsSizedForItsMemory: a job's sandbox is launched at the size
 // its memory constraint needs (job.Service.Size), not a type's.

@@ -38,6 +38,13 @@ const (
 // there.
 const EnvTmuxSessionName = "RA_TMUX_SESSION_NAME"
 
+// EnvNetworkIsolated is set (to "1") by a launcher that runs the sandbox
+// cut off from every network but the platform's: its egress goes through
+// the platform's proxy, whose policy for it allows nothing. A job without
+// network may then run bash without a network namespace of its own, which
+// a Fargate task cannot make.
+const EnvNetworkIsolated = "RA_JOB_NETWORK_ISOLATED"
+
 // The env file: a JSON object of the env values users submit (and those
 // persisted for the session's configuration), which the agent reads key by
 // key. Outside the workspace, so that no commit or snapshot takes it along.

@@ -64,6 +64,11 @@ const (
 	FailurePolicyViolation FailureCategory = "policy_violation"
 )
 
+// IsolationUnavailable begins the message of a job failed with
+// FailurePolicyViolation because the isolation it needs cannot be had where
+// it would run (its sandbox, or its launch): nothing of it ran.
+const IsolationUnavailable = "Isolation unavailable, so nothing ran: "
+
 // JobFailure says why a job failed.
 type JobFailure struct {
 	Category FailureCategory `json:"category"`

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -161,6 +163,21 @@ func (e *Env) Bucket() *s3blob.Store {
 		e.bucket = s3blob.New(awsconfig.NewS3(e.AWS), e.Resources.Bucket.Name)
 	}
 	return e.bucket
+}
+
+// BucketOrigin is the origin (scheme://host[:port]) the bucket's presigned
+// URLs point at: where browsers PUT attachments and sandboxes their
+// outputs; "" if none can be made. Presigning is local: nothing is called.
+func (e *Env) BucketOrigin(ctx context.Context) string {
+	u, err := e.Bucket().PresignPut(ctx, "origin-probe", "", 0, time.Minute)
+	if err != nil {
+		return ""
+	}
+	parsed, err := url.Parse(u.URL)
+	if err != nil || parsed.Host == "" {
+		return ""
+	}
+	return parsed.Scheme + "://" + parsed.Host
 }
 
 // Queue returns the queue called name, at url if given, else looked up by

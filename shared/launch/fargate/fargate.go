@@ -134,7 +134,7 @@ func (l *Launcher) Launch(ctx context.Context, spec launch.Spec) (string, error)
 	groups := l.o.SecurityGroups
 	if spec.Isolated {
 		if len(l.o.IsolatedSecurityGroups) == 0 || l.o.EgressProxyURL == "" {
-			return "", fmt.Errorf("run task for %s: its egress policy cuts it off from the network, and this stack has no egress proxy (RA_ECS_ISOLATED_SECURITY_GROUPS, RA_EGRESS_PROXY_URL)", spec.SessionID)
+			return "", fmt.Errorf("run task for %s: %w: its egress policy cuts it off from the network, and this stack has no egress proxy (RA_ECS_ISOLATED_SECURITY_GROUPS, RA_EGRESS_PROXY_URL)", spec.SessionID, launch.ErrIsolationUnavailable)
 		}
 		groups = l.o.IsolatedSecurityGroups
 		for _, kv := range sandboxwire.ProxyEnv(l.o.EgressProxyURL) {

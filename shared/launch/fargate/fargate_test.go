@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -293,7 +294,7 @@ func TestLaunchBuildsRunTask(t *testing.T) {
 func TestIsolatedLaunch(t *testing.T) {
 	t.Parallel()
 	l, _ := newLauncher(t)
-	if _, err := l.Launch(t.Context(), launch.Spec{SessionID: "s", Generation: 1, Isolated: true}); err == nil || !strings.Contains(err.Error(), "no egress proxy") {
+	if _, err := l.Launch(t.Context(), launch.Spec{SessionID: "s", Generation: 1, Isolated: true}); !errors.Is(err, launch.ErrIsolationUnavailable) || !strings.Contains(err.Error(), "no egress proxy") {
 		t.Fatalf("an isolated launch without a proxy: %v", err)
 	}
 	fake := newFakeECS()

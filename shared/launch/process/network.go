@@ -31,7 +31,7 @@ type isolation struct {
 func (l *Launcher) isolate(spec launch.Spec, netDir string) (*isolation, error) {
 	n := l.o.Network
 	if n == nil {
-		return nil, errors.New("this launcher cannot cut a sandbox off from the network, which its egress policy asks for: run the launcher as root (it makes a network namespace per sandbox), or give the agent type egress {\"mode\": \"open\"}")
+		return nil, fmt.Errorf("%w: this launcher cannot cut a sandbox off from the network, which its egress policy asks for: run the launcher as root (it makes a network namespace per sandbox), or give the agent type egress {\"mode\": \"open\"}", launch.ErrIsolationUnavailable)
 	}
 	iso := &isolation{id: spec.SessionID, forget: n.Forget, dir: netDir}
 	iso.env = sandboxwire.ProxyEnv("http://" + n.Proxy)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -143,7 +144,7 @@ func TestIsolationFailsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = l.Launch(t.Context(), launch.Spec{SessionID: "x", Generation: 1, Isolated: true})
-	if err == nil || !strings.Contains(err.Error(), "cannot cut a sandbox off") {
+	if !errors.Is(err, launch.ErrIsolationUnavailable) || !strings.Contains(err.Error(), "cannot cut a sandbox off") {
 		t.Fatalf("an isolated launch without a network: %v", err)
 	}
 	if len(l.Running()) != 0 {

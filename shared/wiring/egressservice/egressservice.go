@@ -45,9 +45,11 @@ func Build(ctx context.Context, e *wiring.Env) (*Service, error) {
 	})
 	cfg := e.Config
 	proxy := egressproxy.New(egressproxy.Options{
-		Lookup:   grants.Lookup,
-		Denied:   grants.Denied,
-		Platform: egressproxy.Destinations(cfg.GatewayURL, cfg.PublicBaseURL, cfg.Model.GatewayURL, cfg.Push.URL),
+		Lookup: grants.Lookup,
+		Denied: grants.Denied,
+		// The platform, and the bucket sandboxes upload to by presigned URL
+		// (a job's outputs).
+		Platform: egressproxy.Destinations(cfg.GatewayURL, cfg.PublicBaseURL, cfg.Model.GatewayURL, cfg.Push.URL, e.BucketOrigin(ctx)),
 		CAMaster: master,
 		Log:      e.Log,
 	})

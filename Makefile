@@ -41,7 +41,7 @@ CDK_ARGS ?=
 CDK := cd infra && $(INFRA_ENV) npx --no-install cdk
 INFRA_NODE_MODULES := infra/node_modules/.package-lock.json
 
-.PHONY: image image-race test-image test-image-run help build test docs fmt-check tidy-check vet lint lint-bin test-go test-faults test-security fuzz fuzz-short bench-short test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
+.PHONY: image image-race test-image test-image-run test-fargate test-fargate-run help build test docs fmt-check tidy-check vet lint lint-bin test-go test-faults test-security fuzz fuzz-short bench-short test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -72,12 +72,13 @@ dist/localstack/bootstrap: FORCE
 # linter and the tools module compile.
 # The sandbox image is built in the first group too, with the agent the
 # suites run (so its compile is not a second one), and its test runs in the
-# last group (test-image-run: no rebuild), with the fault suite: the two are
-# short and fill what the others leave idle there. The security suite, whose
+# last group (test-image-run: no rebuild), with the fault suite and the
+# suites under the Fargate profile (test-fargate-run): they are short and
+# fill what the others leave idle there. The security suite, whose
 # token timing test wants a quiet machine, runs alone.
-TEST_STAGES := fmt-check tidy-check+vet+lint-bin+image-race lint test-go test-security bench-short+fuzz-short+test-infra+test-faults+test-image-run
+TEST_STAGES := fmt-check tidy-check+vet+lint-bin+image-race lint test-go test-security bench-short+fuzz-short+test-infra+test-faults+test-image-run+test-fargate-run
 
-test: ## format check, go.mod tidy, vet, lint, unit + integration tests (-race) on the local AWS, the fault and security suites, the benchmarks' short run, each fuzz target briefly, the CDK stack's tests, jobs in the sandbox image
+test: ## format check, go.mod tidy, vet, lint, unit + integration tests (-race) on the local AWS, the fault and security suites, the benchmarks' short run, each fuzz target briefly, the CDK stack's tests, jobs in the sandbox image, the job, workspace and tool suites under the Fargate profile
 	@mkdir -p .cache
 	@for group in $(TEST_STAGES); do \
 		if [ "$$group" = "$${group%%+*}" ]; then \
@@ -177,6 +178,18 @@ test-image: image ## build the sandbox image and run jobs with the agent in it u
 # in the image's build context stands for it on the host).
 test-image-run: $(NODE_MODULES)
 	@$(call WITH_AWS,env RA_AGENT_BIN=$(CURDIR)/.cache/image/context/dist/agent RA_TEST_IMAGE_ROOTFS=$(CURDIR)/.cache/image/rootfs $(GO) test -race -count=1 -tags image -run '^TestJobsInTheImage$$' -v ./localstack/systemtest)
+
+# The job, workspace and tool suites (tests named so) again, their
+# sandboxes with a Fargate task's rights (process.ProfileFargate: Docker's
+# default capabilities, no_new_privs, tools as an unprivileged user) unless
+# a test picks its own.
+FARGATE_SUITES := ^Test(Job|FailedJob|Workspace|Tool|ALongToolRun|NothingSecretInTheToolsReach|SetupToolsAndTokensAreGated|AgentUsesContractTools|AgentTypesToolsBoundTheAgent)
+
+test-fargate: image ## build the sandbox image, run jobs with the agent in it (TestJobsInTheImage), and the job, workspace and tool suites under the Fargate profile
+	@$(MAKE) --no-print-directory test-image-run test-fargate-run
+
+test-fargate-run: $(NODE_MODULES) $(AGENT_RACE)
+	@$(call WITH_AWS,$(E2E_ENV) RA_TEST_SANDBOX_PROFILE=fargate $(GO) test -race -count=1 -parallel 8 -run '$(FARGATE_SUITES)' ./localstack/systemtest)
 
 test-faults: $(NODE_MODULES) $(AGENT_RACE) ## the fault suite: crashes, redeliveries, an outage of DynamoDB, poison messages, 200 concurrent creates, ECS events out of order; each case says what "nothing lost" means for it
 	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -run '^TestFault' -v $(call TESTS_OF,TestFault))

@@ -81,6 +81,12 @@ func run(m *testing.M) int {
 	return awstest.Run(m)
 }
 
+// EnvSandboxProfile names the sandbox profile (process.Options.Profile)
+// of every stack a test starts without WithSandboxProfile: make
+// test-fargate sets it to "fargate". Not RA_SANDBOX_PROFILE, which a
+// developer may have set for make dev.
+const EnvSandboxProfile = "RA_TEST_SANDBOX_PROFILE"
+
 // sandboxEnv is what the tests' sandboxes get beside the platform's
 // variables: the scripted model, and the race detector's settings (make
 // test's agent is race-built, and exits at once with its GORACE).
@@ -200,6 +206,9 @@ func Start(t testing.TB, opts ...Option) *Stack {
 		Env:            awstest.UniqueEnv(t),
 		Config:         cfg,
 		SandboxCommand: []string{agentBin, "sandbox"},
+		// make test-fargate runs suites with sandboxes of a Fargate task's
+		// rights (process.ProfileFargate) unless a test says otherwise.
+		SandboxProfile: os.Getenv(EnvSandboxProfile),
 		// A sandbox uses only the model it is given, the scripted one included.
 		SandboxEnv: sandboxEnv(),
 		WorkDir:    work,

@@ -20,7 +20,7 @@ import (
 // bash runs in a sandbox its launcher cut off from every network (egress
 // none: on AWS, the isolated security group and the proxy; here, a network
 // namespace the launcher made): bash runs, confined to its directory, and
-// reaches nothing. A job with network runs bash the same way and reaches
+// reaches nothing, directly or through its proxy. A job with network runs bash the same way and reaches
 // the network it was given. Either way bash reads its input and writes its
 // output, but reads neither a file outside its job nor the agent's
 // environment.
@@ -61,6 +61,10 @@ func jobsUnderTheFargateProfile(t *testing.T, secrets, rootfs string) {
 		`{"text":"whoami","tool_calls":[` + bash("id -u > output/uid.txt; grep -E '^(CapEff|NoNewPrivs):' /proc/self/status > output/status.txt") + `]}`,
 		`{"text":"where","tool_calls":[` + bash("if test -x "+process.ImageAgent+"; then echo image; else echo host; fi > output/where.txt") + `]}`,
 		`{"text":"net","tool_calls":[` + bash("if (exec 3<>/dev/tcp/"+strings.Replace(listener.Addr().String(), ":", "/", 1)+") 2>/dev/null; then echo reached; else echo unreachable; fi > output/net.txt") + `]}`,
+		// Through the proxy a sandbox cut off has: refused (the job's policy
+		// allows nothing); a job with network has none.
+		`{"text":"proxy","tool_calls":[` + bash(`if [ -n "$HTTP_PROXY" ]; then p=${HTTP_PROXY#http://}; p=${p%/}; exec 3<>/dev/tcp/${p%:*}/${p##*:} && `+
+			`printf 'GET http://`+listener.Addr().String()+`/ HTTP/1.0\r\n\r\n' >&3 && head -n1 <&3 | tr -d '\r'; else echo none; fi > output/proxy.txt`) + `]}`,
 		`{"text":"Done."}`,
 	}, "\n") + "\n"
 	// The model's script beside the secret: the agent reads it, bash may not.
@@ -95,6 +99,9 @@ func jobsUnderTheFargateProfile(t *testing.T, secrets, rootfs string) {
 		}
 		if want := map[bool]string{true: "reached\n", false: "unreachable\n"}[network]; got["output/net.txt"] != want {
 			t.Errorf("%s: bash reaching the network wrote %q, want %q (log %s)", what, got["output/net.txt"], want, got["logs/job.log"])
+		}
+		if px := got["output/proxy.txt"]; network && px != "none\n" || !network && !strings.HasSuffix(px, " 403 Forbidden\n") {
+			t.Errorf("%s: bash through its proxy got %q, want none with network, 403 without (log %s)", what, px, got["logs/job.log"])
 		}
 	}
 }

@@ -81,6 +81,12 @@ const (
 	// UnsupportedMediaType: a JSON route got a body whose Content-Type is
 	// not JSON.
 	UnsupportedMediaType Code = "unsupported_media_type"
+	// CheckpointInvalid: a sandbox's checkpoint is not what it says (its
+	// manifest malformed, a chunk missing or not what its hash says), so
+	// it was not committed.
+	CheckpointInvalid Code = "checkpoint_invalid"
+	// CheckpointNotFound: the agent has no checkpoint of that id.
+	CheckpointNotFound Code = "checkpoint_not_found"
 )
 
 // Error is an error a client may see.

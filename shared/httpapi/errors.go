@@ -43,6 +43,8 @@ var statuses = map[apierror.Code]int{
 	apierror.QuotaExceeded:        http.StatusTooManyRequests,
 	apierror.BudgetExceeded:       http.StatusTooManyRequests,
 	apierror.UnsupportedMediaType: http.StatusUnsupportedMediaType,
+	apierror.CheckpointInvalid:    http.StatusUnprocessableEntity,
+	apierror.CheckpointNotFound:   http.StatusNotFound,
 }
 
 // retryable lists the codes a client may retry unchanged.

@@ -3,6 +3,8 @@ package s3blob
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +30,8 @@ type API interface {
 	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 	CopyObject(ctx context.Context, in *s3.CopyObjectInput, opts ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, opts ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, opts ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
 }
 
 // Presigner is the part of s3.PresignClient the adapter calls.
@@ -141,6 +145,33 @@ func (s *Store) List(ctx context.Context, prefix, after string, limit int) (blob
 	if after != "" {
 		in.ContinuationToken = &after
 	}
+	return s.list(ctx, in)
+}
+
+// ListAfter is List by key: up to limit objects whose keys start with
+// prefix and come after the key startAfter ("": from the first). A page's
+// Next is its last key when more may follow.
+func (s *Store) ListAfter(ctx context.Context, prefix, startAfter string, limit int) (blob.Page, error) {
+	switch {
+	case limit == 0:
+		limit = blob.DefaultListSize
+	case limit < 0 || limit > blob.MaxListSize:
+		return blob.Page{}, fmt.Errorf("list %s: limit %d outside 1..%d", prefix, limit, blob.MaxListSize)
+	}
+	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &prefix, MaxKeys: aws.Int32(int32(limit))}
+	if startAfter != "" {
+		in.StartAfter = &startAfter
+	}
+	page, err := s.list(ctx, in)
+	if err == nil && page.Next != "" && len(page.Objects) > 0 {
+		page.Next = page.Objects[len(page.Objects)-1].Key
+	}
+	return page, err
+}
+
+// list runs one ListObjectsV2.
+func (s *Store) list(ctx context.Context, in *s3.ListObjectsV2Input) (blob.Page, error) {
+	prefix := aws.ToString(in.Prefix)
 	res, err := s.api.ListObjectsV2(ctx, in)
 	if err != nil {
 		return blob.Page{}, fmt.Errorf("list %s in %s: %w", prefix, s.bucket, awserr.Classify(err))
@@ -211,6 +242,84 @@ func (s *Store) PresignPut(ctx context.Context, key, contentType string, size in
 		headers["Content-Type"] = contentType // stored with the object, though unsigned
 	}
 	return blob.Presigned{URL: req.URL, Headers: headers}, nil
+}
+
+// PresignPutSHA256 is PresignPut for bytes whose SHA-256 is sum (32 bytes):
+// the checksum is a signed header too, so S3 refuses any other bytes (400
+// BadDigest) and keeps the checksum with the object (StoredSHA256).
+func (s *Store) PresignPutSHA256(ctx context.Context, key string, size int64, sum []byte, ttl time.Duration) (blob.Presigned, error) {
+	if err := checkPresign(key, ttl); err != nil {
+		return blob.Presigned{}, fmt.Errorf("presign put %s: %w", key, err)
+	}
+	if size < 0 || size > MaxPutBytes || len(sum) != sha256.Size {
+		return blob.Presigned{}, fmt.Errorf("presign put %s: size %d outside 0..%d, or a checksum of %d bytes", key, size, int64(MaxPutBytes), len(sum))
+	}
+	in := &s3.PutObjectInput{Bucket: &s.bucket, Key: &key, ContentLength: aws.Int64(size),
+		ChecksumSHA256: aws.String(base64.StdEncoding.EncodeToString(sum))}
+	req, err := s.presign.PresignPutObject(ctx, in, s3.WithPresignExpires(ttl))
+	if err != nil {
+		return blob.Presigned{}, fmt.Errorf("presign put %s in %s: %w", key, s.bucket, err)
+	}
+	headers := make(map[string]string, len(req.SignedHeader))
+	for k, v := range req.SignedHeader {
+		if k != "Host" {
+			headers[k] = strings.Join(v, ",")
+		}
+	}
+	if size > 0 && headers["Content-Length"] != strconv.FormatInt(size, 10) {
+		return blob.Presigned{}, fmt.Errorf("presign put %s: the length is not signed", key)
+	}
+	return blob.Presigned{URL: req.URL, Headers: headers}, nil
+}
+
+// StoredSHA256 returns the SHA-256 S3 keeps with the object under key (one
+// written with its checksum, PresignPutSHA256) and its size; a nil sum
+// where the store keeps none (an emulator). blob.ErrNotFound if absent.
+func (s *Store) StoredSHA256(ctx context.Context, key string) (sum []byte, size int64, err error) {
+	if err := ValidKey(key); err != nil {
+		return nil, 0, fmt.Errorf("head %s: %w", key, err)
+	}
+	res, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key, ChecksumMode: types.ChecksumModeEnabled})
+	if err != nil {
+		if isNotFound(err) {
+			return nil, 0, fmt.Errorf("head %s in %s: %w", key, s.bucket, blob.ErrNotFound)
+		}
+		return nil, 0, fmt.Errorf("head %s in %s: %w", key, s.bucket, awserr.Classify(err))
+	}
+	if c := aws.ToString(res.ChecksumSHA256); c != "" && !strings.Contains(c, "-") { // not a multipart composite
+		if sum, err = base64.StdEncoding.DecodeString(c); err != nil || len(sum) != sha256.Size {
+			sum = nil
+		}
+	}
+	return sum, aws.ToInt64(res.ContentLength), nil
+}
+
+// DeletePrefix deletes every object whose key starts with prefix (at
+// least one segment: "a/"), a page at a time.
+func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
+	if !strings.HasSuffix(prefix, "/") || ValidKey(strings.TrimSuffix(prefix, "/")) != nil {
+		return fmt.Errorf("delete %q: not a folder prefix", prefix)
+	}
+	for {
+		page, err := s.List(ctx, prefix, "", blob.MaxListSize)
+		if err != nil {
+			return err
+		}
+		if len(page.Objects) == 0 {
+			return nil
+		}
+		ids := make([]types.ObjectIdentifier, 0, len(page.Objects))
+		for _, o := range page.Objects {
+			ids = append(ids, types.ObjectIdentifier{Key: aws.String(o.Key)})
+		}
+		out, err := s.api.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &s.bucket, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+		if err != nil {
+			return fmt.Errorf("delete under %s in %s: %w", prefix, s.bucket, awserr.Classify(err))
+		}
+		if len(out.Errors) > 0 {
+			return fmt.Errorf("delete %s in %s: %s", aws.ToString(out.Errors[0].Key), s.bucket, aws.ToString(out.Errors[0].Message))
+		}
+	}
 }
 
 // MaxPutBytes is S3's limit on one PUT (5 GiB).

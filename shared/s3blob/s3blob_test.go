@@ -2,6 +2,7 @@ package s3blob_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -210,5 +211,61 @@ func TestPresignedPutsAreBoundedBySize(t *testing.T) {
 	}
 	if status := send(t, empty, http.NoBody); status != http.StatusOK {
 		t.Errorf("the empty body signed for: %d", status)
+	}
+}
+
+// A PUT presigned with the bytes' SHA-256 signs the checksum too, stores
+// what was signed for, and the checksum is read back where the store keeps
+// it (S3; an emulator may keep none: nil). DeletePrefix deletes what is
+// under a folder and nothing beside it.
+func TestChecksummedPutsAndDeletePrefix(t *testing.T) {
+	t.Parallel()
+	s := store(t)
+	body := []byte("a chunk of a workspace file")
+	sum := sha256.Sum256(body)
+	p, err := s.PresignPutSHA256(t.Context(), "checkpoints/s1/chunks/a", int64(len(body)), sum[:], time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(p.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if signed := strings.Split(u.Query().Get("X-Amz-SignedHeaders"), ";"); !slices.Contains(signed, "x-amz-checksum-sha256") || !slices.Contains(signed, "content-length") {
+		t.Errorf("signed headers %v lack the checksum or the length", signed)
+	}
+	if _, err := s.PresignPutSHA256(t.Context(), "checkpoints/s1/chunks/b", 1, sum[:4], time.Minute); err == nil {
+		t.Error("a checksum of 4 bytes was presigned")
+	}
+	if status := send(t, p, bytes.NewReader(body)); status != http.StatusOK {
+		t.Fatalf("the bytes signed for: %d", status)
+	}
+	got, size, err := s.StoredSHA256(t.Context(), "checkpoints/s1/chunks/a")
+	if err != nil || size != int64(len(body)) || (got != nil && !bytes.Equal(got, sum[:])) {
+		t.Errorf("stored checksum %x, size %d, %v", got, size, err)
+	}
+	if _, _, err := s.StoredSHA256(t.Context(), "checkpoints/s1/chunks/missing"); !errors.Is(err, blob.ErrNotFound) {
+		t.Errorf("a missing chunk: %v", err)
+	}
+	for i := range 3 {
+		if err := s.Put(t.Context(), fmt.Sprintf("checkpoints/s1/records/%d", i), strings.NewReader("x"), 1, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Put(t.Context(), "checkpoints/s10/records/0", strings.NewReader("x"), 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeletePrefix(t.Context(), "checkpoints/s1"); err == nil {
+		t.Error("a prefix that is not a folder was deleted under")
+	}
+	if err := s.DeletePrefix(t.Context(), "checkpoints/s1/"); err != nil {
+		t.Fatal(err)
+	}
+	left, err := s.List(t.Context(), "checkpoints/", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left.Objects) != 1 || left.Objects[0].Key != "checkpoints/s10/records/0" {
+		t.Errorf("left %+v, want the other folder's object", left.Objects)
 	}
 }

@@ -114,7 +114,10 @@ const (
 	AgentSummaryStatusActive       AgentSummaryStatus = "active"
 	AgentSummaryStatusEnded        AgentSummaryStatus = "ended"
 	AgentSummaryStatusEnding       AgentSummaryStatus = "ending"
+	AgentSummaryStatusPaused       AgentSummaryStatus = "paused"
+	AgentSummaryStatusPausing      AgentSummaryStatus = "pausing"
 	AgentSummaryStatusProvisioning AgentSummaryStatus = "provisioning"
+	AgentSummaryStatusResuming     AgentSummaryStatus = "resuming"
 )
 
 // Valid indicates whether the value is a known member of the AgentSummaryStatus enum.
@@ -126,7 +129,13 @@ func (e AgentSummaryStatus) Valid() bool {
 		return true
 	case AgentSummaryStatusEnding:
 		return true
+	case AgentSummaryStatusPaused:
+		return true
+	case AgentSummaryStatusPausing:
+		return true
 	case AgentSummaryStatusProvisioning:
+		return true
+	case AgentSummaryStatusResuming:
 		return true
 	default:
 		return false
@@ -139,8 +148,11 @@ const (
 	AliveStatusStateEnding       AliveStatusState = "ending"
 	AliveStatusStateFailed       AliveStatusState = "failed"
 	AliveStatusStateIdle         AliveStatusState = "idle"
+	AliveStatusStatePaused       AliveStatusState = "paused"
+	AliveStatusStatePausing      AliveStatusState = "pausing"
 	AliveStatusStateProvisioning AliveStatusState = "provisioning"
 	AliveStatusStateReady        AliveStatusState = "ready"
+	AliveStatusStateResuming     AliveStatusState = "resuming"
 	AliveStatusStateUnknown      AliveStatusState = "unknown"
 	AliveStatusStateWorking      AliveStatusState = "working"
 )
@@ -156,9 +168,15 @@ func (e AliveStatusState) Valid() bool {
 		return true
 	case AliveStatusStateIdle:
 		return true
+	case AliveStatusStatePaused:
+		return true
+	case AliveStatusStatePausing:
+		return true
 	case AliveStatusStateProvisioning:
 		return true
 	case AliveStatusStateReady:
+		return true
+	case AliveStatusStateResuming:
 		return true
 	case AliveStatusStateUnknown:
 		return true
@@ -174,7 +192,10 @@ const (
 	AliveStatusStatusActive       AliveStatusStatus = "active"
 	AliveStatusStatusEnded        AliveStatusStatus = "ended"
 	AliveStatusStatusEnding       AliveStatusStatus = "ending"
+	AliveStatusStatusPaused       AliveStatusStatus = "paused"
+	AliveStatusStatusPausing      AliveStatusStatus = "pausing"
 	AliveStatusStatusProvisioning AliveStatusStatus = "provisioning"
+	AliveStatusStatusResuming     AliveStatusStatus = "resuming"
 	AliveStatusStatusUnknown      AliveStatusStatus = "unknown"
 )
 
@@ -187,7 +208,13 @@ func (e AliveStatusStatus) Valid() bool {
 		return true
 	case AliveStatusStatusEnding:
 		return true
+	case AliveStatusStatusPaused:
+		return true
+	case AliveStatusStatusPausing:
+		return true
 	case AliveStatusStatusProvisioning:
+		return true
+	case AliveStatusStatusResuming:
 		return true
 	case AliveStatusStatusUnknown:
 		return true
@@ -229,6 +256,48 @@ func (e BudgetExceededDataUnit) Valid() bool {
 	case BudgetExceededDataUnitTokens:
 		return true
 	case BudgetExceededDataUnitUSD:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CheckpointReason.
+const (
+	CheckpointReasonPause    CheckpointReason = "pause"
+	CheckpointReasonPeriodic CheckpointReason = "periodic"
+	CheckpointReasonShutdown CheckpointReason = "shutdown"
+)
+
+// Valid indicates whether the value is a known member of the CheckpointReason enum.
+func (e CheckpointReason) Valid() bool {
+	switch e {
+	case CheckpointReasonPause:
+		return true
+	case CheckpointReasonPeriodic:
+		return true
+	case CheckpointReasonShutdown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CheckpointCommitReason.
+const (
+	CheckpointCommitReasonPause    CheckpointCommitReason = "pause"
+	CheckpointCommitReasonPeriodic CheckpointCommitReason = "periodic"
+	CheckpointCommitReasonShutdown CheckpointCommitReason = "shutdown"
+)
+
+// Valid indicates whether the value is a known member of the CheckpointCommitReason enum.
+func (e CheckpointCommitReason) Valid() bool {
+	switch e {
+	case CheckpointCommitReasonPause:
+		return true
+	case CheckpointCommitReasonPeriodic:
+		return true
+	case CheckpointCommitReasonShutdown:
 		return true
 	default:
 		return false
@@ -331,6 +400,8 @@ const (
 	ErrorErrorCodeAgentTypeExists      ErrorErrorCode = "agent_type_exists"
 	ErrorErrorCodeAgentTypeNotFound    ErrorErrorCode = "agent_type_not_found"
 	ErrorErrorCodeBudgetExceeded       ErrorErrorCode = "budget_exceeded"
+	ErrorErrorCodeCheckpointInvalid    ErrorErrorCode = "checkpoint_invalid"
+	ErrorErrorCodeCheckpointNotFound   ErrorErrorCode = "checkpoint_not_found"
 	ErrorErrorCodeEgressNotIsolated    ErrorErrorCode = "egress_not_isolated"
 	ErrorErrorCodeForbidden            ErrorErrorCode = "forbidden"
 	ErrorErrorCodeGuardrailsMissing    ErrorErrorCode = "guardrails_missing"
@@ -376,6 +447,10 @@ func (e ErrorErrorCode) Valid() bool {
 	case ErrorErrorCodeAgentTypeNotFound:
 		return true
 	case ErrorErrorCodeBudgetExceeded:
+		return true
+	case ErrorErrorCodeCheckpointInvalid:
+		return true
+	case ErrorErrorCodeCheckpointNotFound:
 		return true
 	case ErrorErrorCodeEgressNotIsolated:
 		return true
@@ -697,6 +772,39 @@ func (e MessageReceiptStatus) Valid() bool {
 	}
 }
 
+// Defines values for PauseStatusStatus.
+const (
+	PauseStatusStatusActive       PauseStatusStatus = "active"
+	PauseStatusStatusEnded        PauseStatusStatus = "ended"
+	PauseStatusStatusEnding       PauseStatusStatus = "ending"
+	PauseStatusStatusPaused       PauseStatusStatus = "paused"
+	PauseStatusStatusPausing      PauseStatusStatus = "pausing"
+	PauseStatusStatusProvisioning PauseStatusStatus = "provisioning"
+	PauseStatusStatusResuming     PauseStatusStatus = "resuming"
+)
+
+// Valid indicates whether the value is a known member of the PauseStatusStatus enum.
+func (e PauseStatusStatus) Valid() bool {
+	switch e {
+	case PauseStatusStatusActive:
+		return true
+	case PauseStatusStatusEnded:
+		return true
+	case PauseStatusStatusEnding:
+		return true
+	case PauseStatusStatusPaused:
+		return true
+	case PauseStatusStatusPausing:
+		return true
+	case PauseStatusStatusProvisioning:
+		return true
+	case PauseStatusStatusResuming:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RepoSourceType.
 const (
 	RepoSourceTypeFixed       RepoSourceType = "fixed"
@@ -757,8 +865,11 @@ const (
 	StateEnding       State = "ending"
 	StateFailed       State = "failed"
 	StateIdle         State = "idle"
+	StatePaused       State = "paused"
+	StatePausing      State = "pausing"
 	StateProvisioning State = "provisioning"
 	StateReady        State = "ready"
+	StateResuming     State = "resuming"
 	StateWorking      State = "working"
 )
 
@@ -773,9 +884,15 @@ func (e State) Valid() bool {
 		return true
 	case StateIdle:
 		return true
+	case StatePaused:
+		return true
+	case StatePausing:
+		return true
 	case StateProvisioning:
 		return true
 	case StateReady:
+		return true
+	case StateResuming:
 		return true
 	case StateWorking:
 		return true
@@ -793,6 +910,8 @@ const (
 	ToolErrorErrorCodeAgentTypeExists      ToolErrorErrorCode = "agent_type_exists"
 	ToolErrorErrorCodeAgentTypeNotFound    ToolErrorErrorCode = "agent_type_not_found"
 	ToolErrorErrorCodeBudgetExceeded       ToolErrorErrorCode = "budget_exceeded"
+	ToolErrorErrorCodeCheckpointInvalid    ToolErrorErrorCode = "checkpoint_invalid"
+	ToolErrorErrorCodeCheckpointNotFound   ToolErrorErrorCode = "checkpoint_not_found"
 	ToolErrorErrorCodeEgressNotIsolated    ToolErrorErrorCode = "egress_not_isolated"
 	ToolErrorErrorCodeForbidden            ToolErrorErrorCode = "forbidden"
 	ToolErrorErrorCodeGuardrailsMissing    ToolErrorErrorCode = "guardrails_missing"
@@ -838,6 +957,10 @@ func (e ToolErrorErrorCode) Valid() bool {
 	case ToolErrorErrorCodeAgentTypeNotFound:
 		return true
 	case ToolErrorErrorCodeBudgetExceeded:
+		return true
+	case ToolErrorErrorCodeCheckpointInvalid:
+		return true
+	case ToolErrorErrorCodeCheckpointNotFound:
 		return true
 	case ToolErrorErrorCodeEgressNotIsolated:
 		return true
@@ -1392,6 +1515,82 @@ type BudgetExceededDataScope string
 // BudgetExceededDataUnit defines model for BudgetExceededData.Unit.
 type BudgetExceededDataUnit string
 
+// Checkpoint A committed checkpoint: every chunk its manifest names was verified stored.
+type Checkpoint struct {
+	// Bytes What its files and the agent's state hold.
+	Bytes     int64     `json:"bytes"`
+	CreatedAt time.Time `json:"created_at"`
+	Files     int64     `json:"files"`
+
+	// Generation The launch generation whose sandbox made it.
+	Generation int64 `json:"generation"`
+
+	// ID `cp_`, when it was made, and 8 hex digits: ids sort as they were made.
+	ID       string `json:"id"`
+	Manifest Chunk  `json:"manifest"`
+
+	// NewBytes What it stored that the agent's earlier checkpoints had not.
+	NewBytes int64            `json:"new_bytes"`
+	Reason   CheckpointReason `json:"reason"`
+}
+
+// CheckpointReason defines model for Checkpoint.Reason.
+type CheckpointReason string
+
+// CheckpointCommit defines model for CheckpointCommit.
+type CheckpointCommit struct {
+	Manifest Chunk                  `json:"manifest"`
+	Reason   CheckpointCommitReason `json:"reason"`
+}
+
+// CheckpointCommitReason defines model for CheckpointCommit.Reason.
+type CheckpointCommitReason string
+
+// CheckpointDownloadsRequest defines model for CheckpointDownloadsRequest.
+type CheckpointDownloadsRequest struct {
+	Hashes []string `json:"hashes"`
+}
+
+// CheckpointDownloadsResponse defines model for CheckpointDownloadsResponse.
+type CheckpointDownloadsResponse struct {
+	Downloads []ChunkTransfer `json:"downloads"`
+}
+
+// CheckpointList defines model for CheckpointList.
+type CheckpointList struct {
+	AgentID     string       `json:"agent_id"`
+	Checkpoints []Checkpoint `json:"checkpoints"`
+
+	// NextCursor Reads the next page (`cursor=`); absent at the end.
+	NextCursor string `json:"next_cursor,omitempty,omitzero"`
+}
+
+// CheckpointUploadsRequest defines model for CheckpointUploadsRequest.
+type CheckpointUploadsRequest struct {
+	Chunks []Chunk `json:"chunks"`
+}
+
+// CheckpointUploadsResponse defines model for CheckpointUploadsResponse.
+type CheckpointUploadsResponse struct {
+	Uploads []ChunkTransfer `json:"uploads"`
+}
+
+// Chunk defines model for Chunk.
+type Chunk struct {
+	// Hash The hex SHA-256 of the chunk's bytes.
+	Hash string `json:"hash"`
+	Size int64  `json:"size"`
+}
+
+// ChunkTransfer defines model for ChunkTransfer.
+type ChunkTransfer struct {
+	Hash string `json:"hash"`
+
+	// Headers Sent exactly as they are (signed: the length and the checksum among them).
+	Headers map[string]string `json:"headers,omitempty,omitzero"`
+	URL     string            `json:"url"`
+}
+
 // CreateAgentTypeRequest defines model for CreateAgentTypeRequest.
 type CreateAgentTypeRequest struct {
 	// ID 1 to 63 lower-case letters, digits, `_` or `-`, starting with a letter or digit; not the id of another type of the app's, nor of a platform type (409 `agent_type_exists`).
@@ -1930,6 +2129,21 @@ type OutputVerificationData struct {
 	TotalBytes int64  `json:"total_bytes,omitempty,omitzero"`
 }
 
+// PauseStatus defines model for PauseStatus.
+type PauseStatus struct {
+	AgentID string `json:"agent_id"`
+	Alive   bool   `json:"alive"`
+
+	// Checkpoint The agent's last committed checkpoint (null: none).
+	Checkpoint Checkpoint        `json:"checkpoint"`
+	Reason     string            `json:"reason,omitempty,omitzero"`
+	State      State             `json:"state"`
+	Status     PauseStatusStatus `json:"status"`
+}
+
+// PauseStatusStatus defines model for PauseStatus.Status.
+type PauseStatusStatus string
+
 // PoolBootstrapResponse defines model for PoolBootstrapResponse.
 type PoolBootstrapResponse struct {
 	// PoolKey The pool key (a bootstrap code, `rbc_…`).
@@ -2087,11 +2301,14 @@ type Spec struct {
 		Skill       string `json:"skill"`
 		Slug        string `json:"slug"`
 	} `json:"persona"`
-	PromptMode      string `json:"prompt_mode"`
-	SessionID       string `json:"session_id"`
-	SessionType     string `json:"session_type"`
-	SystemPrompt    string `json:"system_prompt"`
-	TmuxSessionName string `json:"tmux_session_name"`
+	PromptMode string `json:"prompt_mode"`
+
+	// Resume The checkpoint a resumed sandbox goes on from: it restores its workspace and the agent's state from it instead of provisioning.
+	Resume          Checkpoint `json:"resume,omitempty,omitzero"`
+	SessionID       string     `json:"session_id"`
+	SessionType     string     `json:"session_type"`
+	SystemPrompt    string     `json:"system_prompt"`
+	TmuxSessionName string     `json:"tmux_session_name"`
 
 	// Tools The workspace tools the sandbox registers (its agent type's); a call to any other workspace tool is refused. Null: every workspace tool (an agent without an agent type); empty: none (a type without a workspace).
 	Tools []string `json:"tools"`
@@ -2607,6 +2824,34 @@ type PlanStepID = string
 
 // BadRequest defines model for BadRequest.
 type BadRequest struct {
+	// Details Machine-readable specifics of the error, where it has any: an agent type's unknown tools carry `invalid_tools` (each unknown name, once) and `valid_tools` (every workspace tool). A creation timeout carries the `agent_id` that keeps starting. A workspace tool that is not enabled carries `enabled_tools`; an unknown one `valid_tools`. A request without mandatory headers carries `missing` (each missing header).
+	Details struct {
+		// AgentID On 408 `agent_creation_timeout`: the agent that keeps starting.
+		AgentID string `json:"agent_id,omitempty,omitzero"`
+
+		// EnabledTools On 403 `tool_not_enabled`: the workspace tools the agent's type enables.
+		EnabledTools []string `json:"enabled_tools,omitempty,omitzero"`
+		InvalidTools []string `json:"invalid_tools,omitempty,omitzero"`
+
+		// Missing On 400 `missing_headers`: every mandatory header missing.
+		Missing    []string `json:"missing,omitempty,omitzero"`
+		ValidTools []string `json:"valid_tools,omitempty,omitzero"`
+	} `json:"details,omitempty,omitzero"`
+	ErrorCode interface{} `json:"error_code"`
+
+	// Message For people; never internal details.
+	Message string `json:"message"`
+
+	// RetryAfterSeconds When set, wait this long before retrying (also the `Retry-After` header).
+	RetryAfterSeconds int64 `json:"retry_after_seconds,omitempty,omitzero"`
+
+	// Retryable Whether the same request may be retried unchanged.
+	Retryable bool        `json:"retryable"`
+	Status    interface{} `json:"status"`
+}
+
+// CheckpointInvalid defines model for CheckpointInvalid.
+type CheckpointInvalid struct {
 	// Details Machine-readable specifics of the error, where it has any: an agent type's unknown tools carry `invalid_tools` (each unknown name, once) and `valid_tools` (every workspace tool). A creation timeout carries the `agent_id` that keeps starting. A workspace tool that is not enabled carries `enabled_tools`; an unknown one `valid_tools`. A request without mandatory headers carries `missing` (each missing header).
 	Details struct {
 		// AgentID On 408 `agent_creation_timeout`: the agent that keeps starting.
@@ -3416,6 +3661,15 @@ type CreateAgentParams struct {
 	IdempotencyKey string `json:"Idempotency-Key,omitempty,omitzero"`
 }
 
+// ListCheckpointsParams defines parameters for ListCheckpoints.
+type ListCheckpointsParams struct {
+	// Limit Page size (default 20).
+	Limit int64 `form:"limit,omitempty" json:"limit,omitempty,omitzero"`
+
+	// Cursor The previous page's `next_cursor`.
+	Cursor string `form:"cursor,omitempty" json:"cursor,omitempty,omitzero"`
+}
+
 // RunWorkspaceToolParams defines parameters for RunWorkspaceTool.
 type RunWorkspaceToolParams struct {
 	// IdempotencyKey The request's id (else the platform makes one, answered as `request_id`): a retry with the same key and body never runs the tool twice and gets its result (after a 202, once there is one); with another tool or arguments it is 409 `idempotency_key_reused`. Kept 24 hours.
@@ -3663,6 +3917,15 @@ type ToolCallbackJSONRequestBody = ToolCallRequest
 
 // PoolSandboxHeartbeatJSONRequestBody defines body for PoolSandboxHeartbeat for application/json ContentType.
 type PoolSandboxHeartbeatJSONRequestBody = PoolHeartbeat
+
+// SandboxCommitCheckpointJSONRequestBody defines body for SandboxCommitCheckpoint for application/json ContentType.
+type SandboxCommitCheckpointJSONRequestBody = CheckpointCommit
+
+// SandboxCheckpointDownloadsJSONRequestBody defines body for SandboxCheckpointDownloads for application/json ContentType.
+type SandboxCheckpointDownloadsJSONRequestBody = CheckpointDownloadsRequest
+
+// SandboxCheckpointUploadsJSONRequestBody defines body for SandboxCheckpointUploads for application/json ContentType.
+type SandboxCheckpointUploadsJSONRequestBody = CheckpointUploadsRequest
 
 // SandboxEventsJSONRequestBody defines body for SandboxEvents for application/json ContentType.
 type SandboxEventsJSONRequestBody = EventsRequest

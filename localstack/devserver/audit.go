@@ -121,6 +121,8 @@ func calls(op string, params any, short func(string) string, partitionKeys map[s
 		return out
 	case *s3.GetObjectInput:
 		return []AWSCall{{Action: access.GetObject, Resource: str(in.Key)}}
+	case *s3.HeadObjectInput: // IAM's s3:GetObject allows it
+		return []AWSCall{{Action: access.GetObject, Resource: str(in.Key)}}
 	case *s3.PutObjectInput:
 		return []AWSCall{{Action: access.PutObject, Resource: str(in.Key)}}
 	case *s3.ListObjectsV2Input:

@@ -284,6 +284,18 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 		"POST /sandbox/{sessionId}/tool-results": func() reply {
 			return o.call(http.MethodPost, "/sandbox/"+id+"/tool-results", sb, map[string]any{"request_id": "r1", "tool": "read", "output": "a", "is_error": false})
 		},
+		"POST /api/remote_agents/{id}/pause":      func() reply { return o.call(http.MethodPost, "/api/remote_agents/"+id+"/pause", tok, nil) },
+		"POST /api/remote_agents/{id}/resume":     func() reply { return o.call(http.MethodPost, "/api/remote_agents/"+id+"/resume", tok, nil) },
+		"GET /api/remote_agents/{id}/checkpoints": func() reply { return o.call(http.MethodGet, "/api/remote_agents/"+id+"/checkpoints", tok, nil) },
+		"POST /sandbox/{sessionId}/checkpoints/uploads": func() reply {
+			return o.call(http.MethodPost, "/sandbox/"+id+"/checkpoints/uploads", sb, map[string]any{"chunks": []any{map[string]any{"hash": strings.Repeat("a", 64), "size": 1}}})
+		},
+		"POST /sandbox/{sessionId}/checkpoints/downloads": func() reply {
+			return o.call(http.MethodPost, "/sandbox/"+id+"/checkpoints/downloads", sb, map[string]any{"hashes": []string{strings.Repeat("a", 64)}})
+		},
+		"POST /sandbox/{sessionId}/checkpoints": func() reply {
+			return o.call(http.MethodPost, "/sandbox/"+id+"/checkpoints", sb, map[string]any{"manifest": map[string]any{"hash": strings.Repeat("a", 64), "size": 1}, "reason": "periodic"})
+		},
 		"POST /sandbox/{sessionId}/uploads": func() reply {
 			return o.call(http.MethodPost, "/sandbox/"+id+"/uploads", sb, map[string]any{"tool": "verify", "tool_call_id": "c1", "files": []any{map[string]any{"path": "a.txt", "size_bytes": 1}}})
 		},

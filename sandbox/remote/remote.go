@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/callback"
+	"github.com/remote-agents/remote-agents/sandbox/checkpoint"
 	"github.com/remote-agents/remote-agents/sandbox/contract"
 	"github.com/remote-agents/remote-agents/sandbox/envfile"
 	"github.com/remote-agents/remote-agents/sandbox/gateway"
@@ -92,8 +93,18 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 		return jobmode.New(jobmode.Sandbox{Client: cl, Log: log, SessionID: c.SessionID, Token: c.Token, ModelGateway: cmp.Or(c.ModelGateway, c.Gateway),
 			LLM: c.LLM, Workspace: c.Workspace, Tools: c.Tools, ToolUser: c.ToolUser, Secrets: c.Secrets, Heartbeat: c.Heartbeat}, c.Job).Run(ctx, spec, primed[0].Content)
 	}
-	workspace, err := r.provision(ctx, spec, primed)
-	if err != nil {
+	var workspace *sandboxwire.WorkspaceStatus
+	var resumed *agentState
+	if spec.Resume != nil {
+		// The checkpoint is the workspace: nothing is provisioned. A
+		// restore that fails reports nothing: the sandbox's stop leaves the
+		// session paused on its checkpoint.
+		st, err := r.resume(ctx, *spec.Resume)
+		if err != nil {
+			return err
+		}
+		resumed = &st
+	} else if workspace, err = r.provision(ctx, spec, primed); err != nil {
 		return err
 	}
 	// Ready means usable: without a model the agent could never answer.
@@ -110,10 +121,17 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	r.tools = newWorkspaceTools(brain.Tools, r.cl, r.c.Secrets, r.log)
 	r.log.Info("sandbox ready", slog.String("session_id", r.c.SessionID), slog.String("guardrails_hash", spec.Guardrails.Hash),
 		slog.String("provider", brain.Provider.Name()))
-	// The first turn answers the initial prompt while heartbeats go on.
+	// The first turn answers the initial prompt while heartbeats go on; a
+	// resumed conversation goes on with what waited for it.
 	turnCtx, cancelTurn := context.WithCancel(ctx)
 	defer cancelTurn()
-	r.converse(turnCtx, brain, primed)
+	if resumed != nil {
+		r.conv = &conversation{brain: brain, cl: r.cl, secrets: r.c.Secrets, system: resumed.System, msgs: resumed.Messages, used: resumed.Used, log: r.log}
+		r.after, r.pending = resumed.After, resumed.Pending
+		r.startTurn(turnCtx)
+	} else {
+		r.converse(turnCtx, brain, primed)
+	}
 	return r.serve(ctx, turnCtx, cancelTurn)
 }
 
@@ -136,6 +154,8 @@ type run struct {
 	services *provision.Services
 	// prepared is what a pool sandbox provisioned before its claim.
 	prepared *provision.Prepared
+	// ckpt writes its checkpoints (pause.go).
+	ckpt *checkpoint.Writer
 }
 
 // provision provisions the workspace spec describes (package provision) and
@@ -268,6 +288,7 @@ func (r *run) startTurn(ctx context.Context) {
 // serve heartbeats and reads the inbox until told to stop, ctx ends (SIGTERM)
 // or the token budget is spent, and reports how it ended.
 func (r *run) serve(ctx, turnCtx context.Context, stopTurn context.CancelFunc) error {
+	defer func() { stopTurn() }() // the last turn context's, whichever
 	beat := time.NewTicker(r.c.Heartbeat)
 	defer beat.Stop()
 	poll := time.NewTicker(cmp.Or(r.c.Poll, time.Second))
@@ -321,10 +342,17 @@ func (r *run) serve(ctx, turnCtx context.Context, stopTurn context.CancelFunc) e
 			return err // replaced or ended: this sandbox may no longer act
 		case err != nil:
 			r.log.Warn("gateway call failed", slog.String("error", err.Error()))
+		case orders.State == sandboxwire.Pausing:
+			done, tc, stop := r.pause(ctx, stopTurn)
+			if done {
+				return nil // paused: the session lives on without this sandbox
+			}
+			turnCtx, stopTurn = tc, stop
+			r.startTurn(turnCtx)
 		case orders.Stop:
 			r.log.Info("sandbox stopping: inbox")
 			r.finishTurn(stopTurn)
-			if orders.State.Terminal() {
+			if orders.State.Terminal() || orders.State == sandboxwire.Paused {
 				return nil
 			}
 			return r.cl.Status(ctx, sandboxwire.Ended, "", sandboxwire.ReasonShutdown)

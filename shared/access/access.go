@@ -246,6 +246,9 @@ var table = map[string]Access{
 		// A killed agent's sandbox is told at once; a gone connection's
 		// session is looked up.
 		Push: true,
+		// An agent's checkpoints, listed and read (pause, resume).
+		Objects: map[string][]string{"checkpoints/*": {GetObject}},
+		List:    []string{"checkpoints/"},
 	},
 	"messages": {
 		Tables: map[string][]string{
@@ -307,7 +310,12 @@ var table = map[string]Access{
 			// the job of the sandbox's session, never one it names).
 			"jobs/*/output/*": {PutObject},
 			"jobs/*/logs/*":   {PutObject},
+			// Checkpoints: chunks presigned for the sandbox, verified
+			// (read back) and recorded at its commit.
+			"checkpoints/*": {GetObject, PutObject},
 		},
+		// The stop of a paused session's sandbox.
+		Send: []string{JobsQueue},
 	},
 	"toolcallback": {
 		Tables: map[string][]string{

@@ -28,6 +28,8 @@ var Variables = []Variable{
 		Meaning: "a command run by `/bin/sh -c` as each sandbox instead of the agent binary"},
 	{Name: "RA_SANDBOX_PROFILE", Readers: []Reader{DevServer}, Default: "unset: the dev server's own rights",
 		Meaning: "`fargate` runs each sandbox as a Fargate task runs its container: root with Docker's default capabilities only (no `CAP_SYS_ADMIN`, no `CAP_NET_ADMIN`), `no_new_privs` (through util-linux's `setpriv`); see docs/local.md"},
+	{Name: "RA_TEST_SANDBOX_PROFILE", Readers: []Reader{Tooling}, Default: "unset: the dev server's own rights",
+		Meaning: "the sandbox profile of every stack an end-to-end test starts without one of its own (`make test-fargate` sets `fargate`; see `RA_SANDBOX_PROFILE`)"},
 	{Name: "RA_SANDBOX_ROOTFS", Readers: []Reader{DevServer}, Default: "unset: the host's",
 		Meaning: "the root filesystem of the sandbox image (`.cache/image/rootfs` after `make image`): each sandbox runs the image's agent chrooted into it, its folders bound in (root only; see docs/local.md)"},
 	{Name: "RA_SANDBOX_CGROUP", Readers: []Reader{DevServer}, Default: "its own cgroup, where writable v2",

@@ -42,6 +42,9 @@ type sessionItem struct {
 	WorkspaceStatus      *sandboxwire.WorkspaceStatus `json:"workspace_status,omitempty"`
 	WorkspaceDropped     string                       `json:"workspace_dropped,omitempty"`
 	SnapshotKey          string                       `json:"snapshot_key,omitempty"`
+	CheckpointID         string                       `json:"checkpoint_id,omitempty"`
+	PausedAt             time.Time                    `json:"paused_at,omitempty,omitzero"`
+	PausedMillis         int64                        `json:"paused_ms,omitempty"`
 	Egress               *egress.Policy               `json:"egress,omitempty"`
 	EgressVersion        int                          `json:"egress_version,omitempty"`
 	State                session.State                `json:"state"`
@@ -115,6 +118,9 @@ func newSessionItem(s session.Session) sessionItem {
 		WorkspaceStatus:      s.WorkspaceStatus,
 		WorkspaceDropped:     s.WorkspaceDropped,
 		SnapshotKey:          s.SnapshotKey,
+		CheckpointID:         s.CheckpointID,
+		PausedAt:             s.PausedAt,
+		PausedMillis:         s.PausedFor.Milliseconds(),
 		Egress:               s.Egress,
 		EgressVersion:        s.EgressVersion,
 		State:                s.State,
@@ -199,6 +205,9 @@ func (it sessionItem) session() session.Session {
 		WorkspaceStatus:      it.WorkspaceStatus,
 		WorkspaceDropped:     it.WorkspaceDropped,
 		SnapshotKey:          it.SnapshotKey,
+		CheckpointID:         it.CheckpointID,
+		PausedAt:             it.PausedAt,
+		PausedFor:            time.Duration(it.PausedMillis) * time.Millisecond,
 		Egress:               it.Egress,
 		EgressVersion:        it.EgressVersion,
 		State:                it.State,

@@ -194,6 +194,17 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 				Remove(expression.Name("live_tenant")).Remove(expression.Name("streams"))
 		case c.To == session.Ending:
 			up = up.Set(expression.Name("due_at"), expression.Value(now.Add(session.EndingLimit).UnixMilli()))
+		case c.To == session.Pausing:
+			up = up.Set(expression.Name("due_at"), expression.Value(now.Add(session.PausingLimit).UnixMilli()))
+		case c.To == session.Paused:
+			up = up.Remove(expression.Name("due_at")) // no sandbox to show life
+		case c.To == session.Resuming:
+			// A new launch: the next generation, nothing of the last one's.
+			up = up.Add(expression.Name("generation"), expression.Value(1)).
+				Set(expression.Name("due_at"), expression.Value(now.Add(session.ProvisioningLimit).UnixMilli()))
+			for _, name := range []string{"sandbox_ref", "sandbox_token_hash", "push_connection_id", "bootstrap_code_hash", "bootstrap_expires", "launch_lease", "heartbeat_at"} {
+				up = up.Remove(expression.Name(name))
+			}
 		default:
 			up = setDue(up, c.Set)
 		}
@@ -331,7 +342,7 @@ func (s *Sessions) ClaimLaunch(ctx context.Context, id string, gen int, c sessio
 		Set(expression.Name("updated_at"), expression.Value(now.UTC().Format(time.RFC3339Nano)))
 	first := generation.Equal(expression.Value(gen)).And(expression.AttributeNotExists(lease))
 	replacement := generation.Equal(expression.Value(gen - 1)).And(lease.LessThan(expression.Value(now.UnixMilli())))
-	cond := inStates([]session.State{session.Provisioning}).
+	cond := inStates(session.Starting).
 		And(expression.AttributeNotExists(expression.Name("sandbox_ref"))).
 		And(expression.Or(first, replacement))
 	_, err := s.update(ctx, id, up, cond)
@@ -572,6 +583,11 @@ func setFields(up expression.UpdateBuilder, f session.Fields) expression.UpdateB
 	at("heartbeat_at", f.HeartbeatAt)
 	str("sandbox_ref", f.SandboxRef)
 	str("snapshot_key", f.SnapshotKey)
+	str("checkpoint_id", f.CheckpointID)
+	at("paused_at", f.PausedAt)
+	if f.PausedFor > 0 {
+		up = up.Set(expression.Name("paused_ms"), expression.Value(f.PausedFor.Milliseconds()))
+	}
 	str("workspace_dropped", f.WorkspaceDropped)
 	if f.WorkspaceStatus != nil {
 		up = up.Set(expression.Name("workspace_status"), expression.Value(f.WorkspaceStatus))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/appkey"
+	"github.com/remote-agents/remote-agents/shared/checkpoint"
 	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -51,7 +52,12 @@ type Options struct {
 	// Limits are the platform's session limits (an agent type may lower
 	// them); a zero part is no bound.
 	Limits registry.SessionLimits
-	Log    *slog.Logger
+	// Checkpoints keeps agents' checkpoints (nil: agents cannot pause).
+	Checkpoints *checkpoint.Service
+	// Wait bounds how long a pause or a resume waits for the agent (the
+	// creation timeout; 0: 30 s).
+	Wait time.Duration
+	Log  *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

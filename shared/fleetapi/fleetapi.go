@@ -9,7 +9,9 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strconv"
 
+	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/fleet"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
@@ -37,6 +39,9 @@ func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
 		{Method: http.MethodGet, Pattern: routes.PathAgents, Handler: httpapi.CORS(allowedOrigins, "GET", h.List), CORS: true},
 		{Method: http.MethodPost, Pattern: routes.PathKill, Handler: httpapi.CORS(allowedOrigins, "POST", h.Kill), CORS: true},
 		{Method: http.MethodPatch, Pattern: routes.PathEgress, Handler: httpapi.CORS(allowedOrigins, "PATCH", h.SetEgress), CORS: true},
+		{Method: http.MethodPost, Pattern: routes.PathPause, Handler: httpapi.CORS(allowedOrigins, "POST", h.Pause), CORS: true},
+		{Method: http.MethodPost, Pattern: routes.PathResume, Handler: httpapi.CORS(allowedOrigins, "POST", h.Resume), CORS: true},
+		{Method: http.MethodGet, Pattern: routes.PathCheckpoints, Handler: httpapi.CORS(allowedOrigins, "GET", h.Checkpoints), CORS: true},
 		// An app key's route, as the agent types' are: servers call it, not
 		// browsers.
 		{Method: http.MethodGet, Pattern: routes.PathUsage, Handler: h.Usage},
@@ -127,6 +132,50 @@ func (h *Handlers) SetEgress(ctx context.Context, req httpapi.Request) (httpapi.
 		return httpapi.Error(ctx, h.log, err), nil
 	}
 	out, err := h.svc.SetEgress(ctx, id, bearer, in)
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, out), nil
+}
+
+// Pause serves POST /api/remote_agents/{id}/pause: a checkpoint, then no
+// sandbox (the app key of its tenant or its session token). No body.
+func (h *Handlers) Pause(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	out, err := h.svc.Pause(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, out), nil
+}
+
+// Resume serves POST /api/remote_agents/{id}/resume: the agent goes on from
+// its checkpoint, answered once ready. No body.
+func (h *Handlers) Resume(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	out, err := h.svc.Resume(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
+	if err != nil {
+		return httpapi.Error(ctx, h.log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, out), nil
+}
+
+// Checkpoints serves GET /api/remote_agents/{id}/checkpoints?limit=&cursor=.
+func (h *Handlers) Checkpoints(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	q := req.QueryStringParameters
+	limit := 0
+	for name, v := range q {
+		switch name {
+		case "cursor":
+		case "limit":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 100 {
+				return httpapi.Error(ctx, h.log, apierror.New(apierror.InvalidRequest, "limit must be a number from 1 to 100.")), nil
+			}
+			limit = n
+		default:
+			return httpapi.Error(ctx, h.log, apierror.New(apierror.InvalidRequest, "Unknown query parameter %q.", name)), nil
+		}
+	}
+	out, err := h.svc.Checkpoints(ctx, req.PathParameters["id"], httpapi.BearerToken(req), q["cursor"], limit)
 	if err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}

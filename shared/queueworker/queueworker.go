@@ -303,11 +303,11 @@ func (w *Worker) start(ctx context.Context, m jobqueue.Message) error {
 	if m.Generation > sess.Generation || sess.State.Terminal() {
 		return nil // over
 	}
-	if sess.State != session.Provisioning {
-		if sess.SandboxRef == "" && sess.PoolSandbox == "" && !sess.LaunchLease.IsZero() {
+	if !slices.Contains(session.Starting, sess.State) {
+		if slices.Contains(session.Running, sess.State) && sess.SandboxRef == "" && sess.PoolSandbox == "" && !sess.LaunchLease.IsZero() {
 			return w.recordLaunched(ctx, sess)
 		}
-		return nil // running
+		return nil // running, pausing or paused
 	}
 	if sess.SandboxRef != "" {
 		if sess.PoolSandbox != "" && w.Pool != nil {
@@ -317,7 +317,9 @@ func (w *Worker) start(ctx context.Context, m jobqueue.Message) error {
 		}
 		return nil // launched already
 	}
-	if sess.LaunchLease.IsZero() && w.Pool != nil {
+	// A resume goes on from its checkpoint in a sandbox of its own: a pool
+	// sandbox's workspace holds what its type prepares.
+	if sess.LaunchLease.IsZero() && w.Pool != nil && sess.State == session.Provisioning {
 		done, err := w.Pool.Claim(ctx, sess)
 		if err != nil {
 			return fmt.Errorf("claim a warm sandbox for %s: %w", sess.ID, err)
@@ -480,9 +482,7 @@ func (w *Worker) launch(ctx context.Context, sess session.Session, spec launch.S
 	}
 	w.Log.ErrorContext(ctx, "launch failed on the fallback capacity too: the session fails", slog.String("session_id", sess.ID),
 		slog.Int("generation", spec.Generation), slog.String("error", err2.Error()))
-	_, terr := w.Store.Transition(ctx, sess.ID, session.Change{From: []session.State{session.Provisioning}, To: session.Failed,
-		Generation: spec.Generation, Reason: session.ReasonLaunchFailed})
-	if terr = ignoreConflict(terr); terr != nil {
+	if terr := w.failStart(ctx, sess, spec.Generation, session.ReasonLaunchFailed); terr != nil {
 		return "", fmt.Errorf("fail session %s after two failed launches: %w", sess.ID, terr)
 	}
 	return "", errLaunchFailed
@@ -504,12 +504,22 @@ func (w *Worker) refuse(ctx context.Context, sess session.Session, spec launch.S
 			return fmt.Errorf("fail job %s, whose sandbox cannot be isolated: %w", sess.JobID, jerr)
 		}
 	}
-	_, terr := w.Store.Transition(ctx, sess.ID, session.Change{From: []session.State{session.Provisioning}, To: session.Failed,
-		Generation: spec.Generation, Reason: session.ReasonLaunchFailed})
-	if terr = ignoreConflict(terr); terr != nil {
+	if terr := w.failStart(ctx, sess, spec.Generation, session.ReasonLaunchFailed); terr != nil {
 		return fmt.Errorf("fail session %s, whose sandbox cannot be isolated: %w", sess.ID, terr)
 	}
 	return errLaunchFailed
+}
+
+// failStart fails the start of generation gen of sess: a first start
+// fails the session; a resume leaves it paused on its checkpoint, which is
+// as whole as it was.
+func (w *Worker) failStart(ctx context.Context, sess session.Session, gen int, reason session.Reason) error {
+	c := session.Change{From: []session.State{session.Provisioning}, To: session.Failed, Generation: gen, Reason: reason}
+	if sess.State == session.Resuming {
+		c = session.Change{From: []session.State{session.Resuming}, To: session.Paused, Generation: gen, Reason: reason, Set: session.Fields{PausedAt: w.now()}}
+	}
+	_, err := w.Store.Transition(ctx, sess.ID, c)
+	return ignoreConflict(err)
 }
 
 // launchBare launches sess's sandbox without its workspace, after its
@@ -571,8 +581,8 @@ func (w *Worker) stop(ctx context.Context, m jobqueue.Message) error {
 			return fmt.Errorf("stop sandbox of %s: %w", sess.ID, err)
 		}
 	}
-	if !live {
-		return nil
+	if !live || sess.State == session.Paused {
+		return nil // a paused session's sandbox stops; the session lives on
 	}
 	reason := sess.Reason
 	if reason == "" {
@@ -620,6 +630,12 @@ func (w *Worker) taskStopped(ctx context.Context, m jobqueue.Message) error {
 	if !live || err != nil {
 		return err
 	}
+	switch sess.State {
+	case session.Paused:
+		return nil // stopped as its pause asked
+	case session.Pausing, session.Resuming:
+		return w.pauseInterrupted(ctx, sess)
+	}
 	reason := session.ReasonCrashed
 	if sess.State == session.Ending {
 		reason = session.ReasonShutdown
@@ -638,6 +654,19 @@ func (w *Worker) taskStopped(ctx context.Context, m jobqueue.Message) error {
 		return w.Jobs.OutOfMemory(ctx, sess.JobID, "The job's sandbox was killed for its memory: it used all its memory limit (constraints.memory).")
 	}
 	return w.jobCrashed(ctx, sess, "The job's sandbox stopped without reporting the job's end.")
+}
+
+// pauseInterrupted handles the stop of the sandbox of a session pausing
+// (killed before its checkpoint was committed) or resuming (before it was
+// ready): the session is paused on its last committed checkpoint, whole
+// whatever the kill interrupted; one that has none ends (crashed).
+func (w *Worker) pauseInterrupted(ctx context.Context, sess session.Session) error {
+	if sess.CheckpointID == "" {
+		return w.end(ctx, sess, session.ReasonCrashed)
+	}
+	_, err := w.Store.Transition(ctx, sess.ID, session.Change{From: []session.State{sess.State}, To: session.Paused, Generation: sess.Generation,
+		Reason: session.ReasonCrashed, Set: session.Fields{PausedAt: w.now()}})
+	return ignoreConflict(err)
 }
 
 // recordAddress records where a running sandbox task is: the egress proxy

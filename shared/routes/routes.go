@@ -68,6 +68,11 @@ const (
 	PathWebhookReplay     = "/api/v1/webhooks/{id}/replay"
 	// PathEgress changes a live agent's egress policy.
 	PathEgress = "/api/remote_agents/{id}/egress"
+	// PathPause pauses an agent (a checkpoint, then no sandbox), PathResume
+	// resumes it from its checkpoint, PathCheckpoints lists them.
+	PathPause       = "/api/remote_agents/{id}/pause"
+	PathResume      = "/api/remote_agents/{id}/resume"
+	PathCheckpoints = "/api/remote_agents/{id}/checkpoints"
 	// PathWorkspaceTool runs a workspace tool in the agent's sandbox.
 	PathWorkspaceTool = "/api/remote_agents/{id}/workspace/tools/{tool}"
 	PathEmbed         = "/embed/{id}"
@@ -116,6 +121,9 @@ var table = []Route{
 	{Method: "GET", Path: PathAgents, Function: "fleet"},
 	{Method: "POST", Path: PathKill, Function: "fleet"},
 	{Method: "PATCH", Path: PathEgress, Function: "fleet"},
+	{Method: "POST", Path: PathPause, Function: "fleet"},
+	{Method: "POST", Path: PathResume, Function: "fleet"},
+	{Method: "GET", Path: PathCheckpoints, Function: "fleet"},
 	{Method: "GET", Path: PathUsage, Function: "fleet"},
 	{Method: "GET", Path: PathLimits, Function: "fleet"},
 	{Method: "PUT", Path: PathLimits, Function: "fleet"},
@@ -132,6 +140,9 @@ var table = []Route{
 	{Method: "POST", Path: SandboxPath(sandboxwire.RouteEvents), Function: "sandbox"},
 	{Method: "POST", Path: SandboxPath(sandboxwire.RouteUploads), Function: "sandbox"},
 	{Method: "POST", Path: SandboxPath(sandboxwire.RouteToolResults), Function: "sandbox"},
+	{Method: "POST", Path: SandboxPath(sandboxwire.RouteCheckpointUploads), Function: "sandbox"},
+	{Method: "POST", Path: SandboxPath(sandboxwire.RouteCheckpointDownloads), Function: "sandbox"},
+	{Method: "POST", Path: SandboxPath(sandboxwire.RouteCheckpoints), Function: "sandbox"},
 	// Warm pool sandboxes, before a session claims them.
 	{Method: "POST", Path: PoolPath(sandboxwire.RouteBootstrap), Function: "sandbox"},
 	{Method: "POST", Path: PoolPath(sandboxwire.RouteHeartbeat), Function: "sandbox"},

@@ -191,7 +191,7 @@ func FuzzStatus(f *testing.F) {
 			}
 			switch c.To {
 			case session.Ready:
-				if in.GuardrailsHash != guardrails || len(c.From) != 1 || c.From[0] != session.Provisioning {
+				if in.GuardrailsHash != guardrails || !slices.Equal(c.From, session.Starting) {
 					t.Fatalf("ready %+v for %+v", c, in)
 				}
 				if w := in.Workspace; w != nil && (len(w.Warnings) > sandboxwire.MaxWorkspaceWarnings ||

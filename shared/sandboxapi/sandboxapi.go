@@ -42,6 +42,9 @@ func (h *Handlers) Routes() []httpapi.Route {
 		route(http.MethodPost, sandboxwire.RouteEvents, h.Events),
 		route(http.MethodPost, sandboxwire.RouteUploads, h.Uploads),
 		route(http.MethodPost, sandboxwire.RouteToolResults, h.ToolResults),
+		route(http.MethodPost, sandboxwire.RouteCheckpointUploads, h.CheckpointUploads),
+		route(http.MethodPost, sandboxwire.RouteCheckpointDownloads, h.CheckpointDownloads),
+		route(http.MethodPost, sandboxwire.RouteCheckpoints, h.CommitCheckpoint),
 		{Method: http.MethodPost, Pattern: routes.PoolPath(sandboxwire.RouteBootstrap), Handler: h.PoolBootstrap},
 		{Method: http.MethodPost, Pattern: routes.PoolPath(sandboxwire.RouteHeartbeat), Handler: h.PoolHeartbeat},
 	}
@@ -168,6 +171,52 @@ func (h *Handlers) ToolResults(ctx context.Context, req httpapi.Request) (httpap
 	out, err := h.Channel.ToolResult(ctx, sess, in)
 	return h.answer(ctx, out, err), nil
 }
+
+// CheckpointUploads serves POST /sandbox/{sessionId}/checkpoints/uploads.
+func (h *Handlers) CheckpointUploads(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authenticate(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	var in sandboxwire.CheckpointUploadsRequest
+	if err := httpapi.DecodeJSON(req, maxChunkListBytes, &in); err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	out, err := h.Channel.CheckpointUploads(ctx, sess, in)
+	return h.answer(ctx, out, err), nil
+}
+
+// CheckpointDownloads serves POST /sandbox/{sessionId}/checkpoints/downloads.
+func (h *Handlers) CheckpointDownloads(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authenticate(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	var in sandboxwire.CheckpointDownloadsRequest
+	if err := httpapi.DecodeJSON(req, maxChunkListBytes, &in); err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	out, err := h.Channel.CheckpointDownloads(ctx, sess, in)
+	return h.answer(ctx, out, err), nil
+}
+
+// CommitCheckpoint serves POST /sandbox/{sessionId}/checkpoints.
+func (h *Handlers) CommitCheckpoint(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authenticate(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	var in sandboxwire.CheckpointCommit
+	if err := httpapi.DecodeJSON(req, 4<<10, &in); err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	out, err := h.Channel.CommitCheckpoint(ctx, sess, in)
+	return h.answer(ctx, out, err), nil
+}
+
+// maxChunkListBytes bounds a request naming chunks: MaxChunksPerRequest of
+// them, each a hash and a size.
+const maxChunkListBytes = sandboxwire.MaxChunksPerRequest*128 + 1024
 
 func (h *Handlers) answer(ctx context.Context, out any, err error) httpapi.Response {
 	if err != nil {

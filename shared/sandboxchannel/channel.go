@@ -18,6 +18,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/blob"
+	"github.com/remote-agents/remote-agents/shared/checkpoint"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/markdown"
 	"github.com/remote-agents/remote-agents/shared/prompts"
@@ -92,6 +93,12 @@ type Options struct {
 	// http or git, passed on in the spec; nil means loopback
 	// (sandboxwire.DefaultInsecureGitHosts).
 	GitInsecureHosts []string
+	// Checkpoints keeps sessions' checkpoints; nil: none (the checkpoint
+	// routes are 404).
+	Checkpoints *checkpoint.Service
+	// Jobs queues the stop of a paused session's sandbox; nil: its orders
+	// alone stop it.
+	Jobs session.Publisher
 	// Uploads bound the upload URLs a session's sandbox is granted (with its
 	// attachments': session.GrantUploads); zero is no bound.
 	Uploads session.UploadQuota
@@ -178,7 +185,16 @@ func (c *Service) spec(ctx context.Context, sess session.Session, doc guardrails
 			return sandboxwire.Spec{}, err
 		}
 	}
+	var resume *sandboxwire.Checkpoint
+	if sess.State == session.Resuming && sess.CheckpointID != "" && c.o.Checkpoints != nil {
+		cp, err := c.o.Checkpoints.Get(ctx, sess.ID, sess.CheckpointID)
+		if err != nil {
+			return sandboxwire.Spec{}, fmt.Errorf("the checkpoint %s of %s: %w", sess.CheckpointID, sess.ID, err)
+		}
+		resume = &cp
+	}
 	return sandboxwire.Spec{
+		Resume:          resume,
 		SessionID:       sess.ID,
 		Generation:      sess.Generation,
 		Guardrails:      sandboxwire.Guardrails{Content: doc.Content, Hash: doc.Hash},
@@ -242,6 +258,32 @@ func (c *Service) Authenticate(ctx context.Context, id, tok string) (session.Ses
 // returns its orders. A state the session cannot move to from where it is is
 // invalid_request.
 func (c *Service) Report(ctx context.Context, sess session.Session, in sandboxwire.StatusReport) (sandboxwire.Orders, error) {
+	if sess.State == session.Pausing && (in.State == session.Working || in.State == session.Idle) {
+		if in.State == session.Idle && in.Reason == sandboxwire.ReasonCheckpointFailed {
+			// The pause's checkpoint could not be written: not paused, the
+			// agent goes on.
+			c.o.Log.WarnContext(ctx, "a pause's checkpoint failed: the agent goes on", slog.String("session_id", sess.ID))
+			after, err := c.o.Store.Transition(ctx, sess.ID, session.Change{From: []session.State{session.Pausing}, To: session.Idle,
+				Generation: sess.Generation, Reason: session.ReasonCheckpointFailed})
+			if errors.Is(err, session.ErrConflict) {
+				return orders(sess), nil
+			}
+			return orders(after), err
+		}
+		// Its turn stopped for the pause: the session stays pausing, and
+		// the sandbox is told so.
+		return orders(sess), nil
+	}
+	if sess.State == session.Pausing && in.State.Terminal() && sess.CheckpointID != "" {
+		// A sandbox stopped in the middle of a pause's checkpoint: its last
+		// committed one stands, and the agent is paused on it.
+		after, err := c.o.Store.Transition(ctx, sess.ID, session.Change{From: []session.State{session.Pausing}, To: session.Paused,
+			Generation: sess.Generation, Reason: session.ReasonCrashed, Set: session.Fields{PausedAt: c.o.Now()}})
+		if errors.Is(err, session.ErrConflict) {
+			return orders(sess), nil
+		}
+		return orders(after), err
+	}
 	change, err := changeFor(sess, in, c.o.Now())
 	if err != nil {
 		return sandboxwire.Orders{}, err
@@ -302,7 +344,7 @@ func changeFor(sess session.Session, in sandboxwire.StatusReport, now time.Time)
 		if in.GuardrailsHash != sess.ServedGuardrailsHash {
 			return c, apierror.New(apierror.InvalidRequest, "guardrails_hash is not that of the guardrails this sandbox was served; fetch the spec and prime with it.")
 		}
-		c.From = []session.State{session.Provisioning}
+		c.From = session.Starting
 		if err := session.CheckWorkspaceStatus(in.Workspace); err != nil {
 			return c, err
 		}
@@ -618,8 +660,10 @@ func checkUploads(in sandboxwire.UploadsRequest) error {
 }
 
 // orders tells a sandbox to stop once its session is ending or over.
+// orders are what s's sandbox is told: its state (pausing: write a
+// checkpoint for the pause), and to stop once it is ending, paused or over.
 func orders(s session.Session) sandboxwire.Orders {
-	return sandboxwire.Orders{Stop: s.State == session.Ending || s.State.Terminal(), State: s.State}
+	return sandboxwire.Orders{Stop: s.State == session.Ending || s.State == session.Paused || s.State.Terminal(), State: s.State}
 }
 
 // Bounds of event data the store can keep: DynamoDB nests at most 32 levels

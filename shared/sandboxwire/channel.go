@@ -32,6 +32,13 @@ const (
 	Ending       State = "ending"
 	Ended        State = "ended"
 	Failed       State = "failed"
+	// Pausing: the sandbox is writing a checkpoint, after which it stops;
+	// Paused: the checkpoint is verified and no sandbox runs; Resuming: a
+	// sandbox is launched to go on from the checkpoint (POST …/pause,
+	// …/resume).
+	Pausing  State = "pausing"
+	Paused   State = "paused"
+	Resuming State = "resuming"
 )
 
 // Terminal reports whether s is ended or failed.
@@ -102,6 +109,11 @@ type Spec struct {
 	// Job, when set, puts the sandbox in job mode: it runs one orchestrator
 	// job (JobSpec) in its job directory instead of a conversation.
 	Job *JobSpec `json:"job,omitempty"`
+	// Resume, when set, is the checkpoint the sandbox goes on from (a
+	// resume): it restores its workspace and the agent's state from it,
+	// instead of provisioning and answering the initial prompt, and then
+	// reports ready.
+	Resume *Checkpoint `json:"resume,omitempty"`
 }
 
 // Guardrails is the platform guardrails document and its SHA-256, which ready

@@ -123,6 +123,11 @@ type CheckpointCommit struct {
 	Reason   string `json:"reason"`
 }
 
+// ReasonCheckpointFailed is what a sandbox whose checkpoint for a pause
+// failed reports with idle (POST status): the session was not paused and
+// the agent goes on.
+const ReasonCheckpointFailed Reason = "checkpoint_failed"
+
 // Why a checkpoint is made.
 const (
 	CheckpointPause    = "pause"

@@ -107,7 +107,8 @@ func (s *Inbox) PostMessage(ctx context.Context, sess Session, req MessageReques
 	if err := validateMessage(id, req); err != nil {
 		return MessageReceipt{}, err
 	}
-	if !slices.Contains(Running, sess.State) && sess.State != Provisioning {
+	if sess.State == Ending || !slices.Contains(Live, sess.State) {
+		// A paused agent's messages wait in its inbox for its resume.
 		return MessageReceipt{}, apierror.New(apierror.AgentNotAlive, "The agent is %s and takes no more messages.", sess.State)
 	}
 	if req.EnvValues != nil {

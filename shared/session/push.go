@@ -78,10 +78,11 @@ func (p pushing) AppendOnce(ctx context.Context, id string, generation int, even
 	return out, err
 }
 
-// Transition applies c, then wakes the sandbox of a session told to stop.
+// Transition applies c, then wakes the sandbox of a session told to stop,
+// or to write the checkpoint of a pause.
 func (p pushing) Transition(ctx context.Context, id string, c Change) (Session, error) {
 	after, err := p.Store.Transition(ctx, id, c)
-	if err == nil && (after.State == Ending || after.State.Terminal()) {
+	if err == nil && (after.State == Ending || after.State == Pausing || after.State.Terminal()) {
 		p.push(ctx, after)
 	}
 	return after, err

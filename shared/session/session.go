@@ -37,6 +37,9 @@ const (
 	Ending       = sandboxwire.Ending
 	Ended        = sandboxwire.Ended
 	Failed       = sandboxwire.Failed
+	Pausing      = sandboxwire.Pausing
+	Paused       = sandboxwire.Paused
+	Resuming     = sandboxwire.Resuming
 )
 
 // StatusOf is s in the workspace spec's words (agent-workspace-config):
@@ -50,6 +53,8 @@ func StatusOf(s State) string {
 		return "active"
 	case s == Ending:
 		return "ending"
+	case s == Pausing || s == Paused || s == Resuming:
+		return string(s)
 	default:
 		return "ended"
 	}
@@ -59,7 +64,12 @@ func StatusOf(s State) string {
 var Running = []State{Ready, Working, Idle}
 
 // Live lists the states that are not terminal.
-var Live = []State{Provisioning, Ready, Working, Idle, Ending}
+var Live = []State{Provisioning, Ready, Working, Idle, Ending, Pausing, Paused, Resuming}
+
+// Starting lists the states in which a sandbox is being launched for the
+// session and has not reported ready: its first (provisioning), or one
+// going on from its checkpoint (resuming).
+var Starting = []State{Provisioning, Resuming}
 
 // Reason says why a session ended or failed (the wire's type).
 type Reason = sandboxwire.Reason
@@ -90,6 +100,9 @@ const (
 	// ReasonBudget: its app's spend cap of the day or month was reached; the
 	// model gateway stopped its calls (the platform sets it).
 	ReasonBudget Reason = "budget"
+	// ReasonCheckpointFailed: a pause's checkpoint could not be written, so
+	// the agent runs on (not an end: the reason of its return to idle).
+	ReasonCheckpointFailed = sandboxwire.ReasonCheckpointFailed
 )
 
 // UnclaimedLimit is how long an agent whose create timed out waits for a
@@ -151,6 +164,13 @@ type Session struct {
 	WorkspaceDropped string
 	// SnapshotKey is the object key of the session's last saved snapshot.
 	SnapshotKey string
+	// CheckpointID is its last committed checkpoint ("" none): what a
+	// resume goes on from.
+	CheckpointID string
+	// PausedAt is when it last became paused; PausedFor is how long it was
+	// paused before (the limits leave it out).
+	PausedAt  time.Time
+	PausedFor time.Duration
 	// Egress is what its sandbox may reach now: its agent type's policy as
 	// create resolved it, then as changes made it (SetEgress); nil is open
 	// (no agent type, or a type stored before policies). EgressVersion
@@ -402,6 +422,12 @@ type Fields struct {
 	Workspace *registry.WorkspaceConfig `json:"workspace,omitempty"`
 	// SnapshotKey is the object key of the session's last saved snapshot.
 	SnapshotKey string
+	// CheckpointID is its last committed checkpoint; PausedAt when it
+	// became paused; PausedFor how long it was paused in all (set on
+	// resume).
+	CheckpointID string
+	PausedAt     time.Time
+	PausedFor    time.Duration
 	// WorkspaceStatus is how provisioning went (ready's report).
 	WorkspaceStatus *sandboxwire.WorkspaceStatus
 	// WorkspaceDropped: see Session.

@@ -20,6 +20,9 @@ const (
 	// ProvisioningLimit bounds launch and workspace provisioning (clone,
 	// setup commands, restore) together.
 	ProvisioningLimit = 20 * time.Minute
+	// PausingLimit bounds a checkpoint of a pause: a session pausing
+	// longer lost its sandbox midway.
+	PausingLimit = 15 * time.Minute
 	// EndingLimit bounds a graceful stop: StopGrace and the stop itself.
 	EndingLimit = 2 * time.Minute
 	// WatchShards spreads the live sessions over the sweep index's
@@ -161,6 +164,13 @@ func (s *Sweeper) sweepOne(ctx context.Context, id string, now time.Time, rep *S
 		c, rep.Stuck = Change{From: []State{Provisioning}, To: Failed, Reason: ReasonTimeout, Generation: sess.Generation}, rep.Stuck+1
 	case sess.State == Ending && now.Sub(sess.UpdatedAt) > EndingLimit:
 		c, rep.Ended = Change{From: []State{Ending}, To: Ended, Generation: sess.Generation}, rep.Ended+1
+	case sess.State == Pausing && now.Sub(sess.UpdatedAt) > PausingLimit, sess.State == Resuming && now.Sub(sess.UpdatedAt) > ProvisioningLimit:
+		// Its sandbox never finished the checkpoint, or never got ready:
+		// paused on the last committed checkpoint, or over without one.
+		c, rep.Stuck = Change{From: []State{sess.State}, To: Paused, Reason: ReasonTimeout, Generation: sess.Generation, Set: Fields{PausedAt: now}}, rep.Stuck+1
+		if sess.CheckpointID == "" {
+			c.To, c.Set = Ended, Fields{}
+		}
 	default:
 		return nil // not due after all: it showed life after the index was read
 	}

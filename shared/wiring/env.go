@@ -15,6 +15,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/apigwpush"
 	"github.com/remote-agents/remote-agents/shared/awsconfig"
+	"github.com/remote-agents/remote-agents/shared/checkpoint"
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/dynamo"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
@@ -163,6 +164,11 @@ func (e *Env) Bucket() *s3blob.Store {
 		e.bucket = s3blob.New(awsconfig.NewS3(e.AWS), e.Resources.Bucket.Name)
 	}
 	return e.bucket
+}
+
+// Checkpoints keeps agents' checkpoints, in the bucket.
+func (e *Env) Checkpoints() *checkpoint.Service {
+	return &checkpoint.Service{Objects: e.Bucket()}
 }
 
 // BucketOrigin is the origin (scheme://host[:port]) the bucket's presigned

@@ -141,6 +141,39 @@ func RunLifecycle(t *testing.T, newStore func(t *testing.T) session.Lifecycle) {
 		}
 	})
 
+	t.Run("pause and resume: the checkpoint kept, the next launch's generation", func(t *testing.T) {
+		t.Parallel()
+		st := newStore(t)
+		s := create(t, st, sample(t, session.Idle, 3))
+		if _, err := st.Touch(t.Context(), s.ID, 3, session.Fields{SandboxRef: "pid:1", HeartbeatAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		before := time.Now()
+		pausing, err := st.Transition(t.Context(), s.ID, session.Change{From: session.Running, To: session.Pausing, Generation: 3})
+		if err != nil || pausing.State != session.Pausing || pausing.DueAt.Before(before.Add(session.PausingLimit-time.Second)) {
+			t.Fatalf("pausing: %+v, %v; want due within the pausing limit", pausing, err)
+		}
+		pausedAt := time.Now().UTC().Truncate(time.Millisecond)
+		paused, err := st.Transition(t.Context(), s.ID, session.Change{From: []session.State{session.Pausing}, To: session.Paused, Generation: 3,
+			Set: session.Fields{CheckpointID: "cp_1", PausedAt: pausedAt}})
+		if err != nil || paused.State != session.Paused || paused.CheckpointID != "cp_1" || !paused.PausedAt.Equal(pausedAt) || !paused.DueAt.IsZero() ||
+			paused.SandboxRef != "pid:1" || !slices.Contains(session.Live, paused.State) {
+			t.Fatalf("paused: %+v, %v; want the checkpoint, no due time, the sandbox still named (to stop it)", paused, err)
+		}
+		resuming, err := st.Transition(t.Context(), s.ID, session.Change{From: []session.State{session.Paused}, To: session.Resuming, Generation: 3,
+			Set: session.Fields{PausedFor: 1500 * time.Millisecond}})
+		if err != nil || resuming.State != session.Resuming || resuming.Generation != 4 || resuming.SandboxRef != "" || resuming.SandboxTokenHash != "" ||
+			!resuming.LaunchLease.IsZero() || resuming.CheckpointID != "cp_1" || resuming.PausedFor != 1500*time.Millisecond || resuming.DueAt.IsZero() {
+			t.Fatalf("resuming: %+v, %v; want generation 4, nothing of the last launch, the checkpoint and the paused time kept, due", resuming, err)
+		}
+		if read, err := st.Get(t.Context(), s.ID); err != nil || !reflect.DeepEqual(read, resuming) {
+			t.Errorf("Get after the resume = %+v, %v;\nwant %+v", read, err, resuming)
+		}
+		if _, err := st.Transition(t.Context(), s.ID, session.Change{From: []session.State{session.Paused}, To: session.Resuming, Generation: 3}); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("a second resume of the same pause: %v, want ErrConflict", err)
+		}
+	})
+
 	t.Run("terminal transition sets the end and keeps the reason", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)

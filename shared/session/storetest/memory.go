@@ -176,8 +176,19 @@ func (m *Memory) Transition(_ context.Context, id string, c session.Change) (ses
 		if c.Reason != "" {
 			s.Reason = c.Reason
 		}
-		if c.To == session.Ending {
+		switch c.To {
+		case session.Ending:
 			s.DueAt = millis(now.Add(session.EndingLimit))
+		case session.Pausing:
+			s.DueAt = millis(now.Add(session.PausingLimit))
+		case session.Paused:
+			s.DueAt = time.Time{} // no sandbox to show life
+		case session.Resuming:
+			// A new launch, as dynamo.Sessions makes it.
+			s.Generation++
+			s.DueAt = millis(now.Add(session.ProvisioningLimit))
+			s.SandboxRef, s.SandboxTokenHash, s.PushConnectionID, s.BootstrapCodeHash = "", "", "", ""
+			s.BootstrapExpires, s.LaunchLease, s.HeartbeatAt = time.Time{}, time.Time{}, time.Time{}
 		}
 		if err := set(s, c.Set); err != nil {
 			return err
@@ -217,7 +228,7 @@ func (m *Memory) ClaimLaunch(_ context.Context, id string, gen int, c session.La
 	_, err := m.update(id, func(s *session.Session) error {
 		first := s.Generation == gen && s.LaunchLease.IsZero()
 		replacement := s.Generation == gen-1 && !s.LaunchLease.IsZero() && s.LaunchLease.UnixMilli() < now.UnixMilli()
-		if s.State != session.Provisioning || s.SandboxRef != "" {
+		if !slices.Contains(session.Starting, s.State) || s.SandboxRef != "" {
 			return session.ErrConflict
 		}
 		if !first && !replacement {
@@ -469,6 +480,11 @@ func set(s *session.Session, f session.Fields) error {
 	}
 	str(&s.SandboxRef, f.SandboxRef)
 	str(&s.SnapshotKey, f.SnapshotKey)
+	str(&s.CheckpointID, f.CheckpointID)
+	at(&s.PausedAt, f.PausedAt)
+	if f.PausedFor > 0 {
+		s.PausedFor = f.PausedFor.Truncate(time.Millisecond)
+	}
 	str(&s.WorkspaceDropped, f.WorkspaceDropped)
 	if f.WorkspaceStatus != nil {
 		s.WorkspaceStatus = clone(f.WorkspaceStatus)

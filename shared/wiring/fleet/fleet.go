@@ -20,11 +20,13 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 	}
 	svc := fleet.New(fleet.Options{
 		// A kill's stop is pushed to the sandbox at once.
-		Store:  session.Pushing(e.SessionStore(), e.Notifier(), e.Log),
-		Keys:   e.Registry(),
-		Jobs:   jobs,
-		Limits: e.Limits(),
-		Log:    e.Log,
+		Store:       session.Pushing(e.SessionStore(), e.Notifier(), e.Log),
+		Keys:        e.Registry(),
+		Jobs:        jobs,
+		Limits:      e.Limits(),
+		Checkpoints: e.Checkpoints(),
+		Wait:        e.Config.CreationTimeout,
+		Log:         e.Log,
 	})
 	l := e.Config.SessionLimits
 	u := usage.New(usage.Options{Store: e.SessionStore(), Keys: e.Registry(), Platform: e.Limits(), LiveQuota: e.Config.Quotas.ConcurrentSessions,

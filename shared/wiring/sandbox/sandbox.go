@@ -18,16 +18,22 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 	if err != nil {
 		return wiring.Function{}, err
 	}
+	jobQueue, err := e.Jobs(ctx)
+	if err != nil {
+		return wiring.Function{}, err
+	}
 	ch := sandboxchannel.New(sandboxchannel.Options{
-		Limits:     e.Limits(),
-		JobRuns:    jobs,
-		Store:      e.SessionStore(),
-		Registry:   e.Registry(),
-		Guardrails: e.Guardrails(),
-		Reporter:   e.Reporter(),
-		Blob:       e.Bucket(),
-		Secrets:    e.Bucket(),
-		Log:        e.Log,
+		Checkpoints: e.Checkpoints(),
+		Jobs:        jobQueue,
+		Limits:      e.Limits(),
+		JobRuns:     jobs,
+		Store:       e.SessionStore(),
+		Registry:    e.Registry(),
+		Guardrails:  e.Guardrails(),
+		Reporter:    e.Reporter(),
+		Blob:        e.Bucket(),
+		Secrets:     e.Bucket(),
+		Log:         e.Log,
 		// The spec passes them on: the sandbox checks its clone URL too.
 		GitInsecureHosts: e.Config.GitInsecureHosts,
 		ToolResults:      e.ToolResults(),

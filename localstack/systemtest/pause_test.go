@@ -1,0 +1,206 @@
+package systemtest_test
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/remote-agents/remote-agents/localstack/devtest"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+)
+
+// TestPauseAndResumeKeepTheWorkspaceAndTheConversation: a paused agent has
+// no sandbox running and is still alive; resumed, it has the same files
+// byte for byte, answers what was sent while it was paused with its
+// conversation from before in its context, under the same id and token. A
+// second checkpoint of an unchanged workspace stores only its manifest.
+func TestPauseAndResumeKeepTheWorkspaceAndTheConversation(t *testing.T) {
+	t.Parallel()
+	s := start(t, withSandboxEnv("RA_NO_TMUX=1"))
+	r := s.create(createBody("Hello"))
+	if r.status != http.StatusOK {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	id, tok := r.str("agent_id"), r.str("session_token")
+	first := s.waitAgentMessages(t, id, tok, 1)
+	files := "mkdir -p data && head -c 3000000 /dev/urandom > data/big.bin && echo notes > notes.txt && chmod 750 notes.txt && ln -sf data/big.bin link"
+	s.bash(t, id, tok, files)
+	sums := func() string {
+		return s.bash(t, id, tok, "sha256sum data/big.bin notes.txt && stat -c '%a %n' notes.txt && readlink link")
+	}
+	before := sums()
+
+	p := s.call(http.MethodPost, "/api/remote_agents/"+id+"/pause", tok, nil)
+	if p.status != http.StatusOK || p.str("state") != "paused" || p.body["alive"] != true {
+		t.Fatalf("pause: %d %s (sandbox log %s)", p.status, p.raw, s.sandboxLog(t, id))
+	}
+	cp, _ := p.body["checkpoint"].(map[string]any)
+	if cp == nil || cp["reason"] != sandboxwire.CheckpointPause || cp["files"].(float64) < 3 || cp["bytes"].(float64) < 3000000 {
+		t.Errorf("the pause's checkpoint: %s", p.raw)
+	}
+	eventually(t, 30*time.Second, "no sandbox runs for the paused agent", func() bool {
+		sess, err := s.srv.Env.SessionStore().Get(t.Context(), id)
+		return err == nil && !slices.Contains(s.srv.Launcher.Running(), sess.SandboxRef)
+	})
+	if a := s.alive(id, tok); a.str("state") != "paused" || a.body["alive"] != true {
+		t.Errorf("alive while paused: %s", a.raw)
+	}
+	if again := s.call(http.MethodPost, "/api/remote_agents/"+id+"/pause", tok, nil); again.status != http.StatusOK || again.str("state") != "paused" {
+		t.Errorf("a second pause: %d %s", again.status, again.raw)
+	}
+	if m := s.call(http.MethodPost, "/api/remote_agents/"+id+"/messages", tok, map[string]any{"text": "Still there?"}); m.status != http.StatusOK {
+		t.Fatalf("a message while paused: %d %s", m.status, m.raw)
+	}
+
+	res := s.call(http.MethodPost, "/api/remote_agents/"+id+"/resume", tok, nil)
+	if res.status != http.StatusOK || res.body["alive"] != true || !slices.Contains([]string{"ready", "working", "idle"}, res.str("state")) {
+		t.Fatalf("resume: %d %s", res.status, res.raw)
+	}
+	if after := sums(); after != before {
+		t.Errorf("after the resume the files are\n%s\nwere\n%s", after, before)
+	}
+	// The message sent while paused is answered, its context the whole
+	// conversation from before the pause.
+	msgs := s.waitAgentMessages(t, id, tok, len(first)+1)
+	last := msgs[len(msgs)-1]
+	if !strings.Contains(last.text, "Still there?") || last.context <= first[0].context {
+		t.Errorf("after the resume the agent answered %q with %v tokens of context; before, %v", last.text, last.context, first[0].context)
+	}
+
+	// Paused again, unchanged: only the manifest is new.
+	p2 := s.call(http.MethodPost, "/api/remote_agents/"+id+"/pause", tok, nil)
+	cp2, _ := p2.body["checkpoint"].(map[string]any)
+	if p2.status != http.StatusOK || cp2 == nil || cp2["new_bytes"].(float64) > cp2["manifest"].(map[string]any)["size"].(float64)+64<<10 {
+		t.Errorf("a second pause: %d %s", p2.status, p2.raw)
+	}
+	list := s.call(http.MethodGet, "/api/remote_agents/"+id+"/checkpoints", appKey, nil)
+	if items, _ := list.body["checkpoints"].([]any); list.status != http.StatusOK || len(items) != 2 {
+		t.Errorf("checkpoints: %d %s", list.status, list.raw)
+	}
+	if bad := s.call(http.MethodPost, "/api/remote_agents/"+id+"/pause", "rs_"+strings.Repeat("x", 40), nil); bad.status != http.StatusUnauthorized && bad.status != http.StatusNotFound {
+		t.Errorf("a pause with another token: %d %s", bad.status, bad.raw)
+	}
+	if k := s.call(http.MethodPost, "/api/remote_agents/"+id+"/kill", appKey, nil); k.status != http.StatusOK {
+		t.Fatalf("kill: %d %s", k.status, k.raw)
+	}
+	if gone := s.call(http.MethodPost, "/api/remote_agents/"+id+"/resume", appKey, nil); gone.status != http.StatusConflict {
+		t.Errorf("resume of a killed agent: %d %s", gone.status, gone.raw)
+	}
+}
+
+// agentMessage is an agent.message event: its text and the context it
+// was written with.
+type agentMessage struct {
+	text    string
+	context float64
+}
+
+// waitAgentMessages waits until agent id has at least n agent.message
+// events, and returns them in order.
+func (s *stack) waitAgentMessages(t *testing.T, id, tok string, n int) []agentMessage {
+	t.Helper()
+	var out []agentMessage
+	eventually(t, 60*time.Second, "the agent's messages", func() bool {
+		evs, err := s.srv.Env.SessionStore().Events(t.Context(), id, 0, 1000)
+		if err != nil {
+			return false
+		}
+		out = out[:0]
+		for _, e := range evs {
+			if e.Type != sandboxwire.TypeAgentMessage {
+				continue
+			}
+			text, _ := e.Data["text"].(string)
+			usage, _ := e.Data["usage"].(map[string]any)
+			ctxTokens, _ := usage["context_tokens"].(float64)
+			out = append(out, agentMessage{text: text, context: ctxTokens})
+		}
+		return len(out) >= n
+	})
+	return out
+}
+
+// TestFaultSandboxKilledMidCheckpoint: a sandbox killed while its pause's
+// checkpoint is written (its chunks uploaded, its commit not yet taken)
+// leaves the agent paused on its last committed checkpoint, whole: resumed,
+// it has the files as that checkpoint kept them, not half of the new one.
+func TestFaultSandboxKilledMidCheckpoint(t *testing.T) {
+	t.Log(`nothing lost: the agent's last committed checkpoint is what a resume brings back, whatever a kill during the next one wrote; ` +
+		`the session is paused (reason crashed), not ended, and no sandbox runs for it`)
+	t.Parallel()
+	var (
+		mu      sync.Mutex
+		block   bool
+		arrived = make(chan struct{}, 1)
+		release = make(chan struct{})
+	)
+	hold := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			b := block
+			mu.Unlock()
+			if b && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/"+sandboxwire.RouteCheckpoints) {
+				arrived <- struct{}{}
+				<-release
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(`{"status":503,"error_code":"service_unavailable","message":"The sandbox was killed.","retryable":true}`))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	s := start(t, withSandboxEnv("RA_NO_TMUX=1"), devtest.WithHandler(hold))
+	r := s.create(createBody("Hello"))
+	if r.status != http.StatusOK {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	id, tok := r.str("agent_id"), r.str("session_token")
+	s.bash(t, id, tok, "echo first > kept.txt")
+	if p := s.call(http.MethodPost, "/api/remote_agents/"+id+"/pause", tok, nil); p.status != http.StatusOK || p.str("state") != "paused" {
+		t.Fatalf("first pause: %d %s", p.status, p.raw)
+	}
+	if res := s.call(http.MethodPost, "/api/remote_agents/"+id+"/resume", tok, nil); res.status != http.StatusOK {
+		t.Fatalf("resume: %d %s", res.status, res.raw)
+	}
+	s.bash(t, id, tok, "echo second > kept.txt && echo new > added.txt")
+
+	mu.Lock()
+	block = true
+	mu.Unlock()
+	paused := make(chan reply, 1)
+	go func() { paused <- s.call(http.MethodPost, "/api/remote_agents/"+id+"/pause", tok, nil) }()
+	<-arrived // the chunks are up; the commit waits
+	sess, err := s.srv.Env.SessionStore().Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.srv.Launcher.Stop(t.Context(), sess.SandboxRef, 0); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	mu.Lock()
+	block = false
+	mu.Unlock()
+	p := <-paused
+	eventually(t, 30*time.Second, "the agent paused on its last checkpoint", func() bool {
+		a := s.alive(id, tok)
+		return a.str("state") == "paused"
+	})
+	if p.status != http.StatusOK && p.status != http.StatusServiceUnavailable {
+		t.Errorf("the interrupted pause answered %d %s", p.status, p.raw)
+	}
+	after, _ := s.srv.Env.SessionStore().Get(t.Context(), id)
+	if after.Reason != "crashed" || after.CheckpointID != sess.CheckpointID || slices.Contains(s.srv.Launcher.Running(), after.SandboxRef) {
+		t.Errorf("after the kill: %s (%s), checkpoint %s (was %s)", after.State, after.Reason, after.CheckpointID, sess.CheckpointID)
+	}
+	if res := s.call(http.MethodPost, "/api/remote_agents/"+id+"/resume", tok, nil); res.status != http.StatusOK {
+		t.Fatalf("resume after the kill: %d %s", res.status, res.raw)
+	}
+	if out := s.bash(t, id, tok, "cat kept.txt; ls added.txt 2>&1 || true"); !strings.Contains(out, "first") || strings.Contains(out, "second") || !strings.Contains(out, "No such file") {
+		t.Errorf("resumed from the last committed checkpoint, the workspace reads %q", out)
+	}
+}

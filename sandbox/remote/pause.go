@@ -1,0 +1,90 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/remote-agents/remote-agents/sandbox/checkpoint"
+	"github.com/remote-agents/remote-agents/sandbox/llm"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+)
+
+// agentState is what a checkpoint keeps of the agent besides its
+// workspace: its conversation as the model sees it, what it used, the
+// inbox cursor, and the user messages waiting for its next turn.
+type agentState struct {
+	System   string        `json:"system"`
+	Messages []llm.Message `json:"messages"`
+	Used     llm.Usage     `json:"used"`
+	After    int64         `json:"after"`
+	Pending  []string      `json:"pending,omitempty"`
+}
+
+// checkpointer is the run's checkpoint writer (its workspace, its channel).
+func (r *run) checkpointer() *checkpoint.Writer {
+	if r.ckpt == nil {
+		r.ckpt = &checkpoint.Writer{Channel: r.cl, Dir: r.c.Workspace}
+	}
+	return r.ckpt
+}
+
+// checkpoint writes and commits a checkpoint of the workspace and the
+// agent's state, for reason; no turn may be running.
+func (r *run) checkpoint(ctx context.Context, reason string) (sandboxwire.Checkpoint, error) {
+	st := agentState{After: r.after, Pending: r.pending}
+	if r.conv != nil {
+		st.System, st.Messages, st.Used = r.conv.system, r.conv.msgs, r.conv.used
+	}
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return sandboxwire.Checkpoint{}, err
+	}
+	return r.checkpointer().Write(ctx, raw, reason)
+}
+
+// pause answers a pause: the turn in progress is stopped, then the
+// checkpoint written and committed, which pauses the session; the sandbox
+// then stops (done). A checkpoint that fails is said to the platform, which
+// keeps the agent running, and a new turn context is returned for it.
+func (r *run) pause(ctx context.Context, stopTurn context.CancelFunc) (done bool, turnCtx context.Context, stop context.CancelFunc) {
+	r.finishTurn(stopTurn)
+	cp, err := r.checkpoint(ctx, sandboxwire.CheckpointPause)
+	if err == nil {
+		r.log.Info("sandbox paused: checkpoint committed", slog.String("checkpoint", cp.ID), slog.Int("files", cp.Files),
+			slog.Int64("bytes", cp.Bytes), slog.Int64("new_bytes", cp.NewBytes))
+		return true, nil, nil
+	}
+	if ctx.Err() != nil {
+		return false, ctx, func() {} // stopping: the platform keeps the last checkpoint
+	}
+	r.log.Error("pause: the checkpoint failed; the agent goes on", slog.String("error", err.Error()))
+	if ferr := r.cl.Status(ctx, sandboxwire.Idle, "", sandboxwire.ReasonCheckpointFailed); ferr != nil {
+		r.log.Warn("pause: report the failed checkpoint", slog.String("error", ferr.Error()))
+	}
+	turnCtx, stop = context.WithCancel(ctx)
+	return false, turnCtx, stop
+}
+
+// resume restores the checkpoint the spec names into the workspace, and the
+// agent's state with it.
+func (r *run) resume(ctx context.Context, cp sandboxwire.Checkpoint) (agentState, error) {
+	raw, m, err := checkpoint.Restore(ctx, r.cl, nil, r.c.Workspace, cp.Manifest)
+	if err != nil {
+		return agentState{}, fmt.Errorf("resume from %s: %w", cp.ID, err)
+	}
+	r.checkpointer().Know(m)
+	var st agentState
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return agentState{}, fmt.Errorf("resume from %s: the agent's state: %w", cp.ID, err)
+		}
+	}
+	// The workspace is the tools' user's, as it was.
+	if err := r.c.ToolUser.OwnTree(r.c.Workspace); err != nil {
+		return agentState{}, err
+	}
+	r.log.Info("sandbox resumed from its checkpoint", slog.String("checkpoint", cp.ID), slog.Int("files", cp.Files), slog.Int64("bytes", cp.Bytes))
+	return st, nil
+}

@@ -123,6 +123,14 @@ func calls(op string, params any, short func(string) string, partitionKeys map[s
 		return []AWSCall{{Action: access.GetObject, Resource: str(in.Key)}}
 	case *s3.HeadObjectInput: // IAM's s3:GetObject allows it
 		return []AWSCall{{Action: access.GetObject, Resource: str(in.Key)}}
+	case *s3.DeleteObjectsInput:
+		var out []AWSCall
+		if in.Delete != nil {
+			for _, o := range in.Delete.Objects {
+				out = append(out, AWSCall{Action: access.DeleteObject, Resource: str(o.Key)})
+			}
+		}
+		return out
 	case *s3.PutObjectInput:
 		return []AWSCall{{Action: access.PutObject, Resource: str(in.Key)}}
 	case *s3.ListObjectsV2Input:

@@ -287,6 +287,7 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 		"POST /api/remote_agents/{id}/pause":      func() reply { return o.call(http.MethodPost, "/api/remote_agents/"+id+"/pause", tok, nil) },
 		"POST /api/remote_agents/{id}/resume":     func() reply { return o.call(http.MethodPost, "/api/remote_agents/"+id+"/resume", tok, nil) },
 		"GET /api/remote_agents/{id}/checkpoints": func() reply { return o.call(http.MethodGet, "/api/remote_agents/"+id+"/checkpoints", tok, nil) },
+		"POST /api/remote_agents/{id}/fork":       func() reply { return o.call(http.MethodPost, "/api/remote_agents/"+id+"/fork", tok, nil) },
 		"POST /sandbox/{sessionId}/checkpoints/uploads": func() reply {
 			return o.call(http.MethodPost, "/sandbox/"+id+"/checkpoints/uploads", sb, map[string]any{"chunks": []any{map[string]any{"hash": strings.Repeat("a", 64), "size": 1}}})
 		},

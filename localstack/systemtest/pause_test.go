@@ -16,7 +16,8 @@ import (
 // no sandbox running and is still alive; resumed, it has the same files
 // byte for byte, answers what was sent while it was paused with its
 // conversation from before in its context, under the same id and token. A
-// second checkpoint of an unchanged workspace stores only its manifest.
+// second checkpoint of an unchanged workspace stores only its manifest. A
+// fork is a new agent with the files, diverging on its own.
 func TestPauseAndResumeKeepTheWorkspaceAndTheConversation(t *testing.T) {
 	t.Parallel()
 	s := start(t, withSandboxEnv("RA_NO_TMUX=1"))
@@ -76,12 +77,32 @@ func TestPauseAndResumeKeepTheWorkspaceAndTheConversation(t *testing.T) {
 	if p2.status != http.StatusOK || cp2 == nil || cp2["new_bytes"].(float64) > cp2["manifest"].(map[string]any)["size"].(float64)+64<<10 {
 		t.Errorf("a second pause: %d %s", p2.status, p2.raw)
 	}
+	// A fork of the paused agent: a new agent with its files, diverging on
+	// its own; the source untouched.
+	f := s.call(http.MethodPost, "/api/remote_agents/"+id+"/fork", appKey, nil)
+	if f.status != http.StatusOK || f.str("agent_id") == "" || f.str("agent_id") == id || f.str("session_token") == "" || f.str("status") != "ready" {
+		t.Fatalf("fork: %d %s", f.status, f.raw)
+	}
+	forkID, forkTok := f.str("agent_id"), f.str("session_token")
+	if got := s.bash(t, forkID, forkTok, "sha256sum data/big.bin notes.txt && stat -c '%a %n' notes.txt && readlink link"); got != before {
+		t.Errorf("the fork's files are\n%s\nwant\n%s", got, before)
+	}
+	s.bash(t, forkID, forkTok, "echo fork > only-in-fork.txt")
+	if a := s.alive(id, tok); a.str("state") != "paused" {
+		t.Errorf("the source after the fork: %s", a.raw)
+	}
 	list := s.call(http.MethodGet, "/api/remote_agents/"+id+"/checkpoints", appKey, nil)
 	if items, _ := list.body["checkpoints"].([]any); list.status != http.StatusOK || len(items) != 2 {
 		t.Errorf("checkpoints: %d %s", list.status, list.raw)
 	}
 	if bad := s.call(http.MethodPost, "/api/remote_agents/"+id+"/pause", "rs_"+strings.Repeat("x", 40), nil); bad.status != http.StatusUnauthorized && bad.status != http.StatusNotFound {
 		t.Errorf("a pause with another token: %d %s", bad.status, bad.raw)
+	}
+	if res := s.call(http.MethodPost, "/api/remote_agents/"+id+"/resume", tok, nil); res.status != http.StatusOK {
+		t.Fatalf("resume after the fork: %d %s", res.status, res.raw)
+	}
+	if out := s.bash(t, id, tok, "ls only-in-fork.txt 2>&1 || true"); !strings.Contains(out, "No such file") {
+		t.Errorf("the fork's file is in its source: %q", out)
 	}
 	if k := s.call(http.MethodPost, "/api/remote_agents/"+id+"/kill", appKey, nil); k.status != http.StatusOK {
 		t.Fatalf("kill: %d %s", k.status, k.raw)

@@ -15,11 +15,14 @@ import (
 // workspace: its conversation as the model sees it, what it used, the
 // inbox cursor, and the user messages waiting for its next turn.
 type agentState struct {
-	System   string        `json:"system"`
-	Messages []llm.Message `json:"messages"`
-	Used     llm.Usage     `json:"used"`
-	After    int64         `json:"after"`
-	Pending  []string      `json:"pending,omitempty"`
+	// SessionID is the agent whose sandbox wrote it: a fork's inbox is its
+	// own, read from its start.
+	SessionID string        `json:"session_id"`
+	System    string        `json:"system"`
+	Messages  []llm.Message `json:"messages"`
+	Used      llm.Usage     `json:"used"`
+	After     int64         `json:"after"`
+	Pending   []string      `json:"pending,omitempty"`
 }
 
 // checkpointer is the run's checkpoint writer (its workspace, its channel).
@@ -33,7 +36,7 @@ func (r *run) checkpointer() *checkpoint.Writer {
 // checkpoint writes and commits a checkpoint of the workspace and the
 // agent's state, for reason; no turn may be running.
 func (r *run) checkpoint(ctx context.Context, reason string) (sandboxwire.Checkpoint, error) {
-	st := agentState{After: r.after, Pending: r.pending}
+	st := agentState{SessionID: r.c.SessionID, After: r.after, Pending: r.pending}
 	if r.conv != nil {
 		st.System, st.Messages, st.Used = r.conv.system, r.conv.msgs, r.conv.used
 	}
@@ -80,6 +83,9 @@ func (r *run) resume(ctx context.Context, cp sandboxwire.Checkpoint) (agentState
 		if err := json.Unmarshal(raw, &st); err != nil {
 			return agentState{}, fmt.Errorf("resume from %s: the agent's state: %w", cp.ID, err)
 		}
+	}
+	if st.SessionID != r.c.SessionID {
+		st.After = 0 // a fork: another agent's inbox cursor
 	}
 	// The workspace is the tools' user's, as it was.
 	if err := r.c.ToolUser.OwnTree(r.c.Workspace); err != nil {

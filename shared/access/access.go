@@ -17,13 +17,14 @@ import (
 
 // IAM actions.
 const (
-	GetItem    = "dynamodb:GetItem"
-	PutItem    = "dynamodb:PutItem"
-	UpdateItem = "dynamodb:UpdateItem"
-	DeleteItem = "dynamodb:DeleteItem"
-	Query      = "dynamodb:Query"
-	GetObject  = "s3:GetObject"
-	PutObject  = "s3:PutObject"
+	GetItem      = "dynamodb:GetItem"
+	PutItem      = "dynamodb:PutItem"
+	UpdateItem   = "dynamodb:UpdateItem"
+	DeleteItem   = "dynamodb:DeleteItem"
+	Query        = "dynamodb:Query"
+	GetObject    = "s3:GetObject"
+	PutObject    = "s3:PutObject"
+	DeleteObject = "s3:DeleteObject"
 )
 
 // Resources, by the name they have after the environment prefix "ra-<env>-".
@@ -186,8 +187,14 @@ var table = map[string]Access{
 			// that fails records agent.failed.
 			Events: {PutItem},
 		},
-		Send:    []string{JobsQueue},
-		Objects: map[string][]string{GuardrailsKey: {GetObject}},
+		Send: []string{JobsQueue},
+		Objects: map[string][]string{
+			GuardrailsKey: {GetObject},
+			// A fork copies its source's checkpoint (and deletes the copy
+			// of a fork its quota refused).
+			"checkpoints/*": {GetObject, PutObject, DeleteObject},
+		},
+		List: []string{"checkpoints/"},
 	},
 	// Agent types: app keys read, agent types read, created, listed (the
 	// by_kind index) and changed; nothing else of the registry. Webhook

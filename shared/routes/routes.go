@@ -73,6 +73,8 @@ const (
 	PathPause       = "/api/remote_agents/{id}/pause"
 	PathResume      = "/api/remote_agents/{id}/resume"
 	PathCheckpoints = "/api/remote_agents/{id}/checkpoints"
+	// PathFork makes a new agent from an agent's last checkpoint.
+	PathFork = "/api/remote_agents/{id}/fork"
 	// PathWorkspaceTool runs a workspace tool in the agent's sandbox.
 	PathWorkspaceTool = "/api/remote_agents/{id}/workspace/tools/{tool}"
 	PathEmbed         = "/embed/{id}"
@@ -124,6 +126,7 @@ var table = []Route{
 	{Method: "POST", Path: PathPause, Function: "fleet"},
 	{Method: "POST", Path: PathResume, Function: "fleet"},
 	{Method: "GET", Path: PathCheckpoints, Function: "fleet"},
+	{Method: "POST", Path: PathFork, Function: "create"},
 	{Method: "GET", Path: PathUsage, Function: "fleet"},
 	{Method: "GET", Path: PathLimits, Function: "fleet"},
 	{Method: "PUT", Path: PathLimits, Function: "fleet"},

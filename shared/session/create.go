@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/checkpoint"
 	"github.com/remote-agents/remote-agents/shared/appkey"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
@@ -81,6 +82,9 @@ type CreatorOptions struct {
 	Log        *slog.Logger
 	// CreationTimeout bounds how long Create waits for ready.
 	CreationTimeout time.Duration
+	// Checkpoints keeps agents' checkpoints, which a fork copies (nil: no
+	// forks).
+	Checkpoints *checkpoint.Service
 	// PublicBaseURL prefixes embed URLs, e.g. https://agents.example.com.
 	PublicBaseURL string
 	// DefaultFeatures are enabled for every session, on top of the request's.

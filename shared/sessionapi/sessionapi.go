@@ -21,6 +21,7 @@ import (
 type Creator interface {
 	Authenticate(ctx context.Context, secret string) (registry.AppKey, error)
 	Create(ctx context.Context, app registry.AppKey, req session.CreateRequest) (session.Created, error)
+	Fork(ctx context.Context, id, bearer string) (session.Created, error)
 }
 
 // Control answers a session's token holder about the session, and ends it
@@ -56,6 +57,7 @@ func (h *Handlers) Routes(allowedOrigins []string) []httpapi.Route {
 	}
 	if h.Creator != nil {
 		add(http.MethodPost, routes.PathCreate, h.Create)
+		add(http.MethodPost, routes.PathFork, h.Fork)
 	}
 	if h.Control != nil {
 		add(http.MethodGet, routes.PathAlive, h.Alive)
@@ -81,6 +83,17 @@ func (h *Handlers) Create(ctx context.Context, req httpapi.Request) (httpapi.Res
 	}
 	in.IdempotencyKey = httpapi.Header(req, "Idempotency-Key")
 	out, err := h.Creator.Create(ctx, app, in)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	return httpapi.JSON(http.StatusOK, out), nil
+}
+
+// Fork serves POST /api/remote_agents/{id}/fork: a new agent from the
+// agent's last checkpoint (its app key or session token), answered as
+// create answers. No body.
+func (h *Handlers) Fork(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	out, err := h.Creator.Fork(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}

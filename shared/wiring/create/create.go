@@ -30,6 +30,7 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 		DefaultFeatures: e.Config.EmbedFeatures,
 		// Create validates task_context's URL with them.
 		GitInsecureHosts: e.Config.GitInsecureHosts,
+		Checkpoints:      e.Checkpoints(),
 	})
 	return wiring.Pick("create", (&sessionapi.Handlers{Creator: svc, Log: e.Log}).Routes(e.Config.AllowedOrigins))
 }

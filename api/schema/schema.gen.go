@@ -2204,6 +2204,12 @@ type ResourceLimits struct {
 	Memory string `json:"memory,omitempty,omitzero"`
 }
 
+// ResumeRequest defines model for ResumeRequest.
+type ResumeRequest struct {
+	// CheckpointID The checkpoint to go on from (`GET …/checkpoints`); absent: the last.
+	CheckpointID string `json:"checkpoint_id,omitempty,omitzero"`
+}
+
 // SandboxToolResult defines model for SandboxToolResult.
 type SandboxToolResult struct {
 	// Args The arguments as the events stream shows them (redacted, clipped).
@@ -3878,6 +3884,9 @@ type SubmitEnvJSONRequestBody = EnvSubmission
 
 // SendMessageJSONRequestBody defines body for SendMessage for application/json ContentType.
 type SendMessageJSONRequestBody = MessageRequest
+
+// ResumeAgentJSONRequestBody defines body for ResumeAgent for application/json ContentType.
+type ResumeAgentJSONRequestBody = ResumeRequest
 
 // RunWorkspaceToolJSONRequestBody defines body for RunWorkspaceTool for application/json ContentType.
 type RunWorkspaceToolJSONRequestBody = WorkspaceToolRequest

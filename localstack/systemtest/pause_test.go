@@ -60,6 +60,19 @@ func TestPauseAndResumeKeepTheWorkspaceAndTheConversation(t *testing.T) {
 	if res.status != http.StatusOK || res.body["alive"] != true || !slices.Contains([]string{"ready", "working", "idle"}, res.str("state")) {
 		t.Fatalf("resume: %d %s", res.status, res.raw)
 	}
+	evs, err := s.srv.Env.SessionStore().Events(t.Context(), id, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for _, e := range evs {
+		if st, _ := e.Data["state"].(string); e.Type == sandboxwire.TypeStateChanged && slices.Contains([]string{"pausing", "paused", "resuming"}, st) {
+			states = append(states, st)
+		}
+	}
+	if !slices.Equal(states, []string{"pausing", "paused", "resuming"}) {
+		t.Errorf("the stream says %v of the pause and resume, want pausing, paused, resuming", states)
+	}
 	if after := sums(); after != before {
 		t.Errorf("after the resume the files are\n%s\nwere\n%s", after, before)
 	}
@@ -98,8 +111,16 @@ func TestPauseAndResumeKeepTheWorkspaceAndTheConversation(t *testing.T) {
 	if bad := s.call(http.MethodPost, "/api/remote_agents/"+id+"/pause", "rs_"+strings.Repeat("x", 40), nil); bad.status != http.StatusUnauthorized && bad.status != http.StatusNotFound {
 		t.Errorf("a pause with another token: %d %s", bad.status, bad.raw)
 	}
-	if res := s.call(http.MethodPost, "/api/remote_agents/"+id+"/resume", tok, nil); res.status != http.StatusOK {
-		t.Fatalf("resume after the fork: %d %s", res.status, res.raw)
+	if bad := s.call(http.MethodPost, "/api/remote_agents/"+id+"/resume", tok, map[string]any{"checkpoint_id": "cp_nope"}); bad.status != http.StatusNotFound || bad.str("error_code") != "checkpoint_not_found" {
+		t.Errorf("resume from an unknown checkpoint: %d %s", bad.status, bad.raw)
+	}
+	// From the first checkpoint, by name.
+	res2 := s.call(http.MethodPost, "/api/remote_agents/"+id+"/resume", tok, map[string]any{"checkpoint_id": cp["id"]})
+	if res2.status != http.StatusOK {
+		t.Fatalf("resume from the first checkpoint: %d %s", res2.status, res2.raw)
+	}
+	if c, _ := res2.body["checkpoint"].(map[string]any); c == nil || c["id"] != cp["id"] {
+		t.Errorf("resumed from %s, want the first checkpoint", res2.raw)
 	}
 	if out := s.bash(t, id, tok, "ls only-in-fork.txt 2>&1 || true"); !strings.Contains(out, "No such file") {
 		t.Errorf("the fork's file is in its source: %q", out)
@@ -109,6 +130,14 @@ func TestPauseAndResumeKeepTheWorkspaceAndTheConversation(t *testing.T) {
 	}
 	if gone := s.call(http.MethodPost, "/api/remote_agents/"+id+"/resume", appKey, nil); gone.status != http.StatusConflict {
 		t.Errorf("resume of a killed agent: %d %s", gone.status, gone.raw)
+	}
+	// Ended for good: its checkpoints are deleted; its fork's are its own.
+	eventually(t, 30*time.Second, "the killed agent's checkpoints deleted", func() bool {
+		list, _, err := s.srv.Env.Checkpoints().List(t.Context(), id, "", 0)
+		return err == nil && len(list) == 0
+	})
+	if list, _, err := s.srv.Env.Checkpoints().List(t.Context(), forkID, "", 0); err != nil || len(list) != 1 {
+		t.Errorf("the fork's checkpoints: %v, %v", list, err)
 	}
 }
 

@@ -160,8 +160,9 @@ var worker = Access{
 	},
 	Send: []string{JobsDLQ, ToolsDLQ},
 	// The guardrails' hash: a pool sandbox of older ones is retired.
-	Objects: map[string][]string{"sessions/*/tools/*": {GetObject}, "snapshots/*": {PutObject}, GuardrailsKey: {GetObject}},
-	List:    []string{"sessions/"},
+	// An ended agent's checkpoints are deleted.
+	Objects: map[string][]string{"sessions/*/tools/*": {GetObject}, "snapshots/*": {PutObject}, GuardrailsKey: {GetObject}, "checkpoints/*": {DeleteObject}},
+	List:    []string{"sessions/", "checkpoints/"},
 	Launch:  true,
 	// The orchestrator jobs' transitions (issue 17); the jobs function, which
 	// creates and cancels them, sets it too.

@@ -220,7 +220,7 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 	switch {
 	case c.To == session.Ready:
 		after, recorded, err = s.ready(ctx, id, build)
-	case c.To.Terminal():
+	case c.To.Terminal(), c.To == session.Pausing, c.To == session.Paused, c.To == session.Resuming:
 		after, recorded, err = s.recordedChange(ctx, id, c, build, 3)
 	default:
 		up, cond := build()

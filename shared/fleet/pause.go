@@ -80,16 +80,32 @@ func (s *Service) Pause(ctx context.Context, id, bearer string) (PauseStatus, er
 	return PauseStatus{}, &apierror.Error{Code: apierror.ServiceUnavailable, Message: "The agent is changing state; try again.", RetryAfter: 1}
 }
 
-// Resume resumes a paused agent from its last checkpoint, in a sandbox
-// launched for it (a new launch generation): the same agent id, session
-// tokens and embed URL. It answers once the agent is ready, as create
-// does, or when Wait passed (state resuming: resume again to keep
+// ResumeRequest is a resume's optional body: the checkpoint to go on from
+// ("": the last).
+type ResumeRequest struct {
+	CheckpointID string `json:"checkpoint_id,omitempty"`
+}
+
+// Resume resumes a paused agent from its last checkpoint (or the one in),
+// in a sandbox launched for it (a new launch generation): the same agent
+// id, session tokens and embed URL. It answers once the agent is ready, as
+// create does, or when Wait passed (state resuming: resume again to keep
 // waiting). A resume that cannot start leaves the agent paused.
-func (s *Service) Resume(ctx context.Context, id, bearer string) (PauseStatus, error) {
+func (s *Service) Resume(ctx context.Context, id, bearer string, in ResumeRequest) (PauseStatus, error) {
 	for range pauseRetries {
 		sess, err := s.killAuthorize(ctx, id, bearer)
 		if err != nil {
 			return PauseStatus{}, err
+		}
+		if in.CheckpointID != "" && sess.State == session.Paused {
+			if s.o.Checkpoints == nil || !checkpoint.ValidID(in.CheckpointID) {
+				return PauseStatus{}, apierror.New(apierror.CheckpointNotFound, "The agent has no checkpoint %q.", in.CheckpointID)
+			}
+			if _, err := s.o.Checkpoints.Get(ctx, id, in.CheckpointID); errors.Is(err, checkpoint.ErrNotFound) {
+				return PauseStatus{}, apierror.New(apierror.CheckpointNotFound, "The agent has no checkpoint %q.", in.CheckpointID)
+			} else if err != nil {
+				return PauseStatus{}, err
+			}
 		}
 		switch {
 		case slices.Contains(session.Running, sess.State):
@@ -102,7 +118,7 @@ func (s *Service) Resume(ctx context.Context, id, bearer string) (PauseStatus, e
 				pausedFor += now.Sub(sess.PausedAt)
 			}
 			after, err := s.o.Store.Transition(ctx, id, session.Change{From: []session.State{session.Paused}, To: session.Resuming, Generation: sess.Generation,
-				Set: session.Fields{PausedFor: max(pausedFor, time.Millisecond)}})
+				Set: session.Fields{PausedFor: max(pausedFor, time.Millisecond), CheckpointID: in.CheckpointID}})
 			if errors.Is(err, session.ErrConflict) {
 				continue
 			}

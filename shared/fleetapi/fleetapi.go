@@ -149,9 +149,20 @@ func (h *Handlers) Pause(ctx context.Context, req httpapi.Request) (httpapi.Resp
 }
 
 // Resume serves POST /api/remote_agents/{id}/resume: the agent goes on from
-// its checkpoint, answered once ready. No body.
+// its last checkpoint, or the body's {"checkpoint_id"}, answered once
+// ready.
 func (h *Handlers) Resume(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
-	out, err := h.svc.Resume(ctx, req.PathParameters["id"], httpapi.BearerToken(req))
+	var in fleet.ResumeRequest
+	if req.Body != "" {
+		// Who calls comes first: no body is read for a caller that may not.
+		if _, err := h.svc.Authorize(ctx, req.PathParameters["id"], httpapi.BearerToken(req)); err != nil {
+			return httpapi.Error(ctx, h.log, err), nil
+		}
+		if err := httpapi.DecodeJSON(req, 1024, &in); err != nil {
+			return httpapi.Error(ctx, h.log, err), nil
+		}
+	}
+	out, err := h.svc.Resume(ctx, req.PathParameters["id"], httpapi.BearerToken(req), in)
 	if err != nil {
 		return httpapi.Error(ctx, h.log, err), nil
 	}

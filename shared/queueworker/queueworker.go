@@ -92,8 +92,28 @@ type Worker struct {
 	// Addresses records where running sandbox tasks are (task.running),
 	// for the egress proxy to know them by; nil: not recorded.
 	Addresses Addresses
+	// Checkpoints deletes an agent's checkpoints once it ended for good;
+	// nil: kept.
+	Checkpoints Checkpoints
 	// Now is the clock launch leases are taken by; nil means time.Now.
 	Now func() time.Time
+}
+
+// Checkpoints deletes agents' checkpoints (checkpoint.Service).
+type Checkpoints interface {
+	Delete(ctx context.Context, id string) error
+}
+
+// forget deletes the checkpoints of sess, which ended for good: nothing
+// resumes or forks it any more. A failure is logged; the next stop or
+// sweep of it does not come, so it is left (an operator's to delete).
+func (w *Worker) forget(ctx context.Context, sess session.Session) {
+	if w.Checkpoints == nil || !sess.State.Terminal() || sess.JobID != "" {
+		return
+	}
+	if err := w.Checkpoints.Delete(ctx, sess.ID); err != nil {
+		w.Log.WarnContext(ctx, "delete an ended agent's checkpoints", slog.String("session_id", sess.ID), slog.String("error", err.Error()))
+	}
 }
 
 // Addresses records the addresses of running sandboxes (dynamo.Addresses).
@@ -581,14 +601,23 @@ func (w *Worker) stop(ctx context.Context, m jobqueue.Message) error {
 			return fmt.Errorf("stop sandbox of %s: %w", sess.ID, err)
 		}
 	}
-	if !live || sess.State == session.Paused {
+	if sess.State == session.Paused {
 		return nil // a paused session's sandbox stops; the session lives on
+	}
+	if !live {
+		w.forget(ctx, sess)
+		return nil
 	}
 	reason := sess.Reason
 	if reason == "" {
 		reason = session.ReasonShutdown
 	}
-	return w.end(ctx, sess, reason)
+	if err := w.end(ctx, sess, reason); err != nil {
+		return err
+	}
+	sess.State = session.Ended
+	w.forget(ctx, sess)
+	return nil
 }
 
 // sweep replenishes the warm pool, then runs one sweep and stops, with no grace, the sandboxes of the
@@ -612,6 +641,7 @@ func (w *Worker) sweep(ctx context.Context) error {
 		w.Log.InfoContext(ctx, "sweep", slog.Int("checked", rep.Checked), slog.Int("lost", rep.Lost), slog.Int("stuck_provisioning", rep.Stuck), slog.Int("stuck_ending", rep.Ended))
 	}
 	for _, sess := range rep.Stop {
+		w.forget(ctx, sess)
 		if sess.SandboxRef == "" {
 			continue
 		}
@@ -628,6 +658,9 @@ func (w *Worker) taskStopped(ctx context.Context, m jobqueue.Message) error {
 	}
 	sess, live, err := w.live(ctx, m)
 	if !live || err != nil {
+		if err == nil && sess.Generation == m.Generation {
+			w.forget(ctx, sess) // it ended itself, then stopped
+		}
 		return err
 	}
 	switch sess.State {
@@ -649,6 +682,9 @@ func (w *Worker) taskStopped(ctx context.Context, m jobqueue.Message) error {
 	}
 	if err := w.end(ctx, sess, reason); err != nil {
 		return err
+	}
+	if ended, err := w.Store.Get(ctx, sess.ID); err == nil {
+		w.forget(ctx, ended)
 	}
 	if launch.OutOfMemory(m.Detail) && sess.JobID != "" && w.Jobs != nil {
 		return w.Jobs.OutOfMemory(ctx, sess.JobID, "The job's sandbox was killed for its memory: it used all its memory limit (constraints.memory).")

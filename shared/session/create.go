@@ -19,8 +19,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
-	"github.com/remote-agents/remote-agents/shared/checkpoint"
 	"github.com/remote-agents/remote-agents/shared/appkey"
+	"github.com/remote-agents/remote-agents/shared/checkpoint"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/registry"

@@ -38,6 +38,10 @@ func LifeEvent(s Session, at time.Time) (e Event, ok bool) {
 		typ = sandboxwire.TypeAgentEnded
 	case Failed:
 		typ = sandboxwire.TypeAgentFailed
+	case Pausing, Paused, Resuming:
+		// What its sandbox says of itself (working, idle) it says in
+		// state.changed; these the platform says, the same way.
+		typ = sandboxwire.TypeStateChanged
 	default:
 		return Event{}, false
 	}
@@ -54,11 +58,14 @@ func lifeEvent(s Session, typ string, at time.Time) Event {
 
 // RecordsChange reports whether a transition of a session from state from
 // to state to is one its stream records: into ready from provisioning
-// (once, however often the sandbox reports it), and into ended or failed.
+// (once, however often the sandbox reports it), into pausing, paused and
+// resuming, and into ended or failed.
 func RecordsChange(from, to State) bool {
 	switch {
 	case to == Ready:
 		return from == Provisioning
+	case to == Pausing || to == Paused || to == Resuming:
+		return from != to
 	case to.Terminal():
 		return !from.Terminal()
 	}

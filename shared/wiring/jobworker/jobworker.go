@@ -42,6 +42,6 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 		return wiring.Function{}, err
 	}
 	w := &worker.Worker{Jobs: jobService, Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, ModelGatewayURL: e.Config.Model.GatewayURL, PushURL: e.Config.Push.URL, Tools: gate, ToolsDLQ: toolsDLQ, Sweeper: sweeper, Pool: poolservice.Pool(e), Log: e.Log,
-		Addresses: dynamo.NewAddresses(e.DynamoDB(), e.Resources.Idempotency.Name)}
+		Addresses: dynamo.NewAddresses(e.DynamoDB(), e.Resources.Idempotency.Name), Checkpoints: e.Checkpoints()}
 	return wiring.Function{Name: routes.JobWorker, Worker: w.Handle}, nil
 }

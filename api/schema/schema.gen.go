@@ -2286,7 +2286,9 @@ type ShutdownStatusStatus string
 
 // Spec defines model for Spec.
 type Spec struct {
-	ConfigurationID string `json:"configuration_id,omitempty,omitzero"`
+	// CheckpointSeconds How often the sandbox writes a checkpoint between its agent's turns (absent: only when paused).
+	CheckpointSeconds int64  `json:"checkpoint_seconds,omitempty,omitzero"`
+	ConfigurationID   string `json:"configuration_id,omitempty,omitzero"`
 
 	// Env Env values persisted for the configuration (secret).
 	Env          map[string]string `json:"env,omitempty,omitzero"`

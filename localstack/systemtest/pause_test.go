@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/localstack/devtest"
+	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
@@ -252,5 +253,54 @@ func TestFaultSandboxKilledMidCheckpoint(t *testing.T) {
 	}
 	if out := s.bash(t, id, tok, "cat kept.txt; ls added.txt 2>&1 || true"); !strings.Contains(out, "first") || strings.Contains(out, "second") || !strings.Contains(out, "No such file") {
 		t.Errorf("resumed from the last committed checkpoint, the workspace reads %q", out)
+	}
+}
+
+// TestFaultSandboxCrashLosesAtMostTheCheckpointInterval: a sandbox writes a
+// checkpoint between turns every RA_CHECKPOINT_INTERVAL_SECONDS; one that
+// crashes leaves its agent paused on the last (reason crashed), not ended,
+// and a resume brings back what it held.
+func TestFaultSandboxCrashLosesAtMostTheCheckpointInterval(t *testing.T) {
+	t.Log(`nothing lost but the interval: after a crash the agent is paused on its last periodic checkpoint and resumes with its files`)
+	t.Parallel()
+	s := start(t, withSandboxEnv("RA_NO_TMUX=1"), withConfig(func(c *config.RemoteAgents) { c.CheckpointInterval = time.Second }))
+	r := s.create(createBody("Hello"))
+	if r.status != http.StatusOK {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	id, tok := r.str("agent_id"), r.str("session_token")
+	s.bash(t, id, tok, "echo saved > saved.txt")
+	cps := s.srv.Env.Checkpoints()
+	eventually(t, 60*time.Second, "a periodic checkpoint holding saved.txt", func() bool {
+		sess, err := s.srv.Env.SessionStore().Get(t.Context(), id)
+		if err != nil || sess.CheckpointID == "" {
+			return false
+		}
+		cp, err := cps.Get(t.Context(), id, sess.CheckpointID)
+		if err != nil || cp.Reason != sandboxwire.CheckpointPeriodic {
+			return false
+		}
+		m, err := cps.Manifest(t.Context(), id, cp)
+		return err == nil && slices.ContainsFunc(m.Entries, func(e sandboxwire.Entry) bool { return e.Path == "saved.txt" })
+	})
+	sess, err := s.srv.Env.SessionStore().Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.srv.Launcher.Stop(t.Context(), sess.SandboxRef, 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the crashed agent paused", func() bool {
+		a := s.alive(id, tok)
+		return a.str("state") == "paused" && a.body["alive"] == true
+	})
+	if after, _ := s.srv.Env.SessionStore().Get(t.Context(), id); after.Reason != "crashed" {
+		t.Errorf("paused with reason %q, want crashed", after.Reason)
+	}
+	if res := s.call(http.MethodPost, "/api/remote_agents/"+id+"/resume", tok, nil); res.status != http.StatusOK {
+		t.Fatalf("resume: %d %s", res.status, res.raw)
+	}
+	if out := s.bash(t, id, tok, "cat saved.txt"); !strings.Contains(out, "stdout:\nsaved\n") {
+		t.Errorf("after the crash and the resume saved.txt reads %q", out)
 	}
 }

@@ -70,6 +70,23 @@ func (r *run) pause(ctx context.Context, stopTurn context.CancelFunc) (done bool
 	return false, turnCtx, stop
 }
 
+// periodicCheckpoint writes a checkpoint between turns if anything
+// happened since the last: a sandbox lost later loses only what came
+// after. One that fails (a file changed while it was read) is tried again
+// at the next tick.
+func (r *run) periodicCheckpoint(ctx context.Context) {
+	if !r.changed || r.turning || r.conv == nil {
+		return
+	}
+	cp, err := r.checkpoint(ctx, sandboxwire.CheckpointPeriodic)
+	if err != nil {
+		r.log.Warn("periodic checkpoint", slog.String("error", err.Error()))
+		return
+	}
+	r.changed = false
+	r.log.Info("checkpoint committed", slog.String("checkpoint", cp.ID), slog.Int64("new_bytes", cp.NewBytes))
+}
+
 // resume restores the checkpoint the spec names into the workspace, and the
 // agent's state with it.
 func (r *run) resume(ctx context.Context, cp sandboxwire.Checkpoint) (agentState, error) {

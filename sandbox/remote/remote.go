@@ -93,6 +93,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 		return jobmode.New(jobmode.Sandbox{Client: cl, Log: log, SessionID: c.SessionID, Token: c.Token, ModelGateway: cmp.Or(c.ModelGateway, c.Gateway),
 			LLM: c.LLM, Workspace: c.Workspace, Tools: c.Tools, ToolUser: c.ToolUser, Secrets: c.Secrets, Heartbeat: c.Heartbeat}, c.Job).Run(ctx, spec, primed[0].Content)
 	}
+	r.every = time.Duration(spec.CheckpointSeconds) * time.Second
 	var workspace *sandboxwire.WorkspaceStatus
 	var resumed *agentState
 	if spec.Resume != nil {
@@ -154,8 +155,12 @@ type run struct {
 	services *provision.Services
 	// prepared is what a pool sandbox provisioned before its claim.
 	prepared *provision.Prepared
-	// ckpt writes its checkpoints (pause.go).
-	ckpt *checkpoint.Writer
+	// ckpt writes its checkpoints (pause.go); every is how often between
+	// turns (0: only when paused), changed whether anything happened
+	// since the last.
+	ckpt    *checkpoint.Writer
+	every   time.Duration
+	changed bool
 }
 
 // provision provisions the workspace spec describes (package provision) and
@@ -304,10 +309,19 @@ func (r *run) serve(ctx, turnCtx context.Context, stopTurn context.CancelFunc) e
 		go r.listen(pushCtx, r.c.PushURL, wake, &pushUp, r.log)
 	}
 	lastRead := time.Now()
+	var periodic <-chan time.Time
+	if r.every > 0 {
+		tick := time.NewTicker(r.every)
+		defer tick.Stop()
+		periodic = tick.C
+	}
 	for {
 		var orders sandboxwire.Orders
 		var err error
 		select {
+		case <-periodic:
+			r.periodicCheckpoint(ctx)
+			continue
 		case <-ctx.Done():
 			r.log.Info("sandbox stopping: signal")
 			r.finishTurn(stopTurn)
@@ -325,7 +339,7 @@ func (r *run) serve(ctx, turnCtx context.Context, stopTurn context.CancelFunc) e
 			orders, err = r.readInbox(ctx, turnCtx, "push")
 			lastRead = time.Now()
 		case terr := <-r.turnDone:
-			r.turning = false
+			r.turning, r.changed = false, true
 			switch {
 			case errors.Is(terr, errTokenLimit):
 				r.log.Info("sandbox stopping: token limit")
@@ -397,6 +411,9 @@ func (r *run) take(ctx context.Context, orders sandboxwire.Orders) {
 	r.after = max(r.after, orders.Next)
 	if r.tools != nil {
 		r.tools.take(ctx, orders.ToolRequests)
+	}
+	if len(orders.ToolRequests) > 0 || len(orders.Messages) > 0 || len(orders.Env) > 0 {
+		r.changed = true // an app's tool may change the workspace; the inbox moved
 	}
 	for _, m := range orders.Messages {
 		saved, err := download(ctx, r.c.Workspace, m, r.c.ToolUser)

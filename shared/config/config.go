@@ -41,7 +41,9 @@ import (
 // create must answer (ready or 408) before then.
 const (
 	DefaultCreationTimeout = 15 * time.Second
-	MaxCreationTimeout     = 29 * time.Second
+	// DefaultCheckpointInterval is how often a sandbox checkpoints.
+	DefaultCheckpointInterval = 10 * time.Minute
+	MaxCreationTimeout        = 29 * time.Second
 )
 
 // DefaultGuardrailsPath is where the guardrails ship.
@@ -53,9 +55,13 @@ type Features = sandboxwire.Features
 
 // RemoteAgents is the remote_agents section.
 type RemoteAgents struct {
-	AllowedOrigins      []string
-	EmbedFeatures       Features
-	CreationTimeout     time.Duration
+	AllowedOrigins  []string
+	EmbedFeatures   Features
+	CreationTimeout time.Duration
+	// CheckpointInterval is how often a sandbox checkpoints between its
+	// agent's turns, so that a lost sandbox loses at most that much
+	// (RA_CHECKPOINT_INTERVAL_SECONDS; 0: only when paused).
+	CheckpointInterval  time.Duration
 	PublicBaseURL       string
 	GuardrailsPath      string
 	ExceptionWebhookURL string
@@ -112,13 +118,14 @@ func (l *WorkspaceLimits) check(name string) error {
 // Defaults returns the spec's defaults: no origins, no features, 15 s.
 func Defaults() RemoteAgents {
 	return RemoteAgents{
-		AllowedOrigins:    []string{},
-		CreationTimeout:   DefaultCreationTimeout,
-		GuardrailsPath:    DefaultGuardrailsPath,
-		WorkspaceDefaults: DefaultWorkspaceLimits,
-		GitInsecureHosts:  slices.Clone(sandboxwire.DefaultInsecureGitHosts),
-		Quotas:            DefaultQuotas,
-		SessionLimits:     DefaultSessionLimits,
+		AllowedOrigins:     []string{},
+		CreationTimeout:    DefaultCreationTimeout,
+		CheckpointInterval: DefaultCheckpointInterval,
+		GuardrailsPath:     DefaultGuardrailsPath,
+		WorkspaceDefaults:  DefaultWorkspaceLimits,
+		GitInsecureHosts:   slices.Clone(sandboxwire.DefaultInsecureGitHosts),
+		Quotas:             DefaultQuotas,
+		SessionLimits:      DefaultSessionLimits,
 	}
 }
 

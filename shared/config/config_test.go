@@ -23,7 +23,7 @@ func TestDefaultsWithoutFileOrEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config.RemoteAgents{AllowedOrigins: []string{}, CreationTimeout: 15 * time.Second, GuardrailsPath: "data/platform-guardrails.md",
+	want := config.RemoteAgents{AllowedOrigins: []string{}, CreationTimeout: 15 * time.Second, CheckpointInterval: 10 * time.Minute, GuardrailsPath: "data/platform-guardrails.md",
 		WorkspaceDefaults: config.WorkspaceLimits{CPU: "1", Memory: "2G", Disk: "20G"}, GitInsecureHosts: []string{"127.0.0.1", "localhost", "::1"},
 		Quotas: config.DefaultQuotas, SessionLimits: config.DefaultSessionLimits}
 	if !reflect.DeepEqual(c.RemoteAgents, want) {

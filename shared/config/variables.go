@@ -212,6 +212,16 @@ var Variables = []Variable{
 			p.EventsMaxDuration = time.Duration(secs) * time.Second
 			return nil
 		}},
+	{Name: "RA_CHECKPOINT_INTERVAL_SECONDS", Readers: []Reader{PlatformFunctions}, Default: "`600`",
+		Meaning: "how often an agent's sandbox writes a checkpoint between its turns (only what changed is uploaded), so that a sandbox lost or crashed loses at most that much: its agent is then paused on that checkpoint, not ended. `0`: checkpoints only when paused",
+		set: func(p *Platform, v string) error {
+			secs, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || secs < 0 || secs > 86400 {
+				return fmt.Errorf("RA_CHECKPOINT_INTERVAL_SECONDS: want a whole number of seconds from 0 to 86400, got %q", v)
+			}
+			p.CheckpointInterval = time.Duration(secs) * time.Second
+			return nil
+		}},
 	{Name: "RA_JOB_RETENTION_DAYS", Readers: []Reader{PlatformFunctions}, Value: strconv.Itoa(DefaultJobRetentionDays), Default: "`30`",
 		Meaning: "a finished job (its item and its events) is kept this many days, then expires (DynamoDB TTL); the stack's lifecycle rule expires its files (`jobs/` in the bucket) after the same",
 		set: func(p *Platform, v string) error {

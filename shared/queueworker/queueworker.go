@@ -673,6 +673,13 @@ func (w *Worker) taskStopped(ctx context.Context, m jobqueue.Message) error {
 	if sess.State == session.Ending {
 		reason = session.ReasonShutdown
 	}
+	if slices.Contains(session.Running, sess.State) && sess.CheckpointID != "" && sess.JobID == "" {
+		// Crashed with a checkpoint: paused on it, resumable.
+		c := session.LostChange(sess, w.now())
+		c.Reason = session.ReasonCrashed
+		_, err := w.Store.Transition(ctx, sess.ID, c)
+		return ignoreConflict(err)
+	}
 	if sess.State == session.Provisioning {
 		_, err := w.Store.Transition(ctx, sess.ID, session.Change{From: []session.State{session.Provisioning}, To: session.Failed, Generation: sess.Generation, Reason: session.ReasonError})
 		if err = ignoreConflict(err); err != nil {

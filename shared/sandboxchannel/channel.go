@@ -99,6 +99,9 @@ type Options struct {
 	// Jobs queues the stop of a paused session's sandbox; nil: its orders
 	// alone stop it.
 	Jobs session.Publisher
+	// CheckpointInterval is how often an agent's sandbox checkpoints
+	// between turns (the spec says it; 0: only when paused).
+	CheckpointInterval time.Duration
 	// Uploads bound the upload URLs a session's sandbox is granted (with its
 	// attachments': session.GrantUploads); zero is no bound.
 	Uploads session.UploadQuota
@@ -193,22 +196,27 @@ func (c *Service) spec(ctx context.Context, sess session.Session, doc guardrails
 		}
 		resume = &cp
 	}
+	every := 0
+	if c.o.Checkpoints != nil {
+		every = int(c.o.CheckpointInterval / time.Second)
+	}
 	return sandboxwire.Spec{
-		Resume:          resume,
-		SessionID:       sess.ID,
-		Generation:      sess.Generation,
-		Guardrails:      sandboxwire.Guardrails{Content: doc.Content, Hash: doc.Hash},
-		Persona:         sandboxwire.Persona{Slug: persona.Slug, Name: persona.Name, Skill: persona.Skill, Experience: persona.Experience, Active: persona.Active},
-		InitialPrompt:   sess.InitialPrompt,
-		FeatureFlags:    sess.Features,
-		TmuxSessionName: sess.TmuxSessionName,
-		SessionType:     cmp.Or(sess.SessionType, prompts.SessionCoding),
-		ConfigurationID: sess.ConfigurationID,
-		PromptMode:      string(mode),
-		SystemPrompt:    text,
-		Env:             env,
-		Tools:           workspaceTools(sess),
-		Workspace:       ws,
+		Resume:            resume,
+		CheckpointSeconds: every,
+		SessionID:         sess.ID,
+		Generation:        sess.Generation,
+		Guardrails:        sandboxwire.Guardrails{Content: doc.Content, Hash: doc.Hash},
+		Persona:           sandboxwire.Persona{Slug: persona.Slug, Name: persona.Name, Skill: persona.Skill, Experience: persona.Experience, Active: persona.Active},
+		InitialPrompt:     sess.InitialPrompt,
+		FeatureFlags:      sess.Features,
+		TmuxSessionName:   sess.TmuxSessionName,
+		SessionType:       cmp.Or(sess.SessionType, prompts.SessionCoding),
+		ConfigurationID:   sess.ConfigurationID,
+		PromptMode:        string(mode),
+		SystemPrompt:      text,
+		Env:               env,
+		Tools:             workspaceTools(sess),
+		Workspace:         ws,
 	}, nil
 }
 

@@ -114,6 +114,9 @@ type Spec struct {
 	// instead of provisioning and answering the initial prompt, and then
 	// reports ready.
 	Resume *Checkpoint `json:"resume,omitempty"`
+	// CheckpointSeconds is how often the sandbox writes a checkpoint
+	// between its agent's turns (0: only when paused).
+	CheckpointSeconds int `json:"checkpoint_seconds,omitempty"`
 }
 
 // Guardrails is the platform guardrails document and its SHA-256, which ready

@@ -94,7 +94,7 @@ func (s *Control) Alive(ctx context.Context, id, tok string) (AliveStatus, error
 		return AliveStatus{}, err
 	}
 	if sess.Lost(s.o.Now()) {
-		lost, err := s.o.Store.Transition(ctx, id, Change{From: Running, To: Ended, Reason: ReasonLost})
+		lost, err := s.o.Store.Transition(ctx, id, LostChange(sess, s.o.Now()))
 		switch {
 		case err == nil:
 			sess = lost

@@ -355,6 +355,16 @@ func (s Session) TokensExpired(now time.Time) bool {
 	return now.Sub(end) > TokenGrace
 }
 
+// LostChange is the transition of a session whose sandbox was lost at now:
+// paused on its last checkpoint (reason lost), which a resume goes on
+// from; ended (lost) without one.
+func LostChange(s Session, now time.Time) Change {
+	if s.CheckpointID != "" {
+		return Change{From: Running, To: Paused, Reason: ReasonLost, Generation: s.Generation, Set: Fields{PausedAt: now}}
+	}
+	return Change{From: Running, To: Ended, Reason: ReasonLost, Generation: s.Generation}
+}
+
 // Lost reports whether a running session's sandbox has stopped heart-beating.
 func (s Session) Lost(now time.Time) bool {
 	if !slices.Contains(Running, s.State) {

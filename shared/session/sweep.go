@@ -159,7 +159,7 @@ func (s *Sweeper) sweepOne(ctx context.Context, id string, now time.Time, rep *S
 	var c Change
 	switch {
 	case sess.Lost(now):
-		c, rep.Lost = Change{From: Running, To: Ended, Reason: ReasonLost, Generation: sess.Generation}, rep.Lost+1
+		c, rep.Lost = LostChange(sess, now), rep.Lost+1
 	case sess.State == Provisioning && now.Sub(sess.CreatedAt) > ProvisioningLimit:
 		c, rep.Stuck = Change{From: []State{Provisioning}, To: Failed, Reason: ReasonTimeout, Generation: sess.Generation}, rep.Stuck+1
 	case sess.State == Ending && now.Sub(sess.UpdatedAt) > EndingLimit:

@@ -42,3 +42,39 @@ func TestListAndKill(t *testing.T) {
 		t.Errorf("limit 1000: %v", err)
 	}
 }
+
+// The app pauses an agent, lists its checkpoint, forks it and resumes it
+// from that checkpoint by name.
+func TestPauseForkAndResume(t *testing.T) {
+	t.Parallel()
+	srv := devtest.Start(t)
+	c := newClient(t, srv.URL)
+	ctx := bounded(t)
+	a, err := c.Create(ctx, hello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Pause(ctx, a.AgentID)
+	if err != nil || string(p.State) != "paused" || p.Checkpoint.ID == "" {
+		t.Fatalf("pause: %+v %v", p, err)
+	}
+	list, err := c.Checkpoints(ctx, a.AgentID, "")
+	if err != nil || len(list.Checkpoints) != 1 || list.Checkpoints[0].ID != p.Checkpoint.ID {
+		t.Fatalf("checkpoints: %+v %v", list, err)
+	}
+	f, err := c.Fork(ctx, a.AgentID)
+	if err != nil || f.AgentID == a.AgentID || f.SessionToken == "" {
+		t.Fatalf("fork: %+v %v", f, err)
+	}
+	r, err := c.Resume(ctx, a.AgentID, p.Checkpoint.ID)
+	if err != nil || string(r.State) == "paused" || r.Checkpoint.ID != p.Checkpoint.ID {
+		t.Fatalf("resume: %+v %v", r, err)
+	}
+	var apiErr *Error
+	if _, err := c.Resume(ctx, a.AgentID, ""); err != nil {
+		t.Errorf("a resume of a running agent: %v", err)
+	}
+	if _, err := c.Pause(ctx, "00000000-0000-4000-8000-000000000000"); !errors.As(err, &apiErr) || apiErr.Status != 404 {
+		t.Errorf("a pause of an unknown agent: %v", err)
+	}
+}

@@ -18,6 +18,10 @@ const (
 	pathTool        = "/api/remote_agents/{id}/workspace/tools/{tool}"
 	pathList        = "/api/remote_agents"
 	pathKill        = "/api/remote_agents/{id}/kill"
+	pathPause       = "/api/remote_agents/{id}/pause"
+	pathResume      = "/api/remote_agents/{id}/resume"
+	pathFork        = "/api/remote_agents/{id}/fork"
+	pathCheckpoints = "/api/remote_agents/{id}/checkpoints"
 )
 
 // expand fills pattern's parameters ({name}), in order, with values, each

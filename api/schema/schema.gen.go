@@ -901,6 +901,24 @@ func (e State) Valid() bool {
 	}
 }
 
+// Defines values for StoredWorkspaceConfigOnIdle.
+const (
+	StoredWorkspaceConfigOnIdleEnd   StoredWorkspaceConfigOnIdle = "end"
+	StoredWorkspaceConfigOnIdlePause StoredWorkspaceConfigOnIdle = "pause"
+)
+
+// Valid indicates whether the value is a known member of the StoredWorkspaceConfigOnIdle enum.
+func (e StoredWorkspaceConfigOnIdle) Valid() bool {
+	switch e {
+	case StoredWorkspaceConfigOnIdleEnd:
+		return true
+	case StoredWorkspaceConfigOnIdlePause:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ToolErrorErrorCode.
 const (
 	ToolErrorErrorCodeAgentCreationTimeout ToolErrorErrorCode = "agent_creation_timeout"
@@ -1099,6 +1117,24 @@ func (e WebhookRequestEvents) Valid() bool {
 	case WebhookRequestEventsWorkspaceReady:
 		return true
 	case WebhookRequestEventsWorkspaceWarning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WorkspaceConfigOnIdle.
+const (
+	WorkspaceConfigOnIdleEnd   WorkspaceConfigOnIdle = "end"
+	WorkspaceConfigOnIdlePause WorkspaceConfigOnIdle = "pause"
+)
+
+// Valid indicates whether the value is a known member of the WorkspaceConfigOnIdle enum.
+func (e WorkspaceConfigOnIdle) Valid() bool {
+	switch e {
+	case WorkspaceConfigOnIdleEnd:
+		return true
+	case WorkspaceConfigOnIdlePause:
 		return true
 	default:
 		return false
@@ -2393,11 +2429,17 @@ type StoredWorkspaceConfig struct {
 	Egress EgressPolicy `json:"egress"`
 
 	// Enabled Whether the type's agents have a workspace (false: no workspace, no workspace tools).
-	Enabled    bool        `json:"enabled"`
-	RepoSource interface{} `json:"repo_source"`
+	Enabled bool `json:"enabled"`
+
+	// OnIdle What its agents do at their idle limit: end (the default), or pause (a checkpoint, then no sandbox, until a resume).
+	OnIdle     StoredWorkspaceConfigOnIdle `json:"on_idle,omitempty,omitzero"`
+	RepoSource interface{}                 `json:"repo_source"`
 
 	// ResourceLimits A workspace's CPU, memory and disk, a size a Fargate task can have: CPU 0.25 (memory 512M, 1G or 2G), 0.5 (1G to 4G in 1G steps), 1 (2G to 8G), 2 (4G to 16G), 4 (8G to 30G), 8 (16G to 60G in 4G steps) or 16 vCPUs (32G to 120G in 8G steps); disk 20G to 200G. A part left out is the platform's default (and is checked with it). Sizes take M, Mi, MB or MiB and G, Gi, GB or GiB (all binary units); stored as `512M` or `4G`.
 	ResourceLimits ResourceLimits `json:"resource_limits"`
+
+	// ResumeOnMessage A message sent to a paused agent of the type resumes it (false: it waits in the inbox for a resume).
+	ResumeOnMessage bool `json:"resume_on_message,omitempty,omitzero"`
 
 	// Secrets Names of the app's secrets (POST /api/v1/secrets) whose headers the egress proxy adds to the agent's requests to their hosts. The sandbox never holds their values.
 	Secrets []string `json:"secrets,omitempty,omitzero"`
@@ -2421,6 +2463,9 @@ type StoredWorkspaceConfig struct {
 	// WarmPoolSize How many idle sandboxes of the type to keep.
 	WarmPoolSize int64 `json:"warm_pool_size"`
 }
+
+// StoredWorkspaceConfigOnIdle What its agents do at their idle limit: end (the default), or pause (a checkpoint, then no sandbox, until a resume).
+type StoredWorkspaceConfigOnIdle string
 
 // TaskContext What the agent works on. `repository_url` is an `https` URL (or `http`/`git` to a host the operator lists in `git_insecure_hosts`, loopback by default); never `file:`, a path, `ext::`, credentials, a query or a fragment. Bound with the agent type's `repo_source`: the task's repository is cloned for `task_context` (none: an empty workspace), ignored for `fixed` and `none`; the task's branch wins over the type's.
 type TaskContext struct {
@@ -2690,11 +2735,17 @@ type WorkspaceConfig struct {
 	// Enabled Whether the type's agents have a workspace (false: no workspace, no workspace tools).
 	Enabled bool `json:"enabled,omitempty,omitzero"`
 
+	// OnIdle What its agents do at their idle limit: end (the default), or pause (a checkpoint, then no sandbox, until a resume).
+	OnIdle WorkspaceConfigOnIdle `json:"on_idle,omitempty,omitzero"`
+
 	// RepoSource Which repository a workspace clones. Left out or empty: `none`.
 	RepoSource RepoSource `json:"repo_source,omitempty,omitzero"`
 
 	// ResourceLimits A workspace's CPU, memory and disk, a size a Fargate task can have: CPU 0.25 (memory 512M, 1G or 2G), 0.5 (1G to 4G in 1G steps), 1 (2G to 8G), 2 (4G to 16G), 4 (8G to 30G), 8 (16G to 60G in 4G steps) or 16 vCPUs (32G to 120G in 8G steps); disk 20G to 200G. A part left out is the platform's default (and is checked with it). Sizes take M, Mi, MB or MiB and G, Gi, GB or GiB (all binary units); stored as `512M` or `4G`.
 	ResourceLimits ResourceLimits `json:"resource_limits,omitempty,omitzero"`
+
+	// ResumeOnMessage A message sent to a paused agent of the type resumes it (false: it waits in the inbox for a resume).
+	ResumeOnMessage bool `json:"resume_on_message,omitempty,omitzero"`
 
 	// Secrets Names of the app's secrets (POST /api/v1/secrets) whose headers the egress proxy adds to the agent's requests to their hosts. The sandbox never holds their values.
 	Secrets []string `json:"secrets,omitempty,omitzero"`
@@ -2722,6 +2773,9 @@ type WorkspaceConfig struct {
 	// WarmPoolSize How many idle sandboxes of the type to keep.
 	WarmPoolSize int64 `json:"warm_pool_size,omitempty,omitzero"`
 }
+
+// WorkspaceConfigOnIdle What its agents do at their idle limit: end (the default), or pause (a checkpoint, then no sandbox, until a resume).
+type WorkspaceConfigOnIdle string
 
 // WorkspaceConfigTools defines model for WorkspaceConfig.Tools.
 type WorkspaceConfigTools string

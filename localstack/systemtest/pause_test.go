@@ -304,3 +304,37 @@ func TestFaultSandboxCrashLosesAtMostTheCheckpointInterval(t *testing.T) {
 		t.Errorf("after the crash and the resume saved.txt reads %q", out)
 	}
 }
+
+// TestIdleAgentsPauseAndAMessageResumesThem: a type with on_idle pause
+// pauses its agents at their idle limit (a checkpoint, then no sandbox)
+// instead of ending them; with resume_on_message, a message sent to the
+// paused agent resumes it, and the agent answers it with its files there.
+func TestIdleAgentsPauseAndAMessageResumesThem(t *testing.T) {
+	t.Parallel()
+	s := start(t, withSandboxEnv("RA_NO_TMUX=1", "RA_HEARTBEAT_SECONDS=1"))
+	s.putType(t, "napper", map[string]any{"enabled": true, "repo_source": map[string]any{"type": "none"}, "tools": []string{"bash", "read"},
+		"session_limits": map[string]any{"idle_timeout_seconds": 2}, "on_idle": "pause", "resume_on_message": true})
+	if cfg := s.call(http.MethodGet, agentTypes+"/napper/workspace-config", appKey, nil); cfg.body["on_idle"] != "pause" || cfg.body["resume_on_message"] != true {
+		t.Errorf("the type's workspace config: %s", cfg.raw)
+	}
+	id, tok := s.createTyped(t, "napper")
+	s.bash(t, id, tok, "echo kept > kept.txt")
+	eventually(t, 60*time.Second, "the idle agent paused", func() bool {
+		return s.alive(id, tok).str("state") == "paused"
+	})
+	sess, err := s.srv.Env.SessionStore().Get(t.Context(), id)
+	if err != nil || sess.Reason != "idle_timeout" || sess.CheckpointID == "" {
+		t.Fatalf("paused: %s (%s), checkpoint %q, %v", sess.State, sess.Reason, sess.CheckpointID, err)
+	}
+	before := len(s.waitAgentMessages(t, id, tok, 1))
+	if m := s.call(http.MethodPost, "/api/remote_agents/"+id+"/messages", tok, map[string]any{"text": "Wake up"}); m.status != http.StatusOK {
+		t.Fatalf("message: %d %s", m.status, m.raw)
+	}
+	msgs := s.waitAgentMessages(t, id, tok, before+1)
+	if last := msgs[len(msgs)-1]; !strings.Contains(last.text, "Wake up") {
+		t.Errorf("after the message resumed it the agent said %q", last.text)
+	}
+	if out := s.bash(t, id, tok, "cat kept.txt"); !strings.Contains(out, "stdout:\nkept\n") {
+		t.Errorf("resumed by a message, kept.txt reads %q", out)
+	}
+}

@@ -271,6 +271,8 @@ var table = map[string]Access{
 			ConfigurationEnv: {GetObject, PutObject},
 		},
 		Push: true,
+		// A message resumes a paused agent whose type says so.
+		Send: []string{JobsQueue},
 	},
 	"events": {
 		// The open streams quota: each stream recorded on its session.

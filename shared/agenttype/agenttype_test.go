@@ -108,7 +108,7 @@ func TestNewTypeHasNoWorkspace(t *testing.T) {
 	}
 	// Its sandboxes reach the platform only (egress.Default).
 	want := registry.WorkspaceConfig{RepoSource: registry.RepoSource{Type: "none"}, Tools: []string{}, SetupCommands: []string{}, SetupTimeoutSeconds: 300,
-		CheckoutOnStart: new(true), Egress: &egress.Policy{Mode: egress.ModeAllowlist, Allow: []string{}}}
+		CheckoutOnStart: new(true), Egress: &egress.Policy{Mode: egress.ModeAllowlist, Allow: []string{}}, OnIdle: registry.OnIdleEnd}
 	if !reflect.DeepEqual(v.WorkspaceConfig, want) || v.Platform || v.CreatedAt != now {
 		t.Errorf("created %+v, want workspace %+v", v, want)
 	}
@@ -149,6 +149,7 @@ func TestSetWorkspaceConfig(t *testing.T) {
 	want.SetupTimeoutSeconds = 300
 	want.CheckoutOnStart = new(true) // left out: cloned
 	want.Egress = &egress.Policy{Mode: egress.ModeAllowlist, Allow: []string{}}
+	want.OnIdle = registry.OnIdleEnd
 	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(reg["dev#coder"].Workspace, want) {
 		t.Errorf("stored %+v, want %+v", reg["dev#coder"].Workspace, want)
 	}
@@ -229,6 +230,7 @@ func TestValidate(t *testing.T) {
 		{"setup empty command", registry.WorkspaceConfig{SetupCommands: []string{" "}}, "setup_commands[0]"},
 		{"setup too many", registry.WorkspaceConfig{SetupCommands: make([]string, 21)}, "at most 20"},
 		{"setup timeout", registry.WorkspaceConfig{SetupTimeoutSeconds: -1}, "setup_timeout_seconds"},
+		{"on idle", registry.WorkspaceConfig{OnIdle: "sleep"}, "on_idle must be end or pause"},
 		{"setup timeout high", registry.WorkspaceConfig{SetupTimeoutSeconds: 3601}, "setup_timeout_seconds"},
 		{"warm pool", registry.WorkspaceConfig{WarmPoolSize: 101}, "warm_pool_size"},
 		{"base image", registry.WorkspaceConfig{BaseImage: "$(curl evil)"}, "base_image"},

@@ -108,6 +108,13 @@ func ValidateWith(c registry.WorkspaceConfig, d registry.ResourceLimits, insecur
 	if c.Secrets, err = validateSecrets(c.Secrets); err != nil {
 		return registry.WorkspaceConfig{}, err
 	}
+	switch c.OnIdle {
+	case "":
+		c.OnIdle = registry.OnIdleEnd
+	case registry.OnIdleEnd, registry.OnIdlePause:
+	default:
+		return registry.WorkspaceConfig{}, invalid("on_idle must be end or pause.")
+	}
 	if c.BaseImage != "" && (len(c.BaseImage) > MaxBaseImageBytes || !baseImagePattern.MatchString(c.BaseImage)) {
 		return registry.WorkspaceConfig{}, invalid("base_image must be a container image reference of at most %d bytes, like public.ecr.aws/docker/library/node:22.", MaxBaseImageBytes)
 	}

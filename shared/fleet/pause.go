@@ -3,13 +3,11 @@ package fleet
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/checkpoint"
-	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
@@ -112,25 +110,12 @@ func (s *Service) Resume(ctx context.Context, id, bearer string, in ResumeReques
 			return s.pauseStatus(ctx, sess) // running already
 		case sess.State == session.Resuming:
 		case sess.State == session.Paused:
-			now := s.o.Now().UTC()
-			pausedFor := sess.PausedFor
-			if !sess.PausedAt.IsZero() && now.After(sess.PausedAt) {
-				pausedFor += now.Sub(sess.PausedAt)
-			}
-			after, err := s.o.Store.Transition(ctx, id, session.Change{From: []session.State{session.Paused}, To: session.Resuming, Generation: sess.Generation,
-				Set: session.Fields{PausedFor: max(pausedFor, time.Millisecond), CheckpointID: in.CheckpointID}})
+			_, err := session.StartResume(ctx, s.o.Store, s.o.Jobs, s.o.Log, sess, in.CheckpointID, s.o.Now().UTC())
 			if errors.Is(err, session.ErrConflict) {
 				continue
 			}
 			if err != nil {
 				return PauseStatus{}, err
-			}
-			if err := s.o.Jobs.Publish(ctx, jobqueue.Message{Type: jobqueue.SessionStart, SessionID: id, Generation: after.Generation}, 0); err != nil {
-				s.o.Log.WarnContext(ctx, "publish session.start for a resume", slog.String("session_id", id), slog.String("error", err.Error()))
-				// Its start is not queued: back to paused, for a retry.
-				_, _ = s.o.Store.Transition(context.WithoutCancel(ctx), id, session.Change{From: []session.State{session.Resuming}, To: session.Paused,
-					Generation: after.Generation, Set: session.Fields{PausedAt: now}})
-				return PauseStatus{}, apierror.Unavailable(err)
 			}
 		default:
 			return PauseStatus{}, apierror.New(apierror.AgentNotAlive, "The agent is %s: only a paused agent resumes.", sess.State)

@@ -105,7 +105,20 @@ type WorkspaceConfig struct {
 	// added by the egress proxy where their rules say (never in the
 	// sandbox).
 	Secrets []string `json:"secrets,omitempty"`
+	// OnIdle is what its agents do at their idle limit: OnIdleEnd (""
+	// too, a type stored before it) or OnIdlePause (a checkpoint, then no
+	// sandbox, until a resume).
+	OnIdle string `json:"on_idle,omitempty"`
+	// ResumeOnMessage resumes a paused agent of the type when a message is
+	// sent to it.
+	ResumeOnMessage bool `json:"resume_on_message,omitempty"`
 }
+
+// What an agent does at its idle limit (WorkspaceConfig.OnIdle).
+const (
+	OnIdleEnd   = "end"
+	OnIdlePause = "pause"
+)
 
 // secretName is what names a secret.
 var secretName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)

@@ -16,7 +16,11 @@ func (c *Service) endForLimit(ctx context.Context, sess session.Session) session
 	if why == "" {
 		return sess
 	}
-	after, err := c.o.Store.Transition(ctx, sess.ID, session.Change{From: session.Running, To: session.Ending, Generation: sess.Generation, Reason: why})
+	to := session.Ending
+	if why == session.ReasonIdleTimeout && session.PausesWhenIdle(sess) && c.o.Checkpoints != nil {
+		to = session.Pausing // its type's on_idle: a checkpoint, then no sandbox
+	}
+	after, err := c.o.Store.Transition(ctx, sess.ID, session.Change{From: session.Running, To: to, Generation: sess.Generation, Reason: why})
 	if errors.Is(err, session.ErrConflict) {
 		return sess
 	}
@@ -24,6 +28,6 @@ func (c *Service) endForLimit(ctx context.Context, sess session.Session) session
 		c.o.Log.WarnContext(ctx, "end a session over its limit", slog.String("session_id", sess.ID), slog.String("error", err.Error()))
 		return sess
 	}
-	c.o.Log.InfoContext(ctx, "session over its limit: ending", slog.String("session_id", sess.ID), slog.String("reason", string(why)))
+	c.o.Log.InfoContext(ctx, "session over its limit", slog.String("session_id", sess.ID), slog.String("reason", string(why)), slog.String("state", string(to)))
 	return after
 }

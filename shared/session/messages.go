@@ -81,7 +81,10 @@ type InboxOptions struct {
 	// Uploads bound the attachments' upload URLs (with the sandbox's own
 	// uploads: GrantUploads); zero is no bound.
 	Uploads UploadQuota
-	Log     *slog.Logger
+	// Jobs queues the resume of a paused agent whose type resumes on a
+	// message (nil: its messages wait for a resume).
+	Jobs Publisher
+	Log  *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -129,6 +132,7 @@ func (s *Inbox) PostMessage(ctx context.Context, sess Session, req MessageReques
 		if err != nil {
 			return MessageReceipt{}, notAlive(err)
 		}
+		s.resumeFor(ctx, sess)
 		return MessageReceipt{AgentID: id, Status: "queued", MessageID: out[0].Seq}, nil
 	}
 	now := s.o.Now().UTC()
@@ -146,7 +150,20 @@ func (s *Inbox) PostMessage(ctx context.Context, sess Session, req MessageReques
 	case replayed:
 		return replayMessage(id, req, rec, got)
 	}
+	s.resumeFor(ctx, sess)
 	return MessageReceipt{AgentID: id, Status: "queued", MessageID: got.Seq, ClientMessageID: req.ClientMessageID}, nil
+}
+
+// resumeFor resumes paused sess, whose type resumes on a message, for the
+// message just queued (its inbox holds it for the resumed sandbox). One
+// that cannot start now stays paused, the message waiting: logged.
+func (s *Inbox) resumeFor(ctx context.Context, sess Session) {
+	if sess.State != Paused || !ResumesOnMessage(sess) || s.o.Jobs == nil {
+		return
+	}
+	if _, err := StartResume(ctx, s.o.Store, s.o.Jobs, s.o.Log, sess, "", s.o.Now().UTC()); err != nil && !errors.Is(err, ErrConflict) {
+		s.o.Log.WarnContext(ctx, "resume on a message", slog.String("session_id", sess.ID), slog.String("error", err.Error()))
+	}
 }
 
 // OnceAppender appends events once per idempotency record (Store's

@@ -11,7 +11,12 @@ import (
 )
 
 // Build builds the messages function.
-func Build(_ context.Context, e *wiring.Env) (wiring.Function, error) {
-	svc := session.NewInbox(session.InboxOptions{Store: e.SessionStore(), Blob: e.Bucket(), Secrets: e.Bucket(), Notifier: e.Notifier(), Uploads: e.Quotas().Uploads, Log: e.Log})
+func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
+	jobs, err := e.Jobs(ctx)
+	if err != nil {
+		return wiring.Function{}, err
+	}
+	svc := session.NewInbox(session.InboxOptions{Store: e.SessionStore(), Blob: e.Bucket(), Secrets: e.Bucket(), Notifier: e.Notifier(), Uploads: e.Quotas().Uploads,
+		Jobs: jobs, Log: e.Log})
 	return wiring.Pick("messages", (&sessionapi.Handlers{Inbox: svc, Log: e.Log}).Routes(e.Config.AllowedOrigins))
 }

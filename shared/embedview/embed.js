@@ -282,7 +282,8 @@ function eventStream(source) {
     scroll();
   }
 
-  const stateText = (s) => ({ ready: "Ready", working: "Working…", idle: "Idle", ending: "Ending…", ended: "Ended", failed: "Failed" })[s] || s;
+  const stateText = (s) => ({ ready: "Ready", working: "Working…", idle: "Idle", ending: "Ending…", ended: "Ended", failed: "Failed",
+    pausing: "Pausing…", paused: "Paused: messages wait for it to resume", resuming: "Resuming…" })[s] || s;
 
   function usage(u) {
     const used = $("context-used"), win = $("context-window");

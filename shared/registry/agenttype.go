@@ -148,8 +148,8 @@ func (c WorkspaceConfig) EgressPolicy() egress.Policy {
 func (c WorkspaceConfig) Checkout() bool { return c.CheckoutOnStart == nil || *c.CheckoutOnStart }
 
 // MarshalJSON writes c with every field: checkout_on_start as it holds (true
-// when left out), base_image null when unset (the platform's image), not
-// left out.
+// when left out), base_image null when unset (the platform's image), and
+// resume_on_message, not left out.
 func (c WorkspaceConfig) MarshalJSON() ([]byte, error) {
 	type fields WorkspaceConfig // without this method
 	var base *string
@@ -160,7 +160,8 @@ func (c WorkspaceConfig) MarshalJSON() ([]byte, error) {
 		fields
 		CheckoutOnStart bool    `json:"checkout_on_start"`
 		BaseImage       *string `json:"base_image"`
-	}{fields(c), c.Checkout(), base})
+		ResumeOnMessage bool    `json:"resume_on_message"`
+	}{fields(c), c.Checkout(), base, c.ResumeOnMessage})
 }
 
 // SessionLimits bound one session: its time, its idle time, its model

@@ -143,15 +143,15 @@ func TestQueuesAreNeededOnlyByTheirFunctions(t *testing.T) {
 	e := env(t)
 	e.Config.Queues = config.Queues{} // lookups by name would fail: nothing listens
 	e.Config.OrchestratorQueue = ""
-	for _, name := range []string{"events", "embed", "messages", "model", "workspace"} {
+	for _, name := range []string{"events", "embed", "model", "workspace"} {
 		if _, err := functionset.Builders()[name](t.Context(), e); err != nil {
 			t.Errorf("%s needs no queue, but: %v", name, err)
 		}
 	}
 	// The sandbox channel publishes job events (the orchestrator queue).
 	// The app's webhook routes queue replays; the webhooks function its
-	// triggers.
-	for _, name := range []string{"create", "alive", "shutdown", "toolcallback", routes.JobWorker, "sandbox", "jobs", "agenttypes", routes.Webhooks} {
+	// triggers. A message resumes a paused agent whose type says so.
+	for _, name := range []string{"create", "alive", "shutdown", "toolcallback", routes.JobWorker, "sandbox", "jobs", "agenttypes", routes.Webhooks, "messages"} {
 		if _, err := functionset.Builders()[name](t.Context(), e); err == nil {
 			t.Errorf("%s built without finding its queue", name)
 		}

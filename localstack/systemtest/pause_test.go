@@ -50,6 +50,12 @@ func TestPauseAndResumeKeepTheWorkspaceAndTheConversation(t *testing.T) {
 	if a := s.alive(id, tok); a.str("state") != "paused" || a.body["alive"] != true {
 		t.Errorf("alive while paused: %s", a.raw)
 	}
+	for _, q := range []string{"state=paused", "alive=true"} {
+		l := s.call(http.MethodGet, "/api/remote_agents?"+q, appKey, nil)
+		if !strings.Contains(l.raw, `"agent_id":"`+id+`"`) || !strings.Contains(l.raw, `"status":"paused"`) {
+			t.Errorf("the fleet list (%s) while paused: %d %s", q, l.status, l.raw)
+		}
+	}
 	if again := s.call(http.MethodPost, "/api/remote_agents/"+id+"/pause", tok, nil); again.status != http.StatusOK || again.str("state") != "paused" {
 		t.Errorf("a second pause: %d %s", again.status, again.raw)
 	}

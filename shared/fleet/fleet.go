@@ -339,7 +339,8 @@ func ParseListQuery(params map[string]string) (ListQuery, error) {
 	return q, nil
 }
 
-var allStates = []session.State{session.Provisioning, session.Ready, session.Working, session.Idle, session.Ending, session.Ended, session.Failed}
+var allStates = []session.State{session.Provisioning, session.Ready, session.Working, session.Idle, session.Ending, session.Ended, session.Failed,
+	session.Pausing, session.Paused, session.Resuming}
 
 func joinStates(ss []session.State) string {
 	out := make([]string, len(ss))

@@ -25,6 +25,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/remote-agents/remote-agents/sandbox/upload"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
@@ -262,38 +264,13 @@ func (w *Writer) client() *http.Client {
 
 // each runs f on every item, transfers at a time, stopping at the first
 // error.
-func each[T any](ctx context.Context, ts []T, f func(context.Context, T) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		mu    sync.Mutex
-		first error
-		wg    sync.WaitGroup
-	)
-	work := make(chan T)
-	for range min(transfers, len(ts)) {
-		wg.Go(func() {
-			for t := range work {
-				if err := f(ctx, t); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-						cancel()
-					}
-					mu.Unlock()
-				}
-			}
-		})
+func each[T any](ctx context.Context, items []T, f func(context.Context, T) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(transfers)
+	for _, it := range items {
+		g.Go(func() error { return f(ctx, it) })
 	}
-	for _, t := range ts {
-		if ctx.Err() != nil {
-			break
-		}
-		work <- t
-	}
-	close(work)
-	wg.Wait()
-	return first
+	return g.Wait()
 }
 
 // Restore brings the checkpoint whose manifest is the chunk manifest back

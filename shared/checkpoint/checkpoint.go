@@ -20,8 +20,9 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/blob"
@@ -227,37 +228,12 @@ func (s *Service) read(ctx context.Context, id string, c sandboxwire.Chunk, max 
 // says, verifiers at a time: by the checksum the store keeps, else by
 // reading it back.
 func (s *Service) verify(ctx context.Context, id string, chunks []sandboxwire.Chunk) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		mu    sync.Mutex
-		first error
-		wg    sync.WaitGroup
-	)
-	work := make(chan sandboxwire.Chunk)
-	for range min(verifiers, len(chunks)) {
-		wg.Go(func() {
-			for c := range work {
-				if err := s.verifyOne(ctx, id, c); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-						cancel()
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(verifiers)
 	for _, c := range chunks {
-		if ctx.Err() != nil {
-			break
-		}
-		work <- c
+		g.Go(func() error { return s.verifyOne(ctx, id, c) })
 	}
-	close(work)
-	wg.Wait()
-	return first
+	return g.Wait()
 }
 
 func (s *Service) verifyOne(ctx context.Context, id string, c sandboxwire.Chunk) error {

@@ -17,7 +17,6 @@ import (
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/session"
-	"github.com/remote-agents/remote-agents/shared/token"
 )
 
 // Store is what the fleet reads and changes of sessions: one by id, a
@@ -265,25 +264,7 @@ func (s *Service) Authorize(ctx context.Context, id, bearer string) (session.Ses
 // anything else is taken for an app key). An agent of
 // another tenant is not found, as an unknown one is.
 func (s *Service) killAuthorize(ctx context.Context, id, bearer string) (session.Session, error) {
-	if bearer == "" || token.Check(token.Session, bearer) == nil {
-		return session.Authorize(ctx, s.o.Store, id, bearer, s.o.Now())
-	}
-	app, err := s.Authenticate(ctx, bearer)
-	if err != nil {
-		return session.Session{}, err
-	}
-	notFound := apierror.New(apierror.AgentNotFound, "No agent has the id %q.", id)
-	if !session.ValidID(id) {
-		return session.Session{}, notFound
-	}
-	sess, err := s.o.Store.Get(ctx, id)
-	if errors.Is(err, session.ErrNotFound) || (err == nil && sess.Tenant != app.Tenant) {
-		return session.Session{}, notFound
-	}
-	if err != nil {
-		return session.Session{}, err
-	}
-	return sess, nil
+	return session.AuthorizeAgent(ctx, s.o.Store, s.Authenticate, id, bearer, s.o.Now())
 }
 
 // ParseListQuery reads the fleet list's query parameters: project_name,

@@ -258,6 +258,12 @@ func (s *Creator) Create(ctx context.Context, app registry.AppKey, req CreateReq
 			return Created{}, err
 		}
 	}
+	return s.created(ready, plain), nil
+}
+
+// created is what a create (or a fork) answers for ready, whose token is
+// plain.
+func (s *Creator) created(ready Session, plain string) Created {
 	return Created{
 		AgentID:           ready.ID,
 		EmbedURL:          s.embedURL(ready.ID, plain),
@@ -269,7 +275,7 @@ func (s *Creator) Create(ctx context.Context, app registry.AppKey, req CreateReq
 		GuardrailsVersion: ready.GuardrailsHash,
 		FeatureFlags:      ready.Features,
 		Workspace:         workspaceStatus(ready),
-	}, nil
+	}
 }
 
 // agentType is the agent type a new session is of: the request's, else the

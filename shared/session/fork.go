@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/checkpoint"
@@ -84,21 +85,23 @@ func (s *Creator) Fork(ctx context.Context, id, bearer string) (Created, error) 
 	if err != nil {
 		return Created{}, err
 	}
-	return Created{
-		AgentID: ready.ID, EmbedURL: s.embedURL(ready.ID, plain), SessionToken: plain,
-		ProjectName: ready.ProjectName, PersonaSlug: ready.PersonaSlug, TmuxSessionName: ready.TmuxSessionName,
-		Status: Ready, GuardrailsVersion: ready.GuardrailsHash, FeatureFlags: ready.Features, Workspace: workspaceStatus(ready),
-	}, nil
+	return s.created(ready, plain), nil
 }
 
-// forkSource is agent id, which bearer may fork: one of its session
-// tokens, or an app key of its tenant (another tenant's agent is not
-// found, as an unknown one is).
+// forkSource is agent id, which bearer may fork (AuthorizeAgent).
 func (s *Creator) forkSource(ctx context.Context, id, bearer string) (Session, error) {
+	return AuthorizeAgent(ctx, s.o.Store, s.Authenticate, id, bearer, s.o.Now())
+}
+
+// AuthorizeAgent finds agent id and checks that bearer may act on it: one
+// of its session tokens (by its form), or an app key of its tenant
+// (authenticate; anything else is taken for an app key). An agent of
+// another tenant is not found, as an unknown one is.
+func AuthorizeAgent(ctx context.Context, store Reader, authenticate func(context.Context, string) (registry.AppKey, error), id, bearer string, now time.Time) (Session, error) {
 	if bearer == "" || token.Check(token.Session, bearer) == nil {
-		return Authorize(ctx, s.o.Store, id, bearer, s.o.Now())
+		return Authorize(ctx, store, id, bearer, now)
 	}
-	app, err := s.Authenticate(ctx, bearer)
+	app, err := authenticate(ctx, bearer)
 	if err != nil {
 		return Session{}, err
 	}
@@ -106,7 +109,7 @@ func (s *Creator) forkSource(ctx context.Context, id, bearer string) (Session, e
 	if !ValidID(id) {
 		return Session{}, notFound
 	}
-	sess, err := s.o.Store.Get(ctx, id)
+	sess, err := store.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) || (err == nil && sess.Tenant != app.Tenant) {
 		return Session{}, notFound
 	}

@@ -2425,6 +2425,9 @@ type StoredWorkspaceConfig struct {
 	// CheckoutOnStart Whether the repository is cloned when the workspace starts (left out: true). false: nothing is fetched and the workspace is ready at once, an empty repository whose origin is the repository and whose branch tracks the repository's, checked out by a `git pull` when the agent needs it; the setup commands still run.
 	CheckoutOnStart bool `json:"checkout_on_start"`
 
+	// CheckpointRetentionDays How many days its agents' checkpoints are kept (1 to 365, default 7); an agent's last checkpoint is kept as long as the agent is, and all of them are deleted when it ends for good. Expired checkpoints are deleted together, within a day past their retention.
+	CheckpointRetentionDays int64 `json:"checkpoint_retention_days,omitempty,omitzero"`
+
 	// Egress What an agent's sandbox may reach besides the platform (its gateway and model gateway, always). `open`: anywhere. `allowlist`: the destinations `allow` names, through the platform's egress proxy; the sandbox is cut off from the network, so a connection to anything else fails whether or not the program uses the proxy (`HTTP(S)_PROXY` is set in the sandbox for convenience). `none`: nothing. A refused destination is an `egress.denied` event. An agent type created without a policy gets `allowlist` with nothing listed; an agent type's allowlist also holds its repository's host.
 	Egress EgressPolicy `json:"egress"`
 
@@ -2728,6 +2731,9 @@ type WorkspaceConfig struct {
 
 	// CheckoutOnStart Whether the repository is cloned when the workspace starts (left out: true). false: nothing is fetched and the workspace is ready at once, an empty repository whose origin is the repository and whose branch tracks the repository's, checked out by a `git pull` when the agent needs it; the setup commands still run.
 	CheckoutOnStart bool `json:"checkout_on_start,omitempty,omitzero"`
+
+	// CheckpointRetentionDays How many days its agents' checkpoints are kept (1 to 365, default 7); an agent's last checkpoint is kept as long as the agent is, and all of them are deleted when it ends for good. Expired checkpoints are deleted together, within a day past their retention.
+	CheckpointRetentionDays int64 `json:"checkpoint_retention_days,omitempty,omitzero"`
 
 	// Egress What an agent's sandbox may reach besides the platform (its gateway and model gateway, always). `open`: anywhere. `allowlist`: the destinations `allow` names, through the platform's egress proxy; the sandbox is cut off from the network, so a connection to anything else fails whether or not the program uses the proxy (`HTTP(S)_PROXY` is set in the sandbox for convenience). `none`: nothing. A refused destination is an `egress.denied` event. An agent type created without a policy gets `allowlist` with nothing listed; an agent type's allowlist also holds its repository's host.
 	Egress EgressPolicy `json:"egress,omitempty,omitzero"`

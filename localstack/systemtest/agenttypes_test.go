@@ -51,7 +51,7 @@ func TestAgentTypeRoutes(t *testing.T) {
 	fenced := map[string]any{"mode": "allowlist", "allow": []any{}}
 	wantNone := map[string]any{"enabled": false, "repo_source": map[string]any{"type": "none"}, "tools": []any{}, "resource_limits": map[string]any{},
 		"checkout_on_start": true, "base_image": nil, "setup_commands": []any{}, "setup_timeout_seconds": float64(300), "warm_pool_size": float64(0),
-		"egress": fenced, "on_idle": "end", "resume_on_message": false}
+		"egress": fenced, "on_idle": "end", "resume_on_message": false, "checkpoint_retention_days": float64(7)}
 	if got := created.body["workspace_config"]; !reflect.DeepEqual(got, wantNone) {
 		t.Errorf("new type's workspace: %v, want %v", got, wantNone)
 	}
@@ -95,7 +95,7 @@ func TestAgentTypeRoutes(t *testing.T) {
 	want := map[string]any{"enabled": true, "repo_source": map[string]any{"type": "task_context", "branch": "main"},
 		"tools": []any{"bash", "read", "write", "edit", "grep", "git"}, "resource_limits": map[string]any{"cpu": "2", "memory": "4G"},
 		"checkout_on_start": true, "base_image": nil, "setup_commands": []any{"npm install --frozen-lockfile"}, "setup_timeout_seconds": float64(300), "warm_pool_size": float64(1),
-		"egress": fenced, "on_idle": "end", "resume_on_message": false}
+		"egress": fenced, "on_idle": "end", "resume_on_message": false, "checkpoint_retention_days": float64(7)}
 	if got.status != http.StatusOK || !reflect.DeepEqual(got.body, want) || !reflect.DeepEqual(put.body, want) {
 		t.Errorf("workspace config after PUT: %d %s\nPUT answered %s", got.status, got.raw, put.raw)
 	}

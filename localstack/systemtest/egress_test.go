@@ -50,7 +50,7 @@ func (r *recorder) headers() []http.Header {
 
 // bash runs command through the workspace tool API and returns its output,
 // asking again (the same request) while it is pending.
-func (s *stack) bash(t *testing.T, id, tok, command string) string {
+func (s *stack) bash(t testing.TB, id, tok, command string) string {
 	t.Helper()
 	key := "bash-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	body := map[string]any{"args": map[string]any{"command": command}}

@@ -1,10 +1,13 @@
 package systemtest_test
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,7 +31,8 @@ func TestPauseAndResumeKeepTheWorkspaceAndTheConversation(t *testing.T) {
 	}
 	id, tok := r.str("agent_id"), r.str("session_token")
 	first := s.waitAgentMessages(t, id, tok, 1)
-	files := "mkdir -p data && head -c 3000000 /dev/urandom > data/big.bin && echo notes > notes.txt && chmod 750 notes.txt && ln -sf data/big.bin link"
+	// The issue's 100 MB file among them.
+	files := "mkdir -p data && head -c 104857600 /dev/urandom > data/big.bin && echo notes > notes.txt && chmod 750 notes.txt && ln -sf data/big.bin link"
 	s.bash(t, id, tok, files)
 	sums := func() string {
 		return s.bash(t, id, tok, "sha256sum data/big.bin notes.txt && stat -c '%a %n' notes.txt && readlink link")
@@ -40,7 +44,7 @@ func TestPauseAndResumeKeepTheWorkspaceAndTheConversation(t *testing.T) {
 		t.Fatalf("pause: %d %s (sandbox log %s)", p.status, p.raw, s.sandboxLog(t, id))
 	}
 	cp, _ := p.body["checkpoint"].(map[string]any)
-	if cp == nil || cp["reason"] != sandboxwire.CheckpointPause || cp["files"].(float64) < 3 || cp["bytes"].(float64) < 3000000 {
+	if cp == nil || cp["reason"] != sandboxwire.CheckpointPause || cp["files"].(float64) < 3 || cp["bytes"].(float64) < 104857600 {
 		t.Errorf("the pause's checkpoint: %s", p.raw)
 	}
 	eventually(t, 30*time.Second, "no sandbox runs for the paused agent", func() bool {
@@ -148,6 +152,64 @@ func TestPauseAndResumeKeepTheWorkspaceAndTheConversation(t *testing.T) {
 	}
 }
 
+// TestResumeClaimsAWarmSandbox: a resume starts on a warm pool sandbox of
+// the agent's type when one is idle, and its workspace is the checkpoint's
+// alone: what the type prepared in the warm sandbox is not mixed in.
+func TestResumeClaimsAWarmSandbox(t *testing.T) {
+	t.Parallel()
+	s := start(t, withSandboxEnv("RA_NO_TMUX=1"), withoutRefillOnClaim())
+	ws := map[string]any{"enabled": true, "repo_source": map[string]any{"type": "none"}, "warm_pool_size": 1,
+		"setup_commands": []string{"echo prepared > prepared.txt"}, "tools": []string{"bash"}}
+	if r := s.call(http.MethodPost, agentTypes, appKey, map[string]any{"id": "warm-resume", "name": "warm-resume", "workspace_config": ws}); r.status != http.StatusCreated {
+		t.Fatalf("create type: %d %s", r.status, r.raw)
+	}
+	s.sweep()
+	s.waitIdle("warm-resume", 1)
+	body := createBody("Hello")
+	body["agent_type"] = "warm-resume"
+	r := s.create(body)
+	if r.status != http.StatusOK {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	id, tok := r.str("agent_id"), r.str("session_token")
+	if a := s.alive(id, tok); a.body["from_pool"] != true {
+		t.Fatalf("create did not claim the warm sandbox: %s", a.raw)
+	}
+	s.waitAgentMessages(t, id, tok, 1)
+	s.bash(t, id, tok, "rm prepared.txt && echo mine > mine.txt")
+	s.sweep()
+	s.waitIdle("warm-resume", 1)
+	if p := s.call(http.MethodPost, "/api/remote_agents/"+id+"/pause", tok, nil); p.status != http.StatusOK || p.str("state") != "paused" {
+		t.Fatalf("pause: %d %s", p.status, p.raw)
+	}
+	res := s.call(http.MethodPost, "/api/remote_agents/"+id+"/resume", tok, nil)
+	if res.status != http.StatusOK {
+		t.Fatalf("resume: %d %s", res.status, res.raw)
+	}
+	if a := s.alive(id, tok); a.body["from_pool"] != true {
+		t.Errorf("the resume did not claim the warm sandbox: %s", a.raw)
+	}
+	if _, idle, _ := s.warmPool("warm-resume"); idle != 0 {
+		t.Errorf("the pool has %d idle after the resume's claim, want 0", idle)
+	}
+	if got := s.bash(t, id, tok, "cat mine.txt; ls prepared.txt 2>&1 || true"); !strings.Contains(got, "mine") || !strings.Contains(got, "No such file") {
+		t.Errorf("the resumed workspace: %q; want mine.txt and not prepared.txt (the warm sandbox's preparation)", got)
+	}
+}
+
+// crash kills the process sandbox ref and all it runs at once (SIGKILL to
+// its process group): it reports nothing, as a sandbox lost is.
+func crash(t *testing.T, ref string) {
+	t.Helper()
+	pid, err := strconv.Atoi(strings.TrimPrefix(ref, "pid:"))
+	if err != nil {
+		t.Fatalf("sandbox %q is not a process", ref)
+	}
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // agentMessage is an agent.message event: its text and the context it
 // was written with.
 type agentMessage struct {
@@ -157,7 +219,7 @@ type agentMessage struct {
 
 // waitAgentMessages waits until agent id has at least n agent.message
 // events, and returns them in order.
-func (s *stack) waitAgentMessages(t *testing.T, id, tok string, n int) []agentMessage {
+func (s *stack) waitAgentMessages(t testing.TB, id, tok string, n int) []agentMessage {
 	t.Helper()
 	var out []agentMessage
 	eventually(t, 60*time.Second, "the agent's messages", func() bool {
@@ -235,9 +297,7 @@ func TestFaultSandboxKilledMidCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.srv.Launcher.Stop(t.Context(), sess.SandboxRef, 0); err != nil {
-		t.Fatal(err)
-	}
+	crash(t, sess.SandboxRef)
 	close(release)
 	mu.Lock()
 	block = false
@@ -293,9 +353,7 @@ func TestFaultSandboxCrashLosesAtMostTheCheckpointInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.srv.Launcher.Stop(t.Context(), sess.SandboxRef, 0); err != nil {
-		t.Fatal(err)
-	}
+	crash(t, sess.SandboxRef)
 	eventually(t, 30*time.Second, "the crashed agent paused", func() bool {
 		a := s.alive(id, tok)
 		return a.str("state") == "paused" && a.body["alive"] == true
@@ -342,5 +400,101 @@ func TestIdleAgentsPauseAndAMessageResumesThem(t *testing.T) {
 	}
 	if out := s.bash(t, id, tok, "cat kept.txt"); !strings.Contains(out, "stdout:\nkept\n") {
 		t.Errorf("resumed by a message, kept.txt reads %q", out)
+	}
+}
+
+// TestFaultWorkerKilledBetweenCheckpointAndStop: the worker that takes a
+// paused agent's session.stop is killed before it stops anything, and SQS
+// delivers the stop again, twice, only after the agent was resumed. The
+// paused sandbox stopped by itself once its checkpoint was committed;
+// the late stop of its generation stops nothing of the next: the agent
+// runs one sandbox, with every file.
+func TestFaultWorkerKilledBetweenCheckpointAndStop(t *testing.T) {
+	t.Log(`nothing lost, nothing running twice: a stop of a paused generation delivered after the resume leaves the resumed sandbox alone`)
+	t.Parallel()
+	s := start(t, withSandboxEnv("RA_NO_TMUX=1"))
+	r := s.create(createBody("Hello"))
+	if r.status != http.StatusOK {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	id, tok := r.str("agent_id"), r.str("session_token")
+	s.bash(t, id, tok, "echo kept > kept.txt")
+	if p := s.call(http.MethodPost, "/api/remote_agents/"+id+"/pause", tok, nil); p.status != http.StatusOK || p.str("state") != "paused" {
+		t.Fatalf("pause: %d %s", p.status, p.raw)
+	}
+	paused, err := s.srv.Env.SessionStore().Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Before any worker stops it, the paused sandbox is gone: it stopped
+	// itself once its checkpoint was committed.
+	eventually(t, 30*time.Second, "the paused sandbox stopped by itself", func() bool {
+		return !slices.Contains(s.srv.Launcher.Running(), paused.SandboxRef)
+	})
+	if res := s.call(http.MethodPost, "/api/remote_agents/"+id+"/resume", tok, nil); res.status != http.StatusOK {
+		t.Fatalf("resume: %d %s", res.status, res.raw)
+	}
+	resumed, err := s.srv.Env.SessionStore().Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.Generation != paused.Generation+1 || resumed.SandboxRef == "" || resumed.SandboxRef == paused.SandboxRef {
+		t.Fatalf("resumed: generation %d, sandbox %q; paused: generation %d, sandbox %q", resumed.Generation, resumed.SandboxRef, paused.Generation, paused.SandboxRef)
+	}
+	stop := fmt.Sprintf(`{"type":"session.stop","session_id":%q,"generation":%d}`, id, paused.Generation)
+	faultDeliver(t, faultWorker(t, s), "stop-"+id, stop, stop)
+	after, err := s.srv.Env.SessionStore().Get(t.Context(), id)
+	if err != nil || !slices.Contains([]string{"ready", "working", "idle"}, string(after.State)) || after.SandboxRef != resumed.SandboxRef ||
+		!slices.Contains(s.srv.Launcher.Running(), resumed.SandboxRef) {
+		t.Fatalf("after the late stops: %s, sandbox %q (running %v), %v; want the resumed sandbox %q running", after.State, after.SandboxRef,
+			s.srv.Launcher.Running(), err, resumed.SandboxRef)
+	}
+	if got := faultLaunches(s, id); len(got) != 2 {
+		t.Errorf("launches %v: want the first and the resume's", got)
+	}
+	if out := s.bash(t, id, tok, "cat kept.txt"); !strings.Contains(out, "kept") {
+		t.Errorf("after the late stops kept.txt reads %q", out)
+	}
+}
+
+// TestInterruptedSandboxPausesOnAFreshCheckpoint: a sandbox stopped by a
+// signal its session did not order (a Fargate task interrupted) writes a
+// checkpoint on its way out and leaves its agent paused on it, reason
+// shutdown, rather than ended with its work; a resume has every file.
+func TestInterruptedSandboxPausesOnAFreshCheckpoint(t *testing.T) {
+	t.Parallel()
+	s := start(t, withSandboxEnv("RA_NO_TMUX=1"))
+	r := s.create(createBody("Hello"))
+	if r.status != http.StatusOK {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	id, tok := r.str("agent_id"), r.str("session_token")
+	s.bash(t, id, tok, "echo unsaved > unsaved.txt")
+	sess, err := s.srv.Env.SessionStore().Get(t.Context(), id)
+	if err != nil || sess.CheckpointID != "" {
+		t.Fatalf("before the signal: checkpoint %q, %v; want none yet", sess.CheckpointID, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(sess.SandboxRef, "pid:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the interrupted agent paused", func() bool {
+		return s.alive(id, tok).str("state") == "paused"
+	})
+	after, err := s.srv.Env.SessionStore().Get(t.Context(), id)
+	if err != nil || after.Reason != "shutdown" || after.CheckpointID == "" {
+		t.Fatalf("paused: reason %q, checkpoint %q, %v; want shutdown, on a checkpoint", after.Reason, after.CheckpointID, err)
+	}
+	if cp, err := s.srv.Env.Checkpoints().Get(t.Context(), id, after.CheckpointID); err != nil || cp.Reason != sandboxwire.CheckpointShutdown {
+		t.Errorf("its checkpoint: %+v, %v; want reason shutdown", cp, err)
+	}
+	if res := s.call(http.MethodPost, "/api/remote_agents/"+id+"/resume", tok, nil); res.status != http.StatusOK {
+		t.Fatalf("resume: %d %s", res.status, res.raw)
+	}
+	if out := s.bash(t, id, tok, "cat unsaved.txt"); !strings.Contains(out, "unsaved") {
+		t.Errorf("after the resume unsaved.txt reads %q", out)
 	}
 }

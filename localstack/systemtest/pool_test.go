@@ -242,9 +242,7 @@ func TestWarmClaimIsNeitherDoubledNorLost(t *testing.T) {
 		t.Errorf("pool sandbox: %+v %v", sb, err)
 	}
 	// Its end is the session's sandbox's end: nothing is left running.
-	if err := s.srv.Launcher.Stop(t.Context(), got.SandboxRef, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	crash(t, got.SandboxRef)
 	eventually(t, 30*time.Second, "the session over once its claimed sandbox stopped", func() bool {
 		got, err := s.srv.Env.SessionStore().Get(t.Context(), sess.ID)
 		return err == nil && got.State.Terminal()

@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/checkpoint"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
@@ -87,9 +91,50 @@ func (r *run) periodicCheckpoint(ctx context.Context) {
 	r.log.Info("checkpoint committed", slog.String("checkpoint", cp.ID), slog.Int64("new_bytes", cp.NewBytes))
 }
 
+// InterruptCheckpointTimeout bounds the checkpoint of a sandbox stopped by
+// a signal the platform did not order, within the 30 s a Fargate task is
+// given between SIGTERM and SIGKILL.
+const InterruptCheckpointTimeout = 25 * time.Second
+
+// interrupted writes the checkpoint of a sandbox stopped by a signal that
+// its session did not order (a Fargate task interrupted, a host drained),
+// which pauses the session on it. It reports whether the sandbox is to
+// stop without reporting its end: where checkpoints are kept and the
+// session is not stopping anyway, so that the session is paused on this
+// checkpoint or, when it could not be written in time, on its last (the
+// sandbox's exit says it was lost), and never ended with its work.
+func (r *run) interrupted(ctx context.Context) bool {
+	if r.every <= 0 || r.conv == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, InterruptCheckpointTimeout)
+	defer cancel()
+	var orders sandboxwire.Orders
+	if err := r.cl.Do(ctx, http.MethodPost, sandboxwire.RouteHeartbeat, sandboxwire.HeartbeatReport{}, &orders); err != nil {
+		r.log.Warn("interrupted: the platform cannot be reached; the session is left on its last checkpoint", slog.String("error", err.Error()))
+		return true
+	}
+	if orders.Stop || orders.State.Terminal() {
+		return false // ordered to stop: the session is ending
+	}
+	cp, err := r.checkpoint(ctx, sandboxwire.CheckpointShutdown)
+	if err != nil {
+		r.log.Warn("interrupted: no checkpoint; the session is left on its last", slog.String("error", err.Error()))
+		return true
+	}
+	r.log.Info("sandbox interrupted: paused on its checkpoint", slog.String("checkpoint", cp.ID), slog.Int64("new_bytes", cp.NewBytes))
+	return true
+}
+
 // resume restores the checkpoint the spec names into the workspace, and the
-// agent's state with it.
+// agent's state with it. A pool sandbox's workspace, which holds what its
+// type prepared, is emptied first: it becomes the checkpoint's alone.
 func (r *run) resume(ctx context.Context, cp sandboxwire.Checkpoint) (agentState, error) {
+	if r.prepared != nil {
+		if err := emptyDir(r.c.Workspace); err != nil {
+			return agentState{}, fmt.Errorf("resume from %s: empty the prepared workspace: %w", cp.ID, err)
+		}
+	}
 	raw, m, err := checkpoint.Restore(ctx, r.cl, nil, r.c.Workspace, cp.Manifest)
 	if err != nil {
 		return agentState{}, fmt.Errorf("resume from %s: %w", cp.ID, err)
@@ -110,4 +155,18 @@ func (r *run) resume(ctx context.Context, cp sandboxwire.Checkpoint) (agentState
 	}
 	r.log.Info("sandbox resumed from its checkpoint", slog.String("checkpoint", cp.ID), slog.Int("files", cp.Files), slog.Int64("bytes", cp.Bytes))
 	return st, nil
+}
+
+// emptyDir removes everything dir holds, keeping dir.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }

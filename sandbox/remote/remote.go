@@ -325,6 +325,9 @@ func (r *run) serve(ctx, turnCtx context.Context, stopTurn context.CancelFunc) e
 		case <-ctx.Done():
 			r.log.Info("sandbox stopping: signal")
 			r.finishTurn(stopTurn)
+			if r.interrupted(context.WithoutCancel(ctx)) {
+				return nil // paused on a checkpoint: a resume goes on from it
+			}
 			return r.cl.Status(context.WithoutCancel(ctx), sandboxwire.Ended, "", sandboxwire.ReasonShutdown)
 		case <-beat.C:
 			// A turn in progress (a model call, a tool running) is activity.

@@ -321,9 +321,11 @@ var table = map[string]Access{
 			"jobs/*/output/*": {PutObject},
 			"jobs/*/logs/*":   {PutObject},
 			// Checkpoints: chunks presigned for the sandbox, verified
-			// (read back) and recorded at its commit.
-			"checkpoints/*": {GetObject, PutObject},
+			// (read back) and recorded at its commit, and those past their
+			// retention pruned (listed, deleted).
+			"checkpoints/*": {GetObject, PutObject, DeleteObject},
 		},
+		List: []string{"checkpoints/"},
 		// The stop of a paused session's sandbox.
 		Send: []string{JobsQueue},
 	},

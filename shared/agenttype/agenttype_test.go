@@ -108,7 +108,7 @@ func TestNewTypeHasNoWorkspace(t *testing.T) {
 	}
 	// Its sandboxes reach the platform only (egress.Default).
 	want := registry.WorkspaceConfig{RepoSource: registry.RepoSource{Type: "none"}, Tools: []string{}, SetupCommands: []string{}, SetupTimeoutSeconds: 300,
-		CheckoutOnStart: new(true), Egress: &egress.Policy{Mode: egress.ModeAllowlist, Allow: []string{}}, OnIdle: registry.OnIdleEnd}
+		CheckoutOnStart: new(true), Egress: &egress.Policy{Mode: egress.ModeAllowlist, Allow: []string{}}, OnIdle: registry.OnIdleEnd, CheckpointRetentionDays: 7}
 	if !reflect.DeepEqual(v.WorkspaceConfig, want) || v.Platform || v.CreatedAt != now {
 		t.Errorf("created %+v, want workspace %+v", v, want)
 	}
@@ -150,6 +150,7 @@ func TestSetWorkspaceConfig(t *testing.T) {
 	want.CheckoutOnStart = new(true) // left out: cloned
 	want.Egress = &egress.Policy{Mode: egress.ModeAllowlist, Allow: []string{}}
 	want.OnIdle = registry.OnIdleEnd
+	want.CheckpointRetentionDays = registry.DefaultCheckpointRetentionDays
 	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(reg["dev#coder"].Workspace, want) {
 		t.Errorf("stored %+v, want %+v", reg["dev#coder"].Workspace, want)
 	}
@@ -231,6 +232,9 @@ func TestValidate(t *testing.T) {
 		{"setup too many", registry.WorkspaceConfig{SetupCommands: make([]string, 21)}, "at most 20"},
 		{"setup timeout", registry.WorkspaceConfig{SetupTimeoutSeconds: -1}, "setup_timeout_seconds"},
 		{"on idle", registry.WorkspaceConfig{OnIdle: "sleep"}, "on_idle must be end or pause"},
+		{"retention low", registry.WorkspaceConfig{CheckpointRetentionDays: -1}, "checkpoint_retention_days must be from 1 to 365"},
+		{"retention high", registry.WorkspaceConfig{CheckpointRetentionDays: 366}, "checkpoint_retention_days must be from 1 to 365"},
+		{"retention", registry.WorkspaceConfig{CheckpointRetentionDays: 30}, ""},
 		{"setup timeout high", registry.WorkspaceConfig{SetupTimeoutSeconds: 3601}, "setup_timeout_seconds"},
 		{"warm pool", registry.WorkspaceConfig{WarmPoolSize: 101}, "warm_pool_size"},
 		{"base image", registry.WorkspaceConfig{BaseImage: "$(curl evil)"}, "base_image"},

@@ -27,6 +27,8 @@ const (
 	DefaultSetupTimeout  = 300
 	MaxSetupTimeout      = 3600
 	MaxWarmPoolSize      = 100
+	// MaxCheckpointRetentionDays bounds checkpoint_retention_days.
+	MaxCheckpointRetentionDays = 365
 	// MaxSecrets bounds the secrets a type names.
 	MaxSecrets = 32
 	// MaxLimitSeconds bounds a session limit's seconds (30 days).
@@ -114,6 +116,12 @@ func ValidateWith(c registry.WorkspaceConfig, d registry.ResourceLimits, insecur
 	case registry.OnIdleEnd, registry.OnIdlePause:
 	default:
 		return registry.WorkspaceConfig{}, invalid("on_idle must be end or pause.")
+	}
+	switch {
+	case c.CheckpointRetentionDays == 0:
+		c.CheckpointRetentionDays = registry.DefaultCheckpointRetentionDays
+	case c.CheckpointRetentionDays < 0 || c.CheckpointRetentionDays > MaxCheckpointRetentionDays:
+		return registry.WorkspaceConfig{}, invalid("checkpoint_retention_days must be from 1 to %d (default %d).", MaxCheckpointRetentionDays, registry.DefaultCheckpointRetentionDays)
 	}
 	if c.BaseImage != "" && (len(c.BaseImage) > MaxBaseImageBytes || !baseImagePattern.MatchString(c.BaseImage)) {
 		return registry.WorkspaceConfig{}, invalid("base_image must be a container image reference of at most %d bytes, like public.ecr.aws/docker/library/node:22.", MaxBaseImageBytes)

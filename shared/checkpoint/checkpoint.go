@@ -38,6 +38,7 @@ type Objects interface {
 	PresignPutSHA256(ctx context.Context, key string, size int64, sum []byte, ttl time.Duration) (blob.Presigned, error)
 	StoredSHA256(ctx context.Context, key string) (sum []byte, size int64, err error)
 	Copy(ctx context.Context, src, dst string) error
+	Delete(ctx context.Context, keys ...string) error
 	DeletePrefix(ctx context.Context, prefix string) error
 }
 
@@ -312,6 +313,91 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 	return s.Objects.DeletePrefix(ctx, Prefix(id))
 }
 
+// PruneSlack is how long past its retention a checkpoint may be kept: an
+// agent's expired checkpoints are pruned together, at most once in it, so
+// that the chunks the rest still use are found once a day, not at every
+// commit.
+const PruneSlack = 24 * time.Hour
+
+// Prune deletes agent id's checkpoints made before cutoff, except keep (its
+// last, which is never pruned), once the oldest of them is PruneSlack past
+// cutoff, then the chunks no checkpoint left uses. It returns how many
+// checkpoints it deleted. No upload of id's may be under way (commits are
+// one at a time, and this runs after one): a chunk uploaded for a
+// checkpoint not committed yet would be taken for one no checkpoint uses.
+func (s *Service) Prune(ctx context.Context, id, keep string, cutoff time.Time) (int, error) {
+	records, err := s.keys(ctx, Prefix(id)+"records/")
+	if err != nil {
+		return 0, err
+	}
+	var expired, kept []string
+	for _, k := range records {
+		cp := strings.TrimSuffix(strings.TrimPrefix(k, Prefix(id)+"records/"), ".json")
+		if at, ok := idTime(cp); ok && at.Before(cutoff) && cp != keep {
+			expired = append(expired, cp)
+		} else {
+			kept = append(kept, cp)
+		}
+	}
+	if len(expired) == 0 {
+		return 0, nil
+	}
+	if oldest, _ := idTime(expired[0]); !oldest.Before(cutoff.Add(-PruneSlack)) {
+		return 0, nil
+	}
+	used := map[string]bool{}
+	for _, cp := range kept {
+		rec, err := s.Get(ctx, id, cp)
+		if err != nil {
+			return 0, fmt.Errorf("prune %s: %w", id, err)
+		}
+		m, err := s.readManifest(ctx, id, rec.Manifest)
+		if err != nil {
+			return 0, fmt.Errorf("prune %s: checkpoint %s: %w", id, cp, err)
+		}
+		used[rec.Manifest.Hash] = true
+		for _, c := range m.Chunks() {
+			used[c.Hash] = true
+		}
+	}
+	// The records first: a checkpoint is never left naming a chunk gone.
+	gone := make([]string, 0, len(expired))
+	for _, cp := range expired {
+		gone = append(gone, recordKey(id, cp))
+	}
+	if err := s.Objects.Delete(ctx, gone...); err != nil {
+		return 0, fmt.Errorf("prune %s: %w", id, err)
+	}
+	chunks, err := s.keys(ctx, Prefix(id)+"chunks/")
+	if err != nil {
+		return len(expired), err
+	}
+	unused := slices.DeleteFunc(chunks, func(k string) bool { return used[strings.TrimPrefix(k, Prefix(id)+"chunks/")] })
+	if err := s.Objects.Delete(ctx, unused...); err != nil {
+		return len(expired), fmt.Errorf("prune %s: %w", id, err)
+	}
+	return len(expired), nil
+}
+
+// keys lists every key under prefix, in order.
+func (s *Service) keys(ctx context.Context, prefix string) ([]string, error) {
+	var out []string
+	after := ""
+	for {
+		page, err := s.Objects.ListAfter(ctx, prefix, after, blob.MaxListSize)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page.Objects {
+			out = append(out, o.Key)
+		}
+		if page.Next == "" || len(page.Objects) == 0 {
+			return out, nil
+		}
+		after = page.Next
+	}
+}
+
 // Fork copies agent from's checkpoint cp to agent to, as to's first: its
 // chunks, then its record (under the same id), so that to's checkpoints
 // owe nothing to from's.
@@ -341,18 +427,28 @@ func (s *Service) Fork(ctx context.Context, from, to string, cp sandboxwire.Chec
 func newID(now time.Time) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return "cp_" + now.UTC().Format("20060102T150405.000000000Z") + "_" + hex.EncodeToString(b[:])
+	return "cp_" + now.UTC().Format(idLayout) + "_" + hex.EncodeToString(b[:])
 }
+
+// idLayout is the time in a checkpoint id.
+const idLayout = "20060102T150405.000000000Z"
 
 // ValidID reports whether cp has the form of a checkpoint id.
 func ValidID(cp string) bool {
+	if _, ok := idTime(cp); !ok {
+		return false
+	}
+	hexPart := cp[len("cp_")+len(idLayout)+1:]
+	_, err := hex.DecodeString(hexPart)
+	return err == nil && strings.ToLower(hexPart) == hexPart
+}
+
+// idTime is when checkpoint cp was made, by its id.
+func idTime(cp string) (time.Time, bool) {
 	rest, ok := strings.CutPrefix(cp, "cp_")
-	if !ok || len(rest) != len("20060102T150405.000000000Z")+9 {
-		return false
+	if !ok || len(rest) != len(idLayout)+9 || rest[len(idLayout)] != '_' {
+		return time.Time{}, false
 	}
-	if _, err := time.Parse("20060102T150405.000000000Z", rest[:26]); err != nil || rest[26] != '_' {
-		return false
-	}
-	_, err := hex.DecodeString(rest[27:])
-	return err == nil && strings.ToLower(rest[27:]) == rest[27:]
+	at, err := time.Parse(idLayout, rest[:len(idLayout)])
+	return at, err == nil
 }

@@ -188,7 +188,7 @@ func (p *Pool) Claim(ctx context.Context, s pool.Sandbox, c pool.Claim) error {
 		Remove(expression.Name("push_connection_id")).
 		Set(expression.Name("updated_at"), expression.Value(c.At.UTC().Format(time.RFC3339Nano)))
 	sessionCond := expression.AttributeExists(expression.Name("session_id")).
-		And(inStates([]session.State{session.Provisioning})).
+		And(inStates(session.Starting)).
 		And(expression.Name("generation").Equal(expression.Value(c.Generation))).
 		And(expression.AttributeNotExists(expression.Name("sandbox_ref"))).
 		And(expression.AttributeNotExists(expression.Name("launch_lease")))

@@ -202,7 +202,7 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 			// A new launch: the next generation, nothing of the last one's.
 			up = up.Add(expression.Name("generation"), expression.Value(1)).
 				Set(expression.Name("due_at"), expression.Value(now.Add(session.ProvisioningLimit).UnixMilli()))
-			for _, name := range []string{"sandbox_ref", "sandbox_token_hash", "push_connection_id", "bootstrap_code_hash", "bootstrap_expires", "launch_lease", "heartbeat_at"} {
+			for _, name := range []string{"sandbox_ref", "sandbox_token_hash", "push_connection_id", "bootstrap_code_hash", "bootstrap_expires", "launch_lease", "heartbeat_at", "pool_sandbox"} {
 				up = up.Remove(expression.Name(name))
 			}
 		default:

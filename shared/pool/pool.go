@@ -122,8 +122,8 @@ type Store interface {
 	SetPushConnection(ctx context.Context, id, connectionID string) error
 	// Claim claims the idle sandbox s (still of s.Version) for c's session
 	// in one transaction: the sandbox becomes claimed by it, and the session,
-	// provisioning with no sandbox nor launch claim in c.Generation, gets
-	// s.Ref as its sandbox, s.KeyHash as its bootstrap code and s's terminal
+	// starting (provisioning or resuming) with no sandbox nor launch claim
+	// in c.Generation, gets s.Ref as its sandbox, s.KeyHash as its bootstrap code and s's terminal
 	// session. ErrTaken: s was not idle; ErrSessionMoved: the session was
 	// not as required.
 	Claim(ctx context.Context, s Sandbox, c Claim) error

@@ -337,9 +337,9 @@ func (w *Worker) start(ctx context.Context, m jobqueue.Message) error {
 		}
 		return nil // launched already
 	}
-	// A resume goes on from its checkpoint in a sandbox of its own: a pool
-	// sandbox's workspace holds what its type prepares.
-	if sess.LaunchLease.IsZero() && w.Pool != nil && sess.State == session.Provisioning {
+	// A warm sandbox first, for a resume too: its sandbox makes its
+	// workspace the checkpoint's, over what the type prepared.
+	if sess.LaunchLease.IsZero() && w.Pool != nil {
 		done, err := w.Pool.Claim(ctx, sess)
 		if err != nil {
 			return fmt.Errorf("claim a warm sandbox for %s: %w", sess.ID, err)

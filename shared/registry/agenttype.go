@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -112,6 +113,19 @@ type WorkspaceConfig struct {
 	// ResumeOnMessage resumes a paused agent of the type when a message is
 	// sent to it.
 	ResumeOnMessage bool `json:"resume_on_message,omitempty"`
+	// CheckpointRetentionDays is how long its agents' checkpoints are kept
+	// (0: DefaultCheckpointRetentionDays); an agent's last is kept as long
+	// as the agent is.
+	CheckpointRetentionDays int `json:"checkpoint_retention_days,omitempty"`
+}
+
+// DefaultCheckpointRetentionDays is a type's checkpoint_retention_days
+// when it sets none.
+const DefaultCheckpointRetentionDays = 7
+
+// CheckpointRetention is how long c's agents' checkpoints are kept.
+func (c WorkspaceConfig) CheckpointRetention() time.Duration {
+	return time.Duration(cmp.Or(c.CheckpointRetentionDays, DefaultCheckpointRetentionDays)) * 24 * time.Hour
 }
 
 // What an agent does at its idle limit (WorkspaceConfig.OnIdle).
@@ -149,7 +163,8 @@ func (c WorkspaceConfig) Checkout() bool { return c.CheckoutOnStart == nil || *c
 
 // MarshalJSON writes c with every field: checkout_on_start as it holds (true
 // when left out), base_image null when unset (the platform's image), and
-// resume_on_message, not left out.
+// resume_on_message and checkpoint_retention_days (its default when
+// unset), not left out.
 func (c WorkspaceConfig) MarshalJSON() ([]byte, error) {
 	type fields WorkspaceConfig // without this method
 	var base *string
@@ -161,7 +176,8 @@ func (c WorkspaceConfig) MarshalJSON() ([]byte, error) {
 		CheckoutOnStart bool    `json:"checkout_on_start"`
 		BaseImage       *string `json:"base_image"`
 		ResumeOnMessage bool    `json:"resume_on_message"`
-	}{fields(c), c.Checkout(), base, c.ResumeOnMessage})
+		Retention       int     `json:"checkpoint_retention_days"`
+	}{fields(c), c.Checkout(), base, c.ResumeOnMessage, cmp.Or(c.CheckpointRetentionDays, DefaultCheckpointRetentionDays)})
 }
 
 // SessionLimits bound one session: its time, its idle time, its model

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -308,18 +309,33 @@ func (s *Store) DeletePrefix(ctx context.Context, prefix string) error {
 		if len(page.Objects) == 0 {
 			return nil
 		}
-		ids := make([]types.ObjectIdentifier, 0, len(page.Objects))
+		keys := make([]string, 0, len(page.Objects))
 		for _, o := range page.Objects {
-			ids = append(ids, types.ObjectIdentifier{Key: aws.String(o.Key)})
+			keys = append(keys, o.Key)
+		}
+		if err := s.Delete(ctx, keys...); err != nil {
+			return err
+		}
+	}
+}
+
+// Delete deletes the objects keys (those that are not there are no
+// error), blob.MaxListSize to a request.
+func (s *Store) Delete(ctx context.Context, keys ...string) error {
+	for batch := range slices.Chunk(keys, blob.MaxListSize) {
+		ids := make([]types.ObjectIdentifier, 0, len(batch))
+		for _, k := range batch {
+			ids = append(ids, types.ObjectIdentifier{Key: aws.String(k)})
 		}
 		out, err := s.api.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &s.bucket, Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
 		if err != nil {
-			return fmt.Errorf("delete under %s in %s: %w", prefix, s.bucket, awserr.Classify(err))
+			return fmt.Errorf("delete %d objects in %s: %w", len(batch), s.bucket, awserr.Classify(err))
 		}
 		if len(out.Errors) > 0 {
 			return fmt.Errorf("delete %s in %s: %s", aws.ToString(out.Errors[0].Key), s.bucket, aws.ToString(out.Errors[0].Message))
 		}
 	}
+	return nil
 }
 
 // MaxPutBytes is S3's limit on one PUT (5 GiB).

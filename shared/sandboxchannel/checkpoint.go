@@ -5,10 +5,12 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/checkpoint"
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
+	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
@@ -64,9 +66,18 @@ func (c *Service) CommitCheckpoint(ctx context.Context, sess session.Session, in
 		return sandboxwire.Checkpoint{}, err
 	}
 	now := c.o.Now()
-	if sess.State == session.Pausing && in.Reason == sandboxwire.CheckpointPause {
-		_, err = c.o.Store.Transition(ctx, sess.ID, session.Change{From: []session.State{session.Pausing}, To: session.Paused, Generation: sess.Generation,
-			Set: session.Fields{CheckpointID: cp.ID, PausedAt: now}})
+	c.prune(ctx, cps, sess, cp, now)
+	pauses := sess.State == session.Pausing && in.Reason == sandboxwire.CheckpointPause
+	// A sandbox interrupted by a signal its session did not order pauses
+	// it on the checkpoint it wrote on its way out.
+	interrupted := slices.Contains(session.Running, sess.State) && in.Reason == sandboxwire.CheckpointShutdown
+	if pauses || interrupted {
+		change := session.Change{From: []session.State{session.Pausing}, To: session.Paused, Generation: sess.Generation,
+			Set: session.Fields{CheckpointID: cp.ID, PausedAt: now}}
+		if interrupted {
+			change.From, change.Reason = session.Running, sandboxwire.ReasonShutdown
+		}
+		_, err = c.o.Store.Transition(ctx, sess.ID, change)
 		if err == nil && c.o.Jobs != nil {
 			m := jobqueue.Message{Type: jobqueue.SessionStop, SessionID: sess.ID, Generation: sess.Generation}
 			if perr := c.o.Jobs.Publish(ctx, m, session.StopGrace); perr != nil {
@@ -84,4 +95,21 @@ func (c *Service) CommitCheckpoint(ctx context.Context, sess session.Session, in
 		return cp, apierror.New(apierror.AgentNotAlive, "The session moved on while the checkpoint was committed.")
 	}
 	return cp, err
+}
+
+// prune deletes sess's checkpoints its type keeps no longer, now that cp is
+// its last (Service.Prune); a prune that fails is tried again at the next
+// commit.
+func (c *Service) prune(ctx context.Context, cps *checkpoint.Service, sess session.Session, cp sandboxwire.Checkpoint, now time.Time) {
+	var ws registry.WorkspaceConfig
+	if sess.Workspace != nil {
+		ws = *sess.Workspace
+	}
+	n, err := cps.Prune(ctx, sess.ID, cp.ID, now.Add(-ws.CheckpointRetention()))
+	switch {
+	case err != nil:
+		c.o.Log.WarnContext(ctx, "prune checkpoints", slog.String("session_id", sess.ID), slog.String("error", err.Error()))
+	case n > 0:
+		c.o.Log.InfoContext(ctx, "checkpoints pruned", slog.String("session_id", sess.ID), slog.Int("pruned", n))
+	}
 }

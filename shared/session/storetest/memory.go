@@ -187,7 +187,7 @@ func (m *Memory) Transition(_ context.Context, id string, c session.Change) (ses
 			// A new launch, as dynamo.Sessions makes it.
 			s.Generation++
 			s.DueAt = millis(now.Add(session.ProvisioningLimit))
-			s.SandboxRef, s.SandboxTokenHash, s.PushConnectionID, s.BootstrapCodeHash = "", "", "", ""
+			s.SandboxRef, s.SandboxTokenHash, s.PushConnectionID, s.BootstrapCodeHash, s.PoolSandbox = "", "", "", "", ""
 			s.BootstrapExpires, s.LaunchLease, s.HeartbeatAt = time.Time{}, time.Time{}, time.Time{}
 		}
 		if err := set(s, c.Set); err != nil {

@@ -1,8 +1,11 @@
 package systemtest_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +41,13 @@ func TestPauseAndResumeKeepTheWorkspaceAndTheConversation(t *testing.T) {
 		return s.bash(t, id, tok, "sha256sum data/big.bin notes.txt && stat -c '%a %n' notes.txt && readlink link")
 	}
 	before := sums()
+	// An env value submitted before the pause: the checkpoint keeps only
+	// its reference, and the resumed sandbox's env file has it again.
+	for _, v := range []string{"one", "two"} {
+		if e := s.call(http.MethodPost, "/api/remote_agents/"+id+"/env", tok, map[string]any{"values": map[string]string{"PAUSE_TOKEN": v}}); e.status != http.StatusOK {
+			t.Fatalf("submit env: %d %s", e.status, e.raw)
+		}
+	}
 
 	p := s.call(http.MethodPost, "/api/remote_agents/"+id+"/pause", tok, nil)
 	if p.status != http.StatusOK || p.str("state") != "paused" || p.body["alive"] != true {
@@ -86,6 +96,10 @@ func TestPauseAndResumeKeepTheWorkspaceAndTheConversation(t *testing.T) {
 	}
 	if after := sums(); after != before {
 		t.Errorf("after the resume the files are\n%s\nwere\n%s", after, before)
+	}
+	var env map[string]string
+	if raw, err := os.ReadFile(filepath.Join(s.work, "sandboxes", id+"-2.tmp", ".proliferate_env.json")); err != nil || json.Unmarshal(raw, &env) != nil || env["PAUSE_TOKEN"] != "two" {
+		t.Errorf("the resumed sandbox's env file: %s, %v; want the value submitted last before the pause", raw, err)
 	}
 	// The message sent while paused is answered, its context the whole
 	// conversation from before the pause.

@@ -195,7 +195,9 @@ var table = map[string]Access{
 			// of a fork its quota refused).
 			"checkpoints/*": {GetObject, PutObject, DeleteObject},
 		},
-		List: []string{"checkpoints/"},
+		// Checkpoints pruned; a resumed session's env submissions read
+		// back.
+		List: []string{"checkpoints/", "sessions/"},
 	},
 	// Agent types: app keys read, agent types read, created, listed (the
 	// by_kind index) and changed; nothing else of the registry. Webhook
@@ -325,7 +327,9 @@ var table = map[string]Access{
 			// retention pruned (listed, deleted).
 			"checkpoints/*": {GetObject, PutObject, DeleteObject},
 		},
-		List: []string{"checkpoints/"},
+		// Checkpoints pruned; a resumed session's env submissions read
+		// back.
+		List: []string{"checkpoints/", "sessions/"},
 		// The stop of a paused session's sandbox.
 		Send: []string{JobsQueue},
 	},

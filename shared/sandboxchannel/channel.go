@@ -195,6 +195,18 @@ func (c *Service) spec(ctx context.Context, sess session.Session, doc guardrails
 			return sandboxwire.Spec{}, fmt.Errorf("the checkpoint %s of %s: %w", sess.CheckpointID, sess.ID, err)
 		}
 		resume = &cp
+		// The values users submitted before the pause: the checkpoint
+		// keeps none.
+		if c.o.Blob != nil {
+			sub, err := session.SubmittedEnv(ctx, c.o.Blob, sess.ID)
+			if err != nil {
+				return sandboxwire.Spec{}, err
+			}
+			if len(sub) > 0 && env == nil {
+				env = map[string]string{}
+			}
+			maps.Copy(env, sub)
+		}
 	}
 	every := 0
 	if c.o.Checkpoints != nil {

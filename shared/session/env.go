@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"regexp"
 	"slices"
 	"sort"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/blob"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
@@ -124,7 +126,8 @@ func (s *Inbox) SubmitEnv(ctx context.Context, sess Session, in EnvSubmission) (
 	if err != nil {
 		return EnvReceipt{}, fmt.Errorf("encode env values: %w", err)
 	}
-	ref := EnvPrefix(id) + newID() + ".json"
+	// Named by when (then at random), so that they list in order.
+	ref := EnvPrefix(id) + fmt.Sprintf("%020d-", s.o.Now().UnixNano()) + newID() + ".json"
 	if err := s.o.Blob.Put(ctx, ref, bytes.NewReader(raw), int64(len(raw)), "application/json"); err != nil {
 		return EnvReceipt{}, err
 	}
@@ -154,4 +157,46 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// MaxSubmittedEnvObjects bounds how many submissions SubmittedEnv reads.
+const MaxSubmittedEnvObjects = 200
+
+// SubmittedEnv is every env value users submitted to session id, the later
+// submission of a key over the earlier: what a resumed sandbox's env file
+// gets back, since a checkpoint keeps no value, only the session's
+// reference to them (its folder of submissions).
+func SubmittedEnv(ctx context.Context, store blob.Store, id string) (map[string]string, error) {
+	var objs []blob.Object
+	after := ""
+	for len(objs) < MaxSubmittedEnvObjects {
+		page, err := store.List(ctx, EnvPrefix(id), after, 0)
+		if err != nil {
+			return nil, fmt.Errorf("env submissions of %s: %w", id, err)
+		}
+		objs = append(objs, page.Objects...)
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	// In key order, which is the order they were written (SubmitEnv).
+	out := map[string]string{}
+	for _, o := range objs {
+		r, _, err := store.Get(ctx, o.Key)
+		if errors.Is(err, blob.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("env submission %s: %w", o.Key, err)
+		}
+		var values map[string]string
+		err = json.NewDecoder(io.LimitReader(r, sandboxwire.MaxEnvBytes)).Decode(&values)
+		_ = r.Close()
+		if err != nil {
+			continue // damaged: the inbox skips it too
+		}
+		maps.Copy(out, values)
+	}
+	return out, nil
 }

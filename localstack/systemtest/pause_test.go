@@ -17,6 +17,7 @@ import (
 	"github.com/remote-agents/remote-agents/localstack/devtest"
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/session"
 )
 
 // TestPauseAndResumeKeepTheWorkspaceAndTheConversation: a paused agent has
@@ -211,16 +212,33 @@ func TestResumeClaimsAWarmSandbox(t *testing.T) {
 	}
 }
 
-// crash kills the process sandbox ref and all it runs at once (SIGKILL to
-// its process group): it reports nothing, as a sandbox lost is.
+// crash kills the process sandbox ref and every process below it at once
+// (SIGKILL; its commands may run in process groups of their own): it
+// reports nothing, as a sandbox lost is.
 func crash(t *testing.T, ref string) {
 	t.Helper()
 	pid, err := strconv.Atoi(strings.TrimPrefix(ref, "pid:"))
 	if err != nil {
 		t.Fatalf("sandbox %q is not a process", ref)
 	}
-	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	tree := []int{pid}
+	for i := 0; i < len(tree); i++ {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", tree[i]))
+		for _, f := range tasks {
+			raw, _ := os.ReadFile(f)
+			for _, c := range strings.Fields(string(raw)) {
+				if n, err := strconv.Atoi(c); err == nil {
+					tree = append(tree, n)
+				}
+			}
+		}
+	}
+	// Stopped first, so that none forks away meanwhile.
+	for _, p := range tree {
+		_ = syscall.Kill(p, syscall.SIGSTOP)
+	}
+	for _, p := range tree {
+		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
 }
 
@@ -510,5 +528,62 @@ func TestInterruptedSandboxPausesOnAFreshCheckpoint(t *testing.T) {
 	}
 	if out := s.bash(t, id, tok, "cat unsaved.txt"); !strings.Contains(out, "unsaved") {
 		t.Errorf("after the resume unsaved.txt reads %q", out)
+	}
+}
+
+// TestCheckpointDuringALongTurn: a periodic checkpoint is written while a
+// turn runs (here a command of minutes), not only between turns: a sandbox
+// lost in the middle of a long turn loses at most the interval. Resumed
+// from it, the agent has the files the turn wrote and does the turn again.
+func TestCheckpointDuringALongTurn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := filepath.Join(dir, "script.jsonl")
+	step, _ := json.Marshal(map[string]any{"text": "Working.", "tool_calls": []any{map[string]any{"name": "bash", "args": map[string]any{
+		"command": "echo written > mid.txt && exec sleep 300"}}}})
+	if err := os.WriteFile(script, append(step, []byte("\n{\"text\":\"Done.\"}\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, withSandboxEnv("RA_LLM_SCRIPT="+script, "RA_NO_TMUX=1"), withConfig(func(c *config.RemoteAgents) { c.CheckpointInterval = time.Second }))
+	id, tok := s.mustCreate()
+	cps := s.srv.Env.Checkpoints()
+	var sess session.Session
+	eventually(t, 60*time.Second, "a checkpoint holding mid.txt while the turn runs", func() bool {
+		var err error
+		sess, err = s.srv.Env.SessionStore().Get(t.Context(), id)
+		if err != nil || sess.CheckpointID == "" {
+			return false
+		}
+		cp, err := cps.Get(t.Context(), id, sess.CheckpointID)
+		if err != nil {
+			return false
+		}
+		m, err := cps.Manifest(t.Context(), id, cp)
+		return err == nil && slices.ContainsFunc(m.Entries, func(e sandboxwire.Entry) bool { return e.Path == "mid.txt" })
+	})
+	if sess.State != session.Working {
+		t.Fatalf("the checkpoint came with the agent %s; want it working (the turn in its command)", sess.State)
+	}
+	crash(t, sess.SandboxRef)
+	eventually(t, 30*time.Second, "the crashed agent paused", func() bool { return s.alive(id, tok).str("state") == "paused" })
+	if res := s.call(http.MethodPost, "/api/remote_agents/"+id+"/resume", tok, nil); res.status != http.StatusOK {
+		t.Fatalf("resume: %d %s", res.status, res.raw)
+	}
+	// The turn is done again: its input was waiting in the checkpoint.
+	eventually(t, 60*time.Second, "the turn done again after the resume", func() bool {
+		evs, err := s.srv.Env.SessionStore().Events(t.Context(), id, 0, 1000)
+		if err != nil {
+			return false
+		}
+		working := 0
+		for _, e := range evs {
+			if st, _ := e.Data["state"].(string); e.Type == sandboxwire.TypeStateChanged && st == "working" {
+				working++
+			}
+		}
+		return working >= 2
+	})
+	if k := s.call(http.MethodPost, "/api/remote_agents/"+id+"/kill", appKey, nil); k.status != http.StatusOK {
+		t.Errorf("kill: %d %s", k.status, k.raw)
 	}
 }

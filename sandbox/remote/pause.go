@@ -38,10 +38,16 @@ func (r *run) checkpointer() *checkpoint.Writer {
 }
 
 // checkpoint writes and commits a checkpoint of the workspace and the
-// agent's state, for reason; no turn may be running.
+// agent's state, for reason. One written during a turn keeps the workspace
+// as it is and the conversation as the turn found it, with the turn's
+// input waiting again: a resume from it does the turn again.
 func (r *run) checkpoint(ctx context.Context, reason string) (sandboxwire.Checkpoint, error) {
 	st := agentState{SessionID: r.c.SessionID, After: r.after, Pending: r.pending}
-	if r.conv != nil {
+	switch {
+	case r.conv != nil && r.turning:
+		st.System, st.Messages, st.Used = r.conv.system, r.turnBase, r.turnUsed
+		st.Pending = append([]string{r.turnInput}, r.pending...)
+	case r.conv != nil:
 		st.System, st.Messages, st.Used = r.conv.system, r.conv.msgs, r.conv.used
 	}
 	raw, err := json.Marshal(st)
@@ -74,12 +80,12 @@ func (r *run) pause(ctx context.Context, stopTurn context.CancelFunc) (done bool
 	return false, turnCtx, stop
 }
 
-// periodicCheckpoint writes a checkpoint between turns if anything
-// happened since the last: a sandbox lost later loses only what came
-// after. One that fails (a file changed while it was read) is tried again
-// at the next tick.
+// periodicCheckpoint writes a checkpoint if anything happened since the
+// last, or a turn is in progress (however long it runs): a sandbox lost
+// later loses only what came after. One that fails (a file changed while
+// it was read) is tried again at the next tick.
 func (r *run) periodicCheckpoint(ctx context.Context) {
-	if !r.changed || r.turning || r.conv == nil {
+	if (!r.changed && !r.turning) || r.conv == nil {
 		return
 	}
 	cp, err := r.checkpoint(ctx, sandboxwire.CheckpointPeriodic)

@@ -161,6 +161,11 @@ type run struct {
 	ckpt    *checkpoint.Writer
 	every   time.Duration
 	changed bool
+	// turnBase, turnUsed and turnInput are the conversation, the usage and
+	// the input of the turn in progress as it started (startTurn).
+	turnBase  []llm.Message
+	turnUsed  llm.Usage
+	turnInput string
 }
 
 // provision provisions the workspace spec describes (package provision) and
@@ -285,7 +290,12 @@ func (r *run) startTurn(ctx context.Context) {
 	if r.conv == nil || r.turning || len(r.pending) == 0 {
 		return
 	}
-	r.conv.msgs = append(r.conv.msgs, llm.Message{Role: llm.User, Content: strings.Join(r.pending, "\n\n")})
+	input := strings.Join(r.pending, "\n\n")
+	// What a checkpoint written during the turn keeps: the conversation as
+	// the turn found it (the turn only appends), its input waiting again.
+	n := len(r.conv.msgs)
+	r.turnBase, r.turnUsed, r.turnInput = r.conv.msgs[:n:n], r.conv.used, input
+	r.conv.msgs = append(r.conv.msgs, llm.Message{Role: llm.User, Content: input})
 	r.pending, r.turning = nil, true
 	go func() { r.turnDone <- r.conv.turn(ctx) }()
 }

@@ -163,8 +163,7 @@ func (c WorkspaceConfig) Checkout() bool { return c.CheckoutOnStart == nil || *c
 
 // MarshalJSON writes c with every field: checkout_on_start as it holds (true
 // when left out), base_image null when unset (the platform's image), and
-// resume_on_message and checkpoint_retention_days (its default when
-// unset), not left out.
+// resume_on_message, not left out.
 func (c WorkspaceConfig) MarshalJSON() ([]byte, error) {
 	type fields WorkspaceConfig // without this method
 	var base *string
@@ -176,8 +175,7 @@ func (c WorkspaceConfig) MarshalJSON() ([]byte, error) {
 		CheckoutOnStart bool    `json:"checkout_on_start"`
 		BaseImage       *string `json:"base_image"`
 		ResumeOnMessage bool    `json:"resume_on_message"`
-		Retention       int     `json:"checkpoint_retention_days"`
-	}{fields(c), c.Checkout(), base, c.ResumeOnMessage, cmp.Or(c.CheckpointRetentionDays, DefaultCheckpointRetentionDays)})
+	}{fields(c), c.Checkout(), base, c.ResumeOnMessage})
 }
 
 // SessionLimits bound one session: its time, its idle time, its model

@@ -71,6 +71,9 @@ type Env struct {
 	// as (RA_TOOL_USER): the agent must then run as root. "" runs them as the
 	// agent's own user.
 	ToolUser string
+	// EnvdListen is where a sandbox serves envd, the E2B sandbox API
+	// (RA_ENVD_LISTEN: "unix:<path>" or "<host>:<port>"; "" serves none).
+	EnvdListen string
 	// JobRoot is where a sandbox in job mode lays out its job directory,
 	// <JobRoot>/{job_id} (RA_JOB_ROOT; the image sets /agent-space; ""
 	// is the workspace).
@@ -222,6 +225,7 @@ var envVars = []envVar{
 	{name: EnvTmuxEnvPipe, set: func(e *Env, v string) error { e.Tmux.EnvPipe = v; return nil }},
 	{name: "RA_TOOL_USER", set: func(e *Env, v string) error { e.ToolUser = v; return nil }},
 	{name: "RA_JOB_ROOT", set: func(e *Env, v string) error { e.JobRoot = v; return nil }},
+	{name: sandboxwire.EnvEnvdListen, set: func(e *Env, v string) error { e.EnvdListen = v; return nil }},
 	{name: sandboxwire.EnvNetworkIsolated, set: func(e *Env, _ string) error { e.JobNetworkIsolated = true; return nil }},
 	{name: "RA_SANDBOX_DEDICATED", set: func(e *Env, _ string) error { e.Dedicated = true; return nil }},
 }

@@ -59,6 +59,9 @@ type Config struct {
 	ModelGateway string
 	// Job is job mode's (spec.job): where the job directory goes, and limits.
 	Job jobmode.Config
+	// Envd is where the sandbox serves envd, the E2B sandbox API
+	// ("unix:<path>" or "<host>:<port>"; "" none).
+	Envd string
 }
 
 // NewConfig takes the sandbox's settings from the agent's environment, which
@@ -105,6 +108,7 @@ func NewConfig(env agentconfig.Env, environ []string, secrets *redact.Secrets) (
 		Tmux:          tmuxSession(env.Tmux),
 		ModelGateway:  cmp.Or(env.ModelGatewayURL, env.GatewayURL),
 		Job:           jobmode.Config{Root: cmp.Or(env.JobRoot, env.Workspace), NetworkIsolated: env.JobNetworkIsolated, Dedicated: env.Dedicated},
+		Envd:          env.EnvdListen,
 	}, nil
 }
 

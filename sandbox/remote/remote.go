@@ -115,6 +115,12 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 		_ = r.cl.Status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonModelUnavailable)
 		return err
 	}
+	// The E2B sandbox API is up before the sandbox says it is ready.
+	if err := r.serveEnvd(ctx, spec.Tools); err != nil {
+		r.log.Error("envd could not start: the sandbox does not start", slog.String("error", err.Error()))
+		_ = r.cl.Status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonError)
+		return err
+	}
 	if err := r.cl.Ready(ctx, spec.Guardrails.Hash, workspace); err != nil {
 		return err
 	}

@@ -363,6 +363,8 @@ var Variables = []Variable{
 		Meaning: "a warm pool sandbox's id (`pool-<uuid>`), instead of `PROLIFERATE_SESSION_ID`: the agent spends `RA_BOOTSTRAP_CODE` for a pool key (`POST /sandbox-pool/{id}/bootstrap`), waits on the push channel for a session to claim it, then bootstraps that session with the key"},
 	{Name: "SANDBOX_MCP_AUTH_TOKEN", Readers: []Reader{SandboxAgent}, Default: "none (one of the two is required)",
 		Meaning: "the sandbox token, bearer of every channel and tool call; platform launchers never set it (the agent gets it for `RA_BOOTSTRAP_CODE`)"},
+	{Name: "RA_ENVD_LISTEN", Readers: []Reader{SandboxAgent}, Default: "set by the launcher: `unix:<the sandbox's folder>/envd.sock` locally, `:49983` on Fargate",
+		Meaning: "where the sandbox serves envd, the E2B sandbox API (its processes, terminals and files) for the sandbox proxy: `unix:<path>` or `<host>:<port>`; unset, none"},
 	{Name: "RA_TOOL_USER", Readers: []Reader{SandboxAgent}, Default: "none: the agent's own user",
 		Meaning: "the user (name or id) the agent runs its tools' commands as; the agent must run as root, gives that user the workspace, the files its file tools write, attachments and the env file, and refuses to start if it cannot"},
 	{Name: "RA_BASE_IMAGE", Readers: []Reader{SandboxAgent}, Default: "set by the launcher when the session's agent type has a `base_image`",

@@ -142,3 +142,11 @@ func HostEnv(environ []string) []string {
 	}
 	return out
 }
+
+// EnvEnvdListen is where a sandbox serves envd, the E2B sandbox API, for
+// the sandbox proxy: "unix:<path>" (a process sandbox: a socket in its
+// folder) or "<host>:<port>" (a Fargate task: EnvdPort on every address).
+const EnvEnvdListen = "RA_ENVD_LISTEN"
+
+// EnvdPort is the port envd listens on in a Fargate task, the E2B SDKs'.
+const EnvdPort = 49983

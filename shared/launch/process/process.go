@@ -196,6 +196,13 @@ func CommandFromEnv(agentPath string) []string {
 	return []string{agentPath, "sandbox"}
 }
 
+// EnvdSocket is where the sandbox of sessionID's launch generation serves
+// envd (the E2B sandbox API): a socket in its private folder, which the
+// sandbox proxy dials (unixsock: the path may be long).
+func (l *Launcher) EnvdSocket(sessionID string, generation int) string {
+	return filepath.Join(l.o.Dir, sessionID+"-"+strconv.Itoa(generation)+".tmp", "envd.sock")
+}
+
 // Launch starts a sandbox process, once per session and generation.
 func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 	key := spec.SessionID + "-" + strconv.Itoa(spec.Generation)
@@ -217,7 +224,8 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 	for k, v := range spec.Env() {
 		env = append(env, k+"="+v)
 	}
-	env = append(env, "RA_WORKSPACE="+dir, sandboxwire.EnvFileVar+"="+filepath.Join(private, filepath.Base(sandboxwire.DefaultEnvFile)))
+	env = append(env, "RA_WORKSPACE="+dir, sandboxwire.EnvFileVar+"="+filepath.Join(private, filepath.Base(sandboxwire.DefaultEnvFile)),
+		sandboxwire.EnvEnvdListen+"=unix:"+l.EnvdSocket(spec.SessionID, spec.Generation))
 	var isolated *isolation
 	if spec.Isolated {
 		var err error

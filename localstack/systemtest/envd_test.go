@@ -11,7 +11,7 @@ import (
 
 	pb "github.com/remote-agents/remote-agents/api/envd/process"
 	"github.com/remote-agents/remote-agents/api/envd/process/processconnect"
-	"github.com/remote-agents/remote-agents/shared/unixsock"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // envdClient is a process client of the envd agent id's sandbox serves on
@@ -24,7 +24,7 @@ func (s *stack) envdClient(t *testing.T, id string) processconnect.ProcessClient
 	}
 	sock := s.srv.Launcher.EnvdSocket(id, sess.Generation)
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return unixsock.Dial(ctx, sock)
+		return sandboxwire.DialSocket(ctx, sock)
 	}}}
 	return processconnect.NewProcessClient(hc, "http://envd", connect.WithProtoJSON())
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/sandbox/envd"
 	"github.com/remote-agents/remote-agents/sandbox/policy"
-	"github.com/remote-agents/remote-agents/shared/unixsock"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
 // envdPolicy is the policy envd works under: the sandbox's, with the
@@ -43,7 +43,7 @@ func (r *run) serveEnvd(ctx context.Context, enabled []string) error {
 	}
 	var ln net.Listener
 	if path, ok := strings.CutPrefix(r.c.Envd, "unix:"); ok {
-		ln, err = unixsock.Listen(path)
+		ln, err = sandboxwire.ListenSocket(path)
 	} else {
 		ln, err = net.Listen("tcp", r.c.Envd)
 	}

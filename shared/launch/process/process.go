@@ -198,7 +198,7 @@ func CommandFromEnv(agentPath string) []string {
 
 // EnvdSocket is where the sandbox of sessionID's launch generation serves
 // envd (the E2B sandbox API): a socket in its private folder, which the
-// sandbox proxy dials (unixsock: the path may be long).
+// sandbox proxy dials (sandboxwire.DialSocket: the path may be long).
 func (l *Launcher) EnvdSocket(sessionID string, generation int) string {
 	return filepath.Join(l.o.Dir, sessionID+"-"+strconv.Itoa(generation)+".tmp", "envd.sock")
 }

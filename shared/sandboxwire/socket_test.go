@@ -1,4 +1,4 @@
-package unixsock_test
+package sandboxwire
 
 import (
 	"io"
@@ -6,13 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/remote-agents/remote-agents/shared/unixsock"
 )
 
 // A socket whose path is longer than a socket address holds is listened on
 // and dialled all the same, and is open to its user only.
-func TestLongPaths(t *testing.T) {
+func TestSocketsOfLongPaths(t *testing.T) {
 	t.Parallel()
 	for _, depth := range []int{1, 12} {
 		dir := filepath.Join(append([]string{t.TempDir()}, strings.Split(strings.Repeat("abcdefghij/", depth), "/")...)...)
@@ -20,7 +18,7 @@ func TestLongPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 		path := filepath.Join(dir, "envd.sock")
-		ln, err := unixsock.Listen(path)
+		ln, err := ListenSocket(path)
 		if err != nil {
 			t.Fatalf("listen on %d bytes: %v", len(path), err)
 		}
@@ -31,7 +29,7 @@ func TestLongPaths(t *testing.T) {
 				_ = c.Close()
 			}
 		}()
-		conn, err := unixsock.Dial(t.Context(), path)
+		conn, err := DialSocket(t.Context(), path)
 		if err != nil {
 			t.Fatalf("dial %d bytes: %v", len(path), err)
 		}

@@ -1,8 +1,4 @@
-// Package unixsock listens on and dials Unix sockets by paths of any
-// length: a socket's path is bounded (108 bytes on Linux), a sandbox's
-// folder is not, so a long path is reached through its folder's file
-// descriptor (/proc/self/fd/N/name), which resolves to the same socket.
-package unixsock
+package sandboxwire
 
 import (
 	"context"
@@ -13,13 +9,19 @@ import (
 	"strconv"
 )
 
+// A sandbox serves envd on a Unix socket in its folder, whose path may be
+// longer than a socket address holds (108 bytes on Linux): such a path is
+// reached through its folder's file descriptor (/proc/self/fd/N/name),
+// which resolves to the same socket.
+
 // maxPath is the longest path a socket address holds (sun_path, with its
 // terminating NUL).
-const maxPath = 107
+const maxSocketPath = 107
 
-// Listen listens on the socket at path, replacing one a past run left,
+// ListenSocket listens on the Unix socket at path (of any length: see
+// within), replacing one a past run left,
 // open to this process's user only.
-func Listen(path string) (net.Listener, error) {
+func ListenSocket(path string) (net.Listener, error) {
 	_ = os.Remove(path)
 	var ln net.Listener
 	err := within(path, func(addr string) error {
@@ -37,8 +39,8 @@ func Listen(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Dial connects to the socket at path.
-func Dial(ctx context.Context, path string) (net.Conn, error) {
+// DialSocket connects to the Unix socket at path (of any length).
+func DialSocket(ctx context.Context, path string) (net.Conn, error) {
 	var conn net.Conn
 	err := within(path, func(addr string) error {
 		var err error
@@ -52,7 +54,7 @@ func Dial(ctx context.Context, path string) (net.Conn, error) {
 // with a short path to the same place through its folder's descriptor
 // (held open for f's call).
 func within(path string, f func(addr string) error) error {
-	if len(path) <= maxPath {
+	if len(path) <= maxSocketPath {
 		return f(path)
 	}
 	dir, err := os.Open(filepath.Dir(path))

@@ -35,6 +35,8 @@ import (
 	"github.com/remote-agents/remote-agents/shared/queue"
 	"github.com/remote-agents/remote-agents/shared/resources"
 	"github.com/remote-agents/remote-agents/shared/routes"
+	"github.com/remote-agents/remote-agents/shared/sandboxproxy"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/secrets"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sigv4"
@@ -47,6 +49,9 @@ import (
 type Options struct {
 	// Addr to listen on; "127.0.0.1:0" picks a free port.
 	Addr string
+	// SandboxProxyAddr, if set, is where the sandbox proxy listens (the E2B
+	// SDKs' E2B_SANDBOX_URL); "127.0.0.1:0" picks a free port.
+	SandboxProxyAddr string
 	// Env names the resources (RA_ENV); "" means dev.
 	Env string
 	// Config is the platform configuration; PublicBaseURL and GatewayURL
@@ -112,11 +117,14 @@ type Options struct {
 // Server is a running dev server.
 type Server struct {
 	URL string
+	// SandboxProxyURL is the sandbox proxy's ("" when it is not served).
+	SandboxProxyURL string
 	// Env is what the functions were built from: their stores and clients.
 	Env      *wiring.Env
 	Launcher *process.Launcher
 
 	http     *http.Server
+	proxy    *http.Server
 	health   *health
 	push     *pushHub
 	socket   httpapi.SocketHandler
@@ -216,7 +224,45 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			o.Log.Error("devserver: serve", slog.String("error", err.Error()))
 		}
 	})
+	if o.SandboxProxyAddr != "" {
+		if err := s.serveSandboxProxy(o.SandboxProxyAddr, o.Log); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// serveSandboxProxy serves the sandbox proxy on addr, in-process: it
+// dials each sandbox's envd socket.
+func (s *Server) serveSandboxProxy(addr string, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("devserver: sandbox proxy: listen: %w", err)
+	}
+	s.SandboxProxyURL = "http://" + ln.Addr().String()
+	p := sandboxproxy.New(sandboxproxy.Options{Store: s.Env.SessionStore(), Dialer: processSandboxes{s.Launcher}})
+	s.proxy = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	s.wg.Go(func() {
+		if err := s.proxy.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("devserver: sandbox proxy", slog.String("error", err.Error()))
+		}
+	})
+	return nil
+}
+
+// processSandboxes dials the envd of process sandboxes: the socket of the
+// session's launch, or of the warm pool sandbox it claimed.
+type processSandboxes struct{ l *process.Launcher }
+
+func (p processSandboxes) DialSandbox(ctx context.Context, sess session.Session, port int) (net.Conn, error) {
+	if port != sandboxwire.EnvdPort {
+		return nil, fmt.Errorf("port %d: only envd's is served", port)
+	}
+	sock := p.l.EnvdSocket(sess.ID, sess.Generation)
+	if sess.PoolSandbox != "" {
+		sock = p.l.EnvdSocket(sess.PoolSandbox, 1)
+	}
+	return sandboxwire.DialSocket(ctx, sock)
 }
 
 func (s *Server) setup(ctx context.Context, o Options) error {
@@ -457,6 +503,9 @@ func receive(ctx context.Context, q queue.Queue, wait time.Duration, f wiring.Fu
 func (s *Server) Close(ctx context.Context) error {
 	s.cancel() // ends the pollers and the open event streams
 	err := s.http.Shutdown(ctx)
+	if s.proxy != nil {
+		_ = s.proxy.Close() // its streams too
+	}
 	s.Launcher.StopAll(5 * time.Second)
 	s.wg.Wait()
 	return err

@@ -143,6 +143,11 @@ func WithCreationTimeout(d time.Duration) Option {
 	return func(o *devserver.Options) { o.Config.CreationTimeout = d }
 }
 
+// WithSandboxProxy serves the sandbox proxy (Server.SandboxProxyURL).
+func WithSandboxProxy() Option {
+	return func(o *devserver.Options) { o.SandboxProxyAddr = "127.0.0.1:0" }
+}
+
 // WithHandler puts wrap between the API document's checks and the routes:
 // what it answers is checked too.
 func WithHandler(wrap func(http.Handler) http.Handler) Option {

@@ -1,0 +1,175 @@
+// Package sandboxproxy is the one entry point to every sandbox's envd (the
+// E2B sandbox API): a request names its sandbox by the E2b-Sandbox-Id and
+// E2b-Sandbox-Port headers (the SDKs' E2B_SANDBOX_URL) or by its host,
+// <port>-<id>.<domain>; its X-Access-Token must be one of the sandbox's
+// agent's session tokens; it is then streamed both ways, unbuffered, to the
+// sandbox. A sandbox that is not running (paused, resuming, ended) is 502,
+// which the SDKs read as "not running". Locally the dev server serves it
+// in-process on its own port; on AWS it is a small service on Fargate.
+package sandboxproxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/httpapi"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+// Headers the E2B SDKs name a sandbox and its port with.
+const (
+	HeaderSandboxID   = "E2b-Sandbox-Id"
+	HeaderSandboxPort = "E2b-Sandbox-Port"
+	HeaderAccessToken = "X-Access-Token"
+)
+
+// Dialer reaches a running session's sandbox on a port (envd's,
+// sandboxwire.EnvdPort, or one the agent opened).
+type Dialer interface {
+	DialSandbox(ctx context.Context, sess session.Session, port int) (net.Conn, error)
+}
+
+// Options configure a Proxy.
+type Options struct {
+	Store  session.Reader
+	Dialer Dialer
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+}
+
+// Proxy is the sandbox proxy's handler.
+type Proxy struct {
+	o  Options
+	rp *httputil.ReverseProxy
+}
+
+// ctxKey carries the target of a request to the reverse proxy's dial.
+type ctxKey struct{}
+
+type target struct {
+	sess session.Session
+	port int
+}
+
+// New returns the proxy.
+func New(o Options) *Proxy {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	p := &Proxy{o: o}
+	transport := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			t, _ := ctx.Value(ctxKey{}).(target)
+			return o.Dialer.DialSandbox(ctx, t.sess, t.port)
+		},
+		// One connection per sandbox and port would be the pool's key; the
+		// dial decides, so none is kept.
+		DisableKeepAlives:     true,
+		ResponseHeaderTimeout: 0,
+	}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(&url.URL{Scheme: "http", Host: "sandbox"})
+			r.Out.Host = r.In.Host
+			r.Out.Header.Del(HeaderAccessToken)
+		},
+		Transport:     transport,
+		FlushInterval: -1, // streams: every write at once
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			writeError(w, http.StatusBadGateway, "The sandbox cannot be reached: "+err.Error())
+		},
+	}
+	return p
+}
+
+// writeError writes the error body envd and the E2B API answer with.
+func writeError(w http.ResponseWriter, status int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"code": status, "message": message})
+}
+
+// route is the sandbox and port r names: by headers, else by host.
+func route(r *http.Request) (id string, port int, err error) {
+	if id = r.Header.Get(HeaderSandboxID); id != "" {
+		port = sandboxwire.EnvdPort
+		if p := r.Header.Get(HeaderSandboxPort); p != "" {
+			if port, err = strconv.Atoi(p); err != nil || port < 1 || port > 65535 {
+				return "", 0, errors.New("E2b-Sandbox-Port is not a port")
+			}
+		}
+		return id, port, nil
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	label, _, ok := strings.Cut(host, ".")
+	p, rest, dash := strings.Cut(label, "-")
+	if !ok || !dash {
+		return "", 0, errors.New("name the sandbox: E2b-Sandbox-Id, or a host <port>-<sandbox id>.<domain>")
+	}
+	if port, err = strconv.Atoi(p); err != nil || port < 1 || port > 65535 {
+		return "", 0, errors.New("the host's port is not a port")
+	}
+	return rest, port, nil
+}
+
+// ServeHTTP routes r to its sandbox.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id, port, err := route(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if port != sandboxwire.EnvdPort {
+		writeError(w, http.StatusNotFound, "Only envd's port is served yet.")
+		return
+	}
+	// envd's GET /health answers whether the sandbox runs, to anyone who
+	// names it (the SDKs ask without a token after a broken stream).
+	tok := r.Header.Get(HeaderAccessToken)
+	var sess session.Session
+	if tok == "" && r.Method == http.MethodGet && r.URL.Path == "/health" {
+		sess, err = p.o.Store.Get(r.Context(), id)
+		if !session.ValidID(id) || errors.Is(err, session.ErrNotFound) {
+			writeError(w, http.StatusBadGateway, "No such sandbox.")
+			return
+		}
+	} else {
+		sess, err = session.Authorize(r.Context(), p.o.Store, id, tok, p.o.Now())
+	}
+	if err != nil {
+		writeError(w, statusOf(err), messageOf(err))
+		return
+	}
+	if !slices.Contains(session.Running, sess.State) {
+		writeError(w, http.StatusBadGateway, "The sandbox is "+string(sess.State)+", not running.")
+		return
+	}
+	ctx := context.WithValue(r.Context(), ctxKey{}, target{sess: sess, port: port})
+	p.rp.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// statusOf is the HTTP status of err, by the error table.
+func statusOf(err error) int { return httpapi.Status(apierror.CodeOf(err)) }
+
+// messageOf is what err says to a client: its message, nothing internal.
+func messageOf(err error) string {
+	var ae *apierror.Error
+	if errors.As(err, &ae) {
+		return ae.Message
+	}
+	return "The sandbox proxy could not check the request; try again."
+}

@@ -340,8 +340,11 @@ func (r *run) serve(ctx, turnCtx context.Context, stopTurn context.CancelFunc) e
 			continue
 		case <-ctx.Done():
 			r.log.Info("sandbox stopping: signal")
+			// Its checkpoint first: one of a turn in progress keeps the
+			// conversation as the turn found it, the turn to be done again.
+			paused := r.interrupted(context.WithoutCancel(ctx))
 			r.finishTurn(stopTurn)
-			if r.interrupted(context.WithoutCancel(ctx)) {
+			if paused {
 				return nil // paused on a checkpoint: a resume goes on from it
 			}
 			return r.cl.Status(context.WithoutCancel(ctx), sandboxwire.Ended, "", sandboxwire.ReasonShutdown)

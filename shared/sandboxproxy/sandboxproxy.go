@@ -142,8 +142,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tok := r.Header.Get(HeaderAccessToken)
 	var sess session.Session
 	if tok == "" && r.Method == http.MethodGet && r.URL.Path == "/health" {
+		if !session.ValidID(id) {
+			writeError(w, http.StatusBadGateway, "No such sandbox.")
+			return
+		}
 		sess, err = p.o.Store.Get(r.Context(), id)
-		if !session.ValidID(id) || errors.Is(err, session.ErrNotFound) {
+		if errors.Is(err, session.ErrNotFound) {
 			writeError(w, http.StatusBadGateway, "No such sandbox.")
 			return
 		}

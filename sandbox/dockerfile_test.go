@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -40,7 +41,8 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}
 	}
-	// The build stage copies only shared/ and sandbox/: the agent must need nothing else.
+	// The build stage copies only api/envd/, shared/ and sandbox/: the agent
+	// must need nothing else.
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../sandbox/cmd/agent").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +50,10 @@ func TestDockerfile(t *testing.T) {
 	const module = "github.com/remote-agents/remote-agents/"
 	for _, pkg := range strings.Fields(string(out)) {
 		rest, ok := strings.CutPrefix(pkg, module)
-		if ok && !strings.HasPrefix(rest, "shared/") && !strings.HasPrefix(rest, "sandbox/") {
+		copied := slices.ContainsFunc([]string{"api/envd/", "shared/", "sandbox/"}, func(dir string) bool {
+			return strings.HasPrefix(rest, dir) && strings.Contains(text, "COPY "+dir+" "+dir)
+		})
+		if ok && !copied {
 			t.Errorf("the agent imports %s, which the Dockerfile does not copy", pkg)
 		}
 	}

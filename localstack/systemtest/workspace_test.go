@@ -141,9 +141,12 @@ func TestWorkspaceClonesTheTaskRepositoryBeforeReady(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.workspaceOf(id), "README.md")); !os.IsNotExist(err) {
 		t.Errorf("a workspace without a repository holds one: %v", err)
 	}
-	if logs := s.logs.String(); !strings.Contains(logs, "workspace_provisioning") || !strings.Contains(logs, id) {
-		t.Errorf("no exception report of the workspace set up in part")
-	}
+	// The report is logged as the warning event is taken, which may be
+	// after create answered.
+	eventually(t, 30*time.Second, "the exception report of the workspace set up in part", func() bool {
+		logs := s.logs.String()
+		return strings.Contains(logs, "workspace_provisioning") && strings.Contains(logs, id)
+	})
 }
 
 // A setup command that outlives setup_timeout_seconds is killed; the agent

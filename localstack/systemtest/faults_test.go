@@ -198,15 +198,27 @@ func faultBecomeReady(ctx context.Context, s *stack, id string) (string, error) 
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	// A 503 is retried, as a sandbox's gateway client retries it (a loaded
+	// machine's DynamoDB answers some).
 	call := func(what, method, path, bearer string, body any) (reply, error) {
-		r, err := faultCall(ctx, s, method, path, bearer, body)
-		if err != nil {
-			return r, fmt.Errorf("%s %s: %w", what, id, err)
+		for tries := 1; ; tries++ {
+			r, err := faultCall(ctx, s, method, path, bearer, body)
+			if err != nil {
+				return r, fmt.Errorf("%s %s: %w", what, id, err)
+			}
+			if r.status == http.StatusServiceUnavailable && tries < 10 {
+				select {
+				case <-ctx.Done():
+					return r, ctx.Err()
+				case <-time.After(500 * time.Millisecond):
+				}
+				continue
+			}
+			if r.status != http.StatusOK {
+				return r, fmt.Errorf("%s %s: %d %s", what, id, r.status, r.raw)
+			}
+			return r, nil
 		}
-		if r.status != http.StatusOK {
-			return r, fmt.Errorf("%s %s: %d %s", what, id, r.status, r.raw)
-		}
-		return r, nil
 	}
 	r, err := call("bootstrap", http.MethodPost, "/sandbox/"+id+"/bootstrap", code, nil)
 	if err != nil {

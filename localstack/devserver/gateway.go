@@ -78,9 +78,13 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		serveStream(w, res, stream)
 		return
 	}
-	// A Lambda function's context ends at its timeout; API Gateway gives up at 30 s.
+	// A Lambda function's context ends at its timeout; API Gateway gives up
+	// at 30 s. A closing server ends it too: a handler waiting out its time
+	// (a workspace tool's result) would hold the server's shutdown.
 	ctx, cancel := context.WithTimeout(withFunction(r.Context(), g.functions[route.Key()]), handlerTimeout)
 	defer cancel()
+	stop := context.AfterFunc(g.closing, cancel)
+	defer stop()
 	res, err := route.Handler(ctx, ev)
 	if err != nil {
 		res = httpapi.Error(r.Context(), nil, err)

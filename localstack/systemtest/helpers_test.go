@@ -119,10 +119,27 @@ func (s *stack) create(body any, headers ...string) reply {
 	return s.call(http.MethodPost, "/api/remote_agents/create", appKey, body, headers...)
 }
 
+// createReady creates an agent as the route's documented client does: a
+// 408 (still starting, as on a loaded machine) is sent again with the
+// Idempotency-Key it names, a few times, to keep waiting for the same agent.
+func (s *stack) createReady(body any) reply {
+	s.t.Helper()
+	r := s.create(body)
+	for tries := 0; r.status == http.StatusRequestTimeout && tries < 3; tries++ {
+		details, _ := r.body["details"].(map[string]any)
+		key, _ := details["idempotency_key"].(string)
+		if key == "" {
+			break
+		}
+		r = s.create(body, "Idempotency-Key", key)
+	}
+	return r
+}
+
 // mustCreate creates a ready agent and returns its id and token.
 func (s *stack) mustCreate() (string, string) {
 	s.t.Helper()
-	r := s.create(createBody("Hello"))
+	r := s.createReady(createBody("Hello"))
 	if r.status != http.StatusOK {
 		s.t.Fatalf("create: %d %s", r.status, r.raw)
 	}

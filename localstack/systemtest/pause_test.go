@@ -29,7 +29,7 @@ import (
 func TestPauseAndResumeKeepTheWorkspaceAndTheConversation(t *testing.T) {
 	t.Parallel()
 	s := start(t, withSandboxEnv("RA_NO_TMUX=1"))
-	r := s.create(createBody("Hello"))
+	r := s.createReady(createBody("Hello"))
 	if r.status != http.StatusOK {
 		t.Fatalf("create: %d %s", r.status, r.raw)
 	}
@@ -314,7 +314,7 @@ func TestFaultSandboxKilledMidCheckpoint(t *testing.T) {
 		})
 	}
 	s := start(t, withSandboxEnv("RA_NO_TMUX=1"), devtest.WithHandler(hold))
-	r := s.create(createBody("Hello"))
+	r := s.createReady(createBody("Hello"))
 	if r.status != http.StatusOK {
 		t.Fatalf("create: %d %s", r.status, r.raw)
 	}
@@ -371,7 +371,7 @@ func TestFaultSandboxCrashLosesAtMostTheCheckpointInterval(t *testing.T) {
 	t.Log(`nothing lost but the interval: after a crash the agent is paused on its last periodic checkpoint and resumes with its files`)
 	t.Parallel()
 	s := start(t, withSandboxEnv("RA_NO_TMUX=1"), withConfig(func(c *config.RemoteAgents) { c.CheckpointInterval = time.Second }))
-	r := s.create(createBody("Hello"))
+	r := s.createReady(createBody("Hello"))
 	if r.status != http.StatusOK {
 		t.Fatalf("create: %d %s", r.status, r.raw)
 	}
@@ -454,11 +454,7 @@ func TestFaultWorkerKilledBetweenCheckpointAndStop(t *testing.T) {
 	t.Log(`nothing lost, nothing running twice: a stop of a paused generation delivered after the resume leaves the resumed sandbox alone`)
 	t.Parallel()
 	s := start(t, withSandboxEnv("RA_NO_TMUX=1"))
-	r := s.create(createBody("Hello"))
-	if r.status != http.StatusOK {
-		t.Fatalf("create: %d %s", r.status, r.raw)
-	}
-	id, tok := r.str("agent_id"), r.str("session_token")
+	id, tok := s.mustCreate()
 	s.bash(t, id, tok, "echo kept > kept.txt")
 	if p := s.call(http.MethodPost, "/api/remote_agents/"+id+"/pause", tok, nil); p.status != http.StatusOK || p.str("state") != "paused" {
 		t.Fatalf("pause: %d %s", p.status, p.raw)
@@ -505,7 +501,7 @@ func TestFaultWorkerKilledBetweenCheckpointAndStop(t *testing.T) {
 func TestInterruptedSandboxPausesOnAFreshCheckpoint(t *testing.T) {
 	t.Parallel()
 	s := start(t, withSandboxEnv("RA_NO_TMUX=1"))
-	r := s.create(createBody("Hello"))
+	r := s.createReady(createBody("Hello"))
 	if r.status != http.StatusOK {
 		t.Fatalf("create: %d %s", r.status, r.raw)
 	}

@@ -389,7 +389,7 @@ func TestAgentRunsInNamedTmuxSession(t *testing.T) {
 		t.Fatal("tmux is not installed: .ci/run installs it")
 	}
 	s := start(t)
-	r := s.create(createBody("Hello"))
+	r := s.createReady(createBody("Hello"))
 	if r.status != 200 {
 		t.Fatalf("create: %d %s", r.status, r.raw)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/launch"
 	"github.com/remote-agents/remote-agents/shared/pool"
+	"github.com/remote-agents/remote-agents/shared/retry"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/tasksize"
 	"github.com/remote-agents/remote-agents/shared/token"
@@ -380,7 +381,7 @@ func (w *Worker) start(ctx context.Context, m jobqueue.Message) error {
 	if err != nil {
 		return fmt.Errorf("launch %s: %w", sess.ID, err)
 	}
-	_, err = w.Store.Touch(ctx, sess.ID, gen, session.Fields{SandboxRef: ref})
+	err = w.record(ctx, sess.ID, gen, ref)
 	if errors.Is(err, session.ErrConflict) {
 		// The session ended, or our claim was replaced: nobody else will stop
 		// this sandbox.
@@ -425,12 +426,31 @@ func (w *Worker) recordLaunched(ctx context.Context, sess session.Session) error
 	if err != nil {
 		return fmt.Errorf("find the unrecorded sandbox of %s: %w", sess.ID, err)
 	}
-	if _, err := w.Store.Touch(ctx, sess.ID, sess.Generation, session.Fields{SandboxRef: ref}); ignoreConflict(err) != nil {
+	if err := w.record(ctx, sess.ID, sess.Generation, ref); ignoreConflict(err) != nil {
 		return fmt.Errorf("record sandbox of %s: %w", sess.ID, err)
 	}
 	w.Log.WarnContext(ctx, "sandbox recorded after its launch's worker died", slog.String("session_id", sess.ID),
 		slog.Int("generation", sess.Generation), slog.String("sandbox_ref", ref))
 	return nil
+}
+
+// RecordRetry is how the worker retries recording a sandbox it launched. A
+// failed record fails the message, which comes back only after the jobs
+// queue's visibility timeout: meanwhile the agent may be ready on a sandbox
+// no kill or sweep can find. An overloaded table's refusal passes in seconds.
+var RecordRetry = retry.Policy{Attempts: 5, Base: 200 * time.Millisecond, Max: 3 * time.Second}
+
+// record records ref as the sandbox of generation gen of session id,
+// retrying by RecordRetry; session.ErrConflict (the session moved on) is
+// not retried.
+func (w *Worker) record(ctx context.Context, id string, gen int, ref string) error {
+	return retry.Do(ctx, RecordRetry, func() error {
+		_, err := w.Store.Touch(ctx, id, gen, session.Fields{SandboxRef: ref})
+		if errors.Is(err, session.ErrConflict) {
+			return retry.Permanent(err)
+		}
+		return err
+	})
 }
 
 // size is the sandbox size of sess: a job's, what its memory constraint

@@ -699,3 +699,43 @@ func TestUnrecordedBareSandboxIsFoundBare(t *testing.T) {
 		t.Errorf("session %+v %v: want its sandbox recorded", got, err)
 	}
 }
+
+// refusingTouch is a session store whose records of sandboxes are refused
+// the first n times, as an overloaded table refuses writes.
+type refusingTouch struct {
+	*dynamo.Sessions
+	mu sync.Mutex
+	n  int
+}
+
+func (r *refusingTouch) Touch(ctx context.Context, id string, gen int, set session.Fields) (session.Session, error) {
+	r.mu.Lock()
+	refuse := set.SandboxRef != "" && r.n > 0
+	if refuse {
+		r.n--
+	}
+	r.mu.Unlock()
+	if refuse {
+		return session.Session{}, errors.New("InternalServerError: the request timed out waiting for a lock")
+	}
+	return r.Sessions.Touch(ctx, id, gen, set)
+}
+
+// TestARefusedRecordIsRetried: a sandbox launched is recorded even when the
+// table refuses the first tries; failing the message would leave the agent
+// on a sandbox no kill can find until the queue gives the message back.
+func TestARefusedRecordIsRetried(t *testing.T) {
+	t.Parallel()
+	w, store, l, _ := setup(t)
+	provisioning(t, store, "s1")
+	refusing := &refusingTouch{Sessions: store, n: queueworker.RecordRetry.Attempts - 1}
+	w.Store = refusing
+	res, err := w.Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{record("m1", `{"type":"session.start","session_id":"s1","generation":1}`)}})
+	if err != nil || len(res.BatchItemFailures) != 0 {
+		t.Fatalf("handle: %+v %v", res, err)
+	}
+	got, err := store.Get(t.Context(), "s1")
+	if err != nil || got.SandboxRef != "pid:1" || len(l.launches) != 1 || refusing.n != 0 {
+		t.Errorf("session %+v %v after %d launches, %d refusals left; want pid:1 recorded after one launch", got, err, len(l.launches), refusing.n)
+	}
+}

@@ -4,6 +4,8 @@
 package schema
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -331,6 +333,24 @@ const (
 func (e CreatedStatus) Valid() bool {
 	switch e {
 	case CreatedStatusReady:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for E2BSandboxDetailState.
+const (
+	E2BSandboxDetailStatePaused  E2BSandboxDetailState = "paused"
+	E2BSandboxDetailStateRunning E2BSandboxDetailState = "running"
+)
+
+// Valid indicates whether the value is a known member of the E2BSandboxDetailState enum.
+func (e E2BSandboxDetailState) Valid() bool {
+	switch e {
+	case E2BSandboxDetailStatePaused:
+		return true
+	case E2BSandboxDetailStateRunning:
 		return true
 	default:
 		return false
@@ -1718,6 +1738,99 @@ type Created struct {
 // CreatedStatus defines model for Created.Status.
 type CreatedStatus string
 
+// E2BConnect A connect's body (optional in /v2): the sandbox's life from now, which only ever lengthens it (default 300 s).
+type E2BConnect struct {
+	Timeout              int64                  `json:"timeout,omitempty,omitzero"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// E2BError The sandbox API's error body, as the E2B SDKs read it: `code` is the HTTP status (they tell a missing sandbox, 404, and one paused already, 409, by it), `error_code` the platform's own code.
+type E2BError struct {
+	Code      int64  `json:"code"`
+	ErrorCode string `json:"error_code,omitempty,omitzero"`
+	Message   string `json:"message"`
+}
+
+// E2BNewSandbox A create (`POST /e2b/sandboxes` before the SDKs' 2.51, `POST /e2b/v2/sandboxes` after). Fields the SDKs send that the platform does not use (`secure`, `network`, `mcp`, `autoPauseMemory`…) are ignored.
+type E2BNewSandbox struct {
+	// AllowInternetAccess `false`: the sandbox reaches no destination on the internet (egress none).
+	AllowInternetAccess bool `json:"allow_internet_access,omitempty,omitzero"`
+
+	// AutoPause `true`: the sandbox pauses at its end instead of ending.
+	AutoPause  bool `json:"autoPause,omitempty,omitzero"`
+	AutoResume struct {
+		Enabled bool `json:"enabled,omitempty,omitzero"`
+	} `json:"autoResume,omitempty,omitzero"`
+
+	// EnvVars The environment of every process started in the sandbox.
+	EnvVars map[string]string `json:"envVars,omitempty,omitzero"`
+
+	// Metadata Labels the list filters on (at most 64).
+	Metadata map[string]string `json:"metadata,omitempty,omitzero"`
+
+	// TemplateID The agent type the sandbox is of; `base` (the default) is no type unless the app has one of that id.
+	TemplateID string `json:"templateID"`
+
+	// Timeout Seconds from now the sandbox ends (default 300).
+	Timeout              int64                  `json:"timeout,omitempty,omitzero"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// E2BPause A pause's optional body. `memory` is read and not kept: a pause keeps the sandbox's files, never its memory.
+type E2BPause struct {
+	Memory               bool                   `json:"memory,omitempty,omitzero"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// E2BSandbox A sandbox as create and connect answer it.
+type E2BSandbox struct {
+	Alias string `json:"alias,omitempty,omitzero"`
+
+	// ClientID The app key that made the call.
+	ClientID string `json:"clientID"`
+
+	// Domain The sandbox domain (`RA_E2B_DOMAIN`); null: the client's own.
+	Domain string `json:"domain,omitempty,omitzero"`
+
+	// EnvdAccessToken What the SDKs send envd as `X-Access-Token`, through the sandbox proxy: the same for every create and connect of the sandbox.
+	EnvdAccessToken string `json:"envdAccessToken,omitempty,omitzero"`
+
+	// EnvdVersion The envd version its sandbox serves.
+	EnvdVersion string `json:"envdVersion"`
+
+	// SandboxID The sandbox's id: its agent's (`agent_id`).
+	SandboxID          string `json:"sandboxID"`
+	TemplateID         string `json:"templateID"`
+	TrafficAccessToken string `json:"trafficAccessToken,omitempty,omitzero"`
+}
+
+// E2BSandboxDetail A sandbox as info and the list answer it.
+type E2BSandboxDetail struct {
+	Alias      string `json:"alias,omitempty,omitzero"`
+	ClientID   string `json:"clientID"`
+	CPUCount   int64  `json:"cpuCount"`
+	DiskSizeMB int64  `json:"diskSizeMB"`
+
+	// EndAt When it ends (or pauses, with autoPause).
+	EndAt       time.Time             `json:"endAt"`
+	EnvdVersion string                `json:"envdVersion"`
+	MemoryMB    int64                 `json:"memoryMB"`
+	Metadata    map[string]string     `json:"metadata,omitempty,omitzero"`
+	SandboxID   string                `json:"sandboxID"`
+	StartedAt   time.Time             `json:"startedAt"`
+	State       E2BSandboxDetailState `json:"state"`
+	TemplateID  string                `json:"templateID"`
+}
+
+// E2BSandboxDetailState defines model for E2BSandboxDetail.State.
+type E2BSandboxDetailState string
+
+// E2BTimeout The sandbox ends this many seconds from now, sooner or later than it would have.
+type E2BTimeout struct {
+	Timeout              int64                  `json:"timeout"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // EgressDeniedData The platform's egress proxy refused a connection of the agent's sandbox: a destination its egress policy does not allow (appended once a minute for a destination).
 type EgressDeniedData struct {
 	// Host The host name or address the program asked for.
@@ -2345,7 +2458,10 @@ type Spec struct {
 		Skill       string `json:"skill"`
 		Slug        string `json:"slug"`
 	} `json:"persona"`
-	PromptMode string `json:"prompt_mode"`
+
+	// ProcessEnv The environment of the processes a client starts through envd: a sandbox API sandbox's `envVars`. Secret, like `env`.
+	ProcessEnv map[string]string `json:"process_env,omitempty,omitzero"`
+	PromptMode string            `json:"prompt_mode"`
 
 	// Resume The checkpoint a resumed sandbox goes on from: it restores its workspace and the agent's state from it instead of provisioning.
 	Resume          Checkpoint `json:"resume,omitempty,omitzero"`
@@ -2994,6 +3110,15 @@ type CreationTimeout struct {
 	// Retryable Whether the same request may be retried unchanged.
 	Retryable bool        `json:"retryable"`
 	Status    interface{} `json:"status"`
+}
+
+// E2BPayloadTooLarge E2B's body (`code`) from the route, the platform's envelope (`status`) from the gateway.
+type E2BPayloadTooLarge struct {
+	Code      int64  `json:"code,omitempty,omitzero"`
+	ErrorCode string `json:"error_code,omitempty,omitzero"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable,omitempty,omitzero"`
+	Status    int64  `json:"status,omitempty,omitzero"`
 }
 
 // EgressConflict defines model for EgressConflict.
@@ -3771,6 +3896,14 @@ type ListWebhookDeliveriesParams struct {
 	After string `form:"after,omitempty" json:"after,omitempty,omitzero"`
 }
 
+// E2BListSandboxesParams defines parameters for E2BListSandboxes.
+type E2BListSandboxesParams struct {
+	Metadata  string `form:"metadata,omitempty" json:"metadata,omitempty,omitzero"`
+	State     string `form:"state,omitempty" json:"state,omitempty,omitzero"`
+	Limit     int64  `form:"limit,omitempty" json:"limit,omitempty,omitzero"`
+	NextToken string `form:"nextToken,omitempty" json:"nextToken,omitempty,omitzero"`
+}
+
 // EmbedViewParams defines parameters for EmbedView.
 type EmbedViewParams struct {
 	// FileUpload Turns on the `file_upload` feature (`1` or `true`).
@@ -3977,6 +4110,24 @@ type UpdateWebhookJSONRequestBody = WebhookRequest
 // ReplayWebhooksJSONRequestBody defines body for ReplayWebhooks for application/json ContentType.
 type ReplayWebhooksJSONRequestBody = WebhookReplayRequest
 
+// E2BCreateSandboxJSONRequestBody defines body for E2BCreateSandbox for application/json ContentType.
+type E2BCreateSandboxJSONRequestBody = E2BNewSandbox
+
+// E2BConnectSandboxJSONRequestBody defines body for E2BConnectSandbox for application/json ContentType.
+type E2BConnectSandboxJSONRequestBody = E2BConnect
+
+// E2BPauseSandboxJSONRequestBody defines body for E2BPauseSandbox for application/json ContentType.
+type E2BPauseSandboxJSONRequestBody = E2BPause
+
+// E2BSetTimeoutJSONRequestBody defines body for E2BSetTimeout for application/json ContentType.
+type E2BSetTimeoutJSONRequestBody = E2BTimeout
+
+// E2BCreateSandboxV2JSONRequestBody defines body for E2BCreateSandboxV2 for application/json ContentType.
+type E2BCreateSandboxV2JSONRequestBody = E2BNewSandbox
+
+// E2BConnectSandboxV2JSONRequestBody defines body for E2BConnectSandboxV2 for application/json ContentType.
+type E2BConnectSandboxV2JSONRequestBody = E2BConnect
+
 // PutAgentProfileJSONRequestBody defines body for PutAgentProfile for application/json ContentType.
 type PutAgentProfileJSONRequestBody = AgentProfileInput
 
@@ -4012,3 +4163,349 @@ type SandboxToolResultsJSONRequestBody = SandboxToolResult
 
 // SandboxUploadsJSONRequestBody defines body for SandboxUploads for application/json ContentType.
 type SandboxUploadsJSONRequestBody = UploadsRequest
+
+// Getter for additional properties for E2BConnect. Returns the specified
+// element and whether it was found
+func (a E2BConnect) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for E2BConnect
+func (a *E2BConnect) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for E2BConnect to handle AdditionalProperties
+func (a *E2BConnect) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["timeout"]; found {
+		err = json.Unmarshal(raw, &a.Timeout)
+		if err != nil {
+			return fmt.Errorf("error reading 'timeout': %w", err)
+		}
+		delete(object, "timeout")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for E2BConnect to handle AdditionalProperties
+func (a E2BConnect) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["timeout"], err = json.Marshal(a.Timeout)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'timeout': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for E2BNewSandbox. Returns the specified
+// element and whether it was found
+func (a E2BNewSandbox) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for E2BNewSandbox
+func (a *E2BNewSandbox) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for E2BNewSandbox to handle AdditionalProperties
+func (a *E2BNewSandbox) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["allow_internet_access"]; found {
+		err = json.Unmarshal(raw, &a.AllowInternetAccess)
+		if err != nil {
+			return fmt.Errorf("error reading 'allow_internet_access': %w", err)
+		}
+		delete(object, "allow_internet_access")
+	}
+
+	if raw, found := object["autoPause"]; found {
+		err = json.Unmarshal(raw, &a.AutoPause)
+		if err != nil {
+			return fmt.Errorf("error reading 'autoPause': %w", err)
+		}
+		delete(object, "autoPause")
+	}
+
+	if raw, found := object["autoResume"]; found {
+		err = json.Unmarshal(raw, &a.AutoResume)
+		if err != nil {
+			return fmt.Errorf("error reading 'autoResume': %w", err)
+		}
+		delete(object, "autoResume")
+	}
+
+	if raw, found := object["envVars"]; found {
+		err = json.Unmarshal(raw, &a.EnvVars)
+		if err != nil {
+			return fmt.Errorf("error reading 'envVars': %w", err)
+		}
+		delete(object, "envVars")
+	}
+
+	if raw, found := object["metadata"]; found {
+		err = json.Unmarshal(raw, &a.Metadata)
+		if err != nil {
+			return fmt.Errorf("error reading 'metadata': %w", err)
+		}
+		delete(object, "metadata")
+	}
+
+	if raw, found := object["templateID"]; found {
+		err = json.Unmarshal(raw, &a.TemplateID)
+		if err != nil {
+			return fmt.Errorf("error reading 'templateID': %w", err)
+		}
+		delete(object, "templateID")
+	}
+
+	if raw, found := object["timeout"]; found {
+		err = json.Unmarshal(raw, &a.Timeout)
+		if err != nil {
+			return fmt.Errorf("error reading 'timeout': %w", err)
+		}
+		delete(object, "timeout")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for E2BNewSandbox to handle AdditionalProperties
+func (a E2BNewSandbox) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["allow_internet_access"], err = json.Marshal(a.AllowInternetAccess)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'allow_internet_access': %w", err)
+	}
+
+	object["autoPause"], err = json.Marshal(a.AutoPause)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'autoPause': %w", err)
+	}
+
+	object["autoResume"], err = json.Marshal(a.AutoResume)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'autoResume': %w", err)
+	}
+
+	if a.EnvVars != nil {
+		object["envVars"], err = json.Marshal(a.EnvVars)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'envVars': %w", err)
+		}
+	}
+
+	if a.Metadata != nil {
+		object["metadata"], err = json.Marshal(a.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'metadata': %w", err)
+		}
+	}
+
+	object["templateID"], err = json.Marshal(a.TemplateID)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'templateID': %w", err)
+	}
+
+	object["timeout"], err = json.Marshal(a.Timeout)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'timeout': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for E2BPause. Returns the specified
+// element and whether it was found
+func (a E2BPause) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for E2BPause
+func (a *E2BPause) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for E2BPause to handle AdditionalProperties
+func (a *E2BPause) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["memory"]; found {
+		err = json.Unmarshal(raw, &a.Memory)
+		if err != nil {
+			return fmt.Errorf("error reading 'memory': %w", err)
+		}
+		delete(object, "memory")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for E2BPause to handle AdditionalProperties
+func (a E2BPause) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["memory"], err = json.Marshal(a.Memory)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'memory': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for E2BTimeout. Returns the specified
+// element and whether it was found
+func (a E2BTimeout) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for E2BTimeout
+func (a *E2BTimeout) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for E2BTimeout to handle AdditionalProperties
+func (a *E2BTimeout) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["timeout"]; found {
+		err = json.Unmarshal(raw, &a.Timeout)
+		if err != nil {
+			return fmt.Errorf("error reading 'timeout': %w", err)
+		}
+		delete(object, "timeout")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for E2BTimeout to handle AdditionalProperties
+func (a E2BTimeout) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["timeout"], err = json.Marshal(a.Timeout)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'timeout': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}

@@ -41,6 +41,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sigv4"
 	"github.com/remote-agents/remote-agents/shared/wiring"
+	"github.com/remote-agents/remote-agents/shared/wiring/e2bservice"
 	"github.com/remote-agents/remote-agents/shared/wiring/functionset"
 	"github.com/remote-agents/remote-agents/shared/wiring/jobservice"
 )
@@ -85,6 +86,9 @@ type Options struct {
 	SeedDir string
 	// AppKey is the development app key seeded into the registry; "" seeds none.
 	AppKey string
+	// E2BKey is the development E2B API key seeded beside it (an app key of
+	// the same tenant, shaped as the E2B SDKs want); "" seeds none.
+	E2BKey string
 	// OrchestratorKeyID and OrchestratorSecret sign the orchestrator's calls
 	// to the /internal/ routes; "" the defaults (DefaultOrchestratorKeyID).
 	OrchestratorKeyID, OrchestratorSecret string
@@ -225,7 +229,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		}
 	})
 	if o.SandboxProxyAddr != "" {
-		if err := s.serveSandboxProxy(o.SandboxProxyAddr, o.Log); err != nil {
+		if err := s.serveSandboxProxy(ctx, o.SandboxProxyAddr, o.Log); err != nil {
 			return nil, err
 		}
 	}
@@ -234,13 +238,18 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 
 // serveSandboxProxy serves the sandbox proxy on addr, in-process: it
 // dials each sandbox's envd socket.
-func (s *Server) serveSandboxProxy(addr string, log *slog.Logger) error {
+func (s *Server) serveSandboxProxy(ctx context.Context, addr string, log *slog.Logger) error {
+	// The sandbox API's key: the e2b function was built in the same Env.
+	tokens, err := e2bservice.Tokens(ctx, s.Env)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("devserver: sandbox proxy: listen: %w", err)
 	}
 	s.SandboxProxyURL = "http://" + ln.Addr().String()
-	p := sandboxproxy.New(sandboxproxy.Options{Store: s.Env.SessionStore(), Dialer: processSandboxes{s.Launcher}})
+	p := sandboxproxy.New(sandboxproxy.Options{Store: s.Env.SessionStore(), Dialer: processSandboxes{s.Launcher}, Tokens: tokens})
 	s.proxy = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	s.wg.Go(func() {
 		if err := s.proxy.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -327,6 +336,11 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	s.Env = e
 	if o.SeedDir != "" || o.AppKey != "" {
 		if err := Seed(ctx, e.Registry(), o.SeedDir, o.AppKey); err != nil {
+			return err
+		}
+	}
+	if o.E2BKey != "" {
+		if err := SeedE2BKey(ctx, e.Registry(), o.E2BKey); err != nil {
 			return err
 		}
 	}

@@ -33,6 +33,10 @@ import (
 // AppKey is the app key the servers are seeded with.
 const AppKey = "rak_test_app_key_for_devserver_integration_tests"
 
+// E2BKey is the E2B API key the servers are seeded with: an app key of
+// AppKey's tenant.
+const E2BKey = "e2b_7e57000000000000000000000000000000000001"
+
 var (
 	root     string
 	agentBin string
@@ -219,6 +223,7 @@ func Start(t testing.TB, opts ...Option) *Stack {
 		WorkDir:    work,
 		SeedDir:    filepath.Join(root, "localstack", "seed"),
 		AppKey:     AppKey,
+		E2BKey:     E2BKey,
 		Log:        slog.New(slog.NewJSONHandler(logs, nil)),
 	}
 	// Every AWS call a function's code makes must be one its declared access

@@ -180,3 +180,51 @@ func TestAPIWebhookCalls(t *testing.T) {
 	out := run(t, srv, t.TempDir(), block(t, "docs/api.md", t.Name()), "AGENT_ID="+id)
 	contains(t, out, `"id":"wh_`, `"secret":"whsec_`, `"deliveries"`, `{"agents":1}`)
 }
+
+// docs/e2b.md's quickstart: its exports, then its script with the SDK
+// installed as `npm i e2b` would (the pinned 2.51), unchanged.
+func TestE2BQuickstart(t *testing.T) {
+	srv := devtest.Start(t, devtest.WithSandboxProxy(), func(o *devserver.Options) { o.E2BKey = seed.DefaultE2BKey })
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "node_modules"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sdk, err := filepath.Abs(filepath.Join("..", "node_modules", "e2b-2.51"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(sdk, filepath.Join(dir, "node_modules", "e2b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "quickstart.mjs"), []byte(fenced(t, "docs/e2b.md", "js")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		logs, _ := filepath.Glob(filepath.Join(srv.Work, "sandboxes", "*.log"))
+		for _, l := range logs {
+			b, _ := os.ReadFile(l)
+			t.Logf("sandbox log %s:\n%s", l, b)
+		}
+	})
+	exports := strings.ReplaceAll(block(t, "docs/e2b.md", t.Name()), "http://127.0.0.1:49983", srv.SandboxProxyURL)
+	out := run(t, srv, dir, exports+"node quickstart.mjs\n")
+	contains(t, out, "hello\n", "1\n", "2\n", "3\n", "a.txt")
+}
+
+// fenced returns the first ```lang block of page.
+func fenced(t *testing.T, page, lang string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(raw), "\n```"+lang+"\n")
+	body, _, closed := strings.Cut(rest, "\n```\n")
+	if !ok || !closed {
+		t.Fatalf("%s has no ```%s block", page, lang)
+	}
+	return body + "\n"
+}

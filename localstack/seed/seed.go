@@ -34,6 +34,22 @@ const DevTenant = "dev"
 // AppKeyID is the development app key's id.
 const AppKeyID = "dev"
 
+// DefaultE2BKey is the development E2B API key (an app key of DevTenant
+// shaped as the E2B SDKs before 2.51 require: "e2b_" and 40 hex digits)
+// unless RA_DEV_E2B_KEY says otherwise; E2BKeyID is its id.
+const (
+	DefaultE2BKey = "e2b_00000000000000000000000000000000000de7e1"
+	E2BKeyID      = "dev-e2b"
+)
+
+// RegisterE2BKey registers key, by its hash, as E2BKeyID of DevTenant.
+func RegisterE2BKey(ctx context.Context, reg registry.Store, key string) error {
+	if err := reg.PutAppKey(ctx, registry.AppKey{ID: E2BKeyID, Label: "development E2B API key", Hash: token.Hash(key), Tenant: DevTenant}); err != nil {
+		return fmt.Errorf("seed the E2B API key: %w", err)
+	}
+	return nil
+}
+
 // Report counts what Load put: every item is created or replaced, so a second
 // load changes nothing.
 type Report struct {

@@ -238,7 +238,7 @@ func faultBecomeReady(ctx context.Context, s *stack, id string) (string, error) 
 }
 
 // faultHeartbeats heart-beats as session id's ready sandbox does, until ctx
-// ends or the platform answers anything but 200: a test that outlasts
+// ends or the platform refuses one (4xx: its session is over): a test that outlasts
 // session.HeartbeatTimeout on a loaded machine must not see its agents swept
 // as lost.
 func faultHeartbeats(ctx context.Context, s *stack, id, sb string) {
@@ -248,7 +248,10 @@ func faultHeartbeats(ctx context.Context, s *stack, id, sb string) {
 			return
 		case <-time.After(session.HeartbeatTimeout / 6):
 		}
-		if r, err := faultCall(ctx, s, http.MethodPost, "/sandbox/"+id+"/heartbeat", sb, nil); err != nil || r.status != http.StatusOK {
+		// A refusal ends it (its session is over); a failure of a loaded
+		// machine (503, a timeout) is retried at the next beat, as a real
+		// sandbox's.
+		if r, err := faultCall(ctx, s, http.MethodPost, "/sandbox/"+id+"/heartbeat", sb, nil); err == nil && r.status >= 400 && r.status < 500 {
 			return
 		}
 	}

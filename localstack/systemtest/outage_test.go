@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/remote-agents/remote-agents/localstack/devserver"
+	"github.com/remote-agents/remote-agents/localstack/devtest"
 	"github.com/remote-agents/remote-agents/shared/awsconfig"
 	"github.com/remote-agents/remote-agents/shared/routes"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -172,6 +173,22 @@ func wantUnavailable(t *testing.T, what string, r reply) {
 	}
 }
 
+// wantE2BUnavailable is wantUnavailable for the sandbox API, whose error
+// body is E2B's: {code, message}, with the platform's error_code.
+func wantE2BUnavailable(t *testing.T, what string, r reply) {
+	t.Helper()
+	if r.status != http.StatusServiceUnavailable || r.body["code"] != float64(503) || r.str("error_code") != "service_unavailable" || r.str("message") == "" {
+		t.Errorf("%s: got %d %s, want 503 {code: 503, message, error_code: service_unavailable}", what, r.status, r.raw)
+		return
+	}
+	if r.headers.Get("Retry-After") == "" {
+		t.Errorf("%s: no Retry-After: %v", what, r.headers)
+	}
+	if strings.Contains(r.raw, "127.0.0.1") || strings.Contains(r.raw, "dial") || strings.Contains(r.raw, "refused") {
+		t.Errorf("%s: the cause leaks to the client: %s", what, r.raw)
+	}
+}
+
 // outageHook is an endpoint id of the right form (the outage comes before
 // any read of it).
 const outageHook = "wh_aaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -297,6 +314,34 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 		"POST /sandbox/{sessionId}/checkpoints": func() reply {
 			return o.call(http.MethodPost, "/sandbox/"+id+"/checkpoints", sb, map[string]any{"manifest": map[string]any{"hash": strings.Repeat("a", 64), "size": 1}, "reason": "periodic"})
 		},
+		"POST /e2b/sandboxes": func() reply {
+			return o.e2bCall(http.MethodPost, "/sandboxes", devtest.E2BKey, map[string]any{"templateID": "base"})
+		},
+		"POST /e2b/v2/sandboxes": func() reply {
+			return o.e2bCall(http.MethodPost, "/v2/sandboxes", devtest.E2BKey, map[string]any{"templateID": "base"})
+		},
+		"GET /e2b/v2/sandboxes": func() reply { return o.e2bCall(http.MethodGet, "/v2/sandboxes", devtest.E2BKey, nil) },
+		"GET /e2b/sandboxes/{id}": func() reply {
+			return o.e2bCall(http.MethodGet, "/sandboxes/"+id, devtest.E2BKey, nil)
+		},
+		"DELETE /e2b/sandboxes/{id}": func() reply {
+			return o.e2bCall(http.MethodDelete, "/sandboxes/"+id, devtest.E2BKey, nil)
+		},
+		"POST /e2b/sandboxes/{id}/connect": func() reply {
+			return o.e2bCall(http.MethodPost, "/sandboxes/"+id+"/connect", devtest.E2BKey, map[string]any{"timeout": 60})
+		},
+		"POST /e2b/v2/sandboxes/{id}/connect": func() reply {
+			return o.e2bCall(http.MethodPost, "/v2/sandboxes/"+id+"/connect", devtest.E2BKey, nil)
+		},
+		"POST /e2b/sandboxes/{id}/timeout": func() reply {
+			return o.e2bCall(http.MethodPost, "/sandboxes/"+id+"/timeout", devtest.E2BKey, map[string]any{"timeout": 60})
+		},
+		"POST /e2b/sandboxes/{id}/pause": func() reply {
+			return o.e2bCall(http.MethodPost, "/sandboxes/"+id+"/pause", devtest.E2BKey, nil)
+		},
+		"GET /e2b/sandboxes/{id}/metrics": func() reply {
+			return o.e2bCall(http.MethodGet, "/sandboxes/"+id+"/metrics", devtest.E2BKey, nil)
+		},
 		"POST /sandbox/{sessionId}/uploads": func() reply {
 			return o.call(http.MethodPost, "/sandbox/"+id+"/uploads", sb, map[string]any{"tool": "verify", "tool_call_id": "c1", "files": []any{map[string]any{"path": "a.txt", "size_bytes": 1}}})
 		},
@@ -338,6 +383,10 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 		request, ok := requests[r.Key()]
 		if !ok {
 			t.Errorf("no outage case for %s", r.Key())
+			continue
+		}
+		if strings.HasPrefix(r.Path, routes.E2BPrefix+"/") {
+			wantE2BUnavailable(t, r.Key(), request())
 			continue
 		}
 		wantUnavailable(t, r.Key(), request())

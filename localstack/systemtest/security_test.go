@@ -30,6 +30,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/remote-agents/remote-agents/api"
+	"github.com/remote-agents/remote-agents/localstack/devtest"
 	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -238,6 +239,11 @@ func secClass(t testing.TB, op secOp) string {
 		return "kill"
 	case "orchestratorSigV4":
 		return "internal"
+	case "e2bApiKey":
+		if strings.Contains(op.path, "{id}") {
+			return "e2bSandbox"
+		}
+		return "e2b"
 	}
 	t.Fatalf("%s takes %v, which the security suite does not classify: add its expectations to secClass and secWant", op, op.schemes)
 	return ""
@@ -345,6 +351,14 @@ func secExpect(class string, c secCred) secWant {
 			return secWant{} // a key: its own tenant's (tenancy_test.go)
 		}
 		return invalid
+	case "e2b", "e2bSandbox":
+		switch {
+		case c.kind == "app", c.kind == "apptoken" && class == "e2b":
+			return secWant{} // a key: its own tenant's sandboxes
+		case c.kind == "apptoken":
+			return secWant{404, "not_found"} // another tenant's sandbox is not found
+		}
+		return invalid
 	case "kill":
 		switch {
 		case c.kind == "session" && c.own, c.kind == "app":
@@ -389,6 +403,8 @@ func secPlace(scheme, v string, h http.Header, q url.Values) {
 		h.Set("X-Api-Key", v)
 	case "modelGoogApiKey":
 		h.Set("X-Goog-Api-Key", v)
+	case "e2bApiKey":
+		h.Set("X-API-Key", v)
 	default: // bearer schemes, and the orchestrator's Authorization
 		h.Set("Authorization", "Bearer "+v)
 	}
@@ -672,6 +688,8 @@ func secValid(class, tok, sb string) string {
 		return tok
 	case "sandbox", "tool":
 		return sb
+	case "e2b", "e2bSandbox":
+		return devtest.E2BKey
 	}
 	return ""
 }
@@ -717,7 +735,8 @@ func TestSecurityPathTraversalIsRefused(t *testing.T) {
 			t.Errorf("%s: %d %.200s, want one of %v", what, r.status, r.raw, statuses)
 			return
 		}
-		if r.status >= 400 && (r.code() == "" || r.body["status"] != float64(r.status) || r.body["message"] == nil) {
+		// The sandbox API's errors are E2B's body: code, the status.
+		if r.status >= 400 && (r.code() == "" || (r.body["status"] != float64(r.status) && r.body["code"] != float64(r.status)) || r.body["message"] == nil) {
 			t.Errorf("%s: %d is not the error envelope: %.200s", what, r.status, r.raw)
 		}
 	}
@@ -1063,7 +1082,7 @@ func TestSecurityOversizeAndDeeplyNestedBodies(t *testing.T) {
 				if !op.documents(r.status) {
 					t.Errorf("%s: %d, which the document does not give for this route", bd.name, r.status)
 				}
-				if !strings.HasPrefix(op.path, "/embed/") && (r.code() == "" || r.body["status"] != float64(r.status)) {
+				if !strings.HasPrefix(op.path, "/embed/") && (r.code() == "" || (r.body["status"] != float64(r.status) && (!strings.HasPrefix(class, "e2b") || r.body["code"] != float64(r.status)))) {
 					t.Errorf("%s: not the error envelope: %.200s", bd.name, r.raw)
 				}
 				if r.status == http.StatusBadRequest && len(bd.raw) > 1<<20 && !strings.Contains(r.str("message"), "larger than") {

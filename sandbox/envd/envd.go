@@ -23,16 +23,17 @@ import (
 
 	"github.com/remote-agents/remote-agents/api/envd/filesystem/filesystemconnect"
 	"github.com/remote-agents/remote-agents/api/envd/process/processconnect"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 )
 
-// Version is the envd version served: the SDKs turn their features on by
-// it (0.6.4 enables every one this package serves: stdin control, closing
-// stdin, octet-stream and gzip uploads, file metadata, watch events with
-// their entries).
-const Version = "0.6.4"
+// Version is the envd version served (sandboxwire.EnvdVersion).
+const Version = sandboxwire.EnvdVersion
+
+// SDKHome is the home the SDKs name paths in: the sandbox's user's.
+const SDKHome = "/home/user"
 
 // Port is the port the SDKs reach envd on.
-const Port = 49983
+const Port = sandboxwire.EnvdPort
 
 // DefaultUser is the user the SDKs may name (Authorization: Basic
 // "user:"): every command runs as the sandbox's tool user, whatever its
@@ -60,6 +61,10 @@ type Options struct {
 	// Home is the working directory of a process that names none, and
 	// what relative paths are relative to (the workspace).
 	Home string
+	// HomeAlias is the home the SDKs name (E2B's /home/user), where the
+	// sandbox's home is elsewhere: a path under it is the same path under
+	// Home, and paths under Home are answered under it. "": none.
+	HomeAlias string
 	// Command makes the command a process runs (the sandbox's user, its
 	// confinement and network); nil: exec.CommandContext.
 	Command func(ctx context.Context, name string, args ...string) (*exec.Cmd, error)

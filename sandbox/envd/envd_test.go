@@ -59,10 +59,12 @@ type fixture struct {
 	fs    filesystemconnect.FilesystemClient
 }
 
-func setup(t *testing.T, bash bool) fixture {
+// setup serves envd over a home of its own; alias, if given, is the home
+// the client names (HomeAlias).
+func setup(t *testing.T, bash bool, alias ...string) fixture {
 	t.Helper()
 	home := t.TempDir()
-	s := envd.New(envd.Options{AccessToken: token, Home: home, Policy: policy{bash: bash, root: home},
+	s := envd.New(envd.Options{AccessToken: token, Home: home, HomeAlias: strings.Join(alias, ""), Policy: policy{bash: bash, root: home},
 		Env: func() []string { return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "BASE=base"} }})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(func() { srv.Close(); s.Close() })
@@ -427,5 +429,31 @@ func TestFilesUploadAndDownload(t *testing.T) {
 	req, _ = http.NewRequest(http.MethodGet, f.url+"/health", nil)
 	if code, _ := do(req); code != http.StatusNoContent {
 		t.Errorf("health: %d", code)
+	}
+}
+
+// TestTheSDKsHomeIsTheSandboxs: the SDKs name paths in /home/user; a
+// sandbox whose home is elsewhere (a workspace) takes them as its own and
+// answers them so.
+func TestTheSDKsHomeIsTheSandboxs(t *testing.T) {
+	t.Parallel()
+	f := setup(t, true, envd.SDKHome)
+	ctx := t.Context()
+	if _, err := f.fs.MakeDir(ctx, connect.NewRequest(&fspb.MakeDirRequest{Path: envd.SDKHome + "/d"})); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(f.home, "d")); err != nil || !fi.IsDir() {
+		t.Fatalf("/home/user/d made no folder in the home: %v", err)
+	}
+	list, err := f.fs.ListDir(ctx, connect.NewRequest(&fspb.ListDirRequest{Path: envd.SDKHome}))
+	if err != nil || len(list.Msg.GetEntries()) != 1 || list.Msg.GetEntries()[0].GetPath() != envd.SDKHome+"/d" {
+		t.Errorf("list of /home/user: %v %v", list, err)
+	}
+	if _, err := f.fs.Stat(ctx, connect.NewRequest(&fspb.StatRequest{Path: "/home/username"})); connect.CodeOf(err) != connect.CodePermissionDenied {
+		t.Errorf("a path that only starts like the home: %v, want permission denied (outside the home)", err)
+	}
+	res := f.run(t, &pb.StartRequest{Process: &pb.ProcessConfig{Cmd: "/bin/pwd", Cwd: new(envd.SDKHome + "/d")}})
+	if res.stdout != filepath.Join(f.home, "d")+"\n" {
+		t.Errorf("a process in /home/user/d ran in %q", res.stdout)
 	}
 }

@@ -253,5 +253,5 @@ func (s *Server) writeFile(raw string, r io.Reader) (uploaded, int, error) {
 		return uploaded{}, http.StatusInternalServerError, err
 	}
 	s.own(path)
-	return uploaded{Path: path, Name: filepath.Base(path), Type: "file"}, 0, nil
+	return uploaded{Path: s.clientPath(path), Name: filepath.Base(path), Type: "file"}, 0, nil
 }

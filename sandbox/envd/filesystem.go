@@ -8,6 +8,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"connectrpc.com/connect"
@@ -33,6 +34,7 @@ func (s *Server) checkPath(tool, path string) (string, error) {
 	if !filepath.IsAbs(path) && s.o.Home != "" {
 		path = filepath.Join(s.o.Home, path)
 	}
+	path = s.localPath(path)
 	if s.o.Policy == nil {
 		return filepath.Clean(path), nil
 	}
@@ -62,17 +64,47 @@ func fsError(err error) error {
 	return connect.NewError(connect.CodeInternal, err)
 }
 
+// localPath is the sandbox's path of a path the client names: under
+// HomeAlias, the same under Home.
+func (s *Server) localPath(path string) string {
+	if rest, ok := cutHome(filepath.Clean(path), s.o.HomeAlias); ok && s.o.Home != "" {
+		return filepath.Join(s.o.Home, rest)
+	}
+	return path
+}
+
+// clientPath is path as the client names it: under Home, the same under
+// HomeAlias.
+func (s *Server) clientPath(path string) string {
+	if rest, ok := cutHome(path, s.o.Home); ok && s.o.HomeAlias != "" {
+		return filepath.Join(s.o.HomeAlias, rest)
+	}
+	return path
+}
+
+// cutHome is path relative to home ("." for home itself), if it is in it.
+func cutHome(path, home string) (string, bool) {
+	if home == "" {
+		return "", false
+	}
+	if path == home {
+		return ".", true
+	}
+	rest, ok := strings.CutPrefix(path, strings.TrimSuffix(home, "/")+"/")
+	return rest, ok
+}
+
 // entry describes the file at path (not following a last link).
-func entry(path string) (*pb.EntryInfo, error) {
+func (s *Server) entry(path string) (*pb.EntryInfo, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return nil, err
 	}
-	return entryOf(path, fi), nil
+	return s.entryOf(path, fi), nil
 }
 
-func entryOf(path string, fi fs.FileInfo) *pb.EntryInfo {
-	e := &pb.EntryInfo{Name: fi.Name(), Path: path, Size: fi.Size(), Mode: uint32(fi.Mode().Perm()),
+func (s *Server) entryOf(path string, fi fs.FileInfo) *pb.EntryInfo {
+	e := &pb.EntryInfo{Name: fi.Name(), Path: s.clientPath(path), Size: fi.Size(), Mode: uint32(fi.Mode().Perm()),
 		Permissions: fi.Mode().String(), ModifiedTime: timestamppb.New(fi.ModTime())}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
@@ -134,7 +166,7 @@ func (f *filesystemService) Stat(_ context.Context, req *connect.Request[pb.Stat
 	if err != nil {
 		return nil, err
 	}
-	e, err := entry(path)
+	e, err := f.s.entry(path)
 	if err != nil {
 		return nil, fsError(err)
 	}
@@ -157,7 +189,7 @@ func (f *filesystemService) MakeDir(_ context.Context, req *connect.Request[pb.M
 	if err := f.s.mkdirAll(path); err != nil {
 		return nil, fsError(err)
 	}
-	e, err := entry(path)
+	e, err := f.s.entry(path)
 	if err != nil {
 		return nil, fsError(err)
 	}
@@ -202,7 +234,7 @@ func (f *filesystemService) Move(_ context.Context, req *connect.Request[pb.Move
 	if err := os.Rename(src, dst); err != nil {
 		return nil, fsError(err)
 	}
-	e, err := entry(dst)
+	e, err := f.s.entry(dst)
 	if err != nil {
 		return nil, fsError(err)
 	}
@@ -241,7 +273,7 @@ func (f *filesystemService) ListDir(_ context.Context, req *connect.Request[pb.L
 		if len(out.Entries) >= MaxListEntries {
 			return fs.SkipAll
 		}
-		out.Entries = append(out.Entries, entryOf(p, info))
+		out.Entries = append(out.Entries, f.s.entryOf(p, info))
 		rel, _ := filepath.Rel(root, p)
 		if d.IsDir() && depthOf(rel) >= depth {
 			return fs.SkipDir

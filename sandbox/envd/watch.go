@@ -41,6 +41,7 @@ type state struct {
 // watchInterval and records what was created, written, removed and had
 // its mode changed, in order.
 type watcher struct {
+	s         *Server
 	root      string
 	recursive bool
 	withEntry bool
@@ -66,7 +67,7 @@ func (s *Server) newWatcher(path string, recursive, withEntry bool) (*watcher, e
 	if !fi.IsDir() {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("not a folder: "+path))
 	}
-	w := &watcher{root: root, recursive: recursive, withEntry: withEntry, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+	w := &watcher{s: s, root: root, recursive: recursive, withEntry: withEntry, wake: make(chan struct{}, 1), quit: make(chan struct{})}
 	w.seen = w.scan()
 	go w.loop()
 	return w, nil
@@ -128,7 +129,7 @@ func (w *watcher) diff(now map[string]state) []*pb.FilesystemEvent {
 		rel, _ := filepath.Rel(w.root, p)
 		ev := &pb.FilesystemEvent{Name: rel, Type: t}
 		if w.withEntry && t != pb.EventType_EVENT_TYPE_REMOVE {
-			if e, err := entry(p); err == nil {
+			if e, err := w.s.entry(p); err == nil {
 				ev.Entry = e
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os/exec"
@@ -29,11 +30,11 @@ func (p envdPolicy) Enabled(tool string) bool {
 }
 
 // serveEnvd serves envd on r.c.Envd until ctx ends: its processes run as
-// the tool user, in the tools' environment, under the policy and the
-// session's type's tools. The platform's sandbox proxy is its only client:
+// the tool user, in the tools' environment with the spec's process
+// environment over it, under the policy and the session's type's tools. The platform's sandbox proxy is its only client:
 // it checks every request's access token, and the socket is the agent's
 // alone.
-func (r *run) serveEnvd(ctx context.Context, enabled []string) error {
+func (r *run) serveEnvd(ctx context.Context, spec sandboxwire.Spec) error {
 	if r.c.Envd == "" {
 		return nil
 	}
@@ -51,14 +52,24 @@ func (r *run) serveEnvd(ctx context.Context, enabled []string) error {
 		return fmt.Errorf("envd: listen on %s: %w", r.c.Envd, err)
 	}
 	user := r.c.ToolUser
-	o := envd.Options{Policy: envdPolicy{Policy: pol, enabled: enabled}, Home: r.c.Workspace, Log: r.log, Owned: user.Own,
+	o := envd.Options{Policy: envdPolicy{Policy: pol, enabled: spec.Tools}, Home: r.c.Workspace, HomeAlias: envd.SDKHome, Log: r.log, Owned: user.Own,
 		Command: func(ctx context.Context, name string, args ...string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, name, args...)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: user.Credential()}
 			return cmd, nil
 		}}
-	if r.c.Tools != nil {
-		o.Env = r.c.Tools.Environ
+	// The sandbox's home is its workspace (the SDKs' /home/user): a login
+	// shell reads its profile there, not the machine's user's.
+	extra := []string{"HOME=" + r.c.Workspace}
+	for _, k := range slices.Sorted(maps.Keys(spec.ProcessEnv)) {
+		extra = append(extra, k+"="+spec.ProcessEnv[k])
+	}
+	o.Env = func() []string {
+		var env []string
+		if r.c.Tools != nil {
+			env = r.c.Tools.Environ()
+		}
+		return append(env, extra...)
 	}
 	srv := envd.New(o)
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}

@@ -85,8 +85,8 @@ func (r *run) pause(ctx context.Context, stopTurn context.CancelFunc) (done bool
 // later loses only what came after. One that fails (a file changed while
 // it was read) is tried again at the next tick.
 func (r *run) periodicCheckpoint(ctx context.Context) {
-	if (!r.changed && !r.turning) || r.conv == nil {
-		return
+	if (!r.changed && !r.turning) || r.conv == nil || r.tools.running() {
+		return // nothing new; or an app's tool is at work: the next tick
 	}
 	cp, err := r.checkpoint(ctx, sandboxwire.CheckpointPeriodic)
 	if err != nil {

@@ -116,7 +116,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 		return err
 	}
 	// The E2B sandbox API is up before the sandbox says it is ready.
-	if err := r.serveEnvd(ctx, spec.Tools); err != nil {
+	if err := r.serveEnvd(ctx, spec); err != nil {
 		r.log.Error("envd could not start: the sandbox does not start", slog.String("error", err.Error()))
 		_ = r.cl.Status(context.WithoutCancel(ctx), sandboxwire.Failed, "", sandboxwire.ReasonError)
 		return err
@@ -137,7 +137,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 		r.after, r.pending = resumed.After, resumed.Pending
 		r.startTurn(turnCtx)
 	} else {
-		r.converse(turnCtx, brain, primed)
+		r.converse(turnCtx, brain, primed, spec.InitialPrompt)
 	}
 	return r.serve(ctx, turnCtx, cancelTurn)
 }
@@ -185,6 +185,9 @@ func (r *run) provision(ctx context.Context, spec sandboxwire.Spec, primed []Mes
 	status := provision.Run(ctx, spec.Workspace, provision.Options{Dir: r.c.Workspace, Env: env, User: r.c.ToolUser,
 		Emit: r.cl.EmitAll, Secrets: r.c.Secrets, Log: r.log, Values: spec.Env, Services: r.services, Tmux: r.c.Tmux, Prepared: r.prepared})
 	primed[1].Content += workspaceNote(r.c.Workspace, spec.Workspace, status)
+	if strings.TrimSpace(spec.InitialPrompt) == "" {
+		return &status, nil // a sandbox of the sandbox API: its home is its client's alone
+	}
 	raw, err := json.MarshalIndent(primed, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode conversation: %w", err)
@@ -284,9 +287,15 @@ func (r *run) brain(spec sandboxwire.Spec) (*Brain, error) {
 	return NewBrain(r.c, spec.Tools, contractTools)
 }
 
-// converse starts the conversation's first turn, on the initial prompt.
-func (r *run) converse(ctx context.Context, brain *Brain, primed []Message) {
-	r.conv = &conversation{brain: brain, cl: r.cl, secrets: r.c.Secrets, system: primed[0].Content, msgs: []llm.Message{{Role: llm.User, Content: primed[1].Content}}, log: r.log}
+// converse starts the conversation's first turn, on the initial prompt; a
+// sandbox of the sandbox API has none, and its conversation starts with
+// the first message sent to it.
+func (r *run) converse(ctx context.Context, brain *Brain, primed []Message, prompt string) {
+	r.conv = &conversation{brain: brain, cl: r.cl, secrets: r.c.Secrets, system: primed[0].Content, log: r.log}
+	if strings.TrimSpace(prompt) == "" {
+		return
+	}
+	r.conv.msgs = []llm.Message{{Role: llm.User, Content: primed[1].Content}}
 	r.turning = true
 	go func() { r.turnDone <- r.conv.turn(ctx) }()
 }

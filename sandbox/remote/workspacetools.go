@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/remote-agents/remote-agents/sandbox/gateway"
 	"github.com/remote-agents/remote-agents/sandbox/llm"
@@ -32,7 +33,13 @@ type workspaceTools struct {
 	slots   chan struct{}
 	// seen are the requests taken (the serve loop's only).
 	seen map[string]bool
+	// inflight counts the requests taken and not yet answered.
+	inflight atomic.Int32
 }
+
+// running reports whether a request taken is not yet answered: a
+// checkpoint now could hold its files half written.
+func (w *workspaceTools) running() bool { return w != nil && w.inflight.Load() > 0 }
 
 func newWorkspaceTools(tools llm.Tools, cl *gateway.Client, secrets *redact.Secrets, log *slog.Logger) *workspaceTools {
 	return &workspaceTools{tools: tools, cl: cl, secrets: secrets, log: log, slots: make(chan struct{}, maxToolRuns), seen: map[string]bool{}}
@@ -46,7 +53,11 @@ func (w *workspaceTools) take(ctx context.Context, reqs []sandboxwire.ToolReques
 			continue
 		}
 		w.seen[q.RequestID] = true
-		go w.run(ctx, q)
+		w.inflight.Add(1)
+		go func() {
+			defer w.inflight.Add(-1)
+			w.run(ctx, q)
+		}()
 	}
 }
 

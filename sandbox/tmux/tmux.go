@@ -74,6 +74,11 @@ func Usable(t agentconfig.Tmux) bool {
 // pipe it reads environ from (ReadEnv): the environment it is to run with,
 // which tmux never sees.
 func Supervise(ctx context.Context, name, workspace string, argv, environ []string, logs io.Writer) (int, error) {
+	// One supervisor of a session name at a time on a machine: the agent's
+	// next sandbox (a resume right after a pause) starts once the last one's
+	// supervisor, which ends its session, is gone.
+	release, _ := holdName(name, orphanGrace+5*time.Second)
+	defer release()
 	pipe, err := newLogPipe()
 	if err != nil {
 		return 1, err
@@ -129,14 +134,26 @@ func start(name, workspace string, argv, env []string) (int, error) {
 	// A tmux that does not answer within startTimeout fails the start.
 	startCtx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(startCtx, bin, args...)
-	cmd.Dir = workspace
-	cmd.Env = env
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	newSession := func() ([]byte, string, error) {
+		cmd := exec.CommandContext(startCtx, bin, args...)
+		cmd.Dir = workspace
+		cmd.Env = env
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		return out, stderr.String(), err
+	}
+	out, stderr, err := newSession()
+	for try := 1; err != nil && try < 4 && (strings.Contains(stderr, "duplicate session") || strings.Contains(stderr, "server exited unexpectedly")); try++ {
+		// The session of this agent's last sandbox on this machine (a
+		// paused one, resumed at once), or its server ending: that
+		// sandbox's supervisor ends it once its agent is gone. It is waited
+		// for, not ended here: that supervisor would end this one's.
+		waitGone(bin, name, orphanGrace+5*time.Second)
+		out, stderr, err = newSession()
+	}
 	if err != nil {
-		return 0, fmt.Errorf("start tmux session %s: %w: %s", name, err, stderr.String())
+		return 0, fmt.Errorf("start tmux session %s: %w: %s", name, err, stderr)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
 	if err != nil || pid <= 1 {
@@ -146,6 +163,48 @@ func start(name, workspace string, argv, env []string) (int, error) {
 	return pid, nil
 }
 
+// holdName takes the machine's lock of session name (a file lock, which the
+// kernel releases when its holder dies), waiting at most bound for the
+// holder before it, and returns its release. A lock it cannot take within
+// bound, or at all, is gone without (held false): waitGone still keeps two
+// sessions of one name apart.
+func holdName(name string, bound time.Duration) (release func(), held bool) {
+	if !validName.MatchString(name) {
+		return func() {}, false // start refuses it
+	}
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "ra-tmux-"+name+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return func() {}, false
+	}
+	end := time.Now().Add(bound)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = f.Close() }, true
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || !time.Now().Before(end) {
+			_ = f.Close()
+			return func() {}, false
+		}
+		time.Sleep(pollInterval / 10)
+	}
+}
+
+// waitGone waits until the tmux server of socket name has gone, and ends
+// it after bound: one whose supervisor was killed outright (the supervisor
+// that ends a session polls every pollInterval, and a server nobody
+// supervises ends itself orphanGrace after its pane died).
+func waitGone(bin, name string, bound time.Duration) {
+	end := time.Now().Add(bound)
+	for time.Now().Before(end) {
+		if _, err := run(bin, "-L", name, "has-session"); err != nil {
+			return
+		}
+		time.Sleep(pollInterval / 10)
+	}
+	_, _ = run(bin, "-L", name, "kill-server")
+}
+
 // wait polls the session until its pane is dead (or the session is gone) and
 // returns the pane's exit status; when ctx ends it sends SIGTERM to the pane's
 // process, once.
@@ -153,9 +212,12 @@ func wait(ctx context.Context, name string, pid int) int {
 	done := ctx.Done()
 	unreaped := 0
 	for {
-		dead, code, ok := pane(name)
+		dead, code, ok := pane(name, pid)
 		if !ok {
-			return 1 // the session was killed: the agent did not say how it ended
+			// The session was killed, or replaced by the next sandbox's of
+			// the same agent (a resume on this machine): the agent did not
+			// say how it ended, and the session is not ours to end.
+			return 1
 		}
 		// tmux marks a pane dead when its terminal closes, and records how its
 		// process ended once it has reaped it: until then, keep waiting (a
@@ -201,24 +263,28 @@ func nudge(name string) {
 	}
 }
 
-// pane reports whether the session's pane is dead and, if so, its exit status:
-// 1 when it died of a signal, -1 while tmux has not yet reaped its process. ok
-// is false when the session is gone.
-func pane(name string) (dead bool, code int, ok bool) {
+// pane reports whether the session's pane, that of process pid, is dead
+// and, if so, its exit status: 1 when it died of a signal, -1 while tmux has
+// not yet reaped its process. ok is false when the session is gone, or its
+// pane is another process's.
+func pane(name string, pid int) (dead bool, code int, ok bool) {
 	// The agent's window (0), whichever window is current: the session may
 	// hold others (the configuration's services, package provision).
-	out, err := run("tmux", "-L", name, "list-panes", "-t", "="+name+":0", "-F", "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}")
+	out, err := run("tmux", "-L", name, "list-panes", "-t", "="+name+":0", "-F", "#{pane_pid}:#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}")
 	if err != nil {
 		return false, 0, false
 	}
 	fields := strings.Split(strings.TrimSpace(string(out)), ":")
-	if len(fields) != 3 || fields[0] != "1" {
+	if len(fields) != 4 || fields[0] != strconv.Itoa(pid) {
+		return false, 0, false
+	}
+	if fields[1] != "1" {
 		return false, 0, true
 	}
-	if c, err := strconv.Atoi(fields[1]); err == nil {
+	if c, err := strconv.Atoi(fields[2]); err == nil {
 		return true, c, true
 	}
-	if fields[2] != "" {
+	if fields[3] != "" {
 		return true, 1, true
 	}
 	return true, -1, true

@@ -224,3 +224,46 @@ func TestOrphanedSessionEndsItself(t *testing.T) {
 		runtime.Gosched()
 	}
 }
+
+// TestALeftoverSessionOfTheSameNameGivesWay: an agent resumed at once on
+// the machine its paused sandbox ran on finds that sandbox's session, not
+// yet ended: the new one starts once it has gone, never ending it itself
+// (its supervisor would end the new one).
+func TestALeftoverSessionOfTheSameNameGivesWay(t *testing.T) {
+	defer tmux.SetOrphanGrace(time.Second)()
+	name := session(t)
+	first, err := tmux.Start(name, t.TempDir(), []string{"true"}, os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := tmux.Start(name, t.TempDir(), []string{"sleep", "301"}, os.Environ())
+	if err != nil {
+		t.Fatalf("a second session of the same name: %v", err)
+	}
+	if second == first {
+		t.Fatalf("the second start answered the first's pane %d", first)
+	}
+	if out, err := exec.Command("tmux", "-L", name, "list-panes", "-a", "-F", "#{pane_pid}").Output(); err != nil || strings.TrimSpace(string(out)) != strconv.Itoa(second) {
+		t.Errorf("panes after the second start: %q %v, want only %d", out, err, second)
+	}
+}
+
+// TestOneSupervisorOfANameAtATime: the lock of a session name is held by
+// one supervisor at a time; the next takes it once it is released.
+func TestOneSupervisorOfANameAtATime(t *testing.T) {
+	name := session(t)
+	release, held := tmux.HoldName(name, 0)
+	if !held {
+		t.Fatal("a free name's lock was not taken")
+	}
+	if again, held := tmux.HoldName(name, 0); held {
+		again()
+		t.Fatal("a held name's lock was taken twice")
+	}
+	release()
+	next, held := tmux.HoldName(name, 0)
+	if !held {
+		t.Fatal("a released lock was not taken")
+	}
+	next()
+}

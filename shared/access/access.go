@@ -158,7 +158,8 @@ var worker = Access{
 		Registry: {GetItem, PutItem, UpdateItem, DeleteItem, Query},
 		Jobs:     jobsTable,
 	},
-	Send: []string{JobsDLQ, ToolsDLQ},
+	// A sandbox's end further off than a queue delays is sent on.
+	Send: []string{JobsQueue, JobsDLQ, ToolsDLQ},
 	// The guardrails' hash: a pool sandbox of older ones is retired.
 	// An ended agent's checkpoints are deleted.
 	Objects: map[string][]string{"sessions/*/tools/*": {GetObject}, "snapshots/*": {PutObject}, GuardrailsKey: {GetObject}, "checkpoints/*": {DeleteObject}},
@@ -259,6 +260,22 @@ var table = map[string]Access{
 		// An agent's checkpoints, listed and read (pause, resume).
 		Objects: map[string][]string{"checkpoints/*": {GetObject}},
 		List:    []string{"checkpoints/"},
+	},
+	// The sandbox API: a create's (the agent type read, the quotas'
+	// counters moved, the start and the expiry queued) and the fleet's
+	// (kill, pause, resume, the app's sessions listed); a sandbox's end
+	// set. The envd token key is read (RA_E2B_TOKEN_SECRET).
+	"e2b": {
+		Tables: map[string][]string{
+			Sessions:    {GetItem, PutItem, UpdateItem, Query},
+			Idempotency: {GetItem, PutItem, UpdateItem},
+			Registry:    {GetItem},
+			Events:      {PutItem},
+		},
+		Send:    []string{JobsQueue},
+		Push:    true,
+		Objects: map[string][]string{GuardrailsKey: {GetObject}, "checkpoints/*": {GetObject}},
+		List:    []string{"checkpoints/", "sessions/"},
 	},
 	"messages": {
 		Tables: map[string][]string{

@@ -38,7 +38,7 @@ func TestMatching(t *testing.T) {
 		}
 	}
 	w, _ := For("jobworker")
-	if !w.AllowsList("sessions/x/tools/") || w.AllowsList("snapshots/") || !w.AllowsTable(Registry, UpdateItem) || w.AllowsSend(JobsQueue) {
+	if !w.AllowsList("sessions/x/tools/") || w.AllowsList("snapshots/") || !w.AllowsTable(Registry, UpdateItem) || !w.AllowsSend(JobsQueue) || w.AllowsSend(WebhooksQueue) {
 		t.Error("jobworker access")
 	}
 }

@@ -87,6 +87,9 @@ const (
 	CheckpointInvalid Code = "checkpoint_invalid"
 	// CheckpointNotFound: the agent has no checkpoint of that id.
 	CheckpointNotFound Code = "checkpoint_not_found"
+	// AlreadyPaused: a pause of a sandbox that is paused already (the
+	// sandbox API's 409).
+	AlreadyPaused Code = "already_paused"
 )
 
 // Error is an error a client may see.

@@ -49,6 +49,19 @@ type Platform struct {
 	OrchestratorQueue string
 	// EgressProxy is the egress proxy service's own (RA_EGRESS_*).
 	EgressProxy EgressProxy
+	// E2B is the sandbox API's (RA_E2B_*).
+	E2B E2B
+}
+
+// E2B configures the sandbox API (the E2B-compatible control plane) and
+// the sandbox proxy.
+type E2B struct {
+	// TokenSecret names the Secrets Manager secret envd access tokens are
+	// derived from (RA_E2B_TOKEN_SECRET); "": a random key per process.
+	TokenSecret string
+	// Domain is the sandbox domain answered to the SDKs (RA_E2B_DOMAIN);
+	// "": theirs.
+	Domain string
 }
 
 // EgressProxy configures the egress proxy service (services/egressproxy).

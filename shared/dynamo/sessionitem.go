@@ -87,6 +87,8 @@ type sessionItem struct {
 	UploadBytes          int64                        `json:"upload_bytes,omitempty"`
 	JobID                string                       `json:"job_id,omitempty"`
 	JobTokenLimit        int64                        `json:"job_token_limit,omitempty"`
+	Sandbox              *session.SandboxOptions      `json:"sandbox,omitempty"`
+	EndsAt               int64                        `json:"ends_at,omitempty"`
 }
 
 // newSessionItem is new session s as Create stores it, with the keys that
@@ -159,6 +161,8 @@ func newSessionItem(s session.Session) sessionItem {
 		UploadBytes:          s.UploadBytes,
 		JobID:                s.JobID,
 		JobTokenLimit:        s.JobTokenLimit,
+		Sandbox:              s.Sandbox,
+		EndsAt:               millis(s.EndsAt),
 	}
 	if s.Tenant != "" {
 		it.ListKey = session.ListKey(s.CreatedAt, s.ID)
@@ -199,6 +203,7 @@ func (it sessionItem) session() session.Session {
 			TmuxSessionName: it.TmuxSessionName,
 			JobID:           it.JobID,
 			JobTokenLimit:   it.JobTokenLimit,
+			Sandbox:         it.Sandbox,
 		},
 		AppKeyID:             it.AppKeyID,
 		Tenant:               it.Tenant,
@@ -229,6 +234,7 @@ func (it sessionItem) session() session.Session {
 		EndedAt:              it.EndedAt,
 		LastSeq:              it.EventSeq,
 		HeartbeatAt:          it.HeartbeatAt,
+		EndsAt:               instant(it.EndsAt),
 	}
 	s.Launch = session.Launch{
 		PoolSandbox: it.PoolSandbox, BootstrapCodeHash: it.BootstrapCodeHash, BootstrapExpires: instant(it.BootstrapExpires),

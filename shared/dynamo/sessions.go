@@ -373,6 +373,19 @@ func (s *Sessions) Touch(ctx context.Context, id string, generation int, set ses
 	return s.update(ctx, id, up, cond)
 }
 
+// SetEndsAt sets when a live session ends; with extendOnly, only if it
+// ends before at.
+func (s *Sessions) SetEndsAt(ctx context.Context, id string, at time.Time, extendOnly bool) (session.Session, error) {
+	end := expression.Name("ends_at")
+	up := expression.Set(end, expression.Value(at.UnixMilli())).
+		Set(expression.Name("updated_at"), expression.Value(s.now().UTC().Format(time.RFC3339Nano)))
+	cond := inStates(session.Live)
+	if extendOnly {
+		cond = cond.And(expression.AttributeNotExists(end).Or(end.LessThan(expression.Value(at.UnixMilli()))))
+	}
+	return s.update(ctx, id, up, cond)
+}
+
 // SetEgress replaces a live session's egress policy if it is still of
 // version, and counts the change.
 func (s *Sessions) SetEgress(ctx context.Context, id string, version int, p egress.Policy) (session.Session, error) {

@@ -210,13 +210,20 @@ func (f ListFilter) Matches(md map[string]string, st string) bool {
 	return true
 }
 
-// WriteError writes the control plane's error body: {"code": status,
-// "message"}; the SDKs tell a missing sandbox (404) and an already paused
-// one (409) by its code.
+// Error is the control plane's error body: the SDKs tell a missing sandbox
+// (404) and an already paused one (409) by its code, the HTTP status;
+// error_code is the platform's own code.
+type Error struct {
+	Code      int    `json:"code"`
+	Message   string `json:"message"`
+	ErrorCode string `json:"error_code,omitempty"`
+}
+
+// WriteError writes the error body of status and message.
 func WriteError(w http.ResponseWriter, status int, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"code": status, "message": message})
+	_ = json.NewEncoder(w).Encode(Error{Code: status, Message: message})
 }
 
 // apiKeyPattern is the shape the SDKs before 2.51 require of an API key.

@@ -45,6 +45,7 @@ var statuses = map[apierror.Code]int{
 	apierror.UnsupportedMediaType: http.StatusUnsupportedMediaType,
 	apierror.CheckpointInvalid:    http.StatusUnprocessableEntity,
 	apierror.CheckpointNotFound:   http.StatusNotFound,
+	apierror.AlreadyPaused:        http.StatusConflict,
 }
 
 // retryable lists the codes a client may retry unchanged.

@@ -24,7 +24,11 @@ type Type string
 const (
 	SessionStart Type = "session.start"
 	SessionStop  Type = "session.stop"
-	TaskState    Type = "task.state"
+	// SessionExpire ends (or pauses) a sandbox of the sandbox API at its
+	// end, At: sent delayed, and sent again while the end is further off
+	// than a queue delays (MaxDelay).
+	SessionExpire Type = "session.expire"
+	TaskState     Type = "task.state"
 	// TaskRunning says a sandbox task runs, at its private address (Addr):
 	// where the egress proxy knows it from.
 	TaskRunning Type = "task.running"
@@ -55,6 +59,22 @@ type Message struct {
 	// Addr is a sandbox task's private IP address (task.running, and
 	// task.state where the event had it).
 	Addr string `json:"addr,omitempty"`
+	// At is the end a session.expire is for, in Unix milliseconds: one
+	// whose session's end moved since is over.
+	At int64 `json:"at,omitempty"`
+}
+
+// MaxDelay is the longest an SQS message can be delayed.
+const MaxDelay = 15 * time.Minute
+
+// ExpireAt is the session.expire of session id (generation gen) for its
+// end at, and how long to delay it from now: until at (rounded up to the
+// whole second queues count delays in, so it never comes early), or
+// MaxDelay.
+func ExpireAt(id string, gen int, at, now time.Time) (Message, time.Duration) {
+	d := max(at.Sub(now), 0)
+	d = min((d + time.Second - 1).Truncate(time.Second), MaxDelay)
+	return Message{Type: SessionExpire, SessionID: id, Generation: max(gen, 1), At: at.UnixMilli()}, d
 }
 
 // Errors of Parse.
@@ -113,6 +133,10 @@ func Parse(body string) (Message, error) {
 	}
 	switch m.Type {
 	case SessionStart, SessionStop, TaskState, TaskRunning:
+	case SessionExpire:
+		if m.At <= 0 {
+			return m, fmt.Errorf("%w: session.expire without its end", ErrMalformed)
+		}
 	case Sweep:
 		if m.SessionID != "" || m.JobID != "" || m.Generation != 0 || m.SandboxRef != "" || m.ExitCode != nil || m.Detail != "" {
 			return m, fmt.Errorf("%w: sweep names no session", ErrMalformed)

@@ -96,8 +96,16 @@ type Worker struct {
 	// Checkpoints deletes an agent's checkpoints once it ended for good;
 	// nil: kept.
 	Checkpoints Checkpoints
+	// Expiries sends session.expire again while a sandbox's end is further
+	// off than a queue delays; nil: no sandbox of the sandbox API expires.
+	Expiries Publisher
 	// Now is the clock launch leases are taken by; nil means time.Now.
 	Now func() time.Time
+}
+
+// Publisher sends jobs-queue messages.
+type Publisher interface {
+	Publish(ctx context.Context, m jobqueue.Message, delay time.Duration) error
 }
 
 // Checkpoints deletes agents' checkpoints (checkpoint.Service).
@@ -275,6 +283,8 @@ func (w *Worker) Do(ctx context.Context, m jobqueue.Message) error {
 		return w.start(ctx, m)
 	case jobqueue.SessionStop:
 		return w.stop(ctx, m)
+	case jobqueue.SessionExpire:
+		return w.expire(ctx, m)
 	case jobqueue.TaskState:
 		if err := w.forgetAddress(ctx, m); err != nil {
 			return err
@@ -603,6 +613,59 @@ func (w *Worker) live(ctx context.Context, m jobqueue.Message) (session.Session,
 		return sess, false, err
 	}
 	return sess, !sess.State.Terminal() && sess.Generation == m.Generation, nil
+}
+
+// expire ends a sandbox of the sandbox API whose end (m.At) came, as a
+// kill does (no grace), or pauses it (AutoPause: its sandbox writes a
+// checkpoint, then stops). An end that moved since is another message's; one
+// still further off than a queue delays is sent on again.
+func (w *Worker) expire(ctx context.Context, m jobqueue.Message) error {
+	sess, err := w.Store.Get(ctx, m.SessionID)
+	if errors.Is(err, session.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if sess.State.Terminal() || sess.EndsAt.UnixMilli() != m.At {
+		return nil // over, or its end moved: the move sent its own
+	}
+	now := w.now()
+	if !sess.Expired(now) {
+		if w.Expiries == nil {
+			return errors.New("session.expire too early on a worker that cannot send it again")
+		}
+		next, delay := jobqueue.ExpireAt(sess.ID, sess.Generation, sess.EndsAt, now)
+		return w.Expiries.Publish(ctx, next, delay)
+	}
+	switch {
+	case sess.State == session.Paused || sess.State == session.Pausing:
+		return nil // paused already: its end is its pause
+	case session.PausesAtEnd(sess) && w.Checkpoints != nil && slices.Contains(session.Running, sess.State):
+		_, err := w.Store.Transition(ctx, sess.ID, session.Change{From: session.Running, To: session.Pausing, Generation: sess.Generation, Reason: session.ReasonTimeout})
+		if errors.Is(err, session.ErrConflict) {
+			return w.expire(ctx, m) // it moved meanwhile: look again
+		}
+		if err == nil {
+			w.Log.InfoContext(ctx, "sandbox paused at its end", slog.String("session_id", sess.ID))
+		}
+		return err
+	}
+	ended, err := w.Store.Transition(ctx, sess.ID, session.Change{From: session.Live, To: session.Ended, Reason: session.ReasonTimeout})
+	if errors.Is(err, session.ErrConflict) {
+		return w.expire(ctx, m)
+	}
+	if err != nil {
+		return err
+	}
+	w.Log.InfoContext(ctx, "sandbox ended at its end", slog.String("session_id", sess.ID))
+	if ended.SandboxRef != "" {
+		if err := w.Launcher.Stop(ctx, ended.SandboxRef, 0); err != nil {
+			return fmt.Errorf("stop the sandbox of %s at its end: %w", sess.ID, err)
+		}
+	}
+	w.forget(ctx, ended)
+	return nil
 }
 
 // stop stops the sandbox of m's generation for good, even when its session has

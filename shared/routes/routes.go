@@ -103,7 +103,21 @@ const (
 	PathJobRetry      = "/internal/jobs/{id}/retry"
 	PathAgentProfiles = "/internal/agents"
 	PathAgentProfile  = "/internal/agents/{id}"
+	// The sandbox API: E2B's control plane under E2BPrefix (X-API-Key, an
+	// app key), before /v2 and after it.
+	PathE2BSandboxes   = E2BPrefix + "/sandboxes"
+	PathE2BSandboxesV2 = E2BPrefix + "/v2/sandboxes"
+	PathE2BSandbox     = E2BPrefix + "/sandboxes/{id}"
+	PathE2BConnect     = E2BPrefix + "/sandboxes/{id}/connect"
+	PathE2BConnectV2   = E2BPrefix + "/v2/sandboxes/{id}/connect"
+	PathE2BTimeout     = E2BPrefix + "/sandboxes/{id}/timeout"
+	PathE2BPause       = E2BPrefix + "/sandboxes/{id}/pause"
+	PathE2BMetrics     = E2BPrefix + "/sandboxes/{id}/metrics"
 )
+
+// E2BPrefix is where the sandbox API is served: the E2B SDKs' API URL
+// (E2B_API_URL) is the platform's base URL and this.
+const E2BPrefix = "/e2b"
 
 // SandboxPath is the path of the sandbox channel's route name
 // (sandboxwire.RouteSpec…) for a session's sandbox.
@@ -171,6 +185,18 @@ var table = []Route{
 	// The model gateway: a sandbox's model calls, forwarded with the
 	// platform's credential; the answer streams back as the provider sends it.
 	{Method: "POST", Path: PathModel, Function: "model", Stream: true},
+
+	// The sandbox API (package e2bapi).
+	{Method: "POST", Path: PathE2BSandboxes, Function: "e2b"},
+	{Method: "POST", Path: PathE2BSandboxesV2, Function: "e2b"},
+	{Method: "GET", Path: PathE2BSandboxesV2, Function: "e2b"},
+	{Method: "GET", Path: PathE2BSandbox, Function: "e2b"},
+	{Method: "DELETE", Path: PathE2BSandbox, Function: "e2b"},
+	{Method: "POST", Path: PathE2BConnect, Function: "e2b"},
+	{Method: "POST", Path: PathE2BConnectV2, Function: "e2b"},
+	{Method: "POST", Path: PathE2BTimeout, Function: "e2b"},
+	{Method: "POST", Path: PathE2BPause, Function: "e2b"},
+	{Method: "GET", Path: PathE2BMetrics, Function: "e2b"},
 	// The orchestrator's jobs and agent profiles (IAM, the orchestrator only).
 	{Method: "POST", Path: PathJobs, Function: "jobs", Internal: true},
 	{Method: "GET", Path: PathJob, Function: "jobs", Internal: true},

@@ -159,9 +159,14 @@ func (c *Service) spec(ctx context.Context, sess session.Session, doc guardrails
 	if sess.JobID != "" {
 		return c.jobSpec(ctx, sess, doc)
 	}
-	persona, err := c.o.Registry.Persona(ctx, sess.Tenant, sess.PersonaSlug)
-	if err != nil {
-		return sandboxwire.Spec{}, err
+	var (
+		persona registry.Persona
+		err     error
+	)
+	if sess.PersonaSlug != "" { // a sandbox of the sandbox API has none
+		if persona, err = c.o.Registry.Persona(ctx, sess.Tenant, sess.PersonaSlug); err != nil {
+			return sandboxwire.Spec{}, err
+		}
 	}
 	pc := prompts.Context{SessionType: sess.SessionType, ClientType: sess.ClientType, Override: sess.SystemPrompt}
 	var env map[string]string
@@ -229,7 +234,17 @@ func (c *Service) spec(ctx context.Context, sess session.Session, doc guardrails
 		Env:               env,
 		Tools:             workspaceTools(sess),
 		Workspace:         ws,
+		ProcessEnv:        processEnv(sess),
 	}, nil
+}
+
+// processEnv is the environment of the processes started through envd in
+// the sandbox of sess: its envVars, for a sandbox of the sandbox API.
+func processEnv(sess session.Session) map[string]string {
+	if sess.Sandbox == nil {
+		return nil
+	}
+	return sess.Sandbox.Env
 }
 
 // jobSpec is the spec of an orchestrator job's sandbox: the guardrails, and

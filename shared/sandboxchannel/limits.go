@@ -17,8 +17,8 @@ func (c *Service) endForLimit(ctx context.Context, sess session.Session) session
 		return sess
 	}
 	to := session.Ending
-	if why == session.ReasonIdleTimeout && session.PausesWhenIdle(sess) && c.o.Checkpoints != nil {
-		to = session.Pausing // its type's on_idle: a checkpoint, then no sandbox
+	if c.o.Checkpoints != nil && ((why == session.ReasonIdleTimeout && session.PausesWhenIdle(sess)) || (why == session.ReasonTimeout && session.PausesAtEnd(sess))) {
+		to = session.Pausing // its type's on_idle, or its auto-pause: a checkpoint, then no sandbox
 	}
 	after, err := c.o.Store.Transition(ctx, sess.ID, session.Change{From: session.Running, To: to, Generation: sess.Generation, Reason: why})
 	if errors.Is(err, session.ErrConflict) {

@@ -1,16 +1,16 @@
 // Package sandboxproxy is the one entry point to every sandbox's envd (the
 // E2B sandbox API): a request names its sandbox by the E2b-Sandbox-Id and
 // E2b-Sandbox-Port headers (the SDKs' E2B_SANDBOX_URL) or by its host,
-// <port>-<id>.<domain>; its X-Access-Token must be one of the sandbox's
-// agent's session tokens; it is then streamed both ways, unbuffered, to the
-// sandbox. A sandbox that is not running (paused, resuming, ended) is 502,
+// <port>-<id>.<domain>; its X-Access-Token must be the sandbox's envd
+// access token (package envdtoken: what the sandbox API answers) or one of
+// its agent's session tokens; it is then streamed both ways, unbuffered, to
+// the sandbox. A sandbox that is not running (paused, resuming, ended) is 502,
 // which the SDKs read as "not running". Locally the dev server serves it
 // in-process on its own port; on AWS it is a small service on Fargate.
 package sandboxproxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/e2b"
+	"github.com/remote-agents/remote-agents/shared/envdtoken"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -44,6 +46,8 @@ type Dialer interface {
 type Options struct {
 	Store  session.Reader
 	Dialer Dialer
+	// Tokens checks envd access tokens.
+	Tokens envdtoken.Key
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 }
@@ -94,11 +98,7 @@ func New(o Options) *Proxy {
 }
 
 // writeError writes the error body envd and the E2B API answer with.
-func writeError(w http.ResponseWriter, status int, message string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"code": status, "message": message})
-}
+var writeError = e2b.WriteError
 
 // route is the sandbox and port r names: by headers, else by host.
 func route(r *http.Request) (id string, port int, err error) {
@@ -152,7 +152,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else {
-		sess, err = session.Authorize(r.Context(), p.o.Store, id, tok, p.o.Now())
+		sess, err = p.authorize(r.Context(), id, tok)
 	}
 	if err != nil {
 		writeError(w, statusOf(err), messageOf(err))
@@ -164,6 +164,23 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := context.WithValue(r.Context(), ctxKey{}, target{sess: sess, port: port})
 	p.rp.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// authorize finds sandbox id for the holder of tok: its envd access
+// token, or one of its agent's session tokens.
+func (p *Proxy) authorize(ctx context.Context, id, tok string) (session.Session, error) {
+	if !strings.HasPrefix(tok, envdtoken.Prefix) {
+		return session.Authorize(ctx, p.o.Store, id, tok, p.o.Now())
+	}
+	invalid := apierror.New(apierror.InvalidToken, "The access token is not valid for this sandbox.")
+	if !session.ValidID(id) || !p.o.Tokens.Check(id, tok) {
+		return session.Session{}, invalid
+	}
+	sess, err := p.o.Store.Get(ctx, id)
+	if errors.Is(err, session.ErrNotFound) {
+		return session.Session{}, invalid
+	}
+	return sess, err
 }
 
 // statusOf is the HTTP status of err, by the error table.

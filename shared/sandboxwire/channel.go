@@ -117,6 +117,9 @@ type Spec struct {
 	// CheckpointSeconds is how often the sandbox writes a checkpoint
 	// between its agent's turns (0: only when paused).
 	CheckpointSeconds int `json:"checkpoint_seconds,omitempty"`
+	// ProcessEnv is the environment of the processes a client starts
+	// through envd: a sandbox API sandbox's envVars. Secret like Env.
+	ProcessEnv map[string]string `json:"process_env,omitempty"`
 }
 
 // Guardrails is the platform guardrails document and its SHA-256, which ready

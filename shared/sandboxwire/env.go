@@ -150,3 +150,9 @@ const EnvEnvdListen = "RA_ENVD_LISTEN"
 
 // EnvdPort is the port envd listens on in a Fargate task, the E2B SDKs'.
 const EnvdPort = 49983
+
+// EnvdVersion is the envd version sandboxes serve, as the sandbox API
+// answers it: the SDKs turn their features on by it (0.6.4 enables every
+// one envd serves: stdin control, closing stdin, octet-stream and gzip
+// uploads, file metadata, watch events with their entries).
+const EnvdVersion = "0.6.4"

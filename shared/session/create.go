@@ -21,6 +21,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/appkey"
 	"github.com/remote-agents/remote-agents/shared/checkpoint"
+	"github.com/remote-agents/remote-agents/shared/egress"
 	"github.com/remote-agents/remote-agents/shared/guardrails"
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/registry"
@@ -155,6 +156,12 @@ type CreateRequest struct {
 	// (package secrets), the app's own otherwise.
 	EndUser        string `json:"end_user,omitempty"`
 	IdempotencyKey string `json:"-"`
+	// sandbox, endsIn and offline are a sandbox API create's
+	// (CreateSandbox): what the sandbox is created with, how long it runs,
+	// and whether it may reach the internet.
+	sandbox *SandboxOptions
+	endsIn  time.Duration
+	offline bool
 }
 
 // Created is a ready session and a token for it.
@@ -356,6 +363,12 @@ func (s *Creator) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 		sess.AgentType, sess.Workspace, sess.AgentTypeOwner = typ.ID, &typ.Workspace, typ.Tenant
 		sess.Egress = EgressFor(&typ.Workspace, req.TaskContext)
 	}
+	if req.sandbox != nil {
+		sess.Sandbox, sess.EndsAt = req.sandbox, now.Add(req.endsIn)
+		if req.offline {
+			sess.Egress = &egress.Policy{Mode: egress.ModeNone, Allow: []string{}}
+		}
+	}
 	if rec != nil {
 		rec.SessionID = id
 	}
@@ -382,6 +395,14 @@ func (s *Creator) startOrResume(ctx context.Context, app registry.AppKey, req Cr
 		// With an Idempotency-Key the session stays provisioning, and a retry
 		// with the same key queues its start again (see resume).
 		return Session{}, "", &apierror.Error{Code: apierror.ServiceUnavailable, Message: "The agent could not be started; try again.", RetryAfter: apierror.UnavailableRetryAfter}
+	}
+	if !sess.EndsAt.IsZero() {
+		if m, delay := expire(sess, now); s.o.Jobs.Publish(ctx, m, delay) != nil {
+			// Unqueued, its end would not come: no sandbox then.
+			s.o.Log.WarnContext(ctx, "publish session.expire: the sandbox is not started", slog.String("session_id", id))
+			s.fail(ctx, id, 1, ReasonError)
+			return Session{}, "", &apierror.Error{Code: apierror.ServiceUnavailable, Message: "The sandbox could not be started; try again.", RetryAfter: apierror.UnavailableRetryAfter}
+		}
 	}
 	return sess, plain, nil
 }

@@ -107,6 +107,18 @@ func RemainingOf(l registry.SessionLimits, sess Session, now time.Time) Remainin
 	return r
 }
 
+// Expired reports whether sess, a sandbox of the sandbox API, has reached
+// its end (EndsAt).
+func (s Session) Expired(now time.Time) bool {
+	return !s.EndsAt.IsZero() && !now.Before(s.EndsAt)
+}
+
+// PausesAtEnd reports whether sess pauses at its end (a sandbox created
+// with AutoPause) rather than ending.
+func PausesAtEnd(sess Session) bool {
+	return sess.Sandbox != nil && sess.Sandbox.AutoPause && sess.JobID == ""
+}
+
 // running reports whether the limits apply in state s (up and usable: not
 // provisioning, not already ending or over).
 func running(s State) bool { return s == Ready || s == Working || s == Idle }
@@ -119,6 +131,9 @@ func OverLimit(l registry.SessionLimits, sess Session, now time.Time) Reason {
 	}
 	if sess.Unclaimed(now) {
 		return ReasonUnclaimed
+	}
+	if sess.Expired(now) {
+		return ReasonTimeout
 	}
 	r := RemainingOf(l, sess, now)
 	switch {

@@ -213,6 +213,10 @@ type Session struct {
 	// (ClaimedAt) by then.
 	ClaimBy   time.Time
 	ClaimedAt time.Time
+	// EndsAt, for a sandbox of the sandbox API (Blueprint.Sandbox), is
+	// when it ends (or pauses, with AutoPause): its timeout, which the API
+	// sets and extends (SetEndsAt). Zero: no such end.
+	EndsAt time.Time
 }
 
 // EgressPolicy is s's egress policy now: open when it has none.
@@ -273,10 +277,35 @@ type Blueprint struct {
 	// JobTokenLimit is the tokenLimit of that job: the model gateway refuses
 	// its calls once its session's tokens reach it (0: none).
 	JobTokenLimit int64
+	// Sandbox, for a sandbox created through the sandbox API (the
+	// E2B-compatible control plane), is what it was created with; nil for
+	// an agent.
+	Sandbox *SandboxOptions
 	// GuardrailsHash is the SHA-256 of the guardrails the agent was primed with.
 	GuardrailsHash  string
 	TmuxSessionName string
 }
+
+// SandboxOptions are what a sandbox of the sandbox API was created with: a
+// session like any agent's (quotas, budgets, fleet list, events), with no
+// initial prompt, whose processes its client runs through envd.
+type SandboxOptions struct {
+	// Template is the template the client named: an agent type, or the
+	// default template (DefaultSandboxTemplate).
+	Template string `json:"template"`
+	// Metadata are the client's labels, which its list filters on.
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// Env is the environment of every process the client starts.
+	Env map[string]string `json:"env,omitempty"`
+	// AutoPause pauses the sandbox at its end (EndsAt) instead of ending
+	// it; AutoResume lets traffic to a paused sandbox resume it.
+	AutoPause  bool `json:"auto_pause,omitempty"`
+	AutoResume bool `json:"auto_resume,omitempty"`
+}
+
+// DefaultSandboxTemplate is the template of a sandbox that names none: an
+// agent type of that id if the app has one, else no agent type.
+const DefaultSandboxTemplate = "base"
 
 // Launch is a session's current sandbox: how it was launched, and how the
 // platform reaches it.

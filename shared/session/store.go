@@ -48,6 +48,10 @@ type Lifecycle interface {
 	// is still of version (Session.EgressVersion), and counts the change;
 	// ErrConflict otherwise.
 	SetEgress(ctx context.Context, id string, version int, p egress.Policy) (Session, error)
+	// SetEndsAt sets when a live session ends (Session.EndsAt) to at; with
+	// extendOnly, only if it ends before at. ErrConflict when nothing was
+	// set: the session is over, or (extendOnly) it ends at at or later.
+	SetEndsAt(ctx context.Context, id string, at time.Time, extendOnly bool) (Session, error)
 }
 
 // Launches hands a session's sandbox its credentials: the launch's one-time

@@ -3,7 +3,8 @@
 // route table on 127.0.0.1:$RA_PORT (default 8080) and sandboxes as processes.
 //
 // Environment: RA_PORT, RA_ENV, RA_CONFIG, RA_GUARDRAILS_PATH, RA_DEV_APP_KEY,
-// RA_SANDBOX_COMMAND, RA_AGENT_BIN (default dist/agent), and the AWS variables.
+// RA_DEV_E2B_KEY, RA_E2B_SANDBOX_PORT, RA_SANDBOX_COMMAND, RA_AGENT_BIN
+// (default dist/agent), and the AWS variables.
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -61,6 +63,8 @@ func run() error {
 	}
 	port := envOr("RA_PORT", "8080")
 	appKey := envOr("RA_DEV_APP_KEY", devserver.DefaultAppKey)
+	e2bKey := envOr("RA_DEV_E2B_KEY", devserver.DefaultE2BKey)
+	e2bPort := envOr("RA_E2B_SANDBOX_PORT", strconv.Itoa(sandboxwire.EnvdPort))
 	agent, err := filepath.Abs(envOr("RA_AGENT_BIN", filepath.Join("dist", "agent")))
 	if err != nil {
 		return err
@@ -85,6 +89,9 @@ func run() error {
 		WorkDir:        work,
 		SeedDir:        filepath.Join("localstack", "seed"),
 		AppKey:         appKey,
+		E2BKey:         e2bKey,
+		// The E2B SDKs' E2B_SANDBOX_URL: every sandbox's envd.
+		SandboxProxyAddr: "127.0.0.1:" + e2bPort,
 		// Webhook receivers on this machine are allowed, unless
 		// RA_WEBHOOKS_LOOPBACK=false says otherwise.
 		WebhooksPublicOnly: os.Getenv("RA_WEBHOOKS_LOOPBACK") != "" && !cfg.WebhooksLoopback,
@@ -109,6 +116,12 @@ or from Go (package client):
 
   go run ./examples/quickstart -url %s -app-key %s
 
+Or use the E2B SDK (npm i e2b; docs/e2b.md) with these three:
+
+  export E2B_API_URL=%s/e2b
+  export E2B_SANDBOX_URL=%s
+  export E2B_API_KEY=%s
+
 The orchestrator's /internal/ routes take SigV4 (service execute-api, region %s)
 with the dev orchestrator's key: %s / %s
 (RA_DEV_ORCHESTRATOR_KEY_ID, RA_DEV_ORCHESTRATOR_SECRET), e.g.
@@ -119,6 +132,7 @@ with the dev orchestrator's key: %s / %s
 
 Ctrl-C stops the server, its sandboxes and the emulators.
 `, srv.URL, srv.URL, srv.URL, filepath.Join(work, "sandboxes"), toolUserWhy, model.Provider, modelNote(), gatewayNote(model.Provider), srv.URL, appKey, srv.URL, appKey,
+		srv.URL, srv.SandboxProxyURL, e2bKey,
 		srv.Env.AWS.Region, keyID, secret, srv.Env.AWS.Region, keyID, secret, srv.URL)
 	<-ctx.Done()
 	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)

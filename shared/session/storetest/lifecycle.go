@@ -290,6 +290,36 @@ func RunLifecycle(t *testing.T, newStore func(t *testing.T) session.Lifecycle) {
 		}
 	})
 
+	t.Run("set ends at: set, extended, never shortened by an extension", func(t *testing.T) {
+		t.Parallel()
+		st := newStore(t)
+		s := create(t, st, sample(t, session.Ready, 1))
+		base := time.Now().UTC().Truncate(time.Millisecond)
+		got, err := st.SetEndsAt(t.Context(), s.ID, base.Add(time.Minute), true)
+		if err != nil || !got.EndsAt.Equal(base.Add(time.Minute)) {
+			t.Fatalf("first end: %s, %v", got.EndsAt, err)
+		}
+		if _, err := st.SetEndsAt(t.Context(), s.ID, base.Add(time.Second), true); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("an extension to an earlier end: %v, want ErrConflict", err)
+		}
+		if _, err := st.SetEndsAt(t.Context(), s.ID, base.Add(time.Minute), true); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("an extension to the same end: %v, want ErrConflict", err)
+		}
+		if got, err := st.SetEndsAt(t.Context(), s.ID, base.Add(2*time.Minute), true); err != nil || !got.EndsAt.Equal(base.Add(2*time.Minute)) {
+			t.Errorf("a later end: %s, %v", got.EndsAt, err)
+		}
+		if got, err := st.SetEndsAt(t.Context(), s.ID, base.Add(time.Second), false); err != nil || !got.EndsAt.Equal(base.Add(time.Second)) {
+			t.Errorf("a set to an earlier end: %s, %v", got.EndsAt, err)
+		}
+		if read, _ := st.Get(t.Context(), s.ID); !read.EndsAt.Equal(base.Add(time.Second)) {
+			t.Errorf("read back: %s", read.EndsAt)
+		}
+		ended := create(t, st, sample(t, session.Ended, 1))
+		if _, err := st.SetEndsAt(t.Context(), ended.ID, base, false); !errors.Is(err, session.ErrConflict) {
+			t.Errorf("ended session: %v, want ErrConflict", err)
+		}
+	})
+
 	t.Run("touch sets fields of a live session of its generation", func(t *testing.T) {
 		t.Parallel()
 		st := newStore(t)

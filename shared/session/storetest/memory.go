@@ -273,6 +273,19 @@ func (m *Memory) Touch(_ context.Context, id string, generation int, fields sess
 	})
 }
 
+// SetEndsAt sets when a live session ends; with extendOnly, only if it
+// ends before at.
+func (m *Memory) SetEndsAt(_ context.Context, id string, at time.Time, extendOnly bool) (session.Session, error) {
+	now := m.now().UTC()
+	return m.update(id, func(s *session.Session) error {
+		if !slices.Contains(session.Live, s.State) || (extendOnly && !s.EndsAt.IsZero() && s.EndsAt.UnixMilli() >= at.UnixMilli()) {
+			return session.ErrConflict
+		}
+		s.EndsAt, s.UpdatedAt = millis(at), now
+		return nil
+	})
+}
+
 // SetEgress replaces a live session's egress policy if it is still of
 // version, and counts the change.
 func (m *Memory) SetEgress(_ context.Context, id string, version int, p egress.Policy) (session.Session, error) {

@@ -128,6 +128,7 @@ func sample(t *testing.T, state session.State, gen int) session.Session {
 				// left out, it would read back as the default it stands for.
 				CheckoutOnStart: new(false),
 			},
+			Sandbox: &session.SandboxOptions{Template: "coder", Metadata: map[string]string{"user": "u-1"}, Env: map[string]string{"A": "b"}, AutoPause: true},
 		},
 
 		AppKeyID: "key-1", Tenant: "tenant-1",

@@ -12,11 +12,21 @@ import (
 
 // Build builds the create function.
 func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
-	jobs, err := e.Jobs(ctx)
+	svc, err := Creator(ctx, e)
 	if err != nil {
 		return wiring.Function{}, err
 	}
-	svc := session.NewCreator(session.CreatorOptions{
+	return wiring.Pick("create", (&sessionapi.Handlers{Creator: svc, Log: e.Log}).Routes(e.Config.AllowedOrigins))
+}
+
+// Creator is the creator of agents (and of the sandbox API's sandboxes)
+// over e.
+func Creator(ctx context.Context, e *wiring.Env) (*session.Creator, error) {
+	jobs, err := e.Jobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return session.NewCreator(session.CreatorOptions{
 		Store:           e.SessionStore(),
 		Quotas:          e.Quotas(),
 		Registry:        e.Registry(),
@@ -31,6 +41,5 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 		// Create validates task_context's URL with them.
 		GitInsecureHosts: e.Config.GitInsecureHosts,
 		Checkpoints:      e.Checkpoints(),
-	})
-	return wiring.Pick("create", (&sessionapi.Handlers{Creator: svc, Log: e.Log}).Routes(e.Config.AllowedOrigins))
+	}), nil
 }

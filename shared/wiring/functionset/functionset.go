@@ -10,6 +10,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/wiring/agenttypes"
 	"github.com/remote-agents/remote-agents/shared/wiring/alive"
 	"github.com/remote-agents/remote-agents/shared/wiring/create"
+	"github.com/remote-agents/remote-agents/shared/wiring/e2b"
 	"github.com/remote-agents/remote-agents/shared/wiring/embed"
 	"github.com/remote-agents/remote-agents/shared/wiring/events"
 	"github.com/remote-agents/remote-agents/shared/wiring/fleet"
@@ -43,6 +44,7 @@ func Builders() map[string]wiring.Builder {
 		"model":          model.Build,
 		"jobs":           jobs.Build,
 		"joblogs":        joblogs.Build,
+		"e2b":            e2b.Build,
 		routes.JobWorker: jobworker.Build,
 		routes.Webhooks:  webhooks.Build,
 	}

@@ -41,7 +41,12 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 	if err != nil {
 		return wiring.Function{}, err
 	}
-	w := &worker.Worker{Jobs: jobService, Store: e.SessionStore(), Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, ModelGatewayURL: e.Config.Model.GatewayURL, PushURL: e.Config.Push.URL, Tools: gate, ToolsDLQ: toolsDLQ, Sweeper: sweeper, Pool: poolservice.Pool(e), Log: e.Log,
+	jobs, err := e.Jobs(ctx)
+	if err != nil {
+		return wiring.Function{}, err
+	}
+	// Its pauses (a sandbox at its end) are pushed to the sandbox.
+	w := &worker.Worker{Jobs: jobService, Store: session.Pushing(e.SessionStore(), e.Notifier(), e.Log), Expiries: jobs, Launcher: e.Launcher, DLQ: jobsDLQ, GatewayURL: e.Config.GatewayURL, ModelGatewayURL: e.Config.Model.GatewayURL, PushURL: e.Config.Push.URL, Tools: gate, ToolsDLQ: toolsDLQ, Sweeper: sweeper, Pool: poolservice.Pool(e), Log: e.Log,
 		Addresses: dynamo.NewAddresses(e.DynamoDB(), e.Resources.Idempotency.Name), Checkpoints: e.Checkpoints()}
 	return wiring.Function{Name: routes.JobWorker, Worker: w.Handle}, nil
 }

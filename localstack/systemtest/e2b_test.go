@@ -1,0 +1,238 @@
+package systemtest_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	pb "github.com/remote-agents/remote-agents/api/envd/process"
+	"github.com/remote-agents/remote-agents/api/envd/process/processconnect"
+	"github.com/remote-agents/remote-agents/localstack/devtest"
+	"github.com/remote-agents/remote-agents/shared/envdtoken"
+	"github.com/remote-agents/remote-agents/shared/sandboxwire"
+	"github.com/remote-agents/remote-agents/shared/session"
+)
+
+// e2bCall calls the sandbox API as the E2B SDKs do: X-API-Key.
+func (s *stack) e2bCall(method, path, key string, body any) reply {
+	s.t.Helper()
+	var headers []string
+	if key != "" {
+		headers = []string{"X-API-Key", key}
+	}
+	return s.call(method, "/e2b"+path, "", body, headers...)
+}
+
+// e2bError checks the sandbox API's error body: code, the HTTP status.
+func e2bError(t *testing.T, r reply, status int) {
+	t.Helper()
+	if r.status != status || r.body["code"] != float64(status) || r.str("message") == "" {
+		t.Errorf("got %d %s, want %d with {code: %d, message}", r.status, r.raw, status, status)
+	}
+}
+
+// proxiedEnvd is a process client of sandbox id's envd through the sandbox
+// proxy, as the SDKs reach it with E2B_SANDBOX_URL.
+func (s *stack) proxiedEnvd(id, token string) processconnect.ProcessClient {
+	return processconnect.NewProcessClient(http.DefaultClient, s.srv.SandboxProxyURL, connect.WithProtoJSON(),
+		connect.WithInterceptors(sandboxHeaders{id, token}))
+}
+
+// sandboxHeaders names the sandbox and carries its access token.
+type sandboxHeaders struct{ id, token string }
+
+func (h sandboxHeaders) set(hd http.Header) {
+	hd.Set("E2b-Sandbox-Id", h.id)
+	hd.Set("E2b-Sandbox-Port", "49983")
+	hd.Set("X-Access-Token", h.token)
+}
+
+func (h sandboxHeaders) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		h.set(req.Header())
+		return next(ctx, req)
+	}
+}
+
+func (h sandboxHeaders) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		conn := next(ctx, spec)
+		h.set(conn.RequestHeader())
+		return conn
+	}
+}
+
+func (h sandboxHeaders) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+// run runs cmd in bash through envd and returns its stdout and exit code.
+func runIn(t *testing.T, c processconnect.ProcessClient, cmd string) (string, int32) {
+	t.Helper()
+	stream, err := c.Start(t.Context(), connect.NewRequest(&pb.StartRequest{Process: &pb.ProcessConfig{Cmd: "/bin/bash", Args: []string{"-l", "-c", cmd}}}))
+	if err != nil {
+		t.Fatalf("start %q: %v", cmd, err)
+	}
+	defer stream.Close()
+	var out strings.Builder
+	for stream.Receive() {
+		switch ev := stream.Msg().GetEvent().GetEvent().(type) {
+		case *pb.ProcessEvent_Data:
+			out.Write(ev.Data.GetStdout())
+		case *pb.ProcessEvent_End:
+			return out.String(), ev.End.GetExitCode()
+		}
+	}
+	t.Fatalf("%q: the stream ended without an end event: %v", cmd, stream.Err())
+	return "", 0
+}
+
+// TestE2BSandboxLifecycle: the sandbox API as the E2B SDKs use it, over
+// HTTP: create (v1 and v2), envd through the sandbox proxy with the access
+// token create answered, info, the list's metadata filter, connect's
+// extension, set timeout, pause (409 when paused), connect resuming (201)
+// with the files kept, the end at the timeout, kill (404 once over).
+func TestE2BSandboxLifecycle(t *testing.T) {
+	t.Parallel()
+	s := start(t, withSandboxEnv("RA_NO_TMUX=1"), devtest.WithSandboxProxy())
+	key := devtest.E2BKey
+
+	e2bError(t, s.e2bCall(http.MethodPost, "/v2/sandboxes", "", map[string]any{"templateID": "base"}), http.StatusUnauthorized)
+	e2bError(t, s.e2bCall(http.MethodPost, "/v2/sandboxes", "e2b_"+strings.Repeat("0", 40), map[string]any{"templateID": "base"}), http.StatusUnauthorized)
+	e2bError(t, s.e2bCall(http.MethodPost, "/v2/sandboxes", key, map[string]any{"templateID": "base", "timeout": 0}), http.StatusBadRequest)
+	e2bError(t, s.e2bCall(http.MethodPost, "/v2/sandboxes", key, map[string]any{"templateID": "no-such-type"}), http.StatusNotFound)
+
+	// As 2.51 sends it: only what the user set; unknown fields ignored.
+	began := time.Now()
+	created := s.e2bCall(http.MethodPost, "/v2/sandboxes", key, map[string]any{"templateID": "base", "timeout": 120,
+		"metadata": map[string]string{"user": "u 1&2", "app": "tests"}, "envVars": map[string]string{"GREETING": "hi there"},
+		"network": map[string]any{"allowOut": []string{}}, "mcp": nil})
+	if created.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", created.status, created.raw)
+	}
+	id, tok := created.str("sandboxID"), created.str("envdAccessToken")
+	if !session.ValidID(id) || !strings.HasPrefix(tok, envdtoken.Prefix) || created.str("envdVersion") != sandboxwire.EnvdVersion ||
+		created.str("templateID") != "base" || created.str("clientID") == "" {
+		t.Fatalf("create answered %s", created.raw)
+	}
+
+	envd := s.proxiedEnvd(id, tok)
+	if out, code := runIn(t, envd, `echo "$GREETING" && echo kept > kept.txt`); out != "hi there\n" || code != 0 {
+		t.Errorf("a command with the sandbox's envVars: %q, exit %d", out, code)
+	}
+	if _, err := s.proxiedEnvd(id, envdtoken.Random().Token(id)).List(t.Context(), connect.NewRequest(&pb.ListRequest{})); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("another key's token: %v, want unauthenticated", err)
+	}
+
+	info := s.e2bCall(http.MethodGet, "/sandboxes/"+id, key, nil)
+	end, _ := time.Parse(time.RFC3339Nano, info.str("endAt"))
+	if info.status != http.StatusOK || info.str("state") != "running" || end.Before(began.Add(119*time.Second)) || end.After(time.Now().Add(121*time.Second)) {
+		t.Errorf("info: %d %s", info.status, info.raw)
+	}
+	// A sandbox is one of the app's agents.
+	if fl := s.call(http.MethodGet, "/api/remote_agents?alive=true", appKey, nil); !strings.Contains(fl.raw, id) {
+		t.Errorf("the fleet list does not hold the sandbox: %s", fl.raw)
+	}
+
+	list := func(md map[string]string) []string {
+		t.Helper()
+		// As the SDKs encode it: each key and value, the pairs as a query,
+		// the whole once more.
+		pairs := url.Values{}
+		for k, v := range md {
+			pairs.Set(url.QueryEscape(k), url.QueryEscape(v))
+		}
+		r := s.e2bCall(http.MethodGet, "/v2/sandboxes?state=running,paused&metadata="+url.QueryEscape(pairs.Encode()), key, nil)
+		var got []map[string]any
+		if r.status != http.StatusOK || json.Unmarshal([]byte(r.raw), &got) != nil {
+			t.Fatalf("list: %d %s", r.status, r.raw)
+		}
+		var ids []string
+		for _, sb := range got {
+			ids = append(ids, sb["sandboxID"].(string))
+		}
+		return ids
+	}
+	if got := list(map[string]string{"user": "u 1&2"}); len(got) != 1 || got[0] != id {
+		t.Errorf("list by its metadata: %v", got)
+	}
+	if got := list(map[string]string{"user": "someone else"}); len(got) != 0 {
+		t.Errorf("list by other metadata: %v", got)
+	}
+
+	endOf := func() time.Time {
+		t.Helper()
+		r := s.e2bCall(http.MethodGet, "/sandboxes/"+id, key, nil)
+		at, err := time.Parse(time.RFC3339Nano, r.str("endAt"))
+		if err != nil {
+			t.Fatalf("info: %d %s", r.status, r.raw)
+		}
+		return at
+	}
+	// Connect extends, never shortens; it answers the same token.
+	if c := s.e2bCall(http.MethodPost, "/sandboxes/"+id+"/connect", key, map[string]any{"timeout": 600}); c.status != http.StatusOK || c.str("envdAccessToken") != tok {
+		t.Errorf("connect to a running sandbox: %d %s", c.status, c.raw)
+	}
+	extended := endOf()
+	if extended.Before(time.Now().Add(590 * time.Second)) {
+		t.Errorf("connect with 600 s: ends at %s", extended)
+	}
+	if c := s.e2bCall(http.MethodPost, "/v2/sandboxes/"+id+"/connect", key, map[string]any{"timeout": 10}); c.status != http.StatusOK {
+		t.Errorf("connect: %d %s", c.status, c.raw)
+	}
+	if got := endOf(); !got.Equal(extended) {
+		t.Errorf("a connect with a shorter timeout moved the end from %s to %s", extended, got)
+	}
+
+	// Pause (2.45's body), then a second pause is 409.
+	if p := s.e2bCall(http.MethodPost, "/sandboxes/"+id+"/pause", key, map[string]any{"memory": true}); p.status != http.StatusNoContent {
+		t.Fatalf("pause: %d %s", p.status, p.raw)
+	}
+	e2bError(t, s.e2bCall(http.MethodPost, "/sandboxes/"+id+"/pause", key, nil), http.StatusConflict)
+	if info := s.e2bCall(http.MethodGet, "/sandboxes/"+id, key, nil); info.str("state") != "paused" {
+		t.Errorf("info of a paused sandbox: %s", info.raw)
+	}
+	if _, err := envd.List(t.Context(), connect.NewRequest(&pb.ListRequest{})); connect.CodeOf(err) != connect.CodeUnavailable {
+		t.Errorf("a paused sandbox's envd: %v, want unavailable (502)", err)
+	}
+	// Connect resumes it: 201, its files there.
+	if c := s.e2bCall(http.MethodPost, "/v2/sandboxes/"+id+"/connect", key, map[string]any{}); c.status != http.StatusCreated || c.str("envdAccessToken") != tok {
+		t.Fatalf("connect to a paused sandbox: %d %s", c.status, c.raw)
+	}
+	if out, code := runIn(t, envd, "cat kept.txt; exit 3"); out != "kept\n" || code != 3 {
+		t.Errorf("after the resume: %q, exit %d", out, code)
+	}
+
+	// Its end: one second from now, then it is over.
+	if r := s.e2bCall(http.MethodPost, "/sandboxes/"+id+"/timeout", key, map[string]any{"timeout": 1}); r.status != http.StatusNoContent {
+		t.Fatalf("set timeout: %d %s", r.status, r.raw)
+	}
+	eventually(t, 30*time.Second, "the sandbox ended at its timeout", func() bool {
+		sess, err := s.srv.Env.SessionStore().Get(t.Context(), id)
+		return err == nil && sess.State == session.Ended && sess.Reason == session.ReasonTimeout
+	})
+	e2bError(t, s.e2bCall(http.MethodGet, "/sandboxes/"+id, key, nil), http.StatusNotFound)
+	e2bError(t, s.e2bCall(http.MethodDelete, "/sandboxes/"+id, key, nil), http.StatusNotFound)
+	e2bError(t, s.e2bCall(http.MethodPost, "/sandboxes/"+id+"/connect", key, map[string]any{"timeout": 60}), http.StatusNotFound)
+
+	// 2.45's create, then kill.
+	other := s.e2bCall(http.MethodPost, "/sandboxes", key, map[string]any{"templateID": "base", "timeout": 300, "secure": true, "allow_internet_access": true})
+	if other.status != http.StatusCreated {
+		t.Fatalf("create (v1): %d %s", other.status, other.raw)
+	}
+	oid := other.str("sandboxID")
+	if r := s.e2bCall(http.MethodDelete, "/sandboxes/"+oid, key, nil); r.status != http.StatusNoContent {
+		t.Errorf("kill: %d %s", r.status, r.raw)
+	}
+	e2bError(t, s.e2bCall(http.MethodGet, "/sandboxes/"+oid, key, nil), http.StatusNotFound)
+	e2bError(t, s.e2bCall(http.MethodGet, "/sandboxes/not-an-id", key, nil), http.StatusNotFound)
+	// An agent made by create is no sandbox of the sandbox API.
+	agent, _ := s.mustCreate()
+	e2bError(t, s.e2bCall(http.MethodGet, "/sandboxes/"+agent, key, nil), http.StatusNotFound)
+}

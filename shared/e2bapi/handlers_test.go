@@ -14,10 +14,10 @@ import (
 
 func TestDepth(t *testing.T) {
 	for raw, want := range map[string]int{
-		`{}`:                           1,
-		`{"a":{"b":[1,{"c":2}]}}`:      4,
-		`{"s":"[[[[{{{{"}`:             1,
-		`{"s":"\"[[[","t":[]}`:         2,
+		`{}`:                          1,
+		`{"a":{"b":[1,{"c":2}]}}`:     4,
+		`{"s":"[[[[{{{{"}`:            1,
+		`{"s":"\"[[[","t":[]}`:        2,
 		`[` + strings.Repeat(`[`, 99): 100,
 	} {
 		if got := depth([]byte(raw)); got != want {

@@ -41,7 +41,7 @@ CDK_ARGS ?=
 CDK := cd infra && $(INFRA_ENV) npx --no-install cdk
 INFRA_NODE_MODULES := infra/node_modules/.package-lock.json
 
-.PHONY: image image-race test-image test-image-run test-fargate test-fargate-run help build test docs fmt-check tidy-check vet lint lint-bin test-go test-faults test-security fuzz fuzz-short bench-short test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
+.PHONY: e2b-latest image image-race test-image test-image-run test-fargate test-fargate-run help build test docs fmt-check tidy-check vet lint lint-bin test-go test-faults test-security fuzz fuzz-short bench-short test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -190,6 +190,11 @@ test-fargate: image ## build the sandbox image, run jobs with the agent in it (T
 
 test-fargate-run: $(NODE_MODULES) $(AGENT_RACE)
 	@$(call WITH_AWS,$(E2E_ENV) RA_TEST_SANDBOX_PROFILE=fargate $(GO) test -race -count=1 -parallel 8 -run '$(FARGATE_SUITES)' ./localstack/systemtest)
+
+e2b-latest: $(NODE_MODULES) $(AGENT_RACE) ## the E2B conformance suite (localstack/e2bconformance) against e2b@latest from npm; make test runs it against the pinned 2.45.0 and 2.51.0
+	@rm -rf .cache/e2b-latest && mkdir -p .cache/e2b-latest
+	cd .cache/e2b-latest && npm install --ignore-scripts --no-audit --no-fund --prefix . e2b@latest
+	@$(call WITH_AWS,$(E2E_ENV) RA_E2B_SDK=$(CURDIR)/.cache/e2b-latest/node_modules/e2b $(GO) test -race -count=1 -v -run TestE2BConformance ./localstack/e2bconformance)
 
 test-faults: $(NODE_MODULES) $(AGENT_RACE) ## the fault suite: crashes, redeliveries, an outage of DynamoDB, poison messages, 200 concurrent creates, ECS events out of order; each case says what "nothing lost" means for it
 	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -run '^TestFault' -v $(call TESTS_OF,TestFault))

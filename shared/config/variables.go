@@ -439,6 +439,8 @@ var Variables = []Variable{
 		Meaning: "`BenchmarkCreateReady` starts sandboxes without their tmux session"},
 	{Name: "RA_BENCH_OUT", Readers: []Reader{Tooling}, Default: "unset: nothing saved",
 		Meaning: "the folder a benchmark saves its samples in (`make bench` sets it; `localstack/benchrec`)"},
+	{Name: "RA_BENCH_E2B_FILE_MB", Readers: []Reader{Tooling}, Default: "`100` (`make test`'s short run: `16`)",
+		Meaning: "the size of the file `BenchmarkE2B` uploads and downloads through the sandbox proxy, in MB"},
 	{Name: "RA_BENCH_CHECKPOINT_LARGE_MB", Readers: []Reader{Tooling}, Default: "`1024` (`make test`'s short run: `64`)",
 		Meaning: "the larger workspace `BenchmarkPauseResume` pauses and resumes, in MB"},
 	{Name: "RA_BENCH_FLEET_SIZE", Readers: []Reader{Tooling}, Default: "`10000` (`make test`'s short run: `1000`)",

@@ -59,6 +59,9 @@ var benchmarks = []benchmark{
 	{pkg: "localstack/systemtest", name: "BenchmarkPauseResume", full: 10,
 		title: "Pause and resume",
 		about: "A new agent per iteration whose workspace was just filled with random bytes (so the checkpoint uploads all of it); pause until the agent is paused (its turn stopped, its checkpoint written, every chunk verified, committed), resume until it is ready again from that checkpoint. 10 MB: resumed on a cold sandbox (a type with no pool), and on a warm one (a type with a pool of 1, refilled off the clock). 1 GB (the short run: 64 MB): pause, resume, then a second pause of the same unchanged workspace, which uploads only its manifest. S3 is gofakes3 in memory on loopback, which keeps no checksum: the commit reads every new chunk back to verify it, as it would not on S3."},
+	{pkg: "localstack/systemtest", name: "BenchmarkE2B", full: 20,
+		title: "The E2B-compatible sandbox API",
+		about: "On the wire the E2B SDKs speak (docs/e2b.md), per iteration: POST /e2b/v2/sandboxes of a type with a warm pool of 1 (refilled off the clock) to the first output of its first command (process.Start of `echo`) through the sandbox proxy; a command's start to its first output through the proxy and straight to the sandbox's envd socket; an octet-stream upload and a download of 100 MB of random bytes (the short run: 16 MB) through the proxy, uncompressed."},
 	{pkg: "shared/egressproxy", name: "BenchmarkEgressProxy", full: 500,
 		title: "Egress proxy",
 		about: "One request of a sandbox on a new connection each (as a command's curl makes it), to a local server, in alternating order: HTTP direct and through the proxy; HTTPS direct, through a CONNECT tunnel passed through untouched, and through the proxy terminating TLS with the sandbox's authority to inject a header (the proxy keeps its own connection to the server: the server's RSA handshake is not paid again). Added is the difference with direct, request by request."},
@@ -117,7 +120,7 @@ func invocations(short bool) []invocation {
 			continue
 		}
 		if len(out) == 0 || out[len(out)-1].pkg != b.pkg {
-			out = append(out, invocation{pkg: b.pkg, n: shortRuns, env: []string{"RA_BENCH_FLEET_SIZE=1000", "RA_BENCH_JOBS=4", "RA_BENCH_CHECKPOINT_LARGE_MB=64"}})
+			out = append(out, invocation{pkg: b.pkg, n: shortRuns, env: []string{"RA_BENCH_FLEET_SIZE=1000", "RA_BENCH_JOBS=4", "RA_BENCH_CHECKPOINT_LARGE_MB=64", "RA_BENCH_E2B_FILE_MB=16"}})
 		}
 		out[len(out)-1].names = append(out[len(out)-1].names, b.name)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/remote-agents/remote-agents/shared/jobqueue"
 	"github.com/remote-agents/remote-agents/shared/launch"
@@ -28,6 +29,8 @@ func TestParse(t *testing.T) {
 	}{
 		{"start", `{"type":"session.start","session_id":"s1","generation":1}`, jobqueue.Message{Type: jobqueue.SessionStart, SessionID: "s1", Generation: 1}, nil},
 		{"stop", `{"type":"session.stop","session_id":"s1","generation":3}`, jobqueue.Message{Type: jobqueue.SessionStop, SessionID: "s1", Generation: 3}, nil},
+		{"expire", `{"type":"session.expire","session_id":"s1","generation":2,"at":1796044949377}`, jobqueue.Message{Type: jobqueue.SessionExpire, SessionID: "s1", Generation: 2, At: 1796044949377}, nil},
+		{"expire without its end", `{"type":"session.expire","session_id":"s1","generation":2}`, jobqueue.Message{}, jobqueue.ErrMalformed},
 		{"not JSON", `start s1`, jobqueue.Message{}, jobqueue.ErrMalformed},
 		{"unknown type", `{"type":"session.explode","session_id":"s1","generation":1}`, jobqueue.Message{}, jobqueue.ErrMalformed},
 		{"unknown field", `{"type":"session.start","session_id":"s1","generation":1,"x":1}`, jobqueue.Message{}, jobqueue.ErrMalformed},
@@ -99,6 +102,26 @@ func TestParseJobMessages(t *testing.T) {
 		_, err := jobqueue.Parse(tt.body)
 		if (err == nil) != tt.ok {
 			t.Errorf("Parse(%s) = %v, want ok %v", tt.body, err, tt.ok)
+		}
+	}
+}
+
+// TestExpireAt: the delay of a sandbox's expiry is until its end, in whole
+// seconds rounded up (never early), at most a queue's delay, never less
+// than none.
+func TestExpireAt(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		in, want time.Duration
+	}{
+		{1500 * time.Millisecond, 2 * time.Second},
+		{2 * time.Second, 2 * time.Second},
+		{-time.Minute, 0},
+		{time.Hour, jobqueue.MaxDelay},
+	} {
+		m, d := jobqueue.ExpireAt("s1", 0, now.Add(c.in), now)
+		if d != c.want || m.Type != jobqueue.SessionExpire || m.Generation != 1 || m.At != now.Add(c.in).UnixMilli() {
+			t.Errorf("%s from now: %+v after %s, want after %s", c.in, m, d, c.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -739,3 +740,72 @@ func TestARefusedRecordIsRetried(t *testing.T) {
 		t.Errorf("session %+v %v after %d launches, %d refusals left; want pid:1 recorded after one launch", got, err, len(l.launches), refusing.n)
 	}
 }
+
+// published records the messages a worker sends.
+type published struct {
+	mu   sync.Mutex
+	msgs []jobqueue.Message
+	dels []time.Duration
+}
+
+func (p *published) Publish(_ context.Context, m jobqueue.Message, delay time.Duration) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.msgs, p.dels = append(p.msgs, m), append(p.dels, delay)
+	return nil
+}
+
+// TestSandboxesExpireAtTheirEnd: session.expire ends a sandbox of the
+// sandbox API whose end came (its sandbox stopped at once), pauses one made
+// to pause, sends itself on while the end is further off, and leaves one
+// whose end moved since.
+func TestSandboxesExpireAtTheirEnd(t *testing.T) {
+	t.Parallel()
+	w, store, l, _ := setup(t)
+	pub := &published{}
+	w.Expiries = pub
+	w.Checkpoints = noCheckpoints{}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	w.Now = func() time.Time { return now }
+	sandbox := func(id string, ends time.Time, autoPause bool) {
+		t.Helper()
+		s := session.Session{ID: id, State: session.Ready, Generation: 1, Tenant: "t", CreatedAt: now, UpdatedAt: now,
+			Blueprint: session.Blueprint{TmuxSessionName: "ra-x", Sandbox: &session.SandboxOptions{Template: "base", AutoPause: autoPause}},
+			Launch:    session.Launch{SandboxRef: "pid:" + id}, EndsAt: ends}
+		if err := store.Create(t.Context(), s, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expire := func(id string, at time.Time) {
+		t.Helper()
+		if err := w.Do(t.Context(), jobqueue.Message{Type: jobqueue.SessionExpire, SessionID: id, Generation: 1, At: at.UnixMilli()}); err != nil {
+			t.Fatalf("expire %s: %v", id, err)
+		}
+	}
+	sandbox("due", now.Add(-time.Second), false)
+	expire("due", now.Add(-time.Second))
+	if got, _ := store.Get(t.Context(), "due"); got.State != session.Ended || got.Reason != session.ReasonTimeout || !slices.Contains(l.stops, "pid:due") {
+		t.Errorf("a sandbox at its end: %s (%s), stops %v", got.State, got.Reason, l.stops)
+	}
+	sandbox("pauses", now, true)
+	expire("pauses", now)
+	if got, _ := store.Get(t.Context(), "pauses"); got.State != session.Pausing || got.Reason != session.ReasonTimeout {
+		t.Errorf("an auto-pausing sandbox at its end: %s (%s)", got.State, got.Reason)
+	}
+	later := now.Add(time.Hour)
+	sandbox("later", later, false)
+	expire("later", later)
+	if got, _ := store.Get(t.Context(), "later"); got.State != session.Ready || len(pub.msgs) != 1 || pub.msgs[0].At != later.UnixMilli() || pub.dels[0] != jobqueue.MaxDelay {
+		t.Errorf("an end an hour off: %s, sent on %+v after %v", got.State, pub.msgs, pub.dels)
+	}
+	sandbox("moved", later, false)
+	expire("moved", now.Add(-time.Second))
+	if got, _ := store.Get(t.Context(), "moved"); got.State != session.Ready || len(pub.msgs) != 1 {
+		t.Errorf("an end that moved: %s, sent %+v", got.State, pub.msgs)
+	}
+}
+
+// noCheckpoints keeps checkpoints and deletes none.
+type noCheckpoints struct{}
+
+func (noCheckpoints) Delete(context.Context, string) error { return nil }

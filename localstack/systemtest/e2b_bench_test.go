@@ -95,7 +95,7 @@ func firstOutput(b *testing.B, c processconnect.ProcessClient) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer stream.Close()
+	defer func() { _ = stream.Close() }()
 	for stream.Receive() {
 		if stream.Msg().GetEvent().GetData() != nil {
 			return

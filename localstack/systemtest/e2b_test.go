@@ -79,7 +79,7 @@ func runIn(t *testing.T, c processconnect.ProcessClient, cmd string) (string, in
 	if err != nil {
 		t.Fatalf("start %q: %v", cmd, err)
 	}
-	defer stream.Close()
+	defer func() { _ = stream.Close() }()
 	var out strings.Builder
 	for stream.Receive() {
 		switch ev := stream.Msg().GetEvent().GetEvent().(type) {

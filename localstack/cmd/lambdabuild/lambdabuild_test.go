@@ -31,7 +31,11 @@ const (
 var routeOnly = map[string][]string{
 	"shared/sessionapi":                        {"create", "alive", "shutdown", "messages"},
 	"shared/fleetapi":                          {"fleet"},
-	"shared/fleet":                             {"fleet"},
+	"shared/fleet":                             {"fleet", "e2b"},
+	"shared/wiring/fleetservice":               {"fleet", "e2b"},
+	"shared/wiring/creatorservice":             {"create", "e2b"},
+	"shared/e2bapi":                            {"e2b"},
+	"shared/wiring/e2bservice":                 {"e2b"},
 	"shared/usage":                             {"fleet"},
 	"shared/sandboxchannel":                    {"sandbox"},
 	"shared/agenttypeapi":                      {"agenttypes"},
@@ -55,11 +59,11 @@ var routeOnly = map[string][]string{
 	"shared/launch/fargate":                    {"jobworker"},
 	"shared/eventbus":                          {"jobs", "sandbox", "jobworker"},
 	"shared/wiring/jobservice":                 {"jobs", "sandbox", "jobworker"},
-	"shared/wiring/poolservice":                {"create", "agenttypes", "sandbox", "jobworker"},
+	"shared/wiring/poolservice":                {"create", "agenttypes", "sandbox", "jobworker", "e2b"},
 	"shared/wiring/toolservice":                {"toolcallback", "jobworker"},
 	"shared/wiring/functionset":                {},
 	"github.com/aws/aws-sdk-go-v2/service/ecs": {"jobworker"},
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager": {"model", "agenttypes"},
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager": {"model", "agenttypes", "e2b"},
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge":    {"jobs", "sandbox", "jobworker"},
 }
 

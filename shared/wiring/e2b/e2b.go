@@ -7,18 +7,18 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/e2bapi"
 	"github.com/remote-agents/remote-agents/shared/wiring"
-	"github.com/remote-agents/remote-agents/shared/wiring/create"
+	"github.com/remote-agents/remote-agents/shared/wiring/creatorservice"
 	"github.com/remote-agents/remote-agents/shared/wiring/e2bservice"
-	"github.com/remote-agents/remote-agents/shared/wiring/fleet"
+	"github.com/remote-agents/remote-agents/shared/wiring/fleetservice"
 )
 
 // Build builds the e2b function.
 func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
-	creator, err := create.Creator(ctx, e)
+	creator, err := creatorservice.Creator(ctx, e)
 	if err != nil {
 		return wiring.Function{}, err
 	}
-	fl, err := fleet.Service(ctx, e)
+	fl, err := fleetservice.Service(ctx, e)
 	if err != nil {
 		return wiring.Function{}, err
 	}

@@ -134,6 +134,11 @@ func (s *Service) Connect(ctx context.Context, c Caller, id string, in e2b.Conne
 		}
 		life = *in.Timeout
 	}
+	// The end first: a sandbox paused at its end is past it, and a resumed
+	// one past its end would be ended at its first heartbeat.
+	if err := s.endIn(ctx, sess, time.Duration(life)*time.Second, true); err != nil {
+		return e2b.Sandbox{}, false, err
+	}
 	resumed := false
 	if state(sess) == e2b.StatePaused {
 		if sess.State == session.Pausing {
@@ -151,9 +156,6 @@ func (s *Service) Connect(ctx context.Context, c Caller, id string, in e2b.Conne
 				Message: fmt.Sprintf("The sandbox is %s, not yet running; connect again.", after.State)}
 		}
 		resumed = true
-	}
-	if err := s.endIn(ctx, sess, time.Duration(life)*time.Second, true); err != nil {
-		return e2b.Sandbox{}, false, err
 	}
 	return s.answer(c, sess.ID, sess.Sandbox.Template), resumed, nil
 }

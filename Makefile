@@ -41,7 +41,7 @@ CDK_ARGS ?=
 CDK := cd infra && $(INFRA_ENV) npx --no-install cdk
 INFRA_NODE_MODULES := infra/node_modules/.package-lock.json
 
-.PHONY: e2b-latest image image-race test-image test-image-run test-fargate test-fargate-run help build test docs fmt-check tidy-check vet lint lint-bin test-go test-faults test-security fuzz fuzz-short bench-short test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
+.PHONY: e2b-latest test-e2b image image-race test-image test-image-run test-fargate test-fargate-run help build test docs fmt-check tidy-check vet lint lint-bin test-go test-faults test-security fuzz fuzz-short bench-short test-infra bench dev emulators localstack-up localstack-down synth deploy diff destroy providers deploy-local sam-local clean FORCE
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -135,6 +135,10 @@ WITH_AWS = if [ -n "$${AWS_ENDPOINT_URL:-}$${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; th
 # The fault and security suites are tests named TestFault… and TestSecurity…:
 # test-go leaves them to their own targets, which print what each case checked.
 SUITES := ^Test(Fault|Security)
+# The E2B SDK suites (the unmodified SDK through the sandbox proxy) run in
+# make test-e2b, not in make test: on a loaded machine a stream through the
+# proxy is sometimes cut at its end (issue 33, open).
+E2B_SDK_SUITES := ^TestE2B(Conformance|Quickstart)$$
 # The packages with a test named $(1)…: linking every package's tests again to
 # find none would cost minutes.
 TESTS_OF = $$(grep -rl --include='*_test.go' '^func $(1)' . | grep -v -e node_modules -e '^./.cache' -e '^./infra/' | xargs -n1 dirname | sort -u)
@@ -158,7 +162,10 @@ $(AGENT_RACE): FORCE
 
 
 test-go: $(NODE_MODULES) $(AGENT_RACE)
-	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -parallel 8 -skip '$(SUITES)' ./...)
+	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -parallel 8 -skip '$(SUITES)|$(E2B_SDK_SUITES)' ./...)
+
+test-e2b: $(NODE_MODULES) $(AGENT_RACE) ## the E2B SDK suites: the conformance suite with the pinned e2b 2.45.0 and 2.51.0, and docs/e2b.md's quickstart, against dev servers
+	@$(call WITH_AWS,$(E2E_ENV) $(GO) test -race -count=1 -v -run '$(E2B_SDK_SUITES)' ./localstack/e2bconformance ./localstack/doccommands)
 
 # The sandbox image without a Docker daemon: sandbox/Dockerfile's debian
 # stage, by buildah on a base debootstrap makes (sandbox/image/build.sh),

@@ -12,6 +12,7 @@ package sandboxproxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -77,14 +78,16 @@ func New(o Options) *Proxy {
 			t, _ := ctx.Value(ctxKey{}).(target)
 			return o.Dialer.DialSandbox(ctx, t.sess, t.port)
 		},
-		// One connection per sandbox and port would be the pool's key; the
-		// dial decides, so none is kept.
-		DisableKeepAlives:     true,
+		// Connections are kept per target: the URL's host names the
+		// sandbox's launch and port (Rewrite), which the pool is keyed by.
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       30 * time.Second,
 		ResponseHeaderTimeout: 0,
 	}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
-			r.SetURL(&url.URL{Scheme: "http", Host: "sandbox"})
+			t, _ := r.In.Context().Value(ctxKey{}).(target)
+			r.SetURL(&url.URL{Scheme: "http", Host: fmt.Sprintf("%s.g%d.p%d", t.sess.ID, t.sess.Generation, t.port)})
 			r.Out.Host = r.In.Host
 			r.Out.Header.Del(HeaderAccessToken)
 		},

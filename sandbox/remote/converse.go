@@ -98,6 +98,9 @@ func (c *conversation) turn(ctx context.Context) error {
 	conv := llm.Conversation{Messages: c.msgs, Usage: c.used}
 	_, err := loop.Run(ctx, &conv)
 	c.msgs, c.used = conv.Messages, conv.Usage
+	if ctx.Err() != nil {
+		return ctx.Err() // stopped (an end, a pause): the sandbox reports what it does
+	}
 	if model, ok := errors.AsType[*llm.ModelError](err); ok {
 		_ = c.emit(ctx, sandboxwire.AgentError{Text: "The model could not be reached; try again."})
 		c.log.Warn("model call failed", slog.String("error", model.Err.Error()))

@@ -74,6 +74,13 @@ func (p *platform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case sandboxwire.RouteStatus:
 		var in sandboxwire.StatusReport
 		_ = json.NewDecoder(r.Body).Decode(&in)
+		// As the platform does, an ended session's token is refused: a
+		// report still on its way when the sandbox ended (a turn's idle,
+		// its request cancelled) is not a state the session took.
+		if n := len(p.states); n > 0 && p.states[n-1].State.Terminal() {
+			http.Error(w, `{"error_code":"invalid_token"}`, http.StatusUnauthorized)
+			return
+		}
 		p.states = append(p.states, in)
 		if in.State == sandboxwire.Ready && p.envFile != "" {
 			raw, _ := os.ReadFile(p.envFile)

@@ -112,7 +112,7 @@ type Tmux struct {
 // The variables the tmux supervisor sets for the agent it starts.
 const (
 	EnvInTmux            = "RA_IN_TMUX"
-	EnvTmuxSupervisorPID = "RA_TMUX_SUPERVISOR_PID"
+	EnvTmuxSupervisorPID = sandboxwire.EnvTmuxSupervisorPID
 	EnvTmuxLogPipe       = "RA_TMUX_LOG_PIPE"
 	// EnvTmuxEnvPipe names the pipe the supervisor hands the agent its
 	// environment through: the tmux server, which any process of the user can

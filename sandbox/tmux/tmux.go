@@ -231,7 +231,10 @@ func wait(ctx context.Context, name string, pid int) int {
 		}
 		if dead {
 			_, _ = run("tmux", "-L", name, "kill-session", "-t", "="+name)
-			return max(code, 1)
+			if code < 0 {
+				return 1 // tmux never said
+			}
+			return code
 		}
 		select {
 		case <-done:

@@ -165,6 +165,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadGateway, "The sandbox is "+string(sess.State)+", not running.")
 		return
 	}
+	// Full duplex: the request body goes on being read while the answer is
+	// written. Without it net/http discards what is left of the body once
+	// the answer's headers go out, under the transport still copying it to
+	// the sandbox (a stream's body ended by a chunked terminator that comes
+	// after envd has answered), and the stream is cut.
+	if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+		writeError(w, http.StatusInternalServerError, "The sandbox proxy cannot stream: "+err.Error())
+		return
+	}
 	ctx := context.WithValue(r.Context(), ctxKey{}, target{sess: sess, port: port})
 	p.rp.ServeHTTP(w, r.WithContext(ctx))
 }

@@ -143,6 +143,12 @@ func HostEnv(environ []string) []string {
 	return out
 }
 
+// EnvTmuxSupervisorPID names, in the environment of the tmux server a
+// sandbox's supervisor starts (and of the agent inside), the supervisor's
+// pid: the sandbox's process, by which its launcher knows the server as
+// that sandbox's and not the next one's of the same agent.
+const EnvTmuxSupervisorPID = "RA_TMUX_SUPERVISOR_PID"
+
 // EnvEnvdListen is where a sandbox serves envd, the E2B sandbox API, for
 // the sandbox proxy: "unix:<path>" (a process sandbox: a socket in its
 // folder) or "<host>:<port>" (a Fargate task: EnvdPort on every address).

@@ -321,7 +321,7 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 		if l.rootfs != nil {
 			root = l.rootfs.dir
 		}
-		killTmux(spec.TmuxSessionName, root)
+		killTmux(spec.TmuxSessionName, root, cmd.Process.Pid)
 		leave()
 		isolated.close()
 		if logFile != nil {
@@ -423,10 +423,13 @@ func (l *Launcher) Running() []string {
 var tmuxName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // killTmux stops the tmux server of the sandbox's terminal session name, if
-// there is one: it daemonised out of the sandbox's process tree, and would
-// outlive its agent. root is the image's root filesystem it ran in ("" the
-// host's).
-func killTmux(name, root string) {
+// there is one and it is the sandbox's: it daemonised out of the sandbox's
+// process tree, and would outlive its agent. A server whose supervisor
+// (sandboxwire.EnvTmuxSupervisorPID, in the environment it started with)
+// was another process, pid not being the sandbox's, is the agent's next
+// sandbox's (a resume right after a pause, its session of the same name):
+// it stays. root is the image's root filesystem it ran in ("" the host's).
+func killTmux(name, root string, pid int) {
 	if !tmuxName.MatchString(name) {
 		return
 	}
@@ -441,11 +444,27 @@ func killTmux(name, root string) {
 	// A tmux that does not answer is not waited for: the launcher goes on.
 	ctx, cancel := context.WithTimeout(context.Background(), tmuxTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-L", name, "kill-server")
+	// One command to one server: whose it is and its pid, which is then
+	// signalled (not the socket's name, by then perhaps another server's).
+	cmd := exec.CommandContext(ctx, bin, "-L", name, "display-message", "-p", "#{pid}", ";",
+		"show-environment", "-g", sandboxwire.EnvTmuxSupervisorPID)
 	if root != "" {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root}
 	}
-	_ = cmd.Run()
+	out, _ := cmd.Output() // no server: an error, and nothing said
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	server, err := strconv.Atoi(lines[0])
+	if err != nil || server <= 1 {
+		return
+	}
+	if len(lines) > 1 {
+		if _, sup, ok := strings.Cut(lines[1], "="); ok && sup != strconv.Itoa(pid) {
+			return // the next sandbox's
+		}
+	}
+	if syscall.Kill(server, syscall.SIGTERM) == nil {
+		awaitExit(server, tmuxTimeout)
+	}
 }
 
 // tmuxTimeout bounds one tmux command of the launcher's.

@@ -344,27 +344,42 @@ func zombie(pid int) bool {
 
 // TestStopEndsTheSandboxTmuxServer: the agent's tmux server daemonises out
 // of the sandbox's process tree; when the sandbox stops, its server (the
-// socket named as its terminal session) goes too.
+// socket named as its terminal session) goes too, whether its supervisor
+// named itself or nothing did. A server of that name that the next sandbox's
+// supervisor started (a resume right after a pause) stays.
 func TestStopEndsTheSandboxTmuxServer(t *testing.T) {
 	t.Parallel()
-	name := "ra-t" + strconv.Itoa(os.Getpid()) + strconv.FormatInt(time.Now().UnixNano()%1_000_000, 10)
-	t.Cleanup(func() { _ = exec.Command("tmux", "-L", name, "kill-server").Run() })
-	script := `tmux -L "$RA_TMUX_SESSION_NAME" -f /dev/null new-session -d -s x 'sleep 600' && ` + report + `; exec sleep 600`
-	l, r, ex, _ := newLauncher(t, script)
-	ref, err := l.Launch(t.Context(), launch.Spec{SessionID: "s-tmux", Generation: 1, TmuxSessionName: name})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name, supervisor string
+		stays            bool
+	}{
+		{"unnamed", "", false},
+		{"its own", "RA_TMUX_SUPERVISOR_PID=$$ ", false},
+		{"the next sandbox's", "RA_TMUX_SUPERVISOR_PID=1 ", true},
 	}
-	r.wait(t, ref)
-	if err := exec.Command("tmux", "-L", name, "has-session", "-t", "x").Run(); err != nil {
-		t.Fatalf("the sandbox's tmux server is not up: %v", err)
-	}
-	if err := l.Stop(t.Context(), ref, 0); err != nil {
-		t.Fatal(err)
-	}
-	<-ex.ch // the exit is reported once the server was stopped
-	if err := exec.Command("tmux", "-L", name, "has-session", "-t", "x").Run(); err == nil {
-		t.Error("the sandbox's tmux server outlived it")
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			name := "ra-t" + strconv.Itoa(os.Getpid()) + strconv.Itoa(i) + strconv.FormatInt(time.Now().UnixNano()%1_000_000, 10)
+			t.Cleanup(func() { _ = exec.Command("tmux", "-L", name, "kill-server").Run() })
+			script := tt.supervisor + `tmux -L "$RA_TMUX_SESSION_NAME" -f /dev/null new-session -d -s x 'sleep 600' && ` + report + `; exec sleep 600`
+			l, r, ex, _ := newLauncher(t, script)
+			ref, err := l.Launch(t.Context(), launch.Spec{SessionID: "s-tmux", Generation: 1, TmuxSessionName: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.wait(t, ref)
+			if err := exec.Command("tmux", "-L", name, "has-session", "-t", "x").Run(); err != nil {
+				t.Fatalf("the sandbox's tmux server is not up: %v", err)
+			}
+			if err := l.Stop(t.Context(), ref, 0); err != nil {
+				t.Fatal(err)
+			}
+			<-ex.ch // the exit is reported once the server was stopped
+			if up := exec.Command("tmux", "-L", name, "has-session", "-t", "x").Run() == nil; up != tt.stays {
+				t.Errorf("the tmux server up after the sandbox: %v, want %v", up, tt.stays)
+			}
+		})
 	}
 }
 

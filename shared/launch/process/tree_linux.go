@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // descendants returns the pids of every process below pid (children,
@@ -92,4 +95,25 @@ func groupsBelow(pid int) []int {
 		}
 	}
 	return out
+}
+
+// awaitExit waits, at most within, for process pid (not a child: a daemon
+// the sandbox left) to end.
+func awaitExit(pid int, within time.Duration) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return // gone already, or not to be waited for
+	}
+	defer func() { _ = unix.Close(fd) }()
+	// A pidfd reads as ready once its process has ended.
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for end := time.Now().Add(within); ; {
+		left := time.Until(end)
+		if left <= 0 {
+			return
+		}
+		if _, err := unix.Poll(fds, int(left.Milliseconds())+1); err != unix.EINTR {
+			return
+		}
+	}
 }

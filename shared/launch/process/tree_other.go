@@ -2,8 +2,12 @@
 
 package process
 
+import "time"
+
 func freezeTree(int) []int { return nil }
 
 func killTree([]int) {}
 
 func groupsBelow(int) []int { return nil }
+
+func awaitExit(int, time.Duration) {}

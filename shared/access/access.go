@@ -79,6 +79,10 @@ const (
 	// ("pool#<id>", "poollock#<type>"), and is the by_kind index's key of
 	// the pool sandboxes' list ("pool").
 	PoolItems = "pool"
+	// AddressOfItems starts the key of the record of where each running
+	// sandbox is ("sandbox_addr_of#<sandbox>", package dynamo's Addresses):
+	// the only items of the idempotency table the sandbox proxy reads.
+	AddressOfItems = "sandbox_addr_of#"
 )
 
 // JobItems start the keys of the orchestrator jobs' items in the jobs table
@@ -151,7 +155,7 @@ var worker = Access{
 		Events:   {PutItem},
 		// A tool's output event is appended once per call, with a record;
 		// a running sandbox task's address is recorded, and forgotten at its
-		// stop (sandbox_addr#).
+		// stop (sandbox_addr#, sandbox_addr_of#).
 		Idempotency: {GetItem, PutItem, UpdateItem, DeleteItem},
 		// The warm pool's sandboxes are registered, claimed, retired; the
 		// types that keep one listed.

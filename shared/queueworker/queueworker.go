@@ -129,8 +129,9 @@ func (w *Worker) forget(ctx context.Context, sess session.Session) {
 type Addresses interface {
 	// Record says a's sandbox runs at a.Addr, until expires at the latest.
 	Record(ctx context.Context, a launch.Address, expires time.Time) error
-	// Forget removes addr's record if it is still ref's.
-	Forget(ctx context.Context, addr netip.Addr, ref string) error
+	// Forget removes a's records (its address's, its sandbox's), each if it
+	// is still a.Ref's.
+	Forget(ctx context.Context, a launch.Address) error
 }
 
 // AddressLife bounds how long an address's record lives should its task's
@@ -796,7 +797,7 @@ func (w *Worker) pauseInterrupted(ctx context.Context, sess session.Session) err
 }
 
 // recordAddress records where a running sandbox task is: the egress proxy
-// knows its connections by it.
+// knows its connections by it, and the sandbox proxy reaches it there.
 func (w *Worker) recordAddress(ctx context.Context, m jobqueue.Message) error {
 	addr, err := netip.ParseAddr(m.Addr)
 	if w.Addresses == nil || err != nil {
@@ -812,7 +813,7 @@ func (w *Worker) forgetAddress(ctx context.Context, m jobqueue.Message) error {
 	if w.Addresses == nil || err != nil {
 		return nil
 	}
-	return w.Addresses.Forget(ctx, addr, m.SandboxRef)
+	return w.Addresses.Forget(ctx, launch.Address{Addr: addr, Sandbox: m.SessionID, Ref: m.SandboxRef})
 }
 
 // poolSandboxStopped handles the stop of a pool sandbox: one that a session

@@ -184,6 +184,8 @@ func TestTaskStoppedEndsSession(t *testing.T) {
 type addressBook struct {
 	mu sync.Mutex
 	at map[netip.Addr]launch.Address
+	// forgotten is what Forget was asked.
+	forgotten []launch.Address
 }
 
 func (b *addressBook) Record(_ context.Context, a launch.Address, _ time.Time) error {
@@ -193,11 +195,12 @@ func (b *addressBook) Record(_ context.Context, a launch.Address, _ time.Time) e
 	return nil
 }
 
-func (b *addressBook) Forget(_ context.Context, addr netip.Addr, ref string) error {
+func (b *addressBook) Forget(_ context.Context, a launch.Address) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.at[addr].Ref == ref {
-		delete(b.at, addr)
+	b.forgotten = append(b.forgotten, a)
+	if b.at[a.Addr].Ref == a.Ref {
+		delete(b.at, a.Addr)
 	}
 	return nil
 }
@@ -228,6 +231,10 @@ func TestTaskAddressesAreRecorded(t *testing.T) {
 	handle(`{"type":"task.state","session_id":"s4","generation":1,"sandbox_ref":"task/1","addr":"10.0.1.23"}`)
 	if _, ok := book.at[ip]; ok {
 		t.Fatal("the task's stop left its address")
+	}
+	// The sandbox's own record (where s4 is) goes with it.
+	if got := book.forgotten[len(book.forgotten)-1]; got != (launch.Address{Addr: ip, Sandbox: "s4", Ref: "task/1"}) {
+		t.Errorf("forgot %+v", got)
 	}
 }
 

@@ -1768,11 +1768,20 @@ type E2BNewSandbox struct {
 	// Metadata Labels the list filters on (at most 64).
 	Metadata map[string]string `json:"metadata,omitempty,omitzero"`
 
+	// Network allowPublicTraffic false keeps the sandbox's preview URLs (its ports but envd's) to holders of its trafficAccessToken (header e2b-traffic-access-token) or its access token; the rest (egress rules) is not served.
+	Network E2BNewSandbox_Network `json:"network,omitempty,omitzero"`
+
 	// TemplateID The agent type the sandbox is of; `base` (the default) is no type unless the app has one of that id.
 	TemplateID string `json:"templateID"`
 
 	// Timeout Seconds from now the sandbox ends (default 300).
 	Timeout              int64                  `json:"timeout,omitempty,omitzero"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// E2BNewSandbox_Network allowPublicTraffic false keeps the sandbox's preview URLs (its ports but envd's) to holders of its trafficAccessToken (header e2b-traffic-access-token) or its access token; the rest (egress rules) is not served.
+type E2BNewSandbox_Network struct {
+	AllowPublicTraffic   bool                   `json:"allowPublicTraffic,omitempty,omitzero"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
@@ -4295,6 +4304,14 @@ func (a *E2BNewSandbox) UnmarshalJSON(b []byte) error {
 		delete(object, "metadata")
 	}
 
+	if raw, found := object["network"]; found {
+		err = json.Unmarshal(raw, &a.Network)
+		if err != nil {
+			return fmt.Errorf("error reading 'network': %w", err)
+		}
+		delete(object, "network")
+	}
+
 	if raw, found := object["templateID"]; found {
 		err = json.Unmarshal(raw, &a.TemplateID)
 		if err != nil {
@@ -4359,6 +4376,11 @@ func (a E2BNewSandbox) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	object["network"], err = json.Marshal(a.Network)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'network': %w", err)
+	}
+
 	object["templateID"], err = json.Marshal(a.TemplateID)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'templateID': %w", err)
@@ -4367,6 +4389,72 @@ func (a E2BNewSandbox) MarshalJSON() ([]byte, error) {
 	object["timeout"], err = json.Marshal(a.Timeout)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'timeout': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for E2BNewSandbox_Network. Returns the specified
+// element and whether it was found
+func (a E2BNewSandbox_Network) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for E2BNewSandbox_Network
+func (a *E2BNewSandbox_Network) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for E2BNewSandbox_Network to handle AdditionalProperties
+func (a *E2BNewSandbox_Network) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["allowPublicTraffic"]; found {
+		err = json.Unmarshal(raw, &a.AllowPublicTraffic)
+		if err != nil {
+			return fmt.Errorf("error reading 'allowPublicTraffic': %w", err)
+		}
+		delete(object, "allowPublicTraffic")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for E2BNewSandbox_Network to handle AdditionalProperties
+func (a E2BNewSandbox_Network) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["allowPublicTraffic"], err = json.Marshal(a.AllowPublicTraffic)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'allowPublicTraffic': %w", err)
 	}
 
 	for fieldName, field := range a.AdditionalProperties {

@@ -3,6 +3,8 @@ package systemtest_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -235,4 +237,130 @@ func TestE2BSandboxLifecycle(t *testing.T) {
 	// An agent made by create is no sandbox of the sandbox API.
 	agent, _ := s.mustCreate()
 	e2bError(t, s.e2bCall(http.MethodGet, "/sandboxes/"+agent, key, nil), http.StatusNotFound)
+}
+
+// serveIn starts a web server in the sandbox, on a loopback port of its
+// choosing, serving its workspace, and returns the port.
+func serveIn(t *testing.T, envd processconnect.ProcessClient) string {
+	t.Helper()
+	out, code := runIn(t, envd, `echo "preview $RANDOM" > index.html && cat index.html > want.txt
+python3 -c '
+import http.server
+s = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+print(s.server_address[1], flush=True)
+s.serve_forever()' > port.txt 2> /dev/null &
+until [ -s port.txt ]; do sleep 0.05; done; cat port.txt`)
+	if code != 0 || strings.TrimSpace(out) == "" {
+		t.Fatalf("a web server in the sandbox: %q, exit %d", out, code)
+	}
+	return strings.TrimSpace(out)
+}
+
+// preview GETs / of port of sandbox id through the sandbox proxy (named
+// by headers, or by host when byHost), with headers (name, value...).
+func (s *stack) preview(id, port string, byHost bool, headers ...string) (int, string) {
+	s.t.Helper()
+	req, err := http.NewRequestWithContext(s.t.Context(), http.MethodGet, s.srv.SandboxProxyURL+"/", nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if byHost {
+		req.Host = port + "-" + id + ".sandboxes.example"
+	} else {
+		req.Header.Set("E2b-Sandbox-Id", id)
+		req.Header.Set("E2b-Sandbox-Port", port)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(body)
+}
+
+// TestE2BPreviewURLs: a port the sandbox listens on (loopback only) is
+// reached through the sandbox proxy, by headers or by host, through envd's
+// port. A sandbox created with public traffic (E2B's default) serves its
+// previews to anyone; one with allowPublicTraffic false only with its
+// traffic access token (create answers it) or its access token. An agent
+// made otherwise has no public previews; a paused sandbox's are 502, and a
+// port nothing listens on is 502.
+func TestE2BPreviewURLs(t *testing.T) {
+	t.Parallel()
+	s := start(t, withSandboxEnv("RA_NO_TMUX=1"), devtest.WithSandboxProxy())
+	key := devtest.E2BKey
+
+	public := s.e2bCall(http.MethodPost, "/v2/sandboxes", key, map[string]any{"templateID": "base"})
+	if public.status != http.StatusCreated || public.body["trafficAccessToken"] != nil {
+		t.Fatalf("create: %d %s", public.status, public.raw)
+	}
+	id := public.str("sandboxID")
+	envd := s.proxiedEnvd(id, public.str("envdAccessToken"))
+	port := serveIn(t, envd)
+	want, _ := runIn(t, envd, "cat want.txt")
+	for _, byHost := range []bool{false, true} {
+		if status, body := s.preview(id, port, byHost); status != http.StatusOK || body != want {
+			t.Errorf("a public preview (by host: %v): %d %q, want %q", byHost, status, body, want)
+		}
+	}
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, closed, _ := net.SplitHostPort(free.Addr().String())
+	_ = free.Close()
+	if status, _ := s.preview(id, closed, false); status != http.StatusBadGateway {
+		t.Errorf("a port nothing listens on: %d, want 502", status)
+	}
+
+	private := s.e2bCall(http.MethodPost, "/v2/sandboxes", key, map[string]any{"templateID": "base", "network": map[string]any{"allowPublicTraffic": false}})
+	traffic := private.str("trafficAccessToken")
+	if private.status != http.StatusCreated || !strings.HasPrefix(traffic, envdtoken.TrafficPrefix) {
+		t.Fatalf("create with private traffic: %d %s", private.status, private.raw)
+	}
+	pid, ptok := private.str("sandboxID"), private.str("envdAccessToken")
+	penvd := s.proxiedEnvd(pid, ptok)
+	pport := serveIn(t, penvd)
+	pwant, _ := runIn(t, penvd, "cat want.txt")
+	for _, c := range []struct {
+		name    string
+		headers []string
+		status  int
+	}{
+		{"no token", nil, http.StatusUnauthorized},
+		{"another sandbox's traffic token", []string{"E2b-Traffic-Access-Token", envdtoken.Random().TrafficToken(pid)}, http.StatusUnauthorized},
+		{"its access token as a traffic token", []string{"E2b-Traffic-Access-Token", ptok}, http.StatusUnauthorized},
+		{"its traffic token", []string{"E2b-Traffic-Access-Token", traffic}, http.StatusOK},
+		{"its access token", []string{"X-Access-Token", ptok}, http.StatusOK},
+	} {
+		status, body := s.preview(pid, pport, true, c.headers...)
+		if status != c.status || (status == http.StatusOK && body != pwant) {
+			t.Errorf("a private preview with %s: %d %q, want %d", c.name, status, body, c.status)
+		}
+	}
+	// Its traffic token opens its previews, not its envd.
+	if status, _ := s.preview(pid, "49983", false, "E2b-Traffic-Access-Token", traffic); status != http.StatusUnauthorized {
+		t.Errorf("envd with the traffic token: %d, want 401", status)
+	}
+
+	// An agent made by create has no public previews.
+	agent, _ := s.mustCreate()
+	if status, _ := s.preview(agent, port, false); status != http.StatusUnauthorized {
+		t.Errorf("an agent's preview without a token: %d, want 401", status)
+	}
+
+	// Paused: 502, and a visit does not wake it.
+	if p := s.e2bCall(http.MethodPost, "/sandboxes/"+id+"/pause", key, nil); p.status != http.StatusNoContent {
+		t.Fatalf("pause: %d %s", p.status, p.raw)
+	}
+	if status, _ := s.preview(id, port, true); status != http.StatusBadGateway {
+		t.Errorf("a paused sandbox's preview: %d, want 502", status)
+	}
+	if info := s.e2bCall(http.MethodGet, "/sandboxes/"+id, key, nil); info.str("state") != "paused" {
+		t.Errorf("after a visit to its preview: %s", info.raw)
+	}
 }

@@ -1,11 +1,13 @@
 // Package envd is the E2B sandbox agent's API served from inside our
 // sandboxes, so that the E2B SDKs work on them unchanged: the Connect RPC
 // services process.Process (commands and terminals, their output streamed
-// and fanned out to every attached client) and filesystem.Filesystem, and
-// the HTTP routes GET /health and GET, POST /files. Everything it does
-// goes through the sandbox's tool policy: a type that does not enable bash
-// starts no process, and every path is checked as the file tools check
-// theirs. Its wire contract is api/envd; what it serves, docs/e2b.md.
+// and fanned out to every attached client) and filesystem.Filesystem, the
+// HTTP routes GET /health and GET, POST /files, and CONNECT to a port of
+// the sandbox's own (what its preview URLs reach, through the sandbox
+// proxy). Everything it does goes through the sandbox's tool policy: a type
+// that does not enable bash starts no process, and every path is checked as
+// the file tools check theirs. Its wire contract is api/envd; what it
+// serves, docs/e2b.md.
 package envd
 
 import (
@@ -109,7 +111,8 @@ func (s *Server) Close() {
 	s.watch.closeAll()
 }
 
-// Handler is envd's HTTP handler: its RPC services, /health and /files.
+// Handler is envd's HTTP handler: its RPC services, /health and /files,
+// and CONNECT to the sandbox's own ports.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	opts := connect.WithInterceptors(s.authInterceptor())
@@ -118,7 +121,13 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("GET /files", s.download)
 	mux.HandleFunc("POST /files", s.upload)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodConnect {
+			s.tunnel(w, r) // a port of the sandbox's (tunnel)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // authorized reports whether r carries the access token.

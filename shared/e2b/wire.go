@@ -57,7 +57,23 @@ type NewSandbox struct {
 	AutoResume          *struct {
 		Enabled bool `json:"enabled"`
 	} `json:"autoResume,omitempty"`
+	// Network's AllowPublicTraffic false keeps the sandbox's preview URLs
+	// to holders of its traffic access token; the rest of network (egress
+	// rules) is not served.
+	Network *struct {
+		AllowPublicTraffic *bool `json:"allowPublicTraffic,omitempty"`
+	} `json:"network,omitempty"`
 }
+
+// PrivateTraffic reports whether n keeps its previews to its traffic
+// access token (network.allowPublicTraffic false).
+func (n NewSandbox) PrivateTraffic() bool {
+	return n.Network != nil && n.Network.AllowPublicTraffic != nil && !*n.Network.AllowPublicTraffic
+}
+
+// TrafficTokenHeader carries a sandbox's traffic access token to its
+// preview URLs.
+const TrafficTokenHeader = "E2b-Traffic-Access-Token"
 
 // Problem says what is wrong with n ("" nothing), once Normalize ran.
 func (n NewSandbox) Problem() string {

@@ -108,7 +108,8 @@ func (s *Service) Create(ctx context.Context, c Caller, in e2b.NewSandbox) (e2b.
 	}
 	req := session.SandboxRequest{
 		SandboxOptions: session.SandboxOptions{Template: in.TemplateID, Metadata: in.Metadata, Env: in.EnvVars,
-			AutoPause: in.AutoPause != nil && *in.AutoPause, AutoResume: in.AutoResume != nil && in.AutoResume.Enabled},
+			AutoPause: in.AutoPause != nil && *in.AutoPause, AutoResume: in.AutoResume != nil && in.AutoResume.Enabled,
+			PrivateTraffic: in.PrivateTraffic()},
 		Timeout: time.Duration(in.LifeSeconds()) * time.Second,
 		Offline: in.AllowInternetAccess != nil && !*in.AllowInternetAccess,
 	}
@@ -116,7 +117,7 @@ func (s *Service) Create(ctx context.Context, c Caller, in e2b.NewSandbox) (e2b.
 	if err != nil {
 		return e2b.Sandbox{}, err
 	}
-	return s.answer(c, created.AgentID, in.TemplateID), nil
+	return s.answer(c, created.AgentID, in.TemplateID, in.PrivateTraffic()), nil
 }
 
 // Connect answers a running sandbox, resuming a paused one first
@@ -157,7 +158,7 @@ func (s *Service) Connect(ctx context.Context, c Caller, id string, in e2b.Conne
 		}
 		resumed = true
 	}
-	return s.answer(c, sess.ID, sess.Sandbox.Template), resumed, nil
+	return s.answer(c, sess.ID, sess.Sandbox.Template, sess.Sandbox.PrivateTraffic), resumed, nil
 }
 
 // SetTimeout makes a sandbox end timeout seconds from now, sooner or later
@@ -295,10 +296,15 @@ func state(sess session.Session) string {
 	return ""
 }
 
-// answer is what create and connect answer of sandbox id.
-func (s *Service) answer(c Caller, id, template string) e2b.Sandbox {
+// answer is what create and connect answer of sandbox id: with a traffic
+// access token when its previews are private.
+func (s *Service) answer(c Caller, id, template string, private bool) e2b.Sandbox {
 	out := e2b.Sandbox{SandboxID: id, ClientID: c.App.ID, TemplateID: template, Alias: template,
 		EnvdVersion: sandboxwire.EnvdVersion, EnvdAccessToken: s.o.Tokens.Token(id)}
+	if private {
+		tok := s.o.Tokens.TrafficToken(id)
+		out.TrafficAccessToken = &tok
+	}
 	if s.o.Domain != "" {
 		out.Domain = &s.o.Domain
 	}

@@ -15,8 +15,12 @@ import (
 	"strings"
 )
 
-// Prefix starts every envd access token.
-const Prefix = "ra_envd_"
+// Prefix starts every envd access token; TrafficPrefix every traffic
+// access token (a sandbox's preview URLs only: E2B's trafficAccessToken).
+const (
+	Prefix        = "ra_envd_"
+	TrafficPrefix = "ra_traffic_"
+)
 
 // MinKeyBytes is the least a key holds.
 const MinKeyBytes = 32
@@ -51,16 +55,40 @@ func (k Key) Token(id string) string {
 // Check reports whether tok is the access token of sandbox id, in time
 // independent of where they differ.
 func (k Key) Check(id, tok string) bool {
-	raw, ok := strings.CutPrefix(tok, Prefix)
+	return k.check(Prefix, accessDomain, id, tok)
+}
+
+// TrafficToken is the traffic access token of sandbox id: it opens its
+// preview URLs, not envd.
+func (k Key) TrafficToken(id string) string {
+	return TrafficPrefix + base64.RawURLEncoding.EncodeToString(k.macIn(trafficDomain, id))
+}
+
+// CheckTraffic reports whether tok is the traffic access token of sandbox
+// id, in time independent of where they differ.
+func (k Key) CheckTraffic(id, tok string) bool {
+	return k.check(TrafficPrefix, trafficDomain, id, tok)
+}
+
+// The tokens' domains: one key, a hash apart for each kind.
+const (
+	accessDomain  = "envd access token v1\x00"
+	trafficDomain = "traffic access token v1\x00"
+)
+
+func (k Key) check(prefix, domain, id, tok string) bool {
+	raw, ok := strings.CutPrefix(tok, prefix)
 	if !ok || len(k.secret) == 0 {
 		return false
 	}
 	got, err := base64.RawURLEncoding.DecodeString(raw)
-	return err == nil && hmac.Equal(got, k.mac(id))
+	return err == nil && hmac.Equal(got, k.macIn(domain, id))
 }
 
-func (k Key) mac(id string) []byte {
+func (k Key) mac(id string) []byte { return k.macIn(accessDomain, id) }
+
+func (k Key) macIn(domain, id string) []byte {
 	m := hmac.New(sha256.New, k.secret)
-	m.Write([]byte("envd access token v1\x00" + id))
+	m.Write([]byte(domain + id))
 	return m.Sum(nil)
 }

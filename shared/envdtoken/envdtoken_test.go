@@ -41,3 +41,25 @@ func TestTokens(t *testing.T) {
 		t.Error("the zero key checks a token")
 	}
 }
+
+// A traffic token opens previews only: it is no access token, an access
+// token is no traffic token, and each is its sandbox's alone.
+func TestTrafficTokens(t *testing.T) {
+	k := envdtoken.Random()
+	traffic, access := k.TrafficToken("sb-1"), k.Token("sb-1")
+	if !strings.HasPrefix(traffic, envdtoken.TrafficPrefix) || traffic != k.TrafficToken("sb-1") {
+		t.Fatalf("traffic token %q is not stable or lacks its prefix", traffic)
+	}
+	if !k.CheckTraffic("sb-1", traffic) {
+		t.Error("its own traffic token is refused")
+	}
+	if k.CheckTraffic("sb-2", traffic) || envdtoken.Random().CheckTraffic("sb-1", traffic) {
+		t.Error("a traffic token opens another sandbox, or under another key")
+	}
+	if k.Check("sb-1", traffic) || k.Check("sb-1", envdtoken.Prefix+strings.TrimPrefix(traffic, envdtoken.TrafficPrefix)) {
+		t.Error("a traffic token is taken as an access token")
+	}
+	if k.CheckTraffic("sb-1", access) || k.CheckTraffic("sb-1", envdtoken.TrafficPrefix+strings.TrimPrefix(access, envdtoken.Prefix)) {
+		t.Error("an access token is taken as a traffic token")
+	}
+}

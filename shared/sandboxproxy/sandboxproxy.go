@@ -10,9 +10,12 @@
 package sandboxproxy
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -76,7 +79,14 @@ func New(o Options) *Proxy {
 	transport := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			t, _ := ctx.Value(ctxKey{}).(target)
-			return o.Dialer.DialSandbox(ctx, t.sess, t.port)
+			// Every port is reached through envd's: envd's port is the
+			// only one open to the proxy, and envd reaches the others
+			// from inside the sandbox (CONNECT, package envd).
+			conn, err := o.Dialer.DialSandbox(ctx, t.sess, sandboxwire.EnvdPort)
+			if err != nil || t.port == sandboxwire.EnvdPort {
+				return conn, err
+			}
+			return through(ctx, conn, t.port)
 		},
 		// Connections are kept per target: the URL's host names the
 		// sandbox's launch and port (Rewrite), which the pool is keyed by.
@@ -90,6 +100,7 @@ func New(o Options) *Proxy {
 			r.SetURL(&url.URL{Scheme: "http", Host: fmt.Sprintf("%s.g%d.p%d", t.sess.ID, t.sess.Generation, t.port)})
 			r.Out.Host = r.In.Host
 			r.Out.Header.Del(HeaderAccessToken)
+			r.Out.Header.Del(e2b.TrafficTokenHeader)
 		},
 		Transport:     transport,
 		FlushInterval: -1, // streams: every write at once
@@ -136,26 +147,22 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if port != sandboxwire.EnvdPort {
-		writeError(w, http.StatusNotFound, "Only envd's port is served yet.")
-		return
-	}
 	// envd's GET /health answers whether the sandbox runs, to anyone who
 	// names it (the SDKs ask without a token after a broken stream).
 	tok := r.Header.Get(HeaderAccessToken)
+	preview := port != sandboxwire.EnvdPort
 	var sess session.Session
-	if tok == "" && r.Method == http.MethodGet && r.URL.Path == "/health" {
-		if !session.ValidID(id) {
-			writeError(w, http.StatusBadGateway, "No such sandbox.")
-			return
-		}
-		sess, err = p.o.Store.Get(r.Context(), id)
-		if errors.Is(err, session.ErrNotFound) {
-			writeError(w, http.StatusBadGateway, "No such sandbox.")
-			return
-		}
-	} else {
+	switch {
+	case preview && tok == "":
+		sess, err = p.authorizePreview(r.Context(), id, r.Header.Get(e2b.TrafficTokenHeader))
+	case tok == "" && r.Method == http.MethodGet && r.URL.Path == "/health":
+		sess, err = p.find(r.Context(), id)
+	default:
 		sess, err = p.authorize(r.Context(), id, tok)
+	}
+	if errors.Is(err, errNoSandbox) {
+		writeError(w, http.StatusBadGateway, err.Error())
+		return
 	}
 	if err != nil {
 		writeError(w, statusOf(err), messageOf(err))
@@ -194,6 +201,81 @@ func (p *Proxy) authorize(ctx context.Context, id, tok string) (session.Session,
 	}
 	return sess, err
 }
+
+// authorizePreview finds sandbox id for a visit to one of its preview URLs
+// without an access token: one with its traffic access token (traffic), or
+// anyone's, when the sandbox was created with public traffic (E2B's
+// default). An agent created otherwise than as a sandbox of the sandbox API
+// has no public previews: its access token or a session token opens them.
+func (p *Proxy) authorizePreview(ctx context.Context, id, traffic string) (session.Session, error) {
+	sess, err := p.find(ctx, id)
+	if err != nil {
+		return session.Session{}, err
+	}
+	switch {
+	case traffic != "" && p.o.Tokens.CheckTraffic(id, traffic):
+		return sess, nil
+	case traffic != "":
+		return session.Session{}, apierror.New(apierror.InvalidToken, "The traffic access token is not valid for this sandbox.")
+	case sess.Sandbox == nil || sess.Sandbox.PrivateTraffic:
+		return session.Session{}, apierror.New(apierror.InvalidToken,
+			"This sandbox's ports are private: send its traffic access token in the %s header, or its access token in %s.", e2b.TrafficTokenHeader, HeaderAccessToken)
+	}
+	return sess, nil
+}
+
+// find reads sandbox id, for a request that names it without an access
+// token; errNoSandbox if there is none.
+func (p *Proxy) find(ctx context.Context, id string) (session.Session, error) {
+	if !session.ValidID(id) {
+		return session.Session{}, errNoSandbox
+	}
+	sess, err := p.o.Store.Get(ctx, id)
+	if errors.Is(err, session.ErrNotFound) {
+		return session.Session{}, errNoSandbox
+	}
+	return sess, err
+}
+
+// errNoSandbox: the sandbox named does not exist. It is answered as one
+// that does not run is (502), so that a visit learns nothing more.
+var errNoSandbox = errors.New("No such sandbox.")
+
+// through asks envd, on conn, for a connection to port inside the sandbox
+// (CONNECT 127.0.0.1:<port>) and returns it, or an error saying why not.
+func through(ctx context.Context, conn net.Conn, port int) (net.Conn, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	defer stop()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	req := "CONNECT " + addr + " HTTP/1.1\r\nHost: " + addr + "\r\n\r\n"
+	br := bufio.NewReader(conn)
+	_, err := io.WriteString(conn, req)
+	var res *http.Response
+	if err == nil {
+		res, err = http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	}
+	if err == nil && res.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+		err = fmt.Errorf("port %d: %s", port, strings.TrimSpace(string(body)))
+	}
+	if err != nil || !stop() {
+		_ = conn.Close()
+		return nil, cmp.Or(err, ctx.Err())
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return &readerConn{Conn: conn, r: br}, nil
+}
+
+// readerConn is a connection whose first bytes were read into r.
+type readerConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *readerConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // statusOf is the HTTP status of err, by the error table.
 func statusOf(err error) int { return httpapi.Status(apierror.CodeOf(err)) }

@@ -301,6 +301,10 @@ type SandboxOptions struct {
 	// it; AutoResume lets traffic to a paused sandbox resume it.
 	AutoPause  bool `json:"auto_pause,omitempty"`
 	AutoResume bool `json:"auto_resume,omitempty"`
+	// PrivateTraffic keeps the sandbox's preview URLs (its ports but
+	// envd's) to holders of its traffic access token or an access token;
+	// else anyone with the URL reaches them while it runs.
+	PrivateTraffic bool `json:"private_traffic,omitempty"`
 }
 
 // DefaultSandboxTemplate is the template of a sandbox that names none: an

@@ -260,7 +260,8 @@ func (s *Server) serveSandboxProxy(ctx context.Context, addr string, log *slog.L
 }
 
 // processSandboxes dials the envd of process sandboxes: the socket of the
-// session's launch, or of the warm pool sandbox it claimed.
+// session's launch, or of the warm pool sandbox it claimed. The proxy asks
+// for envd's port alone, and reaches the sandbox's other ports through it.
 type processSandboxes struct{ l *process.Launcher }
 
 func (p processSandboxes) DialSandbox(ctx context.Context, sess session.Session, port int) (net.Conn, error) {

@@ -73,7 +73,7 @@ func (n NewSandbox) PrivateTraffic() bool {
 
 // TrafficTokenHeader carries a sandbox's traffic access token to its
 // preview URLs.
-const TrafficTokenHeader = "E2b-Traffic-Access-Token"
+const TrafficTokenHeader = "E2b-Traffic-Access-Token" //nolint:gosec // a header's name, no credential
 
 // Problem says what is wrong with n ("" nothing), once Normalize ran.
 func (n NewSandbox) Problem() string {

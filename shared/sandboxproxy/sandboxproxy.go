@@ -161,7 +161,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sess, err = p.authorize(r.Context(), id, tok)
 	}
 	if errors.Is(err, errNoSandbox) {
-		writeError(w, http.StatusBadGateway, err.Error())
+		writeError(w, http.StatusBadGateway, "No such sandbox.")
 		return
 	}
 	if err != nil {
@@ -239,7 +239,7 @@ func (p *Proxy) find(ctx context.Context, id string) (session.Session, error) {
 
 // errNoSandbox: the sandbox named does not exist. It is answered as one
 // that does not run is (502), so that a visit learns nothing more.
-var errNoSandbox = errors.New("No such sandbox.")
+var errNoSandbox = errors.New("no such sandbox")
 
 // through asks envd, on conn, for a connection to port inside the sandbox
 // (CONNECT 127.0.0.1:<port>) and returns it, or an error saying why not.
@@ -253,13 +253,17 @@ func through(ctx context.Context, conn net.Conn, port int) (net.Conn, error) {
 	req := "CONNECT " + addr + " HTTP/1.1\r\nHost: " + addr + "\r\n\r\n"
 	br := bufio.NewReader(conn)
 	_, err := io.WriteString(conn, req)
-	var res *http.Response
 	if err == nil {
-		res, err = http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
-	}
-	if err == nil && res.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(res.Body, 512))
-		err = fmt.Errorf("port %d: %s", port, strings.TrimSpace(string(body)))
+		var res *http.Response
+		if res, err = http.ReadResponse(br, &http.Request{Method: http.MethodConnect}); err == nil {
+			if res.StatusCode != http.StatusOK {
+				body, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+				err = fmt.Errorf("port %d: %s", port, strings.TrimSpace(string(body)))
+			}
+			// A 200's body is the tunnel, delimited by the connection's
+			// close: closing it reads nothing.
+			_ = res.Body.Close()
+		}
 	}
 	if err != nil || !stop() {
 		_ = conn.Close()

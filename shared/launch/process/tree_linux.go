@@ -106,7 +106,7 @@ func awaitExit(pid int, within time.Duration) {
 	}
 	defer func() { _ = unix.Close(fd) }()
 	// A pidfd reads as ready once its process has ended.
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}} //nolint:gosec // a descriptor fits in int32
 	for end := time.Now().Add(within); ; {
 		left := time.Until(end)
 		if left <= 0 {

@@ -51,7 +51,34 @@ type Platform struct {
 	EgressProxy EgressProxy
 	// E2B is the sandbox API's (RA_E2B_*).
 	E2B E2B
+	// SandboxProxy is the sandbox proxy service's own (RA_SANDBOX_PROXY_*).
+	SandboxProxy SandboxProxy
 }
+
+// SandboxProxy configures the sandbox proxy service (services/sandboxproxy):
+// on AWS, what reaches sandboxes' envd and ports from the internet, behind a
+// load balancer.
+type SandboxProxy struct {
+	// Addr is where it serves the sandboxes (RA_SANDBOX_PROXY_ADDR,
+	// default ":8080").
+	Addr string
+	// HealthAddr is where it answers its load balancer's health checks
+	// (RA_SANDBOX_PROXY_HEALTH_ADDR, default ":8081"): a listener of its
+	// own, since every path of Addr is a sandbox's (envd answers GET
+	// /health itself).
+	HealthAddr string
+}
+
+// Where the sandbox proxy service listens by default.
+const (
+	DefaultSandboxProxyAddr       = ":8080"
+	DefaultSandboxProxyHealthAddr = ":8081"
+)
+
+// SandboxProxyIdleTimeout is how long the sandbox proxy's load balancer
+// keeps a connection on which nothing moves (the stack's): a stream of
+// envd's (a command's output, a watch) may be silent that long.
+const SandboxProxyIdleTimeout = time.Hour
 
 // E2B configures the sandbox API (the E2B-compatible control plane) and
 // the sandbox proxy.
@@ -139,6 +166,7 @@ func PlatformDefaults() Platform {
 		JobRetentionDays:  DefaultJobRetentionDays,
 		Fargate:           Fargate{Container: "agent"},
 		EgressProxy:       EgressProxy{Addr: DefaultEgressProxyAddr},
+		SandboxProxy:      SandboxProxy{Addr: DefaultSandboxProxyAddr, HealthAddr: DefaultSandboxProxyHealthAddr},
 		Model: Model{
 			Providers: slices.Clone(sandboxwire.ModelProviders),
 			Secrets:   map[string]string{},

@@ -168,4 +168,3 @@ func TestDialSandboxRefuses(t *testing.T) {
 func sess(id, pool, ref string) session.Session {
 	return session.Session{ID: id, Launch: session.Launch{PoolSandbox: pool, SandboxRef: ref}}
 }
-

@@ -123,10 +123,13 @@ func New(api API, o Options) (*Launcher, error) {
 
 // Launch runs the sandbox task of spec.
 func (l *Launcher) Launch(ctx context.Context, spec launch.Spec) (string, error) {
-	env := make([]types.KeyValuePair, 0, len(spec.Env()))
+	env := make([]types.KeyValuePair, 0, len(spec.Env())+1)
 	for k, v := range spec.Env() {
 		env = append(env, types.KeyValuePair{Name: aws.String(k), Value: aws.String(v)})
 	}
+	// envd on its port of the task's address, for the sandbox proxy (the
+	// only one the sandboxes' security groups let reach it).
+	env = append(env, types.KeyValuePair{Name: aws.String(sandboxwire.EnvEnvdListen), Value: aws.String(":" + strconv.Itoa(sandboxwire.EnvdPort))})
 	assign := types.AssignPublicIpDisabled
 	if l.o.AssignPublicIP {
 		assign = types.AssignPublicIpEnabled

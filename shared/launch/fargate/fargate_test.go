@@ -243,7 +243,16 @@ func TestLauncherContract(t *testing.T) {
 	t.Parallel()
 	launchtest.Run(t, func(t *testing.T) launchtest.Harness {
 		l, fake := newLauncher(t)
-		return launchtest.Harness{Launcher: l, Up: fake.env, Running: fake.running}
+		// The sandbox's environment as the contract knows it: the spec's,
+		// without where envd listens, which every task is told alike
+		// (TestLaunchBuildsRunTask).
+		identity := func(t *testing.T, ref string) map[string]string {
+			t.Helper()
+			env := fake.env(t, ref)
+			delete(env, "RA_ENVD_LISTEN")
+			return env
+		}
+		return launchtest.Harness{Launcher: l, Up: identity, Running: fake.running}
 	})
 }
 
@@ -281,6 +290,10 @@ func TestLaunchBuildsRunTask(t *testing.T) {
 	if container["name"] != "agent" || env["PROLIFERATE_SESSION_ID"] != spec.SessionID || env["RA_GENERATION"] != "2" ||
 		env["PROLIFERATE_GATEWAY_URL"] != spec.GatewayURL || env["RA_BOOTSTRAP_CODE"] != "rbc_x" || env["RA_TMUX_SESSION_NAME"] != "ra-6071cda9" {
 		t.Errorf("container override %v", container)
+	}
+	// envd serves the sandbox proxy on its port of the task's address.
+	if env["RA_ENVD_LISTEN"] != ":49983" {
+		t.Errorf("RA_ENVD_LISTEN = %q", env["RA_ENVD_LISTEN"])
 	}
 	// The overrides are what DescribeTasks and CloudTrail show: a one-time
 	// code, never a sandbox token.

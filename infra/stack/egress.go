@@ -38,6 +38,10 @@ const EgressProxyContainer = "proxy"
 type egress struct {
 	isolated awsec2.SecurityGroup
 	proxyURL *string
+	// cluster is the platform services' cluster (the egress proxy's, the
+	// sandbox proxy's), and endpoints the VPC endpoints' security group.
+	cluster   awsecs.Cluster
+	endpoints awsec2.SecurityGroup
 }
 
 func (s *Stack) egress(p Props, removal awscdk.RemovalPolicy, sb sandboxes, gateway, push *string) egress {
@@ -188,7 +192,7 @@ func (s *Stack) egress(p Props, removal awscdk.RemovalPolicy, sb sandboxes, gate
 	})
 	url := awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("http://"), nlb.LoadBalancerDnsName(), jsii.String(":3128")})
 	awscdk.NewCfnOutput(st, jsii.String("EgressProxyRepositoryUri"), &awscdk.CfnOutputProps{Value: repo.RepositoryUri()})
-	return egress{isolated: isolated, proxyURL: url}
+	return egress{isolated: isolated, proxyURL: url, cluster: cluster, endpoints: endpoints}
 }
 
 // grantEgressProxy lets the proxy read what it decides by: sessions, the

@@ -53,16 +53,14 @@ func TestIsolatedSandboxesReachOnlyTheProxyAndThePlatform(t *testing.T) {
 				t.Errorf("%s: the balancer reaches %v", env, r)
 			}
 		}
-		lb := tp.byType("AWS::ElasticLoadBalancingV2::LoadBalancer")
-		if len(lb) != 1 {
-			t.Fatalf("%s: %d load balancers", env, len(lb))
-		}
-		for _, r := range lb {
-			if props(r)["Scheme"] != "internal" || props(r)["Type"] != "network" {
-				t.Errorf("%s: the egress proxy's balancer is %v %v", env, props(r)["Scheme"], props(r)["Type"])
-			}
+		_, lb := tp.find(t, "AWS::ElasticLoadBalancingV2::LoadBalancer", "Name", "ra-"+env+"-egress")
+		if props(lb)["Scheme"] != "internal" || props(lb)["Type"] != "network" {
+			t.Errorf("%s: the egress proxy's balancer is %v %v", env, props(lb)["Scheme"], props(lb)["Type"])
 		}
 		for _, r := range tp.byType("AWS::ElasticLoadBalancingV2::TargetGroup") {
+			if props(r)["Protocol"] != "TCP" {
+				continue // an application balancer's (the sandbox proxy's)
+			}
 			attrs := fmt.Sprint(props(r)["TargetGroupAttributes"])
 			if props(r)["TargetType"] != "ip" || !containsAll(attrs, "preserve_client_ip.enabled", "true") {
 				t.Errorf("%s: the proxy's targets %v, attributes %s: not by IP with the client's address kept", env, props(r)["TargetType"], attrs)

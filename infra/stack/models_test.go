@@ -116,8 +116,8 @@ func TestModelSecretsAreCreatedEmpty(t *testing.T) {
 		var names []string
 		for id, r := range secrets {
 			p := props(r)
-			if p["Name"] == "ra/"+env+"/egress-ca" {
-				continue // generated: the egress proxy's (TestEgressCASecretIsTheProxysAlone)
+			if p["Name"] == "ra/"+env+"/egress-ca" || p["Name"] == "ra/"+env+"/e2b-token" {
+				continue // generated: the egress proxy's, the envd tokens' (TestEgressCASecretIsTheProxysAlone, TestE2BTokenSecret)
 			}
 			names = append(names, p["Name"].(string))
 			for _, key := range []string{"SecretString", "GenerateSecretString", "SecretBinary"} {

@@ -71,6 +71,7 @@ func (s *Stack) suppressFindings() {
 			"The execution role's ecr:GetAuthorizationToken, which takes no resource ARN (the image pull itself is on the "+
 				"repository's ARN).", "Resource::*"))
 	s.suppressEgressFindings(suppress, child)
+	s.suppressSandboxProxyFindings(suppress, child)
 	if !Prod(s.Set.Env) {
 		for _, t := range s.Tables {
 			suppress(t, false, finding("AwsSolutions-DDB3",

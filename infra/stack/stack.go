@@ -173,6 +173,7 @@ func New(scope constructs.Construct, id string, p Props) *Stack {
 	s.grant(sandbox)
 	push := s.push(p, removal)
 	fenced := s.egress(p, removal, sandbox, public, push)
+	s.sandboxProxy(p, removal, sandbox, fenced)
 	s.workerEnvironment(sandbox, fenced, public)
 	s.grantAppSecrets(AppSecretsFunction)
 	s.eventSources()

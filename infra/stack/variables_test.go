@@ -44,10 +44,14 @@ func TestEveryVariableTheStackSetsIsInTheConfigTable(t *testing.T) {
 			}
 		}
 		for _, td := range tp.byType("AWS::ECS::TaskDefinition") {
-			// The egress proxy is a platform process; the sandbox runs the agent.
+			// The egress and sandbox proxies are platform processes; the
+			// sandbox runs the agent.
 			where, reader := "the sandbox container", config.SandboxAgent
-			if props(td)["Family"] == "ra-"+env+"-egress-proxy" {
+			switch props(td)["Family"] {
+			case "ra-" + env + "-egress-proxy":
 				where, reader = "the egress proxy's container", config.PlatformFunctions
+			case "ra-" + env + "-sandbox-proxy":
+				where, reader = "the sandbox proxy's container", config.PlatformFunctions
 			}
 			containers, _ := props(td)["ContainerDefinitions"].([]any)
 			for _, c := range containers {

@@ -89,6 +89,9 @@ func (s *Stack) egress(p Props, removal awscdk.RemovalPolicy, sb sandboxes, gate
 		// Out: whatever a sandbox's policy allows, which the proxy decides.
 		AllowAllOutbound: jsii.Bool(true),
 	})
+	// Its image and logs, too, go through the VPC's endpoints (their
+	// private DNS names resolve to them for every task of the VPC).
+	endpoints.AddIngressRule(proxyGroup, awsec2.Port_Tcp(jsii.Number(443)), jsii.String("the egress proxy starts: image, layers, logs"), nil)
 	port := awsec2.Port_Tcp(jsii.Number(EgressProxyPort))
 	isolated.AddEgressRule(balancer, port, jsii.String("the egress proxy"), nil)
 	balancer.AddIngressRule(isolated, port, jsii.String("isolated sandboxes"), nil)

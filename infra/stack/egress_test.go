@@ -48,6 +48,14 @@ func TestIsolatedSandboxesReachOnlyTheProxyAndThePlatform(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: the isolated sandboxes' egress %v, want %v", env, got, want)
 		}
+		// The proxy's tasks start through the endpoints too.
+		admitted := false
+		for _, r := range tp.ingressRules(endpoints) {
+			admitted = admitted || (ref(r["SourceSecurityGroupId"]) == proxy && r["FromPort"] == float64(443))
+		}
+		if !admitted {
+			t.Errorf("%s: the VPC endpoints do not let the egress proxy's tasks in (their image, their logs)", env)
+		}
 		for _, r := range tp.egressRules(balancer) {
 			if ref(r["DestinationSecurityGroupId"]) != proxy || r["FromPort"] != float64(3128) {
 				t.Errorf("%s: the balancer reaches %v", env, r)

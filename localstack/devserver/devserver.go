@@ -249,7 +249,7 @@ func (s *Server) serveSandboxProxy(ctx context.Context, addr string, log *slog.L
 		return fmt.Errorf("devserver: sandbox proxy: listen: %w", err)
 	}
 	s.SandboxProxyURL = "http://" + ln.Addr().String()
-	p := sandboxproxy.New(sandboxproxy.Options{Store: s.Env.SessionStore(), Dialer: processSandboxes{s.Launcher}, Tokens: tokens})
+	p := sandboxproxy.New(sandboxproxy.Options{Store: s.Env.SessionStore(), Dialer: processSandboxes{s.Launcher}, Tokens: tokens, Log: log})
 	s.proxy = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	s.wg.Go(func() {
 		if err := s.proxy.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -313,8 +313,8 @@ func TestE2BPreviewURLs(t *testing.T) {
 	}
 	_, closed, _ := net.SplitHostPort(free.Addr().String())
 	_ = free.Close()
-	if status, _ := s.preview(id, closed, false); status != http.StatusBadGateway {
-		t.Errorf("a port nothing listens on: %d, want 502", status)
+	if status, body := s.preview(id, closed, false); status != http.StatusBadGateway || !strings.Contains(body, "nothing answers on port "+closed) || strings.Contains(body, ".sock") {
+		t.Errorf("a port nothing listens on: %d %s, want 502 saying so (and not how the sandbox is reached)", status, body)
 	}
 
 	private := s.e2bCall(http.MethodPost, "/v2/sandboxes", key, map[string]any{"templateID": "base", "network": map[string]any{"allowPublicTraffic": false}})

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -54,6 +55,8 @@ type Options struct {
 	Tokens envdtoken.Key
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// Log is where the proxy logs; nil: slog.Default().
+	Log *slog.Logger
 }
 
 // Proxy is the sandbox proxy's handler.
@@ -74,6 +77,9 @@ type target struct {
 func New(o Options) *Proxy {
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
 	}
 	p := &Proxy{o: o}
 	transport := &http.Transport{
@@ -104,8 +110,16 @@ func New(o Options) *Proxy {
 		},
 		Transport:     transport,
 		FlushInterval: -1, // streams: every write at once
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			writeError(w, http.StatusBadGateway, "The sandbox cannot be reached: "+err.Error())
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			// What envd said of a port is the client's to read; how the
+			// sandbox is reached (its address, its socket) is not.
+			var pe *portError
+			if errors.As(err, &pe) {
+				writeError(w, http.StatusBadGateway, "The sandbox's "+pe.Error()+".")
+				return
+			}
+			o.Log.WarnContext(r.Context(), "sandbox proxy: the sandbox cannot be reached", slog.String("error", err.Error()))
+			writeError(w, http.StatusBadGateway, "The sandbox cannot be reached.")
 		},
 	}
 	return p
@@ -258,7 +272,7 @@ func through(ctx context.Context, conn net.Conn, port int) (net.Conn, error) {
 		if res, err = http.ReadResponse(br, &http.Request{Method: http.MethodConnect}); err == nil {
 			if res.StatusCode != http.StatusOK {
 				body, _ := io.ReadAll(io.LimitReader(res.Body, 512))
-				err = fmt.Errorf("port %d: %s", port, strings.TrimSpace(string(body)))
+				err = &portError{port: port, said: strings.TrimSpace(string(body))}
 			}
 			// A 200's body is the tunnel, delimited by the connection's
 			// close: closing it reads nothing.
@@ -272,6 +286,14 @@ func through(ctx context.Context, conn net.Conn, port int) (net.Conn, error) {
 	_ = conn.SetDeadline(time.Time{})
 	return &readerConn{Conn: conn, r: br}, nil
 }
+
+// portError is envd's refusal of a connection to a port of the sandbox's.
+type portError struct {
+	port int
+	said string
+}
+
+func (e *portError) Error() string { return fmt.Sprintf("port %d: %s", e.port, e.said) }
 
 // readerConn is a connection whose first bytes were read into r.
 type readerConn struct {

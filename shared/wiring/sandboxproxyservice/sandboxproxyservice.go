@@ -66,7 +66,7 @@ func Build(ctx context.Context, e *wiring.Env) (*Service, error) {
 		e.Log.WarnContext(ctx, "sandbox proxy: RA_E2B_TOKEN_SECRET is unset: no envd access token the sandbox API mints is valid here")
 	}
 	dial := &taskdial.Dialer{Addresses: dynamo.NewAddresses(e.DynamoDB(), e.Resources.Idempotency.Name)}
-	proxy := sandboxproxy.New(sandboxproxy.Options{Store: e.SessionStore(), Dialer: dial, Tokens: tokens})
+	proxy := sandboxproxy.New(sandboxproxy.Options{Store: e.SessionStore(), Dialer: dial, Tokens: tokens, Log: e.Log})
 	return &Service{proxy: proxy, log: e.Log}, nil
 }
 

@@ -4,25 +4,10 @@
 package main
 
 import (
-	"context"
-	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/remote-agents/remote-agents/shared/wiring"
 	"github.com/remote-agents/remote-agents/shared/wiring/egressservice"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	e, err := wiring.FromEnvironment(ctx)
-	if err == nil {
-		err = egressservice.Run(ctx, e)
-	}
-	if err != nil {
-		slog.Error("egress proxy", slog.String("error", err.Error()))
-		os.Exit(1)
-	}
+	wiring.Service("egress proxy", egressservice.Run)
 }

@@ -5,25 +5,10 @@
 package main
 
 import (
-	"context"
-	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/remote-agents/remote-agents/shared/wiring"
 	"github.com/remote-agents/remote-agents/shared/wiring/sandboxproxyservice"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	e, err := wiring.FromEnvironment(ctx)
-	if err == nil {
-		err = sandboxproxyservice.Run(ctx, e)
-	}
-	if err != nil {
-		slog.Error("sandbox proxy", slog.String("error", err.Error()))
-		os.Exit(1)
-	}
+	wiring.Service("sandbox proxy", sandboxproxyservice.Run)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/remote-agents/remote-agents/client"
 	"github.com/remote-agents/remote-agents/localstack/devserver"
@@ -184,7 +185,8 @@ func TestAPIWebhookCalls(t *testing.T) {
 // docs/e2b.md's quickstart: its exports, then its script with the SDK
 // installed as `npm i e2b` would (the pinned 2.51), unchanged.
 func TestE2BQuickstart(t *testing.T) {
-	srv := devtest.Start(t, devtest.WithSandboxProxy(), func(o *devserver.Options) { o.E2BKey = seed.DefaultE2BKey })
+	// A create may wait 29 s, as a deployment's may (conformance_test.go).
+	srv := devtest.Start(t, devtest.WithSandboxProxy(), devtest.WithCreationTimeout(29*time.Second), func(o *devserver.Options) { o.E2BKey = seed.DefaultE2BKey })
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "node_modules"), 0o755); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/remote-agents/remote-agents/localstack/devtest"
 )
@@ -38,7 +39,10 @@ func TestE2BConformance(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
 				t.Fatalf("no SDK at %s (make installs the pinned ones: npm ci in localstack): %v", dir, err)
 			}
-			srv := devtest.Start(t, devtest.WithSandboxProxy())
+			// The SDK waits 60 s for a create; a deployment may wait 29
+			// (RA_CREATION_TIMEOUT_SECONDS' most), not the 10 other tests
+			// take to fail fast.
+			srv := devtest.Start(t, devtest.WithSandboxProxy(), devtest.WithCreationTimeout(29*time.Second))
 			cmd := exec.CommandContext(t.Context(), "node", "--test", "--test-concurrency=1", "--test-reporter=tap", "conformance.test.mjs")
 			cmd.Env = append(os.Environ(), "E2B_SDK="+dir, "E2B_API_URL="+srv.URL+"/e2b", "E2B_SANDBOX_URL="+srv.SandboxProxyURL, "E2B_API_KEY="+devtest.E2BKey)
 			var out bytes.Buffer

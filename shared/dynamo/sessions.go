@@ -235,7 +235,11 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 		// leaves a gap readers skip after session.GapGrace.
 		e.Seq = after.LastSeq
 		e.ExpiresAt = now.Add(session.Retention + 24*time.Hour).Unix()
-		if err := s.events.Put(ctx, e, expression.AttributeNotExists(expression.Name("seq"))); err != nil {
+		// The change is made: its event is written whatever the caller's
+		// deadline (a request that ran out of time), within a bound.
+		put, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventWriteLimit)
+		defer cancel()
+		if err := s.events.Put(put, e, expression.AttributeNotExists(expression.Name("seq"))); err != nil {
 			return session.Session{}, fmt.Errorf("record %s of %s: %w", e.Type, id, err)
 		}
 	}
@@ -244,6 +248,10 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 	}
 	return after, nil
 }
+
+// eventWriteLimit bounds the write of a change's lifecycle event, once the
+// change is made.
+const eventWriteLimit = 10 * time.Second
 
 // ready applies a change into ready in one update where its stream records
 // it (an app's agent, ready for the first time: the update's conditions

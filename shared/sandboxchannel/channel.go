@@ -323,6 +323,12 @@ func (c *Service) Report(ctx context.Context, sess session.Session, in sandboxwi
 	if err != nil {
 		return sandboxwire.Orders{}, err
 	}
+	if change.To == session.Ready && slices.Contains(session.Running, sess.State) {
+		// Ready already: this sandbox's earlier report was taken and its
+		// answer lost (a 503 after the change, a timeout), and the sandbox
+		// sends it again. It is answered as that one would have been.
+		return orders(sess), nil
+	}
 	if err := c.reportJob(ctx, sess, change.To, in.Job); err != nil {
 		return sandboxwire.Orders{}, err
 	}
@@ -333,6 +339,12 @@ func (c *Service) Report(ctx context.Context, sess session.Session, in sandboxwi
 			map[string]string{"agent_id": sess.ID, "pane_id": sess.TmuxSessionName, "persona_slug": sess.PersonaSlug})
 	}
 	after, err := c.o.Store.Transition(ctx, sess.ID, change)
+	if errors.Is(err, session.ErrConflict) && change.To == session.Ready {
+		// The same report's other copy took it meanwhile.
+		if now, gerr := c.o.Store.Get(ctx, sess.ID); gerr == nil && now.Generation == sess.Generation && slices.Contains(session.Running, now.State) {
+			return orders(now), nil
+		}
+	}
 	if errors.Is(err, session.ErrConflict) {
 		return sandboxwire.Orders{}, apierror.New(apierror.InvalidRequest, "The session cannot move from %s to %s.", sess.State, in.State)
 	}

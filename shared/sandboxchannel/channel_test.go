@@ -202,6 +202,14 @@ func TestChannelReport(t *testing.T) {
 	if err != nil || got.GuardrailsHash != hash || !got.ReadyAt.Equal(c.now) || !got.HeartbeatAt.Equal(c.now) || !got.PromptInjectedAt.Equal(c.now) {
 		t.Errorf("after ready: %+v %v", got, err)
 	}
+	// The same report again (its answer was lost, and the sandbox retries
+	// it): taken, nothing changed.
+	if orders, err := report(sandboxwire.Ready, hash, ""); err != nil || orders.Stop || orders.State != sandboxwire.Ready {
+		t.Errorf("ready again: %+v %v, want the orders of a ready session", orders, err)
+	}
+	if again, _ := c.store.Get(t.Context(), c.sess.ID); again.LastSeq != got.LastSeq || !again.UpdatedAt.Equal(got.UpdatedAt) {
+		t.Errorf("a repeated ready changed the session: %+v", again)
+	}
 	if orders, err := report(sandboxwire.Working, "", ""); err != nil || orders.State != sandboxwire.Working {
 		t.Errorf("working: %+v %v", orders, err)
 	}

@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/config"
@@ -47,10 +46,15 @@ const (
 
 // Service is the sandbox proxy service.
 type Service struct {
-	proxy    http.Handler
-	log      *slog.Logger
-	draining atomic.Bool
+	proxy http.Handler
+	log   *slog.Logger
+	// drain is closed when the service starts shutting down.
+	drain chan struct{}
 }
+
+// Draining is closed once the service is shutting down: its health checks
+// fail from then on.
+func (s *Service) Draining() <-chan struct{} { return s.drain }
 
 // Build builds the service of e: the proxy over its sessions table, the
 // addresses the worker records in its idempotency table, and the envd
@@ -67,7 +71,7 @@ func Build(ctx context.Context, e *wiring.Env) (*Service, error) {
 	}
 	dial := &taskdial.Dialer{Addresses: dynamo.NewAddresses(e.DynamoDB(), e.Resources.Idempotency.Name)}
 	proxy := sandboxproxy.New(sandboxproxy.Options{Store: e.SessionStore(), Dialer: dial, Tokens: tokens, Log: e.Log})
-	return &Service{proxy: proxy, log: e.Log}, nil
+	return &Service{proxy: proxy, log: e.Log, drain: make(chan struct{})}, nil
 }
 
 // Health answers the load balancer's health checks, on a listener of its
@@ -81,9 +85,11 @@ func (s *Service) Health() http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		if s.draining.Load() {
+		select {
+		case <-s.drain:
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
 			return
+		default:
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -112,7 +118,7 @@ func (s *Service) Serve(ctx context.Context, l, health net.Listener) error {
 	case <-ctx.Done():
 	case err = <-failed:
 	}
-	s.draining.Store(true)
+	close(s.drain)
 	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
 	defer cancel()
 	if serr := srv.Shutdown(stop); serr != nil {

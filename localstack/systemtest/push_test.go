@@ -58,10 +58,12 @@ func (s *stack) reply(t *testing.T, id, text string) {
 
 // A user's message reaches the sandbox over its push connection: its inbox
 // poll is an hour apart, so only the push explains the answer, and the
-// sandbox logs that a push made it read its inbox.
+// sandbox logs that a push made it read its inbox. Its heartbeat, whose
+// answer carries a stop too, is as far apart, so only the push explains
+// the stop.
 func TestMessageReachesSandboxOverPush(t *testing.T) {
 	t.Parallel()
-	s := start(t, withSandboxEnv("RA_INBOX_POLL_SECONDS=3600"))
+	s := start(t, withSandboxEnv("RA_INBOX_POLL_SECONDS=3600", "RA_HEARTBEAT_SECONDS=3600"))
 	id, tok := s.mustCreate()
 	s.connection(t, id, "")
 	s.reply(t, id, "Hello") // the initial prompt's turn

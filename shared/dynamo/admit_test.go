@@ -119,13 +119,15 @@ func (p readyOnStart) Publish(ctx context.Context, m jobqueue.Message, _ time.Du
 		return nil
 	}
 	// As the worker would, the start is tried again: 200 creates at once
-	// on a loaded machine can find DynamoDB Local slow to answer one.
+	// on a loaded machine can find DynamoDB Local slow to answer one. A
+	// conflict is a start that happened (an attempt whose answer was lost
+	// made the session ready), taken as done, as the worker takes it.
 	var err error
 	for range 3 {
 		_, err = p.store.Transition(ctx, m.SessionID, domain.Change{From: []domain.State{domain.Provisioning}, To: domain.Ready,
 			Generation: m.Generation, Set: domain.Fields{ReadyAt: time.Now(), HeartbeatAt: time.Now()}})
 		if err == nil || errors.Is(err, domain.ErrConflict) {
-			return err
+			return nil
 		}
 	}
 	return err

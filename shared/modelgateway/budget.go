@@ -23,6 +23,10 @@ const (
 	HoldRetry = 50 * time.Millisecond
 )
 
+// endWriteLimit bounds the writes that end a session whose cap is spent
+// (its change and its budget.exceeded event), once the call is refused.
+const endWriteLimit = 10 * time.Second
+
 // DefaultMaxOutput is the output a call that names no bound is held for.
 const DefaultMaxOutput = 4096
 
@@ -117,6 +121,10 @@ func (g *Gateway) exceeded(ctx context.Context, sess session.Session, be *sessio
 		ev.Message = fmt.Sprintf("This app's model calls cost %.4f USD %s (UTC), its budget of %.4f USD: its agents stop until %s.", ev.Spent, period, ev.Limit, resets.Format(time.RFC3339))
 	}
 	if slices.Contains(session.Running, sess.State) {
+		// The end and its event are written whatever the caller does: a
+		// sandbox that gave up on its call is still told, and still ends.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endWriteLimit)
+		defer cancel()
 		_, err := g.o.Store.Transition(ctx, sess.ID, session.Change{From: session.Running, To: session.Ending, Generation: sess.Generation, Reason: reason})
 		if err == nil {
 			if err := g.tell(ctx, sess, ev); err != nil {

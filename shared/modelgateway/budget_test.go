@@ -65,6 +65,20 @@ func TestAdmitHoldsCallsWithinTheCaps(t *testing.T) {
 			t.Errorf("%d events after two refusals, want 1", len(evs))
 		}
 	})
+	t.Run("a caller that gives up", func(t *testing.T) {
+		// The sandbox's call ends before the refusal is written: the
+		// session still ends and is still told.
+		st := storetest.NewMemory()
+		s := session.Session{ID: "s3", State: session.Working, Generation: 1, CreatedAt: time.Now(), Meter: session.Meter{CostMicroUSD: 20_000}}
+		if err := st.Create(t.Context(), s, nil); err != nil {
+			t.Fatal(err)
+		}
+		gw := modelgateway.New(modelgateway.Options{Store: ctxStore{st}, Prices: prices, Caps: modelgateway.Caps{Limits: registry.SessionLimits{MaxCostUSD: 0.02}}})
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := gw.Admit(ctx, s, call)
+		refused(t, st, "s3", err, session.ReasonCostBudget)
+	})
 	t.Run("the rest held by a call under way", func(t *testing.T) {
 		gw, st := newGateway(t, session.Session{ID: "s2", Tenant: "t1", Blueprint: session.Blueprint{AppCaps: &registry.SpendCaps{PerDayUSD: 1}}}, modelgateway.Caps{DayUSD: 5})
 		sess, _ := st.Get(t.Context(), "s2")
@@ -101,4 +115,22 @@ func TestAdmitHoldsCallsWithinTheCaps(t *testing.T) {
 			t.Errorf("the next call once the others settled: %v", err)
 		}
 	})
+}
+
+// ctxStore is the memory store failing a write whose context is done, as
+// DynamoDB's client does.
+type ctxStore struct{ *storetest.Memory }
+
+func (s ctxStore) Transition(ctx context.Context, id string, c session.Change) (session.Session, error) {
+	if err := ctx.Err(); err != nil {
+		return session.Session{}, err
+	}
+	return s.Memory.Transition(ctx, id, c)
+}
+
+func (s ctxStore) AppendEvents(ctx context.Context, id string, generation int, evs []session.Event) ([]session.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.Memory.AppendEvents(ctx, id, generation, evs)
 }

@@ -88,7 +88,7 @@ func TestEmbedViewChat(t *testing.T) {
   const li = document.querySelector('[data-role="tool-call"]'), d = li.querySelector("details"), out = li.querySelector('[data-role="tool-output"]');
   return [String(d.open), li.querySelector("summary").textContent, String(out.checkVisibility())];
 })()`))
-	if collapsed[0] != "false" || collapsed[1] != "bash · done" || collapsed[2] != "false" {
+	if collapsed[0] != "false" || collapsed[1] != "Ran a command ls -la /workspace · done" || collapsed[2] != "false" {
 		t.Errorf("tool call not collapsed to its line: open %s, summary %q, output visible %s", collapsed[0], collapsed[1], collapsed[2])
 	}
 	saveArtifact(t, "embed-tool-call.png", value(t, tab, chromedp.FullScreenshot(100)))

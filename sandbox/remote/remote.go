@@ -334,6 +334,12 @@ func (r *run) serve(ctx, turnCtx context.Context, stopTurn context.CancelFunc) e
 		go r.listen(pushCtx, r.c.PushURL, wake, &pushUp, r.log)
 	}
 	lastRead := time.Now()
+	// What waited for this sandbox (a message that resumed it, one sent
+	// while it started) is read at once, not at the first poll or push:
+	// until its turn starts the agent is idle, and an idle limit may pause
+	// it again with the message unread.
+	start := make(chan struct{}, 1)
+	start <- struct{}{}
 	var periodic <-chan time.Time
 	if r.every > 0 {
 		tick := time.NewTicker(r.every)
@@ -365,6 +371,9 @@ func (r *run) serve(ctx, turnCtx context.Context, stopTurn context.CancelFunc) e
 				continue
 			}
 			orders, err = r.readInbox(ctx, turnCtx, "poll")
+			lastRead = time.Now()
+		case <-start:
+			orders, err = r.readInbox(ctx, turnCtx, "start")
 			lastRead = time.Now()
 		case <-wake:
 			orders, err = r.readInbox(ctx, turnCtx, "push")
@@ -419,7 +428,7 @@ func (r *run) finishTurn(stop context.CancelFunc) {
 }
 
 // readInbox reads the inbox after the cursor and queues what it brought; cause
-// (poll, push) is logged with what it brought.
+// (start, poll, push) is logged with what it brought.
 func (r *run) readInbox(ctx, turnCtx context.Context, cause string) (sandboxwire.Orders, error) {
 	var orders sandboxwire.Orders
 	err := r.cl.Do(ctx, http.MethodGet, sandboxwire.RouteInbox+"?"+sandboxwire.InboxAfter+"="+strconv.FormatInt(r.after, 10), nil, &orders)

@@ -400,7 +400,7 @@ var Variables = []Variable{
 	{Name: "RA_HEARTBEAT_SECONDS", Readers: []Reader{SandboxAgent}, Default: "`10`",
 		Meaning: "seconds between heartbeats"},
 	{Name: "RA_INBOX_POLL_SECONDS", Readers: []Reader{SandboxAgent}, Default: "`1`",
-		Meaning: "seconds between inbox reads while the push connection is down (or there is none: no `RA_PUSH_URL`); while it is up the sandbox reads its inbox when pushed, and every 10 s should a push be lost"},
+		Meaning: "seconds between inbox reads while the push connection is down (or there is none: no `RA_PUSH_URL`); while it is up the sandbox reads its inbox when pushed, and every 10 s should a push be lost; it reads it once as soon as it is ready, whatever waited for it"},
 	{Name: "RA_LLM_PROVIDER", Readers: []Reader{SandboxAgent, DevServer}, Default: "none: the sandbox does not start, and create answers 503 `model_unavailable`",
 		Meaning: "the model provider: `scripted`, `anthropic`, `openai`, `bedrock`, `gemini`, `mistral`, `ollama` or `openai-compatible` (see docs/local.md, \"Models\"); the dev server defaults it to `scripted`"},
 	{Name: "RA_LLM_MODEL", Readers: []Reader{SandboxAgent, DevServer}, Default: "the provider's default; `ollama` and `openai-compatible` have none",

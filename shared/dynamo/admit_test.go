@@ -82,8 +82,15 @@ func TestCreatesWithinTheLiveQuota(t *testing.T) {
 	if n, err := store.CountLive(t.Context(), app.Tenant, 1000); err != nil || n != quota {
 		t.Errorf("the by_live index counts %d (%v), want %d", n, err, quota)
 	}
+	// The ends race each other on the tenant's counter, 30 at a time: 150
+	// at once, each a transaction and its lifecycle event, outrun what
+	// DynamoDB Local serves on a loaded 2-core machine within the event's
+	// write bound.
+	ending := make(chan struct{}, 30)
 	for i, id := range live {
 		wg.Go(func() {
+			ending <- struct{}{}
+			defer func() { <-ending }()
 			to := []domain.State{domain.Ended, domain.Failed}[i%2]
 			if _, err := store.Transition(t.Context(), id, domain.Change{From: domain.Live, To: to, Reason: domain.ReasonShutdown}); err != nil {
 				t.Errorf("end %s: %v", id, err)

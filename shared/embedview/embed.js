@@ -79,7 +79,7 @@ function eventStream(source) {
   const auth = { Authorization: "Bearer " + token };
   const $ = (role) => app.querySelector('[data-role="' + role + '"]');
   const thread = $("thread"), status = $("status"), form = $("composer-form"), composer = $("composer");
-  const working = $("working"), live = $("live");
+  const working = $("working"), live = $("live"), send = $("send"), note = $("composer-note");
   const seen = new Set();
   const questions = new Map();
   let attachments = [];
@@ -87,6 +87,18 @@ function eventStream(source) {
   const source = { lastEventId: "", retry: 1000 };
 
   let workspace = null;
+  // closed: the agent takes no more messages (it ended, failed, or this page
+  // may not reach it); the composer says why.
+  let closed = false;
+  const closeComposer = (why) => {
+    closed = true;
+    for (const c of app.querySelectorAll("form[data-role=composer-form] textarea, form[data-role=composer-form] button")) c.disabled = true;
+    composer.placeholder = "";
+    note.textContent = why;
+    note.hidden = false;
+    composer.setAttribute("aria-describedby", "composer-note");
+    scroll();
+  };
   const add = (cls, text, role) => {
     const li = document.createElement("li");
     li.className = cls;
@@ -115,6 +127,9 @@ function eventStream(source) {
   };
   // clip bounds what a tool call shows of its arguments and output.
   const clip = (s, n) => (s.length > n ? s.slice(0, n) + "… (" + (s.length - n) + " more characters)" : s);
+  // generic is what every sanitised error starts with (a failed tool's
+  // output, an agent's error): the view says it only when nothing follows.
+  const generic = "The operation encountered an error.";
   const clientID = () => (crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random().toString(16).slice(2));
 
   async function post(path, body) {
@@ -156,6 +171,7 @@ function eventStream(source) {
       case "state.changed":
         status.textContent = stateText(d.state);
         busy(d.state === "working");
+        ended(d.state);
         break;
       case "agent.ready":
       case "agent.ended":
@@ -163,15 +179,20 @@ function eventStream(source) {
         // The platform's record of the agent's life.
         status.textContent = stateText(d.state);
         if (ev.type !== "agent.ready") busy(false);
+        ended(d.state || (ev.type === "agent.failed" ? "failed" : ev.type === "agent.ended" ? "ended" : ""));
         break;
       case "tool.call":
       case "workspace.tool":
         toolCall(ev.seq, d);
         break;
-      case "agent.error":
-        add("error", d.text || "Something went wrong.", "error");
-        announce("Error: " + (d.text || "Something went wrong."));
+      case "agent.error": {
+        // One clear line: the platform's sanitiser starts every error with
+        // the same generic sentence, said here only when nothing follows it.
+        const text = String(d.text || "").replace(generic, "").trim() || d.text || "Something went wrong.";
+        add("error", text, "error");
+        announce("Error: " + text);
         break;
+      }
       case "budget.exceeded":
         add("error", d.message || "A spending limit was reached: the agent stops.", "budget");
         announce("Spending limit reached: " + (d.message || "the agent stops."));
@@ -239,6 +260,7 @@ function eventStream(source) {
       const md = document.createElement("div");
       md.className = "md";
       md.innerHTML = d.html.trim();
+      for (const pre of md.querySelectorAll("pre")) codeBlock(pre);
       li.appendChild(md);
     } else {
       li.textContent = d.text;
@@ -247,39 +269,146 @@ function eventStream(source) {
     announce("The agent says: " + li.textContent);
   }
 
-  // toolCall shows a tool call as one line (tool and status) that opens to its
-  // arguments and output, each cut to a bound.
+  // codeBlock makes a code block of the agent's answer readable and usable:
+  // highlighted, reachable by keyboard (it may scroll), with a copy button.
+  function codeBlock(pre) {
+    const code = pre.querySelector("code");
+    if (code) highlight(code);
+    pre.tabIndex = 0;
+    const wrap = document.createElement("div");
+    wrap.className = "code";
+    pre.replaceWith(wrap);
+    const copy = document.createElement("button");
+    copy.type = "button";
+    copy.className = "copy";
+    copy.dataset.role = "copy";
+    copy.textContent = "Copy";
+    copy.setAttribute("aria-label", "Copy the code");
+    copy.addEventListener("click", async () => {
+      try {
+        await navigator.clipboard.writeText((code || pre).textContent);
+        copy.textContent = "Copied";
+      } catch (e) {
+        copy.textContent = "Copy failed";
+      }
+      setTimeout(() => (copy.textContent = "Copy"), 2000);
+    });
+    wrap.append(pre, copy);
+  }
+
+  // highlight colours a code element's text by token: comments, strings,
+  // numbers and keywords, by the comment syntax its language class names
+  // (C-like when it names none). It works on text, so nothing of the code
+  // becomes markup; a long block is left plain.
+  const keywords = new Set(("as async await break case catch chan class const continue def default defer del do elif else enum except export " +
+    "extends false finally fn for from func function go if impl import in interface is lambda let map match mut nil none None not null or and " +
+    "package pass pub raise range return select self static struct switch this throw true True False try type undefined use var while with yield").split(" "));
+  function highlight(code) {
+    const text = code.textContent;
+    if (text.length > 20000) return;
+    const lang = ((code.className.match(/language-([\w+#.-]+)/) || [])[1] || "").toLowerCase();
+    const hash = /^(sh|bash|shell|zsh|console|python|py|ruby|rb|yaml|yml|toml|r|perl|make|makefile|dockerfile|ini|conf|elixir|nim)$/.test(lang);
+    const comment = hash ? "#[^\\n]*" : /^(sql|lua|haskell|hs)$/.test(lang) ? "--[^\\n]*" : "\\/\\/[^\\n]*|\\/\\*[\\s\\S]*?\\*\\/";
+    const re = new RegExp("(" + comment + ")|(\"(?:[^\"\\\\\\n]|\\\\.)*\"|'(?:[^'\\\\\\n]|\\\\.)*'|`[^`]*`)|\\b(\\d[\\d_]*(?:\\.\\d+)?)\\b|\\b([A-Za-z_]\\w*)\\b", "g");
+    const out = document.createDocumentFragment();
+    let from = 0;
+    const span = (cls, t) => {
+      const e = document.createElement("span");
+      e.className = "tok-" + cls;
+      e.textContent = t;
+      out.appendChild(e);
+    };
+    for (let m; (m = re.exec(text)); ) {
+      const cls = m[1] ? "comment" : m[2] ? "string" : m[3] ? "number" : keywords.has(m[4]) ? "keyword" : "";
+      if (!cls) continue;
+      out.appendChild(document.createTextNode(text.slice(from, m.index)));
+      span(cls, m[0]);
+      from = re.lastIndex;
+    }
+    out.appendChild(document.createTextNode(text.slice(from)));
+    code.replaceChildren(out);
+  }
+
+  // Tools as people read them: what the agent did, and the argument that
+  // says on what. Tools whose calls are shown otherwise (a question, a
+  // request for values) have no line: their output is meant for the model.
+  const toolNames = {
+    bash: ["Ran a command", "command"], read: ["Read a file", "path"], write: ["Wrote a file", "path"], edit: ["Edited a file", "path"],
+    ls: ["Listed files", "path"], glob: ["Found files", "pattern"], grep: ["Searched files", "pattern"],
+    web_fetch: ["Fetched a page", "url"], web_search: ["Searched the web", "query"],
+    memory_read: ["Read a note", "key"], memory_write: ["Saved a note", "key"], git: ["Ran git", "subcommand"],
+    save_snapshot: ["Saved a snapshot"], save_service_commands: ["Saved the service commands"], verify: ["Saved verification evidence"],
+  };
+  const unshown = new Set(["ask_user", "request_env_variables"]);
+  const readable = (tool) => {
+    const t = String(tool || "tool").replace(/[_-]+/g, " ").trim();
+    return t.charAt(0).toUpperCase() + t.slice(1);
+  };
+
+  // toolCall shows a tool call as one line (what the agent did, on what, and
+  // its status) that opens to its arguments and output, each cut to a
+  // bound; a failure is one error line.
   function toolCall(seq, d) {
+    if (unshown.has(d.tool)) return;
     const li = add("tool" + (d.is_error ? " error" : ""), "", "tool-call");
     li.dataset.seq = seq;
+    li.dataset.tool = d.tool || "";
     const details = document.createElement("details");
     const summary = document.createElement("summary");
-    const name = document.createElement("span");
-    name.className = "name";
-    name.textContent = d.tool || "tool";
-    const st = document.createElement("span");
-    st.className = "status";
-    st.textContent = d.is_error ? "failed" : "done";
-    summary.append(name, " · ", st);
-    details.appendChild(summary);
-    let args = d.args || "";
+    const [label, argName] = Object.hasOwn(toolNames, d.tool) ? toolNames[d.tool] : [readable(d.tool)];
+    let args = d.args || "", parsed = null;
     try {
-      args = JSON.stringify(JSON.parse(args), null, 2);
+      parsed = JSON.parse(args);
+      args = JSON.stringify(parsed, null, 2);
     } catch (e) {
       /* not JSON: shown as it came */
     }
-    for (const [label, text, role] of [["Arguments", args, "tool-args"], ["Output", d.output || "", "tool-output"]]) {
+    const name = document.createElement("span");
+    name.className = "name";
+    name.textContent = label;
+    summary.appendChild(name);
+    const on = argName && parsed && typeof parsed[argName] === "string" ? parsed[argName].split("\n")[0] : "";
+    if (on) {
+      const what = document.createElement("span");
+      what.className = "summary";
+      what.textContent = " " + clip(on, 80);
+      summary.appendChild(what);
+    }
+    const st = document.createElement("span");
+    st.className = "status";
+    st.textContent = d.is_error ? "failed" : "done";
+    summary.append(" · ", st);
+    details.appendChild(summary);
+    const sections = [["Arguments", args, "tool-args"]];
+    if (!d.is_error) sections.push(["Output", d.output || "", "tool-output"]);
+    for (const [caption, text, role] of sections) {
       if (!text || text === "{}") continue;
-      const caption = document.createElement("div");
-      caption.className = "caption";
-      caption.textContent = label;
+      const c = document.createElement("div");
+      c.className = "caption";
+      c.textContent = caption;
       const pre = document.createElement("pre");
       pre.dataset.role = role;
+      pre.tabIndex = 0;
+      pre.setAttribute("aria-label", caption);
       pre.textContent = clip(text, 2000);
-      details.append(caption, pre);
+      details.append(c, pre);
+    }
+    if (d.is_error) {
+      const detail = String(d.output || "").replace(generic, "").trim();
+      const line = document.createElement("p");
+      line.className = "error-line";
+      line.dataset.role = "tool-error";
+      line.textContent = "Error: " + clip(detail || "the tool failed.", 500);
+      details.appendChild(line);
     }
     li.appendChild(details);
     scroll();
+  }
+
+  // ended closes the composer once the agent's state is an end.
+  function ended(state) {
+    if (state === "ended") closeComposer("This agent has ended: it takes no more messages.");
+    else if (state === "failed") closeComposer("This agent stopped on an error: it takes no more messages.");
   }
 
   const stateText = (s) => ({ ready: "Ready", working: "Working…", idle: "Idle", ending: "Ending…", ended: "Ended", failed: "Failed",
@@ -332,12 +461,14 @@ function eventStream(source) {
     const f = document.createElement("form");
     f.className = "env";
     for (const k of d.keys || []) {
+      const label = document.createElement("label");
+      label.textContent = k.key + (k.description ? " — " + k.description : "");
       const input = document.createElement("input");
       input.name = k.key;
-      input.placeholder = k.key + (k.description ? " — " + k.description : "");
       input.type = k.type === "secret" ? "password" : "text";
       input.autocomplete = "off";
-      f.appendChild(input);
+      label.appendChild(input);
+      f.appendChild(label);
     }
     const send = document.createElement("button");
     send.textContent = "Send values";
@@ -360,6 +491,9 @@ function eventStream(source) {
   // Server-Sent Events over fetch, so that the token travels in a header, never
   // in a URL; reconnects resume after the last event id.
   async function listen() {
+    // Reconnects back off: the stream's retry, doubled at each failure in a
+    // row up to 30 s, with jitter; a connection that delivered starts over.
+    let failures = 0;
     for (;;) {
       try {
         // X-Session-Token, not Authorization: on AWS CloudFront signs the
@@ -370,20 +504,26 @@ function eventStream(source) {
         const res = await fetch(base + "/events", { headers, cache: "no-store", referrerPolicy: "no-referrer" });
         if (res.status === 401 || res.status === 403 || res.status === 404) {
           status.textContent = "This agent is not available.";
+          app.dataset.connection = "closed";
           busy(false);
+          closeComposer("This agent is not available: it takes no messages here.");
           return;
         }
         if (!res.ok || !res.body) throw new Error("stream " + res.status);
-        if (status.textContent === "Connecting…" || status.textContent === "Reconnecting…") status.textContent = "Connected";
+        if (status.textContent === "Connecting…" || status.textContent.startsWith("Reconnecting")) status.textContent = "Connected";
+        app.dataset.connection = "open";
         const reader = res.body.getReader();
         const read = eventStream(source);
         for (;;) {
           const { value, done } = await reader.read();
           if (done) break;
           for (const ev of read(value)) {
+            failures = 0;
             if (ev.type === "end") {
               status.textContent = "Ended";
+              app.dataset.connection = "closed";
               busy(false);
+              if (!closed) closeComposer("This agent has ended: it takes no more messages.");
               return;
             }
             try {
@@ -398,18 +538,21 @@ function eventStream(source) {
       } catch (e) {
         /* reconnect below */
       }
-      status.textContent = "Reconnecting…";
-      await new Promise((r) => setTimeout(r, source.retry));
+      failures++;
+      const wait = Math.min(30000, source.retry * 2 ** (failures - 1)) * (0.5 + Math.random() / 2);
+      status.textContent = "Reconnecting… (connection lost" + (failures > 1 ? ", attempt " + failures : "") + ")";
+      app.dataset.connection = "reconnecting";
+      await new Promise((r) => setTimeout(r, wait));
     }
   }
 
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     const text = composer.value.trim();
-    if (!text && !attachments.length) return;
+    if (closed || (!text && !attachments.length)) return;
     const body = { text, client_message_id: clientID() };
     if (attachments.length) body.attachments = attachments;
-    composer.disabled = true;
+    composer.disabled = send.disabled = true;
     try {
       await post("/messages", body);
       busy(true);
@@ -420,8 +563,10 @@ function eventStream(source) {
     } catch (err) {
       add("error", err.message, "error");
     } finally {
-      composer.disabled = false;
-      composer.focus();
+      if (!closed) {
+        composer.disabled = send.disabled = false;
+        composer.focus();
+      }
     }
   });
   composer.addEventListener("keydown", (e) => {
@@ -435,6 +580,7 @@ function eventStream(source) {
 
   const fileInput = $("file-input");
   if (fileInput) {
+    $("attach").addEventListener("click", () => fileInput.click());
     fileInput.addEventListener("change", async () => {
       for (const file of fileInput.files) {
         try {

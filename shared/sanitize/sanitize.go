@@ -27,9 +27,11 @@ var (
 	spaces     = regexp.MustCompile(`\s+`)
 )
 
-// Error returns the sanitised form of a failed tool's output.
+// Error returns the sanitised form of a failed tool's output. Output already
+// sanitised comes back as it was: the generic message is said once.
 func Error(output string) string {
-	s := traceback.ReplaceAllString(output, "")
+	s := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(output), Generic))
+	s = traceback.ReplaceAllString(s, "")
 	s = goroutine.ReplaceAllString(s, "")
 	s = stackFrame.ReplaceAllString(s, "")
 	s = pyModule.ReplaceAllString(s, "a required component is missing")

@@ -38,6 +38,15 @@ func TestError(t *testing.T) {
 			t.Errorf("%s: %q lost %q", tt.name, got, tt.keeps)
 		}
 	}
+	// Sanitised twice (a tool's error passed on by another layer), the
+	// generic message is said once.
+	once := sanitize.Error("open /home/x/config.yaml: permission denied")
+	if twice := sanitize.Error(once); twice != once || strings.Count(twice, sanitize.Generic) != 1 {
+		t.Errorf("sanitised twice: %q, once: %q", twice, once)
+	}
+	if got := sanitize.Error(sanitize.Generic); got != sanitize.Generic {
+		t.Errorf("the generic message alone: %q", got)
+	}
 	if got := sanitize.Error(strings.Repeat("word ", 200)); len(got) > 300 {
 		t.Errorf("detail not bounded: %d bytes", len(got))
 	}

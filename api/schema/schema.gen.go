@@ -2233,7 +2233,10 @@ type MessageRequest struct {
 	// ClientMessageID The sender's id of the message: a retry with the same id is queued once.
 	ClientMessageID string            `json:"client_message_id,omitempty,omitzero"`
 	EnvValues       map[string]string `json:"env_values,omitempty,omitzero"`
-	Text            string            `json:"text,omitempty,omitzero"`
+
+	// Interrupt Stop the agent's turn in progress (its model call or tool) before this message is taken: the agent is idle again, and answers the text sent with it, if any. Alone (no text) it is the embed view's Stop button.
+	Interrupt bool   `json:"interrupt,omitempty,omitzero"`
+	Text      string `json:"text,omitempty,omitzero"`
 }
 
 // Orders defines model for Orders.

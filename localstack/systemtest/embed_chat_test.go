@@ -56,7 +56,7 @@ func TestEmbedViewChat(t *testing.T) {
 	tab := browser(t)
 	inBrowser(t, tab, 30*time.Second,
 		chromedp.Navigate(s.srv.URL+"/embed/"+id+"?token="+tok),
-		voidPoll(`document.querySelector('[data-role="status"]').textContent === "Connected"`, 15*time.Second),
+		voidPoll(`document.getElementById("app").dataset.connection === "open"`, 15*time.Second),
 	)
 
 	// The prompt, as the user wrote it, is the first message.
@@ -187,12 +187,16 @@ func TestEmbedViewChat(t *testing.T) {
 	if after[0] != "" || after[1] != "composer" {
 		t.Errorf("after Enter: composer holds %q, focus on %q", after[0], after[1])
 	}
-	// The focused composer and, by keyboard, the send button have a visible outline.
+	// The focused composer and, by keyboard, the Stop button (the agent
+	// works) and the send button have a visible outline.
 	outline := value(t, tab, chromedp.Evaluate[string](`getComputedStyle(document.activeElement).outlineStyle`))
+	focused := `[document.activeElement.dataset.role || "", getComputedStyle(document.activeElement).outlineStyle]`
 	inBrowser(t, tab, 5*time.Second, chromedp.KeyEvent("\t"))
-	send := value(t, tab, chromedp.Evaluate[[]string](`[document.activeElement.dataset.role || "", getComputedStyle(document.activeElement).outlineStyle]`))
-	if outline != "solid" || send[0] != "send" || send[1] != "solid" {
-		t.Errorf("focus outlines: composer %q, after Tab %q with %q", outline, send[0], send[1])
+	stop := value(t, tab, chromedp.Evaluate[[]string](focused))
+	inBrowser(t, tab, 5*time.Second, chromedp.KeyEvent("\t"))
+	send := value(t, tab, chromedp.Evaluate[[]string](focused))
+	if outline != "solid" || stop[0] != "stop" || stop[1] != "solid" || send[0] != "send" || send[1] != "solid" {
+		t.Errorf("focus outlines: composer %q, after Tab %q with %q, after another %q with %q", outline, stop[0], stop[1], send[0], send[1])
 	}
 	s.appendEvents(t, id, sb, event("agent.message", map[string]any{"text": "Noted.", "tool_calls": 0}))
 	inBrowser(t, tab, 15*time.Second,

@@ -172,6 +172,8 @@ type run struct {
 	turnBase  []llm.Message
 	turnUsed  llm.Usage
 	turnInput string
+	// stopped: the user stopped the turn in progress, which is returning.
+	stopped bool
 }
 
 // provision provisions the workspace spec describes (package provision) and
@@ -296,6 +298,7 @@ func (r *run) converse(ctx context.Context, brain *Brain, primed []Message, prom
 		return
 	}
 	r.conv.msgs = []llm.Message{{Role: llm.User, Content: primed[1].Content}}
+	r.turnBase, r.turnUsed, r.turnInput = nil, llm.Usage{}, primed[1].Content
 	r.turning = true
 	go func() { r.turnDone <- r.conv.turn(ctx) }()
 }
@@ -384,11 +387,18 @@ func (r *run) serve(ctx, turnCtx context.Context, stopTurn context.CancelFunc) e
 			case errors.Is(terr, errTokenLimit):
 				r.log.Info("sandbox stopping: token limit")
 				return r.cl.Status(context.WithoutCancel(ctx), sandboxwire.Ended, "", sandboxwire.ReasonTokenLimit)
+			case r.stopped:
+				r.stopped = false
+				turnCtx, stopTurn = r.interrupt(ctx, terr)
 			case terr != nil && ctx.Err() == nil:
 				r.log.Warn("conversation turn failed", slog.String("error", terr.Error()))
 			}
-			r.startTurn(turnCtx)
+			r.startTurn(turnCtx) // what came with the interrupt, or waited
 			continue
+		}
+		if err == nil && r.turning && interrupts(orders) {
+			stopTurn() // the turn returns, cut short: see turnDone
+			r.stopped = true
 		}
 		var unauthorized *gateway.AuthError
 		switch {
@@ -412,6 +422,36 @@ func (r *run) serve(ctx, turnCtx context.Context, stopTurn context.CancelFunc) e
 			return r.cl.Status(ctx, sandboxwire.Ended, "", sandboxwire.ReasonShutdown)
 		}
 	}
+}
+
+// interruptedNote ends, in the conversation, a turn the user stopped.
+const interruptedNote = "(The user stopped this reply before it was finished.)"
+
+// interrupts reports whether the inbox brought a user's word to stop the
+// turn in progress.
+func interrupts(orders sandboxwire.Orders) bool {
+	return slices.ContainsFunc(orders.Messages, func(m sandboxwire.InboxMessage) bool { return m.Interrupt })
+}
+
+// interrupt closes a turn the user stopped (its model call or tool
+// cancelled; terr is what it returned) and returns the context of the turns
+// to come. Cut short, the conversation goes on from the turn's input,
+// answered with a note that the user stopped it (what the turn did is in
+// the events, not in the model's context, which could hold a tool call cut
+// short), and the agent is idle; a turn that had ended by itself is left as
+// it ended.
+func (r *run) interrupt(ctx context.Context, terr error) (context.Context, context.CancelFunc) {
+	if !errors.Is(terr, context.Canceled) {
+		return context.WithCancel(ctx)
+	}
+	r.conv.msgs = append(r.turnBase[:len(r.turnBase):len(r.turnBase)],
+		llm.Message{Role: llm.User, Content: r.turnInput}, llm.Message{Role: llm.Assistant, Content: interruptedNote})
+	r.changed = true
+	r.log.Info("turn interrupted by the user")
+	if err := r.conv.state(ctx, sandboxwire.Idle); err != nil {
+		r.log.Warn("report idle after an interrupt", slog.String("error", err.Error()))
+	}
+	return context.WithCancel(ctx)
 }
 
 // finishTurn stops a turn in progress and waits for it to return, so that

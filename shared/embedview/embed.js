@@ -79,7 +79,7 @@ function eventStream(source) {
   const auth = { Authorization: "Bearer " + token };
   const $ = (role) => app.querySelector('[data-role="' + role + '"]');
   const thread = $("thread"), status = $("status"), form = $("composer-form"), composer = $("composer");
-  const working = $("working"), live = $("live"), send = $("send"), note = $("composer-note");
+  const working = $("working"), live = $("live"), send = $("send"), stop = $("stop"), note = $("composer-note");
   const seen = new Set();
   const questions = new Map();
   let attachments = [];
@@ -94,6 +94,7 @@ function eventStream(source) {
     closed = true;
     for (const c of app.querySelectorAll("form[data-role=composer-form] textarea, form[data-role=composer-form] button")) c.disabled = true;
     composer.placeholder = "";
+    stop.hidden = true;
     note.textContent = why;
     note.hidden = false;
     composer.setAttribute("aria-describedby", "composer-note");
@@ -113,8 +114,10 @@ function eventStream(source) {
   };
   // The working indicator: on from a user's message (or the agent's start of
   // work) until its answer, a question, or idle.
+  // The Stop button shows while the agent works.
   const busy = (on) => {
     working.hidden = !on;
+    stop.hidden = !on || closed;
     if (on) scroll();
   };
   // announce tells screen readers about a new message (a polite live region;
@@ -150,6 +153,11 @@ function eventStream(source) {
     const d = ev.data || {};
     switch (ev.type) {
       case "user.message": {
+        if (d.interrupt) {
+          add("activity", "The agent was stopped.", "interrupted");
+          announce("The agent was stopped.");
+          if (!d.text && !d.answer && !(d.attachments && d.attachments.length)) break;
+        }
         let text = d.text || "";
         if (d.answer) text = text || "Answered: " + optionLabel(d.answer);
         if (d.attachments && d.attachments.length) text += (text ? "\n" : "") + "Attached: " + d.attachments.map((a) => a.name).join(", ");
@@ -492,7 +500,8 @@ function eventStream(source) {
   // in a URL; reconnects resume after the last event id.
   async function listen() {
     // Reconnects back off: the stream's retry, doubled at each failure in a
-    // row up to 30 s, with jitter; a connection that delivered starts over.
+    // row up to 30 s, plus up to a quarter more (jitter, never sooner than
+    // the stream asked); a connection that delivered starts over.
     let failures = 0;
     for (;;) {
       try {
@@ -539,7 +548,7 @@ function eventStream(source) {
         /* reconnect below */
       }
       failures++;
-      const wait = Math.min(30000, source.retry * 2 ** (failures - 1)) * (0.5 + Math.random() / 2);
+      const wait = Math.min(30000, source.retry * 2 ** (failures - 1)) * (1 + Math.random() / 4);
       status.textContent = "Reconnecting… (connection lost" + (failures > 1 ? ", attempt " + failures : "") + ")";
       app.dataset.connection = "reconnecting";
       await new Promise((r) => setTimeout(r, wait));
@@ -567,6 +576,20 @@ function eventStream(source) {
         composer.disabled = send.disabled = false;
         composer.focus();
       }
+    }
+  });
+  // Stop cuts the agent's turn short: its model call or tool stops, and it
+  // is idle, ready for the next message.
+  stop.addEventListener("click", async () => {
+    stop.disabled = true;
+    try {
+      await post("/messages", { interrupt: true, client_message_id: clientID() });
+      busy(false);
+    } catch (err) {
+      add("error", err.message, "error");
+    } finally {
+      stop.disabled = false;
+      if (!closed) composer.focus();
     }
   });
   composer.addEventListener("keydown", (e) => {

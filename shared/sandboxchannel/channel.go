@@ -509,7 +509,7 @@ func (c *Service) inboxMessage(ctx context.Context, sessionID string, e session.
 		c.o.Log.WarnContext(ctx, "damaged user message", slog.String("session_id", sessionID), slog.Int64("seq", e.Seq), slog.String("error", err.Error()))
 		return m, nil // damaged: pass it by rather than block the inbox
 	}
-	m.Text, m.Answer = in.Text, in.Answer
+	m.Text, m.Answer, m.Interrupt = in.Text, in.Answer, in.Interrupt
 	for _, a := range in.Attachments {
 		if !strings.HasPrefix(a.Key, session.AttachmentPrefix(sessionID)) {
 			continue

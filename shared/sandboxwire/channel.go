@@ -216,6 +216,8 @@ type InboxMessage struct {
 	At          string            `json:"at"`
 	Answer      *Answer           `json:"answer,omitempty"`
 	Attachments []InboxAttachment `json:"attachments,omitempty"`
+	// Interrupt: stop the turn in progress before taking this message.
+	Interrupt bool `json:"interrupt,omitempty"`
 }
 
 // Answer is the option a user clicked for one of the agent's questions.

@@ -275,6 +275,9 @@ type UserMessage struct {
 	Attachments []Attachment `json:"attachments,omitempty"`
 	// ClientMessageID is the sender's id for the message, when it gave one.
 	ClientMessageID string `json:"client_message_id,omitempty"`
+	// Interrupt: the agent's turn in progress stops before the message is
+	// taken.
+	Interrupt bool `json:"interrupt,omitempty"`
 }
 
 // Attachment is a file a user uploaded, by its object key.

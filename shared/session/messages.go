@@ -47,6 +47,9 @@ type MessageRequest struct {
 	Answer          *Answer           `json:"answer,omitempty"`
 	Attachments     []Attachment      `json:"attachments,omitempty"`
 	EnvValues       map[string]string `json:"env_values,omitempty"`
+	// Interrupt stops the agent's turn in progress before the message is
+	// taken (alone: only that).
+	Interrupt bool `json:"interrupt,omitempty"`
 }
 
 // Answer picks an option of a question the agent asked.
@@ -123,7 +126,7 @@ func (s *Inbox) PostMessage(ctx context.Context, sess Session, req MessageReques
 		}
 		return MessageReceipt{AgentID: id, Status: "submitted", ClientMessageID: req.ClientMessageID}, nil
 	}
-	ev, err := NewEvent(sandboxwire.UserMessage{Text: req.Text, Answer: req.Answer, Attachments: req.Attachments, ClientMessageID: req.ClientMessageID})
+	ev, err := NewEvent(sandboxwire.UserMessage{Text: req.Text, Answer: req.Answer, Attachments: req.Attachments, ClientMessageID: req.ClientMessageID, Interrupt: req.Interrupt})
 	if err != nil {
 		return MessageReceipt{}, err
 	}
@@ -232,8 +235,10 @@ func validateMessage(id string, req MessageRequest) error {
 		kinds++
 	}
 	switch {
-	case kinds == 0:
-		return invalid("Send text, an answer or env_values.")
+	case kinds == 0 && !req.Interrupt:
+		return invalid("Send text, an answer, env_values or interrupt.")
+	case req.Interrupt && req.EnvValues != nil:
+		return invalid("Send env_values on their own.")
 	case len(req.Text) > MaxMessageBytes || !utf8.ValidString(req.Text):
 		return invalid("text must be at most %d bytes of UTF-8.", MaxMessageBytes)
 	case len(req.ClientMessageID) > MaxClientMessageID || (req.ClientMessageID != "" && !Printable.MatchString(req.ClientMessageID)):

@@ -2251,8 +2251,11 @@ type Orders struct {
 			SizeBytes   int64  `json:"size_bytes"`
 			URL         string `json:"url"`
 		} `json:"attachments,omitempty,omitzero"`
-		Seq  int64  `json:"seq"`
-		Text string `json:"text"`
+
+		// Interrupt Stop the turn in progress before taking this message.
+		Interrupt bool   `json:"interrupt,omitempty,omitzero"`
+		Seq       int64  `json:"seq"`
+		Text      string `json:"text"`
 	} `json:"messages,omitempty,omitzero"`
 	Next  int64 `json:"next,omitempty,omitzero"`
 	State State `json:"state"`
@@ -3175,6 +3178,28 @@ type Forbidden struct {
 		// Missing On 400 `missing_headers`: every mandatory header missing.
 		Missing    []string `json:"missing,omitempty,omitzero"`
 		ValidTools []string `json:"valid_tools,omitempty,omitzero"`
+	} `json:"details,omitempty,omitzero"`
+	ErrorCode interface{} `json:"error_code"`
+
+	// Message For people; never internal details.
+	Message string `json:"message"`
+
+	// RetryAfterSeconds When set, wait this long before retrying (also the `Retry-After` header).
+	RetryAfterSeconds int64 `json:"retry_after_seconds,omitempty,omitzero"`
+
+	// Retryable Whether the same request may be retried unchanged.
+	Retryable bool        `json:"retryable"`
+	Status    interface{} `json:"status"`
+}
+
+// ForkTimeout defines model for ForkTimeout.
+type ForkTimeout struct {
+	Details struct {
+		// AgentID The fork, still starting.
+		AgentID string `json:"agent_id"`
+
+		// SessionToken The fork's session token, as a ready fork's answer would hold it.
+		SessionToken string `json:"session_token"`
 	} `json:"details,omitempty,omitzero"`
 	ErrorCode interface{} `json:"error_code"`
 

@@ -208,7 +208,10 @@ func Start(t testing.TB, opts ...Option) *Stack {
 	}
 	cfg := config.PlatformDefaults()
 	cfg.GuardrailsPath = guardrails
-	cfg.CreationTimeout = 10 * time.Second
+	// Long enough for a create on a loaded 2-core machine running the
+	// suites at once (API Gateway allows 29 s); tests of the 408 set
+	// their own.
+	cfg.CreationTimeout = 25 * time.Second
 	logs := &syncbuf.Buffer{}
 	o := devserver.Options{
 		Addr:           "127.0.0.1:0",

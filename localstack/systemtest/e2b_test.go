@@ -203,8 +203,14 @@ func TestE2BSandboxLifecycle(t *testing.T) {
 	if _, err := envd.List(t.Context(), connect.NewRequest(&pb.ListRequest{})); connect.CodeOf(err) != connect.CodeUnavailable {
 		t.Errorf("a paused sandbox's envd: %v, want unavailable (502)", err)
 	}
-	// Connect resumes it: 201, its files there.
-	if c := s.e2bCall(http.MethodPost, "/v2/sandboxes/"+id+"/connect", key, map[string]any{}); c.status != http.StatusCreated || c.str("envdAccessToken") != tok {
+	// Connect resumes it: 201, its files there. A resume slower than the
+	// connect's wait (a loaded machine) is 503 "connect again": sent again,
+	// as the SDK's caller would.
+	c := s.e2bCall(http.MethodPost, "/v2/sandboxes/"+id+"/connect", key, map[string]any{})
+	for tries := 0; c.status == http.StatusServiceUnavailable && tries < 6; tries++ {
+		c = s.e2bCall(http.MethodPost, "/v2/sandboxes/"+id+"/connect", key, map[string]any{})
+	}
+	if c.status != http.StatusCreated || c.str("envdAccessToken") != tok {
 		t.Fatalf("connect to a paused sandbox: %d %s", c.status, c.raw)
 	}
 	if out, code := runIn(t, envd, "cat kept.txt; exit 3"); out != "kept\n" || code != 3 {

@@ -79,8 +79,10 @@ func (s *Creator) Fork(ctx context.Context, id, bearer string) (Created, error) 
 	}
 	ready, err := s.waitReady(ctx, fork)
 	if errors.Is(err, errNotReady) {
-		return Created{}, &apierror.Error{Code: apierror.AgentCreationTimeout, RetryAfter: 1, Details: map[string]any{"agent_id": fork},
-			Message: "The fork was not ready within " + s.o.CreationTimeout.String() + "; it goes on starting (its id is in details)."}
+		// Its token goes with it: without it the caller could never reach
+		// the fork once it is ready.
+		return Created{}, &apierror.Error{Code: apierror.AgentCreationTimeout, RetryAfter: 1, Details: map[string]any{"agent_id": fork, "session_token": plain},
+			Message: "The fork was not ready within " + s.o.CreationTimeout.String() + "; it goes on starting (its id and session token are in details)."}
 	}
 	if err != nil {
 		return Created{}, err

@@ -72,11 +72,13 @@ dist/localstack/bootstrap: FORCE
 # linter and the tools module compile.
 # The sandbox image is built in the first group too, with the agent the
 # suites run (so its compile is not a second one), and its test runs in the
-# last group (test-image-run: no rebuild), with the fault suite and the
-# suites under the Fargate profile (test-fargate-run): they are short and
-# fill what the others leave idle there. The security suite, whose
-# token timing test wants a quiet machine, runs alone.
-TEST_STAGES := fmt-check tidy-check+vet+lint-bin+image-race lint test-go test-security bench-short+fuzz-short+test-infra+test-faults+test-image-run+test-fargate-run
+# next group (test-image-run: no rebuild). The security suite, whose token
+# timing test wants a quiet machine, runs alone. The fault suite and the
+# suites under the Fargate profile (test-fargate-run) come last, the two at
+# once: they create agents by the hundred against their own DynamoDB
+# Local, which, beside the fuzzers, the benchmarks and the CDK tests on a
+# slow 2-core machine, timed their creates out (a minute each alone).
+TEST_STAGES := fmt-check tidy-check+vet+lint-bin+image-race lint test-go test-security bench-short+fuzz-short+test-infra+test-image-run test-faults+test-fargate-run
 
 test: ## format check, go.mod tidy, vet, lint, unit + integration tests (-race) on the local AWS, the fault and security suites, the benchmarks' short run, each fuzz target briefly, the CDK stack's tests, jobs in the sandbox image, the job, workspace and tool suites under the Fargate profile
 	@mkdir -p .cache

@@ -31,6 +31,9 @@ const (
 	// subscriberBuffer is how many events wait for a slow client before
 	// the process's output waits for it.
 	subscriberBuffer = 256
+	// ttyDrain is how long a terminal's output is read after its process
+	// ended while a child of it still holds the terminal.
+	ttyDrain = 2 * time.Second
 )
 
 // processes are the processes envd started, by pid.
@@ -452,10 +455,19 @@ func (s *Server) run(pr *proc, outputs []io.Reader) {
 	}
 	if pr.tty != nil {
 		// The terminal's reads end (EIO) once the process and every holder
-		// of the terminal are gone: wait for the process, then close it.
+		// of the terminal are gone, after what it still buffers. Closing it
+		// sooner loses that output; a child left holding it gets ttyDrain.
 		err := pr.cmd.Wait()
+		drained := make(chan struct{})
+		go func() { wg.Wait(); close(drained) }()
+		grace := time.NewTimer(ttyDrain)
+		select {
+		case <-drained:
+		case <-grace.C:
+		}
+		grace.Stop()
 		_ = pr.tty.Close()
-		wg.Wait()
+		<-drained
 		s.ended(pr, err)
 		return
 	}

@@ -339,6 +339,24 @@ func (e CreatedStatus) Valid() bool {
 	}
 }
 
+// Defines values for DeltasRequestDeltasType.
+const (
+	DeltasRequestDeltasTypeAgentMessageDelta DeltasRequestDeltasType = "agent.message.delta"
+	DeltasRequestDeltasTypeToolCallStarted   DeltasRequestDeltasType = "tool.call.started"
+)
+
+// Valid indicates whether the value is a known member of the DeltasRequestDeltasType enum.
+func (e DeltasRequestDeltasType) Valid() bool {
+	switch e {
+	case DeltasRequestDeltasTypeAgentMessageDelta:
+		return true
+	case DeltasRequestDeltasTypeToolCallStarted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for E2BSandboxDetailState.
 const (
 	E2BSandboxDetailStatePaused  E2BSandboxDetailState = "paused"
@@ -1279,7 +1297,10 @@ type AgentList struct {
 // AgentMessageData A reply of the model.
 type AgentMessageData struct {
 	// HTML `text` rendered from Markdown as sanitised HTML (the platform's rendering; set when `text` is not empty).
-	HTML      string `json:"html,omitempty,omitzero"`
+	HTML string `json:"html,omitempty,omitzero"`
+
+	// MessageID The reply's id: its `agent.message.delta` pieces, pushed to viewers as it was written, carry the same.
+	MessageID string `json:"message_id,omitempty,omitzero"`
 	Text      string `json:"text"`
 	ToolCalls int64  `json:"tool_calls,omitempty,omitzero"`
 	Usage     struct {
@@ -1737,6 +1758,17 @@ type Created struct {
 
 // CreatedStatus defines model for Created.Status.
 type CreatedStatus string
+
+// DeltasRequest Live events: pushed to the agent's viewers as they happen, never stored one by one.
+type DeltasRequest struct {
+	Deltas []struct {
+		Data map[string]interface{}  `json:"data"`
+		Type DeltasRequestDeltasType `json:"type"`
+	} `json:"deltas"`
+}
+
+// DeltasRequestDeltasType defines model for DeltasRequest.Deltas.Type.
+type DeltasRequestDeltasType string
 
 // E2BConnect A connect's body (optional in /v2): the sandbox's life from now, which only ever lengthens it (default 300 s).
 type E2BConnect struct {
@@ -2212,6 +2244,13 @@ type Limits struct {
 	Platform AppKeyLimits `json:"platform"`
 }
 
+// MessageDelta A piece of a reply being written: `text` follows the first `offset` characters (Unicode code points) of the reply `message_id`, which is stored whole, once written, as the `agent.message` of that id.
+type MessageDelta struct {
+	MessageID string `json:"message_id"`
+	Offset    int64  `json:"offset"`
+	Text      string `json:"text"`
+}
+
 // MessageReceipt defines model for MessageReceipt.
 type MessageReceipt struct {
 	AgentID         string `json:"agent_id"`
@@ -2270,6 +2309,12 @@ type Orders struct {
 		Seq       int64                  `json:"seq"`
 		Tool      string                 `json:"tool"`
 	} `json:"tool_requests,omitempty,omitzero"`
+
+	// ViewerEpoch Counts the changes to the agent's viewers: of what it is told (here, and pushed), a sandbox keeps the highest epoch's.
+	ViewerEpoch int64 `json:"viewer_epoch,omitempty,omitzero"`
+
+	// Viewers How many viewers watch the agent: the sandbox posts live events (`POST deltas`) only while one does. The push channel says it at once (a `{"type":"watch","viewers":N}` frame).
+	Viewers int64 `json:"viewers,omitempty,omitzero"`
 }
 
 // OutputSnapshotData A snapshot a tool saved.
@@ -2634,6 +2679,14 @@ type ToolCallRequest struct {
 
 	// ToolCallID The model's id of the call: the callback's idempotency key.
 	ToolCallID string `json:"tool_call_id"`
+}
+
+// ToolCallStarted A tool call that began; its `tool.call` event (the same `tool_call_id`) has its result.
+type ToolCallStarted struct {
+	// Args The arguments as JSON, secrets hidden.
+	Args       string `json:"args"`
+	Tool       string `json:"tool"`
+	ToolCallID string `json:"tool_call_id,omitempty,omitzero"`
 }
 
 // ToolError defines model for ToolError.
@@ -4185,6 +4238,9 @@ type SandboxCheckpointDownloadsJSONRequestBody = CheckpointDownloadsRequest
 
 // SandboxCheckpointUploadsJSONRequestBody defines body for SandboxCheckpointUploads for application/json ContentType.
 type SandboxCheckpointUploadsJSONRequestBody = CheckpointUploadsRequest
+
+// SandboxDeltasJSONRequestBody defines body for SandboxDeltas for application/json ContentType.
+type SandboxDeltasJSONRequestBody = DeltasRequest
 
 // SandboxEventsJSONRequestBody defines body for SandboxEvents for application/json ContentType.
 type SandboxEventsJSONRequestBody = EventsRequest

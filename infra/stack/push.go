@@ -91,7 +91,7 @@ func (s *Stack) push(p Props, removal awscdk.RemovalPolicy) *string {
 			Resources: &[]*string{connections},
 		}))
 	}
-	for _, name := range []string{routes.JobWorker, ToolWorker} {
+	for _, name := range []string{routes.JobWorker, ToolWorker, "embed"} {
 		s.Functions[name].AddEnvironment(jsii.String("RA_PUSH_URL"), stage.Url(), nil)
 	}
 	return stage.Url()

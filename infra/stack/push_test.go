@@ -94,12 +94,16 @@ func TestPushChannel(t *testing.T) {
 		if pushes := grants[fn].Push; manage != pushes || endpoint != pushes {
 			t.Errorf("%s: ManageConnections %v, RA_PUSH_ENDPOINT %v; pushes %v", fn, manage, endpoint, pushes)
 		}
+		// The launchers pass it on to sandboxes; the embed page hands it to
+		// its viewers.
 		_, url := vars["RA_PUSH_URL"]
-		if launches := fn == routes.JobWorker || fn == ToolWorker; url != launches {
+		if wants := fn == routes.JobWorker || fn == ToolWorker || fn == "embed"; url != wants {
 			t.Errorf("%s: RA_PUSH_URL %v", fn, url)
 		}
 	}
-	for _, fn := range []string{"messages", "shutdown"} {
+	// Whoever appends an agent's events pushes them to its viewers: the
+	// sandbox's (and serves its viewers), the messages', the ends'.
+	for _, fn := range []string{"messages", "shutdown", "sandbox", "alive", "model", "toolcallback", "fleet"} {
 		if !grants[fn].Push {
 			t.Errorf("%s does not push", fn)
 		}

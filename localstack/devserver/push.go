@@ -19,6 +19,7 @@ import (
 
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/routes"
+	"github.com/remote-agents/remote-agents/shared/viewerpush"
 )
 
 // PushPath is where the dev server serves the push channel's WebSocket: what
@@ -92,16 +93,32 @@ func (h *pushHub) serveSocket(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, res.Body)
 		return
 	}
-	c, err := websocket.Accept(w, r, nil)
+	// API Gateway takes a connection from any origin; a viewer proves
+	// itself by the token of its sync, never by a cookie, so the dev
+	// server takes a viewer's from any origin too.
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: viewerpush.IsViewer(h.event(r, id, "$connect", "CONNECT"))})
 	pc.c = c
 	close(pc.ready)
 	if err == nil {
 		stop := context.AfterFunc(h.closing, func() { _ = c.Close(websocket.StatusGoingAway, "server closing") })
 		for {
-			// Sandboxes send nothing; reading answers pings and sees the close.
-			if _, _, err := c.Read(context.Background()); err != nil {
+			// Sandboxes send nothing; viewers send their syncs, which go to
+			// the $default route in order, as API Gateway's do. Reading
+			// also answers pings and sees the close.
+			typ, body, err := c.Read(context.Background())
+			if err != nil {
 				break
 			}
+			if typ != websocket.MessageText {
+				continue
+			}
+			ev := h.event(r, id, "$default", "MESSAGE")
+			ev.Body = string(body)
+			mctx, cancel := context.WithTimeout(withFunction(context.WithoutCancel(r.Context()), h.function), handlerTimeout)
+			if _, err := h.socket(mctx, ev); err != nil {
+				h.log.Warn("devserver: $default", slog.String("error", err.Error()))
+			}
+			cancel()
 		}
 		stop()
 		_ = c.CloseNow()

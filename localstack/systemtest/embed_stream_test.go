@@ -20,7 +20,8 @@ import (
 	"github.com/remote-agents/remote-agents/shared/config"
 )
 
-// The embed view reads its event stream as the HTML standard's event stream
+// The embed view, when it cannot open its live socket (the proxy refuses
+// it), reads its event stream as the HTML standard's event stream
 // interpretation says. First the page's parser itself, in the page, on a table
 // of streams, each fed in the chunks given and byte by byte. Then end to end:
 // the page, served through a proxy at the same origin, gets a crafted stream in
@@ -237,6 +238,12 @@ func newStreamProxy(t *testing.T, target, eventsPath string, chunks []string) *s
 	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(to) }}
 	p := &streamProxy{again: make(chan reconnection, 10)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/@push" {
+			// The push channel is down: the page falls back to the event
+			// stream, which this test is about.
+			http.Error(w, "push channel down", http.StatusServiceUnavailable)
+			return
+		}
 		if r.URL.Path == eventsPath {
 			p.mu.Lock()
 			first := !p.served

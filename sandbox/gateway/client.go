@@ -155,6 +155,14 @@ func (cl *Client) Status(ctx context.Context, state sandboxwire.State, hash stri
 	return cl.Do(ctx, http.MethodPost, sandboxwire.RouteStatus, sandboxwire.StatusReport{State: state, GuardrailsHash: hash, Reason: reason}, &orders)
 }
 
+// Report reports the session's state and returns the platform's answer
+// (whether to stop, how many viewers watch).
+func (cl *Client) Report(ctx context.Context, state sandboxwire.State) (sandboxwire.Orders, error) {
+	var orders sandboxwire.Orders
+	err := cl.Do(ctx, http.MethodPost, sandboxwire.RouteStatus, sandboxwire.StatusReport{State: state}, &orders)
+	return orders, err
+}
+
 // Do calls the session's route, retrying transport failures, 429 and 5xx
 // (retry.Do) within ctx. A refused token (401, 403) is an *AuthError and is
 // never retried; another answer but 200 is a *StatusError. Calls are not

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -104,6 +105,10 @@ type Loop struct {
 	// OnEvent, if set, sees every step as it happens; an error ends the Run with
 	// that error.
 	OnEvent func(ctx context.Context, e LoopEvent) error
+	// OnDelta, if set, has each model call streamed (Provider.Stream instead
+	// of Chat) and sees the pieces of the reply's text as they arrive, in
+	// order, before OnEvent sees the whole reply (ModelReplied).
+	OnDelta func(ctx context.Context, text string)
 }
 
 // Outcome is how a Run ended.
@@ -132,7 +137,7 @@ func (l *Loop) Run(ctx context.Context, c *Conversation) (Outcome, error) {
 	var out Outcome
 	for range maxTurns {
 		began := time.Now()
-		res, err := l.Provider.Chat(ctx, Request{Model: l.Model, System: l.System, Messages: c.Messages, Tools: defs, MaxTokens: l.MaxTokens})
+		res, err := l.call(ctx, Request{Model: l.Model, System: l.System, Messages: c.Messages, Tools: defs, MaxTokens: l.MaxTokens})
 		if err != nil {
 			return out, &ModelError{Err: err}
 		}
@@ -165,6 +170,48 @@ func (l *Loop) Run(ctx context.Context, c *Conversation) (Outcome, error) {
 		}
 	}
 	return out, fmt.Errorf("%w after %d model calls", ErrMaxTurns, maxTurns)
+}
+
+// errNoReply is a stream that ended without its Done.
+var errNoReply = errors.New("the model's stream ended without a reply")
+
+// call makes one model call: Chat, or with OnDelta a stream, whose text
+// pieces OnDelta sees and whose Done is the reply.
+func (l *Loop) call(ctx context.Context, req Request) (Response, error) {
+	if l.OnDelta == nil {
+		return l.Provider.Chat(ctx, req)
+	}
+	ch, err := l.Provider.Stream(ctx, req)
+	if err != nil {
+		return Response{}, err
+	}
+	for e := range ch {
+		switch e.Type {
+		case TextDelta:
+			if e.Text != "" {
+				l.OnDelta(ctx, e.Text)
+			}
+		case Failed:
+			go drain(ch) // the provider closes it next: never leave it blocked
+			return Response{}, cmp.Or(e.Err, errNoReply)
+		case Done:
+			go drain(ch)
+			if e.Response == nil {
+				return Response{}, errNoReply
+			}
+			return *e.Response, nil
+		}
+	}
+	if err := context.Cause(ctx); err != nil {
+		return Response{}, err
+	}
+	return Response{}, errNoReply
+}
+
+// drain reads ch until it is closed.
+func drain(ch <-chan Event) {
+	for range ch {
+	}
 }
 
 // runTools runs the calls in order and adds their results to c.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/remote-agents/remote-agents/sandbox/llm"
 )
@@ -361,5 +362,145 @@ func TestLoopHookErrorEndsTheRun(t *testing.T) {
 				t.Errorf("tools run: %v", tools.calls)
 			}
 		})
+	}
+}
+
+// streamer is a provider that streams each call's events from calls; a call
+// past them, and Chat, fail.
+type streamer struct {
+	calls [][]llm.Event
+	// between, if set, runs after the first event of each stream is sent,
+	// before the others are.
+	between func() error
+	n       int
+}
+
+func (p *streamer) Name() string { return "streamer" }
+
+func (p *streamer) Chat(context.Context, llm.Request) (llm.Response, error) {
+	return llm.Response{}, errors.New("streamer does not chat")
+}
+
+func (p *streamer) Stream(context.Context, llm.Request) (<-chan llm.Event, error) {
+	if p.n >= len(p.calls) {
+		return nil, errors.New("no more streams")
+	}
+	events := p.calls[p.n]
+	p.n++
+	ch := make(chan llm.Event) // unbuffered: each event is sent when it is read
+	go func() {
+		defer close(ch)
+		for i, e := range events {
+			ch <- e
+			if i == 0 && p.between != nil {
+				if err := p.between(); err != nil {
+					ch <- llm.Event{Type: llm.Failed, Err: err}
+					return
+				}
+			}
+		}
+	}()
+	return ch, nil
+}
+
+func text(s string) llm.Event { return llm.Event{Type: llm.TextDelta, Text: s} }
+
+func done(res llm.Response) llm.Event { return llm.Event{Type: llm.Done, Response: &res} }
+
+// TestLoopStreams: with OnDelta, each model call is streamed: OnDelta sees
+// the pieces as they arrive, in order and before the reply's event, and the
+// reply is the Done event's response (its tool calls and usage).
+func TestLoopStreams(t *testing.T) {
+	t.Parallel()
+	call := llm.ToolCall{ID: "a", Name: "note", Args: json.RawMessage(`{"n":1}`)}
+	seen := make(chan struct{}, 1)
+	p := &streamer{
+		calls: [][]llm.Event{
+			{text("Let "), text("me "), text("note."), {Type: llm.ToolCallDone, ToolCall: &call},
+				done(llm.Response{Content: "Let me note.", ToolCalls: []llm.ToolCall{call}, Usage: llm.Usage{InputTokens: 10, OutputTokens: 3}})},
+			{text("Noted."), done(llm.Response{Content: "Noted.", Usage: llm.Usage{InputTokens: 20, OutputTokens: 1}})},
+		},
+		// The stream goes on only once OnDelta has seen its first piece.
+		between: func() error {
+			select {
+			case <-seen:
+				return nil
+			case <-time.After(10 * time.Second):
+				return errors.New("OnDelta did not see the first piece before the rest came")
+			}
+		},
+	}
+	var got []string
+	c := start("go")
+	l := &llm.Loop{Provider: p, Tools: &fakeTools{},
+		OnDelta: func(_ context.Context, text string) {
+			got = append(got, "delta "+text)
+			select {
+			case seen <- struct{}{}:
+			default:
+			}
+		},
+		OnEvent: func(_ context.Context, e llm.LoopEvent) error {
+			if e.Type == llm.ModelReplied {
+				got = append(got, fmt.Sprintf("reply %q calls=%d usage=%d/%d", e.Message.Content, len(e.Message.ToolCalls), e.Usage.InputTokens, e.Usage.OutputTokens))
+			}
+			return nil
+		}}
+	out, err := l.Run(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`delta Let `, `delta me `, `delta note.`, `reply "Let me note." calls=1 usage=10/3`, `delta Noted.`, `reply "Noted." calls=0 usage=30/4`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("seen:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if out.Calls != 2 || out.ToolCalls != 1 || c.Usage != (llm.Usage{InputTokens: 30, OutputTokens: 4}) || roles(c.Messages) != "user assistant tool assistant" {
+		t.Errorf("outcome %+v, usage %+v, conversation %s", out, c.Usage, roles(c.Messages))
+	}
+}
+
+// TestLoopStreamFailures: a stream that fails, ends without its Done or
+// cannot start is the model's error, as a failed Chat is.
+func TestLoopStreamFailures(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("overloaded")
+	tests := []struct {
+		name   string
+		events []llm.Event
+		want   error
+	}{
+		{"failed", []llm.Event{text("Hel"), {Type: llm.Failed, Err: boom}}, boom},
+		{"failed without an error", []llm.Event{{Type: llm.Failed}}, nil},
+		{"closed without done", []llm.Event{text("Hel")}, nil},
+		{"done without a response", []llm.Event{{Type: llm.Done}}, nil},
+		{"no stream", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := &streamer{calls: [][]llm.Event{tt.events}}
+			if tt.events == nil {
+				p.calls = nil
+			}
+			c := start("go")
+			out, err := (&llm.Loop{Provider: p, OnDelta: func(context.Context, string) {}}).Run(t.Context(), c)
+			me, ok := errors.AsType[*llm.ModelError](err)
+			if !ok || (tt.want != nil && !errors.Is(me, tt.want)) {
+				t.Errorf("error %v, want a *ModelError wrapping %v", err, tt.want)
+			}
+			if out.Calls != 0 || roles(c.Messages) != "user" {
+				t.Errorf("outcome %+v, conversation %s", out, roles(c.Messages))
+			}
+		})
+	}
+}
+
+// TestLoopWithoutOnDeltaChats: without OnDelta the model is called whole.
+func TestLoopWithoutOnDeltaChats(t *testing.T) {
+	t.Parallel()
+	p := &streamer{calls: [][]llm.Event{{done(llm.Response{Content: "streamed"})}}}
+	_, err := (&llm.Loop{Provider: p}).Run(t.Context(), start("go"))
+	if err == nil || !strings.Contains(err.Error(), "streamer does not chat") || p.n != 0 {
+		t.Errorf("error %v after %d streams; want Chat's", err, p.n)
 	}
 }

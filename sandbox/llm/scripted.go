@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/remote-agents/remote-agents/shared/sanitize"
 )
@@ -18,7 +19,12 @@ import (
 // is exhausted or absent, so nobody mistakes it for a model.
 const ScriptedNotice = "[scripted provider: no LLM is configured]"
 
-// ScriptStep is one line of a script: the reply to the next call.
+// ScriptStep is one line of a script: the reply to the next call. Text is
+// its text; ToolCalls the tools it calls (an id is made up where none is
+// given, args default to {}); Usage its tokens (default: estimated from the
+// text); PieceMillis (piece_ms) how long Stream pauses between two pieces of
+// the text, so that a script can show a reply being written (default 0: no
+// pause).
 type ScriptStep struct {
 	Text      string `json:"text"`
 	ToolCalls []struct {
@@ -26,7 +32,8 @@ type ScriptStep struct {
 		Name string          `json:"name"`
 		Args json.RawMessage `json:"args"`
 	} `json:"tool_calls,omitempty"`
-	Usage *Usage `json:"usage,omitempty"`
+	Usage       *Usage `json:"usage,omitempty"`
+	PieceMillis int    `json:"piece_ms,omitempty"`
 }
 
 // Scripted replays a JSONL script, one reply per call, in order. When the script
@@ -75,6 +82,9 @@ func ParseScript(raw []byte) ([]ScriptStep, error) {
 				return nil, fmt.Errorf("script line %d: tool call %d has no name", n, i)
 			}
 		}
+		if s.PieceMillis < 0 {
+			return nil, fmt.Errorf("script line %d: piece_ms is negative", n)
+		}
 		steps = append(steps, s)
 	}
 	if err := sc.Err(); err != nil {
@@ -95,8 +105,15 @@ func (s *Scripted) Calls() int {
 
 // Chat returns the next scripted reply.
 func (s *Scripted) Chat(ctx context.Context, req Request) (Response, error) {
+	res, _, err := s.reply(ctx, req)
+	return res, err
+}
+
+// reply returns the next scripted reply and the pause between the pieces of
+// its text.
+func (s *Scripted) reply(ctx context.Context, req Request) (Response, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return Response{}, err
+		return Response{}, 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -104,7 +121,7 @@ func (s *Scripted) Chat(ctx context.Context, req Request) (Response, error) {
 	in := estimateTokens(req)
 	if s.next >= len(s.steps) {
 		text := ScriptedNotice + " I received: " + sanitize.Clip(strings.Join(strings.Fields(lastUser(req.Messages)), " "), 200)
-		return Response{Content: text, Usage: Usage{InputTokens: in, OutputTokens: len(text) / 4}, StopReason: "end_turn", Model: "scripted"}, nil
+		return Response{Content: text, Usage: Usage{InputTokens: in, OutputTokens: len(text) / 4}, StopReason: "end_turn", Model: "scripted"}, 0, nil
 	}
 	step := s.steps[s.next]
 	s.next++
@@ -126,23 +143,30 @@ func (s *Scripted) Chat(ctx context.Context, req Request) (Response, error) {
 	} else {
 		res.Usage = Usage{InputTokens: in, OutputTokens: len(step.Text)/4 + 1}
 	}
-	return res, nil
+	return res, time.Duration(step.PieceMillis) * time.Millisecond, nil
 }
 
 // Stream delivers the next scripted reply as events: the text in word-sized
-// deltas, then the tool calls, then done.
+// deltas (its step's PieceMillis apart), then the tool calls, then done. A
+// ctx that ends first ends the stream with Failed.
 func (s *Scripted) Stream(ctx context.Context, req Request) (<-chan Event, error) {
-	res, err := s.Chat(ctx, req)
+	res, pause, err := s.reply(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	ch := make(chan Event, 16)
 	go func() {
 		defer close(ch)
+		first := true
 		for _, w := range strings.SplitAfter(res.Content, " ") {
 			if w == "" {
 				continue
 			}
+			if !first && !wait(ctx, pause) {
+				ch <- Event{Type: Failed, Err: ctx.Err()}
+				return
+			}
+			first = false
 			select {
 			case ch <- Event{Type: TextDelta, Text: w}:
 			case <-ctx.Done():
@@ -156,6 +180,21 @@ func (s *Scripted) Stream(ctx context.Context, req Request) (<-chan Event, error
 		ch <- Event{Type: Done, Response: &res}
 	}()
 	return ch, nil
+}
+
+// wait waits d, and reports whether ctx is still alive.
+func wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func lastUser(msgs []Message) string {

@@ -1,6 +1,8 @@
 package llm_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -67,9 +69,67 @@ func TestScriptedStream(t *testing.T) {
 
 func TestParseScriptErrors(t *testing.T) {
 	t.Parallel()
-	for _, bad := range []string{`{"text":`, `{"txt":"typo"}`, `{"tool_calls":[{"args":{}}]}`} {
+	for _, bad := range []string{`{"text":`, `{"txt":"typo"}`, `{"tool_calls":[{"args":{}}]}`, `{"text":"x","piece_ms":-1}`} {
 		if _, err := llm.ParseScript([]byte(bad)); err == nil {
 			t.Errorf("ParseScript(%q) accepted", bad)
 		}
+	}
+}
+
+// TestScriptedStreamPaces: a step's piece_ms spaces its pieces: one comes,
+// then nothing until the pause is over; a ctx ended during a pause ends the
+// stream with Failed.
+func TestScriptedStreamPaces(t *testing.T) {
+	t.Parallel()
+	steps, err := llm.ParseScript([]byte(`{"text":"one two three","piece_ms":3600000}`))
+	if err != nil || steps[0].PieceMillis != 3600000 {
+		t.Fatalf("%+v, %v", steps, err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ch, err := llm.NewScripted(steps).Stream(ctx, llm.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := <-ch; e.Type != llm.TextDelta || e.Text != "one " {
+		t.Fatalf("first event %+v", e)
+	}
+	// The next piece is an hour away: nothing is there to read.
+	select {
+	case e := <-ch:
+		t.Fatalf("%+v came during the pause", e)
+	default:
+	}
+	cancel()
+	e, ok := <-ch
+	if !ok || e.Type != llm.Failed || !errors.Is(e.Err, context.Canceled) {
+		t.Fatalf("after the cancel: %+v", e)
+	}
+	if _, ok := <-ch; ok {
+		t.Error("the stream went on after Failed")
+	}
+}
+
+// TestScriptedStreamPieces: with a short pause every piece still comes, one
+// word each, and the reply is whole.
+func TestScriptedStreamPieces(t *testing.T) {
+	t.Parallel()
+	steps, _ := llm.ParseScript([]byte(`{"text":"one two three","piece_ms":1}`))
+	ch, err := llm.NewScripted(steps).Stream(t.Context(), llm.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pieces []string
+	var done *llm.Response
+	for e := range ch {
+		switch e.Type {
+		case llm.TextDelta:
+			pieces = append(pieces, e.Text)
+		case llm.Done:
+			done = e.Response
+		}
+	}
+	if strings.Join(pieces, "|") != "one |two |three" || done == nil || done.Content != "one two three" {
+		t.Errorf("pieces %q, done %+v", pieces, done)
 	}
 }

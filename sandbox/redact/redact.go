@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Mark replaces every secret value.
@@ -86,6 +87,96 @@ func (s *Secrets) JSON(raw []byte) []byte {
 		raw = bytes.ReplaceAll(raw, f, []byte(Mark))
 	}
 	return raw
+}
+
+// Stream hides the secrets of a text that arrives in pieces (a model's reply
+// as it streams), where redacting each piece alone would let out a secret
+// split across two. It holds back the end of what it was given while that
+// end could begin a secret, and a secret it would otherwise cut; so what it
+// lets out never holds a secret, and all of it, once flushed, is the whole
+// text as String redacts it. Not safe for concurrent use.
+type Stream struct {
+	s       *Secrets
+	pending string
+}
+
+// Stream returns a Stream hiding s's secrets (none for the nil set).
+func (s *Secrets) Stream() *Stream { return &Stream{s: s} }
+
+// Next takes the next piece of the text and returns what of the text so far
+// can go out now, its secrets hidden ("" when it all waits for more).
+func (st *Stream) Next(piece string) string {
+	st.pending += piece
+	cut := st.s.cut(st.pending)
+	out := st.s.String(st.pending[:cut])
+	st.pending = st.pending[cut:]
+	return out
+}
+
+// Flush returns what was held back, its secrets hidden: the text is complete.
+func (st *Stream) Flush() string {
+	out := st.s.String(st.pending)
+	st.pending = ""
+	return out
+}
+
+// cut returns how much of text can be redacted now, apart from what may
+// follow it: up to where its end could begin a secret, but not inside a
+// secret it holds, nor inside a character.
+func (s *Secrets) cut(text string) int {
+	cut := len(text)
+	if s != nil {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		// Not past the earliest end of text that begins a secret: the rest of
+		// the secret may follow.
+		for _, v := range s.values {
+			for i := max(0, len(text)-len(v)+1); i < cut; i++ {
+				if strings.HasPrefix(v, text[i:]) {
+					cut = i
+					break
+				}
+			}
+		}
+		// Before any secret the cut would split (each move may split another).
+		for moved := true; moved; {
+			moved = false
+			for _, v := range s.values {
+				if i := splitAt(text, v, cut); i >= 0 {
+					cut, moved = i, true
+				}
+			}
+		}
+	}
+	for cut > 0 && cut < len(text) && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	if cut == len(text) && cut > 0 {
+		last := cut - 1
+		for last > 0 && !utf8.RuneStart(text[last]) {
+			last--
+		}
+		if !utf8.FullRuneInString(text[last:]) {
+			cut = last
+		}
+	}
+	return cut
+}
+
+// splitAt returns where an occurrence of v in text that cut splits begins,
+// or -1 if cut splits none.
+func splitAt(text, v string, cut int) int {
+	for from := 0; from < cut; {
+		i := strings.Index(text[from:], v)
+		if i < 0 || from+i >= cut {
+			return -1
+		}
+		if from+i+len(v) > cut {
+			return from + i
+		}
+		from += i + 1
+	}
+	return -1
 }
 
 // Writer returns a writer that redacts each write before passing it to w: for

@@ -6,6 +6,10 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"github.com/remote-agents/remote-agents/sandbox/agentconfig"
 	"github.com/remote-agents/remote-agents/sandbox/gateway"
@@ -80,6 +84,9 @@ type conversation struct {
 	msgs    []llm.Message
 	used    llm.Usage
 	log     *slog.Logger
+	// watched says whether a viewer watches the agent: its live events are
+	// posted only then. nil: always.
+	watched *watchState
 }
 
 // errTokenLimit stops the session when its budget is spent.
@@ -93,10 +100,15 @@ func (c *conversation) turn(ctx context.Context) error {
 	if err := c.state(ctx, sandboxwire.Working); err != nil {
 		return err
 	}
+	// The turn's live view: each reply's text as it is written, each tool
+	// call as it starts, all posted before the turn reports anything else.
+	view := &liveView{sender: c.cl.Live(ctx, c.log), secrets: c.secrets, watched: c.watched}
 	loop := llm.Loop{Provider: c.brain.Provider, Model: c.brain.Model, System: c.system, MaxTokens: c.brain.MaxTokens,
-		Tools: c.brain.Tools, MaxTurns: maxTurnCalls, TokenLimit: c.brain.TokenLimit, OnEvent: c.report}
+		Tools: c.brain.Tools, MaxTurns: maxTurnCalls, TokenLimit: c.brain.TokenLimit, OnDelta: view.delta,
+		OnEvent: func(ctx context.Context, e llm.LoopEvent) error { return c.report(ctx, view, e) }}
 	conv := llm.Conversation{Messages: c.msgs, Usage: c.used}
 	_, err := loop.Run(ctx, &conv)
+	view.sender.Close()
 	c.msgs, c.used = conv.Messages, conv.Usage
 	if ctx.Err() != nil {
 		return ctx.Err() // stopped (an end, a pause): the sandbox reports what it does
@@ -118,33 +130,116 @@ func (c *conversation) turn(ctx context.Context) error {
 	return c.state(ctx, sandboxwire.Idle)
 }
 
-// report emits each model reply, with the tokens used, and each tool call.
-func (c *conversation) report(ctx context.Context, e llm.LoopEvent) error {
+// report emits each model reply, with the tokens used, and each tool call,
+// after the live events that showed them coming.
+func (c *conversation) report(ctx context.Context, view *liveView, e llm.LoopEvent) error {
 	switch e.Type {
 	case llm.ModelReplied:
+		id := view.end()
+		view.sender.Flush()
 		return c.emit(ctx, sandboxwire.AgentMessage{
-			Text: e.Message.Content, ToolCalls: len(e.Message.ToolCalls),
+			// The text as its deltas showed it: its secrets hidden the same way.
+			MessageID: id, Text: c.secrets.String(e.Message.Content), ToolCalls: len(e.Message.ToolCalls),
 			Usage: sandboxwire.Usage{
 				InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens,
 				// What the conversation holds now, against the model's window.
 				ContextTokens: e.Response.Usage.InputTokens + e.Response.Usage.OutputTokens, ContextWindow: c.brain.ContextWindow,
 			},
 		})
+	case llm.ToolStarted:
+		if view.watching() {
+			view.sender.Send(sandboxwire.ToolCallStarted{ToolCallID: e.Call.ID, Tool: e.Call.Name, Args: c.args(e.Call)})
+		}
 	case llm.ToolFinished:
-		// The arguments are JSON, which the event carries as a string: a secret
-		// in them is found as JSON escapes it (Emit redacts the event too).
-		args := c.secrets.JSON(e.Call.Args)
+		view.sender.Flush()
 		return c.emit(ctx, sandboxwire.ToolCall{
-			ToolCallID: e.Call.ID, Tool: e.Call.Name, Args: sanitize.Clip(string(args), maxEventChars), IsError: e.Message.IsError, Output: sanitize.Clip(e.Message.Content, maxEventChars),
+			ToolCallID: e.Call.ID, Tool: e.Call.Name, Args: c.args(e.Call), IsError: e.Message.IsError, Output: sanitize.Clip(e.Message.Content, maxEventChars),
 		})
 	}
 	return nil
 }
 
+// args are a tool call's arguments as its events show them. They are JSON,
+// which the events carry as a string: a secret in them is found as JSON
+// escapes it (Emit redacts the event too).
+func (c *conversation) args(call llm.ToolCall) string {
+	return sanitize.Clip(string(c.secrets.JSON(call.Args)), maxEventChars)
+}
+
+// liveView is a turn's live events: the model's replies, one after the
+// other, as agent.message.delta events, and the tool calls as they start.
+// Each reply gets a message id, which its agent.message carries too, and its
+// text goes out with its secrets hidden; offsets count the code points of
+// that redacted text, which is the text its agent.message shows.
+type liveView struct {
+	sender  *gateway.Live
+	secrets *redact.Secrets
+	// id, text and offset are the reply being written: its message id
+	// ("" before its first piece), its redaction and the code points sent.
+	id     string
+	text   *redact.Stream
+	offset int
+	// watched says whether anyone watches (nil: always). While nobody
+	// does, nothing is posted (so, a session-hour's thousand posts of
+	// nobody's business are never made); sofar keeps the reply's text, and
+	// behind says it was not all posted: once a viewer comes, the reply so
+	// far goes out whole, from offset 0.
+	watched *watchState
+	sofar   strings.Builder
+	behind  bool
+}
+
+// watching says whether anyone watches the agent.
+func (v *liveView) watching() bool { return v.watched == nil || v.watched.watched() }
+
+// delta sends a piece of the reply's text: all of what can go out now, the
+// rest (what could begin a secret) with the next piece or at the end.
+func (v *liveView) delta(_ context.Context, piece string) {
+	if v.id == "" {
+		v.id, v.text, v.offset, v.behind = uuid.NewString(), v.secrets.Stream(), 0, false
+		v.sofar.Reset()
+	}
+	v.send(v.text.Next(piece))
+}
+
+// end sends what was held back of the reply, now whole, and returns its
+// message id (a new one for a reply without text); the next reply is
+// another message.
+func (v *liveView) end() string {
+	if v.id == "" {
+		return uuid.NewString()
+	}
+	v.send(v.text.Flush())
+	id := v.id
+	v.id = ""
+	return id
+}
+
+func (v *liveView) send(text string) {
+	if text == "" {
+		return
+	}
+	v.sofar.WriteString(text)
+	switch {
+	case !v.watching():
+		v.behind = true
+	case v.behind:
+		v.sender.Send(sandboxwire.MessageDelta{MessageID: v.id, Offset: 0, Text: v.sofar.String()})
+		v.behind = false
+	default:
+		v.sender.Send(sandboxwire.MessageDelta{MessageID: v.id, Offset: v.offset, Text: text})
+	}
+	v.offset += utf8.RuneCountInString(text)
+}
+
 // state reports a state change to the session and appends it to its events.
 func (c *conversation) state(ctx context.Context, st sandboxwire.State) error {
-	if err := c.cl.Status(ctx, st, "", ""); err != nil {
+	orders, err := c.cl.Report(ctx, st)
+	if err != nil {
 		return err
+	}
+	if c.watched != nil {
+		c.watched.set(orders.Viewers, orders.ViewerEpoch)
 	}
 	return c.emit(ctx, sandboxwire.StateChanged{State: st})
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -26,11 +27,15 @@ type event struct {
 	Data map[string]any `json:"data"`
 }
 
-// recorder plays the gateway, recording what a sandbox reports: its events and its status changes.
+// recorder plays the gateway, recording what a sandbox reports: its events, its
+// live events and its status changes.
 type recorder struct {
 	mu     sync.Mutex
 	events []event
+	deltas []event
 	states []string
+	// order lists the types of the events and the live events, as they came.
+	order []string
 }
 
 func (g *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -44,6 +49,19 @@ func (g *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		g.events = append(g.events, in.Events...)
+		for _, e := range in.Events {
+			g.order = append(g.order, e.Type)
+		}
+	case "/sandbox/s1/deltas":
+		var in struct{ Deltas []event }
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || len(in.Deltas) == 0 || len(in.Deltas) > sandboxwire.MaxDeltasPerPost {
+			http.Error(w, fmt.Sprint("bad deltas ", err), http.StatusBadRequest)
+			return
+		}
+		g.deltas = append(g.deltas, in.Deltas...)
+		for _, e := range in.Deltas {
+			g.order = append(g.order, e.Type)
+		}
 	case "/sandbox/s1/status":
 		var in sandboxwire.StatusReport
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
@@ -85,6 +103,9 @@ type fakeProvider struct {
 	mu     sync.Mutex
 	n      int
 	answer chat
+	// pieceLen, if set, is the length in bytes of the pieces Stream sends
+	// (default: word by word).
+	pieceLen int
 }
 
 func (p *fakeProvider) Name() string { return "fake" }
@@ -97,8 +118,26 @@ func (p *fakeProvider) Chat(_ context.Context, req llm.Request) (llm.Response, e
 	return p.answer(req, n)
 }
 
-func (p *fakeProvider) Stream(context.Context, llm.Request) (<-chan llm.Event, error) {
-	return nil, errors.New("fake does not stream")
+// Stream streams Chat's answer: its text in pieces, then done.
+func (p *fakeProvider) Stream(ctx context.Context, req llm.Request) (<-chan llm.Event, error) {
+	res, err := p.Chat(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	pieces := strings.SplitAfter(res.Content, " ")
+	if p.pieceLen > 0 {
+		pieces = nil
+		for text := res.Content; text != ""; text = text[min(p.pieceLen, len(text)):] {
+			pieces = append(pieces, text[:min(p.pieceLen, len(text))])
+		}
+	}
+	ch := make(chan llm.Event, len(pieces)+1)
+	for _, piece := range pieces {
+		ch <- llm.Event{Type: llm.TextDelta, Text: piece}
+	}
+	ch <- llm.Event{Type: llm.Done, Response: &res}
+	close(ch)
+	return ch, nil
 }
 
 // shellTools has one tool, "sh", whose output is its "out" argument; it fails
@@ -337,5 +376,173 @@ func TestSecretsAreRedacted(t *testing.T) {
 		if m.Role == llm.ToolRole && (strings.Contains(m.Content, token) || strings.Contains(m.Content, key) || strings.Contains(m.Content, userValue)) {
 			t.Errorf("the model was shown a secret: %q", m.Content)
 		}
+	}
+}
+
+// messages returns, for each agent.message, its text and the text its deltas
+// add up to, checking their offsets follow each other from 0; and the deltas
+// of no agent.message.
+func (g *recorder) messages(t *testing.T) (texts, streamed []string, stray int) {
+	t.Helper()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	byID := map[string]*strings.Builder{}
+	for _, e := range g.deltas {
+		if e.Type != sandboxwire.TypeAgentMessageDelta {
+			continue
+		}
+		id, _ := e.Data["message_id"].(string)
+		offset, _ := e.Data["offset"].(float64)
+		text, _ := e.Data["text"].(string)
+		b := byID[id]
+		if b == nil {
+			b = &strings.Builder{}
+			byID[id] = b
+		}
+		if n := utf8.RuneCountInString(b.String()); int(offset) != n {
+			t.Errorf("delta of %s at offset %v after %d code points", id, offset, n)
+		}
+		b.WriteString(text)
+	}
+	for _, e := range g.events {
+		if e.Type != sandboxwire.TypeAgentMessage {
+			continue
+		}
+		id, _ := e.Data["message_id"].(string)
+		text, _ := e.Data["text"].(string)
+		if id == "" {
+			t.Errorf("agent.message %q without a message id", text)
+		}
+		texts = append(texts, text)
+		if b := byID[id]; b != nil {
+			streamed = append(streamed, b.String())
+			delete(byID, id)
+		} else {
+			streamed = append(streamed, "")
+		}
+	}
+	return texts, streamed, len(byID)
+}
+
+// TestTurnStreamsItsReplies: each reply streams as deltas of its own message
+// id, which its agent.message carries, and which add up to its text before
+// it is appended; each tool call is shown started before its tool.call is
+// appended.
+func TestTurnStreamsItsReplies(t *testing.T) {
+	t.Parallel()
+	p := &fakeProvider{answer: func(_ llm.Request, n int) (llm.Response, error) {
+		switch n {
+		case 1:
+			call := sh("a.txt", false)
+			call.ID = "c1"
+			return llm.Response{Content: "Let me look — ça va vite.", ToolCalls: []llm.ToolCall{call}}, nil
+		case 2:
+			call := sh("b.txt", false)
+			call.ID = "c2"
+			return llm.Response{ToolCalls: []llm.ToolCall{call}}, nil // no text
+		}
+		return llm.Response{Content: "Found it in a.txt"}, nil
+	}}
+	c, gw := newConversation(t, &Brain{Provider: p, Tools: shellTools{}}, nil)
+	if err := c.turn(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	texts, streamed, stray := gw.messages(t)
+	want := []string{"Let me look — ça va vite.", "", "Found it in a.txt"}
+	if strings.Join(texts, "|") != strings.Join(want, "|") || strings.Join(streamed, "|") != strings.Join(want, "|") || stray != 0 {
+		t.Errorf("messages %q streamed as %q (%d stray)", texts, streamed, stray)
+	}
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
+	ids := map[any]bool{}
+	for _, e := range gw.events {
+		if e.Type == sandboxwire.TypeAgentMessage {
+			ids[e.Data["message_id"]] = true
+		}
+	}
+	if len(ids) != 3 {
+		t.Errorf("message ids %v, want 3 distinct", ids)
+	}
+	var started []string
+	for _, e := range gw.deltas {
+		if e.Type == sandboxwire.TypeToolCallStarted {
+			started = append(started, fmt.Sprint(e.Data["tool_call_id"], " ", e.Data["tool"], " ", e.Data["args"]))
+		}
+	}
+	if want := []string{`c1 sh {"fail":false,"out":"a.txt"}`, `c2 sh {"fail":false,"out":"b.txt"}`}; strings.Join(started, "\n") != strings.Join(want, "\n") {
+		t.Errorf("started %q, want %q", started, want)
+	}
+	// Live events of a step come before its stored event.
+	order := strings.Join(gw.order, " ")
+	order = regexp.MustCompile(`(agent\.message\.delta ?)+`).ReplaceAllString(order, "delta ")
+	if want := "state.changed delta agent.message tool.call.started tool.call agent.message tool.call.started tool.call delta agent.message state.changed"; order != want {
+		t.Errorf("order\n%s\nwant\n%s", order, want)
+	}
+}
+
+// TestStreamedSecretsAreHidden: a secret the model writes, whatever pieces it
+// comes in, is in no delta: they add up to the text its agent.message shows,
+// redacted, though the gateway client itself knows no secret.
+func TestStreamedSecretsAreHidden(t *testing.T) {
+	t.Parallel()
+	const key = "sk-ant-the-key-0123456789"
+	secrets := redact.New(key, "rsb_the-sandbox-token-0123456789")
+	for _, n := range []int{1, 3, 7, 100} {
+		p := &fakeProvider{pieceLen: n, answer: func(llm.Request, int) (llm.Response, error) {
+			return llm.Response{Content: "Reading " + key + " and sk-ant-the-k, not the key."}, nil
+		}}
+		c, gw := newConversation(t, &Brain{Provider: p, Tools: shellTools{}}, nil)
+		c.secrets = secrets
+		if err := c.turn(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		texts, streamed, stray := gw.messages(t)
+		want := "Reading [redacted] and sk-ant-the-k, not the key."
+		if len(texts) != 1 || texts[0] != want || streamed[0] != want || stray != 0 {
+			t.Errorf("pieces of %d: message %q streamed as %q", n, texts, streamed)
+		}
+		gw.mu.Lock()
+		raw, _ := json.Marshal(gw.deltas)
+		gw.mu.Unlock()
+		if strings.Contains(string(raw), "0123456789") {
+			t.Errorf("pieces of %d: the deltas hold the key: %s", n, raw)
+		}
+	}
+}
+
+// TestNothingIsPostedWhileNobodyWatches: a reply written while no viewer
+// watches posts nothing; once one does, the reply so far goes out whole
+// from offset 0, then piece by piece.
+func TestNothingIsPostedWhileNobodyWatches(t *testing.T) {
+	t.Parallel()
+	c, gw := newConversation(t, &Brain{}, nil)
+	var watched watchState
+	view := &liveView{sender: c.cl.Live(t.Context(), c.log), secrets: c.secrets, watched: &watched}
+	view.delta(t.Context(), "Once upon ")
+	view.delta(t.Context(), "a time")
+	view.sender.Flush()
+	gw.mu.Lock()
+	if len(gw.deltas) != 0 {
+		t.Errorf("posted while nobody watched: %v", gw.deltas)
+	}
+	gw.mu.Unlock()
+	watched.set(1, 2)
+	watched.set(0, 1) // an older word: nobody watched
+	view.delta(t.Context(), " there")
+	view.sender.Flush()
+	view.delta(t.Context(), " was")
+	id := view.end()
+	view.sender.Close()
+	gw.mu.Lock()
+	defer gw.mu.Unlock()
+	var got []string
+	for _, e := range gw.deltas {
+		if e.Data["message_id"] != id {
+			t.Errorf("a delta of %v, want %s", e.Data["message_id"], id)
+		}
+		got = append(got, fmt.Sprint(e.Data["offset"], ":", e.Data["text"]))
+	}
+	if want := "0:Once upon a time there|22: was"; strings.Join(got, "|") != want {
+		t.Errorf("deltas %q, want %q", got, want)
 	}
 }

@@ -32,8 +32,11 @@ func (r *run) listen(ctx context.Context, pushURL string, wake chan<- struct{}, 
 			signal() // whatever came while the connection was down
 		},
 		Frame: func(f sandboxwire.Push) {
-			if strings.EqualFold(f.Type, sandboxwire.PushInbox) {
+			switch {
+			case strings.EqualFold(f.Type, sandboxwire.PushInbox):
 				signal()
+			case strings.EqualFold(f.Type, sandboxwire.PushWatch):
+				r.watched.set(f.Viewers, f.ViewerEpoch)
 			}
 		},
 		Down: func(err error, retryIn time.Duration) {

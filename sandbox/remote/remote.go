@@ -133,7 +133,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger) error {
 	turnCtx, cancelTurn := context.WithCancel(ctx)
 	defer cancelTurn()
 	if resumed != nil {
-		r.conv = &conversation{brain: brain, cl: r.cl, secrets: r.c.Secrets, system: resumed.System, msgs: resumed.Messages, used: resumed.Used, log: r.log}
+		r.conv = &conversation{brain: brain, cl: r.cl, secrets: r.c.Secrets, system: resumed.System, msgs: resumed.Messages, used: resumed.Used, log: r.log, watched: &r.watched}
 		r.after, r.pending = resumed.After, resumed.Pending
 		r.startTurn(turnCtx)
 	} else {
@@ -174,6 +174,10 @@ type run struct {
 	turnInput string
 	// stopped: the user stopped the turn in progress, which is returning.
 	stopped bool
+	// watched: a viewer watches the agent (the platform says so over the
+	// push channel, and in every heartbeat's and inbox read's answer); the
+	// turn posts its live events only then.
+	watched watchState
 }
 
 // provision provisions the workspace spec describes (package provision) and
@@ -293,7 +297,7 @@ func (r *run) brain(spec sandboxwire.Spec) (*Brain, error) {
 // sandbox of the sandbox API has none, and its conversation starts with
 // the first message sent to it.
 func (r *run) converse(ctx context.Context, brain *Brain, primed []Message, prompt string) {
-	r.conv = &conversation{brain: brain, cl: r.cl, secrets: r.c.Secrets, system: primed[0].Content, log: r.log}
+	r.conv = &conversation{brain: brain, cl: r.cl, secrets: r.c.Secrets, system: primed[0].Content, log: r.log, watched: &r.watched}
 	if strings.TrimSpace(prompt) == "" {
 		return
 	}
@@ -395,6 +399,9 @@ func (r *run) serve(ctx, turnCtx context.Context, stopTurn context.CancelFunc) e
 			}
 			r.startTurn(turnCtx) // what came with the interrupt, or waited
 			continue
+		}
+		if err == nil {
+			r.watched.set(orders.Viewers, orders.ViewerEpoch)
 		}
 		if err == nil && r.turning && interrupts(orders) {
 			stopTurn() // the turn returns, cut short: see turnDone

@@ -19,9 +19,9 @@ import (
 )
 
 // chatModel is a local model server speaking the chat completions wire
-// format (an OpenAI-compatible server's), recording the tools each request
-// offers: to the initial prompt it answers with a call of bash, to a tool
-// result with text, to the user's message with an echo of it.
+// format (an OpenAI-compatible server's), whole or streamed, recording the
+// tools each request offers: to the initial prompt it answers with a call of
+// bash, to a tool result with text, to the user's message with an echo of it.
 type chatModel struct {
 	mu    sync.Mutex
 	tools [][]string
@@ -41,6 +41,7 @@ func (m *chatModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				Name string `json:"name"`
 			} `json:"function"`
 		} `json:"tools"`
+		Stream bool `json:"stream"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || r.URL.Path != "/v1/chat/completions" {
 		http.Error(w, "bad request", http.StatusBadRequest)
@@ -62,10 +63,16 @@ func (m *chatModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	text, _ := last.Content.(string)
 	switch {
 	case last.Role == "user" && strings.Contains(text, "Say hello"):
-		message = `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"id\"}"}}]}`
+		message = `{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"id\"}"}}]}`
 		finish = "tool_calls"
 	case last.Role == "user":
 		message = fmt.Sprintf(`{"role":"assistant","content":%q}`, "you said: "+text)
+	}
+	if body.Stream { // the whole message in one chunk
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n",
+			fmt.Sprintf(`{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":%s,"finish_reason":%q}]}`, message, finish))
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":%s,"finish_reason":%q}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, message, finish)

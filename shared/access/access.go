@@ -236,6 +236,8 @@ var table = map[string]Access{
 		Tables:  map[string][]string{Sessions: {GetItem, UpdateItem}, Idempotency: {UpdateItem}, Events: {PutItem}},
 		Send:    []string{JobsQueue},
 		Objects: map[string][]string{GuardrailsKey: {GetObject}},
+		// Whoever appends an event pushes it to the agent's viewers.
+		Push: true,
 	},
 	"shutdown": {
 		Tables: map[string][]string{
@@ -331,6 +333,10 @@ var table = map[string]Access{
 		PublishJobEvents: true,
 		LeadingKeys:      map[string][]string{Jobs: JobItems},
 		WriteKeys:        map[string][]string{Registry: {PoolItems}},
+		// A sandbox's events and live events are pushed to the agent's
+		// viewers, who are served on the push channel (a viewer's record
+		// and the reply being written are idempotency items).
+		Push: true,
 		Objects: map[string][]string{
 			GuardrailsKey:              {GetObject},
 			ConfigurationEnv:           {GetObject},
@@ -365,6 +371,8 @@ var table = map[string]Access{
 		Send:    []string{ToolsQueue},
 		Objects: map[string][]string{"sessions/*/tools/*": {GetObject}, "snapshots/*": {PutObject}},
 		List:    []string{"sessions/"},
+		// Its events are pushed to the agent's viewers.
+		Push: true,
 
 		LeadingKeys: toolWrites,
 	},
@@ -398,6 +406,8 @@ var table = map[string]Access{
 		// (an event) and ends.
 		Tables: map[string][]string{Sessions: {GetItem, UpdateItem}, Idempotency: {GetItem, UpdateItem}, Events: {PutItem}},
 		Models: true,
+		// budget.exceeded and the end are pushed to the agent's viewers.
+		Push: true,
 	},
 }
 

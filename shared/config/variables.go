@@ -139,7 +139,7 @@ var Variables = []Variable{
 		Meaning: "creates one app may make in a clock minute; past it, 429 `quota_exceeded` with the seconds to the next minute",
 		set:     quotaVar("RA_QUOTA_CREATES_PER_MINUTE", func(p *Platform) *int { return &p.Quotas.CreatesPerMinute })},
 	{Name: "RA_QUOTA_STREAMS_PER_SESSION", Readers: []Reader{PlatformFunctions}, Value: "10", Default: "`10`",
-		Meaning: "event streams one agent may have open (the embed view's included); one more is 429 `quota_exceeded` until one closes",
+		Meaning: "event streams one agent may have open, and viewers it may have on the push channel (the embed view's), each; one more is 429 `quota_exceeded` until one closes",
 		set:     quotaVar("RA_QUOTA_STREAMS_PER_SESSION", func(p *Platform) *int { return &p.Quotas.StreamsPerSession })},
 	{Name: "RA_QUOTA_UPLOADS_PER_SESSION", Readers: []Reader{PlatformFunctions}, Value: "1000", Default: "`1000`",
 		Meaning: "presigned upload URLs one agent is granted over its life (the embed view's attachments and its tools' files: evidence, snapshots, job outputs); one more is 429 `quota_exceeded`",
@@ -300,7 +300,7 @@ var Variables = []Variable{
 			return checkBaseURL("RA_MODEL_GATEWAY_URL", v)
 		}},
 	{Name: "RA_PUSH_URL", Readers: []Reader{PlatformFunctions, SandboxAgent}, Default: "none: sandboxes poll only (the dev server: its own `/@push`)",
-		Meaning: "the push channel sandboxes connect to (`ws://` or `wss://`: on AWS the WebSocket API's stage URL); launchers pass it on to each sandbox under the same name",
+		Meaning: "the push channel sandboxes connect to (`ws://` or `wss://`: on AWS the WebSocket API's stage URL); launchers pass it on to each sandbox under the same name, and the embed view's viewers connect to it too (without it the embed view reads the event stream)",
 		set: func(p *Platform, v string) error {
 			if !strings.HasPrefix(v, "ws://") && !strings.HasPrefix(v, "wss://") {
 				return fmt.Errorf("RA_PUSH_URL: want a ws:// or wss:// URL, got %q", v)
@@ -309,7 +309,7 @@ var Variables = []Variable{
 			return nil
 		}},
 	{Name: "RA_PUSH_ENDPOINT", Readers: []Reader{PlatformFunctions}, Default: "none: nothing is pushed (the dev server: its own URL)",
-		Meaning: "the push channel's `@connections` endpoint the platform posts to (`https://{api-id}.execute-api.{region}.amazonaws.com/{stage}`)",
+		Meaning: "the push channel's `@connections` endpoint the platform posts to (`https://{api-id}.execute-api.{region}.amazonaws.com/{stage}`): sandboxes' wakes, and every event and live event to the agent's viewers",
 		set: func(p *Platform, v string) error {
 			p.Push.Endpoint = strings.TrimRight(v, "/")
 			return checkBaseURL("RA_PUSH_ENDPOINT", v)
@@ -447,6 +447,8 @@ var Variables = []Variable{
 		Meaning: "the folder a benchmark saves its samples in (`make bench` sets it; `localstack/benchrec`)"},
 	{Name: "RA_BENCH_E2B_FILE_MB", Readers: []Reader{Tooling}, Default: "`100` (`make test`'s short run: `16`)",
 		Meaning: "the size of the file `BenchmarkE2B` uploads and downloads through the sandbox proxy, in MB"},
+	{Name: "RA_BENCH_QUIET_SECONDS", Readers: []Reader{Tooling}, Default: "`30` (`make test`'s short run: `1`)",
+		Meaning: "how long nothing happens to the agent before each append `BenchmarkViewerPushAfterQuiet` measures, in seconds"},
 	{Name: "RA_BENCH_CHECKPOINT_LARGE_MB", Readers: []Reader{Tooling}, Default: "`1024` (`make test`'s short run: `64`)",
 		Meaning: "the larger workspace `BenchmarkPauseResume` pauses and resumes, in MB"},
 	{Name: "RA_BENCH_FLEET_SIZE", Readers: []Reader{Tooling}, Default: "`10000` (`make test`'s short run: `1000`)",

@@ -64,31 +64,34 @@ type sessionItem struct {
 	CreatedAt            time.Time                    `json:"created_at"`
 	LiveTenant           string                       `json:"live_tenant,omitempty"`
 	Streams              map[string]int64             `json:"streams,omitempty"`
-	ListKey              string                       `json:"list_key,omitempty"`
-	WatchShard           string                       `json:"watch_shard,omitempty"`
-	DueAt                int64                        `json:"due_at,omitempty"`
-	UpdatedAt            time.Time                    `json:"updated_at"`
-	ReadyAt              time.Time                    `json:"ready_at,omitempty,omitzero"`
-	Resources            *sandboxwire.ResourceSample  `json:"resources,omitempty"`
-	RateLimitedAt        time.Time                    `json:"rate_limited_at,omitempty,omitzero"`
-	ClaimBy              time.Time                    `json:"claim_by,omitempty,omitzero"`
-	ClaimedAt            time.Time                    `json:"claimed_at,omitempty,omitzero"`
-	LastActivityAt       time.Time                    `json:"last_activity_at,omitempty,omitzero"`
-	EndedAt              time.Time                    `json:"ended_at,omitempty,omitzero"`
-	EventSeq             int64                        `json:"event_seq,omitempty"`
-	HeartbeatAt          time.Time                    `json:"heartbeat_at,omitempty,omitzero"`
-	ExpiresAt            int64                        `json:"expires_at,omitempty"`
-	InputTokens          int64                        `json:"input_tokens,omitempty"`
-	OutputTokens         int64                        `json:"output_tokens,omitempty"`
-	CachedTokens         int64                        `json:"cached_tokens,omitempty"`
-	ModelCalls           int64                        `json:"model_calls,omitempty"`
-	CostMicroUSD         int64                        `json:"cost_micro_usd,omitempty"`
-	UploadURLs           int64                        `json:"upload_urls,omitempty"`
-	UploadBytes          int64                        `json:"upload_bytes,omitempty"`
-	JobID                string                       `json:"job_id,omitempty"`
-	JobTokenLimit        int64                        `json:"job_token_limit,omitempty"`
-	Sandbox              *session.SandboxOptions      `json:"sandbox,omitempty"`
-	EndsAt               int64                        `json:"ends_at,omitempty"`
+	// Viewers is a string set (AddViewer, RemoveViewer), never written whole.
+	Viewers        []string                    `json:"viewers,omitempty"`
+	ViewerEpoch    int64                       `json:"viewer_epoch,omitempty"`
+	ListKey        string                      `json:"list_key,omitempty"`
+	WatchShard     string                      `json:"watch_shard,omitempty"`
+	DueAt          int64                       `json:"due_at,omitempty"`
+	UpdatedAt      time.Time                   `json:"updated_at"`
+	ReadyAt        time.Time                   `json:"ready_at,omitempty,omitzero"`
+	Resources      *sandboxwire.ResourceSample `json:"resources,omitempty"`
+	RateLimitedAt  time.Time                   `json:"rate_limited_at,omitempty,omitzero"`
+	ClaimBy        time.Time                   `json:"claim_by,omitempty,omitzero"`
+	ClaimedAt      time.Time                   `json:"claimed_at,omitempty,omitzero"`
+	LastActivityAt time.Time                   `json:"last_activity_at,omitempty,omitzero"`
+	EndedAt        time.Time                   `json:"ended_at,omitempty,omitzero"`
+	EventSeq       int64                       `json:"event_seq,omitempty"`
+	HeartbeatAt    time.Time                   `json:"heartbeat_at,omitempty,omitzero"`
+	ExpiresAt      int64                       `json:"expires_at,omitempty"`
+	InputTokens    int64                       `json:"input_tokens,omitempty"`
+	OutputTokens   int64                       `json:"output_tokens,omitempty"`
+	CachedTokens   int64                       `json:"cached_tokens,omitempty"`
+	ModelCalls     int64                       `json:"model_calls,omitempty"`
+	CostMicroUSD   int64                       `json:"cost_micro_usd,omitempty"`
+	UploadURLs     int64                       `json:"upload_urls,omitempty"`
+	UploadBytes    int64                       `json:"upload_bytes,omitempty"`
+	JobID          string                      `json:"job_id,omitempty"`
+	JobTokenLimit  int64                       `json:"job_token_limit,omitempty"`
+	Sandbox        *session.SandboxOptions     `json:"sandbox,omitempty"`
+	EndsAt         int64                       `json:"ends_at,omitempty"`
 }
 
 // newSessionItem is new session s as Create stores it, with the keys that
@@ -224,6 +227,8 @@ func (it sessionItem) session() session.Session {
 		PromptInjectedAt:     it.PromptInjectedAt,
 		CreatedAt:            it.CreatedAt,
 		Streams:              streamsInstants(it.Streams),
+		Viewers:              it.Viewers,
+		ViewerEpoch:          it.ViewerEpoch,
 		DueAt:                instant(it.DueAt),
 		UpdatedAt:            it.UpdatedAt,
 		ReadyAt:              it.ReadyAt,

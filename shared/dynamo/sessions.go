@@ -31,6 +31,10 @@ type Sessions struct {
 	// OnEnd, if set, hears each session that a transition ended (or
 	// failed), as it is after (the platform's metrics).
 	OnEnd func(ctx context.Context, s session.Session)
+	// OnAppend, if set, hears the events appended to a session that has
+	// viewers, once they are stored, with its viewers as the append left
+	// them (the item the append updated holds them): it pushes them.
+	OnAppend func(ctx context.Context, id string, viewers []string, events []session.Event)
 
 	api         API
 	sessions    *Table
@@ -241,6 +245,9 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 		defer cancel()
 		if err := s.events.Put(put, e, expression.AttributeNotExists(expression.Name("seq"))); err != nil {
 			return session.Session{}, fmt.Errorf("record %s of %s: %w", e.Type, id, err)
+		}
+		if s.OnAppend != nil && len(after.Viewers) > 0 {
+			s.OnAppend(put, id, after.Viewers, []session.Event{e})
 		}
 	}
 	if c.To.Terminal() && s.OnEnd != nil {
@@ -510,7 +517,8 @@ func (s *Sessions) appendEvents(ctx context.Context, id string, generation int, 
 		Set(expression.Name("last_activity_at"), expression.Value(stamp))
 	cond := inStates(session.Live).And(expression.Name("generation").Equal(expression.Value(generation)))
 	var counter struct {
-		Seq int64 `json:"event_seq"`
+		Seq     int64    `json:"event_seq"`
+		Viewers []string `json:"viewers"`
 	}
 	if err := s.sessions.Update(ctx, sessionKey{id}, up, &counter, expression.AttributeExists(expression.Name("session_id")).And(cond)); err != nil {
 		var cf *ConditionFailedError
@@ -543,6 +551,9 @@ func (s *Sessions) appendEvents(ctx context.Context, id string, generation int, 
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store events of %s: %w", id, err)
+	}
+	if s.OnAppend != nil && len(counter.Viewers) > 0 {
+		s.OnAppend(ctx, id, counter.Viewers, out)
 	}
 	return out, nil
 }

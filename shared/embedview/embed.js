@@ -82,6 +82,12 @@ function eventStream(source) {
   const working = $("working"), live = $("live"), send = $("send"), stop = $("stop"), note = $("composer-note");
   const seen = new Set();
   const questions = new Map();
+  // What the live channel shows before its event is stored: replies being
+  // written (message_id → {li, node: its text, len: in code points, done:
+  // stored, settled: abandoned}) and tool calls that started (tool_call_id →
+  // the chip, which its tool.call updates).
+  const streams = new Map();
+  const tools = new Map();
   let attachments = [];
   // What outlives a connection to the event stream (see eventStream).
   const source = { lastEventId: "", retry: 1000 };
@@ -154,6 +160,7 @@ function eventStream(source) {
     switch (ev.type) {
       case "user.message": {
         if (d.interrupt) {
+          settle();
           add("activity", "The agent was stopped.", "interrupted");
           announce("The agent was stopped.");
           if (!d.text && !d.answer && !(d.attachments && d.attachments.length)) break;
@@ -167,6 +174,7 @@ function eventStream(source) {
       }
       case "agent.message":
         if (d.text) agentMessage(ev.seq, d);
+        else if (d.message_id) finish(d.message_id);
         if (d.usage) usage(d.usage);
         // A reply without tool calls is the agent's answer.
         if (!d.tool_calls) busy(false);
@@ -179,6 +187,7 @@ function eventStream(source) {
       case "state.changed":
         status.textContent = stateText(d.state);
         busy(d.state === "working");
+        if (d.state !== "working") settle();
         ended(d.state);
         break;
       case "agent.ready":
@@ -186,7 +195,10 @@ function eventStream(source) {
       case "agent.failed":
         // The platform's record of the agent's life.
         status.textContent = stateText(d.state);
-        if (ev.type !== "agent.ready") busy(false);
+        if (ev.type !== "agent.ready") {
+          busy(false);
+          settle();
+        }
         ended(d.state || (ev.type === "agent.failed" ? "failed" : ev.type === "agent.ended" ? "ended" : ""));
         break;
       case "tool.call":
@@ -260,9 +272,18 @@ function eventStream(source) {
   }
 
   // agentMessage shows the agent's Markdown as the HTML the server rendered and
-  // sanitised (html; the page's CSP is the second line), or as plain text.
+  // sanitised (html; the page's CSP is the second line), or as plain text. A
+  // reply that was streaming (its message_id's) becomes it in place.
   function agentMessage(seq, d) {
-    const li = add("agent", "", "message");
+    const s = d.message_id ? finish(d.message_id) : null;
+    let li;
+    if (s && s.li && s.li.isConnected) {
+      li = s.li;
+      li.replaceChildren();
+    } else {
+      li = add("agent", "", "message");
+    }
+    if (d.message_id) li.dataset.messageId = d.message_id;
     li.dataset.seq = seq;
     if (typeof d.html === "string" && d.html) {
       const md = document.createElement("div");
@@ -275,6 +296,71 @@ function eventStream(source) {
     }
     scroll();
     announce("The agent says: " + li.textContent);
+  }
+
+  // finish marks the reply message_id as stored (its deltas are ignored from
+  // now on) and returns its stream, the bubble no longer in progress.
+  function finish(id) {
+    const s = streams.get(id) || { li: null, node: null, len: 0 };
+    s.done = true;
+    streams.set(id, s);
+    if (s.li) {
+      s.li.removeAttribute("data-streaming");
+      s.li.removeAttribute("aria-busy");
+      if (!s.len) s.li.remove();
+    }
+    return s;
+  }
+
+  // settle ends what the live channel left in progress when the agent's
+  // turn is over without it (it was stopped, or ended): a reply that will not
+  // be stored stays as written so far, a tool call that will not report says
+  // it stopped. Their events, if they come after all, still replace them.
+  function settle() {
+    for (const s of streams.values()) {
+      if (s.done || s.settled || !s.li) continue;
+      s.settled = true;
+      s.li.removeAttribute("data-streaming");
+      s.li.removeAttribute("aria-busy");
+    }
+    for (const li of tools.values()) {
+      if (li.dataset.status !== "running") continue;
+      li.dataset.status = "stopped";
+      const st = li.querySelector(".status");
+      if (st) st.textContent = "stopped";
+    }
+  }
+
+  // delta adds a piece of a reply being written (agent.message.delta, or a
+  // sync's partial): its text follows the first offset code points of the
+  // reply. It is shown as plain text, as it comes, in a bubble marked in
+  // progress (aria-busy, not announced: the stored reply replaces it and is
+  // announced once). A piece past what the bubble holds is ignored (a sync or
+  // the stored reply repairs it); the part of a piece the bubble has already
+  // is not added twice. It says whether the bubble changed.
+  function delta(d) {
+    const id = d.message_id;
+    if (typeof id !== "string" || !id || typeof d.text !== "string") return false;
+    let s = streams.get(id);
+    if (s && (s.done || s.settled)) return false;
+    const len = s ? s.len : 0;
+    const offset = Number(d.offset) || 0;
+    if (offset < 0 || offset > len) return false;
+    const extra = Array.from(d.text).slice(len - offset);
+    if (!extra.length) return false;
+    if (!s) {
+      const li = add("agent", "", "message");
+      li.dataset.messageId = id;
+      li.dataset.streaming = "true";
+      li.setAttribute("aria-busy", "true");
+      s = { li, node: document.createTextNode(""), len: 0, done: false };
+      li.appendChild(s.node);
+      streams.set(id, s);
+    }
+    s.node.appendData(extra.join(""));
+    s.len += extra.length;
+    scroll();
+    return true;
   }
 
   // codeBlock makes a code block of the agent's answer readable and usable:
@@ -355,13 +441,32 @@ function eventStream(source) {
 
   // toolCall shows a tool call as one line (what the agent did, on what, and
   // its status) that opens to its arguments and output, each cut to a
-  // bound; a failure is one error line.
-  function toolCall(seq, d) {
-    if (unshown.has(d.tool)) return;
-    const li = add("tool" + (d.is_error ? " error" : ""), "", "tool-call");
-    li.dataset.seq = seq;
+  // bound; a failure is one error line. running: the call started
+  // (tool.call.started, no seq), its result to come; the stored call of the
+  // same tool_call_id then updates that line in place. It says whether it
+  // showed anything.
+  function toolCall(seq, d, running) {
+    if (unshown.has(d.tool)) return false;
+    const id = typeof d.tool_call_id === "string" && d.tool_call_id ? d.tool_call_id : "";
+    let li = id ? tools.get(id) : null;
+    if (li && running) return false; // shown already, started or done
+    let open = false;
+    if (li && li.isConnected) {
+      open = li.querySelector("details").open;
+      li.replaceChildren();
+      li.className = "tool" + (d.is_error ? " error" : "");
+    } else {
+      li = add("tool" + (d.is_error ? " error" : ""), "", "tool-call");
+    }
+    if (id) {
+      tools.set(id, li);
+      li.dataset.toolCallId = id;
+    }
+    if (seq != null) li.dataset.seq = seq;
     li.dataset.tool = d.tool || "";
+    li.dataset.status = running ? "running" : d.is_error ? "failed" : "done";
     const details = document.createElement("details");
+    details.open = open;
     const summary = document.createElement("summary");
     const [label, argName] = Object.hasOwn(toolNames, d.tool) ? toolNames[d.tool] : [readable(d.tool)];
     let args = d.args || "", parsed = null;
@@ -384,11 +489,11 @@ function eventStream(source) {
     }
     const st = document.createElement("span");
     st.className = "status";
-    st.textContent = d.is_error ? "failed" : "done";
+    st.textContent = li.dataset.status;
     summary.append(" · ", st);
     details.appendChild(summary);
     const sections = [["Arguments", args, "tool-args"]];
-    if (!d.is_error) sections.push(["Output", d.output || "", "tool-output"]);
+    if (!d.is_error && !running) sections.push(["Output", d.output || "", "tool-output"]);
     for (const [caption, text, role] of sections) {
       if (!text || text === "{}") continue;
       const c = document.createElement("div");
@@ -411,6 +516,7 @@ function eventStream(source) {
     }
     li.appendChild(details);
     scroll();
+    return true;
   }
 
   // ended closes the composer once the agent's state is an end.
@@ -496,12 +602,41 @@ function eventStream(source) {
     li.appendChild(f);
   }
 
+  // The connection's state, one for the page whichever channel it uses:
+  // data-connection (open, reconnecting, closed) and the status line.
+  const connected = () => {
+    if (status.textContent === "Connecting…" || status.textContent.startsWith("Reconnecting")) status.textContent = "Connected";
+    app.dataset.connection = "open";
+  };
+  const lost = (failures) => {
+    status.textContent = "Reconnecting… (connection lost" + (failures > 1 ? ", attempt " + failures : "") + ")";
+    app.dataset.connection = "reconnecting";
+  };
+  // Reconnects back off: the stream's retry, doubled at each failure in a
+  // row up to 30 s, plus up to a quarter more (jitter, never sooner than the
+  // stream asked); a connection that delivered starts over.
+  const backoff = (failures) => Math.min(30000, source.retry * 2 ** (failures - 1)) * (1 + Math.random() / 4);
+  // unavailable: this page may not reach the agent (its token was refused, or
+  // the agent is gone); nothing reconnects.
+  const unavailable = () => {
+    status.textContent = "This agent is not available.";
+    app.dataset.connection = "closed";
+    busy(false);
+    settle();
+    closeComposer("This agent is not available: it takes no messages here.");
+  };
+  // over: the agent ended and every event was sent; nothing reconnects.
+  const over = () => {
+    status.textContent = "Ended";
+    app.dataset.connection = "closed";
+    busy(false);
+    settle();
+    if (!closed) closeComposer("This agent has ended: it takes no more messages.");
+  };
+
   // Server-Sent Events over fetch, so that the token travels in a header, never
   // in a URL; reconnects resume after the last event id.
   async function listen() {
-    // Reconnects back off: the stream's retry, doubled at each failure in a
-    // row up to 30 s, plus up to a quarter more (jitter, never sooner than
-    // the stream asked); a connection that delivered starts over.
     let failures = 0;
     for (;;) {
       try {
@@ -511,16 +646,9 @@ function eventStream(source) {
         // The last event id in UTF-8, as a header value is a string of bytes.
         if (source.lastEventId !== "") headers["Last-Event-ID"] = String.fromCharCode(...new TextEncoder().encode(source.lastEventId));
         const res = await fetch(base + "/events", { headers, cache: "no-store", referrerPolicy: "no-referrer" });
-        if (res.status === 401 || res.status === 403 || res.status === 404) {
-          status.textContent = "This agent is not available.";
-          app.dataset.connection = "closed";
-          busy(false);
-          closeComposer("This agent is not available: it takes no messages here.");
-          return;
-        }
+        if (res.status === 401 || res.status === 403 || res.status === 404) return unavailable();
         if (!res.ok || !res.body) throw new Error("stream " + res.status);
-        if (status.textContent === "Connecting…" || status.textContent.startsWith("Reconnecting")) status.textContent = "Connected";
-        app.dataset.connection = "open";
+        connected();
         const reader = res.body.getReader();
         const read = eventStream(source);
         for (;;) {
@@ -528,13 +656,7 @@ function eventStream(source) {
           if (done) break;
           for (const ev of read(value)) {
             failures = 0;
-            if (ev.type === "end") {
-              status.textContent = "Ended";
-              app.dataset.connection = "closed";
-              busy(false);
-              if (!closed) closeComposer("This agent has ended: it takes no more messages.");
-              return;
-            }
+            if (ev.type === "end") return over();
             try {
               render(JSON.parse(ev.data));
             } catch (e) {
@@ -548,11 +670,195 @@ function eventStream(source) {
         /* reconnect below */
       }
       failures++;
-      const wait = Math.min(30000, source.retry * 2 ** (failures - 1)) * (1 + Math.random() / 4);
-      status.textContent = "Reconnecting… (connection lost" + (failures > 1 ? ", attempt " + failures : "") + ")";
-      app.dataset.connection = "reconnecting";
-      await new Promise((r) => setTimeout(r, wait));
+      lost(failures);
+      await new Promise((r) => setTimeout(r, backoff(failures)));
     }
+  }
+
+  // The live channel (liveChannel): a WebSocket to the viewers' URL
+  // (data-live-url; a path is this page's origin's, ws: or wss: as the page's
+  // scheme), the agent's id in its query and, with the session token, in each
+  // sync frame (a server behind API Gateway sees the query on connect only);
+  // the token is never in a URL.
+  // The page asks for the stored events after the last it showed in order
+  // (sync), and the server pushes each append's events, and the live ones (a
+  // reply as it is written, a tool call as it starts), as they happen. Stored
+  // events are shown once each, in order: an older one is dropped, a later
+  // one waits for those before it, and a gap still there a second later is
+  // asked for again. The page falls back to the event stream (listen) when
+  // the socket fails to open 3 times in a row, when the server has too many
+  // viewers (429), or answers an error the page cannot act on; a socket that
+  // closes after it opened reconnects with the stream's backoff and syncs
+  // again from the last event shown.
+  let last = 0; // the highest seq shown with every one before it
+  const waiting = new Map(); // seq → a stored event that came before its predecessors
+  const liveURL = app.dataset.liveUrl || "";
+  app.removeAttribute("data-live-url");
+
+  // stored shows a stored event if it is the next one, and any that waited
+  // for it; a later one waits. jump: the event is in a sync's answer, which
+  // holds every event after the sync's cursor, so none is missing before it.
+  function stored(ev, jump) {
+    const seq = Number(ev && ev.seq);
+    if (!Number.isSafeInteger(seq) || seq <= last) return;
+    if (seq !== last + 1 && !jump) {
+      waiting.set(seq, ev);
+      return;
+    }
+    show(ev);
+    last = seq;
+    drain();
+  }
+  function drain() {
+    for (const seq of waiting.keys()) if (seq <= last) waiting.delete(seq);
+    for (let ev; (ev = waiting.get(last + 1)); ) {
+      waiting.delete(last + 1);
+      show(ev);
+      last++;
+    }
+  }
+  function show(ev) {
+    try {
+      render(ev);
+    } catch (e) {
+      /* a malformed event is skipped */
+    }
+    window.dispatchEvent(new CustomEvent("remote-agent:event", { detail: { id: Number(ev.seq), type: ev.type, data: JSON.stringify(ev) } }));
+  }
+  // ephemeral applies a live event (or a sync's partial, partial true) and
+  // tells scripts in this window (remote-agent:live) when it showed.
+  function ephemeral(type, d, partial) {
+    if (!d || typeof d !== "object") return;
+    const shown = type === "agent.message.delta" ? delta(d) : type === "tool.call.started" ? toolCall(null, d, true) : false;
+    if (!shown) return;
+    const detail = { type, data: d };
+    if (typeof d.message_id === "string") detail.message_id = d.message_id;
+    if (partial) detail.partial = true;
+    window.dispatchEvent(new CustomEvent("remote-agent:live", { detail }));
+  }
+
+  function liveChannel() {
+    let failures = 0; // reconnects in a row, for the backoff
+    let unopened = 0; // sockets in a row that never opened
+    let ws = null;
+    let gap = 0; // the timer that asks again for what a gap lacks
+    const sync = () => ws && ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ action: "sync", agent: agentID, token, after: last }));
+    const watchGap = () => {
+      if (!waiting.size) {
+        clearTimeout(gap);
+        gap = 0;
+      } else if (!gap) {
+        gap = setTimeout(() => {
+          gap = 0;
+          drain();
+          if (!waiting.size) return;
+          sync();
+          watchGap();
+        }, 1000);
+      }
+    };
+    // leave stops the socket for good: the agent is over or not available
+    // here, or the event stream takes over (then after the last event shown).
+    const leave = (then) => {
+      const w = ws;
+      ws = null;
+      clearTimeout(gap);
+      gap = 0;
+      if (w) {
+        w.onclose = w.onmessage = w.onerror = null;
+        try {
+          w.close(1000);
+        } catch (e) {
+          /* closed already */
+        }
+      }
+      if (then === "stream") {
+        if (last > 0) source.lastEventId = String(last);
+        listen();
+      } else if (then === "over") over();
+      else unavailable();
+    };
+    const retry = (opened) => {
+      ws = null;
+      clearTimeout(gap);
+      gap = 0;
+      if (!opened && ++unopened >= 3) return leave("stream");
+      failures++;
+      lost(failures);
+      setTimeout(open, backoff(failures));
+    };
+    const frame = (f) => {
+      switch (f.type) {
+        case "sync": {
+          failures = 0;
+          connected();
+          for (const ev of Array.isArray(f.events) ? f.events : []) stored(ev, true);
+          const cursor = Number(f.seq);
+          if (Number.isSafeInteger(cursor) && cursor > last) last = cursor;
+          drain();
+          if (f.partial) ephemeral("agent.message.delta", f.partial, true);
+          if (f.more) sync();
+          break;
+        }
+        case "events":
+          connected();
+          for (const ev of Array.isArray(f.events) ? f.events : []) stored(ev, false);
+          break;
+        case "live":
+          connected();
+          for (const ev of Array.isArray(f.events) ? f.events : []) if (ev) ephemeral(ev.type, ev.data, false);
+          break;
+        case "end":
+          return leave("over");
+        case "error": {
+          const e = f.error || {};
+          if (e.status === 401 || e.status === 403 || e.status === 404) return leave("unavailable");
+          // Too many viewers, or an error the page cannot act on: the event
+          // stream serves it.
+          if (e.status === 429 || !e.retryable) return leave("stream");
+          const w = ws;
+          w.onclose = w.onmessage = w.onerror = null;
+          w.close(1000);
+          return retry(true);
+        }
+      }
+      watchGap();
+    };
+    const open = () => {
+      let w, opened = false;
+      try {
+        const u = new URL(liveURL, location.href);
+        if (u.protocol === "http:") u.protocol = "ws:";
+        else if (u.protocol === "https:") u.protocol = "wss:";
+        u.searchParams.set("agent", agentID);
+        w = ws = new WebSocket(u.href);
+      } catch (e) {
+        return retry(false);
+      }
+      // A socket still opening after 10 s is one that failed to open.
+      const slow = setTimeout(() => w.readyState === WebSocket.CONNECTING && w.close(), 10000);
+      w.onopen = () => {
+        opened = true;
+        unopened = 0;
+        clearTimeout(slow);
+        sync();
+      };
+      w.onmessage = (m) => {
+        if (ws !== w) return;
+        let f;
+        try {
+          f = JSON.parse(m.data);
+        } catch (e) {
+          return; // not a frame of this protocol
+        }
+        if (f && typeof f === "object") frame(f);
+      };
+      w.onclose = () => {
+        clearTimeout(slow);
+        if (ws === w) retry(opened);
+      };
+    };
+    open();
   }
 
   form.addEventListener("submit", async (e) => {
@@ -644,6 +950,7 @@ function eventStream(source) {
     }
   }
 
-  listen();
+  if (liveURL && typeof WebSocket === "function") liveChannel();
+  else listen();
   if (window.parent !== window) window.parent.postMessage({ type: "remote-agent:ready", agent_id: agentID }, "*");
 })();

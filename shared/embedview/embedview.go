@@ -17,6 +17,13 @@
 // Content-Security-Policy, which also lists who may frame it (frame-ancestors:
 // the page's own origin and remote_agents.allowed_origins). The token leaves the
 // address bar as soon as the page runs and is never sent as a referrer.
+//
+// With Handlers.LiveURL set, the page reads its events from the viewers'
+// WebSocket ("live"): the stored events, pushed as they are appended, and the
+// ephemeral ones (a reply's text as it is written, a tool call as it starts).
+// It syncs on that socket with the session token, in order and without gaps
+// or duplicates, and falls back to the event stream when the socket cannot
+// be opened or the server has too many viewers (see embed.js).
 package embedview
 
 import (
@@ -29,6 +36,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -73,7 +81,12 @@ type Handlers struct {
 	// UploadOrigin is the object store's origin, which the page PUTs attachments
 	// to through presigned URLs.
 	UploadOrigin string
-	Log          *slog.Logger
+	// LiveURL is the viewers' WebSocket URL: an absolute ws:// or wss:// URL,
+	// or a path (such as "/@push") the page resolves against its own origin.
+	// Empty (or not one of these): no live channel, the page reads the event
+	// stream only.
+	LiveURL string
+	Log     *slog.Logger
 }
 
 // Routes is the embed route.
@@ -84,6 +97,7 @@ func (h *Handlers) Routes() []httpapi.Route {
 type view struct {
 	AgentID  string
 	Token    string
+	LiveURL  template.URL // checked by LiveSource: a ws: or wss: URL, or a path
 	Prompt   string
 	Features session.Features
 	Script   template.JS
@@ -123,12 +137,17 @@ func (h *Handlers) Page(ctx context.Context, req httpapi.Request) (httpapi.Respo
 		css += rule
 		cssHash = hash(css)
 	}
+	live, liveSrc := LiveSource(h.LiveURL)
+	if h.LiveURL != "" && live == "" && h.Log != nil {
+		h.Log.WarnContext(ctx, "embed page: the live URL is not a ws:// or wss:// URL or a path; the page reads the event stream only", slog.String("live_url", h.LiveURL))
+	}
+	liveAttr := template.URL(live) //nolint:gosec // checked by LiveSource: a ws: or wss: URL of a plain host, or a same-origin path
 	var buf bytes.Buffer
-	if err := page.Execute(&buf, view{AgentID: sess.ID, Token: tok, Prompt: sess.InitialPrompt, Features: features,
+	if err := page.Execute(&buf, view{AgentID: sess.ID, Token: tok, LiveURL: liveAttr, Prompt: sess.InitialPrompt, Features: features,
 		Script: template.JS(script), Style: template.CSS(css)}); err != nil { //nolint:gosec // constant script; the style is constant but for a checked colour; both allowed by hash
 		return h.errorPage(ctx, err), nil
 	}
-	res := h.html(http.StatusOK, buf.String(), scriptHash, cssHash)
+	res := h.html(http.StatusOK, buf.String(), scriptHash, cssHash, liveSrc)
 	if fromURL {
 		// HttpOnly (the page's scripts get the token in the page), Secure
 		// and SameSite=None (the page is framed by other sites), Partitioned
@@ -138,6 +157,39 @@ func (h *Handlers) Page(ctx context.Context, req httpapi.Request) (httpapi.Respo
 		res.Cookies = []string{cookie.String()}
 	}
 	return res, nil
+}
+
+// liveHost is the host (and port) of an absolute live URL as a CSP source
+// may name it: a DNS name or an IPv4 address, nothing that could end the
+// source or the directive.
+var liveHost = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?$`)
+
+// LiveSource checks a live URL (Handlers.LiveURL) and returns it as the page
+// gets it, with the source the page's connect-src must allow for it: for an
+// absolute ws:// or wss:// URL its origin, for a path (one "/", not "//")
+// 'self', which admits the page's own origin's ws: and wss: URLs. Anything
+// else is no live URL: both are empty.
+func LiveSource(live string) (pageURL, source string) {
+	if live == "" {
+		return "", ""
+	}
+	if strings.HasPrefix(live, "/") {
+		// A browser reads "//", "/\" and a path with a tab or a line break
+		// in it (which its URL parser drops) as another host.
+		if strings.HasPrefix(live, "//") || strings.IndexFunc(live, func(r rune) bool { return r == '\\' || r <= ' ' || r == 0x7f }) >= 0 {
+			return "", ""
+		}
+		return live, "'self'"
+	}
+	u, err := url.Parse(live)
+	if err != nil || u.User != nil || u.Opaque != "" || !liveHost.MatchString(u.Host) {
+		return "", ""
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "ws" && scheme != "wss" {
+		return "", ""
+	}
+	return live, scheme + "://" + strings.ToLower(u.Host)
 }
 
 var hexColour = regexp.MustCompile(`^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
@@ -198,15 +250,16 @@ func (h *Handlers) errorPage(ctx context.Context, err error) httpapi.Response {
 		Message string
 		Style   template.CSS
 	}{msg, template.CSS(errorStyle)}) //nolint:gosec // a constant style, allowed by hash
-	res := h.html(env.Status, buf.String(), "", errorHash)
+	res := h.html(env.Status, buf.String(), "", errorHash, "")
 	if env.RetryAfterSeconds > 0 {
 		res.Headers["Retry-After"] = strconv.Itoa(env.RetryAfterSeconds)
 	}
 	return res
 }
 
-// html answers a page with the headers an iframe embed needs.
-func (h *Handlers) html(status int, body, scriptSrc, styleSrc string) httpapi.Response {
+// html answers a page with the headers an iframe embed needs; liveSrc is
+// the live channel's source (LiveSource), which the page may connect to.
+func (h *Handlers) html(status int, body, scriptSrc, styleSrc, liveSrc string) httpapi.Response {
 	if scriptSrc == "" {
 		scriptSrc = "'none'"
 	}
@@ -214,6 +267,9 @@ func (h *Handlers) html(status int, body, scriptSrc, styleSrc string) httpapi.Re
 	connect := "'self'"
 	if h.UploadOrigin != "" {
 		connect += " " + h.UploadOrigin
+	}
+	if liveSrc != "" && liveSrc != "'self'" {
+		connect += " " + liveSrc
 	}
 	csp := strings.Join([]string{
 		"default-src 'none'",

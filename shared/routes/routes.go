@@ -155,6 +155,7 @@ var table = []Route{
 	{Method: "POST", Path: SandboxPath(sandboxwire.RouteHeartbeat), Function: "sandbox"},
 	{Method: "GET", Path: SandboxPath(sandboxwire.RouteInbox), Function: "sandbox"},
 	{Method: "POST", Path: SandboxPath(sandboxwire.RouteEvents), Function: "sandbox"},
+	{Method: "POST", Path: SandboxPath(sandboxwire.RouteDeltas), Function: "sandbox"},
 	{Method: "POST", Path: SandboxPath(sandboxwire.RouteUploads), Function: "sandbox"},
 	{Method: "POST", Path: SandboxPath(sandboxwire.RouteToolResults), Function: "sandbox"},
 	{Method: "POST", Path: SandboxPath(sandboxwire.RouteCheckpointUploads), Function: "sandbox"},
@@ -269,7 +270,9 @@ type SocketRoute struct {
 
 // Sockets returns the push channel's routes: the sandbox function
 // authenticates a sandbox's connection and records it ($connect), and forgets
-// it ($disconnect). Sandboxes send nothing over it: it has no other route.
+// it ($disconnect); an agent's viewer (the embed view) connects the same
+// way, naming the agent, and sends its syncs ($default, package
+// viewerpush). Sandboxes send nothing over it.
 func Sockets() []SocketRoute {
-	return []SocketRoute{{Key: "$connect", Function: "sandbox"}, {Key: "$disconnect", Function: "sandbox"}}
+	return []SocketRoute{{Key: "$connect", Function: "sandbox"}, {Key: "$disconnect", Function: "sandbox"}, {Key: "$default", Function: "sandbox"}}
 }

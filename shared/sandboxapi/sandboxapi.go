@@ -18,6 +18,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/sandboxchannel"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
+	"github.com/remote-agents/remote-agents/shared/viewerpush"
 )
 
 // Handlers serve the sandbox channel.
@@ -25,7 +26,10 @@ type Handlers struct {
 	Channel *sandboxchannel.Service
 	// Pool serves the warm pool's sandboxes (sandboxwire.PoolPrefix).
 	Pool *pool.Service
-	Log  *slog.Logger
+	// Viewers serves the agents' viewers on the push channel and pushes
+	// sandboxes' live events to them; nil: no live viewing.
+	Viewers *viewerpush.Hub
+	Log     *slog.Logger
 }
 
 // Routes is the sandbox channel's route table.
@@ -40,6 +44,7 @@ func (h *Handlers) Routes() []httpapi.Route {
 		route(http.MethodPost, sandboxwire.RouteHeartbeat, h.Heartbeat),
 		route(http.MethodGet, sandboxwire.RouteInbox, h.Inbox),
 		route(http.MethodPost, sandboxwire.RouteEvents, h.Events),
+		route(http.MethodPost, sandboxwire.RouteDeltas, h.Deltas),
 		route(http.MethodPost, sandboxwire.RouteUploads, h.Uploads),
 		route(http.MethodPost, sandboxwire.RouteToolResults, h.ToolResults),
 		route(http.MethodPost, sandboxwire.RouteCheckpointUploads, h.CheckpointUploads),
@@ -143,6 +148,23 @@ func (h *Handlers) Events(ctx context.Context, req httpapi.Request) (httpapi.Res
 	return h.answer(ctx, out, err), nil
 }
 
+// Deltas serves POST /sandbox/{sessionId}/deltas: live events, pushed to
+// the agent's viewers and never stored one by one.
+func (h *Handlers) Deltas(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
+	sess, err := h.authenticate(ctx, req)
+	if err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	var in sandboxwire.DeltasRequest
+	if err := httpapi.DecodeJSON(req, sandboxwire.MaxDeltasPerPost*sandboxwire.MaxDeltaBytes, &in); err != nil {
+		return httpapi.Error(ctx, h.Log, err), nil
+	}
+	if h.Viewers == nil {
+		return h.answer(ctx, struct{}{}, in.Validate()), nil
+	}
+	return h.answer(ctx, struct{}{}, h.Viewers.Deltas(ctx, sess, in)), nil
+}
+
 // Uploads serves POST /sandbox/{sessionId}/uploads.
 func (h *Handlers) Uploads(ctx context.Context, req httpapi.Request) (httpapi.Response, error) {
 	sess, err := h.authenticate(ctx, req)
@@ -243,7 +265,13 @@ func (h *Handlers) Socket(ctx context.Context, req httpapi.SocketRequest) (httpa
 	switch req.RequestContext.RouteKey {
 	case "$connect":
 		var err error
-		if id := req.QueryStringParameters[sandboxwire.PushPoolParam]; id != "" {
+		if viewerpush.IsViewer(req) {
+			if h.Viewers == nil {
+				err = apierror.New(apierror.NotFound, "Live viewing is not configured: read the event stream.")
+			} else {
+				err = h.Viewers.Connect(req)
+			}
+		} else if id := req.QueryStringParameters[sandboxwire.PushPoolParam]; id != "" {
 			err = h.Pool.Connect(ctx, id, socketBearer(req), conn)
 		} else {
 			err = h.Channel.Connect(ctx, req.QueryStringParameters[sandboxwire.PushSessionParam], socketBearer(req), conn)
@@ -256,12 +284,25 @@ func (h *Handlers) Socket(ctx context.Context, req httpapi.SocketRequest) (httpa
 		}
 		return httpapi.SocketJSON(http.StatusOK, struct{}{}), nil
 	case "$disconnect":
-		if err := h.Channel.Disconnect(ctx, conn); err != nil {
+		viewer, err := false, error(nil)
+		if h.Viewers != nil {
+			viewer, err = h.Viewers.Disconnect(ctx, conn)
+		}
+		if !viewer && err == nil {
+			err = h.Channel.Disconnect(ctx, conn)
+		}
+		if err != nil {
 			h.Log.WarnContext(ctx, "push disconnect", slog.String("error", err.Error()))
 		}
 		return httpapi.SocketJSON(http.StatusOK, struct{}{}), nil
+	case "$default":
+		// A viewer's sync; sandboxes send nothing.
+		if h.Viewers != nil {
+			h.Viewers.Message(ctx, conn, req.Body)
+		}
+		return httpapi.SocketJSON(http.StatusOK, struct{}{}), nil
 	}
-	return httpapi.SocketError(ctx, apierror.New(apierror.NotFound, "The push channel takes no messages.")), nil
+	return httpapi.SocketError(ctx, apierror.New(apierror.NotFound, "The push channel has no route %q.", req.RequestContext.RouteKey)), nil
 }
 
 // socketBearer is the bearer token of a WebSocket upgrade request.

@@ -710,7 +710,7 @@ func checkUploads(in sandboxwire.UploadsRequest) error {
 // orders are what s's sandbox is told: its state (pausing: write a
 // checkpoint for the pause), and to stop once it is ending, paused or over.
 func orders(s session.Session) sandboxwire.Orders {
-	return sandboxwire.Orders{Stop: s.State == session.Ending || s.State == session.Paused || s.State.Terminal(), State: s.State}
+	return sandboxwire.Orders{Stop: s.State == session.Ending || s.State == session.Paused || s.State.Terminal(), State: s.State, Viewers: len(s.Viewers), ViewerEpoch: s.ViewerEpoch}
 }
 
 // Bounds of event data the store can keep: DynamoDB nests at most 32 levels

@@ -206,6 +206,12 @@ type Orders struct {
 	// cursor that have no result yet (inbox only), in order.
 	ToolRequests []ToolRequest `json:"tool_requests,omitempty"`
 	Next         int64         `json:"next,omitempty"`
+	// Viewers is how many viewers watch the agent (see PushWatch): the
+	// sandbox posts its live events only while one does. ViewerEpoch
+	// counts the changes to them: of what it is told (here, and pushed), a
+	// sandbox keeps the highest epoch's.
+	Viewers     int   `json:"viewers,omitempty"`
+	ViewerEpoch int64 `json:"viewer_epoch,omitempty"`
 }
 
 // InboxMessage is a message a user sent the agent: text, files, or the answer

@@ -129,6 +129,8 @@ func Decode(data map[string]any, p Payload) error {
 
 // AgentMessage is a reply of the model: its text and how many tools it called.
 type AgentMessage struct {
+	// MessageID names the reply; its agent.message.delta pieces carry it.
+	MessageID string `json:"message_id,omitempty"`
 	Text      string `json:"text"`
 	ToolCalls int    `json:"tool_calls"`
 	Usage     Usage  `json:"usage"`

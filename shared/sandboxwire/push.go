@@ -19,6 +19,11 @@ const (
 	// PushInbox is the type of the frame that says the inbox has something
 	// new (or the session is to stop): read it now.
 	PushInbox = "inbox"
+	// PushWatch is the type of the frame that says how many viewers watch
+	// the agent (Push.Viewers): while none does, the sandbox posts no live
+	// events; once one does, it posts the reply being written from its
+	// start.
+	PushWatch = "watch"
 	// MaxPushFrameBytes bounds a frame the sandbox reads.
 	MaxPushFrameBytes = 4096
 	// MaxConnectionIDLen bounds a push connection id (API Gateway's are 16
@@ -31,4 +36,8 @@ type Push struct {
 	Type string `json:"type"`
 	// Session is the session of a PushAssigned frame.
 	Session string `json:"session_id,omitempty"`
+	// Viewers is how many viewers watch the agent (a PushWatch frame), as
+	// of ViewerEpoch (Orders.ViewerEpoch).
+	Viewers     int   `json:"viewers,omitempty"`
+	ViewerEpoch int64 `json:"viewer_epoch,omitempty"`
 }

@@ -183,6 +183,11 @@ type Session struct {
 	// Streams are the session's open event streams: id → when the entry
 	// lapses, should its stream never say it closed.
 	Streams map[string]time.Time
+	// Viewers are the live connections (API Gateway's connection ids) the
+	// session's events and live events are pushed to (see Viewers);
+	// ViewerEpoch counts their changes (Watch).
+	Viewers     []string
+	ViewerEpoch int64
 	// Meter is what its model calls used (see Usage).
 	Meter
 

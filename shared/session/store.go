@@ -178,3 +178,55 @@ type Store interface {
 	Fleet
 	PushConnections
 }
+
+// Viewers are the live connections that watch sessions (the embed view's
+// WebSocket): each session's set of them, which every append reads back
+// and pushes to, and the text so far of the message its agent is writing,
+// for a viewer that joins in the middle of it.
+type Viewers interface {
+	// AddViewer records connectionID as a viewer of session id until
+	// expires; ErrOverQuota when the session has max viewers,
+	// ErrNotFound for an unknown id. It returns the session's viewers
+	// after, as Watch.
+	AddViewer(ctx context.Context, id, connectionID string, max int, expires time.Time) (Watch, error)
+	// ViewerSession is the session connectionID watches; ErrNotFound if
+	// none.
+	ViewerSession(ctx context.Context, connectionID string) (string, error)
+	// RemoveViewer takes connectionID out of session id's viewers, and
+	// returns those left, as Watch.
+	RemoveViewer(ctx context.Context, id, connectionID string) (Watch, error)
+	// AddPartial adds text, which follows the first offset characters
+	// (code points) of message messageID, to the message being written;
+	// offset 0 starts it. ErrConflict, and nothing kept, for a piece that
+	// does not follow what is kept, or past MaxPartialChars.
+	AddPartial(ctx context.Context, id, messageID string, offset int, text string) error
+	// Partial is the message being written, or last written (zero: none).
+	Partial(ctx context.Context, id string) (Partial, error)
+}
+
+// Watch is how many viewers watch a session, as of Epoch: a number every
+// change to its viewers raises, so that its sandbox, told of changes over
+// more than one way (pushed, in answers), keeps the latest.
+type Watch struct {
+	Viewers int
+	Epoch   int64
+	// PushConnectionID is the sandbox's push connection as of the change
+	// (what to tell it over).
+	PushConnectionID string
+}
+
+// Partial is the text so far of a message an agent is writing.
+type Partial struct {
+	MessageID string
+	Text      string
+}
+
+// Bounds of the message being written.
+const (
+	// MaxPartialChars bounds the text so far that is kept of one message: a
+	// viewer joining past it sees the rest as it comes, and the whole
+	// message once it is stored.
+	MaxPartialChars = 64 << 10
+	// PartialRetention is how long it is kept after its last piece.
+	PartialRetention = 24 * time.Hour
+)

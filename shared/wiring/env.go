@@ -29,6 +29,7 @@ import (
 	"github.com/remote-agents/remote-agents/shared/secrets"
 	"github.com/remote-agents/remote-agents/shared/session"
 	"github.com/remote-agents/remote-agents/shared/sqsqueue"
+	"github.com/remote-agents/remote-agents/shared/viewerpush"
 )
 
 // Env is what a process builds its functions from. Set the exported fields
@@ -73,6 +74,7 @@ type Env struct {
 	reporter   *report.Reporter
 	guardrails guardrails.Source
 	notifier   *apigwpush.Notifier
+	viewers    *viewerpush.Hub
 
 	mu    sync.Mutex
 	built map[any]any // what Once built, by key
@@ -144,8 +146,27 @@ func (e *Env) SessionStore() *dynamo.Sessions {
 		set := e.Resources
 		e.sessions = dynamo.NewSessions(e.DynamoDB(), set.Sessions.Name, set.Idempotency.Name, set.Events.Name)
 		e.sessions.OnEnd = sessionEnded(e.Log)
+		if hub := e.Viewers(); hub != nil {
+			// Whoever appends an event pushes it to the agent's viewers.
+			e.sessions.OnAppend = hub.Appended
+		}
 	}
 	return e.sessions
+}
+
+// Viewers pushes to agents' viewers over the push channel (RA_PUSH_ENDPOINT)
+// and serves them there; nil when none is configured: viewers then read
+// the event stream.
+func (e *Env) Viewers() *viewerpush.Hub {
+	n := e.Notifier()
+	if n == nil {
+		return nil
+	}
+	if e.viewers == nil {
+		e.viewers = &viewerpush.Hub{Notifier: n, MaxViewers: e.Config.Quotas.StreamsPerSession, Log: e.Log}
+		e.viewers.Store = e.SessionStore()
+	}
+	return e.viewers
 }
 
 // Registry is the registry table: projects, personas, app keys, configurations.

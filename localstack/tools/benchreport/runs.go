@@ -32,9 +32,15 @@ var benchmarks = []benchmark{
 	{pkg: "localstack/systemtest", name: "BenchmarkToolCallback", full: 500,
 		title: "Tool callback",
 		about: "automation.complete through the gateway: a first call (new completion id) and its replay per iteration; then 32 concurrent callers make 640 first calls for throughput."},
-	{pkg: "localstack/systemtest", name: "BenchmarkEventFanout", full: 100,
-		title: "Events: append → browser",
-		about: "A sandbox's POST /sandbox/{id}/events to the event's arrival in the embed view, in headless Chromium over SSE."},
+	{pkg: "localstack/systemtest", name: "BenchmarkViewerPush1", full: 100,
+		title: "Events and reply pieces → browser, 1 viewer",
+		about: "The embed view in headless Chromium as the agent's one viewer, on the push channel: a sandbox's POST /sandbox/{id}/events to the event's arrival in the page (append→browser), and its POST /sandbox/{id}/deltas of a piece of its reply to the piece's arrival (delta→browser: what streaming adds to the model's own pace). Each is pushed by the request that stores (or takes) it; nothing polls."},
+	{pkg: "localstack/systemtest", name: "BenchmarkViewerPush50", full: 100,
+		title: "Events and reply pieces → browser, 50 viewers",
+		about: "The same with 49 more viewers of the agent on the push channel (WebSocket clients reading every frame): every append and every piece is posted to 50 connections at once."},
+	{pkg: "localstack/systemtest", name: "BenchmarkViewerPushAfterQuiet", full: 5,
+		title: "Event → browser after 30 s of quiet",
+		about: "An append to the page after 30 s in which nothing happened to the agent (the short run: 1 s). The event stream the page read before read the table once a second once idle, so its first event after a quiet spell waited up to a second; pushed, it waits for nothing."},
 	{pkg: "localstack/systemtest", name: "BenchmarkMessageToSandbox", full: 50,
 		title: "Message → sandbox",
 		about: "POST /messages to the sandbox starting the turn that answers it (pushed; the inbox poll is an hour apart)."},
@@ -120,7 +126,7 @@ func invocations(short bool) []invocation {
 			continue
 		}
 		if len(out) == 0 || out[len(out)-1].pkg != b.pkg {
-			out = append(out, invocation{pkg: b.pkg, n: shortRuns, env: []string{"RA_BENCH_FLEET_SIZE=1000", "RA_BENCH_JOBS=4", "RA_BENCH_CHECKPOINT_LARGE_MB=64", "RA_BENCH_E2B_FILE_MB=16"}})
+			out = append(out, invocation{pkg: b.pkg, n: shortRuns, env: []string{"RA_BENCH_FLEET_SIZE=1000", "RA_BENCH_JOBS=4", "RA_BENCH_CHECKPOINT_LARGE_MB=64", "RA_BENCH_E2B_FILE_MB=16", "RA_BENCH_QUIET_SECONDS=1"}})
 		}
 		out[len(out)-1].names = append(out[len(out)-1].names, b.name)
 	}

@@ -40,7 +40,7 @@ func Build(ctx context.Context, e *wiring.Env) (wiring.Function, error) {
 		ToolResults:      e.ToolResults(),
 		Uploads:          e.Quotas().Uploads,
 	})
-	h := &sandboxapi.Handlers{Channel: ch, Pool: poolservice.Pool(e), Log: e.Log}
+	h := &sandboxapi.Handlers{Channel: ch, Pool: poolservice.Pool(e), Viewers: e.Viewers(), Log: e.Log}
 	f, err := wiring.Pick("sandbox", h.Routes())
 	f.Socket = h.Socket
 	return f, err

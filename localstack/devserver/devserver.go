@@ -115,6 +115,10 @@ type Options struct {
 	// Wrap, if set, wraps the routes' handler: it sees every request to a
 	// route, and its answer (tests check them against the API's document).
 	Wrap func(http.Handler) http.Handler
+	// OnAppend, if set, hears the events appended to an agent with
+	// viewers, once stored and before they are pushed to them (benchmarks
+	// time the push from it).
+	OnAppend func(id string, events []session.Event)
 	Log  *slog.Logger
 }
 
@@ -335,6 +339,16 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 		verifier: &sigv4.Verifier{Region: awsCfg.Region, Service: "execute-api", Keys: keys},
 		streams:  &sigv4.Verifier{Region: awsCfg.Region, Service: "lambda", Keys: keys}}
 	s.Env = e
+	if hear := o.OnAppend; hear != nil {
+		st := e.SessionStore()
+		push := st.OnAppend
+		st.OnAppend = func(ctx context.Context, id string, viewers []string, events []session.Event) {
+			hear(id, events)
+			if push != nil {
+				push(ctx, id, viewers, events)
+			}
+		}
+	}
 	if o.SeedDir != "" || o.AppKey != "" {
 		if err := Seed(ctx, e.Registry(), o.SeedDir, o.AppKey); err != nil {
 			return err

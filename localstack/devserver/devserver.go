@@ -119,7 +119,7 @@ type Options struct {
 	// viewers, once stored and before they are pushed to them (benchmarks
 	// time the push from it).
 	OnAppend func(id string, events []session.Event)
-	Log  *slog.Logger
+	Log      *slog.Logger
 }
 
 // Server is a running dev server.

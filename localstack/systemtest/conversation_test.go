@@ -114,7 +114,9 @@ func TestAgentAnswersUserMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reply *session.Event
-	eventually(t, 15*time.Second, "answer to the user message", func() bool {
+	// Appended straight to the store, nobody pushes it: the sandbox finds it
+	// at its next safety read of the inbox (every 10 s while pushed).
+	eventually(t, 30*time.Second, "answer to the user message", func() bool {
 		evs, _ := s.srv.Env.SessionStore().Events(t.Context(), id, 0, 100)
 		for i := range evs {
 			if text, _ := evs[i].Data["text"].(string); evs[i].Type == "agent.message" && strings.Contains(text, "how are you today") {

@@ -170,6 +170,10 @@ func (s *stack) jobEvents(t *testing.T, id string, n int) []jobevents.Envelope {
 		t.Fatal(err)
 	}
 	var got []jobevents.Envelope
+	// Delivery is at least once (SQS redelivers a message whose delete came
+	// late; the publisher sends again an entry it was not told was taken):
+	// as the orchestrator does, an event is taken once by its stable id.
+	seen := map[string]bool{}
 	read := func() {
 		msgs, err := q.Receive(t.Context(), 10, time.Second)
 		if err != nil {
@@ -184,8 +188,13 @@ func (s *stack) jobEvents(t *testing.T, id string, n int) []jobevents.Envelope {
 			if err := json.Unmarshal(env.Detail, &d); err != nil || d.JobID != id {
 				t.Fatalf("event of another job, or no detail: %s", m.Body)
 			}
-			got = append(got, env)
 			_ = q.Delete(t.Context(), m.ReceiptHandle)
+			if key := strings.Join(env.Resources, " "); seen[key] {
+				continue
+			} else {
+				seen[key] = true
+			}
+			got = append(got, env)
 		}
 	}
 	eventually(t, 20*time.Second, "job events on the orchestrator queue", func() bool {

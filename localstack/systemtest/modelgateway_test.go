@@ -1,8 +1,8 @@
 package systemtest_test
 
 import (
+	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -218,10 +218,34 @@ func TestAgentTalksThroughTheModelGateway(t *testing.T) {
 	type call struct{ key, auth, path string }
 	calls := make(chan call, 16)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
+		var req struct {
+			Stream bool `json:"stream"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
 		calls <- call{r.Header.Get("X-Api-Key"), r.Header.Get("Authorization"), r.URL.Path}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Hello from the model."}],"stop_reason":"end_turn","usage":{"input_tokens":120,"output_tokens":7,"cache_read_input_tokens":100}}`)
+		if !req.Stream {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"Hello from the model."}],"stop_reason":"end_turn","usage":{"input_tokens":120,"output_tokens":7,"cache_read_input_tokens":100}}`)
+			return
+		}
+		// The agent streams its replies: the same answer as Anthropic's
+		// Messages API streams it.
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range []string{
+			`message_start`, `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"usage":{"input_tokens":120,"output_tokens":1,"cache_read_input_tokens":100}}}`,
+			`content_block_start`, `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+			`content_block_delta`, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello from "}}`,
+			`content_block_delta`, `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"the model."}}`,
+			`content_block_stop`, `{"type":"content_block_stop","index":0}`,
+			`message_delta`, `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}`,
+			`message_stop`, `{"type":"message_stop"}`,
+		} {
+			if strings.HasPrefix(ev, "{") {
+				fmt.Fprintf(w, "data: %s\n\n", ev)
+			} else {
+				fmt.Fprintf(w, "event: %s\n", ev)
+			}
+		}
 	}))
 	t.Cleanup(up.Close)
 	s := start(t, withModels(map[string]string{"anthropic": up.URL}, nil), func(o *devserver.Options) {

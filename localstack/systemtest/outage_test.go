@@ -276,6 +276,9 @@ func TestDynamoDBOutageAnswers503OnEveryRoute(t *testing.T) {
 		"POST /sandbox/{sessionId}/events": func() reply {
 			return o.call(http.MethodPost, "/sandbox/"+id+"/events", sb, map[string]any{"events": []any{map[string]any{"type": "agent.message", "data": map[string]any{"text": "x"}}}})
 		},
+		"POST /sandbox/{sessionId}/deltas": func() reply {
+			return o.call(http.MethodPost, "/sandbox/"+id+"/deltas", sb, map[string]any{"deltas": []any{map[string]any{"type": "agent.message.delta", "data": map[string]any{"message_id": "m", "offset": 0, "text": "x"}}}})
+		},
 		"POST /sandbox/{sessionId}/model/{provider}/{proxy+}": func() reply {
 			return o.call(http.MethodPost, "/sandbox/"+id+"/model/anthropic/v1/messages", sb, map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 5})
 		},

@@ -28,11 +28,9 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
+	"github.com/remote-agents/remote-agents/shared/eventview"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
-	"github.com/remote-agents/remote-agents/shared/markdown"
 	"github.com/remote-agents/remote-agents/shared/routes"
-	"github.com/remote-agents/remote-agents/shared/sandboxwire"
-	"github.com/remote-agents/remote-agents/shared/sanitize"
 	"github.com/remote-agents/remote-agents/shared/session"
 )
 
@@ -86,8 +84,8 @@ type Follower struct {
 	MaxDuration time.Duration
 	// ActivePoll, IdlePoll and KeepAlive override the defaults (tests).
 	ActivePoll, IdlePoll, KeepAlive time.Duration
-	// Show is what the reader sees of an event's data; nil: Public, what
-	// the agent's viewers may see.
+	// Show is what the reader sees of an event's data; nil:
+	// eventview.Public, what the agent's viewers may see.
 	Show func(session.Event) map[string]any
 }
 
@@ -185,7 +183,7 @@ func (h Follower) Follow(ctx context.Context, id string, after int64, w io.Write
 	active, idle, keep := cmp.Or(h.ActivePoll, ActivePoll), cmp.Or(h.IdlePoll, IdlePoll), cmp.Or(h.KeepAlive, KeepAlive)
 	show := h.Show
 	if show == nil {
-		show = Public
+		show = eventview.Public
 	}
 	if _, err := io.WriteString(w, "retry: 1000\n\n"); err != nil {
 		return false, err
@@ -278,90 +276,13 @@ func (h Follower) over(ctx context.Context, id string, after int64) bool {
 	return err == nil && sess.State.Terminal() && (after >= sess.LastSeq || time.Since(sess.EndedAt) > session.GapGrace)
 }
 
-// Message is the data of one SSE event.
-type Message struct {
-	Seq  int64          `json:"seq"`
-	Type string         `json:"type"`
-	At   string         `json:"at"`
-	Data map[string]any `json:"data,omitempty"`
-}
-
 func write(w io.Writer, e session.Event, show func(session.Event) map[string]any) error {
-	raw, err := json.Marshal(Message{Seq: e.Seq, Type: e.Type, At: e.At.UTC().Format(time.RFC3339Nano), Data: show(e)})
+	raw, err := json.Marshal(eventview.Message{Seq: e.Seq, Type: e.Type, At: e.At.UTC().Format(time.RFC3339Nano), Data: show(e)})
 	if err != nil {
 		return fmt.Errorf("encode event %d: %w", e.Seq, err)
 	}
 	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, raw)
 	return err
-}
-
-// Public is what viewers may see of an event: errors sanitised (FR2), internal
-// references (object keys, env value refs) dropped. An agent message has its
-// text also as sanitised HTML, rendered from Markdown (html) when the
-// platform appended it (session.Event.HTML), or here if it was too long to
-// keep; an html field that came in the event's data is dropped.
-func Public(e session.Event) map[string]any {
-	out := make(map[string]any, len(e.Data))
-	for k, v := range e.Data {
-		out[k] = v
-	}
-	// html is the platform's, never the sandbox's (the embed view inserts it).
-	delete(out, "html")
-	switch e.Type {
-	case sandboxwire.TypeAgentMessage:
-		if e.HTML != "" {
-			out["html"] = e.HTML
-		} else if s, ok := out["text"].(string); ok && s != "" {
-			out["html"] = markdown.HTML(s)
-		}
-	case sandboxwire.TypeEnvSubmitted:
-		delete(out, "ref")
-	case sandboxwire.TypeWorkspaceToolRequest:
-		// Its arguments are shown with its result (workspace.tool), as the
-		// sandbox redacted them.
-		delete(out, "args")
-	case sandboxwire.TypeToolCall, sandboxwire.TypeWorkspaceTool:
-		if out["is_error"] == true {
-			if s, ok := out["output"].(string); ok {
-				out["output"] = sanitize.Error(s)
-			}
-		}
-	case sandboxwire.TypeAgentError:
-		if s, ok := out["text"].(string); ok {
-			out["text"] = sanitize.Error(s)
-		}
-	case sandboxwire.TypeOutputVerification, sandboxwire.TypeUserMessage:
-		// Their files and attachments show what they are, never the keys
-		// they are kept under (either list, whichever event holds it).
-		delete(out, "prefix")
-		if files, ok := out["files"].([]any); ok {
-			out["files"] = only(files, "path", "size_bytes")
-		}
-		if atts, ok := out["attachments"].([]any); ok {
-			out["attachments"] = only(atts, "name", "size_bytes")
-		}
-	case sandboxwire.TypeOutputSnapshot:
-		delete(out, "snapshot_key")
-	}
-	return out
-}
-
-// only keeps the named fields of each object of list (file names and sizes,
-// not the object keys they are kept under).
-func only(list []any, fields ...string) []any {
-	var kept []any
-	for _, item := range list {
-		m, ok := item.(map[string]any)
-		if !ok {
-			continue
-		}
-		k := make(map[string]any, len(fields))
-		for _, f := range fields {
-			k[f] = m[f]
-		}
-		kept = append(kept, k)
-	}
-	return kept
 }
 
 // InvalidLastEventID is the error of a cursor LastEventID cannot read.

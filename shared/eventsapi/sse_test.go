@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/remote-agents/remote-agents/shared/eventview"
 	"github.com/remote-agents/remote-agents/shared/markdown"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/sanitize"
@@ -116,7 +117,7 @@ func TestStreamReadsBackAsWritten(t *testing.T) {
 	for i, text := range texts {
 		e := session.Event{Seq: int64(i + 1), Type: sandboxwire.TypeAgentMessage, At: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Data: map[string]any{"text": text}}
 		s.events = append(s.events, e)
-		raw, err := json.Marshal(Message{Seq: e.Seq, Type: e.Type, At: "2025-01-02T03:04:05Z", Data: Public(e)})
+		raw, err := json.Marshal(eventview.Message{Seq: e.Seq, Type: e.Type, At: "2025-01-02T03:04:05Z", Data: eventview.Public(e)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +138,7 @@ func TestStreamReadsBackAsWritten(t *testing.T) {
 		t.Fatalf("read back %+v, last id %q, retry %q\nwant %+v\nstream %q", got, lastID, retry, want, out.String())
 	}
 	for i, e := range got[:len(texts)] {
-		var m Message
+		var m eventview.Message
 		if err := json.Unmarshal([]byte(e.Data), &m); err != nil || m.Data["text"] != texts[i] {
 			t.Errorf("event %d: text %q (%v), want %q", i+1, m.Data["text"], err, texts[i])
 		}
@@ -156,10 +157,10 @@ func FuzzWriteReadsBackAsWritten(f *testing.F) {
 		}
 		e := session.Event{Seq: 42, Type: typ, At: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Data: map[string]any{"text": text, text: typ}}
 		var out bytes.Buffer
-		if err := write(&out, e, Public); err != nil {
+		if err := write(&out, e, eventview.Public); err != nil {
 			t.Fatal(err)
 		}
-		raw, _ := json.Marshal(Message{Seq: e.Seq, Type: e.Type, At: "2025-01-02T03:04:05Z", Data: Public(e)})
+		raw, _ := json.Marshal(eventview.Message{Seq: e.Seq, Type: e.Type, At: "2025-01-02T03:04:05Z", Data: eventview.Public(e)})
 		got, lastID, _ := interpret(out.String())
 		if want := []sseEvent{{typ, string(raw), "42"}}; !slices.Equal(got, want) || lastID != "42" {
 			t.Errorf("read back %+v, want %+v\nstream %q", got, want, out.String())
@@ -193,7 +194,7 @@ func FuzzWriteAnyEvent(f *testing.F) {
 		}
 		e := session.Event{Seq: seq, Type: typ, At: time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC), Data: d}
 		var out bytes.Buffer
-		if err := write(&out, e, Public); err != nil {
+		if err := write(&out, e, eventview.Public); err != nil {
 			t.Fatal(err)
 		}
 		got, lastID, _ := interpret(out.String())
@@ -201,13 +202,13 @@ func FuzzWriteAnyEvent(f *testing.F) {
 		if len(got) != 1 || got[0].Type != typ || got[0].LastEventID != id || lastID != id || strings.ContainsAny(got[0].Data, "\r\n") {
 			t.Fatalf("read back %+v, last id %q\nstream %q", got, lastID, out.String())
 		}
-		var m Message
+		var m eventview.Message
 		dec := json.NewDecoder(strings.NewReader(got[0].Data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&m); err != nil || m.Seq != seq || m.Type != typ || m.At != "2025-01-02T03:04:05.000000006Z" {
 			t.Fatalf("data %s: %+v, %v", got[0].Data, m, err)
 		}
-		raw, _ := json.Marshal(Public(e))
+		raw, _ := json.Marshal(eventview.Public(e))
 		var want map[string]any
 		_ = json.Unmarshal(raw, &want)
 		if len(want) == 0 {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
-	"github.com/remote-agents/remote-agents/shared/eventsapi"
+	"github.com/remote-agents/remote-agents/shared/eventview"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -94,7 +94,7 @@ func (h *Hub) sync(ctx context.Context, conn, body string) error {
 			return err
 		}
 	}
-	frame := syncFrame{Type: FrameSync, Seq: s.After, Events: []eventsapi.Message{}}
+	frame := syncFrame{Type: FrameSync, Seq: s.After, Events: []eventview.Message{}}
 	size := 0
 	for range syncPages {
 		evs, err := h.Store.Events(ctx, sess.ID, frame.Seq, page)
@@ -142,7 +142,7 @@ func (h *Hub) sync(ctx context.Context, conn, body string) error {
 }
 
 // over reports whether a reader at after has every event of sess (as the
-// event stream decides: eventsapi.Follower).
+// event stream decides: eventview.Follower).
 func over(sess session.Session, after int64, now time.Time) bool {
 	return sess.State.Terminal() && (after >= sess.LastSeq || now.Sub(sess.EndedAt) > session.GapGrace)
 }

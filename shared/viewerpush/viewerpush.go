@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
-	"github.com/remote-agents/remote-agents/shared/eventsapi"
+	"github.com/remote-agents/remote-agents/shared/eventview"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/session"
@@ -92,7 +92,7 @@ type syncFrame struct {
 	Type    string              `json:"type"`
 	Seq     int64               `json:"seq"`
 	More    bool                `json:"more"`
-	Events  []eventsapi.Message `json:"events"`
+	Events  []eventview.Message `json:"events"`
 	Partial *partial            `json:"partial,omitempty"`
 }
 
@@ -104,7 +104,7 @@ type partial struct {
 
 type eventsFrame struct {
 	Type   string              `json:"type"`
-	Events []eventsapi.Message `json:"events"`
+	Events []eventview.Message `json:"events"`
 }
 
 // LiveEvent is a live event as a viewer gets it.
@@ -126,9 +126,9 @@ type errorFrame struct {
 
 var endFrame = []byte(`{"type":"end"}`)
 
-// message shows e as viewers see it (eventsapi.Public).
-func message(e session.Event) eventsapi.Message {
-	return eventsapi.Message{Seq: e.Seq, Type: e.Type, At: e.At.UTC().Format(time.RFC3339Nano), Data: eventsapi.Public(e)}
+// message shows e as viewers see it (eventview.Public).
+func message(e session.Event) eventview.Message {
+	return eventview.Message{Seq: e.Seq, Type: e.Type, At: e.At.UTC().Format(time.RFC3339Nano), Data: eventview.Public(e)}
 }
 
 // Appended pushes events, just appended to session id, to its viewers:
@@ -151,7 +151,7 @@ func (h *Hub) Appended(ctx context.Context, id string, viewers []string, events 
 // eventFrames packs events into as few events frames as MaxFrame allows.
 func eventFrames(events []session.Event) ([][]byte, error) {
 	var frames [][]byte
-	var batch []eventsapi.Message
+	var batch []eventview.Message
 	size := 0
 	flush := func() error {
 		if len(batch) == 0 {

@@ -172,7 +172,7 @@ func TestAppendedGoesToEveryViewerAndForgetsTheGone(t *testing.T) {
 		if len(got) != 2 || got[0]["type"] != "events" || got[1]["type"] != "end" {
 			t.Fatalf("%s got %v", c, got)
 		}
-		// What the event stream shows (eventsapi.Public): errors sanitised.
+		// What the event stream shows (eventview.Public): errors sanitised.
 		if out := got[0]["events"].([]any)[0].(map[string]any)["data"].(map[string]any)["output"].(string); !strings.HasPrefix(out, "The operation encountered an error.") {
 			t.Errorf("a viewer saw an unsanitised error: %q", out)
 		}

@@ -1,4 +1,4 @@
-package eventsapi
+package eventview
 
 import (
 	"fmt"

@@ -43,6 +43,8 @@ type platform struct {
 	// rbc_code was exchanged (for rsb_token).
 	calls []string
 	spent bool
+	// noStop: the inbox never says stop, the message answered or not.
+	noStop bool
 }
 
 func (p *platform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -104,7 +106,7 @@ func (p *platform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case r.URL.Query().Get(sandboxwire.InboxAfter) == "0":
 			orders.Messages = []sandboxwire.InboxMessage{{Seq: 1, Text: "how are you"}}
 			orders.Env = map[string]string{"API_KEY": "secret"}
-		case p.answered:
+		case p.answered && !p.noStop:
 			orders.Stop, orders.State = true, sandboxwire.Ending
 		}
 		out = orders

@@ -18,6 +18,10 @@ type viewer struct {
 	id   string
 	tok  string
 	seen []map[string]any // every frame read
+	// pending are frames read while waiting for another type, in order,
+	// for a later next: frames may come in any order (a push may pass a
+	// sync's answer).
+	pending []map[string]any
 }
 
 // watch connects a viewer to agent id and syncs it from after.
@@ -43,9 +47,16 @@ func (v *viewer) sync(after int64) {
 	}
 }
 
-// next reads frames until one of type typ, which it returns.
+// next returns the first frame of type typ not returned yet, reading frames
+// until one comes.
 func (v *viewer) next(typ string) map[string]any {
 	v.t.Helper()
+	for i, f := range v.pending {
+		if f["type"] == typ {
+			v.pending = append(v.pending[:i:i], v.pending[i+1:]...)
+			return f
+		}
+	}
 	ctx, cancel := context.WithTimeout(v.t.Context(), 20*time.Second)
 	defer cancel()
 	for {
@@ -61,6 +72,7 @@ func (v *viewer) next(typ string) map[string]any {
 		if f["type"] == typ {
 			return f
 		}
+		v.pending = append(v.pending, f)
 	}
 }
 

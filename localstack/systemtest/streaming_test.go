@@ -39,7 +39,7 @@ func streamingAgent(t *testing.T, reply string, pieceMillis int) (*stack, reply)
 func TestTheModelsReplyStreamsToViewers(t *testing.T) {
 	t.Parallel()
 	words := strings.Fields("Once upon a time there was an agent that wrote its answers one word at a time so that everyone could read along")
-	s, created := streamingAgent(t, strings.Join(words, " "), 150)
+	s, created := streamingAgent(t, strings.Join(words, " "), 300)
 	id, tok := created.str("agent_id"), created.str("session_token")
 
 	first := s.watch(t, id, tok, 0)

@@ -72,6 +72,10 @@ type Options struct {
 	// sandbox inherits no AWS_ or RA_ variable, and no model provider's key,
 	// otherwise.
 	SandboxEnv []string
+	// KeepSandboxFolders keeps an ended sandbox's workspace and private
+	// folder (process.Options.KeepEnded), for tests that look at what it
+	// left; by default they go with it.
+	KeepSandboxFolders bool
 	// ModelKeys reads the model providers' keys the model gateway (the dev
 	// server itself) puts on sandboxes' model calls, by their usual variables
 	// (ANTHROPIC_API_KEY…); nil: the process's environment. Sandboxes never
@@ -365,12 +369,13 @@ func (s *Server) setup(ctx context.Context, o Options) error {
 	}
 	sandboxes := filepath.Join(o.WorkDir, "sandboxes")
 	s.Launcher, err = process.New(process.Options{
-		Command: o.SandboxCommand,
-		Profile: o.SandboxProfile,
-		Rootfs:  o.SandboxRootfs,
-		Env:     o.SandboxEnv,
-		Dir:     sandboxes,
-		LogDir:  sandboxes,
+		Command:   o.SandboxCommand,
+		Profile:   o.SandboxProfile,
+		Rootfs:    o.SandboxRootfs,
+		Env:       o.SandboxEnv,
+		Dir:       sandboxes,
+		LogDir:    sandboxes,
+		KeepEnded: o.KeepSandboxFolders,
 		// A delegated cgroup v2 for the sandboxes' own cgroups; unset, the
 		// dev server's own cgroup where it is writable v2.
 		CgroupDir: os.Getenv("RA_SANDBOX_CGROUP"),

@@ -39,7 +39,7 @@ var Variables = []Variable{
 	{Name: "RA_SANDBOX_CGROUP", Readers: []Reader{DevServer}, Default: "its own cgroup, where writable v2",
 		Meaning: "a delegated cgroup v2 directory the dev server creates each sandbox's cgroup in (`memory.max`, `cpu.max`)"},
 	{Name: "RA_WORK_DIR", Readers: []Reader{DevServer}, Default: "`.cache/dev`",
-		Meaning: "where sandboxes get their workspaces and logs (`sandboxes/`)"},
+		Meaning: "where sandboxes get their workspaces (removed when each ends) and logs (`sandboxes/`)"},
 	{Name: "RA_DEV_ORCHESTRATOR_KEY_ID", Readers: []Reader{DevServer}, Default: "`AKIDRADEVORCHESTRATOR`",
 		Meaning: "access key id of the dev orchestrator, whose SigV4 signatures the `/internal/` routes take"},
 	{Name: "RA_DEV_ORCHESTRATOR_SECRET", Readers: []Reader{DevServer}, Default: "`ra-dev-orchestrator-secret`",

@@ -79,7 +79,7 @@ cp "$SSL_CERT_FILE" bundle
 `
 	dir := t.TempDir()
 	ex := make(chan launch.Exit, 1)
-	l, err := process.New(process.Options{Command: []string{"/bin/bash", "-c", script}, Dir: dir, OnExit: func(x launch.Exit) { ex <- x },
+	l, err := process.New(process.Options{Command: []string{"/bin/bash", "-c", script}, Dir: dir, KeepEnded: true, OnExit: func(x launch.Exit) { ex <- x },
 		Network: &process.Network{Platform: []string{platformAddr}, Proxy: "127.0.0.1:3128", Serve: func(l net.Listener, id string) { _ = proxy.Serve(l, id) }, CA: proxy.CA, Forget: proxy.Forget}})
 	if err != nil {
 		t.Fatal(err)

@@ -36,8 +36,14 @@ var _ launch.Launcher = (*Launcher)(nil)
 type Options struct {
 	// Command runs the sandbox: argv, e.g. {"dist/agent", "sandbox"}.
 	Command []string
-	// Dir holds one working directory per sandbox.
+	// Dir holds one working directory per sandbox, with its private folder
+	// (<key>.tmp) and network folder (<key>.net) beside it. They are removed
+	// when the sandbox ends, as a Fargate task's storage goes with the task;
+	// its log (LogDir) stays.
 	Dir string
+	// KeepEnded keeps an ended sandbox's folders, for tests that look at
+	// what it left.
+	KeepEnded bool
 	// Env is added to every sandbox's environment (after the parent's host
 	// variables).
 	Env []string
@@ -336,6 +342,11 @@ func (l *Launcher) Launch(_ context.Context, spec launch.Spec) (string, error) {
 		}
 		if cgroup != "" {
 			_ = os.Remove(cgroup) // empty once its processes are gone
+		}
+		if !l.o.KeepEnded {
+			for _, d := range []string{dir, private, dir + ".net"} {
+				_ = os.RemoveAll(d) // best effort: a folder left takes disk, no more
+			}
 		}
 		// Forget the process before Stop's wait returns: a stopped sandbox is no
 		// longer Running.

@@ -2,6 +2,8 @@ package process_test
 
 import (
 	"bufio"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,8 +132,17 @@ func TestSandboxGetsItsIdentityAndNoSecrets(t *testing.T) {
 	for _, k := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "MISTRAL_API_KEY"} {
 		t.Setenv(k, "platform-"+k)
 	}
-	l, _, ex, dir := newLauncher(t, `echo "$PROLIFERATE_SESSION_ID $RA_GENERATION $PROLIFERATE_GATEWAY_URL $RA_BOOTSTRAP_CODE $RA_MODEL_GATEWAY_URL" > identity; pwd > where; echo "$RA_ENV_FILE" > envfile; `+
-		`echo "$AWS_SECRET_ACCESS_KEY$RA_DEV_APP_KEY$ANTHROPIC_API_KEY$OPENAI_API_KEY$GEMINI_API_KEY$GOOGLE_API_KEY$MISTRAL_API_KEY$GITHUB_TOKEN" > secrets; exit 3`)
+	dir, out := t.TempDir(), t.TempDir()
+	ex := &exits{ch: make(chan launch.Exit, 1)}
+	// The sandbox writes what it sees outside its workspace, which goes
+	// with it.
+	l, err := process.New(process.Options{Dir: dir, OnExit: ex.record, Env: []string{"OUT=" + out}, Command: []string{"/bin/sh", "-c",
+		`echo "$PROLIFERATE_SESSION_ID $RA_GENERATION $PROLIFERATE_GATEWAY_URL $RA_BOOTSTRAP_CODE $RA_MODEL_GATEWAY_URL" > "$OUT/identity"; pwd > "$OUT/where"; echo "$RA_ENV_FILE" > "$OUT/envfile"; ` +
+			`stat -c %a "$(dirname "$RA_ENV_FILE")" > "$OUT/private"; ` +
+			`echo "$AWS_SECRET_ACCESS_KEY$RA_DEV_APP_KEY$ANTHROPIC_API_KEY$OPENAI_API_KEY$GEMINI_API_KEY$GOOGLE_API_KEY$MISTRAL_API_KEY$GITHUB_TOKEN" > "$OUT/secrets"; exit 3`}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	spec := launch.Spec{SessionID: "s1", Generation: 2, GatewayURL: "http://127.0.0.1:1", ModelGatewayURL: "http://127.0.0.1:2", BootstrapCode: "rbc_t"}
 	ref, err := l.Launch(t.Context(), spec)
 	if err != nil {
@@ -142,25 +153,67 @@ func TestSandboxGetsItsIdentityAndNoSecrets(t *testing.T) {
 		t.Errorf("exit %+v", x)
 	}
 	work := filepath.Join(dir, "s1-2")
-	id, err := os.ReadFile(filepath.Join(work, "identity"))
+	id, err := os.ReadFile(filepath.Join(out, "identity"))
 	if err != nil || strings.TrimSpace(string(id)) != "s1 2 http://127.0.0.1:1 rbc_t http://127.0.0.1:2" {
 		t.Errorf("identity %q, %v", id, err)
 	}
-	if secrets, _ := os.ReadFile(filepath.Join(work, "secrets")); strings.TrimSpace(string(secrets)) != "" {
+	if secrets, _ := os.ReadFile(filepath.Join(out, "secrets")); strings.TrimSpace(string(secrets)) != "" {
 		t.Errorf("sandbox inherited the platform's secrets: %q", secrets)
 	}
-	if where, _ := os.ReadFile(filepath.Join(work, "where")); strings.TrimSpace(string(where)) != work {
+	if where, _ := os.ReadFile(filepath.Join(out, "where")); strings.TrimSpace(string(where)) != work {
 		t.Errorf("ran in %q, want %q", where, work)
 	}
 	// Its env file is its own (sandboxes share this machine's /tmp), outside its
 	// workspace, in a folder only it may enter.
-	envFile, _ := os.ReadFile(filepath.Join(work, "envfile"))
+	envFile, _ := os.ReadFile(filepath.Join(out, "envfile"))
 	private := filepath.Join(dir, "s1-2.tmp")
 	if got := strings.TrimSpace(string(envFile)); got != filepath.Join(private, ".proliferate_env.json") {
 		t.Errorf("env file %q, want one in %s", got, private)
 	}
-	if info, err := os.Stat(private); err != nil || !info.IsDir() || info.Mode().Perm() != 0o700 {
-		t.Errorf("env file folder: %v %v", info, err)
+	if mode, _ := os.ReadFile(filepath.Join(out, "private")); strings.TrimSpace(string(mode)) != "700" {
+		t.Errorf("env file folder's mode %q, want 700", mode)
+	}
+}
+
+// TestEndedSandboxLeavesNoFolders: a sandbox's workspace and private
+// folder go with it, whether it exits or is stopped (as a Fargate task's
+// storage does); its log stays. KeepEnded keeps them.
+func TestEndedSandboxLeavesNoFolders(t *testing.T) {
+	t.Parallel()
+	for _, keep := range []bool{false, true} {
+		dir := t.TempDir()
+		r := newReady(t)
+		ex := &exits{ch: make(chan launch.Exit, 2)}
+		l, err := process.New(process.Options{Dir: dir, LogDir: dir, KeepEnded: keep, OnExit: ex.record, Env: []string{"READY=" + r.path},
+			Command: []string{"/bin/sh", "-c", `head -c 1048576 /dev/zero > data.bin; echo x > "$(dirname "$RA_ENV_FILE")/left"; echo bye; ` +
+				`[ "$PROLIFERATE_SESSION_ID" = exits ] && exit 0; trap 'exit 0' TERM; ` + report + `; sleep 600 & wait`}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Launch(t.Context(), launch.Spec{SessionID: "exits", Generation: 1}); err != nil {
+			t.Fatal(err)
+		}
+		<-ex.ch
+		ref, err := l.Launch(t.Context(), launch.Spec{SessionID: "stopped", Generation: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.wait(t, ref)
+		if err := l.Stop(t.Context(), ref, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		<-ex.ch
+		for _, key := range []string{"exits-1", "stopped-1"} {
+			for _, folder := range []string{key, key + ".tmp"} {
+				_, err := os.Stat(filepath.Join(dir, folder))
+				if gone := errors.Is(err, fs.ErrNotExist); gone == keep {
+					t.Errorf("keep %v: %s: %v", keep, folder, err)
+				}
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, key+".log")); err != nil || !strings.Contains(string(b), "bye") {
+				t.Errorf("keep %v: %s.log: %q %v", keep, key, b, err)
+			}
+		}
 	}
 }
 
@@ -223,7 +276,7 @@ func TestSandboxRunsWithinItsSize(t *testing.T) {
 	dir := t.TempDir()
 	ex := &exits{ch: make(chan launch.Exit, 2)}
 	l, err := process.New(process.Options{Command: []string{"/bin/sh", "-c", `read x < "$GO"; cat /proc/self/limits > limits; echo "$GOMAXPROCS" > procs`},
-		Dir: dir, Env: []string{"GO=" + gate}, OnExit: ex.record})
+		Dir: dir, KeepEnded: true, Env: []string{"GO=" + gate}, OnExit: ex.record})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +444,7 @@ func TestFargateProfileHasDockersCapabilities(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	ex := &exits{ch: make(chan launch.Exit, 1)}
-	l, err := process.New(process.Options{Profile: process.ProfileFargate, Dir: dir, OnExit: ex.record, Command: []string{"/bin/sh", "-c",
+	l, err := process.New(process.Options{Profile: process.ProfileFargate, Dir: dir, KeepEnded: true, OnExit: ex.record, Command: []string{"/bin/sh", "-c",
 		`grep -E '^(CapEff|CapBnd|NoNewPrivs):' /proc/self/status > status; if unshare -n true 2>/dev/null; then echo made > netns; else echo refused > netns; fi`}})
 	if err != nil {
 		t.Fatal(err)

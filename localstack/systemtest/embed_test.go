@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,41 +17,15 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/remote-agents/remote-agents/localstack/browsertest"
+
 	"github.com/remote-agents/remote-agents/shared/config"
 )
-
-// chromium returns the headless Chromium to drive: $RA_CHROMIUM, or chromium on
-// the PATH (.ci/run installs Debian's).
-func chromium(t testing.TB) string {
-	t.Helper()
-	if p := os.Getenv("RA_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("the browser tests need Chromium: apt-get install chromium, or set RA_CHROMIUM")
-	return ""
-}
 
 // browser starts a headless Chromium for the test and returns a tab.
 func browser(t testing.TB) context.Context {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium(t)),
-		chromedp.NoSandbox,
-		chromedp.Flag("disable-gpu", true),
-		chromedp.WindowSize(900, 700),
-	)
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(alloc)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
+	return browsertest.Start(t, 900, 700)
 }
 
 // inBrowser runs steps in the tab, within a time limit.

@@ -76,15 +76,16 @@ func viewerPush(b *testing.B, others int) {
 // viewerBench is an agent with the embed view open on it, and more
 // viewers.
 type viewerBench struct {
-	b      *testing.B
-	s      *stack
-	id, sb string
-	tab    context.Context
-	mu     sync.Mutex
-	stored map[int64]float64 // when each event was stored, by number
-	got    map[int64]float64 // when the first WebSocket viewer got it
-	last   int64
-	offset int
+	b       *testing.B
+	s       *stack
+	id, sb  string
+	tab     context.Context
+	mu      sync.Mutex
+	arrived *sync.Cond        // on mu: got has more
+	stored  map[int64]float64 // when each event was stored, by number
+	got     map[int64]float64 // when the first WebSocket viewer got it
+	last    int64
+	offset  int
 }
 
 // benchNow is the time as the page's clock reads it, in milliseconds.
@@ -92,6 +93,7 @@ func benchNow() float64 { return float64(time.Now().UnixMicro()) / 1000 }
 
 func newViewerBench(b *testing.B, others int) *viewerBench {
 	vb := &viewerBench{b: b, stored: map[int64]float64{}, got: map[int64]float64{}}
+	vb.arrived = sync.NewCond(&vb.mu)
 	hear := option(func(o *devserver.Options) {
 		o.OnAppend = func(_ string, events []session.Event) {
 			at := benchNow()
@@ -167,17 +169,26 @@ func (vb *viewerBench) append() (stored, posted float64) {
 }
 
 // socket is how long the last event appended took from being stored to the
-// first WebSocket viewer (not a browser).
+// first WebSocket viewer (not a browser); it waits for drain's word.
 func (vb *viewerBench) socket() float64 {
-	for {
+	expired := false
+	timer := time.AfterFunc(10*time.Second, func() {
 		vb.mu.Lock()
-		at, ok := vb.got[vb.last]
-		stored := vb.stored[vb.last]
+		expired = true
 		vb.mu.Unlock()
-		if ok {
-			return at - stored
+		vb.arrived.Broadcast()
+	})
+	defer timer.Stop()
+	vb.mu.Lock()
+	defer vb.mu.Unlock()
+	for {
+		if at, ok := vb.got[vb.last]; ok {
+			return at - vb.stored[vb.last]
 		}
-		time.Sleep(time.Millisecond)
+		if expired {
+			vb.b.Fatalf("event %d did not reach the WebSocket viewer within 10 s", vb.last)
+		}
+		vb.arrived.Wait()
 	}
 }
 
@@ -219,5 +230,6 @@ func (v *viewer) drain(vb *viewerBench) {
 			}
 		}
 		vb.mu.Unlock()
+		vb.arrived.Broadcast()
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -23,6 +22,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 
+	"github.com/remote-agents/remote-agents/localstack/browsertest"
 	"github.com/remote-agents/remote-agents/shared/embedview"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 )
@@ -261,38 +261,10 @@ func liveFrame(evs ...map[string]any) map[string]any {
 	return map[string]any{"type": "live", "events": evs}
 }
 
-// chromium returns the headless Chromium to drive: $RA_CHROMIUM, or chromium on
-// the PATH (as localstack/systemtest finds it).
-func chromium(t testing.TB) string {
-	t.Helper()
-	if p := os.Getenv("RA_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("the browser tests need Chromium: apt-get install chromium, or set RA_CHROMIUM")
-	return ""
-}
-
 // browser starts a headless Chromium for the test.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium(t)),
-		chromedp.NoSandbox,
-		chromedp.Flag("disable-gpu", true),
-		chromedp.WindowSize(700, 600),
-	)
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(alloc)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
+	return browsertest.Start(t, 700, 600)
 }
 
 // tab opens a tab of the browser on the page of ls, closed when the test ends.

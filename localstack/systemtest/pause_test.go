@@ -141,6 +141,12 @@ func TestPauseAndResumeKeepTheWorkspaceAndTheConversation(t *testing.T) {
 	if forkID == "" || forkID == id || forkTok == "" {
 		t.Fatalf("fork: %d %s", f.status, f.raw)
 	}
+	// The fork's own stream records its life as a create's does: created
+	// (resuming from its source's checkpoint), then ready.
+	if evs, err := s.srv.Env.SessionStore().Events(t.Context(), forkID, 0, 2); err != nil || len(evs) != 2 ||
+		evs[0].Type != "agent.created" || evs[0].Data["state"] != "resuming" || evs[1].Type != "agent.ready" {
+		t.Errorf("the fork's stream begins %+v, %v; want agent.created (resuming), agent.ready", evs, err)
+	}
 	if got := s.bash(t, forkID, forkTok, "sha256sum data/big.bin notes.txt && stat -c '%a %n' notes.txt && readlink link"); got != before {
 		t.Errorf("the fork's files are\n%s\nwant\n%s", got, before)
 	}

@@ -261,14 +261,19 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 const eventWriteLimit = 10 * time.Second
 
 // ready applies a change into ready in one update where its stream records
-// it (an app's agent, ready for the first time: the update's conditions
-// say so, and it takes agent.ready's number); where the conditions fail,
+// it (an app's agent, ready for the first time, as session.RecordsChange
+// says: the update's conditions say so, and it takes agent.ready's
+// number); where the conditions fail,
 // as a plain change (a job's sandbox, a repeated report, or a conflict,
 // which the plain change finds again).
 func (s *Sessions) ready(ctx context.Context, id string, build func() (expression.UpdateBuilder, expression.ConditionBuilder)) (session.Session, bool, error) {
 	up, cond := build()
 	up = up.Add(expression.Name("event_seq"), expression.Value(1))
-	cond = cond.And(expression.Name("state").Equal(expression.Value(session.Provisioning))).
+	// Ready for the first time: provisioning, or a fork resuming from its
+	// source's checkpoint, never ready yet (session.RecordsChange).
+	first := expression.Name("state").Equal(expression.Value(session.Provisioning)).
+		Or(expression.Name("state").Equal(expression.Value(session.Resuming)).And(expression.AttributeNotExists(expression.Name("ready_at"))))
+	cond = cond.And(first).
 		And(expression.AttributeExists(expression.Name("tenant"))).
 		And(expression.AttributeNotExists(expression.Name("job_id")))
 	after, err := s.update(ctx, id, up, cond)
@@ -296,7 +301,8 @@ func (s *Sessions) recordedChange(ctx context.Context, id string, c session.Chan
 		return session.Session{}, false, err
 	}
 	up, cond := build()
-	record := session.Recorded(it.session()) && session.RecordsChange(it.State, c.To)
+	before := it.session()
+	record := session.Recorded(before) && session.RecordsChange(before, c.To)
 	if record {
 		up = up.Add(expression.Name("event_seq"), expression.Value(1))
 		cond = cond.And(expression.Name("state").Equal(expression.Value(it.State)))

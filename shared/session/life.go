@@ -56,14 +56,16 @@ func lifeEvent(s Session, typ string, at time.Time) Event {
 	return Event{SessionID: s.ID, Type: typ, Data: data, At: at.UTC()}
 }
 
-// RecordsChange reports whether a transition of a session from state from
-// to state to is one its stream records: into ready from provisioning
-// (once, however often the sandbox reports it), into pausing, paused and
-// resuming, and into ended or failed.
-func RecordsChange(from, to State) bool {
+// RecordsChange reports whether a transition of session s, as it is
+// before, to state to is one its stream records: into ready the first time
+// (from provisioning, or from resuming for a fork, which starts resuming
+// from its source's checkpoint; once, however often the sandbox reports
+// it), into pausing, paused and resuming, and into ended or failed.
+func RecordsChange(s Session, to State) bool {
+	from := s.State
 	switch {
 	case to == Ready:
-		return from == Provisioning
+		return from == Provisioning || (from == Resuming && s.ReadyAt.IsZero())
 	case to == Pausing || to == Paused || to == Resuming:
 		return from != to
 	case to.Terminal():

@@ -262,6 +262,38 @@ func RunLifeEvents(t *testing.T, newStore func(t *testing.T) EventStore) {
 	if ended.LastSeq != 4 {
 		t.Errorf("ended session's LastSeq %d, want 4", ended.LastSeq)
 	}
+	// A fork starts resuming from its source's checkpoint: its first ready
+	// is recorded, a ready after a resume of its own is not.
+	fork := create(t, st, sample(t, session.Resuming, 1))
+	for _, c := range []session.Change{
+		{From: []session.State{session.Resuming}, To: session.Ready, Set: session.Fields{ReadyAt: time.Unix(1, 0)}},
+		{From: []session.State{session.Ready}, To: session.Pausing},
+		{From: []session.State{session.Pausing}, To: session.Paused},
+		{From: []session.State{session.Paused}, To: session.Resuming},
+		{From: []session.State{session.Resuming}, To: session.Ready, Set: session.Fields{ReadyAt: time.Unix(2, 0)}},
+	} {
+		if _, err := st.Transition(t.Context(), fork.ID, c); err != nil {
+			t.Fatalf("fork to %s: %v", c.To, err)
+		}
+	}
+	evs, err = st.Events(t.Context(), fork.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for _, e := range evs {
+		got = append(got, fmt.Sprintf("%d %s %v", e.Seq, e.Type, e.Data))
+	}
+	want = []string{
+		"1 agent.created map[state:resuming]",
+		"2 agent.ready map[state:ready]",
+		"3 state.changed map[state:pausing]",
+		"4 state.changed map[state:paused]",
+		"5 state.changed map[state:resuming]",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("a fork's stream %q, want %q", got, want)
+	}
 	job := create(t, st, unrecorded(sample(t, session.Provisioning, 1)))
 	if _, err := st.Transition(t.Context(), job.ID, session.Change{From: session.Live, To: session.Failed}); err != nil {
 		t.Fatal(err)

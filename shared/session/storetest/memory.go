@@ -170,7 +170,7 @@ func (m *Memory) Transition(_ context.Context, id string, c session.Change) (ses
 		if !slices.Contains(c.From, s.State) || (c.Generation != 0 && s.Generation != c.Generation) {
 			return session.ErrConflict
 		}
-		record := session.RecordsChange(s.State, c.To)
+		record := session.RecordsChange(*s, c.To)
 		s.State = c.To
 		s.UpdatedAt = now
 		if c.Reason != "" {

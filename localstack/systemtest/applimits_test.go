@@ -19,6 +19,10 @@ func TestAppSetsItsOwnLimits(t *testing.T) {
 	}))
 	for _, bad := range []any{
 		map[string]any{"max_cost_usd_per_day": -1},
+		// Past what a cap can mean (and what DynamoDB stores: 1e126 and up).
+		map[string]any{"max_cost_usd_per_day": 1e308},
+		map[string]any{"max_cost_usd_per_month": 1e9 + 1},
+		map[string]any{"session_limits": map[string]any{"max_cost_usd": 1e200}},
 		map[string]any{"session_limits": map[string]any{"max_session_seconds": 40 * 24 * 3600}},
 		map[string]any{"max_cost_usd_per_week": 1},
 		"[]",

@@ -24,7 +24,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"os"
 	"slices"
@@ -33,6 +32,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/tasksize"
 )
@@ -222,8 +222,8 @@ type limitsIn struct {
 
 // CostUSD reads a cost bound: 0 (none) or more, finite.
 func CostUSD(name string, v float64) (float64, error) {
-	if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("%s: want 0 (none) or a positive number of USD, got %v", name, v)
+	if !registry.ValidUSD(v) {
+		return 0, fmt.Errorf("%s: want 0 (none) or a positive number of USD up to %d, got %v", name, registry.MaxUSD, v)
 	}
 	return v, nil
 }

@@ -199,14 +199,18 @@ func (l SessionLimits) Problem(prefix string) string {
 		return fmt.Sprintf("%smax_session_seconds and idle_timeout_seconds must be from 0 (none) to %d.", prefix, MaxLimitSeconds)
 	case l.MaxTokens < 0:
 		return prefix + "max_tokens must be 0 (none) or more."
-	case !validUSD(l.MaxCostUSD):
-		return prefix + "max_cost_usd must be 0 (none) or more."
+	case !ValidUSD(l.MaxCostUSD):
+		return fmt.Sprintf("%smax_cost_usd must be from 0 (none) to %d.", prefix, MaxUSD)
 	}
 	return ""
 }
 
-// validUSD reports whether v is a cap in USD: finite, 0 (none) or more.
-func validUSD(v float64) bool { return v >= 0 && !math.IsNaN(v) && !math.IsInf(v, 0) }
+// MaxUSD bounds a cap in USD: past it a cap would bound nothing (and its
+// millionths no longer fit the spend counters).
+const MaxUSD = 1_000_000_000
+
+// ValidUSD reports whether v is a cap in USD: 0 (none) to MaxUSD.
+func ValidUSD(v float64) bool { return v >= 0 && v <= MaxUSD && !math.IsNaN(v) }
 
 // RepoSource says which repository a workspace clones.
 type RepoSource struct {

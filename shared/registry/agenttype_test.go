@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -26,6 +27,25 @@ func TestWorkspaceConfigShowsBaseImageNullWhenUnset(t *testing.T) {
 		var back registry.WorkspaceConfig
 		if err := json.Unmarshal(raw, &back); err != nil || back.BaseImage != c.BaseImage || !back.Enabled {
 			t.Errorf("read back %+v %v", back, err)
+		}
+	}
+}
+
+// A cap in USD is 0 (none) to MaxUSD: past it, it would bound nothing, its
+// millionths would overflow the spend counters and DynamoDB refuses the
+// largest (1e126 and up).
+func TestCapsInUSDAreBounded(t *testing.T) {
+	for _, c := range []struct {
+		usd float64
+		ok  bool
+	}{{0, true}, {0.01, true}, {registry.MaxUSD, true}, {-1, false}, {registry.MaxUSD + 1, false}, {1e126, false}, {math.Inf(1), false}, {math.NaN(), false}} {
+		session := registry.SessionLimits{MaxCostUSD: c.usd}.Problem("session_limits.")
+		app := registry.AppKeyLimits{MaxCostUSDPerDay: c.usd}.Problem()
+		month := registry.AppKeyLimits{MaxCostUSDPerMonth: c.usd}.Problem()
+		for _, problem := range []string{session, app, month} {
+			if (problem == "") != c.ok {
+				t.Errorf("%v USD: %q, want ok %v", c.usd, problem, c.ok)
+			}
 		}
 	}
 }

@@ -100,8 +100,8 @@ type AppKeyLimits struct {
 
 // Problem says what is wrong with l, "" when nothing.
 func (l AppKeyLimits) Problem() string {
-	if !validUSD(l.MaxCostUSDPerDay) || !validUSD(l.MaxCostUSDPerMonth) {
-		return "max_cost_usd_per_day and max_cost_usd_per_month must be 0 (none) or more."
+	if !ValidUSD(l.MaxCostUSDPerDay) || !ValidUSD(l.MaxCostUSDPerMonth) {
+		return fmt.Sprintf("max_cost_usd_per_day and max_cost_usd_per_month must be from 0 (none) to %d.", MaxUSD)
 	}
 	if l.Limits != nil {
 		return l.Limits.Problem("session_limits.")

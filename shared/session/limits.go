@@ -8,7 +8,9 @@ import (
 
 // EffectiveLimits are the limits of sess: for each part, the lowest of the
 // platform's (p), its agent type's and its app key's, as copied at create;
-// zero where none bounds it.
+// zero where none bounds it. A sandbox of the sandbox API has no idle
+// limit: it lives until its timeout (EndsAt), used or not, as E2B's do
+// (its commands and files are not its agent's activity).
 func EffectiveLimits(p registry.SessionLimits, sess Session) registry.SessionLimits {
 	out := p
 	for _, l := range []*registry.SessionLimits{typeLimits(sess), sess.AppLimits} {
@@ -21,6 +23,9 @@ func EffectiveLimits(p registry.SessionLimits, sess Session) registry.SessionLim
 			MaxTokens:          lower(out.MaxTokens, l.MaxTokens),
 			MaxCostUSD:         lower(out.MaxCostUSD, l.MaxCostUSD),
 		}
+	}
+	if sess.Sandbox != nil {
+		out.IdleTimeoutSeconds = 0
 	}
 	return out
 }

@@ -75,6 +75,9 @@ func TestMessagesAreQueuedOncePerClientID(t *testing.T) {
 		{"answer": map[string]any{"question_id": "q 1", "option_id": "o"}},
 		{"text": "x", "attachments": []any{map[string]any{"key": "sessions/someone-else/attachments/a/b", "name": "b", "size_bytes": 1}}},
 		{"text": "x", "unknown": true},
+		// Exactly one of text, answer and env_values.
+		{"text": "a", "answer": map[string]any{"question_id": "q_1", "option_id": "o2"}},
+		{"text": "a", "env_values": map[string]any{"A": "v"}},
 	} {
 		wantError(t, s.call(http.MethodPost, path, tok, bad), 400, "invalid_request")
 	}

@@ -237,6 +237,8 @@ func validateMessage(id string, req MessageRequest) error {
 	switch {
 	case kinds == 0 && !req.Interrupt:
 		return invalid("Send text, an answer, env_values or interrupt.")
+	case kinds > 1:
+		return invalid("Send one of text (with its attachments), answer or env_values.")
 	case req.Interrupt && req.EnvValues != nil:
 		return invalid("Send env_values on their own.")
 	case len(req.Text) > MaxMessageBytes || !utf8.ValidString(req.Text):

@@ -1689,7 +1689,7 @@ type CreateJobRequest struct {
 	ContextID   string         `json:"contextId"`
 	IdentityID  string         `json:"identityId"`
 
-	// InputData Written to the job's input/ (input.json; `files` maps paths to contents). At most 200 KiB.
+	// InputData Written to the job's input/ (input.json; `files`, an object, maps paths to contents, each a string, written as files of input/). At most 200 KiB.
 	InputData  map[string]interface{} `json:"inputData"`
 	PlanStepID string                 `json:"planStepId"`
 	TokenLimit int64                  `json:"tokenLimit"`

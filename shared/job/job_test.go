@@ -48,6 +48,9 @@ func TestParseCreate(t *testing.T) {
 		{"input file dot", strings.Replace(body(""), `{"a":1}`, `{"files":{"a/./b":"x"}}`, 1), "not a clean relative path"},
 		{"input file input.json", strings.Replace(body(""), `{"a":1}`, `{"files":{"input.json":"x"}}`, 1), "taken"},
 		{"input file and folder", strings.Replace(body(""), `{"a":1}`, `{"files":{"a":"x","a/b":"y"}}`, 1), "both a file and a folder"},
+		{"input file content not a string", strings.Replace(body(""), `{"a":1}`, `{"files":{"a.md":"x","b.md":1,"../c":2}}`, 1), "not a string"},
+		{"input file name too long", strings.Replace(body(""), `{"a":1}`, `{"files":{"`+strings.Repeat("a", 256)+`":"x"}}`, 1), "longer than 255 bytes"},
+		{"input file name of 255 bytes", strings.Replace(body(""), `{"a":1}`, `{"files":{"d/`+strings.Repeat("a", 255)+`":"x"}}`, 1), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

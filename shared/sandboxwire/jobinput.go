@@ -11,9 +11,9 @@ import (
 )
 
 // A job's input: inputData, written whole to input/input.json, and, when its
-// "files" member is an object of strings, each of them as a file of input/
-// (path → content). The platform checks them at create, the sandbox again
-// before it writes them.
+// "files" member is an object, each of its members as a file of input/
+// (path → content, a string). The platform checks them at create, the
+// sandbox again before it writes them.
 const (
 	// JobInputName is the file in input/ that holds the whole inputData.
 	JobInputName = "input.json"
@@ -23,8 +23,10 @@ const (
 	MaxJobInputFiles     = 200
 	MaxJobInputFileBytes = 4 << 20
 	MaxJobInputBytes     = 16 << 20
-	// maxJobPathDepth bounds the folders of a job file's path.
+	// maxJobPathDepth bounds the folders of a job file's path,
+	// maxJobNameBytes each of its names.
 	maxJobPathDepth = 16
+	maxJobNameBytes = 255
 	// jobOutputDir is the folder of a job's outputs, whose paths are
 	// checked the same way.
 	jobOutputDir = "output"
@@ -34,8 +36,9 @@ const (
 type JobInputFile struct{ Path, Content string }
 
 // JobInputFiles are the files inputData.files names, checked and sorted by
-// path; none when input has no files member or it is not an object of
-// strings (then it is data, in input.json only).
+// path; none when input has no files member or it is not an object (then
+// it is data, in input.json only). An object whose members are not all
+// strings is an error: a file's content is a string.
 func JobInputFiles(input []byte) ([]JobInputFile, error) {
 	if len(input) > MaxJobInputBytes {
 		return nil, fmt.Errorf("inputData is larger than %d bytes", MaxJobInputBytes)
@@ -48,9 +51,17 @@ func JobInputFiles(input []byte) ([]JobInputFile, error) {
 	if !ok {
 		return nil, nil
 	}
-	var files map[string]string
-	if err := json.Unmarshal(raw, &files); err != nil {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
 		return nil, nil // not path → content: it stays data, in input.json only
+	}
+	files := make(map[string]string, len(members))
+	for p, v := range members {
+		var content string
+		if err := json.Unmarshal(v, &content); err != nil {
+			return nil, fmt.Errorf("inputData.files: %q is not a string (a file's content)", truncate(p, 64))
+		}
+		files[p] = content
 	}
 	if len(files) > MaxJobInputFiles {
 		return nil, fmt.Errorf("inputData.files has %d files, more than %d", len(files), MaxJobInputFiles)
@@ -89,8 +100,9 @@ func JobInputFiles(input []byte) ([]JobInputFile, error) {
 
 // CheckJobPath checks a path given for a job's file (an input file, an
 // output): relative, clean, with '/' separators, no "." or ".." segment, no
-// control character, at most MaxUploadPathBytes - len("output/") bytes and
-// maxJobPathDepth folders deep.
+// control character, at most MaxUploadPathBytes - len("output/") bytes,
+// maxJobPathDepth folders deep and maxJobNameBytes a name (a file system's
+// NAME_MAX).
 func CheckJobPath(p string) error {
 	switch {
 	case p == "":
@@ -110,6 +122,9 @@ func CheckJobPath(p string) error {
 		if s == "" || s == "." || s == ".." {
 			return fmt.Errorf("%q is not a clean relative path", p)
 		}
+		if len(s) > maxJobNameBytes {
+			return fmt.Errorf("%q has a name longer than %d bytes", truncate(p, 64), maxJobNameBytes)
+		}
 	}
 	for _, r := range p {
 		if r < 0x20 || r == 0x7f {
@@ -117,4 +132,16 @@ func CheckJobPath(p string) error {
 		}
 	}
 	return nil
+}
+
+// truncate is s cut to at most n bytes, on a character's boundary, with
+// "…" where it was cut: a name quoted in an error stays short.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -3463,6 +3463,34 @@ type QuotaExceeded struct {
 	Status    interface{} `json:"status"`
 }
 
+// ReplayNotFound defines model for ReplayNotFound.
+type ReplayNotFound struct {
+	// Details Machine-readable specifics of the error, where it has any: an agent type's unknown tools carry `invalid_tools` (each unknown name, once) and `valid_tools` (every workspace tool). A creation timeout carries the `agent_id` that keeps starting. A workspace tool that is not enabled carries `enabled_tools`; an unknown one `valid_tools`. A request without mandatory headers carries `missing` (each missing header).
+	Details struct {
+		// AgentID On 408 `agent_creation_timeout`: the agent that keeps starting.
+		AgentID string `json:"agent_id,omitempty,omitzero"`
+
+		// EnabledTools On 403 `tool_not_enabled`: the workspace tools the agent's type enables.
+		EnabledTools []string `json:"enabled_tools,omitempty,omitzero"`
+		InvalidTools []string `json:"invalid_tools,omitempty,omitzero"`
+
+		// Missing On 400 `missing_headers`: every mandatory header missing.
+		Missing    []string `json:"missing,omitempty,omitzero"`
+		ValidTools []string `json:"valid_tools,omitempty,omitzero"`
+	} `json:"details,omitempty,omitzero"`
+	ErrorCode interface{} `json:"error_code"`
+
+	// Message For people; never internal details.
+	Message string `json:"message"`
+
+	// RetryAfterSeconds When set, wait this long before retrying (also the `Retry-After` header).
+	RetryAfterSeconds int64 `json:"retry_after_seconds,omitempty,omitzero"`
+
+	// Retryable Whether the same request may be retried unchanged.
+	Retryable bool        `json:"retryable"`
+	Status    interface{} `json:"status"`
+}
+
 // SecretConflict defines model for SecretConflict.
 type SecretConflict struct {
 	// Details Machine-readable specifics of the error, where it has any: an agent type's unknown tools carry `invalid_tools` (each unknown name, once) and `valid_tools` (every workspace tool). A creation timeout carries the `agent_id` that keeps starting. A workspace tool that is not enabled carries `enabled_tools`; an unknown one `valid_tools`. A request without mandatory headers carries `missing` (each missing header).

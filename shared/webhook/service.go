@@ -319,7 +319,9 @@ func (s *Service) Replay(ctx context.Context, app registry.AppKey, id string, in
 		return ReplayView{}, err
 	}
 	switch {
-	case (in.Since == nil) == (in.FromSequence == nil):
+	case in.Since == nil && in.FromSequence == nil:
+		return ReplayView{}, apierror.New(apierror.InvalidRequest, "A replay names since (a time) or from_sequence (with agent_id).")
+	case in.Since != nil && in.FromSequence != nil:
 		return ReplayView{}, apierror.New(apierror.InvalidRequest, "A replay names since or from_sequence, not both.")
 	case in.FromSequence != nil && (in.AgentID == "" || *in.FromSequence < 1):
 		return ReplayView{}, apierror.New(apierror.InvalidRequest, "from_sequence is 1 or more, with the agent_id whose stream it numbers.")

@@ -190,7 +190,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	mux.Handle("/", routesHandler)
 	// Like API Gateway: a request is read within 30 s (streams are not bounded:
 	// only their reading is), and a client that goes away is no error of ours.
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+	s.http = &http.Server{Handler: canonicalPaths(mux), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		ErrorLog: slog.NewLogLogger(o.Log.Handler(), slog.LevelDebug)}
 	jobsQueue, err := s.Env.JobsQueue(ctx)
 	if err != nil {

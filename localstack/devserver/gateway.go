@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -38,11 +39,32 @@ type gateway struct {
 	internal *iamAuth
 }
 
+// canonicalPaths answers a path that is not clean ("//", "/./", "/../",
+// their escapes) with the envelope's not_found, as API Gateway matches
+// paths as sent; http.ServeMux would redirect it to the clean path (and
+// a client following that 307 would send a POST again).
+func canonicalPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		clean := path.Clean(p)
+		if strings.HasSuffix(p, "/") && clean != "/" {
+			clean += "/"
+		}
+		if p != clean {
+			writeResponse(w, httpapi.Error(r.Context(), nil, apierror.New(apierror.NotFound, "No such route.")))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	route, params, methodOK := g.match(r.Method, r.URL.Path)
 	switch {
 	case route == nil && methodOK:
-		writeResponse(w, httpapi.Error(r.Context(), nil, apierror.New(apierror.MethodNotAllowed, "Method %s is not allowed here.", r.Method)))
+		res := httpapi.Error(r.Context(), nil, apierror.New(apierror.MethodNotAllowed, "Method %s is not allowed here.", r.Method))
+		res.Headers["Allow"] = strings.Join(httpapi.AllowedMethods(g.routes, r.URL.Path), ", ")
+		writeResponse(w, res)
 		return
 	case route == nil:
 		writeResponse(w, httpapi.Error(r.Context(), nil, apierror.New(apierror.NotFound, "No such route.")))

@@ -62,5 +62,32 @@ func TestGatewayTurnsRequestsIntoEvents(t *testing.T) {
 		if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || rec.Code != tt.status || env.Status != tt.status || string(env.ErrorCode) != tt.code {
 			t.Errorf("%s: %d %s", tt.name, rec.Code, rec.Body.String())
 		}
+		if allow := rec.Header().Get("Allow"); tt.status == http.StatusMethodNotAllowed && allow != http.MethodPost {
+			t.Errorf("%s: Allow %q, want POST", tt.name, allow)
+		}
+	}
+}
+
+// A path that is not clean is not_found in the envelope, as API Gateway
+// matches paths as sent: no redirect to the clean path (which a client
+// would follow with its POST again).
+func TestUncleanPathsAreNotFound(t *testing.T) {
+	t.Parallel()
+	reached := false
+	h := canonicalPaths(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { reached = true }))
+	for _, p := range []string{"/api//remote_agents", "/api/remote_agents/x/./alive", "/api/remote_agents/x/../create", "/api/remote_agents/x/%2e%2e/create"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, p, nil))
+		var env httpapi.Envelope
+		if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || rec.Code != http.StatusNotFound || env.ErrorCode != "not_found" || reached {
+			t.Errorf("%s: %d %s (reached %v)", p, rec.Code, rec.Body.String(), reached)
+		}
+	}
+	for _, p := range []string{"/api/remote_agents/create", "/api/remote_agents/", "/"} {
+		reached = false
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, p, nil))
+		if !reached {
+			t.Errorf("%s did not reach the routes", p)
+		}
 	}
 }

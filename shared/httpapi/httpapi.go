@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -258,8 +259,26 @@ func Router(routes []Route) Handler {
 			return r.Handler(ctx, req)
 		}
 		if pathMatched {
-			return Error(ctx, nil, methodNotAllowed(method)), nil
+			res := Error(ctx, nil, methodNotAllowed(method))
+			res.Headers["Allow"] = strings.Join(AllowedMethods(routes, req.RawPath), ", ")
+			return res, nil
 		}
 		return Error(ctx, nil, notFound()), nil
 	}
+}
+
+// AllowedMethods are the methods routes serve at path, sorted: a 405's
+// Allow header.
+func AllowedMethods(routes []Route, path string) []string {
+	var out []string
+	for _, r := range routes {
+		if _, ok := MatchPath(r.Pattern, path); ok && !slices.Contains(out, r.Method) {
+			out = append(out, r.Method)
+			if r.CORS && !slices.Contains(out, http.MethodOptions) {
+				out = append(out, http.MethodOptions)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -203,6 +203,10 @@ func TestRouterServesFunctionURLRequestsByPath(t *testing.T) {
 			if res.StatusCode != tt.status || !strings.Contains(res.Body, tt.want) {
 				t.Errorf("%s %s: %d %s, want %d with %s", tt.method, tt.path, res.StatusCode, res.Body, tt.status, tt.want)
 			}
+			// A 405 says what the path takes (RFC 9110).
+			if allow := res.Headers["Allow"]; tt.status == 405 && allow != map[string]string{"/api/remote_agents/ra_1/env": "OPTIONS, POST", "/sandbox/s_2/spec": "GET"}[tt.path] {
+				t.Errorf("%s %s: Allow %q", tt.method, tt.path, allow)
+			}
 		})
 	}
 }

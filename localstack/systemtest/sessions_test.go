@@ -294,6 +294,8 @@ func TestIdempotentCreate(t *testing.T) {
 	if other := s.create(createBody("Hello"), "Idempotency-Key", "order-43"); other.str("agent_id") == first.str("agent_id") {
 		t.Errorf("another key reused the agent")
 	}
+	// An empty key is no key of 1 to 255 characters, not none.
+	wantError(t, s.create(createBody("Hello"), "Idempotency-Key", ""), 400, "invalid_request")
 }
 
 func TestIdempotentCreateRetriedAfterTimeoutKeepsWaiting(t *testing.T) {

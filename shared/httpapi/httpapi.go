@@ -72,15 +72,22 @@ func Error(ctx context.Context, log *slog.Logger, err error) Response {
 
 // Header returns a request header by name, whatever its case.
 func Header(req Request, name string) string {
+	v, _ := LookupHeader(req, name)
+	return v
+}
+
+// LookupHeader returns a request header by name, whatever its case, and
+// whether the request has it (empty or not).
+func LookupHeader(req Request, name string) (string, bool) {
 	if v, ok := req.Headers[strings.ToLower(name)]; ok {
-		return v
+		return v, true
 	}
 	for k, v := range req.Headers {
 		if strings.EqualFold(k, name) {
-			return v
+			return v, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // Cookie returns the value of the request's cookie name, or "" (API

@@ -11,6 +11,7 @@ import (
 	"net/http"
 
 	"github.com/remote-agents/remote-agents/api/schema"
+	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/routes"
@@ -81,7 +82,11 @@ func (h *Handlers) Create(ctx context.Context, req httpapi.Request) (httpapi.Res
 	if err := httpapi.DecodeJSON(req, httpapi.MaxBodyBytes, &in); err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil
 	}
-	in.IdempotencyKey = httpapi.Header(req, "Idempotency-Key")
+	key, sent := httpapi.LookupHeader(req, "Idempotency-Key")
+	if sent && key == "" {
+		return httpapi.Error(ctx, h.Log, apierror.New(apierror.InvalidRequest, "Idempotency-Key must be 1 to %d printable ASCII characters.", session.MaxIdempotencyKeyLen)), nil
+	}
+	in.IdempotencyKey = key
 	out, err := h.Creator.Create(ctx, app, in)
 	if err != nil {
 		return httpapi.Error(ctx, h.Log, err), nil

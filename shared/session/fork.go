@@ -107,10 +107,11 @@ func AuthorizeAgent(ctx context.Context, store Reader, authenticate func(context
 	if err != nil {
 		return Session{}, err
 	}
-	notFound := apierror.New(apierror.AgentNotFound, "No agent has the id %q.", id)
 	if !ValidID(id) {
-		return Session{}, notFound
+		// Not an id any agent could have: not quoted back (it may be long).
+		return Session{}, apierror.New(apierror.AgentNotFound, "No agent has that id.")
 	}
+	notFound := apierror.New(apierror.AgentNotFound, "No agent has the id %q.", id)
 	sess, err := store.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) || (err == nil && sess.Tenant != app.Tenant) {
 		return Session{}, notFound

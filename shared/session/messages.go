@@ -366,10 +366,11 @@ func Authorize(ctx context.Context, store Reader, id, tok string, now time.Time)
 	if tok == "" {
 		return Session{}, apierror.New(apierror.MissingToken, "A session token is required.")
 	}
-	notFound := apierror.New(apierror.AgentNotFound, "No agent has the id %q.", id)
 	if !ValidID(id) {
-		return Session{}, notFound
+		// Not an id any agent could have: not quoted back (it may be long).
+		return Session{}, apierror.New(apierror.AgentNotFound, "No agent has that id.")
 	}
+	notFound := apierror.New(apierror.AgentNotFound, "No agent has the id %q.", id)
 	sess, err := store.Get(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return Session{}, notFound

@@ -12,7 +12,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -455,5 +457,62 @@ func TestTheSDKsHomeIsTheSandboxs(t *testing.T) {
 	res := f.run(t, &pb.StartRequest{Process: &pb.ProcessConfig{Cmd: "/bin/pwd", Cwd: new(envd.SDKHome + "/d")}})
 	if res.stdout != filepath.Join(f.home, "d")+"\n" {
 		t.Errorf("a process in /home/user/d ran in %q", res.stdout)
+	}
+}
+
+// A watcher reports each change in the order it happened, as the kernel
+// does: a rename by its old name (the new one created), a file that lived
+// for an instant, what is made in a folder made just before (recursive),
+// and a polling watcher's (CreateWatcher) the same.
+func TestWatchReportsEachChangeInOrder(t *testing.T) {
+	t.Parallel()
+	f := setup(t, true)
+	ctx := t.Context()
+	dir := filepath.Join(f.home, "w")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	stream, err := f.fs.WatchDir(wctx, connect.NewRequest(&fspb.WatchDirRequest{Path: "w", Recursive: true}))
+	if err != nil || !stream.Receive() || stream.Msg().GetStart() == nil {
+		t.Fatalf("watch: %v", err)
+	}
+	polled, err := f.fs.CreateWatcher(ctx, connect.NewRequest(&fspb.CreateWatcherRequest{Path: "w", Recursive: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `cd "$1" && echo 1 > zz.txt && echo 2 > aa.txt && mv zz.txt mm.txt && echo t > t.txt && rm t.txt && chmod 600 aa.txt && mkdir -p d/e && echo x > d/e/f.txt && echo end > end.txt`
+	if out, err := exec.Command("sh", "-c", script, "sh", dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := []string{"create zz.txt", "write zz.txt", "create aa.txt", "write aa.txt", "rename zz.txt", "create mm.txt",
+		"create t.txt", "write t.txt", "remove t.txt", "chmod aa.txt", "create d"}
+	var got []string
+	name := func(ev *fspb.FilesystemEvent) string {
+		return strings.ToLower(strings.TrimPrefix(ev.GetType().String(), "EVENT_TYPE_")) + " " + ev.GetName()
+	}
+	for !slices.Contains(got, "create end.txt") && stream.Receive() {
+		if ev := stream.Msg().GetFilesystem(); ev != nil {
+			got = append(got, name(ev))
+		}
+	}
+	if len(got) < len(want) || !slices.Equal(got[:len(want)], want) || !slices.Contains(got, "create d/e/f.txt") {
+		t.Errorf("changes %q, want %q, then d/e/f.txt created", got, want)
+	}
+	var took []string
+	for !slices.Contains(took, "create end.txt") {
+		evs, err := f.fs.GetWatcherEvents(ctx, connect.NewRequest(&fspb.GetWatcherEventsRequest{WatcherId: polled.Msg.GetWatcherId()}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs.Msg.GetEvents() {
+			took = append(took, name(ev))
+		}
+	}
+	// What is made in a new folder as it is being watched may come twice
+	// (found there, and reported): the rest is the same.
+	if len(took) < len(want) || !slices.Equal(took[:len(want)], want) || !slices.Contains(took, "create d/e/f.txt") {
+		t.Errorf("the watcher's events %q, want %q, then d/e/f.txt created", took, want)
 	}
 }

@@ -19,14 +19,15 @@ import (
 
 // Limits of watchers.
 const (
-	// MaxWatchers bounds the polling watchers alive at once.
+	// MaxWatchers bounds the watchers alive at once.
 	MaxWatchers = 64
-	// MaxWatchedEntries bounds what one watcher keeps track of.
+	// MaxWatchedEntries bounds what one watcher keeps track of: the
+	// folders it has the kernel watch, or the entries it polls.
 	MaxWatchedEntries = 20000
-	// maxPendingEvents bounds the changes a polling watcher keeps until
-	// they are taken.
+	// maxPendingEvents bounds the changes a watcher keeps until they are
+	// taken.
 	maxPendingEvents = 10000
-	// watchInterval is how often a watcher looks.
+	// watchInterval is how often a polling watcher looks.
 	watchInterval = 100 * time.Millisecond
 )
 
@@ -37,9 +38,14 @@ type state struct {
 	modTime time.Time
 }
 
-// watcher looks at a folder (and, recursive, all below it) every
-// watchInterval and records what was created, written, removed and had
-// its mode changed, in order.
+// watcher records what is created, written, removed, renamed (by its old
+// name; the new one is created) and has its mode changed in a folder (and,
+// recursive, all below it), in the order it happens, as the kernel reports
+// it (inotify, on Linux). Where the kernel cannot watch it (another
+// system, or its watches used up), it looks every watchInterval instead:
+// then changes are what differs between two looks, in path order, a rename
+// is a remove and a create, and what lives less than the interval is not
+// seen.
 type watcher struct {
 	s         *Server
 	root      string
@@ -68,9 +74,49 @@ func (s *Server) newWatcher(path string, recursive, withEntry bool) (*watcher, e
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("not a folder: "+path))
 	}
 	w := &watcher{s: s, root: root, recursive: recursive, withEntry: withEntry, wake: make(chan struct{}, 1), quit: make(chan struct{})}
+	if w.notify() {
+		return w, nil
+	}
 	w.seen = w.scan()
 	go w.loop()
 	return w, nil
+}
+
+// record keeps evs for the next take and wakes a stream, dropping the
+// oldest past maxPendingEvents. A write right after a write of the same
+// file is one change.
+func (w *watcher) record(evs ...*pb.FilesystemEvent) {
+	if len(evs) == 0 {
+		return
+	}
+	w.mu.Lock()
+	for _, ev := range evs {
+		if n := len(w.pending); n > 0 && ev.Type == pb.EventType_EVENT_TYPE_WRITE && w.pending[n-1].Type == ev.Type && w.pending[n-1].Name == ev.Name {
+			w.pending[n-1] = ev
+			continue
+		}
+		w.pending = append(w.pending, ev)
+	}
+	if over := len(w.pending) - maxPendingEvents; over > 0 {
+		w.pending = slices.Delete(w.pending, 0, over)
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// event is a change of p, a path below the root.
+func (w *watcher) event(p string, t pb.EventType) *pb.FilesystemEvent {
+	rel, _ := filepath.Rel(w.root, p)
+	ev := &pb.FilesystemEvent{Name: rel, Type: t}
+	if w.withEntry && t != pb.EventType_EVENT_TYPE_REMOVE && t != pb.EventType_EVENT_TYPE_RENAME {
+		if e, err := w.s.entry(p); err == nil {
+			ev.Entry = e
+		}
+	}
+	return ev
 }
 
 // scan is what the folder holds now.
@@ -105,19 +151,7 @@ func (w *watcher) loop() {
 			now := w.scan()
 			evs := w.diff(now)
 			w.seen = now
-			if len(evs) == 0 {
-				continue
-			}
-			w.mu.Lock()
-			w.pending = append(w.pending, evs...)
-			if over := len(w.pending) - maxPendingEvents; over > 0 {
-				w.pending = slices.Delete(w.pending, 0, over)
-			}
-			w.mu.Unlock()
-			select {
-			case w.wake <- struct{}{}:
-			default:
-			}
+			w.record(evs...)
 		}
 	}
 }
@@ -125,16 +159,7 @@ func (w *watcher) loop() {
 // diff is the changes from what was seen to now, in path order.
 func (w *watcher) diff(now map[string]state) []*pb.FilesystemEvent {
 	var out []*pb.FilesystemEvent
-	add := func(p string, t pb.EventType) {
-		rel, _ := filepath.Rel(w.root, p)
-		ev := &pb.FilesystemEvent{Name: rel, Type: t}
-		if w.withEntry && t != pb.EventType_EVENT_TYPE_REMOVE {
-			if e, err := w.s.entry(p); err == nil {
-				ev.Entry = e
-			}
-		}
-		out = append(out, ev)
-	}
+	add := func(p string, t pb.EventType) { out = append(out, w.event(p, t)) }
 	paths := make([]string, 0, len(now)+len(w.seen))
 	for p := range now {
 		paths = append(paths, p)

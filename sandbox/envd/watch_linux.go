@@ -2,12 +2,12 @@ package envd
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -26,8 +26,8 @@ type kernelWatch struct {
 	w     *watcher
 	fd    int
 	file  *os.File
-	dirs  map[int32]string
-	paths map[string]int32
+	dirs  map[uint32]string
+	paths map[string]uint32
 }
 
 // notify has the kernel report w's changes; false when it cannot (then w
@@ -39,7 +39,7 @@ func (w *watcher) notify() bool {
 	}
 	// Non-blocking, so that reads wait in the runtime's poller and a close
 	// ends them.
-	k := &kernelWatch{w: w, fd: fd, file: os.NewFile(uintptr(fd), "inotify"), dirs: map[int32]string{}, paths: map[string]int32{}}
+	k := &kernelWatch{w: w, fd: fd, file: os.NewFile(uintptr(fd), "inotify"), dirs: map[uint32]string{}, paths: map[string]uint32{}}
 	if err := k.add(w.root); err != nil {
 		_ = k.file.Close()
 		return false
@@ -60,7 +60,8 @@ func (k *kernelWatch) add(dir string) error {
 	if err != nil {
 		return err
 	}
-	k.dirs[int32(wd)], k.paths[dir] = dir, int32(wd)
+	id := uint32(wd) //nolint:gosec // a watch descriptor: positive, as the events carry it
+	k.dirs[id], k.paths[dir] = dir, id
 	return nil
 }
 
@@ -86,7 +87,7 @@ func (k *kernelWatch) addBelow(dir string, created func(string)) {
 func (k *kernelWatch) forget(dir string) {
 	for p, wd := range k.paths {
 		if p == dir || strings.HasPrefix(p, dir+"/") {
-			_, _ = unix.InotifyRmWatch(k.fd, uint32(wd))
+			_, _ = unix.InotifyRmWatch(k.fd, wd)
 			delete(k.paths, p)
 			delete(k.dirs, wd)
 		}
@@ -105,18 +106,26 @@ func (k *kernelWatch) loop() {
 			return
 		}
 		var evs []*pb.FilesystemEvent
+		// Each event: its watch descriptor, mask, cookie and name's length
+		// (struct inotify_event, in the machine's byte order), then the
+		// name, NUL-padded.
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			raw := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
-			name := buf[off+unix.SizeofInotifyEvent : off+unix.SizeofInotifyEvent+int(raw.Len)]
-			off += unix.SizeofInotifyEvent + int(raw.Len)
-			evs = append(evs, k.changes(raw.Wd, raw.Mask, string(bytes.TrimRight(name, "\x00")))...)
+			wd := binary.NativeEndian.Uint32(buf[off:])
+			mask := binary.NativeEndian.Uint32(buf[off+4:])
+			end := off + unix.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(buf[off+12:]))
+			if end > n {
+				break
+			}
+			name := string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:end], "\x00"))
+			off = end
+			evs = append(evs, k.changes(wd, mask, name)...)
 		}
 		k.w.record(evs...)
 	}
 }
 
 // changes are what one inotify event of folder wd says of its entry name.
-func (k *kernelWatch) changes(wd int32, mask uint32, name string) []*pb.FilesystemEvent {
+func (k *kernelWatch) changes(wd, mask uint32, name string) []*pb.FilesystemEvent {
 	dir, ok := k.dirs[wd]
 	if mask&unix.IN_IGNORED != 0 {
 		if ok {

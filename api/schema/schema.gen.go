@@ -3953,7 +3953,7 @@ type ListAgentsParams struct {
 	// State Only the agents in these states (comma-separated).
 	State string `form:"state,omitempty" json:"state,omitempty,omitzero"`
 
-	// Alive `true`: only the agents not ended (provisioning, ready, working, idle, ending, pausing, paused, resuming). Not with `state`.
+	// Alive `true`: only the agents not ended (provisioning, ready, working, idle, ending, pausing, paused, resuming); `false`: only those ended (ended, failed). Not with `state`.
 	Alive ListAgentsParamsAlive `form:"alive,omitempty" json:"alive,omitempty,omitzero"`
 
 	// Limit Page size, 1–100 (default 50).

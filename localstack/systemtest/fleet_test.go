@@ -125,7 +125,7 @@ func TestFleetListPagesWithoutLeaksGapsOrDuplicates(t *testing.T) {
 	cur, _ := r.body["next_cursor"].(string)
 	wantError(t, s.call(http.MethodGet, "/api/remote_agents?cursor="+url.QueryEscape(cur), appKey, nil), http.StatusBadRequest, "invalid_request")
 	wantError(t, s.call(http.MethodGet, "/api/remote_agents?cursor=bm9wZQ", appKey, nil), http.StatusBadRequest, "invalid_request")
-	for _, q := range []string{"limit=0", "limit=101", "limit=x", "state=sleeping", "alive=maybe", "sort=asc", "alive=true&state=ended"} {
+	for _, q := range []string{"limit=0", "limit=101", "limit=x", "state=sleeping", "alive=maybe", "sort=asc", "alive=true&state=ended", "alive=false&state=idle"} {
 		wantError(t, s.call(http.MethodGet, "/api/remote_agents?"+q, appKey, nil), http.StatusBadRequest, "invalid_request")
 	}
 	wantError(t, s.call(http.MethodGet, "/api/remote_agents", "", nil), http.StatusUnauthorized, "missing_token")
@@ -175,6 +175,7 @@ func TestFleetListFilters(t *testing.T) {
 	}{
 		{url.Values{"alive": {"true"}}, want(func(i int) bool { return i%3 == 0 })},
 		{url.Values{"state": {"ended"}}, want(func(i int) bool { return i%3 != 0 })},
+		{url.Values{"alive": {"false"}}, want(func(i int) bool { return i%3 != 0 })},
 		{url.Values{"state": {"idle,ended"}}, ids},
 		{url.Values{"agent_type": {"default"}}, want(func(i int) bool { return i%2 == 0 })},
 		{url.Values{"persona_slug": {"reviewer"}, "alive": {"true"}}, want(func(i int) bool { return i%15 == 0 })},

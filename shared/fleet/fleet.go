@@ -268,8 +268,8 @@ func (s *Service) killAuthorize(ctx context.Context, id, bearer string) (session
 }
 
 // ParseListQuery reads the fleet list's query parameters: project_name,
-// persona_slug, agent_type, state (comma-separated states), alive=true (the
-// live states), limit and cursor. Any other parameter is refused, as are
+// persona_slug, agent_type, state (comma-separated states), alive (true:
+// the live states; false: ended and failed), limit and cursor. Any other parameter is refused, as are
 // unknown states and a limit that is not a number in range.
 func ParseListQuery(params map[string]string) (ListQuery, error) {
 	var q ListQuery
@@ -299,7 +299,9 @@ func ParseListQuery(params map[string]string) (ListQuery, error) {
 			switch v {
 			case "true":
 				q.States = append(q.States, session.Live...)
-			case "false", "":
+			case "false":
+				q.States = append(q.States, session.Ended, session.Failed)
+			case "":
 			default:
 				return bad("alive must be true or false.")
 			}
@@ -314,8 +316,8 @@ func ParseListQuery(params map[string]string) (ListQuery, error) {
 			return bad("Unknown query parameter %q: use project_name, persona_slug, agent_type, state, alive, limit, cursor.", name)
 		}
 	}
-	if params["alive"] == "true" && params["state"] != "" {
-		return bad("Use state or alive=true, not both.")
+	if params["alive"] != "" && params["state"] != "" {
+		return bad("Use state or alive, not both.")
 	}
 	return q, nil
 }

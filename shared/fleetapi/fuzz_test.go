@@ -48,6 +48,7 @@ func FuzzList(f *testing.F) {
 	f.Add("project_name", "p", "state", "working,idle", "limit", "10")
 	f.Add("alive", "true", "persona_slug", "dev", "cursor", "abc")
 	f.Add("alive", "true", "state", "ended", "agent_type", "t")
+	f.Add("alive", "false", "persona_slug", "dev", "limit", "5")
 	f.Add("limit", "0", "state", "asleep", "other", "x")
 	f.Add("cursor", strings.Repeat("c", 1025), "", "", "", "")
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -78,8 +79,11 @@ func FuzzList(f *testing.F) {
 			}
 		}
 		var want []session.State
-		if params["alive"] == "true" {
+		switch params["alive"] {
+		case "true":
 			want = session.Live
+		case "false":
+			want = []session.State{session.Ended, session.Failed}
 		}
 		if s := params["state"]; s != "" {
 			for st := range strings.SplitSeq(s, ",") {

@@ -39,6 +39,8 @@ var decodeMessages = regexp.MustCompile(`^(` + strings.Join([]string{
 	`The request body must be a JSON object\.`,
 	`The request body is not valid JSON \(at byte \d+\)\.`,
 	`Field "([a-z.]+)" must be of type (string|boolean|object|array|number)\.`,
+	`Field "([a-z.]+)" must be a whole number in range\.`,
+	`A time in the request body is not RFC 3339, such as 2026-12-01T10:00:00Z\.`,
 	`The request body has a field this route does not take\.`,
 	`The request body is truncated JSON\.`,
 	`The request body is not valid JSON\.`,

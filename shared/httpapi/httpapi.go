@@ -14,8 +14,10 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -180,14 +182,22 @@ func IsJSON(contentType string) bool {
 func describeJSONError(err error) string {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var when *time.ParseError
 	switch {
 	case errors.As(err, &syntax):
 		return fmt.Sprintf("The request body is not valid JSON (at byte %d).", syntax.Offset)
 	case errors.As(err, &typ):
-		if typ.Field != "" {
-			return fmt.Sprintf("Field %q must be of type %s.", typ.Field, jsonType(typ.Type.Kind().String()))
+		if typ.Field == "" {
+			return "The request body must be a JSON object."
 		}
-		return "The request body must be a JSON object."
+		want := jsonType(typ.Type.Kind().String())
+		if k := typ.Type.Kind(); want == "number" && strings.HasPrefix(typ.Value, "number") && k != reflect.Float64 && k != reflect.Float32 {
+			// A fraction, or past the field's range, for a whole number.
+			return fmt.Sprintf("Field %q must be a whole number in range.", typ.Field)
+		}
+		return fmt.Sprintf("Field %q must be of type %s.", typ.Field, want)
+	case errors.As(err, &when):
+		return "A time in the request body is not RFC 3339, such as 2026-12-01T10:00:00Z."
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		// The name is the client's text: not repeated back.
 		return "The request body has a field this route does not take."

@@ -7,14 +7,16 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/remote-agents/remote-agents/shared/apierror"
 	"github.com/remote-agents/remote-agents/shared/httpapi"
 )
 
 type createBody struct {
-	Name  string `json:"name"`
-	Count int    `json:"count"`
+	Name  string     `json:"name"`
+	Count int        `json:"count"`
+	Since *time.Time `json:"since,omitempty"`
 }
 
 func TestDecodeJSON(t *testing.T) {
@@ -33,6 +35,9 @@ func TestDecodeJSON(t *testing.T) {
 		{"syntax", `{"name" "a"}`, false, apierror.InvalidRequest, "not valid JSON"},
 		{"unknown field", `{"name":"a","admin":true}`, false, apierror.InvalidRequest, "a field this route does not take"},
 		{"wrong type", `{"count":"two"}`, false, apierror.InvalidRequest, `Field "count" must be of type number`},
+		{"fraction", `{"count":1.5}`, false, apierror.InvalidRequest, `Field "count" must be a whole number in range`},
+		{"out of range", `{"count":1e30}`, false, apierror.InvalidRequest, `Field "count" must be a whole number in range`},
+		{"not a time", `{"since":"yesterday"}`, false, apierror.InvalidRequest, "not RFC 3339"},
 		{"array", `[1]`, false, apierror.InvalidRequest, "must be a JSON object"},
 		{"two objects", `{"name":"a"}{"name":"b"}`, false, apierror.InvalidRequest, "single JSON object"},
 		{"too large", `{"name":"` + strings.Repeat("x", 200) + `"}`, false, apierror.PayloadTooLarge, "larger than 128"},

@@ -24,6 +24,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"slices"
@@ -32,7 +33,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/remote-agents/remote-agents/shared/registry"
 	"github.com/remote-agents/remote-agents/shared/sandboxwire"
 	"github.com/remote-agents/remote-agents/shared/tasksize"
 )
@@ -220,10 +220,18 @@ type limitsIn struct {
 	PriceTablePath     *string  `yaml:"price_table_path"`
 }
 
-// CostUSD reads a cost bound: 0 (none) or more, finite.
+// MaxUSD bounds a cap in USD (a setting's, a type's, an app key's): past it
+// a cap would bound nothing, and its millionths would no longer fit the
+// spend counters.
+const MaxUSD = 1_000_000_000
+
+// ValidUSD reports whether v is a cap in USD: 0 (none) to MaxUSD.
+func ValidUSD(v float64) bool { return v >= 0 && v <= MaxUSD && !math.IsNaN(v) }
+
+// CostUSD reads a cost bound: 0 (none) to MaxUSD.
 func CostUSD(name string, v float64) (float64, error) {
-	if !registry.ValidUSD(v) {
-		return 0, fmt.Errorf("%s: want 0 (none) or a positive number of USD up to %d, got %v", name, registry.MaxUSD, v)
+	if !ValidUSD(v) {
+		return 0, fmt.Errorf("%s: want 0 (none) or a positive number of USD up to %d, got %v", name, MaxUSD, v)
 	}
 	return v, nil
 }

@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"time"
 
+	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/egress"
 )
 
@@ -205,12 +205,11 @@ func (l SessionLimits) Problem(prefix string) string {
 	return ""
 }
 
-// MaxUSD bounds a cap in USD: past it a cap would bound nothing (and its
-// millionths no longer fit the spend counters).
-const MaxUSD = 1_000_000_000
+// MaxUSD bounds a cap in USD, as the platform's settings are bounded.
+const MaxUSD = config.MaxUSD
 
 // ValidUSD reports whether v is a cap in USD: 0 (none) to MaxUSD.
-func ValidUSD(v float64) bool { return v >= 0 && v <= MaxUSD && !math.IsNaN(v) }
+func ValidUSD(v float64) bool { return config.ValidUSD(v) }
 
 // RepoSource says which repository a workspace clones.
 type RepoSource struct {

@@ -8,7 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -39,23 +39,33 @@ type gateway struct {
 	internal *iamAuth
 }
 
-// canonicalPaths answers a path that is not clean ("//", "/./", "/../",
-// their escapes) with the envelope's not_found, as API Gateway matches
-// paths as sent; http.ServeMux would redirect it to the clean path (and
-// a client following that 307 would send a POST again).
+// canonicalPaths answers a path that is not clean (an empty segment, "."
+// or "..", escaped or not) with the envelope's not_found, as API Gateway
+// matches paths as sent; http.ServeMux would redirect it to the clean path
+// (and a client following that 307 would send a POST again). Segments are
+// the escaped path's: an escaped slash is part of one (a push connection's
+// id may hold one).
 func canonicalPaths(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := r.URL.Path
-		clean := path.Clean(p)
-		if strings.HasSuffix(p, "/") && clean != "/" {
-			clean += "/"
-		}
-		if p != clean {
+		if !cleanPath(r.URL.EscapedPath()) {
 			writeResponse(w, httpapi.Error(r.Context(), nil, apierror.New(apierror.NotFound, "No such route.")))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// cleanPath reports whether escaped, a URL's escaped path, has no empty,
+// "." or ".." segment (a last empty one, a trailing slash, aside).
+func cleanPath(escaped string) bool {
+	segs := strings.Split(strings.TrimPrefix(escaped, "/"), "/")
+	for i, seg := range segs {
+		s, err := url.PathUnescape(seg)
+		if err != nil || s == "." || s == ".." || (s == "" && i < len(segs)-1) {
+			return false
+		}
+	}
+	return true
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {

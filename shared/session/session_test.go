@@ -2,10 +2,12 @@ package session_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -251,5 +253,23 @@ func TestAliveShowsADroppedWorkspaceDegraded(t *testing.T) {
 	st, err := svc.Alive(t.Context(), id, tok)
 	if err != nil || st.Workspace == nil || st.Workspace.Status != sandboxwire.WorkspaceDegraded || len(st.Workspace.Warnings) != 1 || st.Workspace.Warnings[0] != why {
 		t.Errorf("alive: %+v %v, want the workspace degraded, saying why", st.Workspace, err)
+	}
+}
+
+// An id no agent could have is not found without being quoted back (it
+// may be as long as the request allows); a well-formed unknown one is
+// named.
+func TestAuthorizeQuotesOnlyWellFormedIDs(t *testing.T) {
+	t.Parallel()
+	st := storetest.NewMemory()
+	long := strings.Repeat("x", 100_000)
+	_, err := session.Authorize(t.Context(), st, long, "ras_token", time.Now())
+	var e *apierror.Error
+	if !errors.As(err, &e) || e.Code != apierror.AgentNotFound || len(e.Message) > 100 {
+		t.Errorf("a 100 KB id: %v", err)
+	}
+	id := "6c7fba59-def2-4633-97c2-bac8f0d8d18f"
+	if _, err := session.Authorize(t.Context(), st, id, "ras_token", time.Now()); !errors.As(err, &e) || e.Code != apierror.AgentNotFound || !strings.Contains(e.Message, id) {
+		t.Errorf("an unknown id: %v", err)
 	}
 }

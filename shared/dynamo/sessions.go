@@ -261,11 +261,10 @@ func (s *Sessions) Transition(ctx context.Context, id string, c session.Change) 
 const eventWriteLimit = 10 * time.Second
 
 // ready applies a change into ready in one update where its stream records
-// it (an app's agent, ready for the first time, as session.RecordsChange
+// it (an app's agent ready for the first time, as session.RecordsChange
 // says: the update's conditions say so, and it takes agent.ready's
-// number); where the conditions fail,
-// as a plain change (a job's sandbox, a repeated report, or a conflict,
-// which the plain change finds again).
+// number); where the conditions fail, as a plain change (a job's sandbox,
+// a repeated report, or a conflict, which the plain change finds again).
 func (s *Sessions) ready(ctx context.Context, id string, build func() (expression.UpdateBuilder, expression.ConditionBuilder)) (session.Session, bool, error) {
 	up, cond := build()
 	up = up.Add(expression.Name("event_seq"), expression.Value(1))

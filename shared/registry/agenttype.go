@@ -199,17 +199,11 @@ func (l SessionLimits) Problem(prefix string) string {
 		return fmt.Sprintf("%smax_session_seconds and idle_timeout_seconds must be from 0 (none) to %d.", prefix, MaxLimitSeconds)
 	case l.MaxTokens < 0:
 		return prefix + "max_tokens must be 0 (none) or more."
-	case !ValidUSD(l.MaxCostUSD):
-		return fmt.Sprintf("%smax_cost_usd must be from 0 (none) to %d.", prefix, MaxUSD)
+	case !config.ValidUSD(l.MaxCostUSD):
+		return fmt.Sprintf("%smax_cost_usd must be from 0 (none) to %d.", prefix, config.MaxUSD)
 	}
 	return ""
 }
-
-// MaxUSD bounds a cap in USD, as the platform's settings are bounded.
-const MaxUSD = config.MaxUSD
-
-// ValidUSD reports whether v is a cap in USD: 0 (none) to MaxUSD.
-func ValidUSD(v float64) bool { return config.ValidUSD(v) }
 
 // RepoSource says which repository a workspace clones.
 type RepoSource struct {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/registry"
 )
 
@@ -31,14 +32,14 @@ func TestWorkspaceConfigShowsBaseImageNullWhenUnset(t *testing.T) {
 	}
 }
 
-// A cap in USD is 0 (none) to MaxUSD: past it, it would bound nothing, its
+// A cap in USD is 0 (none) to config.MaxUSD: past it, it would bound nothing, its
 // millionths would overflow the spend counters and DynamoDB refuses the
 // largest (1e126 and up).
 func TestCapsInUSDAreBounded(t *testing.T) {
 	for _, c := range []struct {
 		usd float64
 		ok  bool
-	}{{0, true}, {0.01, true}, {registry.MaxUSD, true}, {-1, false}, {registry.MaxUSD + 1, false}, {1e126, false}, {math.Inf(1), false}, {math.NaN(), false}} {
+	}{{0, true}, {0.01, true}, {config.MaxUSD, true}, {-1, false}, {config.MaxUSD + 1, false}, {1e126, false}, {math.Inf(1), false}, {math.NaN(), false}} {
 		session := registry.SessionLimits{MaxCostUSD: c.usd}.Problem("session_limits.")
 		app := registry.AppKeyLimits{MaxCostUSDPerDay: c.usd}.Problem()
 		month := registry.AppKeyLimits{MaxCostUSDPerMonth: c.usd}.Problem()

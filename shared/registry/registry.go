@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/remote-agents/remote-agents/shared/config"
 	"github.com/remote-agents/remote-agents/shared/toolspec"
 )
 
@@ -100,8 +101,8 @@ type AppKeyLimits struct {
 
 // Problem says what is wrong with l, "" when nothing.
 func (l AppKeyLimits) Problem() string {
-	if !ValidUSD(l.MaxCostUSDPerDay) || !ValidUSD(l.MaxCostUSDPerMonth) {
-		return fmt.Sprintf("max_cost_usd_per_day and max_cost_usd_per_month must be from 0 (none) to %d.", MaxUSD)
+	if !config.ValidUSD(l.MaxCostUSDPerDay) || !config.ValidUSD(l.MaxCostUSDPerMonth) {
+		return fmt.Sprintf("max_cost_usd_per_day and max_cost_usd_per_month must be from 0 (none) to %d.", config.MaxUSD)
 	}
 	if l.Limits != nil {
 		return l.Limits.Problem("session_limits.")

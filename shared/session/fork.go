@@ -108,8 +108,7 @@ func AuthorizeAgent(ctx context.Context, store Reader, authenticate func(context
 		return Session{}, err
 	}
 	if !ValidID(id) {
-		// Not an id any agent could have: not quoted back (it may be long).
-		return Session{}, apierror.New(apierror.AgentNotFound, "No agent has that id.")
+		return Session{}, malformedID()
 	}
 	notFound := apierror.New(apierror.AgentNotFound, "No agent has the id %q.", id)
 	sess, err := store.Get(ctx, id)

@@ -367,8 +367,7 @@ func Authorize(ctx context.Context, store Reader, id, tok string, now time.Time)
 		return Session{}, apierror.New(apierror.MissingToken, "A session token is required.")
 	}
 	if !ValidID(id) {
-		// Not an id any agent could have: not quoted back (it may be long).
-		return Session{}, apierror.New(apierror.AgentNotFound, "No agent has that id.")
+		return Session{}, malformedID()
 	}
 	notFound := apierror.New(apierror.AgentNotFound, "No agent has the id %q.", id)
 	sess, err := store.Get(ctx, id)
@@ -387,3 +386,7 @@ func Authorize(ctx context.Context, store Reader, id, tok string, now time.Time)
 // ValidID reports whether id has the form of a session id (a version 4
 // UUID); an id of another form names no session.
 func ValidID(id string) bool { return sessionID.MatchString(id) }
+
+// malformedID answers an id no agent could have: not found, the id not
+// quoted back (it may be as long as the request allows).
+func malformedID() error { return apierror.New(apierror.AgentNotFound, "No agent has that id.") }

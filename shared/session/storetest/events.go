@@ -212,6 +212,15 @@ func RunEventLog(t *testing.T, newStore func(t *testing.T) EventStore) {
 	})
 }
 
+// streamLines are evs as "seq type data" lines, to compare a stream whole.
+func streamLines(evs []session.Event) []string {
+	out := make([]string, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, fmt.Sprintf("%d %s %v", e.Seq, e.Type, e.Data))
+	}
+	return out
+}
+
 // unrecorded is s as a job's sandbox, whose stream the platform records
 // nothing in (session.Recorded): its appends number from 1.
 func unrecorded(s session.Session) session.Session {
@@ -246,10 +255,7 @@ func RunLifeEvents(t *testing.T, newStore func(t *testing.T) EventStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, e := range evs {
-		got = append(got, fmt.Sprintf("%d %s %v", e.Seq, e.Type, e.Data))
-	}
+	got := streamLines(evs)
 	want := []string{
 		"1 agent.created map[state:provisioning]",
 		"2 agent.ready map[state:ready]",
@@ -280,10 +286,7 @@ func RunLifeEvents(t *testing.T, newStore func(t *testing.T) EventStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = nil
-	for _, e := range evs {
-		got = append(got, fmt.Sprintf("%d %s %v", e.Seq, e.Type, e.Data))
-	}
+	got = streamLines(evs)
 	want = []string{
 		"1 agent.created map[state:resuming]",
 		"2 agent.ready map[state:ready]",
